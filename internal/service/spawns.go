@@ -80,9 +80,6 @@ func checkSpawnInput(in *SpawnInput) error {
 		if strings.TrimSpace(in.Question) == "" || len(in.Question) > 8192 {
 			return errs.E(errs.InvalidArgument, "a question of 1 to 8192 bytes is required").Unmet("question must not be empty")
 		}
-		if in.N == 0 {
-			in.N = 3
-		}
 		if in.N < 1 || in.N > 20 {
 			return errs.E(errs.InvalidArgument, fmt.Sprintf("--n must be 1..20, got %d", in.N)).Unmet("1 <= n <= 20")
 		}

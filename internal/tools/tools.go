@@ -156,8 +156,14 @@ func (t *Tool) Validate(raw map[string]any) (Args, error) {
 		a[k] = nv
 	}
 	for _, p := range t.Params {
-		if _, ok := a[p.Name]; !ok && p.Required {
+		if _, ok := a[p.Name]; ok {
+			continue
+		}
+		if p.Required {
 			return nil, t.usage("missing required parameter " + p.Name)
+		}
+		if p.Default != nil {
+			a[p.Name], _ = coerce(p.Type, p.Default)
 		}
 	}
 	return a, nil

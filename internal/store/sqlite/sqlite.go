@@ -59,6 +59,8 @@ type Store struct {
 	// CommitDelay holds every write transaction open this long before it
 	// commits. It exists for fault-injection tests (signals mid-command).
 	CommitDelay time.Duration
+	// OnHold is called when a delayed transaction starts to wait.
+	OnHold func()
 }
 
 // Open opens an existing database file without touching its schema.
@@ -277,6 +279,9 @@ func (s *Store) commit(ctx context.Context, t service.Tx) error {
 		}
 	}
 	if s.CommitDelay > 0 {
+		if s.OnHold != nil {
+			s.OnHold()
+		}
 		select {
 		case <-time.After(s.CommitDelay):
 		case <-ctx.Done():
