@@ -219,7 +219,9 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	}
 	if d := a.getenv("DONT_FAULT_COMMIT_DELAY"); d != "" {
 		store.CommitDelay, _ = time.ParseDuration(d)
-		store.OnHold = func() { fmt.Fprintf(a.stderr, "fault-injection: holding the write transaction open for %s\n", store.CommitDelay) }
+		store.OnHold = func() {
+			fmt.Fprintf(a.stderr, "fault-injection: holding the write transaction open for %s\n", store.CommitDelay)
+		}
 	}
 	svc := &service.Service{Store: store, Author: a.author()}
 	if hasParam(t, "mode") {

@@ -27,8 +27,8 @@ func newClock() *clock {
 	c.ns.Store(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixNano())
 	return c
 }
-func (c *clock) Now() time.Time             { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) Advance(d time.Duration)    { c.ns.Add(int64(d)) }
+func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 func (c *clock) service(st service.Store) *service.Service {
 	return &service.Service{Store: st, Now: c.Now, SpawnTimeout: time.Hour, Author: "test"}
 }
@@ -616,5 +616,28 @@ func TestConcurrentDuplicateCallbacksResolveOnce(t *testing.T) {
 	}
 	if got := len(e.events(id, ledger.EvSpawnResolved)); got != 1 {
 		t.Fatalf("%d spawn_resolved events", got)
+	}
+}
+
+func TestDoubtCascadesStaleToDependents(t *testing.T) {
+	e := newEnv(t)
+	root := e.verified("the thermometer was calibrated")
+	mid, err := e.svc.Conclude(ctx, service.ConcludeInput{Statement: "the reading is 100 C", DependsOn: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	midID := mid.Data.(service.EntityView).ID
+	e.transition(ledger.Dismiss, midID, "")
+	leaf, _ := e.svc.Conclude(ctx, service.ConcludeInput{Statement: "so water boiled", DependsOn: []string{midID}})
+	leafID := leaf.Data.(service.EntityView).ID
+	e.transition(ledger.Trust, root, "")
+	if e.status(midID) != ledger.Stale || e.status(leafID) != ledger.Stale {
+		t.Fatalf("after doubting the root: mid %s, leaf %s; want both stale", e.status(midID), e.status(leafID))
+	}
+	if evs := e.events(leafID, ledger.EvStaleCascaded); len(evs) != 1 || evs[0].From != ledger.Unverified {
+		t.Fatalf("leaf stale_cascaded events: %+v", evs)
+	}
+	if _, err := e.svc.Conclude(ctx, service.ConcludeInput{Statement: "x", DependsOn: []string{"claim:01HX05A9K8VP0000000000000A"}}); !errs.Is(err, errs.DependencyNotFound) {
+		t.Fatalf("unknown dependency: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -65,7 +66,8 @@ type Store struct {
 
 // Open opens an existing database file without touching its schema.
 func Open(path string) (*Store, error) {
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	// The path is percent-encoded: SQLite reads the DSN as a file: URI.
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err
@@ -160,8 +162,10 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 
 // DueSpawns implements service.Store through the partial index spawns_due.
 func (s *Store) DueSpawns(ctx context.Context, now time.Time, limit int) ([]spawn.Spawn, error) {
-	return s.spawns(ctx, "SELECT doc, request FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?", key(now), limit)
+	return s.spawns(ctx, dueQuery, key(now), limit)
 }
+
+const dueQuery = "SELECT doc, request FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?"
 
 func (s *Store) spawns(ctx context.Context, q string, args ...any) ([]spawn.Spawn, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)
