@@ -49,8 +49,24 @@ type fakeProvider struct {
 
 func newFakeProvider(t *testing.T, handler func(w http.ResponseWriter, r *http.Request, i int)) *fakeProvider {
 	t.Helper()
+	f := newUnstartedFakeProvider(handler)
+	f.Start()
+	t.Cleanup(f.Close)
+	return f
+}
+
+// newFakeTLSProvider serves HTTPS; its Client() trusts the test certificate.
+func newFakeTLSProvider(t *testing.T, handler func(w http.ResponseWriter, r *http.Request, i int)) *fakeProvider {
+	t.Helper()
+	f := newUnstartedFakeProvider(handler)
+	f.StartTLS()
+	t.Cleanup(f.Close)
+	return f
+}
+
+func newUnstartedFakeProvider(handler func(w http.ResponseWriter, r *http.Request, i int)) *fakeProvider {
 	f := &fakeProvider{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cur := f.inFlight.Add(1)
 		defer f.inFlight.Add(-1)
 		for {
@@ -66,7 +82,6 @@ func newFakeProvider(t *testing.T, handler func(w http.ResponseWriter, r *http.R
 		f.mu.Unlock()
 		handler(w, r, i)
 	}))
-	t.Cleanup(f.Close)
 	return f
 }
 
