@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -277,4 +278,19 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("timeout", c.Timeout),
 		slog.Int("max_retries", c.MaxRetries),
 	)
+}
+
+// MarshalJSON encodes cfg without its API key and with any password in the
+// base URL redacted.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type shown struct {
+		Provider   string
+		BaseURL    string
+		Model      string
+		Region     string
+		APIKeySet  bool
+		Timeout    time.Duration
+		MaxRetries int
+	}
+	return json.Marshal(shown{c.Provider, redactURL(c.BaseURL), c.Model, c.Region, c.APIKey != "", c.Timeout, c.MaxRetries})
 }
