@@ -226,3 +226,22 @@ func TestOpenAIGuessRejectsBadArguments(t *testing.T) {
 		t.Errorf("%d requests sent for invalid arguments", n)
 	}
 }
+
+func TestGuessWithoutUsableAnswersIsUnusable(t *testing.T) {
+	empty := `{"id":"chatcmpl-483","object":"chat.completion","created":1745601702,"model":"llama3.2","system_fingerprint":"fp_ollama","choices":[{"index":0,"message":{"role":"assistant","content":"  \n"},"finish_reason":"stop"}],"usage":{"prompt_tokens":61,"completion_tokens":1,"total_tokens":62}}`
+	srv := newFakeProvider(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(empty))
+	})
+	cfg := openAIConfig(srv.URL)
+	cfg.Provider = "ollama"
+	_, err := newTestProvider(t, cfg).Candidates(context.Background(), guessPrompt, 2, 0.7)
+	if !errors.Is(err, ErrUnusableCandidates) || errors.Is(err, ErrUnusableVerdict) || errors.Is(err, ErrProvider) {
+		t.Fatalf("Candidates = %v, want ErrUnusableCandidates only", err)
+	}
+	// One request with n=2, then top-ups; the first unusable top-up cancels
+	// the other, which may not have reached the server yet.
+	if n := len(srv.requests()); n < 2 || n > 3 {
+		t.Errorf("%d requests, want 1 with n=2 and at most 2 single top-ups", n)
+	}
+}
