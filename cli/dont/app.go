@@ -70,8 +70,21 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetOut(a.stderr)
 	root.SetErr(a.stderr)
 	root.AddCommand(a.initCommand())
+	groups := map[string]*cobra.Command{}
 	for _, t := range tools.All() {
-		root.AddCommand(a.toolCommand(t))
+		group, _, grouped := strings.Cut(t.Name, ".")
+		if !grouped {
+			root.AddCommand(a.toolCommand(t))
+			continue
+		}
+		parent, ok := groups[group]
+		if !ok {
+			parent = &cobra.Command{Use: group, Short: tools.GroupSummary(group), Args: a.argCount(0),
+				RunE: func(c *cobra.Command, _ []string) error { return c.Help() }}
+			groups[group] = parent
+			root.AddCommand(parent)
+		}
+		parent.AddCommand(a.toolCommand(t))
 	}
 	return root
 }
@@ -104,7 +117,10 @@ func (a *app) initCommand() *cobra.Command {
 // toolCommand makes a cobra command from a tool definition.
 func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 	var positional []tools.Param
-	use := t.Name
+	_, use, _ := strings.Cut(t.Name, ".")
+	if use == "" {
+		use = t.Name
+	}
 	for _, p := range t.Params {
 		if p.Positional {
 			positional = append(positional, p)

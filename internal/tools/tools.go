@@ -48,7 +48,8 @@ type Annotations struct {
 	ReadOnly bool `json:"read_only,omitempty"`
 }
 
-// Tool is one verb.
+// Tool is one verb. A name with a dot ("approvals.approve") is an action of
+// a group: the CLI nests it (`dont approvals approve`).
 type Tool struct {
 	Name        string      `json:"name"`
 	Summary     string      `json:"summary"`
@@ -114,7 +115,20 @@ func Lookup(name string) (*Tool, bool) {
 
 var registry = map[string]*Tool{}
 
-func register(t *Tool) { registry[t.Name] = t }
+var groupSummaries = map[string]string{}
+
+// GroupSummary describes a group of tools, for help.
+func GroupSummary(group string) string { return groupSummaries[group] }
+
+// RegisterGroup describes a group of dotted tool names.
+func RegisterGroup(group, summary string) { groupSummaries[group] = summary }
+
+func register(t *Tool) {
+	if _, dup := registry[t.Name]; dup {
+		panic("tools: duplicate tool " + t.Name)
+	}
+	registry[t.Name] = t
+}
 
 // Call validates raw arguments and runs the tool.
 func Call(ctx context.Context, s *service.Service, name string, raw map[string]any) (service.Result, error) {
