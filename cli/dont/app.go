@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/internal/client"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
@@ -27,8 +28,9 @@ type app struct {
 	getenv         func(string) string
 	start          time.Time
 
-	jsonOut bool
-	direct  bool
+	jsonOut  bool
+	direct   bool
+	endpoint string
 	mode    string
 	exit    int
 }
@@ -64,12 +66,13 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print the JSON envelope (default when stdout is not a terminal)")
 	root.PersistentFlags().BoolVar(&a.direct, "direct", false, "direct mode: call the configured LLM provider instead of emitting a spawn_request")
+	root.PersistentFlags().StringVar(&a.endpoint, "endpoint", "", "send every verb to this dont API (default $DONT_ENDPOINT; token from $DONT_TOKEN)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return errs.E(errs.Usage, err.Error(), errs.Step{Command: c.CommandPath() + " --help", Description: "see the flags"})
 	})
 	root.SetOut(a.stderr)
 	root.SetErr(a.stderr)
-	root.AddCommand(a.initCommand())
+	root.AddCommand(a.initCommand(), a.serveCommand())
 	groups := map[string]*cobra.Command{}
 	for _, t := range tools.All() {
 		group, _, grouped := strings.Cut(t.Name, ".")
@@ -205,8 +208,27 @@ func (a *app) argCount(n int) cobra.PositionalArgs {
 	}
 }
 
-// call runs a tool against the embedded store.
+// remote is the API endpoint verbs go to, or "" for the embedded store.
+func (a *app) remote() string {
+	if a.endpoint != "" {
+		return a.endpoint
+	}
+	return a.getenv("DONT_ENDPOINT")
+}
+
+// call runs a tool against the remote API or the embedded store.
 func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) error {
+	if ep := a.remote(); ep != "" {
+		env, err := (&client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN")}).Call(ctx, t.Name, args)
+		if err != nil {
+			return err
+		}
+		a.print(env)
+		if !env.OK {
+			a.exit = errs.ExitCode(client.ErrorOf(env))
+		}
+		return nil
+	}
 	svc, closeStore, err := a.embedded(t)
 	if err != nil {
 		return err
@@ -239,7 +261,7 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 			fmt.Fprintf(a.stderr, "fault-injection: holding the write transaction open for %s\n", store.CommitDelay)
 		}
 	}
-	svc := &service.Service{Store: store, Author: a.author()}
+	svc := &service.Service{Store: store, Tokens: store, Author: a.author()}
 	if hasParam(t, "mode") {
 		cfg, err := p.LoadConfig()
 		if err != nil {
@@ -277,8 +299,17 @@ func (a *app) emit(res service.Result) {
 	}
 	env.Meta = a.meta()
 	a.exit = 0
+	a.print(env)
+}
+
+// print writes an envelope as JSON for machines, or renders it for a person.
+func (a *app) print(env envelope.Envelope) {
 	if a.machine() {
 		a.stdout.Write(envelope.Marshal(env))
+		return
+	}
+	if !env.OK {
+		renderError(a.stderr, client.ErrorOf(env))
 		return
 	}
 	renderHuman(a.stdout, a.stderr, env)
@@ -290,9 +321,5 @@ func (a *app) failWith(err error, warnings []envelope.Warning) {
 	env := envelope.Fail(err, warnings)
 	env.Meta = a.meta()
 	a.exit = errs.ExitCode(err)
-	if a.machine() {
-		a.stdout.Write(envelope.Marshal(env))
-		return
-	}
-	renderError(a.stderr, errs.As(err))
+	a.print(env)
 }
