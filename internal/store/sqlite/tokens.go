@@ -47,6 +47,7 @@ func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	out := make([]auth.Token, len(docs))
 	for i, d := range docs {
 		out[i] = d.Token
+		out[i].Hash = d.Hash
 	}
 	return out, err
 }
