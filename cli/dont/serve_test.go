@@ -129,3 +129,20 @@ func TestServeShutsDownGracefullyOnSIGTERM(t *testing.T) {
 		t.Fatalf("%v entities after shutdown", n)
 	}
 }
+
+func TestATokenNeverReachesAnotherProjectsData(t *testing.T) {
+	a, b := newProject(t), newProject(t)
+	tokenA := a.token("admin")
+	secret := a.ok("conclude", "project A's claim").str("id")
+	srvB := b.serve(t)
+	r := b.runEnv([]string{"DONT_ENDPOINT=" + srvB.endpoint, "DONT_TOKEN=" + tokenA}, "show", secret)
+	if r.exit != 3 || r.data()["code"] != "unauthenticated" {
+		t.Fatalf("project A's token on project B's server: exit %d %s", r.exit, r.stdout)
+	}
+	reqA := a.ok("assume", secret)
+	cbA := reqA.data()["callback"].(map[string]any)["token"].(string)
+	r = b.runEnv([]string{"DONT_ENDPOINT=" + srvB.endpoint, "DONT_TOKEN=" + cbA}, "show", secret)
+	if r.exit != 3 || r.data()["code"] != "unauthenticated" {
+		t.Fatalf("project A's callback token on project B's server: exit %d %s", r.exit, r.stdout)
+	}
+}
