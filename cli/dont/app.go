@@ -73,6 +73,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetOut(a.stderr)
 	root.SetErr(a.stderr)
 	root.AddCommand(a.initCommand(), a.serveCommand())
+	root.AddCommand(a.doctorCommand())
 	groups := map[string]*cobra.Command{}
 	for _, t := range tools.All() {
 		group, _, grouped := strings.Cut(t.Name, ".")

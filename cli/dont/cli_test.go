@@ -46,6 +46,8 @@ type testProject struct {
 	t   *testing.T
 	dir string
 	env []string
+	// corrupted: the test broke the store on purpose; skip the closing doctor.
+	corrupted bool
 }
 
 func newProject(t *testing.T, env ...string) *testProject {
@@ -53,6 +55,11 @@ func newProject(t *testing.T, env ...string) *testProject {
 	if r := p.run("init"); r.exit != 0 {
 		t.Fatalf("init: %s %s", r.stdout, r.stderr)
 	}
+	t.Cleanup(func() { // every test ends with the invariant checker
+		if !p.corrupted {
+			p.ok("doctor", "--strict")
+		}
+	})
 	return p
 }
 

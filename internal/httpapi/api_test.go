@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
@@ -46,6 +47,7 @@ func newAPI(t *testing.T, opts ...func(*httpapi.Options)) *api {
 		f(&o)
 	}
 	a.srv = httptest.NewServer(httpapi.New(o))
+	t.Cleanup(func() { invariants.Require(t, a.svc) }) // runs after the server closes
 	t.Cleanup(a.srv.Close)
 	for _, role := range []string{"harness", "approver", "admin"} {
 		res, err := a.svc.CreateToken(context.Background(), role, role)

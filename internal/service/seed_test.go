@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -50,7 +51,9 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	c := newClock()
-	return &env{t: t, path: path, store: st, clock: c, svc: c.service(st)}
+	e := &env{t: t, path: path, store: st, clock: c, svc: c.service(st)}
+	t.Cleanup(func() { invariants.Require(t, e.svc) }) // every scenario ends with the invariant checker
+	return e
 }
 
 // another opens a second, independent connection to the same file, as a

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/invariants"
+	"github.com/dont-cli/dont/internal/project"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/spf13/cobra"
+)
+
+// InvariantViolation is doctor --strict's refusal: the store breaks a rule
+// the protocol promises.
+const InvariantViolation errs.Code = "invariant-violation"
+
+func init() {
+	errs.Register(InvariantViolation, errs.ExitState, http.StatusInternalServerError,
+		errs.Step{Command: "dont doctor --json", Description: "list the violations with the entity or request each concerns"})
+}
+
+// doctorCommand checks the embedded store's invariants after a sweep.
+func (a *app) doctorCommand() *cobra.Command {
+	var strict, noSweep bool
+	c := &cobra.Command{
+		Use: "doctor",
+		Short: "Check the store: one terminal event per spawn or approval, status = fold of events, nothing pending past its deadline " +
+			"(sweeps first). --strict exits non-zero on any violation.",
+		Args: a.argCount(0),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if a.remote() != "" {
+				return errs.E(errs.Usage, "doctor reads the store directly; run it where the store is",
+					errs.Step{Command: "DONT_ENDPOINT= dont doctor --strict", Description: "run it on the machine that holds .dont/"})
+			}
+			wd, _ := os.Getwd()
+			p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
+			if err != nil {
+				return err
+			}
+			store, err := a.openStore(p)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			svc := &service.Service{Store: store, Author: a.author()}
+			var rep invariants.Report
+			if noSweep {
+				d, err := invariants.Read(c.Context(), store)
+				if err != nil {
+					return errs.E(errs.StoreError, "doctor could not read the store: "+err.Error()).Wrap(err)
+				}
+				rep = invariants.Check(d, time.Now().UTC())
+			} else if rep, err = invariants.Verify(c.Context(), svc); err != nil {
+				return errs.E(errs.StoreError, "doctor could not sweep and read the store: "+err.Error()).Wrap(err)
+			}
+			var warnings []envelope.Warning
+			for _, v := range rep.Violations {
+				warnings = append(warnings, envelope.Warning{Code: v.Rule, Message: v.ID + ": " + v.Message + " (next: " + v.Remediate + ")"})
+			}
+			if strict && !rep.OK() {
+				first := rep.Violations[0]
+				e := errs.E(InvariantViolation, fmt.Sprintf("%d invariant violation(s); first: %s on %s: %s", len(rep.Violations), first.Rule, first.ID, first.Message),
+					errs.Step{Command: "dont doctor --json", Description: "list every violation"},
+					errs.Step{Command: rep.Violations[0].Remediate, Description: "inspect the first one (" + rep.Violations[0].ID + ")"})
+				for _, v := range rep.Violations {
+					e.Unmet(v.Rule + ": " + v.ID)
+				}
+				a.failWith(e, warnings)
+				return nil
+			}
+			a.emit(service.Result{Kind: "doctor", Data: rep, Warnings: warnings})
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&strict, "strict", false, "exit 3 with an error envelope if any invariant is broken")
+	c.Flags().BoolVar(&noSweep, "no-sweep", false, "check without sweeping first (overdue pending spawns are then reported)")
+	return c
+}
