@@ -1,0 +1,280 @@
+package linearize
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/tools"
+)
+
+// Backend is one way of reaching the service. Every backend answers with
+// the same envelope, so one parser reads them all.
+type Backend interface {
+	Name() string
+	// Call runs a tool as client number client.
+	Call(ctx context.Context, client int, tool string, args map[string]any) (envelope.Envelope, error)
+	// Expire is the queue-driven timeout; ok is false where the backend has none.
+	Expire(ctx context.Context, client int, requestID string) (r service.TimeoutResult, left time.Duration, ok bool, err error)
+	Clock() Clock
+	Timeout() time.Duration
+	// Service reaches the store directly, for the closing invariant check.
+	Service() *service.Service
+	Close()
+}
+
+// Clock is the time the service sees: a controlled clock moves only when
+// told to; the wall clock moves by sleeping.
+type Clock interface {
+	Now() int64
+	Advance(d time.Duration)
+	Tolerance() int64
+}
+
+// ManualClock is a controlled clock shared by every client's service.
+type ManualClock struct{ ns atomic.Int64 }
+
+// NewManualClock starts at a fixed instant.
+func NewManualClock() *ManualClock {
+	c := &ManualClock{}
+	c.ns.Store(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+// Now implements Clock.
+func (c *ManualClock) Now() int64 { return c.ns.Load() }
+
+// Time is Now as a time.Time, for service.Service.Now.
+func (c *ManualClock) Time() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
+
+// Advance implements Clock.
+func (c *ManualClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// Tolerance implements Clock: readings are exact.
+func (c *ManualClock) Tolerance() int64 { return 0 }
+
+// WallClock is real time; Advance sleeps.
+type WallClock struct{}
+
+// Now implements Clock.
+func (WallClock) Now() int64 { return time.Now().UnixNano() }
+
+// Advance implements Clock.
+func (WallClock) Advance(d time.Duration) { time.Sleep(d) }
+
+// Tolerance implements Clock: another process reads the same clock.
+func (WallClock) Tolerance() int64 { return int64(2 * time.Millisecond) }
+
+// ---- SQLite in-process: one store (one connection pool) per client ----
+
+type inProcess struct {
+	clock    *ManualClock
+	timeout  time.Duration
+	services []*service.Service
+	stores   []*sqlite.Store
+}
+
+// NewSQLite opens clients independent connections to one SQLite file in
+// dir, as that many processes would, all on one controlled clock.
+func NewSQLite(dir string, clients int, timeout time.Duration) (Backend, error) {
+	return NewSQLiteWrapped(dir, clients, timeout, nil)
+}
+
+// NewSQLiteWrapped is NewSQLite with every client's store passed through
+// wrap (fault injection, deliberately broken stores).
+func NewSQLiteWrapped(dir string, clients int, timeout time.Duration, wrap func(service.Store) service.Store) (Backend, error) {
+	path := filepath.Join(dir, "dont.db")
+	first, err := sqlite.Create(context.Background(), path)
+	if err != nil {
+		return nil, err
+	}
+	b := &inProcess{clock: NewManualClock(), timeout: timeout, stores: []*sqlite.Store{first}}
+	for i := 1; i < clients; i++ {
+		st, err := sqlite.Open(path)
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		b.stores = append(b.stores, st)
+	}
+	for _, st := range b.stores {
+		var store service.Store = st
+		if wrap != nil {
+			store = wrap(st)
+		}
+		b.services = append(b.services, &service.Service{Store: store, Tokens: st, Now: b.clock.Time, SpawnTimeout: timeout, Author: "linearize"})
+	}
+	return b, nil
+}
+
+func (b *inProcess) Name() string { return "sqlite" }
+
+func (b *inProcess) Call(ctx context.Context, client int, tool string, args map[string]any) (envelope.Envelope, error) {
+	res, err := tools.Call(ctx, b.services[client%len(b.services)], tool, args)
+	if err != nil {
+		return envelope.Fail(err, res.Warnings), nil
+	}
+	return envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
+}
+
+func (b *inProcess) Expire(ctx context.Context, client int, requestID string) (service.TimeoutResult, time.Duration, bool, error) {
+	r, left, err := b.services[client%len(b.services)].ExpireSpawn(ctx, requestID)
+	return r, left, true, err
+}
+
+func (b *inProcess) Clock() Clock               { return b.clock }
+func (b *inProcess) Timeout() time.Duration     { return b.timeout }
+func (b *inProcess) Service() *service.Service { return b.services[0] }
+func (b *inProcess) Close() {
+	for _, st := range b.stores {
+		st.Close()
+	}
+}
+
+// ---- HTTP: the API handler on httptest, one service, controlled clock ----
+
+type httpBackend struct {
+	name    string
+	url     string
+	token   string
+	client  *http.Client
+	clock   Clock
+	timeout time.Duration
+	svc     *service.Service
+	closers []func()
+}
+
+// NewHTTP serves the API handler over a loopback httptest server on a
+// SQLite file in dir, with a controlled clock.
+func NewHTTP(dir string, timeout time.Duration) (Backend, error) {
+	st, err := sqlite.Create(context.Background(), filepath.Join(dir, "dont.db"))
+	if err != nil {
+		return nil, err
+	}
+	clock := NewManualClock()
+	svc := &service.Service{Store: st, Tokens: st, Now: clock.Time, SpawnTimeout: timeout, Author: "api"}
+	srv := httptest.NewServer(httpapi.New(httpapi.Options{
+		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: st}},
+		RatePerSecond: -1,
+	}))
+	tok, err := svc.CreateToken(context.Background(), "harness", "linearize")
+	if err != nil {
+		srv.Close()
+		st.Close()
+		return nil, err
+	}
+	return &httpBackend{name: "http", url: srv.URL, token: tok.Data.(service.TokenView).Secret, client: srv.Client(),
+		clock: clock, timeout: timeout, svc: svc, closers: []func(){srv.Close, func() { st.Close() }}}, nil
+}
+
+// NewServe builds the dont binary, starts `dont serve` on a fresh project
+// in dir and drives it over loopback HTTP on the wall clock.
+func NewServe(dir string, timeout time.Duration) (Backend, error) {
+	bin := filepath.Join(dir, "dont")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/dont-cli/dont/cli/dont").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "DONT_PROJECT_DIR="+dir, "DONT_SPAWN_TIMEOUT="+timeout.String(), "DONT_HARNESS=1")
+	run := func(args ...string) (map[string]any, error) {
+		c := exec.Command(bin, args...)
+		c.Dir, c.Env = dir, env
+		out, err := c.Output()
+		if err != nil {
+			return nil, fmt.Errorf("dont %v: %v %s", args, err, out)
+		}
+		var e struct{ Data map[string]any }
+		return e.Data, json.Unmarshal(out, &e)
+	}
+	if _, err := run("init"); err != nil {
+		return nil, err
+	}
+	tok, err := run("tokens", "create", "--role", "harness")
+	if err != nil {
+		return nil, err
+	}
+	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--rate", "-1", "--sweep-interval", "50ms")
+	srv.Dir, srv.Env = dir, env
+	stdout, _ := srv.StdoutPipe()
+	srv.Stderr = io.Discard
+	if err := srv.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		srv.Process.Kill()
+		srv.Wait()
+		return nil, err
+	}
+	var l struct{ Listening string }
+	if err := json.Unmarshal([]byte(line), &l); err != nil {
+		srv.Process.Kill()
+		srv.Wait()
+		return nil, err
+	}
+	st, err := sqlite.Open(filepath.Join(dir, ".dont", "dont.db"))
+	if err != nil {
+		return nil, err
+	}
+	stop := func() {
+		srv.Process.Signal(os.Interrupt)
+		srv.Wait()
+	}
+	return &httpBackend{name: "serve", url: l.Listening, token: tok["token"].(string),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
+		clock:  WallClock{}, timeout: timeout,
+		svc:     &service.Service{Store: st, Tokens: st, SpawnTimeout: timeout, Author: "linearize"},
+		closers: []func(){stop, func() { st.Close() }}}, nil
+}
+
+func (b *httpBackend) Name() string { return b.name }
+
+func (b *httpBackend) Call(ctx context.Context, _ int, tool string, args map[string]any) (envelope.Envelope, error) {
+	body, _ := json.Marshal(map[string]any{"args": args})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/v1/tools/"+tool, bytes.NewReader(body))
+	if err != nil {
+		return envelope.Envelope{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return envelope.Envelope{}, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return envelope.Envelope{}, err
+	}
+	var env envelope.Envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return env, fmt.Errorf("HTTP %d: not an envelope: %q", resp.StatusCode, raw)
+	}
+	return env, nil
+}
+
+func (b *httpBackend) Expire(context.Context, int, string) (service.TimeoutResult, time.Duration, bool, error) {
+	return service.TimeoutResult{}, 0, false, nil
+}
+
+func (b *httpBackend) Clock() Clock               { return b.clock }
+func (b *httpBackend) Timeout() time.Duration     { return b.timeout }
+func (b *httpBackend) Service() *service.Service { return b.svc }
+func (b *httpBackend) Close() {
+	for _, c := range b.closers {
+		c()
+	}
+}

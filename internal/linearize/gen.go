@@ -1,0 +1,96 @@
+package linearize
+
+import (
+	"time"
+
+	"github.com/dont-cli/dont/internal/ledger"
+	"pgregory.net/rapid"
+)
+
+// Mix weighs the operations a generated scenario draws from.
+type Mix struct {
+	Expire bool // the backend has a queue-driven timeout
+	// TickMax bounds one clock advance; the spawn timeout is Timeout.
+	TickMax time.Duration
+	Timeout time.Duration
+}
+
+// GenScenario draws a scenario: 1–3 fresh entities, 2–6 clients, each with
+// up to 12 steps mixing spawns, callbacks (latest, older and unknown
+// request ids), plain moves, sweeps, expiries, reads and clock advances.
+func GenScenario(t *rapid.T, m Mix) Scenario {
+	if rapid.Bool().Draw(t, "race") {
+		return GenRace(t, m)
+	}
+	sc := Scenario{Entities: rapid.IntRange(1, 3).Draw(t, "entities")}
+	clients := rapid.IntRange(2, 6).Draw(t, "clients")
+	kinds := []Kind{Assume, Assume, Assume, Callback, Callback, Callback, Callback, Move, Sweep, Sweep, Show}
+	if m.Expire {
+		kinds = append(kinds, Expire, Expire)
+	}
+	for c := 0; c < clients; c++ {
+		n := rapid.IntRange(1, 12).Draw(t, "steps")
+		steps := make([]Step, 0, n)
+		for i := 0; i < n; i++ {
+			if rapid.IntRange(0, 3).Draw(t, "tick?") == 0 {
+				steps = append(steps, Step{Tick: time.Duration(rapid.Int64Range(1, int64(m.TickMax)).Draw(t, "tick"))})
+				continue
+			}
+			st := Step{
+				Kind:   rapid.SampledFrom(kinds).Draw(t, "kind"),
+				Entity: rapid.IntRange(0, sc.Entities-1).Draw(t, "entity"),
+				Target: rapid.SampledFrom([]Target{Latest, Latest, Latest, Latest, Older, Older, Unknown}).Draw(t, "target"),
+			}
+			switch st.Kind {
+			case Callback:
+				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust}).Draw(t, "verdict")
+			case Move:
+				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust, ledger.Reopen, ledger.Dismiss, ledger.Trust, ledger.Lock}).Draw(t, "action")
+			}
+			steps = append(steps, st)
+		}
+		sc.Clients = append(sc.Clients, steps)
+	}
+	return sc
+}
+
+// GenRace draws the seed's race scenarios on one entity: a spawn is issued
+// (perhaps after the entity was verified or doubted), its deadline perhaps
+// passes, and then 2–6 clients race callbacks, sweeps, expiries, moves and
+// reads — timeout against callback, duplicate callbacks, late callbacks.
+func GenRace(t *rapid.T, m Mix) Scenario {
+	sc := Scenario{Entities: 1}
+	if before := rapid.SampledFrom([]ledger.Action{"", ledger.Dismiss, ledger.Trust}).Draw(t, "before"); before != "" {
+		sc.Prelude = append(sc.Prelude, Step{Kind: Move, Action: before})
+	}
+	sc.Prelude = append(sc.Prelude, Step{Kind: Assume})
+	if moved := rapid.SampledFrom([]ledger.Action{"", "", ledger.Dismiss, ledger.Trust}).Draw(t, "moved under the spawn"); moved != "" {
+		sc.Prelude = append(sc.Prelude, Step{Kind: Move, Action: moved})
+	}
+	if rapid.IntRange(0, 3).Draw(t, "expired?") > 0 {
+		// land just before, at, or after the deadline
+		d := m.Timeout + time.Duration(rapid.Int64Range(-int64(m.Timeout)/10, int64(m.Timeout)/5).Draw(t, "past"))
+		sc.Prelude = append(sc.Prelude, Step{Tick: d})
+	}
+	kinds := []Kind{Callback, Callback, Callback, Sweep, Sweep, Move, Show, Assume}
+	if m.Expire {
+		kinds = append(kinds, Expire, Expire)
+	}
+	clients := rapid.IntRange(2, 6).Draw(t, "clients")
+	for c := 0; c < clients; c++ {
+		n := rapid.IntRange(1, 4).Draw(t, "steps")
+		var steps []Step
+		for i := 0; i < n; i++ {
+			st := Step{Kind: rapid.SampledFrom(kinds).Draw(t, "kind"), Target: rapid.SampledFrom([]Target{Latest, Latest, Latest, Older}).Draw(t, "target")}
+			switch st.Kind {
+			case Callback:
+				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust}).Draw(t, "verdict")
+			case Move:
+				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust, ledger.Reopen}).Draw(t, "action")
+			}
+			steps = append(steps, st)
+		}
+		sc.Clients = append(sc.Clients, steps)
+	}
+	return sc
+}

@@ -1,0 +1,187 @@
+package linearize_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/dont-cli/dont/internal/invariants"
+	"github.com/dont-cli/dont/internal/linearize"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+	"pgregory.net/rapid"
+)
+
+// The operation budget per backend: CI runs the default; a long run is
+//
+//	DONT_LINEARIZE_OPS=100000 go test ./internal/linearize/ -run Linearizable -v -timeout 2h
+//
+// and DONT_LINEARIZE_BACKENDS=sqlite,http,serve picks backends.
+func budget(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("DONT_LINEARIZE_OPS")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+func wanted(name string) bool {
+	list := os.Getenv("DONT_LINEARIZE_BACKENDS")
+	return list == "" || strings.Contains(","+list+",", ","+name+",")
+}
+
+type backendCase struct {
+	name   string
+	open   func(t *testing.T) linearize.Backend
+	mix    linearize.Mix
+	budget int
+}
+
+var manual = linearize.Mix{TickMax: 12 * time.Second, Timeout: 10 * time.Second}
+
+func backends() []backendCase {
+	return []backendCase{
+		{"sqlite", func(t *testing.T) linearize.Backend {
+			b, err := linearize.NewSQLite(t.TempDir(), 6, manual.Timeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}, linearize.Mix{Expire: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 3000},
+		{"http", func(t *testing.T) linearize.Backend {
+			b, err := linearize.NewHTTP(t.TempDir(), manual.Timeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}, manual, 2000},
+		{"serve", func(t *testing.T) linearize.Backend {
+			b, err := linearize.NewServe(t.TempDir(), 300*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}, linearize.Mix{TickMax: 150 * time.Millisecond, Timeout: 300 * time.Millisecond}, 1000},
+	}
+}
+
+// TestLinearizable: concurrent clients' histories of spawns, callbacks
+// (duplicates, late ones, unknown ids), plain moves, sweeps, expiries and
+// reads are linearizable with respect to the resolver rules, on every
+// backend; and every run ends with the invariant checker.
+func TestLinearizable(t *testing.T) {
+	for _, bc := range backends() {
+		t.Run(bc.name, func(t *testing.T) {
+			if !wanted(bc.name) {
+				t.Skip("not in DONT_LINEARIZE_BACKENDS")
+			}
+			b := bc.open(t)
+			defer b.Close()
+			n := checkMany(t, b, bc.mix, budget(bc.budget))
+			rep := invariants.Require(t, b.Service())
+			t.Logf("linearizability: backend=%s operations=%d checked=%d scenarios=%d; invariants: %d entities, %d events, %d spawns, 0 violations",
+				bc.name, n.ops, n.checked, n.scenarios, rep.Entities, rep.Events, rep.Spawns)
+			t.Logf("what the %s operations saw: %v", bc.name, n.stats)
+		})
+	}
+}
+
+type counts struct {
+	ops, checked, scenarios int
+	stats                   map[string]int
+}
+
+func checkMany(t *testing.T, b linearize.Backend, mix linearize.Mix, budget int) counts {
+	n := counts{stats: map[string]int{}}
+	var done atomic.Bool
+	for !done.Load() {
+		rapid.Check(t, func(rt *rapid.T) {
+			if done.Load() {
+				return
+			}
+			sc := linearize.GenScenario(rt, mix)
+			res, err := linearize.Run(context.Background(), b, sc, time.Minute)
+			if err != nil {
+				rt.Fatalf("%s: %v", b.Name(), err)
+			}
+			if res.Outcome != porcupine.Ok {
+				rt.Fatalf("%s: history of %d operations is %s; visualisation: %s", b.Name(), res.Ops, res.Outcome, res.Visualise)
+			}
+			n.ops += res.Ops
+			n.checked += res.Checked
+			n.scenarios++
+			for k, v := range res.Stats {
+				n.stats[k] += v
+			}
+			if n.ops >= budget {
+				done.Store(true)
+			}
+		})
+	}
+	return n
+}
+
+// staleSpawns is a deliberately broken store: spawn reads come from a
+// stale replica that still says pending, and a write whose spawn
+// condition fails is retried without it (no conditional write). Two
+// resolvers can then both apply — what the checkers exist to catch.
+type staleSpawns struct{ service.Store }
+
+func (s staleSpawns) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
+	sp, err := s.Store.GetSpawn(ctx, id)
+	if err == nil && sp.EntityID != "" {
+		sp.State, sp.Outcome, sp.ResolvedAt = spawn.Pending, "", nil
+	}
+	return sp, err
+}
+
+func (s staleSpawns) Commit(ctx context.Context, tx service.Tx) error {
+	err := s.Store.Commit(ctx, tx)
+	var cf *service.ConditionFailed
+	if errors.As(err, &cf) && len(tx.Spawns) == 1 && !tx.Spawns[0].Create && cf.ID == tx.Spawns[0].Spawn.ID {
+		tx.Spawns = nil
+		return s.Store.Commit(ctx, tx)
+	}
+	return err
+}
+
+// TestABrokenStoreIsNotLinearizable shows the check can fail: against a
+// store that lost its conditional write, the history is rejected and the
+// invariant checker finds two terminal events for one request id.
+func TestABrokenStoreIsNotLinearizable(t *testing.T) {
+	b, err := linearize.NewSQLiteWrapped(t.TempDir(), 4, manual.Timeout, func(st service.Store) service.Store { return staleSpawns{st} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	e := linearize.Step{Entity: 0}
+	assume, dup := e, e
+	assume.Kind = linearize.Assume
+	dup.Kind, dup.Action, dup.Target = linearize.Callback, "dismiss", linearize.Latest
+	trust := dup
+	trust.Action = "trust"
+	sc := linearize.Scenario{Entities: 1, Clients: [][]linearize.Step{{assume, dup, trust}}}
+	res, err := linearize.Run(context.Background(), b, sc, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != porcupine.Illegal {
+		t.Fatalf("a double resolution passed the linearizability check: %s", res.Outcome)
+	}
+	rep, err := invariants.Verify(context.Background(), b.Service())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, v := range rep.Violations {
+		found = found || v.Rule == invariants.RuleOneTerminal
+	}
+	if !found {
+		t.Fatalf("the invariant checker missed the double resolution: %s", rep.Error())
+	}
+}

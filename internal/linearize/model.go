@@ -1,0 +1,339 @@
+// Package linearize checks that dont's spawn protocol is linearizable: it
+// records the invocations and responses of concurrent clients against a
+// backend (SQLite in-process, the HTTP API, a real `dont serve`) and checks
+// the history with porcupine against a sequential model of the resolver
+// rules. The model is the seed's rules written as a state machine:
+//
+//   - exactly one terminal resolver (callback or timeout) per request id;
+//   - a resolver that loses changes nothing and sees the winner's outcome;
+//   - a late callback with no committed resolver applies (with a
+//     spawn-expired warning);
+//   - a timeout restores the pre-spawn status only if the entity did not
+//     move since the spawn moved it.
+//
+// Histories are partitioned by entity: every entity is an independent
+// object, and a sweep is split into one operation per entity (a sweep is a
+// series of one-spawn transactions inside its own interval, so its effect
+// on one entity is atomic). Timeouts that other invocations' sweeps commit
+// are invisible; the model lets one happen before any step once the spawn
+// can have been due.
+package linearize
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// Kind is an operation of the workload.
+type Kind int
+
+// Operations.
+const (
+	Assume   Kind = iota // assume <entity>
+	Callback             // dismiss|trust <entity> --request-id <id>
+	Move                 // trust|dismiss|reopen|lock <entity> without a request id
+	Sweep                // one entity's share of a sweep
+	Expire               // the queue-driven timeout of one request (service.ExpireSpawn)
+	Show                 // show <entity>
+)
+
+func (k Kind) String() string {
+	return [...]string{"assume", "callback", "move", "sweep", "expire", "show"}[k]
+}
+
+// Input is one invocation. CallClock and RetClock are readings of the
+// service's clock (ns) taken just before the call and just after the return.
+type Input struct {
+	Kind      Kind
+	Entity    string
+	Action    ledger.Action
+	RequestID string
+	CallClock int64
+	RetClock  int64
+}
+
+// SweepEntry is what a sweep reports for one spawn.
+type SweepEntry struct {
+	Entity    string
+	RequestID string
+	Outcome   string
+	Restored  bool
+	Status    ledger.Status
+	Lost      bool // another resolver had committed first
+}
+
+// Output is one response, read from the envelope the same way for every backend.
+type Output struct {
+	Err       string // error code; "" when ok
+	RequestID string // assume: the issued request id
+	ExpiresAt int64  // assume: expires_at (ns)
+	Status    ledger.Status
+	Pending   string // show: pending_spawn
+	Applied   bool   // callback: resolution.applied
+	Outcome   string // callback / expire: the resolution's outcome
+	Won       bool   // expire: this call committed the timeout
+	NotDue    bool   // expire: the spawn is not due yet
+	Warnings  []string
+	Entries   []SweepEntry // sweep
+}
+
+// state is one entity's model state. It is never mutated: steps copy.
+type state struct {
+	status   ledger.Status
+	pending  string
+	exp      int64
+	pre      ledger.Status
+	moved    bool              // the entity moved since the pending spawn moved it
+	resolved map[string]string // request id -> winning outcome
+}
+
+// Model is the sequential specification, parametrised by the spawn timeout
+// and the tolerance of the clock readings (0 for a controlled clock).
+type Model struct {
+	Timeout   int64
+	Tolerance int64
+}
+
+func (m Model) porcupine() porcupine.Model {
+	nd := porcupine.NondeterministicModel{
+		Partition: partition,
+		Init: func() []any {
+			return []any{state{status: ledger.Unverified, resolved: map[string]string{}}}
+		},
+		Step: func(st, in, out any) []any {
+			return m.step(st.(state), in.(Input), out.(Output))
+		},
+		Equal:             equal,
+		DescribeOperation: describe,
+		DescribeState: func(st any) string {
+			s := st.(state)
+			return fmt.Sprintf("%s pending=%s moved=%v resolved=%v", s.status, short(s.pending), s.moved, len(s.resolved))
+		},
+	}
+	return nd.ToModel()
+}
+
+func partition(history []porcupine.Operation) [][]porcupine.Operation {
+	by := map[string][]porcupine.Operation{}
+	var keys []string
+	for _, op := range history {
+		e := op.Input.(Input).Entity
+		if _, ok := by[e]; !ok {
+			keys = append(keys, e)
+		}
+		by[e] = append(by[e], op)
+	}
+	out := make([][]porcupine.Operation, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, by[k])
+	}
+	return out
+}
+
+func equal(a, b any) bool {
+	x, y := a.(state), b.(state)
+	if x.status != y.status || x.pending != y.pending || x.exp != y.exp || x.pre != y.pre || x.moved != y.moved || len(x.resolved) != len(y.resolved) {
+		return false
+	}
+	for k, v := range x.resolved {
+		if y.resolved[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// timeout is the state after the timeout resolver commits on s.pending.
+func timeout(s state) state {
+	n := s
+	if !s.moved {
+		n.status = s.pre
+	}
+	n.resolved = with(s.resolved, s.pending, spawn.TimeoutRestored)
+	n.pending, n.exp, n.pre, n.moved = "", 0, "", false
+	return n
+}
+
+func with(m map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for a, b := range m {
+		out[a] = b
+	}
+	out[k] = v
+	return out
+}
+
+// mayBeDue: the pending spawn can have been due before this operation's
+// linearization point (which is at or before its return).
+func (m Model) mayBeDue(s state, in Input) bool {
+	return s.pending != "" && in.RetClock+m.Tolerance >= s.exp
+}
+
+// mustBeDue: the pending spawn was due when this operation started.
+func (m Model) mustBeDue(s state, in Input) bool {
+	return s.pending != "" && in.CallClock-m.Tolerance >= s.exp
+}
+
+// step returns every state the entity can be in after the operation, or
+// none if the response is impossible.
+func (m Model) step(s state, in Input, out Output) []any {
+	starts := []state{s}
+	if m.mayBeDue(s, in) {
+		starts = append(starts, timeout(s)) // an unseen sweep got there first
+	}
+	var next []any
+	for _, p := range starts {
+		if n, ok := m.apply(p, in, out); ok {
+			next = append(next, n)
+		}
+	}
+	return next
+}
+
+func (m Model) apply(s state, in Input, out Output) (state, bool) {
+	switch in.Kind {
+	case Assume:
+		switch {
+		case s.status.Terminal():
+			return s, out.Err == "invalid-transition"
+		case s.pending != "":
+			return s, out.Err == "spawn-pending"
+		case out.Err != "":
+			return s, false
+		}
+		if _, dup := s.resolved[out.RequestID]; dup || out.RequestID == "" {
+			return s, false
+		}
+		if out.ExpiresAt < in.CallClock+m.Timeout-m.Tolerance || out.ExpiresAt > in.RetClock+m.Timeout+m.Tolerance {
+			return s, false
+		}
+		n := s
+		n.pending, n.exp, n.pre, n.moved = out.RequestID, out.ExpiresAt, s.status, false
+		n.status = spawn.UnderReview(s.status)
+		return n, true
+
+	case Callback:
+		if in.RequestID == s.pending {
+			to, err := ledger.Next("", s.status, in.Action)
+			if err != nil {
+				return s, out.Err == "invalid-transition"
+			}
+			if out.Err != "" || !out.Applied || out.Outcome != spawn.CallbackApplied || out.Status != to {
+				return s, false
+			}
+			late := slices.Contains(out.Warnings, "spawn-expired")
+			if late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp {
+				return s, false
+			}
+			n := s
+			n.status = to
+			n.resolved = with(s.resolved, s.pending, spawn.CallbackApplied)
+			n.pending, n.exp, n.pre, n.moved = "", 0, "", false
+			return n, true
+		}
+		won, ok := s.resolved[in.RequestID]
+		if !ok {
+			return s, out.Err == "spawn-not-found"
+		}
+		warn := "spawn-duplicate"
+		if won == spawn.TimeoutRestored {
+			warn = "spawn-lost-to-timeout"
+		}
+		return s, out.Err == "" && !out.Applied && out.Outcome == won && out.Status == s.status && slices.Contains(out.Warnings, warn)
+
+	case Move:
+		to, err := ledger.Next("", s.status, in.Action)
+		if err != nil {
+			return s, out.Err == "invalid-transition"
+		}
+		if out.Err != "" || out.Status != to {
+			return s, false
+		}
+		n := s
+		n.status = to
+		n.moved = s.pending != ""
+		return n, true
+
+	case Sweep:
+		if out.Err != "" {
+			return s, false
+		}
+		for _, e := range out.Entries {
+			if e.Lost {
+				if won, ok := s.resolved[e.RequestID]; !ok || won != e.Outcome {
+					return s, false
+				}
+				continue
+			}
+			if e.RequestID != s.pending || !m.mayBeDue(s, in) || e.Outcome != spawn.TimeoutRestored || e.Restored != !s.moved {
+				return s, false
+			}
+			s = timeout(s)
+			if e.Status != s.status {
+				return s, false
+			}
+		}
+		return s, !m.mustBeDue(s, in)
+
+	case Expire:
+		if in.RequestID == s.pending {
+			switch {
+			case out.Err != "":
+				return s, false
+			case out.NotDue:
+				return s, !m.mustBeDue(s, in)
+			case !out.Won || !m.mayBeDue(s, in) || out.Outcome != spawn.TimeoutRestored:
+				return s, false
+			}
+			n := timeout(s)
+			return n, out.Status == n.status
+		}
+		won, ok := s.resolved[in.RequestID]
+		if !ok {
+			return s, out.Err == "spawn-not-found"
+		}
+		return s, out.Err == "" && !out.Won && !out.NotDue && out.Outcome == won
+
+	case Show:
+		return s, out.Err == "" && out.Status == s.status && out.Pending == s.pending
+	}
+	return s, false
+}
+
+func describe(in, out any) string {
+	i, o := in.(Input), out.(Output)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s", i.Kind)
+	if i.Action != "" {
+		fmt.Fprintf(&b, " %s", i.Action)
+	}
+	if i.RequestID != "" {
+		fmt.Fprintf(&b, " %s", short(i.RequestID))
+	}
+	fmt.Fprintf(&b, " @%d..%d -> ", i.CallClock/1e6, i.RetClock/1e6)
+	switch {
+	case o.Err != "":
+		b.WriteString("error " + o.Err)
+	case i.Kind == Assume:
+		fmt.Fprintf(&b, "%s exp@%d", short(o.RequestID), o.ExpiresAt/1e6)
+	case i.Kind == Sweep:
+		for _, e := range o.Entries {
+			fmt.Fprintf(&b, "[%s %s lost=%v restored=%v %s]", short(e.RequestID), e.Outcome, e.Lost, e.Restored, e.Status)
+		}
+	default:
+		fmt.Fprintf(&b, "%s applied=%v outcome=%s won=%v notdue=%v pending=%s %v", o.Status, o.Applied, o.Outcome, o.Won, o.NotDue, short(o.Pending), o.Warnings)
+	}
+	return b.String()
+}
+
+func short(id string) string {
+	if len(id) > 10 {
+		return id[:6] + "…" + id[len(id)-4:]
+	}
+	return id
+}

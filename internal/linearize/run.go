@@ -1,0 +1,360 @@
+package linearize
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// Target says which request id a callback or expire names.
+type Target int
+
+// Targets.
+const (
+	Latest  Target = iota // the entity's most recent request
+	Older                 // an earlier one: a duplicate or a late callback
+	Unknown               // an id the store never issued
+)
+
+// Step is one generated client action.
+type Step struct {
+	Kind   Kind
+	Entity int // index into the scenario's entities
+	Action ledger.Action
+	Target Target
+	Tick   time.Duration // > 0: advance the clock instead of calling
+}
+
+// Scenario is what one property-based example runs: fresh entities and a
+// list of steps per concurrent client.
+type Scenario struct {
+	Entities int
+	// Prelude runs first, sequentially, as client 0 (recorded too): it
+	// sets up races such as "spawn issued, then its deadline passed".
+	Prelude []Step
+	Clients [][]Step
+}
+
+// Ops counts the invocations a scenario makes (ticks excluded).
+func (s Scenario) Ops() int {
+	n := 0
+	for _, c := range append([][]Step{s.Prelude}, s.Clients...) {
+		for _, st := range c {
+			if st.Tick == 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Result is one checked history.
+type Result struct {
+	Ops       int // invocations recorded
+	Checked   int // porcupine operations after splitting sweeps per entity
+	Outcome   porcupine.CheckResult
+	Stats     map[string]int // what the operations saw: applied, duplicate, lost-to-timeout, late, timed-out, restored, …
+	Visualise string // path of the HTML visualisation when the check failed
+}
+
+// recorder collects operations with a logical clock for their real-time order.
+type recorder struct {
+	mu  sync.Mutex
+	seq atomic.Int64
+	ops []porcupine.Operation
+}
+
+func (r *recorder) add(op porcupine.Operation) {
+	r.mu.Lock()
+	r.ops = append(r.ops, op)
+	r.mu.Unlock()
+}
+
+// requests remembers the request ids issued per entity, in issue order.
+type requests struct {
+	mu  sync.Mutex
+	ids map[string][]string
+}
+
+func (q *requests) add(entity, id string) {
+	q.mu.Lock()
+	q.ids[entity] = append(q.ids[entity], id)
+	q.mu.Unlock()
+}
+
+func (q *requests) pick(entity string, t Target, salt int) string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	list := q.ids[entity]
+	switch {
+	case t == Unknown || len(list) == 0:
+		return ids.New(ids.Spawn, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
+	case t == Older && len(list) > 1:
+		return list[salt%(len(list)-1)]
+	}
+	return list[len(list)-1]
+}
+
+// Run executes the scenario against b and checks its history. Unexpected
+// failures (transport errors, error codes the protocol never answers
+// with) are returned as errors: they are bugs too, but not of ordering.
+func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration) (Result, error) {
+	var res Result
+	entities := make([]string, sc.Entities)
+	for i := range entities {
+		env, err := b.Call(ctx, 0, "conclude", map[string]any{"statement": fmt.Sprintf("linearizability subject %d", i)})
+		if err != nil || !env.OK {
+			return res, fmt.Errorf("conclude: %v %s", err, env.Data)
+		}
+		var e ledger.Entity
+		if err := json.Unmarshal(env.Data, &e); err != nil {
+			return res, err
+		}
+		entities[i] = e.ID
+	}
+	rec := &recorder{}
+	reqs := &requests{ids: map[string][]string{}}
+	clock := b.Clock()
+	for i, st := range sc.Prelude {
+		if st.Tick > 0 {
+			clock.Advance(st.Tick)
+			continue
+		}
+		if err := invoke(ctx, b, 0, i, st, entities, reqs, rec); err != nil {
+			return res, fmt.Errorf("prelude step %d (%s): %w", i, st.Kind, err)
+		}
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, len(sc.Clients))
+	for c, steps := range sc.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, st := range steps {
+				if st.Tick > 0 {
+					clock.Advance(st.Tick)
+					continue
+				}
+				if err := invoke(ctx, b, c, i, st, entities, reqs, rec); err != nil {
+					errc <- fmt.Errorf("client %d step %d (%s): %w", c, i, st.Kind, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	if err := <-errc; err != nil {
+		return res, err
+	}
+	res.Ops = len(rec.ops)
+	res.Stats = stats(rec.ops)
+	history := splitSweeps(rec.ops, entities)
+	res.Checked = len(history)
+	model := Model{Timeout: int64(b.Timeout()), Tolerance: clock.Tolerance()}.porcupine()
+	outcome, info := porcupine.CheckOperationsVerbose(model, history, checkTimeout)
+	res.Outcome = outcome
+	if outcome == porcupine.Illegal {
+		f, err := os.CreateTemp("", "dont-linearize-*.html")
+		if err == nil {
+			porcupine.Visualize(model, info, f)
+			f.Close()
+			res.Visualise, _ = filepath.Abs(f.Name())
+		}
+	}
+	return res, nil
+}
+
+// invoke runs one step and records it.
+func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []string, reqs *requests, rec *recorder) error {
+	clock := b.Clock()
+	in := Input{Kind: st.Kind, Entity: entities[st.Entity], Action: st.Action}
+	args := map[string]any{"id": in.Entity}
+	tool := ""
+	switch st.Kind {
+	case Assume:
+		tool, args["mode"] = "assume", spawn.ModeHarness
+	case Callback, Move:
+		tool = string(st.Action)
+		switch st.Action {
+		case ledger.Dismiss:
+			args["evidence"] = []string{"https://example.org/boiling-point"}
+		case ledger.Trust, ledger.Reopen:
+			args["reason"] = "ITS-90 puts the boiling point at 99.97 C"
+		}
+		if st.Kind == Callback {
+			in.RequestID = reqs.pick(in.Entity, st.Target, client+i)
+			args["request_id"] = in.RequestID
+		}
+	case Sweep:
+		tool, args = "sweep", map[string]any{"limit": 100000}
+		in.Entity = ""
+	case Expire:
+		in.RequestID = reqs.pick(in.Entity, st.Target, client+i)
+	case Show:
+		tool = "show"
+	}
+
+	call := rec.seq.Add(1)
+	in.CallClock = clock.Now()
+	var out Output
+	var err error
+	if st.Kind == Expire {
+		var r service.TimeoutResult
+		var left time.Duration
+		var ok bool
+		r, left, ok, err = b.Expire(ctx, client, in.RequestID)
+		if !ok {
+			return nil // this backend has no queue-driven timeout
+		}
+		out = expireOutput(r, left, err)
+		err = nil
+	} else {
+		var env envelope.Envelope
+		env, err = b.Call(ctx, client, tool, args)
+		if err == nil {
+			out, err = parse(st.Kind, env)
+		}
+	}
+	in.RetClock = clock.Now()
+	ret := rec.seq.Add(1)
+	if err != nil {
+		return err
+	}
+	switch out.Err {
+	case "", "spawn-pending", "invalid-transition", "spawn-not-found":
+	default:
+		return fmt.Errorf("unexpected error %s", out.Err)
+	}
+	if st.Kind == Assume && out.Err == "" {
+		reqs.add(in.Entity, out.RequestID)
+	}
+	rec.add(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+	return nil
+}
+
+func expireOutput(r service.TimeoutResult, left time.Duration, err error) Output {
+	if err != nil {
+		return Output{Err: string(errs.As(err).Code)}
+	}
+	return Output{Outcome: r.Outcome, Status: r.Status, Won: r.Status != "", NotDue: left > 0 || (r.Outcome == "" && r.Status == "")}
+}
+
+// parse reads a response envelope into an Output.
+func parse(k Kind, env envelope.Envelope) (Output, error) {
+	var out Output
+	for _, w := range env.Warnings {
+		out.Warnings = append(out.Warnings, w.Code)
+	}
+	if !env.OK {
+		var e errs.Error
+		if err := json.Unmarshal(env.Data, &e); err != nil {
+			return out, err
+		}
+		out.Err = string(e.Code)
+		return out, nil
+	}
+	switch k {
+	case Assume:
+		var r spawn.Request
+		if err := json.Unmarshal(env.Data, &r); err != nil {
+			return out, err
+		}
+		out.RequestID, out.ExpiresAt = r.RequestID, r.ExpiresAt.UnixNano()
+	case Sweep:
+		var rep service.SweepReport
+		if err := json.Unmarshal(env.Data, &rep); err != nil {
+			return out, err
+		}
+		for _, t := range rep.TimedOut {
+			out.Entries = append(out.Entries, SweepEntry{Entity: t.EntityID, RequestID: t.RequestID, Outcome: t.Outcome, Restored: t.Restored, Status: t.Status})
+		}
+		for _, t := range rep.Lost {
+			out.Entries = append(out.Entries, SweepEntry{Entity: t.EntityID, RequestID: t.RequestID, Outcome: t.Outcome, Lost: true})
+		}
+	default:
+		var v service.EntityView
+		if err := json.Unmarshal(env.Data, &v); err != nil {
+			return out, err
+		}
+		out.Status, out.Pending = v.Status, v.PendingSpawn
+		if v.Resolution != nil {
+			out.Applied, out.Outcome = v.Resolution.Applied, v.Resolution.Outcome
+		}
+	}
+	return out, nil
+}
+
+// splitSweeps turns each sweep into one operation per scenario entity,
+// carrying only that entity's entries, over the sweep's own interval.
+func splitSweeps(ops []porcupine.Operation, entities []string) []porcupine.Operation {
+	var out []porcupine.Operation
+	for _, op := range ops {
+		in := op.Input.(Input)
+		if in.Kind != Sweep {
+			out = append(out, op)
+			continue
+		}
+		o := op.Output.(Output)
+		for _, e := range entities {
+			sub := Output{Err: o.Err, Warnings: o.Warnings}
+			for _, en := range o.Entries {
+				if en.Entity == e {
+					sub.Entries = append(sub.Entries, en)
+				}
+			}
+			in2 := in
+			in2.Entity = e
+			out = append(out, porcupine.Operation{ClientId: op.ClientId, Input: in2, Call: op.Call, Output: sub, Return: op.Return})
+		}
+	}
+	return out
+}
+
+// stats counts what the recorded operations saw, to show that a run
+// exercised the races it claims to.
+func stats(ops []porcupine.Operation) map[string]int {
+	m := map[string]int{}
+	for _, op := range ops {
+		in, out := op.Input.(Input), op.Output.(Output)
+		m["op:"+in.Kind.String()]++
+		if out.Err != "" {
+			m["error:"+out.Err]++
+		}
+		for _, w := range out.Warnings {
+			m["warning:"+w]++
+		}
+		switch {
+		case in.Kind == Callback && out.Applied:
+			m["callback-applied"]++
+		case in.Kind == Expire && out.Won:
+			m["expire-won"]++
+		case in.Kind == Expire && out.NotDue:
+			m["expire-not-due"]++
+		}
+		for _, e := range out.Entries {
+			switch {
+			case e.Lost:
+				m["sweep-lost"]++
+			case e.Restored:
+				m["sweep-timeout-restored"]++
+			default:
+				m["sweep-timeout-kept-newer-status"]++
+			}
+		}
+	}
+	return m
+}
