@@ -136,8 +136,8 @@ func (b *inProcess) Expire(ctx context.Context, client int, requestID string) (s
 	return r, left, true, err
 }
 
-func (b *inProcess) Clock() Clock               { return b.clock }
-func (b *inProcess) Timeout() time.Duration     { return b.timeout }
+func (b *inProcess) Clock() Clock              { return b.clock }
+func (b *inProcess) Timeout() time.Duration    { return b.timeout }
 func (b *inProcess) Service() *service.Service { return b.services[0] }
 func (b *inProcess) Close() {
 	for _, st := range b.stores {
@@ -270,8 +270,8 @@ func (b *httpBackend) Expire(context.Context, int, string) (service.TimeoutResul
 	return service.TimeoutResult{}, 0, false, nil
 }
 
-func (b *httpBackend) Clock() Clock               { return b.clock }
-func (b *httpBackend) Timeout() time.Duration     { return b.timeout }
+func (b *httpBackend) Clock() Clock              { return b.clock }
+func (b *httpBackend) Timeout() time.Duration    { return b.timeout }
 func (b *httpBackend) Service() *service.Service { return b.svc }
 func (b *httpBackend) Close() {
 	for _, c := range b.closers {

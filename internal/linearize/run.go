@@ -67,7 +67,7 @@ type Result struct {
 	Checked   int // porcupine operations after splitting sweeps per entity
 	Outcome   porcupine.CheckResult
 	Stats     map[string]int // what the operations saw: applied, duplicate, lost-to-timeout, late, timed-out, restored, …
-	Visualise string // path of the HTML visualisation when the check failed
+	Visualise string         // path of the HTML visualisation when the check failed
 }
 
 // recorder collects operations with a logical clock for their real-time order.
