@@ -1,0 +1,10 @@
+package service_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Every test in this package must leave no goroutine behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
