@@ -250,6 +250,12 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 			store.Close()
 			return nil, nil, err
 		}
+		if a.mode == spawn.ModeDirect {
+			if svc.Provider, err = a.provider(cfg); err != nil {
+				store.Close()
+				return nil, nil, err
+			}
+		}
 	}
 	return svc, func() { store.Close() }, nil
 }
