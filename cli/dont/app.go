@@ -70,6 +70,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetOut(a.stderr)
 	root.SetErr(a.stderr)
 	root.AddCommand(a.initCommand())
+	root.AddCommand(a.mcpCommand())
 	groups := map[string]*cobra.Command{}
 	for _, t := range tools.All() {
 		group, _, grouped := strings.Cut(t.Name, ".")
