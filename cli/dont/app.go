@@ -17,7 +17,6 @@ import (
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 // app is one invocation: its streams, environment and global flags.
@@ -29,6 +28,7 @@ type app struct {
 
 	jsonOut bool
 	direct  bool
+	plain   bool
 	mode    string
 	exit    int
 }
@@ -41,14 +41,13 @@ func (a *app) run(ctx context.Context, argv []string) int {
 	root := a.rootCommand()
 	root.SetArgs(argv)
 	if err := root.ExecuteContext(ctx); err != nil {
-		a.fail(err)
+		a.fail(a.usageError(err, argv))
 	}
 	return a.exit
 }
 
 func (a *app) stdoutTTY() bool {
-	f, ok := a.stdout.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return isTerminal(a.stdout)
 }
 
 // machine reports whether output is the JSON envelope: --json, or stdout
@@ -67,8 +66,9 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return errs.E(errs.Usage, err.Error(), errs.Step{Command: c.CommandPath() + " --help", Description: "see the flags"})
 	})
-	root.SetOut(a.stderr)
+	root.SetOut(a.stdout) // help and completion scripts
 	root.SetErr(a.stderr)
+	a.conventions(root)
 	root.AddCommand(a.initCommand())
 	root.AddCommand(a.mcpCommand())
 	groups := map[string]*cobra.Command{}
@@ -182,7 +182,7 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 			a.mode = spawn.DetectMode(spawn.Signals{Direct: a.direct, HarnessEnv: a.getenv("DONT_HARNESS"), StdoutTTY: a.stdoutTTY()})
 			args["mode"] = a.mode
 		}
-		return a.call(c.Context(), t, args)
+		return a.callEach(c.Context(), t, args)
 	}
 	return c
 }
@@ -288,7 +288,7 @@ func (a *app) emit(res service.Result) {
 		a.stdout.Write(envelope.Marshal(env))
 		return
 	}
-	renderHuman(a.stdout, a.stderr, env)
+	renderHuman(a.stdout, a.stderr, env, a.styles())
 }
 
 func (a *app) fail(err error) { a.failWith(err, nil) }
@@ -301,5 +301,5 @@ func (a *app) failWith(err error, warnings []envelope.Warning) {
 		a.stdout.Write(envelope.Marshal(env))
 		return
 	}
-	renderError(a.stderr, errs.As(err))
+	renderError(a.stderr, errs.As(err), a.styles().err)
 }
