@@ -66,9 +66,14 @@ func New(version string, open Opener) *Server {
 // "approvals_approve", since many clients accept only [A-Za-z0-9_-].
 func ToolName(name string) string { return strings.ReplaceAll(name, ".", "_") }
 
-// Run serves one client over in/out until it disconnects or ctx ends.
+// Run serves one client over in/out (stdio) until it disconnects or ctx ends.
 func (s *Server) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	return s.srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	return s.RunTransport(ctx, &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+}
+
+// RunTransport serves one client over any SDK transport.
+func (s *Server) RunTransport(ctx context.Context, t sdk.Transport) error {
+	return s.srv.Run(ctx, t)
 }
 
 type nopWriteCloser struct{ io.Writer }
