@@ -193,7 +193,9 @@ func TestColourOnlyOnATerminalWithoutNoColorOrPlain(t *testing.T) {
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	p.ok("dismiss", id, "--evidence", "https://example.org/boiling")
-	out, _, exit := onTerminal(t, p.cmd("show", id))
+	coloured := p.cmd("show", id)
+	coloured.Env = append(coloured.Env, "TERM=xterm-256color")
+	out, _, exit := onTerminal(t, coloured)
 	if exit != 0 || !strings.Contains(out, "\x1b[32mverified\x1b[0m") {
 		t.Fatalf("on a terminal: exit %d %q", exit, out)
 	}
