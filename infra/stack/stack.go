@@ -9,6 +9,8 @@
 package stack
 
 import (
+	"fmt"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
@@ -55,6 +57,13 @@ const (
 	// (cdk synth -c dont:apiAssetDir=... or cdk.json "context").
 	ContextAPIAssetDir     = "dont:apiAssetDir"
 	ContextSweeperAssetDir = "dont:sweeperAssetDir"
+	// ContextLambdaArch is "arm64" (the default) or "x86_64": LocalStack on
+	// an x86_64 host runs x86_64 bootstraps without emulation.
+	ContextLambdaArch = "dont:lambdaArch"
+	// ContextAPIFront is "httpApi" (the default: API Gateway HTTP API) or
+	// "functionUrl" (a Lambda function URL, which sends the same payload
+	// 2.0 events; for LocalStack plans without API Gateway v2).
+	ContextAPIFront = "dont:apiFront"
 
 	// DefaultAPIAssetDir and DefaultSweeperAssetDir are the directories the
 	// build writes each function's bootstrap binary to, relative to the
@@ -91,6 +100,10 @@ type Props struct {
 	// named bootstrap.
 	APIAssetDir     string
 	SweeperAssetDir string
+	// LambdaArch is "arm64" or "x86_64"; APIFront is "httpApi" or
+	// "functionUrl". Empty means the context value, then the default.
+	LambdaArch string
+	APIFront   string
 }
 
 // Stack is the synthesized stack plus the constructs tests and callers
@@ -102,7 +115,8 @@ type Stack struct {
 	DeadLetters  awssqs.Queue
 	API          awslambda.Function
 	Sweeper      awslambda.Function
-	HTTPAPI      awsapigatewayv2.HttpApi
+	// HTTPAPI is nil when the API is fronted by a function URL.
+	HTTPAPI awsapigatewayv2.HttpApi
 }
 
 // New defines dont's stack in scope.
@@ -116,8 +130,21 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	}
 	s := &Stack{Stack: awscdk.NewStack(scope, jsii.String(id), &sp)}
 
-	apiDir := assetDir(s.Stack, props.APIAssetDir, ContextAPIAssetDir, DefaultAPIAssetDir)
-	sweeperDir := assetDir(s.Stack, props.SweeperAssetDir, ContextSweeperAssetDir, DefaultSweeperAssetDir)
+	apiDir := setting(s.Stack, props.APIAssetDir, ContextAPIAssetDir, DefaultAPIAssetDir)
+	sweeperDir := setting(s.Stack, props.SweeperAssetDir, ContextSweeperAssetDir, DefaultSweeperAssetDir)
+	var arch awslambda.Architecture
+	switch v := setting(s.Stack, props.LambdaArch, ContextLambdaArch, "arm64"); v {
+	case "arm64":
+		arch = awslambda.Architecture_ARM_64()
+	case "x86_64":
+		arch = awslambda.Architecture_X86_64()
+	default:
+		panic(fmt.Sprintf("%s must be arm64 or x86_64, not %q", ContextLambdaArch, v))
+	}
+	front := setting(s.Stack, props.APIFront, ContextAPIFront, "httpApi")
+	if front != "httpApi" && front != "functionUrl" {
+		panic(fmt.Sprintf("%s must be httpApi or functionUrl, not %q", ContextAPIFront, front))
+	}
 
 	s.Table = awsdynamodb.NewTable(s.Stack, jsii.String("Table"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(PartitionKey), Type: awsdynamodb.AttributeType_STRING},
@@ -158,8 +185,8 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		EnvTable:           s.Table.TableName(),
 		EnvTimeoutQueueURL: s.TimeoutQueue.QueueUrl(),
 	}
-	s.API = function(s.Stack, "Api", apiDir, 29, env)
-	s.Sweeper = function(s.Stack, "Sweeper", sweeperDir, sweeperTimeoutSeconds, env)
+	s.API = function(s.Stack, "Api", apiDir, arch, 29, env)
+	s.Sweeper = function(s.Stack, "Sweeper", sweeperDir, arch, sweeperTimeoutSeconds, env)
 
 	tablePolicy := awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions: jsii.Strings(TableActions...),
@@ -190,15 +217,25 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		},
 	})
 
-	s.HTTPAPI = awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
-		Description: jsii.String("dont /v1 JSON API"),
-		// The $default route sends every method and path to the api
-		// function, which routes like `dont serve`.
-		DefaultIntegration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("ApiIntegration"), s.API,
-			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
-				PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
-			}),
-	})
+	var apiURL *string
+	if front == "httpApi" {
+		s.HTTPAPI = awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
+			Description: jsii.String("dont /v1 JSON API"),
+			// The $default route sends every method and path to the api
+			// function, which routes like `dont serve`.
+			DefaultIntegration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("ApiIntegration"), s.API,
+				&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+					PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
+				}),
+		})
+		apiURL = s.HTTPAPI.Url()
+	} else {
+		// Authentication is the API's own bearer tokens, as behind the
+		// HTTP API.
+		apiURL = s.API.AddFunctionUrl(&awslambda.FunctionUrlOptions{
+			AuthType: awslambda.FunctionUrlAuthType_NONE,
+		}).Url()
+	}
 
 	alarm(s.Stack, "DeadLettersVisibleAlarm", "Spawn-timeout messages reached the dead-letter queue",
 		s.DeadLetters.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
@@ -216,7 +253,7 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 			Statistic: jsii.String("Sum"),
 		}))
 
-	output(s.Stack, "ApiUrl", "Base URL of the HTTP API", s.HTTPAPI.Url())
+	output(s.Stack, "ApiUrl", "Base URL of the API", apiURL)
 	output(s.Stack, "TableName", "DynamoDB table ("+EnvTable+")", s.Table.TableName())
 	output(s.Stack, "TimeoutQueueUrl", "Spawn-timeout queue ("+EnvTimeoutQueueURL+")", s.TimeoutQueue.QueueUrl())
 	output(s.Stack, "DeadLetterQueueUrl", "Dead-letter queue of the spawn-timeout queue", s.DeadLetters.QueueUrl())
@@ -225,8 +262,8 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	return s
 }
 
-// assetDir picks the explicit value, then the CDK context, then the default.
-func assetDir(stack awscdk.Stack, explicit, contextKey, fallback string) string {
+// setting picks the explicit value, then the CDK context, then the default.
+func setting(stack awscdk.Stack, explicit, contextKey, fallback string) string {
 	if explicit != "" {
 		return explicit
 	}
@@ -237,15 +274,15 @@ func assetDir(stack awscdk.Stack, explicit, contextKey, fallback string) string 
 }
 
 // function defines one Go Lambda function: a bootstrap binary on the
-// provided.al2023 runtime for arm64, logging JSON to its own log group.
-func function(stack awscdk.Stack, id, dir string, timeoutSeconds float64, env *map[string]*string) awslambda.Function {
+// provided.al2023 runtime, logging JSON to its own log group.
+func function(stack awscdk.Stack, id, dir string, arch awslambda.Architecture, timeoutSeconds float64, env *map[string]*string) awslambda.Function {
 	logs := awslogs.NewLogGroup(stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
 		Retention:     awslogs.RetentionDays_ONE_MONTH,
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
 	return awslambda.NewFunction(stack, jsii.String(id+"Function"), &awslambda.FunctionProps{
 		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  awslambda.Architecture_ARM_64(),
+		Architecture:  arch,
 		Handler:       jsii.String("bootstrap"),
 		Code:          awslambda.Code_FromAsset(jsii.String(dir), nil),
 		MemorySize:    jsii.Number(256),

@@ -17,8 +17,9 @@ import (
 	"github.com/dont-cli/dont/infra/stack"
 )
 
-// synthesized holds one synthesis shared by every test: synthesis runs the
-// jsii kernel and takes seconds, and the stack is deterministic.
+// synthesized holds one synthesis of the default stack shared by every
+// test: synthesis runs the jsii kernel and takes seconds, and the stack is
+// deterministic.
 var synthesized struct {
 	once     sync.Once
 	template assertions.Template
@@ -26,53 +27,60 @@ var synthesized struct {
 	err      error
 }
 
-// template synthesizes the stack once, with dummy Lambda assets in a
-// temporary directory chosen through the CDK context (as cdk.json would).
+// template synthesizes the default stack once.
 func template(t *testing.T) (assertions.Template, map[string]any) {
 	t.Helper()
 	synthesized.once.Do(func() {
-		defer func() {
-			if r := recover(); r != nil {
-				synthesized.err = fmt.Errorf("synthesis panicked: %v", r)
-			}
-		}()
-		dir, err := os.MkdirTemp("", "dont-infra-test-")
-		if err != nil {
-			synthesized.err = err
-			return
-		}
-		apiDir := filepath.Join(dir, "api")
-		sweeperDir := filepath.Join(dir, "sweeper")
-		for _, d := range []string{apiDir, sweeperDir} {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				synthesized.err = err
-				return
-			}
-			if err := os.WriteFile(filepath.Join(d, "bootstrap"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-				synthesized.err = err
-				return
-			}
-		}
-		app := awscdk.NewApp(&awscdk.AppProps{
-			Outdir: jsii.String(filepath.Join(dir, "cdk.out")),
-			Context: &map[string]any{
-				stack.ContextAPIAssetDir:     apiDir,
-				stack.ContextSweeperAssetDir: sweeperDir,
-			},
-		})
-		s := stack.New(app, "DontTest", nil)
-		synthesized.template = assertions.Template_FromStack(s.Stack, nil)
-		b, err := json.Marshal(synthesized.template.ToJSON())
-		if err != nil {
-			synthesized.err = err
-			return
-		}
-		synthesized.err = json.Unmarshal(b, &synthesized.raw)
+		synthesized.template, synthesized.raw, synthesized.err = synth(nil)
 	})
 	if synthesized.err != nil {
 		t.Fatalf("synthesize stack: %v", synthesized.err)
 	}
 	return synthesized.template, synthesized.raw
+}
+
+// synth synthesizes the stack with dummy Lambda assets in a temporary
+// directory, chosen through the CDK context as cdk.json would, plus
+// extra context.
+func synth(extra map[string]any) (tpl assertions.Template, raw map[string]any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("synthesis panicked: %v", r)
+		}
+	}()
+	dir, err := os.MkdirTemp("", "dont-infra-test-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	apiDir := filepath.Join(dir, "api")
+	sweeperDir := filepath.Join(dir, "sweeper")
+	for _, d := range []string{apiDir, sweeperDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, nil, err
+		}
+		if err := os.WriteFile(filepath.Join(d, "bootstrap"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	context := map[string]any{
+		stack.ContextAPIAssetDir:     apiDir,
+		stack.ContextSweeperAssetDir: sweeperDir,
+	}
+	for k, v := range extra {
+		context[k] = v
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{
+		Outdir:  jsii.String(filepath.Join(dir, "cdk.out")),
+		Context: &context,
+	})
+	s := stack.New(app, "DontTest", nil)
+	tpl = assertions.Template_FromStack(s.Stack, nil)
+	b, err := json.Marshal(tpl.ToJSON())
+	if err != nil {
+		return nil, nil, err
+	}
+	return tpl, raw, json.Unmarshal(b, &raw)
 }
 
 // check runs one CDK assertion. A failed assertion panics inside jsii; this
@@ -516,4 +524,45 @@ func keys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+func TestLocalStackVariant(t *testing.T) {
+	// LocalStack plans without API Gateway v2 get a function URL, and
+	// x86_64 hosts may run x86_64 bootstraps.
+	tpl, raw, err := synth(map[string]any{
+		stack.ContextAPIFront:   "functionUrl",
+		stack.ContextLambdaArch: "x86_64",
+	})
+	if err != nil {
+		t.Fatalf("synthesize: %v", err)
+	}
+	for typ, n := range map[string]float64{
+		"AWS::ApiGatewayV2::Api": 0,
+		"AWS::Lambda::Url":       1,
+		"AWS::Lambda::Function":  2,
+	} {
+		check(t, typ, func() { tpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
+	}
+	check(t, "function URL on the api function", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Url"), obj(map[string]any{
+			"AuthType":          "NONE",
+			"TargetFunctionArn": obj(map[string]any{"Fn::GetAtt": arrayWith(assertions.Match_StringLikeRegexp(jsii.String("^ApiFunction")))}),
+		}))
+	})
+	check(t, "ApiUrl output", func() {
+		tpl.HasOutput(jsii.String("ApiUrl"), obj(map[string]any{"Value": assertions.Match_AnyValue()}))
+	})
+	for id, fn := range resources(raw, "AWS::Lambda::Function") {
+		if a, _ := props(fn)["Architectures"].([]any); len(a) != 1 || a[0] != "x86_64" {
+			t.Errorf("%s Architectures = %v, want [x86_64]", id, props(fn)["Architectures"])
+		}
+	}
+}
+
+func TestRejectsUnknownSettings(t *testing.T) {
+	for key, value := range map[string]string{stack.ContextLambdaArch: "mips", stack.ContextAPIFront: "alb"} {
+		if _, _, err := synth(map[string]any{key: value}); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s=%s: err = %v, want a refusal naming the key", key, value, err)
+		}
+	}
 }
