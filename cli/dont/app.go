@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/internal/client"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
@@ -26,11 +27,12 @@ type app struct {
 	getenv         func(string) string
 	start          time.Time
 
-	jsonOut bool
-	direct  bool
-	plain   bool
-	mode    string
-	exit    int
+	jsonOut  bool
+	direct   bool
+	plain    bool
+	endpoint string
+	mode     string
+	exit     int
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -63,13 +65,14 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print the JSON envelope (default when stdout is not a terminal)")
 	root.PersistentFlags().BoolVar(&a.direct, "direct", false, "direct mode: call the configured LLM provider instead of emitting a spawn_request")
+	root.PersistentFlags().StringVar(&a.endpoint, "endpoint", "", "send every verb to this dont API (default $DONT_ENDPOINT; token from $DONT_TOKEN)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return errs.E(errs.Usage, err.Error(), errs.Step{Command: c.CommandPath() + " --help", Description: "see the flags"})
 	})
 	root.SetOut(a.stdout) // help and completion scripts
 	root.SetErr(a.stderr)
 	a.conventions(root)
-	root.AddCommand(a.initCommand())
+	root.AddCommand(a.initCommand(), a.serveCommand())
 	root.AddCommand(a.mcpCommand())
 	groups := map[string]*cobra.Command{}
 	for _, t := range tools.All() {
@@ -206,8 +209,27 @@ func (a *app) argCount(n int) cobra.PositionalArgs {
 	}
 }
 
-// call runs a tool against the embedded store.
+// remote is the API endpoint verbs go to, or "" for the embedded store.
+func (a *app) remote() string {
+	if a.endpoint != "" {
+		return a.endpoint
+	}
+	return a.getenv("DONT_ENDPOINT")
+}
+
+// call runs a tool against the remote API or the embedded store.
 func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) error {
+	if ep := a.remote(); ep != "" {
+		env, err := (&client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN")}).Call(ctx, t.Name, args)
+		if err != nil {
+			return err
+		}
+		a.print(env)
+		if !env.OK {
+			a.exit = errs.ExitCode(client.ErrorOf(env))
+		}
+		return nil
+	}
 	svc, closeStore, err := a.embedded(t)
 	if err != nil {
 		return err
@@ -230,17 +252,11 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := sqlite.Open(p.DBPath())
+	store, err := a.openStore(p)
 	if err != nil {
-		return nil, nil, errs.E(errs.StoreError, "cannot open "+p.DBPath()).Wrap(err)
+		return nil, nil, err
 	}
-	if d := a.getenv("DONT_FAULT_COMMIT_DELAY"); d != "" {
-		store.CommitDelay, _ = time.ParseDuration(d)
-		store.OnHold = func() {
-			fmt.Fprintf(a.stderr, "fault-injection: holding the write transaction open for %s\n", store.CommitDelay)
-		}
-	}
-	svc := &service.Service{Store: store, Author: a.author()}
+	svc := &service.Service{Store: store, Tokens: store, Author: a.author()}
 	if hasParam(t, "mode") {
 		cfg, err := p.LoadConfig()
 		if err != nil {
@@ -259,6 +275,22 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 		}
 	}
 	return svc, func() { store.Close() }, nil
+}
+
+// openStore opens the project's SQLite file, with the fault injection
+// tests ask for through DONT_FAULT_COMMIT_DELAY.
+func (a *app) openStore(p project.Project) (*sqlite.Store, error) {
+	store, err := sqlite.Open(p.DBPath())
+	if err != nil {
+		return nil, errs.E(errs.StoreError, "cannot open "+p.DBPath()).Wrap(err)
+	}
+	if d := a.getenv("DONT_FAULT_COMMIT_DELAY"); d != "" {
+		store.CommitDelay, _ = time.ParseDuration(d)
+		store.OnHold = func() {
+			fmt.Fprintf(a.stderr, "fault-injection: holding the write transaction open for %s\n", store.CommitDelay)
+		}
+	}
+	return store, nil
 }
 
 func (a *app) author() string {
@@ -284,8 +316,17 @@ func (a *app) emit(res service.Result) {
 	}
 	env.Meta = a.meta()
 	a.exit = 0
+	a.print(env)
+}
+
+// print writes an envelope as JSON for machines, or renders it for a person.
+func (a *app) print(env envelope.Envelope) {
 	if a.machine() {
 		a.stdout.Write(envelope.Marshal(env))
+		return
+	}
+	if !env.OK {
+		renderError(a.stderr, client.ErrorOf(env), a.styles().err)
 		return
 	}
 	renderHuman(a.stdout, a.stderr, env, a.styles())
@@ -297,9 +338,5 @@ func (a *app) failWith(err error, warnings []envelope.Warning) {
 	env := envelope.Fail(err, warnings)
 	env.Meta = a.meta()
 	a.exit = errs.ExitCode(err)
-	if a.machine() {
-		a.stdout.Write(envelope.Marshal(env))
-		return
-	}
-	renderError(a.stderr, errs.As(err), a.styles().err)
+	a.print(env)
 }

@@ -47,7 +47,7 @@ const KindError = "error"
 func New(kind string, data any, warnings []Warning, hints []string) (Envelope, error) {
 	raw, ok := data.(json.RawMessage)
 	if !ok {
-		b, err := json.Marshal(data)
+		b, err := MarshalData(data)
 		if err != nil {
 			return Envelope{}, err
 		}
@@ -77,6 +77,18 @@ func Marshal(env Envelope) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(env)
 	return b.Bytes()
+}
+
+// MarshalData encodes a payload compactly without HTML escaping, the way
+// every transport carries it.
+func MarshalData(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
 // CLIVersion is set at build time with -ldflags.

@@ -50,7 +50,7 @@ func New(version string, open Opener) *Server {
 		s.srv.AddTool(&sdk.Tool{
 			Name:        ToolName(t.Name),
 			Description: t.Summary,
-			InputSchema: t.InputSchema(),
+			InputSchema: t.InputSchema(false),
 			Annotations: &sdk.ToolAnnotations{
 				ReadOnlyHint:    t.Annotations.ReadOnly,
 				IdempotentHint:  t.Annotations.ReadOnly,

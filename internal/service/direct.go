@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -76,26 +75,23 @@ func directInput(in SpawnInput) SpawnInput {
 // fails, times out or answers unusably, the spawn is closed as failed
 // (spawn_failed), the entity keeps its pre-spawn status, and the error says
 // so.
-func (s *Service) direct(ctx context.Context, sp spawn.Spawn, issued Result) (Result, error) {
+func (s *Service) direct(ctx context.Context, sp spawn.Spawn, req spawn.Request, issued Result) (Result, error) {
 	var res Result
 	var err error
 	if sp.Kind == spawn.Guess {
 		res, err = s.directGuess(ctx, sp)
 	} else {
-		res, err = s.directJudge(ctx, sp)
+		res, err = s.directJudge(ctx, sp, req.Context.Prompt)
 	}
 	res.Warnings = append(issued.Warnings, res.Warnings...)
 	res.Hints = append(issued.Hints, res.Hints...)
 	return res, err
 }
 
-func (s *Service) directJudge(ctx context.Context, sp spawn.Spawn) (Result, error) {
-	var req spawn.Request
-	if err := json.Unmarshal(sp.Request, &req); err != nil {
-		return s.failDirect(ctx, sp, errs.E(errs.Internal, "cannot read the stored spawn request "+sp.ID).Wrap(err))
-	}
-	// The provider gets the very prompt the spawn request carries.
-	v, err := s.Provider.Judge(ctx, req.Context.Prompt)
+// directJudge sends prompt, the very prompt the spawn request carries, to
+// the provider's Judge.
+func (s *Service) directJudge(ctx context.Context, sp spawn.Spawn, prompt string) (Result, error) {
+	v, err := s.Provider.Judge(ctx, prompt)
 	if err != nil {
 		return s.failDirect(ctx, sp, s.providerFailure(ctx, sp, err))
 	}

@@ -31,6 +31,7 @@ type Service struct {
 	SpawnTimeout time.Duration
 	Author       string
 	Scheduler    TimeoutScheduler // optional
+	Tokens       TokenStore       // optional: bearer tokens and callback tokens
 	Log          *slog.Logger     // optional
 	Provider     Reasoner         // direct mode's LLM; nil: direct mode refuses
 }

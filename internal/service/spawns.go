@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -53,7 +52,7 @@ func (s *Service) RequestSpawn(ctx context.Context, in SpawnInput) (Result, erro
 		in = directInput(in)
 	}
 	for attempt := 0; ; attempt++ {
-		sp, tx, err := s.spawnTx(ctx, in)
+		sp, req, tx, err := s.spawnTx(ctx, in)
 		if err != nil {
 			return res, err
 		}
@@ -71,9 +70,13 @@ func (s *Service) RequestSpawn(ctx context.Context, in SpawnInput) (Result, erro
 			}
 		}
 		if in.Mode == spawn.ModeDirect {
-			return s.direct(ctx, sp, res)
+			return s.direct(ctx, sp, req, res)
 		}
-		res.Kind, res.Data = KindSpawnRequest, sp.Request
+		payload, err := s.publicRequest(ctx, req)
+		if err != nil {
+			return res, err
+		}
+		res.Kind, res.Data = KindSpawnRequest, payload
 		return res, nil
 	}
 }
@@ -104,7 +107,7 @@ func checkSpawnInput(in *SpawnInput) error {
 }
 
 // spawnTx reads the entity and builds the write that issues the spawn.
-func (s *Service) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, Tx, error) {
+func (s *Service) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.Request, Tx, error) {
 	now := s.now()
 	sp := spawn.Spawn{
 		ID: ids.New(ids.Spawn, now), Kind: in.Kind, State: spawn.Pending, Mode: in.Mode,
@@ -124,16 +127,16 @@ func (s *Service) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, Tx, 
 	} else {
 		e, err := s.entity(ctx, in.EntityID)
 		if err != nil {
-			return sp, tx, err
+			return sp, spawn.Request{}, tx, err
 		}
 		if e.Status.Terminal() {
-			return sp, tx, errs.E(errs.InvalidTransition, string(e.Status)+" entities are not re-verified",
+			return sp, spawn.Request{}, tx, errs.E(errs.InvalidTransition, string(e.Status)+" entities are not re-verified",
 				errs.Step{Command: "dont show " + e.ID + " --history", Description: "see why it is " + string(e.Status)}).On(e.ID).
 				Unmet("status must not be locked or ignored")
 		}
 		if e.PendingSpawn != "" {
 			if pending, err := s.Store.GetSpawn(ctx, e.PendingSpawn); err == nil && pending.State == spawn.Pending {
-				return sp, tx, errs.E(errs.SpawnPending, e.ID+" already has a pending verification spawn "+pending.ID+" (expires "+pending.ExpiresAt.Format(timeFormat)+")",
+				return sp, spawn.Request{}, tx, errs.E(errs.SpawnPending, e.ID+" already has a pending verification spawn "+pending.ID+" (expires "+pending.ExpiresAt.Format(timeFormat)+")",
 					errs.Step{Command: "dont spawns --pending --json", Description: "see the pending spawn " + pending.ID},
 					errs.Step{Command: "dont dismiss " + e.ID + " --evidence <uri> --request-id " + pending.ID, Description: "or resolve it"},
 				).On(e.ID).Unmet("at most one pending verification spawn per entity")
@@ -147,14 +150,15 @@ func (s *Service) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, Tx, 
 		tx.Entities = []EntityPut{{Entity: e2, PrevVersion: e.Version}}
 		target = &e2
 	}
-	req, err := json.Marshal(spawn.NewRequest(sp, target))
+	req := spawn.NewRequest(sp, target)
+	stored, err := envelope.MarshalData(req) // stored without its callback token
 	if err != nil {
-		return sp, tx, errs.E(errs.Internal, "encode spawn request").Wrap(err)
+		return sp, req, tx, errs.E(errs.Internal, "encode spawn request").Wrap(err)
 	}
-	sp.Request = req
+	sp.Request = stored
 	tx.Spawns = []SpawnPut{{Spawn: sp, Create: true}}
 	tx.Events = append(tx.Events, ev)
-	return sp, tx, nil
+	return sp, req, tx, nil
 }
 
 // Answer resolves a guess spawn: it records the candidates and their

@@ -1,20 +1,17 @@
 package tools
 
-// InputSchema is the JSON Schema (draft 2020-12) of the tool's arguments,
-// generated from its Params: what MCP's tool list (and the HTTP API's tool
-// schema) publish. Internal params, set by front ends and never by callers,
-// are left out; so is anything the schema cannot say (positional order,
-// CLI short flags, environment fallbacks).
-func (t *Tool) InputSchema() map[string]any {
+// InputSchema is the JSON Schema (2020-12) of the tool's arguments. Internal
+// params (set by front ends) are included only when asked for.
+func (t *Tool) InputSchema(withInternal bool) map[string]any {
 	props := map[string]any{}
 	required := []string{}
 	for _, p := range t.Params {
-		if p.Internal {
+		if p.Internal && !withInternal {
 			continue
 		}
 		s := map[string]any{"type": p.Type, "description": p.Description}
 		if p.Type == Strings {
-			s["items"] = map[string]any{"type": String}
+			s["items"] = map[string]any{"type": "string"}
 		}
 		if len(p.Enum) > 0 {
 			s["enum"] = p.Enum
@@ -27,10 +24,5 @@ func (t *Tool) InputSchema() map[string]any {
 			required = append(required, p.Name)
 		}
 	}
-	return map[string]any{
-		"type":                 "object",
-		"properties":           props,
-		"required":             required,
-		"additionalProperties": false,
-	}
+	return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
 }

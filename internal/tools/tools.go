@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
 )
@@ -55,7 +56,10 @@ type Tool struct {
 	Summary     string      `json:"summary"`
 	Params      []Param     `json:"params"`
 	Annotations Annotations `json:"annotations"`
-	run         func(ctx context.Context, s *service.Service, a Args) (service.Result, error)
+	// Roles may call the tool over the API; nil means the default for its
+	// annotations (read-only: every role; otherwise harness and admin).
+	Roles []string `json:"roles"`
+	run   func(ctx context.Context, s *service.Service, a Args) (service.Result, error)
 }
 
 // Args are a call's arguments after validation.
@@ -107,6 +111,17 @@ func All() []*Tool {
 	return out
 }
 
+// AllowedRoles is the list of bearer roles that may call the tool.
+func (t *Tool) AllowedRoles() []string {
+	switch {
+	case t.Roles != nil:
+		return t.Roles
+	case t.Annotations.ReadOnly:
+		return []string{auth.RoleHarness, auth.RoleApprover, auth.RoleAdmin}
+	}
+	return []string{auth.RoleHarness, auth.RoleAdmin}
+}
+
 // Lookup finds a tool by exact name.
 func Lookup(name string) (*Tool, bool) {
 	t, ok := registry[name]
@@ -124,6 +139,9 @@ func GroupSummary(group string) string { return groupSummaries[group] }
 func RegisterGroup(group, summary string) { groupSummaries[group] = summary }
 
 func register(t *Tool) {
+	if t.Roles == nil {
+		t.Roles = t.AllowedRoles()
+	}
 	if _, dup := registry[t.Name]; dup {
 		panic("tools: duplicate tool " + t.Name)
 	}

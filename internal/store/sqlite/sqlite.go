@@ -44,12 +44,17 @@ CREATE TABLE IF NOT EXISTS spawns(
 CREATE INDEX IF NOT EXISTS spawns_due ON spawns(expires_at) WHERE state = 'pending';
 CREATE INDEX IF NOT EXISTS spawns_state ON spawns(state, issued_at);
 CREATE INDEX IF NOT EXISTS spawns_entity ON spawns(entity_id, issued_at);
+CREATE TABLE IF NOT EXISTS tokens(id TEXT PRIMARY KEY, doc BLOB NOT NULL, hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS idempotency(
+	key TEXT PRIMARY KEY, state TEXT NOT NULL, fingerprint TEXT NOT NULL,
+	status INTEGER NOT NULL DEFAULT 0, body BLOB, created_at TEXT NOT NULL);
 `
 
 // timeKey is fixed-width so that text order is time order.
 const timeKey = "2006-01-02T15:04:05.000000000Z"
 
-func key(t time.Time) string { return t.UTC().Format(timeKey) }
+func timeText(t time.Time) string { return t.UTC().Format(timeKey) }
 
 // Store is a SQLite-backed service.Store.
 type Store struct {
@@ -62,6 +67,9 @@ type Store struct {
 	CommitDelay time.Duration
 	// OnHold is called when a delayed transaction starts to wait.
 	OnHold func()
+
+	secretMu sync.Mutex
+	secret   []byte
 }
 
 // Open opens an existing database file without touching its schema.
@@ -162,7 +170,7 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 
 // DueSpawns implements service.Store through the partial index spawns_due.
 func (s *Store) DueSpawns(ctx context.Context, now time.Time, limit int) ([]spawn.Spawn, error) {
-	return s.spawns(ctx, dueQuery, key(now), limit)
+	return s.spawns(ctx, dueQuery, timeText(now), limit)
 }
 
 const dueQuery = "SELECT doc, request FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?"
@@ -212,11 +220,26 @@ func queryDocs[T any](ctx context.Context, db *sql.DB, q string, args ...any) ([
 
 // Commit implements service.Store: all writes in one immediate
 // transaction, each conditional, retried while another process holds the lock.
-func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
+func (s *Store) Commit(ctx context.Context, t service.Tx) error {
+	return s.write(ctx, func(tx *sql.Tx) error { return s.commit(ctx, tx, t) })
+}
+
+// write runs fn in one immediate transaction with the store's busy retries.
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	for attempt := 0; ; attempt++ {
-		err := s.commit(ctx, tx)
+		err := func() error {
+			tx, err := s.db.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback() //nolint:errcheck // no-op after Commit
+			if err := fn(tx); err != nil {
+				return err
+			}
+			return tx.Commit()
+		}()
 		if isBusy(err) && attempt < 20 && ctx.Err() == nil {
 			time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
 			continue
@@ -225,12 +248,7 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 	}
 }
 
-func (s *Store) commit(ctx context.Context, t service.Tx) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {
 	for _, p := range t.Entities {
 		doc, err := json.Marshal(p.Entity)
 		if err != nil {
@@ -264,7 +282,7 @@ func (s *Store) commit(ctx context.Context, t service.Tx) error {
 		sp := p.Spawn
 		if p.Create {
 			res, err = tx.ExecContext(ctx, "INSERT INTO spawns(id, entity_id, state, issued_at, expires_at, doc, request) VALUES(?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
-				sp.ID, sp.EntityID, sp.State, key(sp.IssuedAt), key(sp.ExpiresAt), doc, []byte(sp.Request))
+				sp.ID, sp.EntityID, sp.State, timeText(sp.IssuedAt), timeText(sp.ExpiresAt), doc, []byte(sp.Request))
 		} else {
 			res, err = tx.ExecContext(ctx, "UPDATE spawns SET state = ?, doc = ? WHERE id = ? AND state = 'pending'", sp.State, doc, sp.ID)
 		}
@@ -292,7 +310,7 @@ func (s *Store) commit(ctx context.Context, t service.Tx) error {
 			return ctx.Err()
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
 func affectedOne(res sql.Result, err error, id string) error {
