@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dont-cli/dont/internal/client"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
@@ -149,17 +150,18 @@ func (p palette) status(s string) string {
 
 // callEach runs the tool once, or — when the entity id is "-" — once per id
 // read from stdin (one per line, blank lines skipped), printing one envelope
-// per id as NDJSON. The exit code is the highest of the per-id codes: 0 only
-// if every id succeeded, and an interruption beats everything.
+// per id as NDJSON, against the embedded store or the remote API alike. The
+// exit code is the highest of the per-id codes: 0 only if every id
+// succeeded, and an interruption beats everything.
 func (a *app) callEach(ctx context.Context, t *tools.Tool, args map[string]any) error {
 	if args["id"] != "-" {
 		return a.call(ctx, t, args)
 	}
-	svc, closeStore, err := a.embedded(t)
+	one, release, err := a.caller(t)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer release()
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -179,7 +181,6 @@ func (a *app) callEach(ctx context.Context, t *tools.Tool, args map[string]any) 
 		select {
 		case line, more = <-lines:
 		case <-ctx.Done():
-			more = false
 		}
 		if !more {
 			break
@@ -189,12 +190,10 @@ func (a *app) callEach(ctx context.Context, t *tools.Tool, args map[string]any) 
 			continue
 		}
 		n++
-		start := time.Now()
 		args["id"] = id
-		res, err := tools.Call(ctx, svc, t.Name, args)
-		env := a.envelopeOf(res, err, start)
+		env, exit := one(ctx, args)
 		a.stdout.Write(envelope.Marshal(env))
-		worst = max(worst, errs.ExitCode(err))
+		worst = max(worst, exit)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -205,6 +204,35 @@ func (a *app) callEach(ctx context.Context, t *tools.Tool, args map[string]any) 
 		a.exit = worst
 	}
 	return nil
+}
+
+// caller returns a function that runs one call of t and gives its envelope
+// and exit code: through the remote API when an endpoint is set, else
+// against the embedded store, opened once for all the calls.
+func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (envelope.Envelope, int), func(), error) {
+	if ep := a.remote(); ep != "" {
+		c := &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN")}
+		return func(ctx context.Context, args map[string]any) (envelope.Envelope, int) {
+			start := time.Now()
+			env, err := c.Call(ctx, t.Name, args)
+			if err != nil {
+				return a.envelopeOf(service.Result{}, err, start), errs.ExitCode(err)
+			}
+			if !env.OK {
+				return env, errs.ExitCode(client.ErrorOf(env))
+			}
+			return env, errs.ExitOK
+		}, func() {}, nil
+	}
+	svc, release, err := a.embedded(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context, args map[string]any) (envelope.Envelope, int) {
+		start := time.Now()
+		res, err := tools.Call(ctx, svc, t.Name, args)
+		return a.envelopeOf(res, err, start), errs.ExitCode(err)
+	}, release, nil
 }
 
 // envelopeOf is the envelope of one call that started at start.

@@ -155,6 +155,24 @@ func TestStdinIDsPrintNDJSONAndExitWithTheWorstCode(t *testing.T) {
 	}
 }
 
+func TestStdinIDsWorkAgainstTheRemoteAPI(t *testing.T) {
+	p := newProject(t)
+	harness := p.token("harness")
+	srv := p.serve(t)
+	a := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	c := p.cmd("show", "-")
+	c.Env = append(c.Env, "DONT_ENDPOINT="+srv.endpoint, "DONT_TOKEN="+harness)
+	c.Stdin = strings.NewReader(a + "\nclaim:01HX05A9K8VP0000000000000A\n")
+	out, err := c.Output()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || len(lines) != 2 {
+		t.Fatalf("remote show -: %v\n%s", err, out)
+	}
+	if !strings.Contains(lines[0], `"ok":true`) || !strings.Contains(lines[1], `"code":"not-found"`) {
+		t.Fatalf("remote NDJSON:\n%s", out)
+	}
+}
+
 func TestSIGPIPEExitsZero(t *testing.T) {
 	p := newProject(t)
 	for i := range 300 {

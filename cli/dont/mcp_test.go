@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"reflect"
 	"sort"
 	"testing"
@@ -189,12 +191,28 @@ func TestMCPErrorsAreEnvelopesWithIsError(t *testing.T) {
 	}
 }
 
-// The transport-agnostic contract, CLI half: the spawn request's data is
-// the same bytes on CLI stdout and in the MCP result for the same stored
-// spawn. (The HTTP half waits for the HTTP API.)
-func TestSpawnRequestPayloadIsByteIdenticalOnCLIAndMCP(t *testing.T) {
+// The transport-agnostic contract: the spawn request's data is the same
+// bytes on CLI stdout, in the MCP tool result and in the HTTP API's
+// response, for the same stored spawn, whichever transport issued it.
+func TestSpawnRequestPayloadIsByteIdenticalAcrossCLIMCPAndHTTP(t *testing.T) {
 	p := newProject(t)
+	harness := p.token("harness")
+	srv := p.serve(t)
 	s := p.mcp()
+	viaHTTP := func(tool string, args map[string]any) []byte {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"args": args})
+		req, _ := http.NewRequest(http.MethodPost, srv.endpoint+"/v1/tools/"+tool, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+harness)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return b
+	}
 	for _, issue := range []func() (string, []byte){
 		func() (string, []byte) { // issued on the CLI
 			id := p.ok("conclude", "water boils at 100 C at sea level & <ok>").str("id")
@@ -206,16 +224,26 @@ func TestSpawnRequestPayloadIsByteIdenticalOnCLIAndMCP(t *testing.T) {
 			r := s.call("overlook", map[string]any{"id": id})
 			return r.data()["request_id"].(string), rawData(t, r.text)
 		},
-		func() (string, []byte) {
-			r := s.call("guess", map[string]any{"question": "which <driver>?", "n": 2, "temperature": 0.7})
-			return r.data()["request_id"].(string), rawData(t, r.text)
+		func() (string, []byte) { // issued over HTTP
+			var env struct {
+				Data struct {
+					RequestID string `json:"request_id"`
+				} `json:"data"`
+			}
+			b := viaHTTP("guess", map[string]any{"question": "which <driver>?", "n": 2, "temperature": 0.7})
+			json.Unmarshal(b, &env)
+			return env.Data.RequestID, rawData(t, b)
 		},
 	} {
 		rid, issued := issue()
 		cli := rawData(t, []byte(p.ok("show", rid, "--json").stdout))
 		viaMCP := rawData(t, s.call("show", map[string]any{"id": rid}).text)
-		if !bytes.Equal(cli, issued) || !bytes.Equal(viaMCP, issued) {
-			t.Fatalf("spawn request %s differs across transports:\nissued %s\nCLI    %s\nMCP    %s", rid, issued, cli, viaMCP)
+		over := rawData(t, viaHTTP("show", map[string]any{"id": rid}))
+		if !bytes.Equal(cli, issued) || !bytes.Equal(viaMCP, issued) || !bytes.Equal(over, issued) {
+			t.Fatalf("spawn request %s differs across transports:\nissued %s\nCLI    %s\nMCP    %s\nHTTP   %s", rid, issued, cli, viaMCP, over)
+		}
+		if !bytes.Contains(issued, []byte(`"token":"`)) {
+			t.Fatalf("the payload carries no callback token: %s", issued)
 		}
 	}
 }
