@@ -62,9 +62,7 @@ func (a *app) rootCommand() *cobra.Command {
 		Short:         "A ledger of claims with enforced doubt, and the hand-off protocols agent harnesses need.",
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Args:          cobra.ArbitraryArgs,
 	}
-	root.RunE = a.rootRun
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print the JSON envelope (default when stdout is not a terminal)")
 	root.PersistentFlags().BoolVar(&a.direct, "direct", false, "direct mode: call the configured LLM provider instead of emitting a spawn_request")
 	root.PersistentFlags().StringVar(&a.endpoint, "endpoint", "", "send every verb to this dont API (default $DONT_ENDPOINT; token from $DONT_TOKEN)")
