@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/dont-cli/dont/internal/faults"
 	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/linearize"
 	"github.com/dont-cli/dont/internal/service"
@@ -67,6 +68,24 @@ func backends() []backendCase {
 			}
 			return b
 		}, linearize.Mix{TickMax: 150 * time.Millisecond, Timeout: 300 * time.Millisecond}, 1000},
+		{"dynamo", func(t *testing.T) linearize.Backend {
+			b, _, err := linearize.NewDynamo(dynamoEndpoint(t), 6, manual.Timeout, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}, linearize.Mix{Expire: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 1500},
+		{"dynamo-faults", func(t *testing.T) linearize.Backend {
+			b, ft, err := linearize.NewDynamo(dynamoEndpoint(t), 6, manual.Timeout, uint64(time.Now().UnixNano()), faults.Mixed()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				t.Logf("faults injected into the dynamo-faults run: %s", ft.Summary())
+				t.Logf("faults by operation: %v", faults.SortedCounts(ft.CountsByOperation()))
+			})
+			return b
+		}, linearize.Mix{Expire: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 1500},
 	}
 }
 

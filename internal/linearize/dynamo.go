@@ -1,0 +1,81 @@
+package linearize
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"time"
+
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/faults"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/standin"
+	"github.com/dont-cli/dont/internal/store/dynamo"
+	"github.com/dont-cli/dont/internal/tools"
+)
+
+// dynamoBackend is one project on a DynamoDB-compatible endpoint: each
+// client has its own store and SDK client (as separate Lambda instances
+// would), all on one controlled clock, optionally through a fault injector.
+type dynamoBackend struct {
+	name     string
+	clock    *ManualClock
+	timeout  time.Duration
+	services []*service.Service
+	clean    *service.Service
+	base     *http.Transport
+	Faults   *faults.Transport
+}
+
+// NewDynamo creates a fresh table on endpoint and clients stores of one
+// project in it. With rules, every request of the clients goes through a
+// faults.Transport (the closing invariant check reads without faults).
+func NewDynamo(endpoint string, clients int, timeout time.Duration, seed uint64, rules ...faults.Rule) (Backend, *faults.Transport, error) {
+	ctx := context.Background()
+	table, project := "dont-linearize-"+random(), "linearize-"+random()
+	base := &http.Transport{MaxIdleConnsPerHost: 64}
+	if err := dynamo.CreateTable(ctx, standin.Client(endpoint, base), table); err != nil {
+		return nil, nil, err
+	}
+	b := &dynamoBackend{name: "dynamo", clock: NewManualClock(), timeout: timeout, base: base}
+	var rt http.RoundTripper = base
+	if len(rules) > 0 {
+		b.name = "dynamo-faults"
+		b.Faults = faults.New(base, seed, rules...)
+		rt = b.Faults
+	}
+	for i := 0; i < clients; i++ {
+		st := dynamo.New(standin.Client(endpoint, rt), table, project)
+		b.services = append(b.services, &service.Service{Store: st, Tokens: st, Now: b.clock.Time, SpawnTimeout: timeout, Author: "linearize"})
+	}
+	st := dynamo.New(standin.Client(endpoint, base), table, project)
+	b.clean = &service.Service{Store: st, Tokens: st, Now: b.clock.Time, SpawnTimeout: timeout, Author: "linearize"}
+	return b, b.Faults, nil
+}
+
+func random() string {
+	var b [5]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (b *dynamoBackend) Name() string { return b.name }
+
+func (b *dynamoBackend) Call(ctx context.Context, client int, tool string, args map[string]any) (envelope.Envelope, error) {
+	res, err := tools.Call(ctx, b.services[client%len(b.services)], tool, args)
+	if err != nil {
+		return envelope.Fail(err, res.Warnings), nil
+	}
+	return envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
+}
+
+func (b *dynamoBackend) Expire(ctx context.Context, client int, requestID string) (service.TimeoutResult, time.Duration, bool, error) {
+	r, left, err := b.services[client%len(b.services)].ExpireSpawn(ctx, requestID)
+	return r, left, true, err
+}
+
+func (b *dynamoBackend) Clock() Clock              { return b.clock }
+func (b *dynamoBackend) Timeout() time.Duration    { return b.timeout }
+func (b *dynamoBackend) Service() *service.Service { return b.clean }
+func (b *dynamoBackend) Close()                    { b.base.CloseIdleConnections() }

@@ -1,0 +1,102 @@
+// Package standin gives tests a DynamoDB-compatible endpoint: the one named
+// by DONT_DYNAMO_ENDPOINT (or AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL),
+// else the CI stand-in localstack/dynamostandin, built and started on a
+// free loopback port.
+package standin
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// Dynamo returns an endpoint and a stop function (a no-op for an endpoint
+// from the environment).
+func Dynamo() (endpoint string, stop func(), err error) {
+	for _, v := range []string{"DONT_DYNAMO_ENDPOINT", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"} {
+		if e := os.Getenv(v); e != "" {
+			return e, func() {}, nil
+		}
+	}
+	_, here, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(here), "..", "..")
+	dir, err := os.MkdirTemp("", "dont-standin")
+	if err != nil {
+		return "", nil, err
+	}
+	bin := filepath.Join(dir, "dynamostandin")
+	build := exec.Command("go", "build", "-o", bin, "./localstack/dynamostandin")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("build the DynamoDB stand-in: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	stop = func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		os.RemoveAll(dir)
+	}
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if url, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+				line <- url
+			}
+		}
+	}()
+	select {
+	case url := <-line:
+		return url, stop, nil
+	case <-time.After(30 * time.Second):
+		stop()
+		return "", nil, fmt.Errorf("the DynamoDB stand-in did not print its address within 30s")
+	}
+}
+
+// Client is a DynamoDB client for endpoint through transport (nil: the
+// default), with test credentials.
+func Client(endpoint string, transport http.RoundTripper, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
+	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		HTTPClient:   &http.Client{Transport: transport, Timeout: 30 * time.Second},
+	}, optFns...)
+}
+
+// Ping checks the endpoint answers ListTables.
+func Ping(ctx context.Context, endpoint string) error {
+	_, err := Client(endpoint, nil).ListTables(ctx, &dynamodb.ListTablesInput{})
+	return err
+}
