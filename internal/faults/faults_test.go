@@ -2,7 +2,6 @@ package faults_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -135,5 +134,4 @@ func TestProxyForwardsOnlyToLoopback(t *testing.T) {
 	if _, err := faults.NewProxy("http://192.0.2.1:8000", faults.New(nil, 1)); err == nil {
 		t.Fatal("a proxy to a non-loopback address was started")
 	}
-	_ = context.Background
 }
