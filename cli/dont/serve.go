@@ -66,6 +66,7 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	fmt.Fprintf(a.stdout, "{\"listening\":\"http://%s\"}\n", ln.Addr())
+	a.debugServer(ctx)
 
 	sweepDone := make(chan struct{})
 	go func() {
