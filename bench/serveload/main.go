@@ -23,6 +23,7 @@ import (
 func main() {
 	workers := flag.Int("workers", 16, "concurrent clients")
 	duration := flag.Duration("duration", 10*time.Second, "how long to drive load")
+	latencies := flag.String("latencies", "", "also write every request's latency as CSV (route,microseconds) here")
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "dont-serveload")
 	check(err)
@@ -111,6 +112,25 @@ func main() {
 	}
 	fmt.Printf("\nfull lifecycles: %d in %s = %.0f lifecycles/s with %d workers (target >= 1500/s, callback p99 < 20 ms)\n",
 		lifecycles, elapsed.Round(time.Millisecond), float64(lifecycles)/elapsed.Seconds(), *workers)
+	if *latencies != "" {
+		var b bytes.Buffer
+		b.WriteString("route,microseconds\n")
+		for route, ds := range lat {
+			for _, d := range ds {
+				fmt.Fprintf(&b, "%s,%d\n", route, d.Microseconds())
+			}
+		}
+		check(os.WriteFile(*latencies, b.Bytes(), 0o644))
+	}
+	// A load run ends with the invariant checker.
+	srv.Process.Signal(os.Interrupt)
+	srv.Wait()
+	doctor := exec.Command(dont, "doctor", "--strict")
+	doctor.Dir = dir
+	if out, err := doctor.Output(); err != nil {
+		check(fmt.Errorf("dont doctor --strict after the load: %v %s", err, out))
+	}
+	fmt.Println("dont doctor --strict after the load: no violations")
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
