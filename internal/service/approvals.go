@@ -986,10 +986,10 @@ func (s *Service) ApprovalAudit(ctx context.Context) (approvals.AuditReport, err
 	if err != nil {
 		return approvals.AuditReport{}, err
 	}
-	records, err := st.ListApprovals(ctx, ApprovalFilter{})
-	if err != nil {
-		return approvals.AuditReport{}, storeErr(err)
-	}
+	// Frames are read before the records: a frame and its record's
+	// announced mark commit together, so every frame read has its record
+	// marked. The audit is meant for a quiescent log (a test's final state,
+	// CI): a question resolved while it reads may show as unannounced.
 	sessions, err := st.ListSessions(ctx)
 	if err != nil {
 		return approvals.AuditReport{}, storeErr(err)
@@ -1007,6 +1007,10 @@ func (s *Service) ApprovalAudit(ctx context.Context) (approvals.AuditReport, err
 			frames = append(frames, page...)
 			after = page[len(page)-1].Cursor
 		}
+	}
+	records, err := st.ListApprovals(ctx, ApprovalFilter{})
+	if err != nil {
+		return approvals.AuditReport{}, storeErr(err)
 	}
 	return approvals.Audit(records, frames), nil
 }
