@@ -448,8 +448,17 @@ func channelRefusal(id string, err error) *errs.Error {
 }
 
 // verdictError is the error a requester receives for every ending but an
-// approval.
+// approval. Its remediation names the request's session.
 func verdictError(a approvals.Approval) *errs.Error {
+	e := verdictErrorOf(a)
+	for i, st := range e.Remediation {
+		st.Command = strings.ReplaceAll(st.Command, "<session>", a.SessionID)
+		e.Remediation[i] = st
+	}
+	return e
+}
+
+func verdictErrorOf(a approvals.Approval) *errs.Error {
 	detail := ""
 	if a.Detail != "" {
 		detail = ": " + a.Detail
