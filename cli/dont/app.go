@@ -31,8 +31,8 @@ type app struct {
 	jsonOut  bool
 	direct   bool
 	endpoint string
-	mode    string
-	exit    int
+	mode     string
+	exit     int
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -252,15 +252,9 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := sqlite.Open(p.DBPath())
+	store, err := a.openStore(p)
 	if err != nil {
-		return nil, nil, errs.E(errs.StoreError, "cannot open "+p.DBPath()).Wrap(err)
-	}
-	if d := a.getenv("DONT_FAULT_COMMIT_DELAY"); d != "" {
-		store.CommitDelay, _ = time.ParseDuration(d)
-		store.OnHold = func() {
-			fmt.Fprintf(a.stderr, "fault-injection: holding the write transaction open for %s\n", store.CommitDelay)
-		}
+		return nil, nil, err
 	}
 	svc := &service.Service{Store: store, Tokens: store, Author: a.author()}
 	if svc.Approvals, err = a.approvalsConfig(store, usesApprovals(t)); err != nil {
@@ -279,6 +273,22 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 		}
 	}
 	return svc, func() { store.Close() }, nil
+}
+
+// openStore opens the project's SQLite file, with the fault injection
+// tests ask for through DONT_FAULT_COMMIT_DELAY.
+func (a *app) openStore(p project.Project) (*sqlite.Store, error) {
+	store, err := sqlite.Open(p.DBPath())
+	if err != nil {
+		return nil, errs.E(errs.StoreError, "cannot open "+p.DBPath()).Wrap(err)
+	}
+	if d := a.getenv("DONT_FAULT_COMMIT_DELAY"); d != "" {
+		store.CommitDelay, _ = time.ParseDuration(d)
+		store.OnHold = func() {
+			fmt.Fprintf(a.stderr, "fault-injection: holding the write transaction open for %s\n", store.CommitDelay)
+		}
+	}
+	return store, nil
 }
 
 func (a *app) author() string {

@@ -365,3 +365,22 @@ func TestSignalMidCommandLeavesNoPartialWrite(t *testing.T) {
 		})
 	}
 }
+
+func TestSpawnTimeoutFromConfigFile(t *testing.T) {
+	p := newProject(t)
+	cfg := filepath.Join(p.dir, ".dont", "config.toml")
+	if err := os.WriteFile(cfg, []byte("spawn_timeout = \"90m\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	req := p.ok("assume", id)
+	issued, _ := time.Parse(time.RFC3339Nano, req.str("issued_at"))
+	expires, _ := time.Parse(time.RFC3339Nano, req.str("expires_at"))
+	if expires.Sub(issued) != 90*time.Minute {
+		t.Fatalf("expiry %s after issue, want the configured 90m", expires.Sub(issued))
+	}
+	os.WriteFile(cfg, []byte("spawn_timeout = \"never\"\n"), 0o644)
+	if r := p.run("overlook", id); r.exit != 3 || r.data()["code"] != "config-invalid" {
+		t.Fatalf("bad spawn_timeout: exit %d %s", r.exit, r.stdout)
+	}
+}

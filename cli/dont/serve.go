@@ -14,7 +14,6 @@ import (
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
-	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/spf13/cobra"
 )
 
@@ -50,9 +49,9 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	if err != nil {
 		return err
 	}
-	store, err := sqlite.Open(p.DBPath())
+	store, err := a.openStore(p)
 	if err != nil {
-		return errs.E(errs.StoreError, "cannot open "+p.DBPath()).Wrap(err)
+		return err
 	}
 	defer store.Close()
 	log := slog.New(slog.NewJSONHandler(a.stderr, nil))

@@ -72,11 +72,12 @@ func ParseBearer(tok string) (id, secret string, ok bool) {
 	if !found {
 		return "", "", false
 	}
-	i := strings.LastIndexByte(rest, '_')
-	if i <= 0 || i == len(rest)-1 {
+	// Ids have no underscore; secrets (base64url) may.
+	id, secret, found = strings.Cut(rest, "_")
+	if !found || id == "" || secret == "" {
 		return "", "", false
 	}
-	return rest[:i], rest[i+1:], true
+	return id, secret, true
 }
 
 // Hash is what is stored for a secret.
@@ -102,11 +103,10 @@ func ParseCallback(projectSecret []byte, tok string) (requestID string, ok bool)
 	if !found {
 		return "", false
 	}
-	i := strings.LastIndexByte(rest, '_')
-	if i <= 0 {
+	requestID, sig, found := strings.Cut(rest, "_")
+	if !found || requestID == "" {
 		return "", false
 	}
-	requestID, sig := rest[:i], rest[i+1:]
 	want := mac(projectSecret, requestID)
 	return requestID, subtle.ConstantTimeCompare([]byte(sig), []byte(want)) == 1
 }

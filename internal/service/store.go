@@ -40,7 +40,9 @@ type SpawnFilter struct {
 	EntityID string
 }
 
-// Tx is one atomic, conditional write.
+// Tx is one atomic, conditional write. An event about an entity is always
+// committed together with a write of that entity; an entity's history is
+// ordered by the versions its events were written with.
 type Tx struct {
 	Entities []EntityPut
 	Spawns   []SpawnPut

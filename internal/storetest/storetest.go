@@ -30,7 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) service.Store) {
 		{"due spawns are pending and expired, earliest first, bounded", dueSpawns},
 		{"list spawns filters and orders by issue time", listSpawns},
 		{"dependents and entity filters", dependents},
-		{"events keep commit order", eventOrder},
+		{"an entity's events keep commit order", eventOrder},
 		{"concurrent resolvers: exactly one commits", concurrentResolvers},
 	}
 	for _, tc := range tests {
@@ -238,14 +238,19 @@ func dependents(t *testing.T, s service.Store) {
 func eventOrder(t *testing.T, s service.Store) {
 	ctx := context.Background()
 	e := claim(ledger.Unverified)
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}))
-	var want []string
-	for i := 0; i < 20; i++ {
-		x := ev(fmt.Sprintf("kind%02d", i), e.ID)
-		// Commit order, not id order, is history order.
-		x.ID = ids.New(ids.Event, base.Add(-time.Duration(i)*time.Hour))
-		must(t, s.Commit(ctx, service.Tx{Events: []ledger.Event{x}}))
-		want = append(want, x.Kind)
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev("kind00", e.ID)}}))
+	want := []string{"kind00"}
+	for v := int64(1); v < 10; v++ {
+		// Each event is written with the entity version it produced (as the
+		// service always does); ids deliberately run backwards in time:
+		// history order is commit order, not id order.
+		next := e
+		next.Version = v + 1
+		a, b := ev(fmt.Sprintf("kind%02da", v), e.ID), ev(fmt.Sprintf("kind%02db", v), e.ID)
+		a.ID = ids.New(ids.Event, base.Add(-time.Duration(v)*time.Hour))
+		b.ID = ids.New(ids.Event, base.Add(-time.Duration(v)*time.Hour-time.Minute))
+		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: next, PrevVersion: v}}, Events: []ledger.Event{a, b}}))
+		want = append(want, a.Kind, b.Kind)
 	}
 	got, err := s.Events(ctx, e.ID)
 	must(t, err)

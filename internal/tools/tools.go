@@ -59,7 +59,7 @@ type Tool struct {
 	// Roles may call the tool over the API; nil means the default for its
 	// annotations (read-only: every role; otherwise harness and admin).
 	Roles []string `json:"roles"`
-	run           func(ctx context.Context, s *service.Service, a Args) (service.Result, error)
+	run   func(ctx context.Context, s *service.Service, a Args) (service.Result, error)
 }
 
 // Args are a call's arguments after validation.

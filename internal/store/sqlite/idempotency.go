@@ -55,5 +55,4 @@ func (s *Store) Release(ctx context.Context, key string) error {
 	})
 }
 
-
 var _ httpapi.IdempotencyStore = (*Store)(nil)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"sync"
@@ -221,6 +222,30 @@ func queryDocs[T any](ctx context.Context, db *sql.DB, q string, args ...any) ([
 // transaction, each conditional, retried while another process holds the lock.
 func (s *Store) Commit(ctx context.Context, t service.Tx) error {
 	return s.write(ctx, func(tx *sql.Tx) error { return s.commit(ctx, tx, t) })
+}
+
+// write runs fn in one immediate transaction with the store's busy retries.
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	for attempt := 0; ; attempt++ {
+		err := func() error {
+			tx, err := s.db.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback() //nolint:errcheck // no-op after Commit
+			if err := fn(tx); err != nil {
+				return err
+			}
+			return tx.Commit()
+		}()
+		if isBusy(err) && attempt < 20 && ctx.Err() == nil {
+			time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
+			continue
+		}
+		return classify(err)
+	}
 }
 
 func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {

@@ -5,7 +5,6 @@ import (
 	crand "crypto/rand"
 	"database/sql"
 	"encoding/json"
-	"math/rand/v2"
 	"time"
 
 	"github.com/dont-cli/dont/internal/auth"
@@ -47,6 +46,7 @@ func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	out := make([]auth.Token, len(docs))
 	for i, d := range docs {
 		out[i] = d.Token
+		out[i].Hash = d.Hash
 	}
 	return out, err
 }
@@ -99,30 +99,6 @@ func (s *Store) ProjectSecret(ctx context.Context) ([]byte, error) {
 	}
 	s.secret = v
 	return v, nil
-}
-
-// write runs fn in one immediate transaction with the store's busy retries.
-func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	for attempt := 0; ; attempt++ {
-		err := func() error {
-			tx, err := s.db.BeginTx(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer tx.Rollback() //nolint:errcheck // no-op after Commit
-			if err := fn(tx); err != nil {
-				return err
-			}
-			return tx.Commit()
-		}()
-		if isBusy(err) && attempt < 20 && ctx.Err() == nil {
-			time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
-			continue
-		}
-		return classify(err)
-	}
 }
 
 var _ service.TokenStore = (*Store)(nil)

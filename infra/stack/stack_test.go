@@ -1,0 +1,568 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/dont-cli/dont/infra/stack"
+)
+
+// synthesized holds one synthesis of the default stack shared by every
+// test: synthesis runs the jsii kernel and takes seconds, and the stack is
+// deterministic.
+var synthesized struct {
+	once     sync.Once
+	template assertions.Template
+	raw      map[string]any
+	err      error
+}
+
+// template synthesizes the default stack once.
+func template(t *testing.T) (assertions.Template, map[string]any) {
+	t.Helper()
+	synthesized.once.Do(func() {
+		synthesized.template, synthesized.raw, synthesized.err = synth(nil)
+	})
+	if synthesized.err != nil {
+		t.Fatalf("synthesize stack: %v", synthesized.err)
+	}
+	return synthesized.template, synthesized.raw
+}
+
+// synth synthesizes the stack with dummy Lambda assets in a temporary
+// directory, chosen through the CDK context as cdk.json would, plus
+// extra context.
+func synth(extra map[string]any) (tpl assertions.Template, raw map[string]any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("synthesis panicked: %v", r)
+		}
+	}()
+	dir, err := os.MkdirTemp("", "dont-infra-test-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	apiDir := filepath.Join(dir, "api")
+	sweeperDir := filepath.Join(dir, "sweeper")
+	for _, d := range []string{apiDir, sweeperDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, nil, err
+		}
+		if err := os.WriteFile(filepath.Join(d, "bootstrap"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	context := map[string]any{
+		stack.ContextAPIAssetDir:     apiDir,
+		stack.ContextSweeperAssetDir: sweeperDir,
+	}
+	for k, v := range extra {
+		context[k] = v
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{
+		Outdir:  jsii.String(filepath.Join(dir, "cdk.out")),
+		Context: &context,
+	})
+	s := stack.New(app, "DontTest", nil)
+	tpl = assertions.Template_FromStack(s.Stack, nil)
+	b, err := json.Marshal(tpl.ToJSON())
+	if err != nil {
+		return nil, nil, err
+	}
+	return tpl, raw, json.Unmarshal(b, &raw)
+}
+
+// check runs one CDK assertion. A failed assertion panics inside jsii; this
+// turns the panic into a test error so every failure is reported.
+func check(t *testing.T, what string, assertion func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	assertion()
+}
+
+func obj(m map[string]any) assertions.Matcher {
+	return assertions.Match_ObjectLike(&m)
+}
+
+func arrayWith(items ...any) assertions.Matcher {
+	return assertions.Match_ArrayWith(&items)
+}
+
+// resources returns the template's resources of one type, by logical id.
+func resources(raw map[string]any, typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	all, _ := raw["Resources"].(map[string]any)
+	for id, r := range all {
+		res, _ := r.(map[string]any)
+		if res["Type"] == typ {
+			out[id] = res
+		}
+	}
+	return out
+}
+
+func props(res map[string]any) map[string]any {
+	p, _ := res["Properties"].(map[string]any)
+	return p
+}
+
+func TestResourceCounts(t *testing.T) {
+	tpl, _ := template(t)
+	counts := map[string]float64{
+		"AWS::DynamoDB::Table":            1,
+		"AWS::SQS::Queue":                 2,
+		"AWS::Lambda::Function":           2,
+		"AWS::Lambda::EventSourceMapping": 1,
+		"AWS::ApiGatewayV2::Api":          1,
+		"AWS::ApiGatewayV2::Integration":  1,
+		"AWS::ApiGatewayV2::Route":        1,
+		"AWS::ApiGatewayV2::Stage":        1,
+		"AWS::Events::Rule":               1,
+		"AWS::CloudWatch::Alarm":          3,
+		"AWS::Logs::LogGroup":             2,
+	}
+	for typ, n := range counts {
+		t.Run(typ, func(t *testing.T) {
+			check(t, typ, func() { tpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
+		})
+	}
+}
+
+func TestTable(t *testing.T) {
+	tpl, raw := template(t)
+	t.Run("on-demand with pk and sk strings", func(t *testing.T) {
+		check(t, "table", func() {
+			tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), obj(map[string]any{
+				"BillingMode": "PAY_PER_REQUEST",
+				"KeySchema": []any{
+					map[string]any{"AttributeName": "pk", "KeyType": "HASH"},
+					map[string]any{"AttributeName": "sk", "KeyType": "RANGE"},
+				},
+				"AttributeDefinitions": arrayWith(
+					map[string]any{"AttributeName": "pk", "AttributeType": "S"},
+					map[string]any{"AttributeName": "sk", "AttributeType": "S"},
+				),
+			}))
+		})
+	})
+	t.Run("point-in-time recovery", func(t *testing.T) {
+		check(t, "pitr", func() {
+			tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), obj(map[string]any{
+				"PointInTimeRecoverySpecification": obj(map[string]any{"PointInTimeRecoveryEnabled": true}),
+			}))
+		})
+	})
+	t.Run("TTL attribute ttl", func(t *testing.T) {
+		check(t, "ttl", func() {
+			tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), obj(map[string]any{
+				"TimeToLiveSpecification": map[string]any{"AttributeName": "ttl", "Enabled": true},
+			}))
+		})
+	})
+	t.Run("sparse pending_expiry GSI on gsi1pk and expires_at", func(t *testing.T) {
+		check(t, "gsi", func() {
+			tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), obj(map[string]any{
+				"AttributeDefinitions": arrayWith(
+					map[string]any{"AttributeName": "gsi1pk", "AttributeType": "S"},
+					map[string]any{"AttributeName": "expires_at", "AttributeType": "S"},
+				),
+				"GlobalSecondaryIndexes": []any{map[string]any{
+					"IndexName": "pending_expiry",
+					"KeySchema": []any{
+						map[string]any{"AttributeName": "gsi1pk", "KeyType": "HASH"},
+						map[string]any{"AttributeName": "expires_at", "KeyType": "RANGE"},
+					},
+					"Projection": map[string]any{"ProjectionType": "ALL"},
+				}},
+			}))
+		})
+	})
+	t.Run("retained when the stack is deleted", func(t *testing.T) {
+		for id, res := range resources(raw, "AWS::DynamoDB::Table") {
+			if res["DeletionPolicy"] != "Retain" {
+				t.Errorf("%s DeletionPolicy = %v, want Retain", id, res["DeletionPolicy"])
+			}
+		}
+	})
+}
+
+func TestQueues(t *testing.T) {
+	tpl, raw := template(t)
+	t.Run("timeout queue redrives to the DLQ after 5 receives", func(t *testing.T) {
+		check(t, "redrive", func() {
+			tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), obj(map[string]any{
+				"RedrivePolicy": obj(map[string]any{
+					"maxReceiveCount":     5,
+					"deadLetterTargetArn": assertions.Match_AnyValue(),
+				}),
+			}))
+		})
+	})
+	t.Run("visibility timeout covers the sweeper's timeout six times", func(t *testing.T) {
+		var visibility, sweeperTimeout float64
+		for _, q := range resources(raw, "AWS::SQS::Queue") {
+			if v, ok := props(q)["VisibilityTimeout"].(float64); ok {
+				visibility = v
+			}
+		}
+		for id, fn := range resources(raw, "AWS::Lambda::Function") {
+			if strings.HasPrefix(id, "Sweeper") {
+				sweeperTimeout, _ = props(fn)["Timeout"].(float64)
+			}
+		}
+		if sweeperTimeout == 0 || visibility < 6*sweeperTimeout {
+			t.Errorf("queue VisibilityTimeout = %v, sweeper Timeout = %v; want visibility >= 6x timeout", visibility, sweeperTimeout)
+		}
+	})
+}
+
+func TestFunctions(t *testing.T) {
+	tpl, raw := template(t)
+	fns := resources(raw, "AWS::Lambda::Function")
+	for _, name := range []string{"Api", "Sweeper"} {
+		t.Run(name, func(t *testing.T) {
+			var found map[string]any
+			for id, fn := range fns {
+				if strings.HasPrefix(id, name+"Function") {
+					found = props(fn)
+				}
+			}
+			if found == nil {
+				t.Fatalf("no function with logical id prefix %sFunction in %v", name, keys(fns))
+			}
+			if found["Runtime"] != "provided.al2023" {
+				t.Errorf("Runtime = %v, want provided.al2023", found["Runtime"])
+			}
+			if a, _ := found["Architectures"].([]any); len(a) != 1 || a[0] != "arm64" {
+				t.Errorf("Architectures = %v, want [arm64]", found["Architectures"])
+			}
+			if found["Handler"] != "bootstrap" {
+				t.Errorf("Handler = %v, want bootstrap", found["Handler"])
+			}
+			vars, _ := found["Environment"].(map[string]any)["Variables"].(map[string]any)
+			for _, v := range []string{"DONT_TABLE", "DONT_TIMEOUT_QUEUE_URL"} {
+				if vars[v] == nil {
+					t.Errorf("environment lacks %s: %v", v, vars)
+				}
+			}
+			if lc, _ := found["LoggingConfig"].(map[string]any); lc["LogFormat"] != "JSON" {
+				t.Errorf("LoggingConfig = %v, want LogFormat JSON", found["LoggingConfig"])
+			}
+		})
+	}
+	t.Run("code comes from assets", func(t *testing.T) {
+		check(t, "asset code", func() {
+			tpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), obj(map[string]any{
+				"Code": obj(map[string]any{"S3Key": assertions.Match_StringLikeRegexp(jsii.String(`\.zip$`))}),
+			}))
+		})
+	})
+}
+
+// statement is one IAM policy statement, normalised.
+type statement struct {
+	policy    string
+	actions   []string
+	resources []string
+}
+
+func statements(raw map[string]any) []statement {
+	var out []statement
+	for id, p := range resources(raw, "AWS::IAM::Policy") {
+		doc, _ := props(p)["PolicyDocument"].(map[string]any)
+		stmts, _ := doc["Statement"].([]any)
+		for _, s := range stmts {
+			m, _ := s.(map[string]any)
+			st := statement{policy: id, actions: strs(m["Action"])}
+			switch r := m["Resource"].(type) {
+			case []any:
+				for _, x := range r {
+					st.resources = append(st.resources, jsonString(x))
+				}
+			default:
+				st.resources = append(st.resources, jsonString(r))
+			}
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func policiesOf(raw map[string]any, role string) []statement {
+	var out []statement
+	for id, p := range resources(raw, "AWS::IAM::Policy") {
+		for _, r := range props(p)["Roles"].([]any) {
+			if strings.Contains(jsonString(r), role) {
+				for _, st := range statements(raw) {
+					if st.policy == id {
+						out = append(out, st)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func actionsOf(stmts []statement) []string {
+	var out []string
+	for _, s := range stmts {
+		out = append(out, s.actions...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func TestLeastPrivilege(t *testing.T) {
+	_, raw := template(t)
+	t.Run("no wildcard actions", func(t *testing.T) {
+		for _, st := range statements(raw) {
+			for _, a := range st.actions {
+				if strings.Contains(a, "*") {
+					t.Errorf("policy %s grants wildcard action %q", st.policy, a)
+				}
+			}
+		}
+	})
+	t.Run("DynamoDB actions only on the table and its indexes", func(t *testing.T) {
+		for _, st := range statements(raw) {
+			if !slices.ContainsFunc(st.actions, func(a string) bool { return strings.HasPrefix(a, "dynamodb:") }) {
+				continue
+			}
+			for _, r := range st.resources {
+				if !strings.Contains(r, "Table") {
+					t.Errorf("policy %s grants DynamoDB on %s", st.policy, r)
+				}
+			}
+			if slices.Contains(st.actions, "dynamodb:Scan") {
+				t.Errorf("policy %s grants dynamodb:Scan; sweeps query the sparse index", st.policy)
+			}
+		}
+	})
+	want := map[string][]string{
+		"ApiFunction": {
+			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query",
+			"dynamodb:ConditionCheckItem", "sqs:SendMessage",
+		},
+		"SweeperFunction": {
+			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query",
+			"dynamodb:ConditionCheckItem", "sqs:SendMessage", "sqs:ReceiveMessage",
+			"sqs:DeleteMessage", "sqs:ChangeMessageVisibility",
+		},
+	}
+	for role, actions := range want {
+		t.Run(role, func(t *testing.T) {
+			got := actionsOf(policiesOf(raw, role))
+			for _, a := range actions {
+				if !slices.Contains(got, a) {
+					t.Errorf("%s role lacks %s; has %v", role, a, got)
+				}
+			}
+			if role == "ApiFunction" && slices.Contains(got, "sqs:ReceiveMessage") {
+				t.Errorf("api role may consume the timeout queue: %v", got)
+			}
+		})
+	}
+}
+
+func TestSweeperTriggers(t *testing.T) {
+	tpl, raw := template(t)
+	t.Run("SQS event source reports batch item failures", func(t *testing.T) {
+		check(t, "event source mapping", func() {
+			tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), obj(map[string]any{
+				"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
+				"EventSourceArn":        assertions.Match_AnyValue(),
+				"FunctionName":          obj(map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^SweeperFunction"))}),
+			}))
+		})
+	})
+	t.Run("EventBridge rule every minute targets the sweeper", func(t *testing.T) {
+		check(t, "schedule", func() {
+			tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), obj(map[string]any{
+				"ScheduleExpression": "rate(1 minute)",
+				"State":              "ENABLED",
+				"Targets": arrayWith(obj(map[string]any{
+					"Arn": obj(map[string]any{"Fn::GetAtt": arrayWith(assertions.Match_StringLikeRegexp(jsii.String("^SweeperFunction")))}),
+				})),
+			}))
+		})
+		check(t, "events may invoke the sweeper", func() {
+			tpl.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), obj(map[string]any{
+				"Principal": "events.amazonaws.com",
+				"Action":    "lambda:InvokeFunction",
+			}))
+		})
+	})
+	t.Run("only the sweeper has triggers", func(t *testing.T) {
+		for id, m := range resources(raw, "AWS::Lambda::EventSourceMapping") {
+			if !strings.Contains(jsonString(props(m)["FunctionName"]), "Sweeper") {
+				t.Errorf("%s maps to %v", id, props(m)["FunctionName"])
+			}
+		}
+	})
+}
+
+func TestHTTPAPI(t *testing.T) {
+	tpl, _ := template(t)
+	check(t, "HTTP protocol", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Api"), obj(map[string]any{"ProtocolType": "HTTP"}))
+	})
+	check(t, "Lambda proxy integration, payload 2.0, to the api function", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Integration"), obj(map[string]any{
+			"IntegrationType":      "AWS_PROXY",
+			"PayloadFormatVersion": "2.0",
+			"IntegrationUri":       obj(map[string]any{"Fn::GetAtt": arrayWith(assertions.Match_StringLikeRegexp(jsii.String("^ApiFunction")))}),
+		}))
+	})
+	check(t, "catch-all $default route", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), obj(map[string]any{"RouteKey": "$default"}))
+	})
+	check(t, "auto-deployed $default stage", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), obj(map[string]any{"StageName": "$default", "AutoDeploy": true}))
+	})
+}
+
+func TestAlarms(t *testing.T) {
+	tpl, _ := template(t)
+	t.Run("DLQ depth above zero", func(t *testing.T) {
+		check(t, "dlq alarm", func() {
+			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), obj(map[string]any{
+				"Namespace":          "AWS/SQS",
+				"MetricName":         "ApproximateNumberOfMessagesVisible",
+				"ComparisonOperator": "GreaterThanThreshold",
+				"Threshold":          0,
+				"Dimensions": arrayWith(obj(map[string]any{
+					"Name":  "QueueName",
+					"Value": obj(map[string]any{"Fn::GetAtt": arrayWith(assertions.Match_StringLikeRegexp(jsii.String("^TimeoutDeadLetters")))}),
+				})),
+			}))
+		})
+	})
+	for _, fn := range []string{"ApiFunction", "SweeperFunction"} {
+		t.Run(fn+" errors", func(t *testing.T) {
+			check(t, fn+" alarm", func() {
+				tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), obj(map[string]any{
+					"Namespace":          "AWS/Lambda",
+					"MetricName":         "Errors",
+					"ComparisonOperator": "GreaterThanThreshold",
+					"Threshold":          0,
+					"Dimensions": arrayWith(obj(map[string]any{
+						"Name":  "FunctionName",
+						"Value": obj(map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^" + fn))}),
+					})),
+				}))
+			})
+		})
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	tpl, _ := template(t)
+	for _, name := range []string{"ApiUrl", "TableName", "TimeoutQueueUrl", "DeadLetterQueueUrl", "ApiFunctionName", "SweeperFunctionName"} {
+		t.Run(name, func(t *testing.T) {
+			check(t, name, func() {
+				tpl.HasOutput(jsii.String(name), obj(map[string]any{"Value": assertions.Match_AnyValue()}))
+			})
+		})
+	}
+}
+
+func TestFailedAssertionIsReported(t *testing.T) {
+	// A wrong expectation must fail: jsii reports it as a panic, which
+	// check turns into a test error.
+	tpl, _ := template(t)
+	var reported bool
+	func() {
+		defer func() { reported = recover() != nil }()
+		tpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(7))
+	}()
+	if !reported {
+		t.Error("a wrong resource count did not fail the assertion")
+	}
+}
+
+func strs(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestLocalStackVariant(t *testing.T) {
+	// LocalStack plans without API Gateway v2 get a function URL, and
+	// x86_64 hosts may run x86_64 bootstraps.
+	tpl, raw, err := synth(map[string]any{
+		stack.ContextAPIFront:   "functionUrl",
+		stack.ContextLambdaArch: "x86_64",
+	})
+	if err != nil {
+		t.Fatalf("synthesize: %v", err)
+	}
+	for typ, n := range map[string]float64{
+		"AWS::ApiGatewayV2::Api": 0,
+		"AWS::Lambda::Url":       1,
+		"AWS::Lambda::Function":  2,
+	} {
+		check(t, typ, func() { tpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
+	}
+	check(t, "function URL on the api function", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Url"), obj(map[string]any{
+			"AuthType":          "NONE",
+			"TargetFunctionArn": obj(map[string]any{"Fn::GetAtt": arrayWith(assertions.Match_StringLikeRegexp(jsii.String("^ApiFunction")))}),
+		}))
+	})
+	check(t, "ApiUrl output", func() {
+		tpl.HasOutput(jsii.String("ApiUrl"), obj(map[string]any{"Value": assertions.Match_AnyValue()}))
+	})
+	for id, fn := range resources(raw, "AWS::Lambda::Function") {
+		if a, _ := props(fn)["Architectures"].([]any); len(a) != 1 || a[0] != "x86_64" {
+			t.Errorf("%s Architectures = %v, want [x86_64]", id, props(fn)["Architectures"])
+		}
+	}
+}
+
+func TestRejectsUnknownSettings(t *testing.T) {
+	for key, value := range map[string]string{stack.ContextLambdaArch: "mips", stack.ContextAPIFront: "alb"} {
+		if _, _, err := synth(map[string]any{key: value}); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s=%s: err = %v, want a refusal naming the key", key, value, err)
+		}
+	}
+}
