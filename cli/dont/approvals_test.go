@@ -438,3 +438,37 @@ func TestWatchAnswersTheOldestOpenRequestOnceAndSendsNothingForOtherKeys(t *test
 		t.Fatalf("a request was answered twice: %+v", act)
 	}
 }
+
+// The same protocol through `dont serve` with bearer tokens: the harness
+// asks, only an approver answers, and the frames long-poll over HTTP.
+func TestEscalationOverTheAPIOnlyApproversAnswer(t *testing.T) {
+	p := newApprovalProject(t)
+	harness, approver := p.token("harness"), p.token("approver")
+	srv := p.serve(t)
+	asHarness := []string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + harness}
+	asApprover := []string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + approver}
+	ses := p.runEnv(asHarness, "sessions", "open", "--tier", "read-only").str("session_id")
+	if r := p.runEnv(asApprover, "approvals", "frames", "--session", ses); r.exit != 0 || r.stdout != "" {
+		t.Fatalf("approver frames: exit %d %s", r.exit, r.stdout)
+	}
+	r := p.runEnv(asHarness, "escalate", "--session", ses, "--call", "c1", "--to", "workspace-write", "--reason", "r", "--no-wait", "--", "make")
+	apr := r.str("approval_id")
+	if r.exit != 0 || apr == "" {
+		t.Fatalf("remote escalate: exit %d %s", r.exit, r.stdout)
+	}
+	c := p.cmd("approvals", "frames", "--session", ses, "--wait", "5s")
+	c.Env = append(c.Env, asApprover...)
+	out, err := c.Output()
+	if envs := ndjson(t, string(out)); err != nil || len(envs) != 1 || envs[0]["data"].(map[string]any)["request_id"] != apr {
+		t.Fatalf("remote frames: %v %s", err, out)
+	}
+	if own := p.runEnv(asHarness, "approvals", "approve", apr); own.exit != 3 || own.data()["code"] != "forbidden" {
+		t.Fatalf("the harness answered its own request: exit %d %s", own.exit, own.stdout)
+	}
+	if a := p.runEnv(asApprover, "approvals", "approve", apr); a.exit != 0 || a.data()["applied"] != true {
+		t.Fatalf("approver: exit %d %s", a.exit, a.stdout)
+	}
+	if w := p.runEnv(asHarness, "approvals", "wait", apr); w.exit != 0 || w.str("granted_tier") != "workspace-write" {
+		t.Fatalf("remote wait: exit %d %s", w.exit, w.stdout)
+	}
+}
