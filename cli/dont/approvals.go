@@ -239,9 +239,14 @@ func (a *app) watch(ctx context.Context, call caller, session, subscriber string
 		tty = term.IsTerminal(int(f.Fd()))
 	}
 	m := newWatchModel()
+	drawn := "" // the prompt on screen (terminals only)
 	out := func(lines []string) {
-		if tty {
+		if len(lines) == 0 {
+			return
+		}
+		if tty && drawn != "" {
 			fmt.Fprint(a.stdout, "\r\033[K")
+			drawn = ""
 		}
 		for _, l := range lines {
 			fmt.Fprintln(a.stdout, l)
@@ -318,19 +323,27 @@ func (a *app) watch(ctx context.Context, call caller, session, subscriber string
 	show := func(now time.Time) {
 		p := m.Prompt(now)
 		if tty {
-			fmt.Fprint(a.stdout, "\r\033[K"+p)
+			if p != drawn {
+				fmt.Fprint(a.stdout, "\r\033[K"+p)
+				drawn = p
+			}
 		} else if p != "" && m.promptKey() != prompt {
 			fmt.Fprintln(a.stdout, p)
 		}
 		prompt = m.promptKey()
 	}
+	erase := func() {
+		if tty && drawn != "" {
+			fmt.Fprint(a.stdout, "\r\033[K")
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			out(nil)
+			erase()
 			return nil
 		case env := <-failures:
-			out(nil)
+			erase()
 			a.print(env)
 			a.exit = errs.ExitCode(client.ErrorOf(env))
 			return nil
@@ -340,9 +353,10 @@ func (a *app) watch(ctx context.Context, call caller, session, subscriber string
 			out(m.Tick(time.Now()))
 		case line, ok := <-lines:
 			if !ok {
-				out(nil)
+				erase()
 				return nil
 			}
+			drawn = "" // the terminal echoed the line and moved on
 			act, said := m.Key(line, time.Now())
 			out(said)
 			if act != nil {
@@ -432,7 +446,11 @@ func (m *watchModel) describe(f approvals.Frame) string {
 	if f.Reason != "" {
 		reason = "\n  reason: " + f.Reason
 	}
-	return fmt.Sprintf("%s: call %s asks %s → %s%s\n  $ %s", f.RequestID, f.CallID, f.From, f.To, reason, f.Preview)
+	cmd := ""
+	if f.Preview != "" {
+		cmd = "\n  $ " + f.Preview
+	}
+	return fmt.Sprintf("%s: call %s asks %s → %s%s%s", f.RequestID, f.CallID, f.From, f.To, reason, cmd)
 }
 
 // Tick clears every request whose deadline has passed on the client's clock.

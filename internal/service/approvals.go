@@ -723,7 +723,8 @@ func (s *Service) decide(ctx context.Context, id string, d approvals.Decision) (
 		res.Warnings = append(res.Warnings, envelope.Warning{Code: "approval-already-resolved", RequestID: id, Outcome: string(ended.Verdict),
 			Message: id + " had already ended (" + string(ended.Verdict) + "); the first answer wins and this one changed nothing"})
 	case !committed:
-		return res, errs.E(ApprovalChannelError, "the answer could not be recorded; "+id+" is still open").On(id)
+		return res, errs.E(ApprovalChannelError, "the answer could not be recorded (the store failed); "+id+" is still open",
+			errs.Step{Command: "dont approvals show " + id, Description: "check the request, then answer again"}).On(id)
 	}
 	v := s.view(ended)
 	v.Applied = &applied
