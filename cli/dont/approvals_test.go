@@ -334,7 +334,7 @@ func TestWatchAnswersFromTheTerminalAndNeverSendsAKeystrokeToADeadRequest(t *tes
 	}
 
 	// A request whose deadline passes is cleared; the next keystroke is not sent.
-	dead := p.runEnv([]string{"DONT_APPROVAL_TIMEOUT=1s"}, "escalate", "--session", ses, "--call", "c2", "--to", "workspace-write", "--reason", "r", "--no-wait").str("approval_id")
+	dead := p.runEnv([]string{"DONT_APPROVAL_TIMEOUT=2s"}, "escalate", "--session", ses, "--call", "c2", "--to", "workspace-write", "--reason", "r", "--no-wait").str("approval_id")
 	out.expect(t, dead+" [")
 	cleared := out.expect(t, dead+": ")
 	if !strings.Contains(cleared, "cleared") {
