@@ -696,20 +696,16 @@ func TestAnInterruptedRequesterCancelsItsQuestion(t *testing.T) {
 func TestFramesLongPollReturnsOnTheFirstFrameAndRenewsTheLease(t *testing.T) {
 	e := newApprovalEnv(t)
 	ses := e.open(approvals.ReadOnly)
+	if res, _ := e.svc.ShowSession(ctx, ses); res.Data.(service.SessionView).LiveSubscriber {
+		t.Fatal("live before anyone read")
+	}
+	e.subscribe(ses)
+	if res, _ := e.svc.ShowSession(ctx, ses); !res.Data.(service.SessionView).LiveSubscriber {
+		t.Fatal("a read did not renew the lease")
+	}
 	watcher := e.other(nil)
 	got := make(chan approvals.Frame, 1)
 	go func() { got <- e.watchOnce(watcher, ses, "c1") }()
-	// The watcher's first read makes the session live; ask as soon as it is.
-	for {
-		res, err := e.svc.ShowSession(ctx, ses)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Data.(service.SessionView).LiveSubscriber {
-			break
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not ordering events
-	}
 	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
 	if f := <-got; f.RequestID != a.ID || f.Cursor != 1 {
 		t.Fatalf("frame %+v", f)
