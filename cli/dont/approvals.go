@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -24,7 +23,6 @@ import (
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 // approvalsConfig reads the escalation settings from the environment:
@@ -168,11 +166,12 @@ func frameLine(f approvals.Frame) string {
 	return fmt.Sprintf("#%d %s %s%s", f.Cursor, f.RequestID, f.Verdict, by)
 }
 
-// caller runs one tool and returns its envelope: in-process on the
-// embedded store, or over the API with --endpoint / DONT_ENDPOINT.
-type caller func(ctx context.Context, tool string, args map[string]any) envelope.Envelope
+// toolCaller runs any tool and returns its envelope: in-process on the
+// embedded store (opened once), or over the API with --endpoint /
+// DONT_ENDPOINT. The watch client calls frames, approve and refuse.
+type toolCaller func(ctx context.Context, tool string, args map[string]any) envelope.Envelope
 
-func (a *app) caller(ctx context.Context) (caller, func(), error) {
+func (a *app) watchCaller() (toolCaller, func(), error) {
 	if ep := a.remote(); ep != "" {
 		cl := &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN")}
 		return func(ctx context.Context, tool string, args map[string]any) envelope.Envelope {
@@ -189,15 +188,9 @@ func (a *app) caller(ctx context.Context) (caller, func(), error) {
 		return nil, nil, err
 	}
 	return func(ctx context.Context, tool string, args map[string]any) envelope.Envelope {
+		start := time.Now()
 		res, err := tools.Call(ctx, svc, tool, args)
-		if err != nil {
-			return envelope.Fail(err, res.Warnings)
-		}
-		env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
-		if err != nil {
-			return envelope.Fail(errs.E(errs.Internal, "cannot encode the result").Wrap(err), nil)
-		}
-		return env
+		return a.envelopeOf(res, err, start)
 	}, closeStore, nil
 }
 
@@ -217,7 +210,7 @@ func (a *app) watchCommand() *cobra.Command {
 			if subscriber == "" {
 				subscriber = "watch:" + a.author()
 			}
-			call, closeCall, err := a.caller(c.Context())
+			call, closeCall, err := a.watchCaller()
 			if err != nil {
 				return err
 			}
@@ -233,11 +226,8 @@ func (a *app) watchCommand() *cobra.Command {
 // watch runs the terminal client: it long-polls the session's frames,
 // reads one line per answer from in, and keeps its pending state bounded
 // by the ending frames and by its own clock.
-func (a *app) watch(ctx context.Context, call caller, session, subscriber string, in io.Reader) error {
-	tty := false
-	if f, ok := a.stdout.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
-	}
+func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber string, in io.Reader) error {
+	tty := isTerminal(a.stdout)
 	m := newWatchModel()
 	drawn := "" // the prompt on screen (terminals only)
 	out := func(lines []string) {

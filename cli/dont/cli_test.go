@@ -59,7 +59,8 @@ func newProject(t *testing.T, env ...string) *testProject {
 func (p *testProject) cmd(args ...string) *exec.Cmd {
 	c := exec.Command(binary, args...)
 	c.Dir = p.dir
-	c.Env = append(os.Environ(), "DONT_HARNESS=", "DONT_PROJECT_DIR=", "DONT_REQUEST_ID=", "DONT_SPAWN_TIMEOUT=")
+	c.Env = append(os.Environ(), "DONT_HARNESS=", "DONT_PROJECT_DIR=", "DONT_REQUEST_ID=", "DONT_SPAWN_TIMEOUT=",
+		"DONT_LLM_PROVIDER=", "DONT_LLM_MODEL=", "DONT_LLM_BASE_URL=", "DONT_LLM_API_KEY=", "DONT_LLM_REGION=", "NO_COLOR=")
 	c.Env = append(c.Env, p.env...)
 	return c
 }
