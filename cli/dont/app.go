@@ -91,6 +91,7 @@ func (a *app) rootCommand() *cobra.Command {
 		}
 		parent.AddCommand(a.toolCommand(t))
 	}
+	a.approvalCommands(root)
 	return root
 }
 
@@ -258,6 +259,10 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 		return nil, nil, err
 	}
 	svc := &service.Service{Store: store, Tokens: store, Author: a.author()}
+	if svc.Approvals, err = a.approvalsConfig(store, usesApprovals(t)); err != nil {
+		store.Close()
+		return nil, nil, err
+	}
 	if hasParam(t, "mode") {
 		cfg, err := p.LoadConfig()
 		if err != nil {

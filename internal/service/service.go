@@ -32,6 +32,7 @@ type Service struct {
 	Author       string
 	Scheduler    TimeoutScheduler // optional
 	Tokens       TokenStore       // optional: bearer tokens and callback tokens
+	Approvals    Approvals        // optional: sessions, tier escalation and frames
 	Log          *slog.Logger     // optional
 	Provider     Reasoner         // direct mode's LLM; nil: direct mode refuses
 }
