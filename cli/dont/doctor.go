@@ -47,6 +47,9 @@ func (a *app) doctorCommand() *cobra.Command {
 			}
 			defer store.Close()
 			svc := &service.Service{Store: store, Author: a.author()}
+			if svc.Approvals, err = a.approvalsConfig(store, false); err != nil {
+				return err
+			}
 			var rep invariants.Report
 			if noSweep {
 				d, err := invariants.Read(c.Context(), store)

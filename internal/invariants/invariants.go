@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
 )
@@ -29,6 +30,8 @@ const (
 	// RulePendingLink: an entity's pending_spawn names a pending spawn of
 	// that entity, and an entity has at most one pending verification spawn.
 	RulePendingLink = "pending-link"
+	// RuleFrameLog: the approvals frame-log audit (approvals.Audit) is clean.
+	RuleFrameLog = "frame-log"
 )
 
 // TerminalKinds are the event kinds that end a spawn or an approval.
@@ -39,26 +42,17 @@ var TerminalKinds = map[string]bool{
 	ledger.EvApprovalResolved: true,
 }
 
-// Approval is the part of an approval the checker needs; stores that hold
-// approvals fill Data.Approvals with it.
-type Approval struct {
-	ID       string
-	Pending  bool
-	Deadline time.Time
-	Verdict  string
-}
-
 // Data is everything the checker looks at.
 type Data struct {
 	Entities []ledger.Entity
 	// Events holds every event, in commit order per entity (entity-less
 	// events, such as a guess spawn's request, included).
-	Events    []ledger.Event
-	Spawns    []spawn.Spawn
-	Approvals []Approval
-	// TerminalEvents optionally adds terminal events kept outside the
-	// entity ledger (an approval store's own log), keyed by request id.
-	TerminalEvents []ledger.Event
+	Events []ledger.Event
+	Spawns []spawn.Spawn
+	// Approvals and Frames come from stores that hold tier escalations:
+	// an approval's terminal event is the ending frame on its session's log.
+	Approvals []approvals.Approval
+	Frames    []approvals.Frame
 }
 
 // Violation is one broken rule.
@@ -116,9 +110,9 @@ func Check(d Data, now time.Time) Report {
 			terminal[ev.RequestID] = append(terminal[ev.RequestID], ev)
 		}
 	}
-	for _, ev := range d.TerminalEvents {
-		if TerminalKinds[ev.Kind] && ev.RequestID != "" {
-			terminal[ev.RequestID] = append(terminal[ev.RequestID], ev)
+	for _, f := range d.Frames {
+		if f.Kind == approvals.FrameResolved {
+			terminal[f.RequestID] = append(terminal[f.RequestID], ledger.Event{Kind: ledger.EvApprovalResolved, RequestID: f.RequestID, Outcome: string(f.Verdict)})
 		}
 	}
 	for _, id := range sortedKeys(terminal) {
@@ -209,16 +203,29 @@ func Check(d Data, now time.Time) Report {
 		}
 	}
 
-	// Approvals: one terminal event each, none pending past its deadline.
+	// Approvals: one ending each, announced once resolved, none pending
+	// past its deadline; and the approvals' own frame-log audit.
 	for _, a := range d.Approvals {
 		evs := terminal[a.ID]
-		if a.Pending {
-			if len(evs) > 0 {
-				add(RuleResolvedHasEvent, a.ID, "dont approvals show "+a.ID, "pending, yet a terminal %s event was recorded", evs[0].Kind)
+		show := "dont approvals show " + a.ID
+		switch {
+		case a.State == approvals.Pending && len(evs) > 0:
+			add(RuleResolvedHasEvent, a.ID, show, "pending, yet an ending frame (%s) was announced", evs[0].Outcome)
+		case a.State == approvals.Pending && a.Asked && !now.Before(a.Deadline):
+			add(RuleNoOverdue, a.ID, "dont sweep", "question pending past its deadline %s (checked at %s)", a.Deadline.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano))
+		case a.State == approvals.Resolved && a.Asked && len(evs) == 0:
+			add(RuleResolvedHasEvent, a.ID, show, "resolved (%s) but its ending was never announced", a.Verdict)
+		case a.State == approvals.Resolved && len(evs) == 1 && evs[0].Outcome != string(a.Verdict):
+			add(RuleResolvedHasEvent, a.ID, show, "resolved as %s but its ending frame says %s", a.Verdict, evs[0].Outcome)
+		}
+	}
+	if len(d.Approvals) > 0 || len(d.Frames) > 0 {
+		for _, f := range approvals.Audit(d.Approvals, d.Frames).Findings {
+			id := f.RequestID
+			if id == "" {
+				id = f.SessionID
 			}
-			if !now.Before(a.Deadline) {
-				add(RuleNoOverdue, a.ID, "dont sweep", "approval pending past its deadline %s", a.Deadline.Format(time.RFC3339Nano))
-			}
+			add(RuleFrameLog, id, "dont approvals audit --json", "frame %d of %s: %s", f.Cursor, f.SessionID, f.Problem)
 		}
 	}
 	return rep

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/ledger"
@@ -208,7 +209,18 @@ func TestPureCheckOverHandMadeData(t *testing.T) {
 			{ID: "spawn:2", EntityID: e.ID, State: spawn.Pending, ExpiresAt: at.Add(-time.Second)},
 			{ID: "spawn:3", EntityID: e.ID, State: spawn.Pending, ExpiresAt: at.Add(time.Hour)},
 		},
-		Approvals: []invariants.Approval{{ID: "apr:1", Pending: true, Deadline: at.Add(-time.Minute)}},
+		Approvals: []approvals.Approval{
+			{ID: "apr:1", SessionID: "ses:1", State: approvals.Pending, Asked: true, Deadline: at.Add(-time.Minute)},
+			{ID: "apr:2", SessionID: "ses:1", State: approvals.Resolved, Asked: true, Verdict: approvals.Approved, Announced: true},
+			{ID: "apr:3", SessionID: "ses:1", State: approvals.Resolved, Asked: true, Verdict: approvals.Refused},
+		},
+		Frames: []approvals.Frame{
+			{SessionID: "ses:1", Cursor: 1, Kind: approvals.FrameRequested, RequestID: "apr:1"},
+			{SessionID: "ses:1", Cursor: 2, Kind: approvals.FrameRequested, RequestID: "apr:2"},
+			{SessionID: "ses:1", Cursor: 3, Kind: approvals.FrameRequested, RequestID: "apr:3"},
+			{SessionID: "ses:1", Cursor: 4, Kind: approvals.FrameResolved, RequestID: "apr:2", Verdict: approvals.Approved},
+			{SessionID: "ses:1", Cursor: 5, Kind: approvals.FrameResolved, RequestID: "apr:2", Verdict: approvals.Approved},
+		},
 	}
 	rep := invariants.Check(d, at)
 	wantRule(t, rep, invariants.RuleOneTerminal, "spawn:1")
@@ -217,4 +229,7 @@ func TestPureCheckOverHandMadeData(t *testing.T) {
 	wantRule(t, rep, invariants.RulePendingLink, e.ID)
 	wantRule(t, rep, invariants.RulePendingLink, "spawn:3")
 	wantRule(t, rep, invariants.RuleNoOverdue, "apr:1")
+	wantRule(t, rep, invariants.RuleOneTerminal, "apr:2")      // two ending frames
+	wantRule(t, rep, invariants.RuleResolvedHasEvent, "apr:3") // resolved, never announced
+	wantRule(t, rep, invariants.RuleFrameLog, "apr:2")         // and the approvals' own audit agrees
 }

@@ -22,12 +22,6 @@ type AllEvents interface {
 	AllEvents(ctx context.Context) ([]ledger.Event, error)
 }
 
-// ApprovalSource is implemented by stores that hold approvals; Read adds
-// them when the store offers it.
-type ApprovalSource interface {
-	CheckableApprovals(ctx context.Context) ([]Approval, []ledger.Event, error)
-}
-
 // Read gathers Data from a store. Run it on a quiescent store: the reads
 // are not one snapshot, so a write landing between them can look like a
 // violation.
@@ -57,10 +51,34 @@ func Read(ctx context.Context, src Source) (Data, error) {
 	if d.Spawns, err = src.ListSpawns(ctx, service.SpawnFilter{}); err != nil {
 		return d, err
 	}
-	if as, ok := src.(ApprovalSource); ok {
-		if d.Approvals, d.TerminalEvents, err = as.CheckableApprovals(ctx); err != nil {
+	if as, ok := src.(service.ApprovalStore); ok {
+		if err := readApprovals(ctx, as, &d); err != nil {
 			return d, err
 		}
 	}
 	return d, nil
+}
+
+// readApprovals reads every session's frames, then the records (a frame
+// and its record's announced mark commit together, so frames first).
+func readApprovals(ctx context.Context, st service.ApprovalStore, d *Data) error {
+	sessions, err := st.ListSessions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, ses := range sessions {
+		for after := int64(0); ; {
+			page, err := st.Frames(ctx, ses.ID, after, 1000)
+			if err != nil {
+				return err
+			}
+			if len(page) == 0 {
+				break
+			}
+			d.Frames = append(d.Frames, page...)
+			after = page[len(page)-1].Cursor
+		}
+	}
+	d.Approvals, err = st.ListApprovals(ctx, service.ApprovalFilter{})
+	return err
 }
