@@ -30,6 +30,11 @@ type Backend interface {
 	Call(ctx context.Context, client int, tool string, args map[string]any) (envelope.Envelope, error)
 	// Expire is the queue-driven timeout; ok is false where the backend has none.
 	Expire(ctx context.Context, client int, requestID string) (r service.TimeoutResult, left time.Duration, ok bool, err error)
+	// ExpireApproval is the queue-driven timeout of a question; ok is false
+	// where the backend has none (or keeps no approvals).
+	ExpireApproval(ctx context.Context, client int, id string) (verdict string, left time.Duration, ok bool, err error)
+	// Approvals reports whether the backend keeps sessions and approvals.
+	Approvals() bool
 	Clock() Clock
 	Timeout() time.Duration
 	// Service reaches the store directly, for the closing invariant check.
@@ -116,7 +121,8 @@ func NewSQLiteWrapped(dir string, clients int, timeout time.Duration, wrap func(
 		if wrap != nil {
 			store = wrap(st)
 		}
-		b.services = append(b.services, &service.Service{Store: store, Tokens: st, Now: b.clock.Time, SpawnTimeout: timeout, Author: "linearize"})
+		b.services = append(b.services, &service.Service{Store: store, Tokens: st, Now: b.clock.Time, SpawnTimeout: timeout, Author: "linearize",
+			Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}})
 	}
 	return b, nil
 }
@@ -136,6 +142,13 @@ func (b *inProcess) Expire(ctx context.Context, client int, requestID string) (s
 	return r, left, true, err
 }
 
+func (b *inProcess) ExpireApproval(ctx context.Context, client int, id string) (string, time.Duration, bool, error) {
+	v, left, err := b.services[client%len(b.services)].ExpireApproval(ctx, id)
+	return string(v), left, true, err
+}
+
+func (b *inProcess) Approvals() bool { return true }
+
 func (b *inProcess) Clock() Clock              { return b.clock }
 func (b *inProcess) Timeout() time.Duration    { return b.timeout }
 func (b *inProcess) Service() *service.Service { return b.services[0] }
@@ -150,7 +163,7 @@ func (b *inProcess) Close() {
 type httpBackend struct {
 	name    string
 	url     string
-	token   string
+	tokens  map[string]string // role -> bearer
 	client  *http.Client
 	clock   Clock
 	timeout time.Duration
@@ -166,18 +179,23 @@ func NewHTTP(dir string, timeout time.Duration) (Backend, error) {
 		return nil, err
 	}
 	clock := NewManualClock()
-	svc := &service.Service{Store: st, Tokens: st, Now: clock.Time, SpawnTimeout: timeout, Author: "api"}
+	svc := &service.Service{Store: st, Tokens: st, Now: clock.Time, SpawnTimeout: timeout, Author: "api",
+		Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}}
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: st}},
 		RatePerSecond: -1,
 	}))
-	tok, err := svc.CreateToken(context.Background(), "harness", "linearize")
-	if err != nil {
-		srv.Close()
-		st.Close()
-		return nil, err
+	tokens := map[string]string{}
+	for _, role := range []string{"harness", "approver"} {
+		tok, err := svc.CreateToken(context.Background(), role, "linearize")
+		if err != nil {
+			srv.Close()
+			st.Close()
+			return nil, err
+		}
+		tokens[role] = tok.Data.(service.TokenView).Secret
 	}
-	return &httpBackend{name: "http", url: srv.URL, token: tok.Data.(service.TokenView).Secret, client: srv.Client(),
+	return &httpBackend{name: "http", url: srv.URL, tokens: tokens, client: srv.Client(),
 		clock: clock, timeout: timeout, svc: svc, closers: []func(){srv.Close, func() { st.Close() }}}, nil
 }
 
@@ -188,7 +206,8 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/dont-cli/dont/cli/dont").CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build: %v\n%s", err, out)
 	}
-	env := append(os.Environ(), "DONT_PROJECT_DIR="+dir, "DONT_SPAWN_TIMEOUT="+timeout.String(), "DONT_HARNESS=1")
+	env := append(os.Environ(), "DONT_PROJECT_DIR="+dir, "DONT_SPAWN_TIMEOUT="+timeout.String(), "DONT_HARNESS=1",
+		"DONT_APPROVAL_TIMEOUT="+timeout.String(), "DONT_SUBSCRIBER_LEASE=1h")
 	run := func(args ...string) (map[string]any, error) {
 		c := exec.Command(bin, args...)
 		c.Dir, c.Env = dir, env
@@ -202,9 +221,13 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 	if _, err := run("init"); err != nil {
 		return nil, err
 	}
-	tok, err := run("tokens", "create", "--role", "harness")
-	if err != nil {
-		return nil, err
+	tokens := map[string]string{}
+	for _, role := range []string{"harness", "approver"} {
+		tok, err := run("tokens", "create", "--role", role)
+		if err != nil {
+			return nil, err
+		}
+		tokens[role] = tok["token"].(string)
 	}
 	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--rate", "-1", "--sweep-interval", "50ms")
 	srv.Dir, srv.Env = dir, env
@@ -233,7 +256,7 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 		srv.Process.Signal(os.Interrupt)
 		srv.Wait()
 	}
-	return &httpBackend{name: "serve", url: l.Listening, token: tok["token"].(string),
+	return &httpBackend{name: "serve", url: l.Listening, tokens: tokens,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 		clock:  WallClock{}, timeout: timeout,
 		svc:     &service.Service{Store: st, Tokens: st, SpawnTimeout: timeout, Author: "linearize"},
@@ -248,7 +271,11 @@ func (b *httpBackend) Call(ctx context.Context, _ int, tool string, args map[str
 	if err != nil {
 		return envelope.Envelope{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+b.token)
+	role := "harness"
+	if tool == "approvals.approve" || tool == "approvals.refuse" {
+		role = "approver"
+	}
+	req.Header.Set("Authorization", "Bearer "+b.tokens[role])
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := b.client.Do(req)
 	if err != nil {
@@ -269,6 +296,12 @@ func (b *httpBackend) Call(ctx context.Context, _ int, tool string, args map[str
 func (b *httpBackend) Expire(context.Context, int, string) (service.TimeoutResult, time.Duration, bool, error) {
 	return service.TimeoutResult{}, 0, false, nil
 }
+
+func (b *httpBackend) ExpireApproval(context.Context, int, string) (string, time.Duration, bool, error) {
+	return "", 0, false, nil
+}
+
+func (b *httpBackend) Approvals() bool { return true }
 
 func (b *httpBackend) Clock() Clock              { return b.clock }
 func (b *httpBackend) Timeout() time.Duration    { return b.timeout }

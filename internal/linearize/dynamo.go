@@ -75,6 +75,13 @@ func (b *dynamoBackend) Expire(ctx context.Context, client int, requestID string
 	return r, left, true, err
 }
 
+func (b *dynamoBackend) ExpireApproval(context.Context, int, string) (string, time.Duration, bool, error) {
+	return "", 0, false, nil
+}
+
+// Approvals: the DynamoDB store keeps no sessions or approvals yet.
+func (b *dynamoBackend) Approvals() bool { return false }
+
 func (b *dynamoBackend) Clock() Clock              { return b.clock }
 func (b *dynamoBackend) Timeout() time.Duration    { return b.timeout }
 func (b *dynamoBackend) Service() *service.Service { return b.clean }

@@ -9,7 +9,8 @@ import (
 
 // Mix weighs the operations a generated scenario draws from.
 type Mix struct {
-	Expire bool // the backend has a queue-driven timeout
+	Expire    bool // the backend has a queue-driven timeout
+	Approvals bool // the backend keeps sessions and approvals
 	// TickMax bounds one clock advance; the spawn timeout is Timeout.
 	TickMax time.Duration
 	Timeout time.Duration
@@ -19,8 +20,15 @@ type Mix struct {
 // up to 12 steps mixing spawns, callbacks (latest, older and unknown
 // request ids), plain moves, sweeps, expiries, reads and clock advances.
 func GenScenario(t *rapid.T, m Mix) Scenario {
-	if rapid.Bool().Draw(t, "race") {
+	shapes := []string{"mix", "spawn race"}
+	if m.Approvals {
+		shapes = append(shapes, "approval race")
+	}
+	switch rapid.SampledFrom(shapes).Draw(t, "shape") {
+	case "spawn race":
 		return GenRace(t, m)
+	case "approval race":
+		return GenApprovalRace(t, m)
 	}
 	sc := Scenario{Entities: rapid.IntRange(1, 3).Draw(t, "entities")}
 	clients := rapid.IntRange(2, 6).Draw(t, "clients")
@@ -87,6 +95,40 @@ func GenRace(t *rapid.T, m Mix) Scenario {
 				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust}).Draw(t, "verdict")
 			case Move:
 				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust, ledger.Reopen}).Draw(t, "action")
+			}
+			steps = append(steps, st)
+		}
+		sc.Clients = append(sc.Clients, steps)
+	}
+	return sc
+}
+
+// GenApprovalRace draws tier-escalation races: a question is asked, its
+// deadline perhaps passes, then 2–6 clients race approvals, refusals,
+// cancellations, sweeps, expiries, reads — and perhaps another question.
+// First answer wins; an answer at or after the deadline is a timeout.
+func GenApprovalRace(t *rapid.T, m Mix) Scenario {
+	sc := Scenario{Entities: 1, Prelude: []Step{{Kind: Ask}}}
+	if rapid.IntRange(0, 2).Draw(t, "expired?") > 0 {
+		d := m.Timeout + time.Duration(rapid.Int64Range(-int64(m.Timeout)/10, int64(m.Timeout)/5).Draw(t, "past"))
+		sc.Prelude = append(sc.Prelude, Step{Tick: d})
+	}
+	kinds := []Kind{Answer, Answer, Answer, Answer, Sweep, ApprovalShow, Ask}
+	if m.Expire {
+		kinds = append(kinds, ApprovalExpire, ApprovalExpire)
+	}
+	verdicts := []ledger.Action{"approved", "refused", "cancelled"}
+	clients := rapid.IntRange(2, 6).Draw(t, "clients")
+	for c := 0; c < clients; c++ {
+		n := rapid.IntRange(1, 4).Draw(t, "steps")
+		var steps []Step
+		for i := 0; i < n; i++ {
+			st := Step{Kind: rapid.SampledFrom(kinds).Draw(t, "kind"), Target: rapid.SampledFrom([]Target{Latest, Latest, Latest, Older}).Draw(t, "target")}
+			if st.Kind == Answer {
+				st.Action = rapid.SampledFrom(verdicts).Draw(t, "verdict")
+			}
+			if rapid.IntRange(0, 5).Draw(t, "tick?") == 0 {
+				steps = append(steps, Step{Tick: time.Duration(rapid.Int64Range(1, int64(m.Timeout)/4).Draw(t, "tick"))})
 			}
 			steps = append(steps, st)
 		}

@@ -53,21 +53,21 @@ func backends() []backendCase {
 				t.Fatal(err)
 			}
 			return b
-		}, linearize.Mix{Expire: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 3000},
+		}, linearize.Mix{Expire: true, Approvals: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 3000},
 		{"http", func(t *testing.T) linearize.Backend {
 			b, err := linearize.NewHTTP(t.TempDir(), manual.Timeout)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return b
-		}, manual, 2000},
+		}, linearize.Mix{Approvals: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 2000},
 		{"serve", func(t *testing.T) linearize.Backend {
 			b, err := linearize.NewServe(t.TempDir(), 300*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return b
-		}, linearize.Mix{TickMax: 150 * time.Millisecond, Timeout: 300 * time.Millisecond}, 1000},
+		}, linearize.Mix{Approvals: true, TickMax: 150 * time.Millisecond, Timeout: 300 * time.Millisecond}, 1000},
 		{"dynamo", func(t *testing.T) linearize.Backend {
 			b, _, err := linearize.NewDynamo(dynamoEndpoint(t), 6, manual.Timeout, 0)
 			if err != nil {
@@ -103,8 +103,8 @@ func TestLinearizable(t *testing.T) {
 			defer b.Close()
 			n := checkMany(t, b, bc.mix, budget(bc.budget))
 			rep := invariants.Require(t, b.Service())
-			t.Logf("linearizability: backend=%s operations=%d checked=%d scenarios=%d; invariants: %d entities, %d events, %d spawns, 0 violations",
-				bc.name, n.ops, n.checked, n.scenarios, rep.Entities, rep.Events, rep.Spawns)
+			t.Logf("linearizability: backend=%s operations=%d checked=%d scenarios=%d; invariants: %d entities, %d events, %d spawns, %d approvals, 0 violations",
+				bc.name, n.ops, n.checked, n.scenarios, rep.Entities, rep.Events, rep.Spawns, rep.Approvals)
 			t.Logf("what the %s operations saw: %v", bc.name, n.stats)
 		})
 	}

@@ -40,10 +40,16 @@ const (
 	Sweep                // one entity's share of a sweep
 	Expire               // the queue-driven timeout of one request (service.ExpireSpawn)
 	Show                 // show <entity>
+
+	// Tier escalation: the partition is the approval id.
+	Ask            // escalate --no-wait: a question with a deadline
+	Answer         // approvals approve|refuse|cancel <apr>
+	ApprovalShow   // approvals show <apr>
+	ApprovalExpire // the queue-driven timeout of one question (service.ExpireApproval)
 )
 
 func (k Kind) String() string {
-	return [...]string{"assume", "callback", "move", "sweep", "expire", "show"}[k]
+	return [...]string{"assume", "callback", "move", "sweep", "expire", "show", "ask", "answer", "approval-show", "approval-expire"}[k]
 }
 
 // Input is one invocation. CallClock and RetClock are readings of the
@@ -59,6 +65,7 @@ type Input struct {
 
 // SweepEntry is what a sweep reports for one spawn.
 type SweepEntry struct {
+	Approval  bool // a question the sweep timed out (RequestID is its id)
 	Entity    string
 	RequestID string
 	Outcome   string
@@ -80,6 +87,12 @@ type Output struct {
 	NotDue    bool   // expire: the spawn is not due yet
 	Warnings  []string
 	Entries   []SweepEntry // sweep
+	// Tier escalation.
+	Approval string // ask: the approval id
+	State    string // pending | resolved
+	Verdict  string
+	Asked    bool
+	Deadline int64
 }
 
 // state is one entity's model state. It is never mutated: steps copy.
@@ -90,6 +103,11 @@ type state struct {
 	pre      ledger.Status
 	moved    bool              // the entity moved since the pending spawn moved it
 	resolved map[string]string // request id -> winning outcome
+
+	// An approval partition: "" before its ask, then pending or resolved.
+	aState   string
+	verdict  string
+	deadline int64
 }
 
 // Model is the sequential specification, parametrised by the spawn timeout
@@ -112,6 +130,9 @@ func (m Model) porcupine() porcupine.Model {
 		DescribeOperation: describe,
 		DescribeState: func(st any) string {
 			s := st.(state)
+			if s.aState != "" {
+				return fmt.Sprintf("approval %s %s deadline@%d", s.aState, s.verdict, s.deadline/1e6)
+			}
 			return fmt.Sprintf("%s pending=%s moved=%v resolved=%v", s.status, short(s.pending), s.moved, len(s.resolved))
 		},
 	}
@@ -137,7 +158,8 @@ func partition(history []porcupine.Operation) [][]porcupine.Operation {
 
 func equal(a, b any) bool {
 	x, y := a.(state), b.(state)
-	if x.status != y.status || x.pending != y.pending || x.exp != y.exp || x.pre != y.pre || x.moved != y.moved || len(x.resolved) != len(y.resolved) {
+	if x.status != y.status || x.pending != y.pending || x.exp != y.exp || x.pre != y.pre || x.moved != y.moved || len(x.resolved) != len(y.resolved) ||
+		x.aState != y.aState || x.verdict != y.verdict || x.deadline != y.deadline {
 		return false
 	}
 	for k, v := range x.resolved {
@@ -185,6 +207,9 @@ func (m Model) step(s state, in Input, out Output) []any {
 	starts := []state{s}
 	if m.mayBeDue(s, in) {
 		starts = append(starts, timeout(s)) // an unseen sweep got there first
+	}
+	if m.approvalMayBeDue(s, in) {
+		starts = append(starts, approvalTimeout(s)) // likewise for a question
 	}
 	var next []any
 	for _, p := range starts {
@@ -263,6 +288,15 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		if out.Err != "" {
 			return s, false
 		}
+		if s.aState != "" { // an approval's share of the sweep
+			for _, e := range out.Entries {
+				if !e.Approval || s.aState != "pending" || !m.approvalMayBeDue(s, in) {
+					return s, false
+				}
+				s = approvalTimeout(s)
+			}
+			return s, !m.approvalMustBeDue(s, in)
+		}
 		for _, e := range out.Entries {
 			if e.Lost {
 				if won, ok := s.resolved[e.RequestID]; !ok || won != e.Outcome {
@@ -301,8 +335,76 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 
 	case Show:
 		return s, out.Err == "" && out.Status == s.status && out.Pending == s.pending
+
+	case Ask:
+		switch {
+		case s.aState != "" || out.Err != "":
+			return s, false
+		case out.State == "pending":
+			if !out.Asked || out.Deadline < in.CallClock+m.Timeout-m.Tolerance || out.Deadline > in.RetClock+m.Timeout+m.Tolerance {
+				return s, false
+			}
+			s.aState, s.deadline = "pending", out.Deadline
+		default: // refused before it was asked (no live subscriber): already ended
+			s.aState, s.verdict = "resolved", out.Verdict
+		}
+		return s, true
+
+	case Answer:
+		if out.Err != "" {
+			return s, false
+		}
+		switch s.aState {
+		case "resolved":
+			return s, !out.Applied && out.Verdict == s.verdict && slices.Contains(out.Warnings, "approval-already-resolved")
+		case "pending":
+			if out.Applied {
+				if out.Verdict != string(in.Action) || in.CallClock-m.Tolerance >= s.deadline {
+					return s, false
+				}
+				s.aState, s.verdict = "resolved", out.Verdict
+				return s, true
+			}
+			// The answer came at or after the deadline: it ended the question as timed-out.
+			if out.Verdict != "timed-out" || !slices.Contains(out.Warnings, "approval-expired") || !m.approvalMayBeDue(s, in) {
+				return s, false
+			}
+			return approvalTimeout(s), true
+		}
+		return s, false
+
+	case ApprovalShow:
+		return s, out.Err == "" && out.State == s.aState && out.Verdict == s.verdict
+
+	case ApprovalExpire:
+		switch {
+		case out.Err != "":
+			return s, false
+		case out.NotDue:
+			return s, s.aState == "pending" && !m.approvalMustBeDue(s, in)
+		case s.aState == "pending":
+			if out.Verdict != "timed-out" || !m.approvalMayBeDue(s, in) {
+				return s, false
+			}
+			return approvalTimeout(s), true
+		}
+		return s, s.aState == "resolved" && out.Verdict == s.verdict
 	}
 	return s, false
+}
+
+func (m Model) approvalMayBeDue(s state, in Input) bool {
+	return s.aState == "pending" && in.RetClock+m.Tolerance >= s.deadline
+}
+
+func (m Model) approvalMustBeDue(s state, in Input) bool {
+	return s.aState == "pending" && in.CallClock-m.Tolerance >= s.deadline
+}
+
+// approvalTimeout is the state after a question ends at its deadline.
+func approvalTimeout(s state) state {
+	s.aState, s.verdict = "resolved", "timed-out"
+	return s
 }
 
 func describe(in, out any) string {
@@ -321,6 +423,8 @@ func describe(in, out any) string {
 		b.WriteString("error " + o.Err)
 	case i.Kind == Assume:
 		fmt.Fprintf(&b, "%s exp@%d", short(o.RequestID), o.ExpiresAt/1e6)
+	case i.Kind == Ask || i.Kind == Answer || i.Kind == ApprovalShow || i.Kind == ApprovalExpire:
+		fmt.Fprintf(&b, "%s %s applied=%v asked=%v deadline@%d notdue=%v %v", o.State, o.Verdict, o.Applied, o.Asked, o.Deadline/1e6, o.NotDue, o.Warnings)
 	case i.Kind == Sweep:
 		for _, e := range o.Entries {
 			fmt.Fprintf(&b, "[%s %s lost=%v restored=%v %s]", short(e.RequestID), e.Outcome, e.Lost, e.Restored, e.Status)

@@ -48,6 +48,17 @@ type Scenario struct {
 	Clients [][]Step
 }
 
+func (s Scenario) usesApprovals() bool {
+	for _, c := range append([][]Step{s.Prelude}, s.Clients...) {
+		for _, st := range c {
+			if st.Tick == 0 && st.Kind >= Ask {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Ops counts the invocations a scenario makes (ticks excluded).
 func (s Scenario) Ops() int {
 	n := 0
@@ -85,14 +96,25 @@ func (r *recorder) add(op porcupine.Operation) {
 
 // requests remembers the request ids issued per entity, in issue order.
 type requests struct {
-	mu  sync.Mutex
-	ids map[string][]string
+	mu      sync.Mutex
+	ids     map[string][]string // entity -> spawn request ids; approvalsKey -> approval ids
+	session string
+	calls   atomic.Int64
 }
+
+// approvalsKey files approval ids among the request ids.
+const approvalsKey = "apr"
 
 func (q *requests) add(entity, id string) {
 	q.mu.Lock()
 	q.ids[entity] = append(q.ids[entity], id)
 	q.mu.Unlock()
+}
+
+func (q *requests) has(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.ids[key]) > 0
 }
 
 func (q *requests) pick(entity string, t Target, salt int) string {
@@ -128,6 +150,26 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 	rec := &recorder{}
 	reqs := &requests{ids: map[string][]string{}}
 	clock := b.Clock()
+	if sc.usesApprovals() {
+		if !b.Approvals() {
+			return res, fmt.Errorf("%s keeps no approvals", b.Name())
+		}
+		env, err := b.Call(ctx, 0, "sessions.open", map[string]any{"tier": "read-only", "name": "linearize"})
+		if err != nil || !env.OK {
+			return res, fmt.Errorf("sessions.open: %v %s", err, env.Data)
+		}
+		var ses struct {
+			ID string `json:"session_id"`
+		}
+		if err := json.Unmarshal(env.Data, &ses); err != nil {
+			return res, err
+		}
+		reqs.session = ses.ID
+		// A live subscriber, so that questions are asked (the lease outlasts the run).
+		if env, err := b.Call(ctx, 0, "approvals.frames", map[string]any{"session": ses.ID, "subscriber": "linearize"}); err != nil || !env.OK {
+			return res, fmt.Errorf("approvals.frames: %v %s", err, env.Data)
+		}
+	}
 	for i, st := range sc.Prelude {
 		if st.Tick > 0 {
 			clock.Advance(st.Tick)
@@ -162,7 +204,7 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 	}
 	res.Ops = len(rec.ops)
 	res.Stats = stats(rec.ops)
-	history := splitSweeps(rec.ops, entities)
+	history := splitSweeps(rec.ops, append(entities, reqs.ids[approvalsKey]...))
 	res.Checked = len(history)
 	model := Model{Timeout: int64(b.Timeout()), Tolerance: clock.Tolerance()}.porcupine()
 	outcome, info := porcupine.CheckOperationsVerbose(model, history, checkTimeout)
@@ -184,7 +226,26 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 	in := Input{Kind: st.Kind, Entity: entities[st.Entity], Action: st.Action}
 	args := map[string]any{"id": in.Entity}
 	tool := ""
+	if st.Kind > Ask {
+		if !reqs.has(approvalsKey) {
+			return nil // no question asked yet
+		}
+		id := reqs.pick(approvalsKey, st.Target, client+i)
+		in.Entity, args["id"] = id, id
+	}
 	switch st.Kind {
+	case Ask:
+		tool = "escalate"
+		args = map[string]any{"session": reqs.session, "call": fmt.Sprintf("%s-call-%d", reqs.session, reqs.calls.Add(1)), "to": "workspace-write",
+			"reason": "the build installs into /usr/local", "preview": "make install", "no_wait": true}
+	case Answer:
+		tool = map[ledger.Action]string{"approved": "approvals.approve", "refused": "approvals.refuse", "cancelled": "approvals.cancel"}[st.Action]
+		if st.Action != "approved" {
+			args["reason"] = "not for this call"
+		}
+	case ApprovalShow:
+		tool = "approvals.show"
+	case ApprovalExpire:
 	case Assume:
 		tool, args["mode"] = "assume", spawn.ModeHarness
 	case Callback, Move:
@@ -212,7 +273,20 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 	in.CallClock = clock.Now()
 	var out Output
 	var err error
-	if st.Kind == Expire {
+	if st.Kind == ApprovalExpire {
+		var v string
+		var left time.Duration
+		var ok bool
+		v, left, ok, err = b.ExpireApproval(ctx, client, in.Entity)
+		if !ok {
+			return nil
+		}
+		out = Output{Verdict: v, NotDue: left > 0}
+		if err != nil {
+			out = Output{Err: string(errs.As(err).Code)}
+		}
+		err = nil
+	} else if st.Kind == Expire {
 		var r service.TimeoutResult
 		var left time.Duration
 		var ok bool
@@ -241,6 +315,13 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 	}
 	if st.Kind == Assume && out.Err == "" {
 		reqs.add(in.Entity, out.RequestID)
+	}
+	if st.Kind == Ask {
+		if out.Approval == "" {
+			return fmt.Errorf("escalate answered without an approval id")
+		}
+		in.Entity = out.Approval
+		reqs.add(approvalsKey, out.Approval)
 	}
 	rec.add(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
 	return nil
@@ -274,10 +355,27 @@ func parse(k Kind, env envelope.Envelope) (Output, error) {
 			return out, err
 		}
 		out.RequestID, out.ExpiresAt = r.RequestID, r.ExpiresAt.UnixNano()
+	case Ask, Answer, ApprovalShow:
+		var v service.ApprovalView
+		if err := json.Unmarshal(env.Data, &v); err != nil {
+			return out, err
+		}
+		out.Approval, out.State, out.Verdict, out.Asked = v.ID, v.State, string(v.Verdict), v.Asked
+		if v.Asked {
+			out.Deadline = v.Deadline.UnixNano()
+		}
+		if v.Applied != nil {
+			out.Applied = *v.Applied
+		}
 	case Sweep:
 		var rep service.SweepReport
 		if err := json.Unmarshal(env.Data, &rep); err != nil {
 			return out, err
+		}
+		if rep.Approvals != nil {
+			for _, id := range rep.Approvals.TimedOut {
+				out.Entries = append(out.Entries, SweepEntry{Approval: true, Entity: id, RequestID: id, Outcome: "timed-out"})
+			}
 		}
 		for _, t := range rep.TimedOut {
 			out.Entries = append(out.Entries, SweepEntry{Entity: t.EntityID, RequestID: t.RequestID, Outcome: t.Outcome, Restored: t.Restored, Status: t.Status})
@@ -344,9 +442,15 @@ func stats(ops []porcupine.Operation) map[string]int {
 			m["expire-won"]++
 		case in.Kind == Expire && out.NotDue:
 			m["expire-not-due"]++
+		case in.Kind == Answer && out.Applied:
+			m["answer-applied:"+out.Verdict]++
+		case in.Kind == Answer:
+			m["answer-lost-to:"+out.Verdict]++
 		}
 		for _, e := range out.Entries {
 			switch {
+			case e.Approval:
+				m["sweep-question-timed-out"]++
 			case e.Lost:
 				m["sweep-lost"]++
 			case e.Restored:
