@@ -195,7 +195,10 @@ func main() {
 	}
 	ticker.Stop()
 	wg.Wait()
-	time.Sleep(2 * time.Second) // let the last requests finish and the sweeper settle
+	// Drop the load's keep-alive connections (one server goroutine each),
+	// then let the sweeper settle: what remains is what the server keeps.
+	client.CloseIdleConnections()
+	time.Sleep(3 * time.Second)
 	take()
 
 	fmt.Printf("## Soak: %s of mixed load against dont serve (%d workers, %d req/s target)\n\n", *duration, *workers, *rate)
