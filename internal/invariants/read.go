@@ -31,25 +31,39 @@ func Read(ctx context.Context, src Source) (Data, error) {
 	if d.Entities, err = src.ListEntities(ctx, service.EntityFilter{}); err != nil {
 		return d, err
 	}
+	if d.Spawns, err = src.ListSpawns(ctx, service.SpawnFilter{}); err != nil {
+		return d, err
+	}
 	if all, ok := src.(AllEvents); ok {
 		if d.Events, err = all.AllEvents(ctx); err != nil {
 			return d, err
 		}
 	} else {
-		ids := []string{""} // entity-less events: guess requests and their timeouts
+		// Entity-less events (a guess spawn's request, timeout and
+		// answer-less endings) are kept under "" by some stores and under
+		// the request id by others (DynamoDB): read both, once each.
+		subjects := []string{""}
 		for _, e := range d.Entities {
-			ids = append(ids, e.ID)
+			subjects = append(subjects, e.ID)
 		}
-		for _, id := range ids {
+		for _, sp := range d.Spawns {
+			if sp.EntityID == "" {
+				subjects = append(subjects, sp.ID)
+			}
+		}
+		seen := map[string]bool{}
+		for _, id := range subjects {
 			evs, err := src.Events(ctx, id)
 			if err != nil {
 				return d, err
 			}
-			d.Events = append(d.Events, evs...)
+			for _, ev := range evs {
+				if !seen[ev.ID] {
+					seen[ev.ID] = true
+					d.Events = append(d.Events, ev)
+				}
+			}
 		}
-	}
-	if d.Spawns, err = src.ListSpawns(ctx, service.SpawnFilter{}); err != nil {
-		return d, err
 	}
 	if as, ok := src.(service.ApprovalStore); ok {
 		if err := readApprovals(ctx, as, &d); err != nil {

@@ -32,7 +32,7 @@ func GenScenario(t *rapid.T, m Mix) Scenario {
 	}
 	sc := Scenario{Entities: rapid.IntRange(1, 3).Draw(t, "entities")}
 	clients := rapid.IntRange(2, 6).Draw(t, "clients")
-	kinds := []Kind{Assume, Assume, Assume, Callback, Callback, Callback, Callback, Move, Sweep, Sweep, Show}
+	kinds := []Kind{Assume, Assume, Assume, Callback, Callback, Callback, Callback, Move, Sweep, Sweep, Show, Guess, GuessAnswer}
 	if m.Expire {
 		kinds = append(kinds, Expire, Expire)
 	}
@@ -67,6 +67,9 @@ func GenScenario(t *rapid.T, m Mix) Scenario {
 // passes, and then 2–6 clients race callbacks, sweeps, expiries, moves and
 // reads — timeout against callback, duplicate callbacks, late callbacks.
 func GenRace(t *rapid.T, m Mix) Scenario {
+	if rapid.IntRange(0, 3).Draw(t, "guess race?") == 0 {
+		return genGuessRace(t, m)
+	}
 	sc := Scenario{Entities: 1}
 	if before := rapid.SampledFrom([]ledger.Action{"", ledger.Dismiss, ledger.Trust}).Draw(t, "before"); before != "" {
 		sc.Prelude = append(sc.Prelude, Step{Kind: Move, Action: before})
@@ -131,6 +134,27 @@ func GenApprovalRace(t *rapid.T, m Mix) Scenario {
 				steps = append(steps, Step{Tick: time.Duration(rapid.Int64Range(1, int64(m.Timeout)/4).Draw(t, "tick"))})
 			}
 			steps = append(steps, st)
+		}
+		sc.Clients = append(sc.Clients, steps)
+	}
+	return sc
+}
+
+// genGuessRace: a guess spawn is issued, its deadline perhaps passes, then
+// clients race answers (duplicates, late ones) against sweeps.
+func genGuessRace(t *rapid.T, m Mix) Scenario {
+	sc := Scenario{Entities: 1, Prelude: []Step{{Kind: Guess}}}
+	if rapid.IntRange(0, 2).Draw(t, "expired?") > 0 {
+		d := m.Timeout + time.Duration(rapid.Int64Range(-int64(m.Timeout)/10, int64(m.Timeout)/5).Draw(t, "past"))
+		sc.Prelude = append(sc.Prelude, Step{Tick: d})
+	}
+	clients := rapid.IntRange(2, 5).Draw(t, "clients")
+	for c := 0; c < clients; c++ {
+		n := rapid.IntRange(1, 3).Draw(t, "steps")
+		var steps []Step
+		for i := 0; i < n; i++ {
+			steps = append(steps, Step{Kind: rapid.SampledFrom([]Kind{GuessAnswer, GuessAnswer, Sweep, Guess}).Draw(t, "kind"),
+				Target: rapid.SampledFrom([]Target{Latest, Latest, Older}).Draw(t, "target")})
 		}
 		sc.Clients = append(sc.Clients, steps)
 	}

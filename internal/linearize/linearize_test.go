@@ -129,7 +129,7 @@ func checkMany(t *testing.T, b linearize.Backend, mix linearize.Mix, budget int)
 				rt.Fatalf("%s: %v", b.Name(), err)
 			}
 			if res.Outcome != porcupine.Ok {
-				rt.Fatalf("%s: history of %d operations is %s; visualisation: %s", b.Name(), res.Ops, res.Outcome, res.Visualise)
+				rt.Fatalf("%s: history of %d operations is %s; visualisation: %s%s", b.Name(), res.Ops, res.Outcome, res.Visualise, res.Detail)
 			}
 			n.ops += res.Ops
 			n.checked += res.Checked

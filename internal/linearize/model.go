@@ -46,10 +46,14 @@ const (
 	Answer         // approvals approve|refuse|cancel <apr>
 	ApprovalShow   // approvals show <apr>
 	ApprovalExpire // the queue-driven timeout of one question (service.ExpireApproval)
+
+	// Guess spawns: the partition is the request id.
+	Guess       // guess "<question>": a spawn with no entity
+	GuessAnswer // answer spawn:… --candidate …
 )
 
 func (k Kind) String() string {
-	return [...]string{"assume", "callback", "move", "sweep", "expire", "show", "ask", "answer", "approval-show", "approval-expire"}[k]
+	return [...]string{"assume", "callback", "move", "sweep", "expire", "show", "ask", "answer", "approval-show", "approval-expire", "guess", "guess-answer"}[k]
 }
 
 // Input is one invocation. CallClock and RetClock are readings of the
@@ -103,6 +107,7 @@ type state struct {
 	pre      ledger.Status
 	moved    bool              // the entity moved since the pending spawn moved it
 	resolved map[string]string // request id -> winning outcome
+	guess    bool              // a guess spawn's partition: no entity to restore
 
 	// An approval partition: "" before its ask, then pending or resolved.
 	aState   string
@@ -159,7 +164,7 @@ func partition(history []porcupine.Operation) [][]porcupine.Operation {
 func equal(a, b any) bool {
 	x, y := a.(state), b.(state)
 	if x.status != y.status || x.pending != y.pending || x.exp != y.exp || x.pre != y.pre || x.moved != y.moved || len(x.resolved) != len(y.resolved) ||
-		x.aState != y.aState || x.verdict != y.verdict || x.deadline != y.deadline {
+		x.aState != y.aState || x.verdict != y.verdict || x.deadline != y.deadline || x.guess != y.guess {
 		return false
 	}
 	for k, v := range x.resolved {
@@ -173,7 +178,7 @@ func equal(a, b any) bool {
 // timeout is the state after the timeout resolver commits on s.pending.
 func timeout(s state) state {
 	n := s
-	if !s.moved {
+	if !s.moved && !s.guess {
 		n.status = s.pre
 	}
 	n.resolved = with(s.resolved, s.pending, spawn.TimeoutRestored)
@@ -304,7 +309,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 				}
 				continue
 			}
-			if e.RequestID != s.pending || !m.mayBeDue(s, in) || e.Outcome != spawn.TimeoutRestored || e.Restored != !s.moved {
+			if e.RequestID != s.pending || !m.mayBeDue(s, in) || e.Outcome != spawn.TimeoutRestored || e.Restored != (!s.moved && !s.guess) {
 				return s, false
 			}
 			s = timeout(s)
@@ -335,6 +340,40 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 
 	case Show:
 		return s, out.Err == "" && out.Status == s.status && out.Pending == s.pending
+
+	case Guess:
+		if s.guess || s.pending != "" || len(s.resolved) > 0 || out.Err != "" || out.RequestID == "" {
+			return s, false
+		}
+		if out.ExpiresAt < in.CallClock+m.Timeout-m.Tolerance || out.ExpiresAt > in.RetClock+m.Timeout+m.Tolerance {
+			return s, false
+		}
+		s.guess, s.status, s.pending, s.exp = true, "", out.RequestID, out.ExpiresAt
+		return s, true
+
+	case GuessAnswer:
+		if _, known := s.resolved[in.RequestID]; !known && in.RequestID != s.pending {
+			return s, out.Err == "spawn-not-found"
+		}
+		if out.Err != "" {
+			return s, false
+		}
+		if in.RequestID == s.pending {
+			late := slices.Contains(out.Warnings, "spawn-expired")
+			if !out.Applied || out.Outcome != spawn.CallbackApplied || late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp {
+				return s, false
+			}
+			n := s
+			n.resolved = with(s.resolved, s.pending, spawn.CallbackApplied)
+			n.pending, n.exp = "", 0
+			return n, true
+		}
+		won, ok := s.resolved[in.RequestID]
+		warn := "spawn-duplicate"
+		if won == spawn.TimeoutRestored {
+			warn = "spawn-lost-to-timeout"
+		}
+		return s, ok && !out.Applied && out.Outcome == won && slices.Contains(out.Warnings, warn)
 
 	case Ask:
 		switch {
@@ -421,7 +460,7 @@ func describe(in, out any) string {
 	switch {
 	case o.Err != "":
 		b.WriteString("error " + o.Err)
-	case i.Kind == Assume:
+	case i.Kind == Assume || i.Kind == Guess:
 		fmt.Fprintf(&b, "%s exp@%d", short(o.RequestID), o.ExpiresAt/1e6)
 	case i.Kind == Ask || i.Kind == Answer || i.Kind == ApprovalShow || i.Kind == ApprovalExpire:
 		fmt.Fprintf(&b, "%s %s applied=%v asked=%v deadline@%d notdue=%v %v", o.State, o.Verdict, o.Applied, o.Asked, o.Deadline/1e6, o.NotDue, o.Warnings)

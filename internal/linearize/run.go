@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +53,7 @@ type Scenario struct {
 func (s Scenario) usesApprovals() bool {
 	for _, c := range append([][]Step{s.Prelude}, s.Clients...) {
 		for _, st := range c {
-			if st.Tick == 0 && st.Kind >= Ask {
+			if st.Tick == 0 && st.Kind >= Ask && st.Kind <= ApprovalExpire {
 				return true
 			}
 		}
@@ -79,6 +81,7 @@ type Result struct {
 	Outcome   porcupine.CheckResult
 	Stats     map[string]int // what the operations saw: applied, duplicate, lost-to-timeout, late, timed-out, restored, …
 	Visualise string         // path of the HTML visualisation when the check failed
+	Detail    string         // the failing partitions' operations, in call order
 }
 
 // recorder collects operations with a logical clock for their real-time order.
@@ -102,8 +105,11 @@ type requests struct {
 	calls   atomic.Int64
 }
 
-// approvalsKey files approval ids among the request ids.
-const approvalsKey = "apr"
+// approvalsKey and guessesKey file approval and guess ids among the request ids.
+const (
+	approvalsKey = "apr"
+	guessesKey   = "guess"
+)
 
 func (q *requests) add(entity, id string) {
 	q.mu.Lock()
@@ -204,12 +210,13 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 	}
 	res.Ops = len(rec.ops)
 	res.Stats = stats(rec.ops)
-	history := splitSweeps(rec.ops, append(entities, reqs.ids[approvalsKey]...))
+	history := splitSweeps(rec.ops, append(append(entities, reqs.ids[approvalsKey]...), reqs.ids[guessesKey]...))
 	res.Checked = len(history)
 	model := Model{Timeout: int64(b.Timeout()), Tolerance: clock.Tolerance()}.porcupine()
 	outcome, info := porcupine.CheckOperationsVerbose(model, history, checkTimeout)
 	res.Outcome = outcome
 	if outcome == porcupine.Illegal {
+		res.Detail = failingPartitions(model, history)
 		f, err := os.CreateTemp("", "dont-linearize-*.html")
 		if err == nil {
 			porcupine.Visualize(model, info, f)
@@ -226,14 +233,25 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 	in := Input{Kind: st.Kind, Entity: entities[st.Entity], Action: st.Action}
 	args := map[string]any{"id": in.Entity}
 	tool := ""
-	if st.Kind > Ask {
+	if st.Kind > Ask && st.Kind < Guess {
 		if !reqs.has(approvalsKey) {
 			return nil // no question asked yet
 		}
 		id := reqs.pick(approvalsKey, st.Target, client+i)
 		in.Entity, args["id"] = id, id
 	}
+	if st.Kind == GuessAnswer {
+		if !reqs.has(guessesKey) {
+			return nil // no guess issued yet
+		}
+		in.RequestID = reqs.pick(guessesKey, st.Target, client+i)
+		in.Entity = in.RequestID
+	}
 	switch st.Kind {
+	case Guess:
+		tool, args = "guess", map[string]any{"question": "what is the boiling point of water at sea level?", "n": 3, "mode": spawn.ModeHarness}
+	case GuessAnswer:
+		tool, args = "answer", map[string]any{"request_id": in.RequestID, "candidate": []any{"100 C", "100 c", "99.97 C"}}
 	case Ask:
 		tool = "escalate"
 		args = map[string]any{"session": reqs.session, "call": fmt.Sprintf("%s-call-%d", reqs.session, reqs.calls.Add(1)), "to": "workspace-write",
@@ -316,6 +334,10 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 	if st.Kind == Assume && out.Err == "" {
 		reqs.add(in.Entity, out.RequestID)
 	}
+	if st.Kind == Guess && out.Err == "" {
+		in.Entity = out.RequestID
+		reqs.add(guessesKey, out.RequestID)
+	}
 	if st.Kind == Ask {
 		if out.Approval == "" {
 			return fmt.Errorf("escalate answered without an approval id")
@@ -349,12 +371,22 @@ func parse(k Kind, env envelope.Envelope) (Output, error) {
 		return out, nil
 	}
 	switch k {
-	case Assume:
+	case Assume, Guess:
 		var r spawn.Request
 		if err := json.Unmarshal(env.Data, &r); err != nil {
 			return out, err
 		}
 		out.RequestID, out.ExpiresAt = r.RequestID, r.ExpiresAt.UnixNano()
+	case GuessAnswer:
+		var v struct {
+			Resolution *service.Resolution `json:"resolution"`
+		}
+		if err := json.Unmarshal(env.Data, &v); err != nil {
+			return out, err
+		}
+		if v.Resolution != nil {
+			out.Applied, out.Outcome = v.Resolution.Applied, v.Resolution.Outcome
+		}
 	case Ask, Answer, ApprovalShow:
 		var v service.ApprovalView
 		if err := json.Unmarshal(env.Data, &v); err != nil {
@@ -377,11 +409,17 @@ func parse(k Kind, env envelope.Envelope) (Output, error) {
 				out.Entries = append(out.Entries, SweepEntry{Approval: true, Entity: id, RequestID: id, Outcome: "timed-out"})
 			}
 		}
+		partition := func(t service.TimeoutResult) string {
+			if t.EntityID == "" {
+				return t.RequestID // a guess spawn is its own partition
+			}
+			return t.EntityID
+		}
 		for _, t := range rep.TimedOut {
-			out.Entries = append(out.Entries, SweepEntry{Entity: t.EntityID, RequestID: t.RequestID, Outcome: t.Outcome, Restored: t.Restored, Status: t.Status})
+			out.Entries = append(out.Entries, SweepEntry{Entity: partition(t), RequestID: t.RequestID, Outcome: t.Outcome, Restored: t.Restored, Status: t.Status})
 		}
 		for _, t := range rep.Lost {
-			out.Entries = append(out.Entries, SweepEntry{Entity: t.EntityID, RequestID: t.RequestID, Outcome: t.Outcome, Lost: true})
+			out.Entries = append(out.Entries, SweepEntry{Entity: partition(t), RequestID: t.RequestID, Outcome: t.Outcome, Lost: true})
 		}
 	default:
 		var v service.EntityView
@@ -446,6 +484,8 @@ func stats(ops []porcupine.Operation) map[string]int {
 			m["answer-applied:"+out.Verdict]++
 		case in.Kind == Answer:
 			m["answer-lost-to:"+out.Verdict]++
+		case in.Kind == GuessAnswer && out.Applied:
+			m["guess-answer-applied"]++
 		}
 		for _, e := range out.Entries {
 			switch {
@@ -461,4 +501,21 @@ func stats(ops []porcupine.Operation) map[string]int {
 		}
 	}
 	return m
+}
+
+// failingPartitions lists, for each partition that is not linearizable on
+// its own, its operations in call order.
+func failingPartitions(model porcupine.Model, history []porcupine.Operation) string {
+	var b strings.Builder
+	for _, part := range partition(history) {
+		if porcupine.CheckOperations(model, part) {
+			continue
+		}
+		sort.Slice(part, func(i, j int) bool { return part[i].Call < part[j].Call })
+		fmt.Fprintf(&b, "\npartition %s:\n", part[0].Input.(Input).Entity)
+		for _, op := range part {
+			fmt.Fprintf(&b, "  [%4d,%4d] client %d: %s\n", op.Call, op.Return, op.ClientId, describe(op.Input, op.Output))
+		}
+	}
+	return b.String()
 }
