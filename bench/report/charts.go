@@ -35,9 +35,9 @@ func chartBars(path, title, ylabel string, bars []bar) error {
 	bc.Color = plotutil.Color(0)
 	p.Add(bc)
 	p.NominalX(names...)
-	p.X.Tick.Label.Rotation = 0.35
-	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = -0.9, -0.2
-	return save(p, path, vg.Points(120+90*float64(len(names))), 5*vg.Inch)
+	p.X.Tick.Label.Rotation = 0.2
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = -0.8, -0.2
+	return save(p, path, vg.Points(200+220*float64(len(names))), 5*vg.Inch)
 }
 
 // chartBenchmarks shows ns/op of every Go benchmark (log scale).
@@ -134,6 +134,6 @@ func chartSoak(path string, rows []soakRow) error {
 	}
 	p.Y.Min = 0
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
+	p.Legend.Top = false
 	return save(p, path, 7*vg.Inch, 4*vg.Inch)
 }

@@ -293,7 +293,7 @@ func proofCounts(quick bool) string {
 			}
 		}
 	}
-	b.WriteString("\nA longer run: `DONT_LINEARIZE_OPS=100000 go test ./internal/linearize/ -run Linearizable -v -timeout 2h`.\n")
+	b.WriteString("\nA longer run: `DONT_LINEARIZE_OPS=100000 go test ./internal/linearize/ -run Linearizable -v -timeout 3h`.\n")
 	return b.String()
 }
 
