@@ -154,6 +154,12 @@ func (s *Service) callback(ctx context.Context, in TransitionInput) (Result, err
 		}
 		tx, e2, err := s.transitionTx(ctx, e, in)
 		if err != nil {
+			// The entity refuses the transition. If the spawn was resolved
+			// since it was read, this callback lost the race: say who won
+			// rather than blame the entity's newer status.
+			if again, rerr := s.spawnRecord(ctx, sp.ID); rerr == nil && again.State != spawn.Pending {
+				return s.alreadyResolved(ctx, again)
+			}
 			return res, err
 		}
 		now := s.now()
