@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/dont-cli/dont/internal/client"
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/project"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/tools"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// app is one invocation: its streams, environment and global flags.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	start          time.Time
+
+	jsonOut  bool
+	direct   bool
+	endpoint string
+	mode     string
+	exit     int
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, start: time.Now()}
+}
+
+func (a *app) run(ctx context.Context, argv []string) int {
+	root := a.rootCommand()
+	root.SetArgs(argv)
+	if err := root.ExecuteContext(ctx); err != nil {
+		a.fail(err)
+	}
+	return a.exit
+}
+
+func (a *app) stdoutTTY() bool {
+	f, ok := a.stdout.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// machine reports whether output is the JSON envelope: --json, or stdout
+// is not a terminal (an agent is reading).
+func (a *app) machine() bool { return a.jsonOut || !a.stdoutTTY() }
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "dont",
+		Short:         "A ledger of claims with enforced doubt, and the hand-off protocols agent harnesses need.",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print the JSON envelope (default when stdout is not a terminal)")
+	root.PersistentFlags().BoolVar(&a.direct, "direct", false, "direct mode: call the configured LLM provider instead of emitting a spawn_request")
+	root.PersistentFlags().StringVar(&a.endpoint, "endpoint", "", "send every verb to this dont API (default $DONT_ENDPOINT; token from $DONT_TOKEN)")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return errs.E(errs.Usage, err.Error(), errs.Step{Command: c.CommandPath() + " --help", Description: "see the flags"})
+	})
+	root.SetOut(a.stderr)
+	root.SetErr(a.stderr)
+	root.AddCommand(a.initCommand(), a.serveCommand())
+	groups := map[string]*cobra.Command{}
+	for _, t := range tools.All() {
+		group, _, grouped := strings.Cut(t.Name, ".")
+		if !grouped {
+			root.AddCommand(a.toolCommand(t))
+			continue
+		}
+		parent, ok := groups[group]
+		if !ok {
+			parent = &cobra.Command{Use: group, Short: tools.GroupSummary(group), Args: a.argCount(0),
+				RunE: func(c *cobra.Command, _ []string) error { return c.Help() }}
+			groups[group] = parent
+			root.AddCommand(parent)
+		}
+		parent.AddCommand(a.toolCommand(t))
+	}
+	return root
+}
+
+func (a *app) initCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "init",
+		Short: "Create .dont/ (database and config.toml) in this folder or DONT_PROJECT_DIR.",
+		Args:  a.argCount(0),
+		RunE: func(c *cobra.Command, _ []string) error {
+			root := a.getenv("DONT_PROJECT_DIR")
+			if root == "" {
+				wd, err := os.Getwd()
+				if err != nil {
+					return errs.E(errs.StoreError, "cannot read the working directory").Wrap(err)
+				}
+				root = wd
+			}
+			p, err := project.Init(c.Context(), root)
+			if err != nil {
+				return err
+			}
+			a.emit(service.Result{Kind: "init", Data: map[string]string{"root": p.Root, "database": p.DBPath(), "config": p.ConfigPath()},
+				Hints: []string{"dont conclude \"<statement>\" --json  # record a claim"}})
+			return nil
+		},
+	}
+}
+
+// toolCommand makes a cobra command from a tool definition.
+func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
+	var positional []tools.Param
+	_, use, _ := strings.Cut(t.Name, ".")
+	if use == "" {
+		use = t.Name
+	}
+	for _, p := range t.Params {
+		if p.Positional {
+			positional = append(positional, p)
+			use += " <" + p.Name + ">"
+		}
+	}
+	c := &cobra.Command{Use: use, Short: t.Summary, Args: a.argCount(len(positional))}
+	for _, p := range t.Params {
+		if p.Positional || p.Internal {
+			continue
+		}
+		flag := strings.ReplaceAll(p.Name, "_", "-")
+		switch p.Type {
+		case tools.String:
+			c.Flags().StringP(flag, p.Short, "", p.Description)
+		case tools.Strings:
+			c.Flags().StringArrayP(flag, p.Short, nil, p.Description)
+		case tools.Number:
+			c.Flags().Float64P(flag, p.Short, 0, p.Description)
+		case tools.Integer:
+			def, _ := p.Default.(int)
+			c.Flags().IntP(flag, p.Short, def, p.Description)
+		case tools.Boolean:
+			c.Flags().BoolP(flag, p.Short, false, p.Description)
+		}
+	}
+	c.RunE = func(c *cobra.Command, argv []string) error {
+		args := map[string]any{}
+		for i, p := range positional {
+			args[p.Name] = argv[i]
+		}
+		for _, p := range t.Params {
+			if p.Positional || p.Internal {
+				continue
+			}
+			flag := strings.ReplaceAll(p.Name, "_", "-")
+			if !c.Flags().Changed(flag) {
+				if p.Env != "" && a.getenv(p.Env) != "" {
+					args[p.Name] = a.getenv(p.Env)
+				}
+				continue
+			}
+			switch p.Type {
+			case tools.String:
+				args[p.Name], _ = c.Flags().GetString(flag)
+			case tools.Strings:
+				args[p.Name], _ = c.Flags().GetStringArray(flag)
+			case tools.Number:
+				args[p.Name], _ = c.Flags().GetFloat64(flag)
+			case tools.Integer:
+				n, _ := c.Flags().GetInt(flag)
+				args[p.Name] = float64(n)
+			case tools.Boolean:
+				args[p.Name], _ = c.Flags().GetBool(flag)
+			}
+		}
+		if hasParam(t, "mode") {
+			a.mode = spawn.DetectMode(spawn.Signals{Direct: a.direct, HarnessEnv: a.getenv("DONT_HARNESS"), StdoutTTY: a.stdoutTTY()})
+			args["mode"] = a.mode
+		}
+		return a.call(c.Context(), t, args)
+	}
+	return c
+}
+
+func hasParam(t *tools.Tool, name string) bool {
+	for _, p := range t.Params {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *app) argCount(n int) cobra.PositionalArgs {
+	return func(c *cobra.Command, argv []string) error {
+		if len(argv) != n {
+			return errs.E(errs.Usage, fmt.Sprintf("%s takes %d argument(s), got %d", c.Name(), n, len(argv)),
+				errs.Step{Command: c.CommandPath() + " --help", Description: "see the usage"})
+		}
+		return nil
+	}
+}
+
+// remote is the API endpoint verbs go to, or "" for the embedded store.
+func (a *app) remote() string {
+	if a.endpoint != "" {
+		return a.endpoint
+	}
+	return a.getenv("DONT_ENDPOINT")
+}
+
+// call runs a tool against the remote API or the embedded store.
+func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) error {
+	if ep := a.remote(); ep != "" {
+		env, err := (&client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN")}).Call(ctx, t.Name, args)
+		if err != nil {
+			return err
+		}
+		a.print(env)
+		if !env.OK {
+			a.exit = errs.ExitCode(client.ErrorOf(env))
+		}
+		return nil
+	}
+	svc, closeStore, err := a.embedded(t)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	res, err := tools.Call(ctx, svc, t.Name, args)
+	if err != nil {
+		a.failWith(err, res.Warnings)
+		return nil
+	}
+	a.emit(res)
+	return nil
+}
+
+// embedded opens the project's SQLite store. Configuration is read only by
+// the verbs that need it, to keep start-up lean.
+func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
+	wd, _ := os.Getwd()
+	p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := a.openStore(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc := &service.Service{Store: store, Tokens: store, Author: a.author()}
+	if hasParam(t, "mode") {
+		cfg, err := p.LoadConfig()
+		if err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+		if svc.SpawnTimeout, err = cfg.Timeout(a.getenv("DONT_SPAWN_TIMEOUT")); err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+	}
+	return svc, func() { store.Close() }, nil
+}
+
+// openStore opens the project's SQLite file, with the fault injection
+// tests ask for through DONT_FAULT_COMMIT_DELAY.
+func (a *app) openStore(p project.Project) (*sqlite.Store, error) {
+	store, err := sqlite.Open(p.DBPath())
+	if err != nil {
+		return nil, errs.E(errs.StoreError, "cannot open "+p.DBPath()).Wrap(err)
+	}
+	if d := a.getenv("DONT_FAULT_COMMIT_DELAY"); d != "" {
+		store.CommitDelay, _ = time.ParseDuration(d)
+		store.OnHold = func() {
+			fmt.Fprintf(a.stderr, "fault-injection: holding the write transaction open for %s\n", store.CommitDelay)
+		}
+	}
+	return store, nil
+}
+
+func (a *app) author() string {
+	if v := a.getenv("DONT_AUTHOR"); v != "" {
+		return v
+	}
+	if v := a.getenv("USER"); v != "" {
+		return v
+	}
+	return "cli"
+}
+
+func (a *app) meta() envelope.Meta {
+	return envelope.Meta{DurationMS: time.Since(a.start).Milliseconds(), RequestID: ids.New(ids.Request, a.start), Mode: a.mode}
+}
+
+// emit prints a success envelope (or its human rendering).
+func (a *app) emit(res service.Result) {
+	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
+	if err != nil {
+		a.fail(errs.E(errs.Internal, "cannot encode the result").Wrap(err))
+		return
+	}
+	env.Meta = a.meta()
+	a.exit = 0
+	a.print(env)
+}
+
+// print writes an envelope as JSON for machines, or renders it for a person.
+func (a *app) print(env envelope.Envelope) {
+	if a.machine() {
+		a.stdout.Write(envelope.Marshal(env))
+		return
+	}
+	if !env.OK {
+		renderError(a.stderr, client.ErrorOf(env))
+		return
+	}
+	renderHuman(a.stdout, a.stderr, env)
+}
+
+func (a *app) fail(err error) { a.failWith(err, nil) }
+
+func (a *app) failWith(err error, warnings []envelope.Warning) {
+	env := envelope.Fail(err, warnings)
+	env.Meta = a.meta()
+	a.exit = errs.ExitCode(err)
+	a.print(env)
+}

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dont-cli-test")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "dont")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	env    map[string]any
+	stdout string
+	stderr string
+	exit   int
+}
+
+func (r result) data() map[string]any { d, _ := r.env["data"].(map[string]any); return d }
+func (r result) str(k string) string  { s, _ := r.data()[k].(string); return s }
+
+// testProject is a fresh project folder driven through the real binary.
+type testProject struct {
+	t   *testing.T
+	dir string
+	env []string
+}
+
+func newProject(t *testing.T, env ...string) *testProject {
+	p := &testProject{t: t, dir: t.TempDir(), env: env}
+	if r := p.run("init"); r.exit != 0 {
+		t.Fatalf("init: %s %s", r.stdout, r.stderr)
+	}
+	return p
+}
+
+func (p *testProject) cmd(args ...string) *exec.Cmd {
+	c := exec.Command(binary, args...)
+	c.Dir = p.dir
+	c.Env = append(os.Environ(), "DONT_HARNESS=", "DONT_PROJECT_DIR=", "DONT_REQUEST_ID=", "DONT_SPAWN_TIMEOUT=")
+	c.Env = append(c.Env, p.env...)
+	return c
+}
+
+func (p *testProject) run(args ...string) result { return p.runEnv(nil, args...) }
+
+func (p *testProject) runEnv(env []string, args ...string) result {
+	p.t.Helper()
+	c := p.cmd(args...)
+	c.Env = append(c.Env, env...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.exit = ee.ExitCode()
+	} else if err != nil {
+		p.t.Fatal(err)
+	}
+	if out.Len() > 0 {
+		if err := json.Unmarshal(out.Bytes(), &r.env); err != nil {
+			p.t.Fatalf("stdout is not one JSON envelope: %q", out.String())
+		}
+	}
+	return r
+}
+
+func (p *testProject) ok(args ...string) result {
+	p.t.Helper()
+	r := p.run(args...)
+	if r.exit != 0 || r.env["ok"] != true {
+		p.t.Fatalf("dont %s: exit %d\n%s%s", strings.Join(args, " "), r.exit, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func warnings(r result) []string {
+	var out []string
+	ws, _ := r.env["warnings"].([]any)
+	for _, w := range ws {
+		out = append(out, w.(map[string]any)["code"].(string))
+	}
+	return out
+}
+
+func TestDirectCLIHarnessConsumesStdoutEnvelope(t *testing.T) {
+	p := newProject(t)
+	id := p.ok("conclude", "water boils at 100 C at sea level", "--json").str("id")
+	spawnReq := p.ok("assume", id, "--json")
+	if spawnReq.env["envelope_kind"] != "spawn_request" {
+		t.Fatalf("envelope_kind = %v", spawnReq.env["envelope_kind"])
+	}
+	rid := spawnReq.str("request_id")
+	ctx := spawnReq.data()["context"].(map[string]any)
+	if ctx["clean"] != true || ctx["prompt"] == "" || fmt.Sprint(ctx["allowed_tools"]) != "[show dismiss trust]" {
+		t.Fatalf("context = %v", ctx)
+	}
+	r := p.ok("dismiss", id, "--evidence", "https://example.org/boiling", "--request-id", rid, "--json")
+	if r.str("status") != "verified" || r.data()["resolution"].(map[string]any)["outcome"] != "callback-applied" {
+		t.Fatalf("callback: %s", r.stdout)
+	}
+	all := p.ok("spawns", "--all", "--json")
+	if all.data()["count"] != 1.0 {
+		t.Fatalf("spawns --all: %s", all.stdout)
+	}
+}
+
+func TestPipedStdoutImpliesHarnessMode(t *testing.T) {
+	p := newProject(t)
+	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	r := p.ok("overlook", id) // no --json, stdout is a pipe
+	if r.env["envelope_kind"] != "spawn_request" || r.env["meta"].(map[string]any)["mode"] != "harness" {
+		t.Fatalf("piped overlook: %s", r.stdout)
+	}
+}
+
+func TestDirectFlagOverridesEnvironment(t *testing.T) {
+	p := newProject(t)
+	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	r := p.runEnv([]string{"DONT_HARNESS=1"}, "assume", id, "--direct", "--json")
+	if r.exit != 3 || r.data()["code"] != "config-missing" {
+		t.Fatalf("--direct with DONT_HARNESS=1: exit %d %s", r.exit, r.stdout)
+	}
+	if p.ok("spawns", "--all").data()["count"] != 0.0 {
+		t.Fatal("a refused direct call stored a spawn")
+	}
+}
+
+func TestCommandsOutsideAProjectRefuse(t *testing.T) {
+	p := &testProject{t: t, dir: t.TempDir()}
+	r := p.run("list", "--json")
+	if r.exit != 3 || r.data()["code"] != "not-initialised" {
+		t.Fatalf("outside a project: exit %d %s", r.exit, r.stdout)
+	}
+	rem := r.data()["remediation"].([]any)
+	if len(rem) == 0 || rem[0].(map[string]any)["command"] != "dont init" {
+		t.Fatalf("remediation = %v", rem)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, ".dont")); err == nil {
+		t.Fatal("a refused command created .dont/")
+	}
+}
+
+func TestProjectDirFromEnvironment(t *testing.T) {
+	p := newProject(t)
+	elsewhere := &testProject{t: t, dir: t.TempDir(), env: []string{"DONT_PROJECT_DIR=" + p.dir}}
+	id := elsewhere.ok("conclude", "remote folder claim").str("id")
+	if p.ok("show", id).str("id") != id {
+		t.Fatal("DONT_PROJECT_DIR did not select the project")
+	}
+}
+
+func TestBadInputGetsUsageErrorAndChangesNothing(t *testing.T) {
+	p := newProject(t)
+	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	for _, args := range [][]string{
+		{"conclude"},
+		{"conclude", "x", "--no-such-flag"},
+		{"trust", id},
+		{"trust", id, "--reason", ""},
+		{"trust", id, "--reason", "seems off, maybe wrong"},
+		{"dismiss", id, "--evidence", "not a uri"},
+		{"show", "claim:nope"},
+		{"guess", "q?", "--n", "0"},
+		{"list", "--status", "bogus"},
+		{"spawns", "--pending", "--all"},
+		{"lock", id},
+	} {
+		r := p.run(append(args, "--json")...)
+		if r.exit == 0 || r.env["ok"] != false || r.env["envelope_kind"] != "error" {
+			t.Fatalf("%v: exit %d %s", args, r.exit, r.stdout)
+		}
+		if rem, _ := r.data()["remediation"].([]any); len(rem) == 0 {
+			t.Fatalf("%v: empty remediation: %s", args, r.stdout)
+		}
+	}
+	hist := p.ok("show", id, "--history").data()["history"].([]any)
+	if len(hist) != 1 || p.ok("show", id).str("status") != "unverified" {
+		t.Fatalf("bad input changed state: %d events", len(hist))
+	}
+	if r := p.run("conclude", "--json"); r.exit != 2 {
+		t.Fatalf("usage error exit %d, want 2", r.exit)
+	}
+}
+
+func TestRequestIDFromEnvironment(t *testing.T) {
+	p := newProject(t)
+	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	rid := p.ok("assume", id).str("request_id")
+	r := p.runEnv([]string{"DONT_REQUEST_ID=" + rid}, "trust", id, "--reason", "at 1 atm it is 99.97 C per ITS-90")
+	if r.exit != 0 || r.data()["resolution"].(map[string]any)["request_id"] != rid {
+		t.Fatalf("DONT_REQUEST_ID ignored: %s", r.stdout)
+	}
+}
+
+func TestUnknownRequestIDExitsThree(t *testing.T) {
+	p := newProject(t)
+	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	r := p.run("dismiss", id, "--evidence", "doi:10.1000/182", "--request-id", "spawn:01HX05A9K8VP0000000000000A")
+	if r.exit != 3 || r.data()["code"] != "spawn-not-found" {
+		t.Fatalf("exit %d %s", r.exit, r.stdout)
+	}
+}
+
+func TestSpawnTimeoutFromEnvironmentAndNextInvocationSweeps(t *testing.T) {
+	p := newProject(t, "DONT_SPAWN_TIMEOUT=1ms")
+	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	p.ok("dismiss", id, "--evidence", "https://example.org/a")
+	rid := p.ok("assume", id).str("request_id")
+	r := p.ok("list")
+	if hints := fmt.Sprint(r.env["hints"]); !strings.Contains(hints, rid+" timed out") {
+		t.Fatalf("the next invocation did not sweep: hints %s", hints)
+	}
+	if st := p.ok("show", id).str("status"); st != "verified" {
+		t.Fatalf("status %s, want verified restored", st)
+	}
+	to := p.ok("spawns", "--timed-out").data()
+	if to["count"] != 1.0 {
+		t.Fatalf("timed-out view: %v", to)
+	}
+	if bad := p.runEnv([]string{"DONT_SPAWN_TIMEOUT=soon"}, "assume", id); bad.exit != 3 || bad.data()["code"] != "config-invalid" {
+		t.Fatalf("bad DONT_SPAWN_TIMEOUT: exit %d %s", bad.exit, bad.stdout)
+	}
+}
+
+// Many separate dont processes race on one SQLite file: callbacks against
+// sweeps on an expired request. Exactly one resolver commits.
+func TestManyProcessesTimeoutAndCallbackRaceYieldsOneResolver(t *testing.T) {
+	p := newProject(t)
+	for round := 0; round < 3; round++ {
+		id := p.ok("conclude", fmt.Sprintf("claim %d", round)).str("id")
+		p.ok("dismiss", id, "--evidence", "https://example.org/a")
+		rid := p.runEnv([]string{"DONT_SPAWN_TIMEOUT=1ms"}, "assume", id).str("request_id")
+		var wg sync.WaitGroup
+		results := make([]result, 8)
+		for i := range results {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				if i%2 == 0 {
+					results[i] = p.run("sweep")
+				} else {
+					results[i] = p.run("trust", id, "--reason", "ITS-90 gives 99.97 C", "--request-id", rid)
+				}
+			}(i)
+		}
+		wg.Wait()
+		resolvers := 0
+		for i, r := range results {
+			if r.exit != 0 {
+				t.Fatalf("process %d: exit %d %s %s", i, r.exit, r.stdout, r.stderr)
+			}
+			if i%2 == 0 {
+				resolvers += len(r.data()["timed_out"].([]any))
+			} else if r.data()["resolution"].(map[string]any)["applied"] == true {
+				resolvers++
+			} else if w := warnings(r); len(w) == 0 {
+				t.Fatalf("a losing callback carried no warning: %s", r.stdout)
+			}
+		}
+		if resolvers != 1 {
+			t.Fatalf("round %d: %d resolvers committed", round, resolvers)
+		}
+		hist := p.ok("show", id, "--history").data()["history"].([]any)
+		n := 0
+		for _, h := range hist {
+			if k := h.(map[string]any)["kind"]; k == "spawn_resolved" || k == "spawn_timeout" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("round %d: %d terminal events", round, n)
+		}
+	}
+}
+
+func TestManyProcessesConcurrentDuplicateCallbacksResolveOnce(t *testing.T) {
+	p := newProject(t)
+	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	rid := p.ok("assume", id).str("request_id")
+	var wg sync.WaitGroup
+	results := make([]result, 6)
+	for i := range results {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i] = p.run("dismiss", id, "--evidence", fmt.Sprintf("https://example.org/%d", i), "--request-id", rid)
+		}(i)
+	}
+	wg.Wait()
+	applied := 0
+	for _, r := range results {
+		if r.data()["resolution"].(map[string]any)["applied"] == true {
+			applied++
+		} else if fmt.Sprint(warnings(r)) != "[spawn-duplicate]" {
+			t.Fatalf("loser warnings %v", warnings(r))
+		}
+	}
+	if applied != 1 {
+		t.Fatalf("%d callbacks applied", applied)
+	}
+}
+
+func TestSignalMidCommandLeavesNoPartialWrite(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		exit int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			p := newProject(t)
+			c := p.cmd("conclude", "never written")
+			c.Env = append(c.Env, "DONT_FAULT_COMMIT_DELAY=20s")
+			stderr, _ := c.StderrPipe()
+			var out bytes.Buffer
+			c.Stdout = &out
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, _ := bufio.NewReader(stderr).ReadString('\n')
+			if !strings.Contains(line, "holding the write transaction open") {
+				t.Fatalf("stderr: %q", line)
+			}
+			c.Process.Signal(tc.sig)
+			done := make(chan error, 1)
+			go func() { done <- c.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				c.Process.Kill()
+				t.Fatal("the command did not stop on the signal")
+			}
+			if c.ProcessState.ExitCode() != tc.exit {
+				t.Fatalf("exit %d, want %d; stdout %s", c.ProcessState.ExitCode(), tc.exit, out.String())
+			}
+			var env map[string]any
+			json.Unmarshal(out.Bytes(), &env)
+			if d, _ := env["data"].(map[string]any); d["code"] != "interrupted" {
+				t.Fatalf("envelope: %s", out.String())
+			}
+			if n := p.ok("list").data()["count"]; n != 0.0 {
+				t.Fatalf("%v entities after an interrupted conclude", n)
+			}
+		})
+	}
+}

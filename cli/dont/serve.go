@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/project"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) serveCommand() *cobra.Command {
+	var addr string
+	var sweepEvery time.Duration
+	var rate float64
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTPS JSON API on this project's embedded store, sweeping expired spawns on a ticker.",
+		Args:  a.argCount(0),
+		RunE: func(c *cobra.Command, _ []string) error {
+			return a.serve(c.Context(), addr, sweepEvery, rate)
+		},
+	}
+	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8787", "listen address (port 0 picks a free port)")
+	c.Flags().DurationVar(&sweepEvery, "sweep-interval", time.Second, "how often the in-process sweeper runs")
+	c.Flags().Float64Var(&rate, "rate", 0, "requests per second per token (0: default 500, negative: no limit)")
+	return c
+}
+
+func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, rate float64) error {
+	wd, _ := os.Getwd()
+	p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
+	if err != nil {
+		return err
+	}
+	cfg, err := p.LoadConfig()
+	if err != nil {
+		return err
+	}
+	timeout, err := cfg.Timeout(a.getenv("DONT_SPAWN_TIMEOUT"))
+	if err != nil {
+		return err
+	}
+	store, err := a.openStore(p)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	log := slog.New(slog.NewJSONHandler(a.stderr, nil))
+	svc := &service.Service{Store: store, Tokens: store, SpawnTimeout: timeout, Author: "api", Log: log}
+	handler := httpapi.New(httpapi.Options{
+		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}},
+		RatePerSecond: rate, Log: log,
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return errs.E(errs.ConfigInvalid, "cannot listen on "+addr+": "+err.Error()).Wrap(err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
+	fmt.Fprintf(a.stdout, "{\"listening\":\"http://%s\"}\n", ln.Addr())
+
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		tick := time.NewTicker(sweepEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if rep, err := svc.Sweep(ctx, 1000); err != nil && ctx.Err() == nil {
+					log.Warn("sweep", "err", err)
+				} else if len(rep.TimedOut) > 0 {
+					log.Info("sweep", "timed_out", len(rep.TimedOut))
+				}
+			}
+		}
+	}()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return errs.E(errs.Internal, "the server stopped: "+err.Error()).Wrap(err)
+	case <-ctx.Done():
+	}
+	// Graceful: stop accepting, let in-flight requests finish their transactions.
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdown)
+	<-sweepDone
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return errs.E(errs.Internal, "shutdown: "+err.Error()).Wrap(err)
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// server is a `dont serve` process on a free port of the project.
+type server struct {
+	cmd      *exec.Cmd
+	endpoint string
+	// holding is closed when the server reports a held write transaction.
+	holding chan struct{}
+}
+
+func (p *testProject) serve(t *testing.T, env ...string) *server {
+	t.Helper()
+	c := p.cmd("serve", "--addr", "127.0.0.1:0", "--sweep-interval", "50ms")
+	c.Env = append(c.Env, env...)
+	out, _ := c.StdoutPipe()
+	errPipe, _ := c.StderrPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("serve printed no address: %v", err)
+	}
+	var l struct{ Listening string }
+	if err := json.Unmarshal([]byte(line), &l); err != nil || l.Listening == "" {
+		t.Fatalf("serve printed %q", line)
+	}
+	srv := &server{cmd: c, endpoint: l.Listening, holding: make(chan struct{})}
+	go func() { // drain the log so the server never blocks on it
+		sc := bufio.NewScanner(errPipe)
+		once := false
+		for sc.Scan() {
+			if !once && strings.Contains(sc.Text(), "holding the write transaction open") {
+				once = true
+				close(srv.holding)
+			}
+		}
+	}()
+	return srv
+}
+
+func (p *testProject) token(role string) string {
+	p.t.Helper()
+	return p.ok("tokens", "create", "--role", role).str("token")
+}
+
+func withoutMeta(r result) string {
+	delete(r.env, "meta")
+	b, _ := json.Marshal(r.env)
+	return string(b)
+}
+
+func TestRemoteCLIPrintsTheSameEnvelopeAsEmbedded(t *testing.T) {
+	p := newProject(t)
+	harness := p.token("harness")
+	srv := p.serve(t)
+	remote := []string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + harness}
+	id := p.runEnv(remote, "conclude", "water boils at 100 C at sea level", "--json").str("id")
+	if !strings.HasPrefix(id, "claim:") {
+		t.Fatal("remote conclude returned no id")
+	}
+	p.runEnv(remote, "trust", id, "--reason", "ITS-90 gives 99.97 C")
+	for _, args := range [][]string{
+		{"show", id, "--history"},
+		{"list"},
+		{"spawns", "--all"},
+		{"show", "claim:01HX05A9K8VP0000000000000A"},
+		{"trust", id, "--reason", "maybe"},
+	} {
+		local, far := p.run(args...), p.runEnv(remote, args...)
+		if local.exit != far.exit || withoutMeta(local) != withoutMeta(far) {
+			t.Fatalf("dont %v differs remotely (exit %d vs %d):\nembedded %s\nremote   %s", args, local.exit, far.exit, local.stdout, far.stdout)
+		}
+	}
+	// The spawn request a remote harness receives is the payload the embedded CLI prints for the same spawn.
+	req := p.runEnv(remote, "assume", id)
+	if req.env["envelope_kind"] != "spawn_request" || req.data()["callback"].(map[string]any)["token"] == "" {
+		t.Fatalf("remote assume: %s", req.stdout)
+	}
+	cb := req.data()["callback"].(map[string]any)["token"].(string)
+	byCallback := p.runEnv([]string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + cb}, "lock", id)
+	if byCallback.exit != 3 || byCallback.data()["code"] != "forbidden" {
+		t.Fatalf("callback token locked: exit %d %s", byCallback.exit, byCallback.stdout)
+	}
+	if r := p.runEnv([]string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN="}, "list"); r.exit != 3 || r.data()["code"] != "unauthenticated" {
+		t.Fatalf("no token: exit %d %s", r.exit, r.stdout)
+	}
+}
+
+func TestServeShutsDownGracefullyOnSIGTERM(t *testing.T) {
+	p := newProject(t)
+	harness := p.token("harness")
+	srv := p.serve(t, "DONT_FAULT_COMMIT_DELAY=1500ms")
+	c := p.cmd("conclude", "in flight during shutdown")
+	c.Env = append(c.Env, "DONT_ENDPOINT="+srv.endpoint, "DONT_TOKEN="+harness)
+	var out strings.Builder
+	c.Stdout = &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The request is in flight once the server holds its write transaction open.
+	select {
+	case <-srv.holding:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request never reached the server's store")
+	}
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	if err := c.Wait(); err != nil {
+		t.Fatalf("in-flight request failed during shutdown: %v %s", err, out.String())
+	}
+	if err := srv.cmd.Wait(); err != nil {
+		t.Fatalf("serve exit: %v", err)
+	}
+	if !strings.Contains(out.String(), `"ok":true`) {
+		t.Fatalf("in-flight request: %s", out.String())
+	}
+	if n := p.ok("list").data()["count"]; n != 1.0 {
+		t.Fatalf("%v entities after shutdown", n)
+	}
+}
+
+func TestATokenNeverReachesAnotherProjectsData(t *testing.T) {
+	a, b := newProject(t), newProject(t)
+	tokenA := a.token("admin")
+	secret := a.ok("conclude", "project A's claim").str("id")
+	srvB := b.serve(t)
+	r := b.runEnv([]string{"DONT_ENDPOINT=" + srvB.endpoint, "DONT_TOKEN=" + tokenA}, "show", secret)
+	if r.exit != 3 || r.data()["code"] != "unauthenticated" {
+		t.Fatalf("project A's token on project B's server: exit %d %s", r.exit, r.stdout)
+	}
+	reqA := a.ok("assume", secret)
+	cbA := reqA.data()["callback"].(map[string]any)["token"].(string)
+	r = b.runEnv([]string{"DONT_ENDPOINT=" + srvB.endpoint, "DONT_TOKEN=" + cbA}, "show", secret)
+	if r.exit != 3 || r.data()["code"] != "unauthenticated" {
+		t.Fatalf("project A's callback token on project B's server: exit %d %s", r.exit, r.stdout)
+	}
+}

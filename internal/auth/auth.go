@@ -1,0 +1,121 @@
+// Package auth holds dont's credentials: bearer tokens (random, shown once,
+// stored as SHA-256 hashes, compared in constant time) with roles, and
+// per-spawn callback tokens (an HMAC of the request id under the project's
+// secret, so they are never stored at all). It decides which tools a
+// principal may call; it does no I/O.
+package auth
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"time"
+)
+
+// Roles of bearer tokens.
+const (
+	RoleHarness  = "harness"  // creates and reads claims and spawns, opens sessions, requests escalations
+	RoleApprover = "approver" // answers approvals
+	RoleAdmin    = "admin"    // manages tokens
+	// RoleCallback is the role of a spawn's callback token.
+	RoleCallback = "callback"
+)
+
+// Roles lists the roles a bearer token can have.
+var Roles = []string{RoleHarness, RoleApprover, RoleAdmin}
+
+// ValidRole reports whether r is a bearer token role.
+func ValidRole(r string) bool {
+	for _, x := range Roles {
+		if r == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Token is a stored bearer token: never the secret, only its hash.
+type Token struct {
+	ID        string     `json:"id"`
+	Project   string     `json:"project,omitempty"`
+	Role      string     `json:"role"`
+	Name      string     `json:"name,omitempty"`
+	Hash      string     `json:"-"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+const (
+	bearerPrefix   = "dont_"
+	callbackPrefix = "dontcb_"
+)
+
+// NewSecret returns a token's secret part: 256 random bits.
+func NewSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// BearerString is the whole token a client presents: dont_<id>_<secret>.
+func BearerString(id, secret string) string { return bearerPrefix + id + "_" + secret }
+
+// ParseBearer splits a presented bearer token into id and secret.
+func ParseBearer(tok string) (id, secret string, ok bool) {
+	rest, found := strings.CutPrefix(tok, bearerPrefix)
+	if !found {
+		return "", "", false
+	}
+	// Ids have no underscore; secrets (base64url) may.
+	id, secret, found = strings.Cut(rest, "_")
+	if !found || id == "" || secret == "" {
+		return "", "", false
+	}
+	return id, secret, true
+}
+
+// Hash is what is stored for a secret.
+func Hash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// Matches compares a presented secret with a stored hash in constant time.
+func Matches(secret, hash string) bool {
+	return subtle.ConstantTimeCompare([]byte(Hash(secret)), []byte(hash)) == 1
+}
+
+// CallbackToken is the token a spawn request carries: it names the request
+// and proves the project issued it.
+func CallbackToken(projectSecret []byte, requestID string) string {
+	return callbackPrefix + requestID + "_" + mac(projectSecret, requestID)
+}
+
+// ParseCallback checks a callback token's MAC and returns its request id.
+func ParseCallback(projectSecret []byte, tok string) (requestID string, ok bool) {
+	rest, found := strings.CutPrefix(tok, callbackPrefix)
+	if !found {
+		return "", false
+	}
+	requestID, sig, found := strings.Cut(rest, "_")
+	if !found || requestID == "" {
+		return "", false
+	}
+	want := mac(projectSecret, requestID)
+	return requestID, subtle.ConstantTimeCompare([]byte(sig), []byte(want)) == 1
+}
+
+// IsCallback reports whether a presented token is shaped like a callback token.
+func IsCallback(tok string) bool { return strings.HasPrefix(tok, callbackPrefix) }
+
+func mac(secret []byte, requestID string) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("dont-callback-v1\x00" + requestID))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}

@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/dont-cli/dont/internal/errs"
+	"golang.org/x/time/rate"
+)
+
+// limiter is a token bucket per token id.
+type limiter struct {
+	mu      sync.Mutex
+	rate    rate.Limit
+	burst   int
+	buckets map[string]*rate.Limiter
+}
+
+func newLimiter(perSecond float64, burst int) *limiter {
+	if burst <= 0 {
+		burst = int(perSecond) + 1
+	}
+	return &limiter{rate: rate.Limit(perSecond), burst: burst, buckets: map[string]*rate.Limiter{}}
+}
+
+// allow takes one token from key's bucket, or says how long to wait.
+func (l *limiter) allow(key string) (time.Duration, bool) {
+	l.mu.Lock()
+	b, ok := l.buckets[key]
+	if !ok {
+		b = rate.NewLimiter(l.rate, l.burst)
+		l.buckets[key] = b
+	}
+	l.mu.Unlock()
+	now := time.Now()
+	res := b.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return d, false
+	}
+	return 0, true
+}
+
+// IdempotencyStore keeps the first response to each Idempotency-Key.
+type IdempotencyStore interface {
+	// Claim reserves key for a request whose body hashes to fingerprint. If
+	// the key is already known it returns the stored record instead.
+	Claim(ctx context.Context, key, fingerprint string, now time.Time) (existing *Stored, err error)
+	// Complete stores the response of the claimed key.
+	Complete(ctx context.Context, key string, status int, body []byte) error
+	// Release forgets a claimed key whose request did not finish.
+	Release(ctx context.Context, key string) error
+}
+
+// Stored is a remembered request.
+type Stored struct {
+	Fingerprint string
+	Done        bool
+	Status      int
+	Body        []byte
+}
+
+type idempotency struct {
+	store   IdempotencyStore
+	key     string
+	scope   string
+	claimed bool
+}
+
+// begin claims the key, or returns the first response to replay.
+func (i *idempotency) begin(ctx context.Context, body []byte) (*Stored, error) {
+	if i.store == nil || i.key == "" {
+		return nil, nil
+	}
+	if len(i.key) > 255 {
+		return nil, errs.E(errs.InvalidArgument, "Idempotency-Key is longer than 255 bytes")
+	}
+	sum := sha256.Sum256(body)
+	fp := hex.EncodeToString(sum[:])
+	existing, err := i.store.Claim(ctx, i.scope+"/"+i.key, fp, time.Now())
+	if err != nil {
+		return nil, errs.E(errs.StoreError, "cannot record the Idempotency-Key").Wrap(err)
+	}
+	if existing == nil {
+		i.claimed = true
+		return nil, nil
+	}
+	if existing.Fingerprint != fp {
+		return nil, errs.E(IdempotencyMismatch, "this Idempotency-Key was used for a different request")
+	}
+	if !existing.Done {
+		return nil, errs.E(IdempotencyConflict, "the first request with this Idempotency-Key is still running")
+	}
+	return existing, nil
+}
+
+// finish stores the response. Responses of interrupted requests are not
+// remembered: the key is released so a retry runs again.
+func (i *idempotency) finish(ctx context.Context, status int, body []byte) {
+	if !i.claimed {
+		return
+	}
+	if status == 499 || ctx.Err() != nil {
+		i.store.Release(context.WithoutCancel(ctx), i.scope+"/"+i.key)
+		return
+	}
+	i.store.Complete(context.WithoutCancel(ctx), i.scope+"/"+i.key, status, body)
+}

@@ -1,0 +1,258 @@
+// Package httpapi is dont's HTTPS JSON API as one net/http handler. The
+// same handler runs under `dont serve`, in the API Lambda function and in
+// tests. It decodes, authenticates, authorises and calls the tool surface;
+// rules live in the service.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/tools"
+)
+
+// Project is what one authenticated caller works on.
+type Project struct {
+	Service     *service.Service
+	Idempotency IdempotencyStore // optional
+}
+
+// Backend resolves a presented token to its principal and project.
+type Backend interface {
+	Authenticate(ctx context.Context, presented string) (auth.Principal, Project, error)
+}
+
+// SingleProject is the backend of `dont serve`: one project, its tokens in its store.
+type SingleProject struct{ Project Project }
+
+// Authenticate implements Backend.
+func (b SingleProject) Authenticate(ctx context.Context, presented string) (auth.Principal, Project, error) {
+	p, err := b.Project.Service.Authenticate(ctx, presented)
+	return p, b.Project, err
+}
+
+// Options configure the handler.
+type Options struct {
+	Backend Backend
+	// MaxBody caps request bodies (default 64 KiB).
+	MaxBody int64
+	// RatePerSecond and Burst limit each token; RatePerSecond < 0 disables.
+	RatePerSecond float64
+	Burst         int
+	Log           *slog.Logger
+}
+
+// DefaultMaxBody is the request body cap.
+const DefaultMaxBody = 64 << 10
+
+type server struct {
+	opts    Options
+	limiter *limiter
+	log     *slog.Logger
+}
+
+// New returns the API handler.
+func New(o Options) http.Handler {
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	if o.RatePerSecond == 0 {
+		o.RatePerSecond, o.Burst = 500, 1000
+	}
+	s := &server{opts: o, log: o.Log}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if o.RatePerSecond > 0 {
+		s.limiter = newLimiter(o.RatePerSecond, o.Burst)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/health", s.method(http.MethodGet, s.health))
+	mux.HandleFunc("/v1/tools", s.method(http.MethodGet, s.toolList))
+	mux.HandleFunc("/v1/openapi.json", s.method(http.MethodGet, s.openapi))
+	mux.HandleFunc("/v1/tools/{name}", s.method(http.MethodPost, s.call))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, errs.E(NotFoundRoute, "no route "+r.Method+" "+r.URL.Path))
+	})
+	return mux
+}
+
+// API-only error codes.
+const (
+	NotFoundRoute        errs.Code = "route-not-found"
+	MethodNotAllowed     errs.Code = "method-not-allowed"
+	BodyTooLarge         errs.Code = "body-too-large"
+	BadJSON              errs.Code = "bad-json"
+	IdempotencyConflict  errs.Code = "idempotency-in-progress"
+	IdempotencyMismatch  errs.Code = "idempotency-key-reused"
+	UnsupportedMediaType errs.Code = "unsupported-media-type"
+)
+
+func init() {
+	openapiStep := errs.Step{Command: "curl $DONT_ENDPOINT/v1/openapi.json", Description: "read the API description"}
+	errs.Register(NotFoundRoute, errs.ExitUsage, http.StatusNotFound, openapiStep)
+	errs.Register(MethodNotAllowed, errs.ExitUsage, http.StatusMethodNotAllowed, openapiStep)
+	errs.Register(BodyTooLarge, errs.ExitUsage, http.StatusRequestEntityTooLarge, errs.Step{Command: "dont <tool> --args-file <smaller file>", Description: "send a body under 64 KiB"})
+	errs.Register(BadJSON, errs.ExitUsage, http.StatusBadRequest, errs.Step{Command: `curl -d '{"args":{…}}' $DONT_ENDPOINT/v1/tools/<name>`, Description: `send one JSON object {"args": {…}}`})
+	errs.Register(UnsupportedMediaType, errs.ExitUsage, http.StatusUnsupportedMediaType, errs.Step{Command: "curl -H 'Content-Type: application/json' …", Description: "send application/json"})
+	errs.Register(IdempotencyConflict, errs.ExitState, http.StatusConflict, errs.Step{Command: "retry with the same Idempotency-Key after a second", Description: "the first request with this key is still running"})
+	errs.Register(IdempotencyMismatch, errs.ExitUsage, http.StatusUnprocessableEntity, errs.Step{Command: "use a fresh Idempotency-Key", Description: "a key may only be reused for the identical request"})
+}
+
+func (s *server) method(m string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != m {
+			w.Header().Set("Allow", m)
+			s.fail(w, r, errs.E(MethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+"; use "+m))
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *server) health(w http.ResponseWriter, r *http.Request) {
+	s.write(w, r, http.StatusOK, service.Result{Kind: "health", Data: map[string]any{"ok": true}}, time.Now())
+}
+
+// callRequest is the body of POST /v1/tools/{name}.
+type callRequest struct {
+	Args map[string]any `json:"args"`
+}
+
+func (s *server) call(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	name := r.PathValue("name")
+	t, ok := tools.Lookup(name)
+	if !ok {
+		s.fail(w, r, errs.E(NotFoundRoute, "unknown tool "+quote(name), errs.Step{Command: "curl $DONT_ENDPOINT/v1/tools", Description: "list the tools"}))
+		return
+	}
+	principal, project, err := s.opts.Backend.Authenticate(r.Context(), bearer(r))
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="dont"`)
+		s.fail(w, r, err)
+		return
+	}
+	if s.limiter != nil {
+		if wait, ok := s.limiter.allow(principal.TokenID + principal.RequestID); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
+			s.fail(w, r, errs.E(service.RateLimited, "rate limit exceeded for this token"))
+			return
+		}
+	}
+	body, err := readBody(w, r, s.opts.MaxBody)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req, err := decodeCall(body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	replay := idempotency{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: principal.TokenID + principal.RequestID + "/" + name}
+	if done, err := replay.begin(r.Context(), body); err != nil || done != nil {
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(done.Status)
+		w.Write(done.Body)
+		return
+	}
+	if err := s.authorise(r.Context(), principal, project.Service, t, req.Args); err != nil {
+		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, nil), start)
+		return
+	}
+	res, err := tools.Call(r.Context(), project.Service, name, req.Args)
+	if err != nil {
+		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, res.Warnings), start)
+		return
+	}
+	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
+	if err != nil {
+		s.fail(w, r, errs.E(errs.Internal, "cannot encode the result").Wrap(err))
+		return
+	}
+	s.respond(w, r, replay, http.StatusOK, env, start)
+}
+
+// authorise applies the principal's powers: a role list for bearer
+// tokens, the spawn's own rules for callback tokens.
+func (s *server) authorise(ctx context.Context, p auth.Principal, svc *service.Service, t *tools.Tool, args map[string]any) error {
+	if p.Role == auth.RoleCallback {
+		return svc.CheckCallback(ctx, p, t.Name, args)
+	}
+	if !auth.RoleAllows(p.Role, t.AllowedRoles()) {
+		return errs.E(service.Forbidden, "role "+p.Role+" may not call "+t.Name+" (allowed: "+strings.Join(t.AllowedRoles(), ", ")+")").
+			Unmet("role in " + strings.Join(t.AllowedRoles(), ", "))
+	}
+	return nil
+}
+
+func (s *server) respond(w http.ResponseWriter, r *http.Request, replay idempotency, status int, env envelope.Envelope, start time.Time) {
+	env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: requestID(r)}
+	body := envelope.Marshal(env)
+	replay.finish(r.Context(), status, body)
+	s.log.Info("call", "request_id", env.Meta.RequestID, "path", r.URL.Path, "status", status, "duration_ms", env.Meta.DurationMS)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Request-Id", env.Meta.RequestID)
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func (s *server) write(w http.ResponseWriter, r *http.Request, status int, res service.Result, start time.Time) {
+	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
+	if err != nil {
+		s.fail(w, r, errs.E(errs.Internal, "cannot encode the result").Wrap(err))
+		return
+	}
+	s.respond(w, r, idempotency{}, status, env, start)
+}
+
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	s.respond(w, r, idempotency{}, errStatus(err), envelope.Fail(err, nil), time.Now())
+}
+
+func errStatus(err error) int { return errs.HTTPStatus(err) }
+
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	if tok, ok := strings.CutPrefix(h, "Bearer "); ok {
+		return strings.TrimSpace(tok)
+	}
+	return ""
+}
+
+var requestIDRe = regexp.MustCompile(`^[A-Za-z0-9:._-]{1,64}$`)
+
+// requestID reuses a well-formed X-Request-Id, else makes one (once per request).
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); requestIDRe.MatchString(id) {
+		return id
+	}
+	id := ids.New(ids.Request, time.Now())
+	r.Header.Set("X-Request-Id", id)
+	return id
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,53 @@
+// Package ids makes and checks dont's identifiers: a kind prefix and a ULID,
+// such as claim:01HX05A9K8VP….
+package ids
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Kinds of identifier.
+const (
+	Claim    = "claim"
+	Term     = "term"
+	Spawn    = "spawn"
+	Event    = "event"
+	Approval = "apr"
+	Session  = "ses"
+	Token    = "tok"
+	Request  = "req"
+)
+
+var (
+	mu      sync.Mutex
+	entropy = ulid.Monotonic(ulid.DefaultEntropy(), 0)
+)
+
+// New returns a fresh id of the kind, timestamped at t. IDs made in one
+// process sort in creation order.
+func New(kind string, t time.Time) string {
+	mu.Lock()
+	id := ulid.MustNew(ulid.Timestamp(t), entropy)
+	mu.Unlock()
+	return kind + ":" + id.String()
+}
+
+// Kind returns the prefix of a well-formed id, or "" if id is malformed.
+func Kind(id string) string {
+	kind, rest, ok := strings.Cut(id, ":")
+	if !ok || rest == "" {
+		return ""
+	}
+	switch kind {
+	case Claim, Term, Spawn, Event, Approval, Session, Token, Request:
+		if _, err := ulid.ParseStrict(rest); err != nil {
+			return ""
+		}
+		return kind
+	}
+	return ""
+}

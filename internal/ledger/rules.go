@@ -1,0 +1,155 @@
+package ledger
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"github.com/dont-cli/dont/internal/errs"
+)
+
+// Action is a status-changing verb.
+type Action string
+
+// Status-changing verbs.
+const (
+	Trust   Action = "trust"
+	Dismiss Action = "dismiss"
+	Lock    Action = "lock"
+	Ignore  Action = "ignore"
+	Reopen  Action = "reopen"
+)
+
+// EventKind is the event an action records.
+func (a Action) EventKind() string {
+	switch a {
+	case Trust:
+		return EvTrusted
+	case Dismiss:
+		return EvDismissed
+	case Lock:
+		return EvLocked
+	case Ignore:
+		return EvIgnored
+	}
+	return EvReopened
+}
+
+// Next returns the status an action moves from to, or an invalid-transition error.
+func Next(id string, from Status, a Action) (Status, error) {
+	var to Status
+	allowed := false
+	switch a {
+	case Trust:
+		to, allowed = Doubted, !from.Terminal()
+	case Dismiss:
+		to, allowed = Verified, !from.Terminal()
+	case Lock:
+		to, allowed = Locked, from == Verified
+	case Ignore:
+		to, allowed = Ignored, !from.Terminal()
+	case Reopen:
+		to, allowed = Unverified, from != Unverified && from != Locked
+	}
+	if allowed {
+		return to, nil
+	}
+	e := errs.E(errs.InvalidTransition, string(a)+" is not allowed from "+string(from)).On(id)
+	switch {
+	case a == Lock && !from.Terminal():
+		e.Unmet("status must be verified").Remediation = []errs.Step{{Command: "dont dismiss " + id + " --evidence <uri>", Description: "verify it first, then lock"}}
+	case from == Locked:
+		e.Unmet("locked entities are final").Remediation = []errs.Step{{Command: "dont conclude \"<corrected statement>\"", Description: "record a new claim instead"}}
+	case from == Ignored:
+		e.Unmet("ignored entities must be reopened first").Remediation = []errs.Step{{Command: "dont reopen " + id + " --reason \"<why>\"", Description: "reopen it, then act"}}
+	default:
+		e.Unmet("status must not already be " + string(from)).Remediation = []errs.Step{{Command: "dont show " + id + " --history", Description: "see how it got here"}}
+	}
+	return "", e
+}
+
+// CascadesStale reports whether a dependent in status s goes stale when a
+// dependency is doubted.
+func CascadesStale(s Status) bool { return s == Unverified || s == Verified }
+
+var hedgeWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an the i im i'm it its it's this that is be may maybe might could
+		perhaps possibly probably likely unlikely seems seem seemed looks look feel feels felt think thought
+		guess hunch unsure not sure certain uncertain unclear doubt doubtful dubious questionable suspicious
+		wrong off weird odd fishy idk dunno hmm hm um uh so just kinda sorta somewhat bit little like
+		something somehow really very quite to me my gut instinct`) {
+		hedgeWords[w] = true
+	}
+}
+
+// CheckReason refuses an empty reason and a reason made only of hedges
+// ("maybe wrong", "seems off"): doubt must name a specific flaw.
+func CheckReason(id, reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		return errs.E(errs.EmptyReason, "a reason is required").On(id).Unmet("reason must not be empty")
+	}
+	words := strings.FieldsFunc(strings.ToLower(reason), func(r rune) bool {
+		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'')
+	})
+	for _, w := range words {
+		if !hedgeWords[w] {
+			return nil
+		}
+	}
+	return errs.E(errs.HedgeReason, "the reason only hedges: "+strings.TrimSpace(reason)).On(id).
+		Unmet("reason must name a specific flaw, source or counter-example")
+}
+
+var (
+	schemeRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
+	curieRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*:[^\s]+$`)
+)
+
+// CheckEvidence accepts well-formed URIs (scheme:…; http(s) need a host)
+// and CURIEs (prefix:local). It never touches the network.
+func CheckEvidence(id string, evidence []string) error {
+	if len(evidence) == 0 {
+		return errs.E(errs.InvalidEvidence, "at least one --evidence is required").On(id).Unmet("evidence must not be empty")
+	}
+	for _, ev := range evidence {
+		if !wellFormedEvidence(ev) {
+			return errs.E(errs.InvalidEvidence, "not a URI or CURIE: "+quote(ev)).On(id).
+				Unmet("evidence must be scheme:… or prefix:local with no spaces")
+		}
+	}
+	return nil
+}
+
+func wellFormedEvidence(ev string) bool {
+	if len(ev) > 2048 || strings.IndexFunc(ev, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return false
+	}
+	scheme, rest, ok := strings.Cut(ev, ":")
+	if !ok || rest == "" || !schemeRe.MatchString(scheme) {
+		return false
+	}
+	switch strings.ToLower(scheme) {
+	case "http", "https":
+		u, err := url.Parse(ev)
+		return err == nil && u.Host != ""
+	}
+	return curieRe.MatchString(ev) || strings.HasPrefix(rest, "/")
+}
+
+// CheckCurie accepts prefix:local.
+func CheckCurie(curie string) error {
+	if !curieRe.MatchString(curie) || strings.HasPrefix(curie, "claim:") || strings.HasPrefix(curie, "term:") {
+		return errs.E(errs.InvalidArgument, "not a CURIE: "+quote(curie)).Unmet("a term is named prefix:local, e.g. ex:Widget")
+	}
+	return nil
+}
+
+func quote(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return "\"" + s + "\""
+}

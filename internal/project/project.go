@@ -1,0 +1,140 @@
+// Package project finds a dont project on disk (.dont/ with dont.db and
+// config.toml), creates one, and reads its configuration.
+package project
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/store/sqlite"
+)
+
+// Dir is the folder dont keeps its state in, inside the project folder.
+const Dir = ".dont"
+
+// Config is .dont/config.toml.
+type Config struct {
+	SpawnTimeout string `toml:"spawn_timeout"`
+	LLM          LLM    `toml:"llm"`
+}
+
+// LLM configures direct mode.
+type LLM struct {
+	Provider string `toml:"provider"`
+	Model    string `toml:"model"`
+	BaseURL  string `toml:"base_url"`
+}
+
+const defaultConfig = `# dont project configuration
+# How long a spawn request waits for its callback before the sweep times it out.
+# DONT_SPAWN_TIMEOUT (a Go duration such as 90s) overrides it.
+spawn_timeout = "24h"
+
+# Direct mode (dont assume --direct) calls an LLM provider itself.
+# DONT_LLM_PROVIDER, DONT_LLM_MODEL, DONT_LLM_BASE_URL and DONT_LLM_API_KEY override these.
+[llm]
+provider = ""
+model = ""
+base_url = ""
+`
+
+// Project is an initialised project folder.
+type Project struct {
+	Root string // the folder holding .dont/
+}
+
+// DBPath is the SQLite file.
+func (p Project) DBPath() string { return filepath.Join(p.Root, Dir, "dont.db") }
+
+// ConfigPath is the configuration file.
+func (p Project) ConfigPath() string { return filepath.Join(p.Root, Dir, "config.toml") }
+
+// Find locates the project: DONT_PROJECT_DIR if set, else the nearest
+// folder from dir upwards that holds .dont/dont.db.
+func Find(dir, envDir string) (Project, error) {
+	if envDir != "" {
+		p := Project{Root: envDir}
+		if _, err := os.Stat(p.DBPath()); err != nil {
+			return p, notInitialised(envDir)
+		}
+		return p, nil
+	}
+	for d := dir; ; {
+		p := Project{Root: d}
+		if _, err := os.Stat(p.DBPath()); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return Project{}, notInitialised(dir)
+		}
+		d = parent
+	}
+}
+
+func notInitialised(dir string) error {
+	return errs.E(errs.NotInitialised, "no dont project at or above "+dir,
+		errs.Step{Command: "dont init", Description: "create .dont/ here"},
+		errs.Step{Command: "export DONT_PROJECT_DIR=<project folder>", Description: "or point at an existing project"})
+}
+
+// Init creates .dont/ in root with a fresh database and default config.
+func Init(ctx context.Context, root string) (Project, error) {
+	p := Project{Root: root}
+	if _, err := os.Stat(p.DBPath()); err == nil {
+		return p, errs.E(errs.AlreadyInitialised, "a dont project already exists at "+root)
+	}
+	if err := os.MkdirAll(filepath.Join(root, Dir), 0o755); err != nil {
+		return p, errs.E(errs.StoreError, "cannot create "+Dir+": "+err.Error()).Wrap(err)
+	}
+	if _, err := os.Stat(p.ConfigPath()); errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(p.ConfigPath(), []byte(defaultConfig), 0o644); err != nil {
+			return p, errs.E(errs.StoreError, "cannot write config.toml: "+err.Error()).Wrap(err)
+		}
+	}
+	// Create the database under a temporary name and rename it into place,
+	// so a half-initialised project never looks initialised.
+	tmp := p.DBPath() + ".init"
+	os.Remove(tmp)
+	s, err := sqlite.Create(ctx, tmp)
+	if err != nil {
+		return p, errs.E(errs.StoreError, "cannot create the database: "+err.Error()).Wrap(err)
+	}
+	s.Close()
+	if err := os.Rename(tmp, p.DBPath()); err != nil {
+		return p, errs.E(errs.StoreError, "cannot create the database: "+err.Error()).Wrap(err)
+	}
+	for _, side := range []string{"-wal", "-shm"} {
+		os.Remove(tmp + side)
+	}
+	return p, nil
+}
+
+// LoadConfig reads config.toml (missing file: defaults).
+func (p Project) LoadConfig() (Config, error) {
+	var c Config
+	if _, err := toml.DecodeFile(p.ConfigPath(), &c); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return c, errs.E(errs.ConfigInvalid, "cannot read "+p.ConfigPath()+": "+err.Error()).Wrap(err)
+	}
+	return c, nil
+}
+
+// SpawnTimeout resolves the spawn timeout: DONT_SPAWN_TIMEOUT, else config, else 24h.
+func (c Config) Timeout(env string) (time.Duration, error) {
+	for _, src := range []struct{ name, v string }{{"DONT_SPAWN_TIMEOUT", env}, {"spawn_timeout", c.SpawnTimeout}} {
+		if src.v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(src.v)
+		if err != nil || d <= 0 {
+			return 0, errs.E(errs.ConfigInvalid, src.name+" must be a positive Go duration such as 90s or 24h, got "+src.v).Unmet(src.name + " > 0")
+		}
+		return d, nil
+	}
+	return 24 * time.Hour, nil
+}

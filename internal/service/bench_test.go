@@ -1,0 +1,111 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store/sqlite"
+)
+
+// BenchmarkSpawnLifecycle measures full lifecycles (assume → dismiss
+// callback with the request id) in-process on a real SQLite file, with the
+// sweep each invocation runs.
+func BenchmarkSpawnLifecycle(b *testing.B) {
+	st, err := sqlite.Create(context.Background(), filepath.Join(b.TempDir(), "dont.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	svc := &service.Service{Store: st, SpawnTimeout: time.Hour}
+	b.RunParallel(func(pb *testing.PB) {
+		res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "bench claim"})
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		id := res.Data.(service.EntityView).ID
+		for pb.Next() {
+			r, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			rid := requestID(r)
+			if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id,
+				Evidence: []string{"https://example.org/x"}, RequestID: rid}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lifecycles/s")
+}
+
+func requestID(r service.Result) string {
+	raw := string(r.Data.(json.RawMessage))
+	i := len(`{"request_id":"`)
+	return raw[i : i+len("spawn:")+26]
+}
+
+// BenchmarkSweep times one sweep over a store holding many pending spawns,
+// some expired: its cost follows the expired, not the stored.
+func BenchmarkSweep(b *testing.B) {
+	for _, c := range []struct{ stored, expired int }{{10_000, 100}, {100_000, 100}, {100_000, 1000}} {
+		stored, expired := c.stored, c.expired
+		b.Run(fmt.Sprintf("stored=%d/expired=%d", stored, expired), func(b *testing.B) {
+			st, err := sqlite.Create(context.Background(), filepath.Join(b.TempDir(), "dont.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+			svc := &service.Service{Store: st, Now: func() time.Time { return now }}
+			b.StopTimer()
+			for i := 0; i < b.N; i++ {
+				seed(b, st, now, stored, expired, i)
+				b.StartTimer()
+				rep, err := svc.Sweep(ctx, expired)
+				b.StopTimer()
+				if err != nil || len(rep.TimedOut) != expired {
+					b.Fatalf("swept %d of %d: %v", len(rep.TimedOut), expired, err)
+				}
+			}
+			b.ReportMetric(float64(expired), "expired/op")
+		})
+	}
+}
+
+// seed tops the store up to `stored` pending guess spawns, `expired` of them due.
+func seed(b *testing.B, st *sqlite.Store, now time.Time, stored, expired, round int) {
+	var tx service.Tx
+	flush := func() {
+		if err := st.Commit(ctx, tx); err != nil {
+			b.Fatal(err)
+		}
+		tx = service.Tx{}
+	}
+	total := expired
+	if round == 0 {
+		total = stored
+	}
+	for i := 0; i < total; i++ {
+		exp := now.Add(time.Hour)
+		if i < expired {
+			exp = now.Add(-time.Minute)
+		}
+		tx.Spawns = append(tx.Spawns, service.SpawnPut{Create: true, Spawn: spawn.Spawn{ID: ids.New(ids.Spawn, now), Kind: spawn.Guess,
+			State: spawn.Pending, IssuedAt: now, ExpiresAt: exp, Request: []byte("{}")}})
+		if len(tx.Spawns) == 1000 {
+			flush()
+		}
+	}
+	flush()
+}

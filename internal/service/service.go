@@ -1,0 +1,224 @@
+// Package service is the one layer every front end calls: the CLI, `dont
+// serve`, MCP and both Lambda functions. It applies the ledger and spawn
+// rules over a Store port; it does no I/O of its own.
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/ledger"
+)
+
+// DefaultSpawnTimeout applies when the project configures none.
+const DefaultSpawnTimeout = 24 * time.Hour
+
+// sweepBatch bounds the sweep every invocation runs first.
+const sweepBatch = 100
+
+// maxAttempts bounds optimistic retries when a concurrent writer moved an entity.
+const maxAttempts = 32
+
+// Service holds the rules' dependencies. Time is an input.
+type Service struct {
+	Store        Store
+	Now          func() time.Time
+	SpawnTimeout time.Duration
+	Author       string
+	Scheduler    TimeoutScheduler // optional
+	Tokens       TokenStore       // optional: bearer tokens and callback tokens
+	Log          *slog.Logger     // optional
+}
+
+// Result is what every operation returns: the envelope's kind, data,
+// warnings and hints. Front ends only encode it.
+type Result struct {
+	Kind     string
+	Data     any
+	Warnings []envelope.Warning
+	Hints    []string
+}
+
+func (s *Service) now() time.Time {
+	if s.Now == nil {
+		return time.Now().UTC()
+	}
+	return s.Now().UTC()
+}
+
+func (s *Service) timeout() time.Duration {
+	if s.SpawnTimeout <= 0 {
+		return DefaultSpawnTimeout
+	}
+	return s.SpawnTimeout
+}
+
+// EntityView is an entity as callers see it.
+type EntityView struct {
+	ledger.Entity
+	Resolution *Resolution    `json:"resolution,omitempty"`
+	History    []ledger.Event `json:"history,omitempty"`
+}
+
+// Resolution tells a callback caller what its callback did.
+type Resolution struct {
+	RequestID string `json:"request_id"`
+	Outcome   string `json:"outcome"`
+	Applied   bool   `json:"applied"`
+}
+
+// ConcludeInput is a new claim.
+type ConcludeInput struct {
+	Statement  string
+	Atoms      []string
+	Refs       []string
+	Confidence *float64
+	DependsOn  []string
+}
+
+// Conclude records a new unverified claim.
+func (s *Service) Conclude(ctx context.Context, in ConcludeInput) (Result, error) {
+	res := s.sweepFirst(ctx)
+	if len(in.Statement) == 0 || len(in.Statement) > 8192 {
+		return res, errs.E(errs.InvalidArgument, "a statement of 1 to 8192 bytes is required").Unmet("statement must not be empty")
+	}
+	if in.Confidence != nil && (*in.Confidence < 0 || *in.Confidence > 1) {
+		return res, errs.E(errs.InvalidArgument, "confidence must be between 0 and 1").Unmet("0 <= confidence <= 1")
+	}
+	for _, d := range in.DependsOn {
+		if k := ids.Kind(d); k != ids.Claim && k != ids.Term {
+			return res, errs.E(errs.InvalidID, "not an entity id: "+d)
+		}
+		if _, err := s.Store.GetEntity(ctx, d); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return res, errs.E(errs.DependencyNotFound, "no such dependency: "+d).On(d)
+			}
+			return res, storeErr(err)
+		}
+	}
+	now := s.now()
+	e := ledger.Entity{
+		ID: ids.New(ids.Claim, now), Kind: ledger.KindClaim, Statement: in.Statement,
+		Atoms: in.Atoms, Refs: in.Refs, Confidence: in.Confidence, DependsOn: in.DependsOn,
+		Status: ledger.Unverified, Author: s.Author, CreatedAt: now, UpdatedAt: now, Version: 1,
+	}
+	ev := s.event(ledger.EvConcluded, e.ID, now)
+	ev.To = ledger.Unverified
+	if err := s.Store.Commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); err != nil {
+		return res, storeErr(err)
+	}
+	res.Kind, res.Data = ledger.KindClaim, EntityView{Entity: e}
+	res.Hints = append(res.Hints, "dont assume "+e.ID+" --json  # ask a clean-context subagent to verify it")
+	return res, nil
+}
+
+// Define records a new term.
+func (s *Service) Define(ctx context.Context, curie, doc string) (Result, error) {
+	res := s.sweepFirst(ctx)
+	if err := ledger.CheckCurie(curie); err != nil {
+		return res, err
+	}
+	if len(doc) == 0 || len(doc) > 8192 {
+		return res, errs.E(errs.InvalidArgument, "a --doc of 1 to 8192 bytes is required").Unmet("definition must not be empty")
+	}
+	terms, err := s.Store.ListEntities(ctx, EntityFilter{Kind: ledger.KindTerm})
+	if err != nil {
+		return res, storeErr(err)
+	}
+	for _, t := range terms {
+		if t.Curie == curie {
+			return res, errs.E(errs.AlreadyExists, "term "+curie+" is already defined as "+t.ID,
+				errs.Step{Command: "dont show " + t.ID, Description: "see the existing definition"}).On(t.ID)
+		}
+	}
+	now := s.now()
+	e := ledger.Entity{
+		ID: ids.New(ids.Term, now), Kind: ledger.KindTerm, Curie: curie, Definition: doc,
+		Status: ledger.Unverified, Author: s.Author, CreatedAt: now, UpdatedAt: now, Version: 1,
+	}
+	ev := s.event(ledger.EvDefined, e.ID, now)
+	ev.To = ledger.Unverified
+	if err := s.Store.Commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); err != nil {
+		return res, storeErr(err)
+	}
+	res.Kind, res.Data = ledger.KindTerm, EntityView{Entity: e}
+	return res, nil
+}
+
+// Show returns one entity, with its history if asked.
+func (s *Service) Show(ctx context.Context, id string, history bool) (Result, error) {
+	res := s.sweepFirst(ctx)
+	e, err := s.entity(ctx, id)
+	if err != nil {
+		return res, err
+	}
+	v := EntityView{Entity: e}
+	if history {
+		if v.History, err = s.Store.Events(ctx, id); err != nil {
+			return res, storeErr(err)
+		}
+	}
+	res.Kind, res.Data = e.Kind, v
+	return res, nil
+}
+
+// List returns entities, optionally of one status.
+func (s *Service) List(ctx context.Context, status string) (Result, error) {
+	res := s.sweepFirst(ctx)
+	if status != "" && !ledger.Status(status).Valid() {
+		return res, errs.E(errs.InvalidArgument, "unknown status "+status).
+			Unmet("status is one of unverified, doubted, verified, locked, ignored, stale")
+	}
+	list, err := s.Store.ListEntities(ctx, EntityFilter{Status: ledger.Status(status)})
+	if err != nil {
+		return res, storeErr(err)
+	}
+	if list == nil {
+		list = []ledger.Entity{}
+	}
+	res.Kind, res.Data = "list", map[string]any{"entities": list, "count": len(list)}
+	return res, nil
+}
+
+func (s *Service) entity(ctx context.Context, id string) (ledger.Entity, error) {
+	if k := ids.Kind(id); k != ids.Claim && k != ids.Term {
+		return ledger.Entity{}, errs.E(errs.InvalidID, "not an entity id: "+quoteID(id)).Unmet("ids look like claim:<ULID> or term:<ULID>")
+	}
+	e, err := s.Store.GetEntity(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return e, errs.E(errs.NotFound, "no such entity").On(id)
+	}
+	if err != nil {
+		return e, storeErr(err)
+	}
+	return e, nil
+}
+
+func (s *Service) event(kind, entityID string, now time.Time) ledger.Event {
+	return ledger.Event{ID: ids.New(ids.Event, now), Kind: kind, EntityID: entityID, Author: s.Author, At: now}
+}
+
+// storeErr turns a store failure into the store-error envelope, keeping
+// errors that already explain themselves.
+func storeErr(err error) error {
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, context.Canceled) {
+		return errs.E(errs.Interrupted, "interrupted; nothing was written").Wrap(err)
+	}
+	return errs.E(errs.StoreError, "the store failed: "+err.Error()).Wrap(err)
+}
+
+func quoteID(id string) string {
+	if len(id) > 64 {
+		id = id[:64] + "…"
+	}
+	return "\"" + id + "\""
+}

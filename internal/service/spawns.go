@@ -1,0 +1,258 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+const timeFormat = time.RFC3339Nano
+
+// KindSpawnRequest is the envelope_kind a harness looks for.
+const KindSpawnRequest = "spawn_request"
+
+// SpawnInput asks for fresh reasoning: assume/overlook on an entity, or guess on a question.
+type SpawnInput struct {
+	Kind        spawn.Kind
+	EntityID    string
+	Question    string
+	N           int
+	Temperature *float64
+	Mode        string // spawn.ModeHarness or spawn.ModeDirect
+}
+
+// ErrNoProvider is returned in direct mode when no provider is configured.
+var ErrNoProvider = errs.E(errs.ConfigMissing, "direct mode needs an LLM provider, and none is configured",
+	errs.Step{Command: "export DONT_LLM_PROVIDER=openai DONT_LLM_MODEL=<model> DONT_LLM_API_KEY=<key>", Description: "configure a provider ([llm] in .dont/config.toml works too)"},
+	errs.Step{Command: "dont assume <id> --json  # with DONT_HARNESS=1", Description: "or run in harness mode and let your harness spawn the subagent"},
+).Unmet("llm.provider", "llm.model")
+
+// RequestSpawn issues a spawn request. In harness mode it returns the
+// spawn_request payload; direct mode is refused until a provider is
+// configured — it never falls back to harness mode.
+func (s *Service) RequestSpawn(ctx context.Context, in SpawnInput) (Result, error) {
+	res := s.sweepFirst(ctx)
+	if err := checkSpawnInput(&in); err != nil {
+		return res, err
+	}
+	if in.Mode == spawn.ModeDirect {
+		return res, ErrNoProvider
+	}
+	for attempt := 0; ; attempt++ {
+		sp, req, tx, err := s.spawnTx(ctx, in)
+		if err != nil {
+			return res, err
+		}
+		err = s.Store.Commit(ctx, tx)
+		if isCondition(err) && attempt < maxAttempts {
+			continue // the entity moved, perhaps under another spawn: re-read
+		}
+		if err != nil {
+			return res, storeErr(err)
+		}
+		if s.Scheduler != nil {
+			if err := s.Scheduler.ScheduleTimeout(ctx, sp.ID, sp.ExpiresAt); err != nil && s.Log != nil {
+				// The scheduled backstop sweep still finds it; never fail the request for this.
+				s.Log.Warn("schedule timeout", "request_id", sp.ID, "err", err)
+			}
+		}
+		payload, err := s.publicRequest(ctx, req)
+		if err != nil {
+			return res, err
+		}
+		res.Kind, res.Data = KindSpawnRequest, payload
+		return res, nil
+	}
+}
+
+func checkSpawnInput(in *SpawnInput) error {
+	switch in.Kind {
+	case spawn.Assume, spawn.Overlook:
+		if k := ids.Kind(in.EntityID); k != ids.Claim && k != ids.Term {
+			return errs.E(errs.InvalidID, "not an entity id: "+quoteID(in.EntityID)).Unmet("ids look like claim:<ULID> or term:<ULID>")
+		}
+	case spawn.Guess:
+		if strings.TrimSpace(in.Question) == "" || len(in.Question) > 8192 {
+			return errs.E(errs.InvalidArgument, "a question of 1 to 8192 bytes is required").Unmet("question must not be empty")
+		}
+		if in.N < 1 || in.N > 20 {
+			return errs.E(errs.InvalidArgument, fmt.Sprintf("--n must be 1..20, got %d", in.N)).Unmet("1 <= n <= 20")
+		}
+		if in.Temperature != nil && (*in.Temperature < 0 || *in.Temperature > 2) {
+			return errs.E(errs.InvalidArgument, fmt.Sprintf("--temperature must be 0..2, got %g", *in.Temperature)).Unmet("0 <= temperature <= 2")
+		}
+	default:
+		return errs.E(errs.InvalidArgument, "unknown spawn kind "+string(in.Kind))
+	}
+	if in.Mode == "" {
+		in.Mode = spawn.ModeHarness
+	}
+	return nil
+}
+
+// spawnTx reads the entity and builds the write that issues the spawn.
+func (s *Service) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.Request, Tx, error) {
+	now := s.now()
+	sp := spawn.Spawn{
+		ID: ids.New(ids.Spawn, now), Kind: in.Kind, State: spawn.Pending, Mode: in.Mode,
+		IssuedAt: now, ExpiresAt: now.Add(s.timeout()),
+	}
+	ev := s.event(ledger.EvSpawnRequested, "", now)
+	ev.RequestID = sp.ID
+	ev.Detail = map[string]any{"request_kind": string(in.Kind), "expires_at": sp.ExpiresAt.Format(timeFormat), "mode": in.Mode}
+	var tx Tx
+	var target *ledger.Entity
+	if in.Kind == spawn.Guess {
+		sp.Question, sp.N, sp.Temperature = in.Question, in.N, in.Temperature
+		ev.Detail["n"], ev.Detail["question"] = in.N, in.Question
+		if in.Temperature != nil {
+			ev.Detail["temperature"] = *in.Temperature
+		}
+	} else {
+		e, err := s.entity(ctx, in.EntityID)
+		if err != nil {
+			return sp, spawn.Request{}, tx, err
+		}
+		if e.Status.Terminal() {
+			return sp, spawn.Request{}, tx, errs.E(errs.InvalidTransition, string(e.Status)+" entities are not re-verified",
+				errs.Step{Command: "dont show " + e.ID + " --history", Description: "see why it is " + string(e.Status)}).On(e.ID).
+				Unmet("status must not be locked or ignored")
+		}
+		if e.PendingSpawn != "" {
+			if pending, err := s.Store.GetSpawn(ctx, e.PendingSpawn); err == nil && pending.State == spawn.Pending {
+				return sp, spawn.Request{}, tx, errs.E(errs.SpawnPending, e.ID+" already has a pending verification spawn "+pending.ID+" (expires "+pending.ExpiresAt.Format(timeFormat)+")",
+					errs.Step{Command: "dont spawns --pending --json", Description: "see the pending spawn " + pending.ID},
+					errs.Step{Command: "dont dismiss " + e.ID + " --evidence <uri> --request-id " + pending.ID, Description: "or resolve it"},
+				).On(e.ID).Unmet("at most one pending verification spawn per entity")
+			}
+		}
+		sp.EntityID, sp.PreStatus, sp.EntityVersion = e.ID, e.Status, e.Version+1
+		e2 := e
+		e2.Status, e2.Version, e2.UpdatedAt = spawn.UnderReview(e.Status), e.Version+1, now
+		e2.PendingSpawn, e2.LastSpawn = sp.ID, sp.ID
+		ev.EntityID, ev.From, ev.To = e.ID, e.Status, e2.Status
+		tx.Entities = []EntityPut{{Entity: e2, PrevVersion: e.Version}}
+		target = &e2
+	}
+	req := spawn.NewRequest(sp, target)
+	stored, err := envelope.MarshalData(req) // stored without its callback token
+	if err != nil {
+		return sp, req, tx, errs.E(errs.Internal, "encode spawn request").Wrap(err)
+	}
+	sp.Request = stored
+	tx.Spawns = []SpawnPut{{Spawn: sp, Create: true}}
+	tx.Events = append(tx.Events, ev)
+	return sp, req, tx, nil
+}
+
+// Answer resolves a guess spawn: it records the candidates and their
+// agreement tally and concludes the top answer as an unverified claim.
+func (s *Service) Answer(ctx context.Context, requestID string, candidates []string) (Result, error) {
+	var res Result
+	tally := spawn.TallyCandidates(candidates)
+	if len(tally) == 0 {
+		res = s.sweepFirst(ctx)
+		return res, errs.E(errs.InvalidArgument, "at least one non-empty --candidate is required").Unmet("candidates must not be empty")
+	}
+	for attempt := 0; ; attempt++ {
+		sp, err := s.spawnRecord(ctx, requestID)
+		if err != nil {
+			return s.withSweep(ctx, res), err
+		}
+		if sp.Kind != spawn.Guess {
+			return s.withSweep(ctx, res), errs.E(errs.SpawnMismatch, requestID+" is a "+string(sp.Kind)+" spawn; it resolves with dismiss or trust",
+				errs.Step{Command: "dont dismiss " + sp.EntityID + " --evidence <uri> --request-id " + requestID, Description: "resolve the verification"})
+		}
+		if sp.State != spawn.Pending {
+			r, err := s.alreadyResolved(ctx, sp)
+			return s.withSweep(ctx, r), err
+		}
+		now := s.now()
+		e := ledger.Entity{
+			ID: ids.New(ids.Claim, now), Kind: ledger.KindClaim, Statement: tally[0].Answer,
+			Refs: []string{sp.ID}, Status: ledger.Unverified, Author: s.Author, CreatedAt: now, UpdatedAt: now, Version: 1,
+		}
+		answered := s.event(ledger.EvAnswered, e.ID, now)
+		answered.RequestID = sp.ID
+		answered.Detail = map[string]any{"question": sp.Question, "candidates": candidates, "tally": tally}
+		concluded := s.event(ledger.EvConcluded, e.ID, now)
+		concluded.To, concluded.RequestID = ledger.Unverified, sp.ID
+		done := s.event(ledger.EvSpawnResolved, e.ID, now)
+		done.RequestID, done.Outcome = sp.ID, spawn.CallbackApplied
+		err = s.Store.Commit(ctx, Tx{
+			Entities: []EntityPut{{Entity: e}},
+			Spawns:   []SpawnPut{{Spawn: resolved(sp, spawn.CallbackApplied, now)}},
+			Events:   []ledger.Event{answered, concluded, done},
+		})
+		if isCondition(err) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return s.withSweep(ctx, res), storeErr(err)
+		}
+		if now.After(sp.ExpiresAt) {
+			res.Warnings = append(res.Warnings, envelope.Warning{Code: string(errs.SpawnExpired), RequestID: sp.ID,
+				Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; the answer was applied late"})
+		}
+		res.Kind = "answer"
+		res.Data = map[string]any{
+			"request_id": sp.ID, "claim": e, "tally": tally, "candidates": len(candidates),
+			"resolution": Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true},
+		}
+		res.Hints = append(res.Hints, "dont assume "+e.ID+" --json  # verify the top answer")
+		return s.withSweep(ctx, res), nil
+	}
+}
+
+func (s *Service) withSweep(ctx context.Context, res Result) Result {
+	swept := s.sweepFirst(ctx)
+	res.Warnings = append(res.Warnings, swept.Warnings...)
+	res.Hints = append(res.Hints, swept.Hints...)
+	return res
+}
+
+func (s *Service) spawnRecord(ctx context.Context, id string) (spawn.Spawn, error) {
+	if ids.Kind(id) != ids.Spawn {
+		return spawn.Spawn{}, errs.E(errs.SpawnNotFound, "not a spawn request id: "+quoteID(id)).Unmet("request ids look like spawn:<ULID>")
+	}
+	sp, err := s.Store.GetSpawn(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return sp, errs.E(errs.SpawnNotFound, "no spawn request "+id+" in this project")
+	}
+	if err != nil {
+		return sp, storeErr(err)
+	}
+	return sp, nil
+}
+
+func resolved(sp spawn.Spawn, outcome string, now time.Time) spawn.Spawn {
+	sp.State, sp.Outcome = spawn.Resolved, outcome
+	sp.ResolvedAt = &now
+	return sp
+}
+
+func loserWarning(sp spawn.Spawn) envelope.Warning {
+	when := ""
+	if sp.ResolvedAt != nil {
+		when = " at " + sp.ResolvedAt.Format(timeFormat)
+	}
+	if sp.Outcome == spawn.TimeoutRestored {
+		return envelope.Warning{Code: "spawn-lost-to-timeout", RequestID: sp.ID, Outcome: sp.Outcome,
+			Message: sp.ID + " had already timed out (timeout-restored" + when + "); nothing was changed — run dont assume again for a new round"}
+	}
+	return envelope.Warning{Code: "spawn-duplicate", RequestID: sp.ID, Outcome: sp.Outcome,
+		Message: sp.ID + " was already resolved (" + sp.Outcome + when + "); this duplicate changed nothing"}
+}
+
+func isCondition(err error) bool {
+	var c *ConditionFailed
+	return errors.As(err, &c)
+}

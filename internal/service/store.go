@@ -1,0 +1,87 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// Store is the persistence port the service needs. Reads are plain; every
+// write goes through Commit, which applies a Tx all-or-nothing and only if
+// each of its conditions still holds. SQLite and DynamoDB both implement it;
+// storetest is the conformance suite.
+type Store interface {
+	GetEntity(ctx context.Context, id string) (ledger.Entity, error)
+	ListEntities(ctx context.Context, f EntityFilter) ([]ledger.Entity, error)
+	Dependents(ctx context.Context, id string) ([]ledger.Entity, error)
+	Events(ctx context.Context, entityID string) ([]ledger.Event, error)
+	GetSpawn(ctx context.Context, id string) (spawn.Spawn, error)
+	ListSpawns(ctx context.Context, f SpawnFilter) ([]spawn.Spawn, error)
+	// DueSpawns returns up to limit pending spawns with expires_at <= now,
+	// earliest expiry first. Its cost must grow with the number due, not
+	// the number stored.
+	DueSpawns(ctx context.Context, now time.Time, limit int) ([]spawn.Spawn, error)
+	Commit(ctx context.Context, tx Tx) error
+}
+
+// EntityFilter narrows ListEntities; zero values match everything.
+type EntityFilter struct {
+	Status ledger.Status
+	Kind   string
+}
+
+// SpawnFilter narrows ListSpawns; results are ordered by issued_at, oldest first.
+type SpawnFilter struct {
+	State    string
+	EntityID string
+}
+
+// Tx is one atomic, conditional write. An event about an entity is always
+// committed together with a write of that entity; an entity's history is
+// ordered by the versions its events were written with.
+type Tx struct {
+	Entities []EntityPut
+	Spawns   []SpawnPut
+	Events   []ledger.Event
+}
+
+// EntityPut writes an entity if its stored version is still PrevVersion
+// (0: it must not exist yet).
+type EntityPut struct {
+	Entity      ledger.Entity
+	PrevVersion int64
+}
+
+// SpawnPut creates a spawn (Create) or replaces one that must still be pending.
+type SpawnPut struct {
+	Spawn  spawn.Spawn
+	Create bool
+}
+
+// ConditionFailed is returned by Commit when a condition did not hold;
+// nothing was written. ID names the item whose condition failed.
+type ConditionFailed struct {
+	ID string
+}
+
+func (c *ConditionFailed) Error() string { return fmt.Sprintf("condition failed on %s", c.ID) }
+
+// FailedOn reports whether err is a ConditionFailed on id.
+func FailedOn(err error, id string) bool {
+	var c *ConditionFailed
+	return errors.As(err, &c) && c.ID == id
+}
+
+// ErrNotFound is what stores return for a missing item (wrapped or bare).
+var ErrNotFound = errors.New("not found")
+
+// TimeoutScheduler is told about every new spawn so that expiry can be
+// driven from outside (SQS in AWS). Embedded mode needs none: every
+// invocation sweeps.
+type TimeoutScheduler interface {
+	ScheduleTimeout(ctx context.Context, requestID string, expiresAt time.Time) error
+}

@@ -1,0 +1,208 @@
+package service
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// SweepReport says what a sweep did.
+type SweepReport struct {
+	TimedOut []TimeoutResult `json:"timed_out"`
+	// Lost lists due spawns another resolver committed first.
+	Lost []TimeoutResult `json:"lost"`
+}
+
+// TimeoutResult is one spawn a sweep looked at.
+type TimeoutResult struct {
+	RequestID string        `json:"request_id"`
+	EntityID  string        `json:"entity_id,omitempty"`
+	Outcome   string        `json:"outcome"`
+	Restored  bool          `json:"restored"`
+	Status    ledger.Status `json:"status,omitempty"`
+}
+
+// Sweep resolves up to limit expired pending spawns by timeout. It is
+// idempotent: a spawn some other resolver committed first is reported as
+// lost and left alone.
+func (s *Service) Sweep(ctx context.Context, limit int) (SweepReport, error) {
+	rep := SweepReport{TimedOut: []TimeoutResult{}, Lost: []TimeoutResult{}}
+	due, err := s.Store.DueSpawns(ctx, s.now(), limit)
+	if err != nil {
+		return rep, storeErr(err)
+	}
+	for _, sp := range due {
+		r, won, err := s.expire(ctx, sp.ID)
+		if err != nil {
+			return rep, err
+		}
+		if won {
+			rep.TimedOut = append(rep.TimedOut, r)
+		} else if r.Outcome != "" {
+			rep.Lost = append(rep.Lost, r)
+		}
+	}
+	return rep, nil
+}
+
+// ExpireSpawn is the queue-driven timeout of one request: it resolves the
+// spawn by timeout if it is still pending and due. Not yet due reports
+// the remaining time, so a delayed-message scheduler can re-enqueue it.
+func (s *Service) ExpireSpawn(ctx context.Context, requestID string) (TimeoutResult, time.Duration, error) {
+	sp, err := s.spawnRecord(ctx, requestID)
+	if err != nil {
+		return TimeoutResult{}, 0, err
+	}
+	if sp.State == spawn.Pending {
+		if left := sp.ExpiresAt.Sub(s.now()); left > 0 {
+			return TimeoutResult{RequestID: sp.ID, EntityID: sp.EntityID}, left, nil
+		}
+	}
+	r, _, err := s.expire(ctx, requestID)
+	return r, 0, err
+}
+
+// expire commits the timeout resolver for one spawn. won is false when the
+// spawn was already resolved (r.Outcome then names the winner) or not due.
+func (s *Service) expire(ctx context.Context, requestID string) (r TimeoutResult, won bool, err error) {
+	for attempt := 0; ; attempt++ {
+		sp, err := s.spawnRecord(ctx, requestID)
+		if err != nil {
+			return r, false, err
+		}
+		r = TimeoutResult{RequestID: sp.ID, EntityID: sp.EntityID}
+		now := s.now()
+		if sp.State != spawn.Pending {
+			r.Outcome = sp.Outcome
+			return r, false, nil
+		}
+		if now.Before(sp.ExpiresAt) {
+			return r, false, nil
+		}
+		ev := s.event(ledger.EvSpawnTimeout, sp.EntityID, now)
+		ev.RequestID, ev.Outcome = sp.ID, spawn.TimeoutRestored
+		ev.Detail = map[string]any{
+			"issued_at": sp.IssuedAt.Format(timeFormat), "expires_at": sp.ExpiresAt.Format(timeFormat),
+			"timed_out_at": now.Format(timeFormat), "request_kind": string(sp.Kind),
+		}
+		tx := Tx{Spawns: []SpawnPut{{Spawn: resolved(sp, spawn.TimeoutRestored, now)}}}
+		if sp.EntityID != "" {
+			e, err := s.entity(ctx, sp.EntityID)
+			if err != nil {
+				return r, false, err
+			}
+			e2 := e
+			e2.PendingSpawn, e2.Version, e2.UpdatedAt = clearIf(e.PendingSpawn, sp.ID), e.Version+1, now
+			r.Restored = spawn.Restores(sp, e)
+			if r.Restored {
+				e2.Status = sp.PreStatus
+				ev.From, ev.To = e.Status, sp.PreStatus
+			}
+			ev.Detail["restored"] = r.Restored
+			r.Status = e2.Status
+			tx.Entities = []EntityPut{{Entity: e2, PrevVersion: e.Version}}
+		}
+		tx.Events = []ledger.Event{ev}
+		err = s.Store.Commit(ctx, tx)
+		if isCondition(err) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return r, false, storeErr(err)
+		}
+		r.Outcome = spawn.TimeoutRestored
+		return r, true, nil
+	}
+}
+
+// sweepFirst is the sweep every invocation runs before its own work. Its
+// failure never fails the command; it becomes a warning.
+func (s *Service) sweepFirst(ctx context.Context) Result {
+	var res Result
+	rep, err := s.Sweep(ctx, sweepBatch)
+	if err != nil {
+		res.Warnings = append(res.Warnings, envelope.Warning{Code: "sweep-failed", Message: errs.As(err).Message})
+		return res
+	}
+	for _, t := range rep.TimedOut {
+		h := t.RequestID + " timed out (" + t.Outcome + ")"
+		if t.EntityID != "" {
+			h += "; " + t.EntityID + " is " + string(t.Status) + " — run dont assume " + t.EntityID + " for a new round"
+		}
+		res.Hints = append(res.Hints, h)
+	}
+	for _, t := range rep.Lost {
+		res.Warnings = append(res.Warnings, envelope.Warning{Code: "spawn-duplicate", RequestID: t.RequestID, Outcome: t.Outcome,
+			Message: "the sweep found " + t.RequestID + " already resolved (" + t.Outcome + "); the timeout changed nothing"})
+	}
+	return res
+}
+
+// RunSweep is the explicit `dont sweep`.
+func (s *Service) RunSweep(ctx context.Context, limit int) (Result, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	rep, err := s.Sweep(ctx, limit)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Kind: "sweep", Data: rep}, nil
+}
+
+// Spawn views for `dont spawns`.
+const (
+	ViewPending  = "pending"
+	ViewTimedOut = "timed-out"
+	ViewAll      = "all"
+)
+
+// Spawns lists spawn requests: pending (active, not expired, oldest first),
+// timed-out (expired and not re-assumed since) or all.
+func (s *Service) Spawns(ctx context.Context, view string) (Result, error) {
+	res := s.sweepFirst(ctx)
+	var f SpawnFilter
+	switch view {
+	case ViewPending:
+		f.State = spawn.Pending
+	case ViewTimedOut:
+		f.State = spawn.Resolved
+	case ViewAll, "":
+		view = ViewAll
+	default:
+		return res, errs.E(errs.InvalidArgument, "unknown view "+view).Unmet("one of --pending, --timed-out, --all")
+	}
+	list, err := s.Store.ListSpawns(ctx, f)
+	if err != nil {
+		return res, storeErr(err)
+	}
+	now := s.now()
+	out := []spawn.Spawn{}
+	for _, sp := range list {
+		switch view {
+		case ViewPending:
+			if !now.Before(sp.ExpiresAt) {
+				continue
+			}
+		case ViewTimedOut:
+			if sp.Outcome != spawn.TimeoutRestored {
+				continue
+			}
+			if sp.EntityID != "" {
+				e, err := s.Store.GetEntity(ctx, sp.EntityID)
+				if err != nil || e.LastSpawn != sp.ID {
+					continue // re-assumed since: no longer relevant
+				}
+			}
+		}
+		out = append(out, sp)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].IssuedAt.Before(out[j].IssuedAt) })
+	res.Kind, res.Data = "spawns", map[string]any{"view": view, "spawns": out, "count": len(out)}
+	return res, nil
+}

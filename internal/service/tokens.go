@@ -1,0 +1,217 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// TokenStore keeps bearer tokens (hashes only) and the project secret that
+// callback tokens are derived from.
+type TokenStore interface {
+	PutToken(ctx context.Context, t auth.Token) error
+	GetToken(ctx context.Context, id string) (auth.Token, error)
+	ListTokens(ctx context.Context) ([]auth.Token, error)
+	// RevokeToken marks a token revoked; ErrNotFound if it does not exist.
+	RevokeToken(ctx context.Context, id string, at time.Time) error
+	// ProjectSecret returns the project's secret, creating it on first use.
+	ProjectSecret(ctx context.Context) ([]byte, error)
+}
+
+// Auth error codes: exit 3 on the CLI (like other state errors), 401/403 over HTTP.
+const (
+	Unauthenticated errs.Code = "unauthenticated"
+	Forbidden       errs.Code = "forbidden"
+	RateLimited     errs.Code = "rate-limited"
+	TokensDisabled  errs.Code = "tokens-unavailable"
+)
+
+func init() {
+	errs.Register(Unauthenticated, errs.ExitState, 401, errs.Step{Command: "export DONT_TOKEN=<token from dont tokens create>", Description: "send a valid bearer token"})
+	errs.Register(Forbidden, errs.ExitState, 403, errs.Step{Command: "dont tokens create --role <role>", Description: "use a token whose role (or spawn) allows this call"})
+	errs.Register(RateLimited, errs.ExitState, 429, errs.Step{Command: "sleep <Retry-After seconds>", Description: "retry after the interval the server gave"})
+	errs.Register(TokensDisabled, errs.ExitState, 503, errs.Step{Command: "dont serve", Description: "tokens need a store that keeps them"})
+}
+
+// TokenView is a token as listed: never its secret.
+type TokenView struct {
+	auth.Token
+	// Secret is present only in the response that created the token.
+	Secret string `json:"token,omitempty"`
+}
+
+func (s *Service) tokens() (TokenStore, error) {
+	if s.Tokens == nil {
+		return nil, errs.E(TokensDisabled, "this store keeps no tokens")
+	}
+	return s.Tokens, nil
+}
+
+// CreateToken makes a bearer token; its secret is returned once.
+func (s *Service) CreateToken(ctx context.Context, role, name string) (Result, error) {
+	ts, err := s.tokens()
+	if err != nil {
+		return Result{}, err
+	}
+	if !auth.ValidRole(role) {
+		return Result{}, errs.E(errs.InvalidArgument, "unknown role "+quoteID(role)).Unmet("role is one of harness, approver, admin")
+	}
+	secret, err := auth.NewSecret()
+	if err != nil {
+		return Result{}, errs.E(errs.Internal, "no randomness").Wrap(err)
+	}
+	now := s.now()
+	t := auth.Token{ID: ids.New(ids.Token, now), Role: role, Name: name, Hash: auth.Hash(secret), CreatedAt: now}
+	if err := ts.PutToken(ctx, t); err != nil {
+		return Result{}, storeErr(err)
+	}
+	return Result{Kind: "token", Data: TokenView{Token: t, Secret: auth.BearerString(t.ID, secret)},
+		Hints: []string{"the token is shown once; store it now (export DONT_TOKEN=…)"}}, nil
+}
+
+// ListTokens lists tokens without secrets.
+func (s *Service) ListTokens(ctx context.Context) (Result, error) {
+	ts, err := s.tokens()
+	if err != nil {
+		return Result{}, err
+	}
+	list, err := ts.ListTokens(ctx)
+	if err != nil {
+		return Result{}, storeErr(err)
+	}
+	if list == nil {
+		list = []auth.Token{}
+	}
+	return Result{Kind: "tokens", Data: map[string]any{"tokens": list, "count": len(list)}}, nil
+}
+
+// RevokeToken revokes a token at once.
+func (s *Service) RevokeToken(ctx context.Context, id string) (Result, error) {
+	ts, err := s.tokens()
+	if err != nil {
+		return Result{}, err
+	}
+	if ids.Kind(id) != ids.Token {
+		return Result{}, errs.E(errs.InvalidID, "not a token id: "+quoteID(id), errs.Step{Command: "dont tokens list", Description: "list token ids"})
+	}
+	if err := ts.RevokeToken(ctx, id, s.now()); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Result{}, errs.E(errs.NotFound, "no such token "+id, errs.Step{Command: "dont tokens list", Description: "list token ids"})
+		}
+		return Result{}, storeErr(err)
+	}
+	t, err := ts.GetToken(ctx, id)
+	if err != nil {
+		return Result{}, storeErr(err)
+	}
+	return Result{Kind: "token", Data: TokenView{Token: t}}, nil
+}
+
+// Authenticate resolves a presented token to a principal.
+func (s *Service) Authenticate(ctx context.Context, presented string) (auth.Principal, error) {
+	ts, err := s.tokens()
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	if presented == "" {
+		return auth.Principal{}, errs.E(Unauthenticated, "no bearer token")
+	}
+	if auth.IsCallback(presented) {
+		secret, err := ts.ProjectSecret(ctx)
+		if err != nil {
+			return auth.Principal{}, storeErr(err)
+		}
+		rid, ok := auth.ParseCallback(secret, presented)
+		if !ok {
+			return auth.Principal{}, errs.E(Unauthenticated, "invalid callback token")
+		}
+		return auth.Principal{Role: auth.RoleCallback, RequestID: rid}, nil
+	}
+	id, secret, ok := auth.ParseBearer(presented)
+	if !ok {
+		return auth.Principal{}, errs.E(Unauthenticated, "malformed bearer token")
+	}
+	t, err := ts.GetToken(ctx, id)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return auth.Principal{}, storeErr(err)
+	}
+	// Compare even when the id is unknown, so timing says nothing about ids.
+	if !auth.Matches(secret, t.Hash) || err != nil {
+		return auth.Principal{}, errs.E(Unauthenticated, "unknown or wrong bearer token")
+	}
+	if t.RevokedAt != nil {
+		return auth.Principal{}, errs.E(Unauthenticated, "the token was revoked")
+	}
+	return auth.Principal{Role: t.Role, TokenID: t.ID, Project: t.Project}, nil
+}
+
+// CheckCallback decides whether a callback token may make this call: only
+// the spawn's own callback actions (its allowed_tools, by construction) on
+// its own entity, while the spawn is unresolved.
+func (s *Service) CheckCallback(ctx context.Context, p auth.Principal, tool string, args map[string]any) error {
+	sp, err := s.spawnRecord(ctx, p.RequestID)
+	if err != nil {
+		return errs.E(Forbidden, "the callback token's spawn is unknown")
+	}
+	allowed := false
+	for _, t := range spawn.AllowedTools(sp.Kind) {
+		allowed = allowed || t == tool
+	}
+	if !allowed {
+		return errs.E(Forbidden, "a callback token of "+sp.ID+" may only call "+joinList(spawn.AllowedTools(sp.Kind))).Unmet("tool in allowed_tools")
+	}
+	if sp.State != spawn.Pending {
+		return errs.E(Forbidden, "the callback token of "+sp.ID+" ended with its resolution ("+sp.Outcome+")",
+			errs.Step{Command: "dont show " + sp.EntityID, Description: "read the outcome with a harness token"}).Unmet("spawn pending")
+	}
+	if sp.Kind == spawn.Guess {
+		if rid, _ := args["request_id"].(string); rid != sp.ID {
+			return errs.E(Forbidden, "a callback token of "+sp.ID+" answers only that spawn").Unmet("request_id = " + sp.ID)
+		}
+		return nil
+	}
+	if id, _ := args["id"].(string); id != sp.EntityID {
+		return errs.E(Forbidden, "a callback token of "+sp.ID+" acts only on "+sp.EntityID).Unmet("id = " + sp.EntityID)
+	}
+	if tool != "show" {
+		if rid, _ := args["request_id"].(string); rid != "" && rid != sp.ID {
+			return errs.E(Forbidden, "a callback token of "+sp.ID+" resolves only that spawn").Unmet("request_id = " + sp.ID)
+		}
+	}
+	return nil
+}
+
+// publicRequest is the payload a caller receives: the stored request with
+// its callback token, when the store keeps a project secret.
+func (s *Service) publicRequest(ctx context.Context, req spawn.Request) (json.RawMessage, error) {
+	if s.Tokens != nil {
+		secret, err := s.Tokens.ProjectSecret(ctx)
+		if err != nil {
+			return nil, storeErr(err)
+		}
+		req.Callback.Token = auth.CallbackToken(secret, req.RequestID)
+	}
+	b, err := envelope.MarshalData(req)
+	if err != nil {
+		return nil, errs.E(errs.Internal, "encode spawn request").Wrap(err)
+	}
+	return b, nil
+}
+
+func joinList(l []string) string {
+	out := ""
+	for i, x := range l {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}

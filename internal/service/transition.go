@@ -1,0 +1,208 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// TransitionInput is a status change: trust, dismiss, lock, ignore or
+// reopen. With a RequestID it is a spawn callback.
+type TransitionInput struct {
+	Action    ledger.Action
+	EntityID  string
+	Reason    string
+	Evidence  []string
+	RequestID string
+	Direct    bool // the verdict came from a provider in direct mode
+}
+
+// Transition applies a status change. A callback (RequestID set) resolves
+// its own request before the sweep runs, so that a late callback whose
+// request has no committed resolver still applies.
+func (s *Service) Transition(ctx context.Context, in TransitionInput) (Result, error) {
+	if err := s.checkTransitionInput(in); err != nil {
+		return s.sweepFirst(ctx), err
+	}
+	if in.RequestID != "" {
+		res, err := s.callback(ctx, in)
+		swept := s.sweepFirst(ctx)
+		res.Warnings = append(res.Warnings, swept.Warnings...)
+		res.Hints = append(res.Hints, swept.Hints...)
+		return res, err
+	}
+	res := s.sweepFirst(ctx)
+	for attempt := 0; ; attempt++ {
+		e, err := s.entity(ctx, in.EntityID)
+		if err != nil {
+			return res, err
+		}
+		tx, e2, err := s.transitionTx(ctx, e, in)
+		if err != nil {
+			return res, err
+		}
+		err = s.Store.Commit(ctx, tx)
+		if isCondition(err) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return res, storeErr(err)
+		}
+		res.Kind, res.Data = e2.Kind, EntityView{Entity: e2}
+		return res, nil
+	}
+}
+
+func (s *Service) checkTransitionInput(in TransitionInput) error {
+	switch in.Action {
+	case ledger.Trust, ledger.Ignore, ledger.Reopen:
+		if err := ledger.CheckReason(in.EntityID, in.Reason); err != nil {
+			return err
+		}
+	case ledger.Dismiss:
+		if err := ledger.CheckEvidence(in.EntityID, in.Evidence); err != nil {
+			return err
+		}
+	}
+	if in.RequestID != "" && in.Action != ledger.Trust && in.Action != ledger.Dismiss {
+		return errs.E(errs.Usage, "only dismiss and trust resolve a spawn; "+string(in.Action)+" takes no --request-id").On(in.EntityID)
+	}
+	return nil
+}
+
+// transitionTx builds the write for one status change of e, including the
+// stale cascade a doubt causes in the entities that depend on it.
+func (s *Service) transitionTx(ctx context.Context, e ledger.Entity, in TransitionInput) (Tx, ledger.Entity, error) {
+	to, err := ledger.Next(e.ID, e.Status, in.Action)
+	if err != nil {
+		return Tx{}, e, err
+	}
+	now := s.now()
+	ev := s.event(in.Action.EventKind(), e.ID, now)
+	ev.From, ev.To, ev.Reason, ev.Evidence, ev.RequestID, ev.Direct = e.Status, to, in.Reason, in.Evidence, in.RequestID, in.Direct
+	e2 := e
+	e2.Status, e2.Version, e2.UpdatedAt = to, e.Version+1, now
+	tx := Tx{Entities: []EntityPut{{Entity: e2, PrevVersion: e.Version}}, Events: []ledger.Event{ev}}
+	if to == ledger.Doubted {
+		if err := s.cascadeStale(ctx, &tx, e.ID, now); err != nil {
+			return Tx{}, e, err
+		}
+	}
+	return tx, e2, nil
+}
+
+// cascadeStale marks every entity that depends, directly or through other
+// dependents, on the doubted one as stale.
+func (s *Service) cascadeStale(ctx context.Context, tx *Tx, doubted string, at time.Time) error {
+	seen := map[string]bool{doubted: true}
+	queue := []string{doubted}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		deps, err := s.Store.Dependents(ctx, id)
+		if err != nil {
+			return storeErr(err)
+		}
+		for _, d := range deps {
+			if seen[d.ID] {
+				continue
+			}
+			seen[d.ID] = true
+			if !ledger.CascadesStale(d.Status) {
+				continue
+			}
+			ev := s.event(ledger.EvStaleCascaded, d.ID, at)
+			ev.From, ev.To, ev.Reason = d.Status, ledger.Stale, "dependency "+id+" was doubted"
+			d2 := d
+			d2.Status, d2.Version, d2.UpdatedAt = ledger.Stale, d.Version+1, at
+			tx.Entities = append(tx.Entities, EntityPut{Entity: d2, PrevVersion: d.Version})
+			tx.Events = append(tx.Events, ev)
+			queue = append(queue, d.ID)
+		}
+	}
+	return nil
+}
+
+// callback resolves a verification spawn with dismiss or trust. Exactly one
+// terminal resolver wins per request id, by commit order; a loser changes
+// nothing and is told who won.
+func (s *Service) callback(ctx context.Context, in TransitionInput) (Result, error) {
+	var res Result
+	for attempt := 0; ; attempt++ {
+		sp, err := s.spawnRecord(ctx, in.RequestID)
+		if err != nil {
+			return res, err
+		}
+		if sp.Kind == spawn.Guess {
+			return res, errs.E(errs.SpawnMismatch, in.RequestID+" is a guess spawn; it resolves with answer",
+				errs.Step{Command: "dont answer " + in.RequestID + " --candidate \"<answer>\"", Description: "answer the guess"}).On(in.EntityID)
+		}
+		if sp.EntityID != in.EntityID {
+			return res, errs.E(errs.SpawnMismatch, in.RequestID+" was issued for "+sp.EntityID+", not "+in.EntityID,
+				errs.Step{Command: "dont " + string(in.Action) + " " + sp.EntityID + " … --request-id " + in.RequestID, Description: "call back on the spawn's own entity"}).On(in.EntityID)
+		}
+		if sp.State != spawn.Pending {
+			return s.alreadyResolved(ctx, sp)
+		}
+		e, err := s.entity(ctx, sp.EntityID)
+		if err != nil {
+			return res, err
+		}
+		tx, e2, err := s.transitionTx(ctx, e, in)
+		if err != nil {
+			return res, err
+		}
+		now := s.now()
+		e2.PendingSpawn = clearIf(e2.PendingSpawn, sp.ID)
+		tx.Entities[0].Entity = e2
+		tx.Spawns = []SpawnPut{{Spawn: resolved(sp, spawn.CallbackApplied, now)}}
+		done := s.event(ledger.EvSpawnResolved, e.ID, now)
+		done.RequestID, done.Outcome, done.Direct = sp.ID, spawn.CallbackApplied, in.Direct
+		tx.Events = append(tx.Events, done)
+		err = s.Store.Commit(ctx, tx)
+		if isCondition(err) && attempt < maxAttempts {
+			continue // re-read: either the spawn was resolved (we lost) or the entity moved
+		}
+		if err != nil {
+			return res, storeErr(err)
+		}
+		if now.After(sp.ExpiresAt) {
+			res.Warnings = append(res.Warnings, envelope.Warning{Code: string(errs.SpawnExpired), RequestID: sp.ID,
+				Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; the callback was applied late"})
+		}
+		res.Kind = e2.Kind
+		res.Data = EntityView{Entity: e2, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}
+		return res, nil
+	}
+}
+
+// alreadyResolved is the answer to a resolver that lost: nothing changes,
+// and the warning names the earlier resolution.
+func (s *Service) alreadyResolved(ctx context.Context, sp spawn.Spawn) (Result, error) {
+	res := Result{Kind: "spawn"}
+	w := loserWarning(sp)
+	res.Warnings = append(res.Warnings, w)
+	data := map[string]any{"resolution": Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}}
+	if sp.EntityID != "" {
+		e, err := s.entity(ctx, sp.EntityID)
+		if err != nil {
+			return res, err
+		}
+		res.Kind = e.Kind
+		res.Data = EntityView{Entity: e, Resolution: &Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}}
+		return res, nil
+	}
+	res.Data = data
+	return res, nil
+}
+
+func clearIf(current, id string) string {
+	if current == id {
+		return ""
+	}
+	return current
+}

@@ -1,0 +1,235 @@
+// Package spawn holds the spawn protocol's rules: what a spawn request
+// carries, what an entity looks like while it is under review, how the
+// guess tally works and what a timeout restores. It does no I/O.
+package spawn
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dont-cli/dont/internal/ledger"
+)
+
+// Kind is the command that produced a spawn.
+type Kind string
+
+// Spawn-producing commands.
+const (
+	Assume   Kind = "assume"
+	Overlook Kind = "overlook"
+	Guess    Kind = "guess"
+)
+
+// States of a spawn. A spawn is pending until exactly one terminal resolver
+// commits, after which it is resolved with an outcome.
+const (
+	Pending  = "pending"
+	Resolved = "resolved"
+)
+
+// Terminal resolver outcomes.
+const (
+	CallbackApplied = "callback-applied"
+	TimeoutRestored = "timeout-restored"
+	Failed          = "failed" // direct mode: the provider gave nothing usable
+)
+
+// Mode says who does the reasoning: the harness's subagent or a provider.
+const (
+	ModeHarness = "harness"
+	ModeDirect  = "direct"
+)
+
+// Spawn is the stored record of one request.
+type Spawn struct {
+	ID          string        `json:"request_id"`
+	Kind        Kind          `json:"request_kind"`
+	EntityID    string        `json:"entity_id,omitempty"`
+	State       string        `json:"state"`
+	Outcome     string        `json:"outcome,omitempty"`
+	Mode        string        `json:"mode"`
+	PreStatus   ledger.Status `json:"pre_status,omitempty"`
+	Question    string        `json:"question,omitempty"`
+	N           int           `json:"n,omitempty"`
+	Temperature *float64      `json:"temperature,omitempty"`
+	IssuedAt    time.Time     `json:"issued_at"`
+	ExpiresAt   time.Time     `json:"expires_at"`
+	ResolvedAt  *time.Time    `json:"resolved_at,omitempty"`
+	// EntityVersion is the entity's version right after the spawn's own
+	// write: a timeout restores only if the entity still has it.
+	EntityVersion int64 `json:"entity_version,omitempty"`
+	// Request is the spawn_request payload, kept as bytes so every
+	// transport sends the same payload.
+	Request json.RawMessage `json:"-"`
+}
+
+// Context is what the harness gives its clean-context subagent.
+type Context struct {
+	Clean          bool     `json:"clean"`
+	Prompt         string   `json:"prompt"`
+	AllowedTools   []string `json:"allowed_tools"`
+	ForbiddenTools []string `json:"forbidden_tools"`
+	MaxToolCalls   int      `json:"max_tool_calls"`
+}
+
+// Callback says how the subagent ends its work.
+type Callback struct {
+	Actions   []string `json:"actions"`
+	RequestID string   `json:"request_id"`
+	Token     string   `json:"token,omitempty"`
+}
+
+// Request is the spawn_request envelope's data.
+type Request struct {
+	RequestID   string    `json:"request_id"`
+	RequestKind Kind      `json:"request_kind"`
+	EntityID    string    `json:"entity_id,omitempty"`
+	Mode        string    `json:"mode"`
+	Context     Context   `json:"context"`
+	Callback    Callback  `json:"callback"`
+	IssuedAt    time.Time `json:"issued_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	N           int       `json:"n,omitempty"`
+	Temperature *float64  `json:"temperature,omitempty"`
+}
+
+// Verbs of the dont tool surface, the universe allowed/forbidden lists draw from.
+var Verbs = []string{"init", "conclude", "define", "trust", "dismiss", "lock", "ignore", "reopen",
+	"show", "list", "assume", "overlook", "guess", "answer", "spawns", "sweep"}
+
+// AllowedTools is the only tool list a subagent of this kind may use; the
+// callback token's powers are this same list.
+func AllowedTools(k Kind) []string {
+	if k == Guess {
+		return []string{"answer"}
+	}
+	return []string{"show", "dismiss", "trust"}
+}
+
+// CallbackActions are the terminal actions of a spawn of this kind.
+func CallbackActions(k Kind) []string {
+	if k == Guess {
+		return []string{"answer"}
+	}
+	return []string{"dismiss", "trust"}
+}
+
+func forbidden(allowed []string) []string {
+	var out []string
+	for _, v := range Verbs {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == v
+		}
+		if !ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// UnderReview is the status an entity takes while a verification spawn is
+// pending: verified, doubted and stale go back to unverified.
+func UnderReview(s ledger.Status) ledger.Status {
+	switch s {
+	case ledger.Verified, ledger.Doubted, ledger.Stale:
+		return ledger.Unverified
+	}
+	return s
+}
+
+// Restores reports whether a timeout puts the entity back to the spawn's
+// pre-spawn status: only if nothing has moved it since the spawn did.
+func Restores(sp Spawn, e ledger.Entity) bool {
+	return sp.EntityID != "" && e.Version == sp.EntityVersion
+}
+
+// NewRequest builds the payload a harness receives.
+func NewRequest(sp Spawn, e *ledger.Entity) Request {
+	allowed := AllowedTools(sp.Kind)
+	r := Request{
+		RequestID: sp.ID, RequestKind: sp.Kind, EntityID: sp.EntityID, Mode: sp.Mode,
+		Context: Context{
+			Clean: true, Prompt: Prompt(sp, e), AllowedTools: allowed,
+			ForbiddenTools: forbidden(allowed), MaxToolCalls: 20,
+		},
+		Callback:  Callback{Actions: CallbackActions(sp.Kind), RequestID: sp.ID},
+		IssuedAt:  sp.IssuedAt,
+		ExpiresAt: sp.ExpiresAt,
+	}
+	if sp.Kind == Guess {
+		r.N, r.Temperature = sp.N, sp.Temperature
+		r.Context.MaxToolCalls = 2 * sp.N
+	}
+	return r
+}
+
+// Prompt is the instruction for the subagent (or, in direct mode, the provider).
+func Prompt(sp Spawn, e *ledger.Entity) string {
+	var b strings.Builder
+	if sp.Kind == Guess {
+		t := "the default"
+		if sp.Temperature != nil {
+			t = fmt.Sprintf("%g", *sp.Temperature)
+		}
+		fmt.Fprintf(&b, "Propose %d diverse, independent candidate answers to the question below (sampling temperature %s). "+
+			"Do not consult earlier answers; each candidate should stand on its own.\n\nQuestion: %s\n\n", sp.N, t, sp.Question)
+		fmt.Fprintf(&b, "Finish with exactly one call: dont answer %s --candidate \"<answer 1>\" --candidate \"<answer 2>\" …", sp.ID)
+		return b.String()
+	}
+	if sp.Kind == Overlook {
+		b.WriteString("Premortem. Assume the claim below is wrong and try to explain why: look for the specific flaw, " +
+			"counter-example or missing condition that would make it fail. Only if you cannot find one after an honest search, verify it.\n\n")
+	} else {
+		b.WriteString("Independently verify the claim below from a clean context. Do not trust earlier reasoning; " +
+			"check it against sources you can cite.\n\n")
+	}
+	fmt.Fprintf(&b, "%s: %s\n", e.ID, describe(e))
+	if len(e.Atoms) > 0 {
+		fmt.Fprintf(&b, "Atoms: %s\n", strings.Join(e.Atoms, "; "))
+	}
+	if len(e.Refs) > 0 {
+		fmt.Fprintf(&b, "Refs: %s\n", strings.Join(e.Refs, " "))
+	}
+	fmt.Fprintf(&b, "\nFinish with exactly one of:\n"+
+		"  dont dismiss %s --evidence <uri-or-curie> --request-id %s   (it holds; cite evidence)\n"+
+		"  dont trust %s --reason \"<the specific flaw>\" --request-id %s   (it does not hold)\n", e.ID, sp.ID, e.ID, sp.ID)
+	return b.String()
+}
+
+func describe(e *ledger.Entity) string {
+	if e.Kind == ledger.KindTerm {
+		return e.Curie + " — " + e.Definition
+	}
+	return e.Statement
+}
+
+// Tally is one distinct candidate answer and how many candidates agreed.
+type Tally struct {
+	Answer string `json:"answer"`
+	Count  int    `json:"count"`
+}
+
+// TallyCandidates groups candidates that agree (same words, ignoring case
+// and spacing), most agreed first; ties keep first-seen order.
+func TallyCandidates(candidates []string) []Tally {
+	var out []Tally
+	index := map[string]int{}
+	for _, c := range candidates {
+		key := strings.Join(strings.Fields(strings.ToLower(c)), " ")
+		if key == "" {
+			continue
+		}
+		if i, ok := index[key]; ok {
+			out[i].Count++
+			continue
+		}
+		index[key] = len(out)
+		out = append(out, Tally{Answer: strings.TrimSpace(c), Count: 1})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Count > out[j].Count })
+	return out
+}

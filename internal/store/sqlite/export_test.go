@@ -1,0 +1,9 @@
+package sqlite
+
+import "database/sql"
+
+// DB exposes the handle to this package's tests.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// DueQuery is the sweep's query, for plan checks.
+const DueQuery = dueQuery

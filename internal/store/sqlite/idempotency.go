@@ -1,0 +1,58 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/dont-cli/dont/internal/httpapi"
+)
+
+// staleClaim is how long a claimed key whose request never finished blocks
+// retries before it may be claimed again (a crashed server).
+const staleClaim = time.Minute
+
+// Claim implements httpapi.IdempotencyStore.
+func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Time) (*httpapi.Stored, error) {
+	var existing *httpapi.Stored
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var st httpapi.Stored
+		var state, created string
+		err := tx.QueryRowContext(ctx, "SELECT state, fingerprint, status, body, created_at FROM idempotency WHERE key = ?", key).
+			Scan(&state, &st.Fingerprint, &st.Status, &st.Body, &created)
+		switch {
+		case err == sql.ErrNoRows:
+		case err != nil:
+			return err
+		case state == "claimed" && created < timeText(now.Add(-staleClaim)):
+			// The first request died without an answer; this one takes over.
+		default:
+			st.Done = state == "done"
+			existing = &st
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO idempotency(key, state, fingerprint, created_at) VALUES(?, 'claimed', ?, ?) "+
+			"ON CONFLICT(key) DO UPDATE SET state = 'claimed', fingerprint = excluded.fingerprint, created_at = excluded.created_at",
+			key, fingerprint, timeText(now))
+		return err
+	})
+	return existing, err
+}
+
+// Complete implements httpapi.IdempotencyStore.
+func (s *Store) Complete(ctx context.Context, key string, status int, body []byte) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE idempotency SET state = 'done', status = ?, body = ? WHERE key = ? AND state = 'claimed'", status, body, key)
+		return err
+	})
+}
+
+// Release implements httpapi.IdempotencyStore.
+func (s *Store) Release(ctx context.Context, key string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "DELETE FROM idempotency WHERE key = ? AND state = 'claimed'", key)
+		return err
+	})
+}
+
+var _ httpapi.IdempotencyStore = (*Store)(nil)

@@ -1,0 +1,352 @@
+// Package sqlite is the embedded store: one SQLite file in .dont/, WAL
+// mode, one immediate transaction per write, busy retries. It uses the
+// pure-Go modernc.org/sqlite driver.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+	sqlite3 "modernc.org/sqlite"
+	sqlite3lib "modernc.org/sqlite/lib"
+)
+
+const schemaVersion = 1
+
+const schema = `
+CREATE TABLE IF NOT EXISTS entities(
+	id TEXT PRIMARY KEY, kind TEXT NOT NULL, status TEXT NOT NULL,
+	version INTEGER NOT NULL, doc BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS entities_status ON entities(status, id);
+CREATE TABLE IF NOT EXISTS dependencies(
+	depends_on TEXT NOT NULL, entity_id TEXT NOT NULL, PRIMARY KEY(depends_on, entity_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events(
+	seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, entity_id TEXT,
+	request_id TEXT, kind TEXT NOT NULL, doc BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS events_entity ON events(entity_id, seq);
+CREATE INDEX IF NOT EXISTS events_request ON events(request_id);
+CREATE TABLE IF NOT EXISTS spawns(
+	id TEXT PRIMARY KEY, entity_id TEXT, state TEXT NOT NULL, issued_at TEXT NOT NULL,
+	expires_at TEXT NOT NULL, doc BLOB NOT NULL, request BLOB NOT NULL);
+-- Sweeps read only the due rows of this partial index: O(expired), not O(stored).
+CREATE INDEX IF NOT EXISTS spawns_due ON spawns(expires_at) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS spawns_state ON spawns(state, issued_at);
+CREATE INDEX IF NOT EXISTS spawns_entity ON spawns(entity_id, issued_at);
+CREATE TABLE IF NOT EXISTS tokens(id TEXT PRIMARY KEY, doc BLOB NOT NULL, hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS idempotency(
+	key TEXT PRIMARY KEY, state TEXT NOT NULL, fingerprint TEXT NOT NULL,
+	status INTEGER NOT NULL DEFAULT 0, body BLOB, created_at TEXT NOT NULL);
+`
+
+// timeKey is fixed-width so that text order is time order.
+const timeKey = "2006-01-02T15:04:05.000000000Z"
+
+func timeText(t time.Time) string { return t.UTC().Format(timeKey) }
+
+// Store is a SQLite-backed service.Store.
+type Store struct {
+	db *sql.DB
+	// writeMu serialises this process's writers so they queue in Go rather
+	// than spin on SQLITE_BUSY; other processes are kept out by BEGIN IMMEDIATE.
+	writeMu sync.Mutex
+	// CommitDelay holds every write transaction open this long before it
+	// commits. It exists for fault-injection tests (signals mid-command).
+	CommitDelay time.Duration
+	// OnHold is called when a delayed transaction starts to wait.
+	OnHold func()
+
+	secretMu sync.Mutex
+	secret   []byte
+}
+
+// Open opens an existing database file without touching its schema.
+func Open(path string) (*Store, error) {
+	// The path is percent-encoded: SQLite reads the DSN as a file: URI.
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	return &Store{db: db}, nil
+}
+
+// Create initialises a new database file: WAL mode and the schema.
+func Create(ctx context.Context, path string) (*Store, error) {
+	s, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.db.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if _, err := s.db.ExecContext(ctx, schema+fmt.Sprintf("PRAGMA user_version=%d;", schemaVersion)); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// GetEntity implements service.Store.
+func (s *Store) GetEntity(ctx context.Context, id string) (ledger.Entity, error) {
+	var e ledger.Entity
+	var doc []byte
+	err := s.db.QueryRowContext(ctx, "SELECT doc FROM entities WHERE id = ?", id).Scan(&doc)
+	if err != nil {
+		return e, classify(err)
+	}
+	return e, json.Unmarshal(doc, &e)
+}
+
+// ListEntities implements service.Store.
+func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
+	q, args := "SELECT doc FROM entities WHERE 1=1", []any{}
+	if f.Status != "" {
+		q, args = q+" AND status = ?", append(args, string(f.Status))
+	}
+	if f.Kind != "" {
+		q, args = q+" AND kind = ?", append(args, f.Kind)
+	}
+	return queryDocs[ledger.Entity](ctx, s.db, q+" ORDER BY id", args...)
+}
+
+// Dependents implements service.Store.
+func (s *Store) Dependents(ctx context.Context, id string) ([]ledger.Entity, error) {
+	return queryDocs[ledger.Entity](ctx, s.db,
+		"SELECT e.doc FROM dependencies d JOIN entities e ON e.id = d.entity_id WHERE d.depends_on = ? ORDER BY e.id", id)
+}
+
+// Events implements service.Store: an entity's events in commit order.
+func (s *Store) Events(ctx context.Context, entityID string) ([]ledger.Event, error) {
+	return queryDocs[ledger.Event](ctx, s.db, "SELECT doc FROM events WHERE entity_id = ? ORDER BY seq", entityID)
+}
+
+// AllEvents returns every event in commit order (for audits and doctor).
+func (s *Store) AllEvents(ctx context.Context) ([]ledger.Event, error) {
+	return queryDocs[ledger.Event](ctx, s.db, "SELECT doc FROM events ORDER BY seq")
+}
+
+// GetSpawn implements service.Store.
+func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
+	rows, err := s.spawns(ctx, "SELECT doc, request FROM spawns WHERE id = ?", id)
+	if err != nil {
+		return spawn.Spawn{}, err
+	}
+	if len(rows) == 0 {
+		return spawn.Spawn{}, service.ErrNotFound
+	}
+	return rows[0], nil
+}
+
+// ListSpawns implements service.Store.
+func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.Spawn, error) {
+	q, args := "SELECT doc, request FROM spawns WHERE 1=1", []any{}
+	if f.State != "" {
+		q, args = q+" AND state = ?", append(args, f.State)
+	}
+	if f.EntityID != "" {
+		q, args = q+" AND entity_id = ?", append(args, f.EntityID)
+	}
+	return s.spawns(ctx, q+" ORDER BY issued_at, id", args...)
+}
+
+// DueSpawns implements service.Store through the partial index spawns_due.
+func (s *Store) DueSpawns(ctx context.Context, now time.Time, limit int) ([]spawn.Spawn, error) {
+	return s.spawns(ctx, dueQuery, timeText(now), limit)
+}
+
+const dueQuery = "SELECT doc, request FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?"
+
+func (s *Store) spawns(ctx context.Context, q string, args ...any) ([]spawn.Spawn, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []spawn.Spawn
+	for rows.Next() {
+		var doc, req []byte
+		if err := rows.Scan(&doc, &req); err != nil {
+			return nil, classify(err)
+		}
+		var sp spawn.Spawn
+		if err := json.Unmarshal(doc, &sp); err != nil {
+			return nil, err
+		}
+		sp.Request = req
+		out = append(out, sp)
+	}
+	return out, classify(rows.Err())
+}
+
+func queryDocs[T any](ctx context.Context, db *sql.DB, q string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var doc []byte
+		if err := rows.Scan(&doc); err != nil {
+			return nil, classify(err)
+		}
+		var v T
+		if err := json.Unmarshal(doc, &v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, classify(rows.Err())
+}
+
+// Commit implements service.Store: all writes in one immediate
+// transaction, each conditional, retried while another process holds the lock.
+func (s *Store) Commit(ctx context.Context, t service.Tx) error {
+	return s.write(ctx, func(tx *sql.Tx) error { return s.commit(ctx, tx, t) })
+}
+
+// write runs fn in one immediate transaction with the store's busy retries.
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	for attempt := 0; ; attempt++ {
+		err := func() error {
+			tx, err := s.db.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback() //nolint:errcheck // no-op after Commit
+			if err := fn(tx); err != nil {
+				return err
+			}
+			return tx.Commit()
+		}()
+		if isBusy(err) && attempt < 20 && ctx.Err() == nil {
+			time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
+			continue
+		}
+		return classify(err)
+	}
+}
+
+func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {
+	for _, p := range t.Entities {
+		doc, err := json.Marshal(p.Entity)
+		if err != nil {
+			return err
+		}
+		var res sql.Result
+		if p.PrevVersion == 0 {
+			res, err = tx.ExecContext(ctx, "INSERT INTO entities(id, kind, status, version, doc) VALUES(?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
+				p.Entity.ID, p.Entity.Kind, string(p.Entity.Status), p.Entity.Version, doc)
+		} else {
+			res, err = tx.ExecContext(ctx, "UPDATE entities SET status = ?, version = ?, doc = ? WHERE id = ? AND version = ?",
+				string(p.Entity.Status), p.Entity.Version, doc, p.Entity.ID, p.PrevVersion)
+		}
+		if err := affectedOne(res, err, p.Entity.ID); err != nil {
+			return err
+		}
+		if p.PrevVersion == 0 {
+			for _, d := range p.Entity.DependsOn {
+				if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO dependencies(depends_on, entity_id) VALUES(?,?)", d, p.Entity.ID); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, p := range t.Spawns {
+		doc, err := json.Marshal(p.Spawn)
+		if err != nil {
+			return err
+		}
+		var res sql.Result
+		sp := p.Spawn
+		if p.Create {
+			res, err = tx.ExecContext(ctx, "INSERT INTO spawns(id, entity_id, state, issued_at, expires_at, doc, request) VALUES(?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
+				sp.ID, sp.EntityID, sp.State, timeText(sp.IssuedAt), timeText(sp.ExpiresAt), doc, []byte(sp.Request))
+		} else {
+			res, err = tx.ExecContext(ctx, "UPDATE spawns SET state = ?, doc = ? WHERE id = ? AND state = 'pending'", sp.State, doc, sp.ID)
+		}
+		if err := affectedOne(res, err, sp.ID); err != nil {
+			return err
+		}
+	}
+	for _, ev := range t.Events {
+		doc, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO events(id, entity_id, request_id, kind, doc) VALUES(?,?,?,?,?)",
+			ev.ID, ev.EntityID, ev.RequestID, ev.Kind, doc); err != nil {
+			return err
+		}
+	}
+	if s.CommitDelay > 0 {
+		if s.OnHold != nil {
+			s.OnHold()
+		}
+		select {
+		case <-time.After(s.CommitDelay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func affectedOne(res sql.Result, err error, id string) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return &service.ConditionFailed{ID: id}
+	}
+	return nil
+}
+
+func isBusy(err error) bool {
+	var se *sqlite3.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == sqlite3lib.SQLITE_BUSY || c == sqlite3lib.SQLITE_LOCKED
+	}
+	return false
+}
+
+// classify maps driver errors to the service's vocabulary.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return service.ErrNotFound
+	case isBusy(err):
+		return errs.E(errs.DBLocked, "the database stayed locked by another process").Wrap(err)
+	case strings.Contains(err.Error(), "no such table"):
+		return errs.E(errs.NotInitialised, "the database has no dont schema").Wrap(err)
+	}
+	return err
+}

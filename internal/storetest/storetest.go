@@ -1,0 +1,314 @@
+// Package storetest is the conformance suite every service.Store must
+// pass. Call Run from a store's own tests with a constructor of empty stores.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// Run runs the suite; newStore must return an empty store each call.
+func Run(t *testing.T, newStore func(t *testing.T) service.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s service.Store)
+	}{
+		{"missing items are ErrNotFound", missing},
+		{"create is conditional on absence", createOnce},
+		{"update is conditional on version and all-or-nothing", updateVersioned},
+		{"spawn resolution is conditional on pending", spawnPending},
+		{"due spawns are pending and expired, earliest first, bounded", dueSpawns},
+		{"list spawns filters and orders by issue time", listSpawns},
+		{"dependents and entity filters", dependents},
+		{"an entity's events keep commit order", eventOrder},
+		{"concurrent resolvers: exactly one commits", concurrentResolvers},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
+	}
+}
+
+var base = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+func claim(status ledger.Status) ledger.Entity {
+	return ledger.Entity{ID: ids.New(ids.Claim, base), Kind: ledger.KindClaim, Statement: "water boils at 100 C at sea level",
+		Status: status, Version: 1, CreatedAt: base, UpdatedAt: base}
+}
+
+func ev(kind, entity string) ledger.Event {
+	return ledger.Event{ID: ids.New(ids.Event, base), Kind: kind, EntityID: entity, At: base}
+}
+
+func newSpawn(entity string, issued, expires time.Time) spawn.Spawn {
+	return spawn.Spawn{ID: ids.New(ids.Spawn, issued), Kind: spawn.Assume, EntityID: entity, State: spawn.Pending,
+		Mode: spawn.ModeHarness, PreStatus: ledger.Verified, IssuedAt: issued, ExpiresAt: expires, Request: []byte(`{"request_id":"x"}`)}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantCondition(t *testing.T, err error, id string) {
+	t.Helper()
+	if !service.FailedOn(err, id) {
+		t.Fatalf("want ConditionFailed on %s, got %v", id, err)
+	}
+}
+
+func missing(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	if _, err := s.GetEntity(ctx, "claim:01HX05A9K8VP0000000000000A"); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("GetEntity: want ErrNotFound, got %v", err)
+	}
+	if _, err := s.GetSpawn(ctx, "spawn:01HX05A9K8VP0000000000000A"); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("GetSpawn: want ErrNotFound, got %v", err)
+	}
+}
+
+func createOnce(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	e := claim(ledger.Unverified)
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev(ledger.EvConcluded, e.ID)}}))
+	got, err := s.GetEntity(ctx, e.ID)
+	must(t, err)
+	if got.Statement != e.Statement || got.Status != ledger.Unverified || got.Version != 1 {
+		t.Fatalf("read back %+v", got)
+	}
+	again := e
+	again.Statement = "overwritten"
+	wantCondition(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: again}}}), e.ID)
+	got, _ = s.GetEntity(ctx, e.ID)
+	if got.Statement != e.Statement {
+		t.Fatalf("a failed create overwrote the entity: %q", got.Statement)
+	}
+}
+
+func updateVersioned(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	a, b := claim(ledger.Unverified), claim(ledger.Unverified)
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: a}, {Entity: b}}}))
+	a2, b2 := a, b
+	a2.Status, a2.Version = ledger.Verified, 2
+	b2.Status, b2.Version = ledger.Doubted, 2
+	stray := ev(ledger.EvDismissed, a.ID)
+	// b's condition is stale (expects version 5): nothing of the tx may land.
+	err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: a2, PrevVersion: 1}, {Entity: b2, PrevVersion: 5}}, Events: []ledger.Event{stray}})
+	wantCondition(t, err, b.ID)
+	got, _ := s.GetEntity(ctx, a.ID)
+	if got.Status != ledger.Unverified || got.Version != 1 {
+		t.Fatalf("partial write: a is %s v%d", got.Status, got.Version)
+	}
+	evs, err := s.Events(ctx, a.ID)
+	must(t, err)
+	if len(evs) != 0 {
+		t.Fatalf("partial write: %d events landed", len(evs))
+	}
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: a2, PrevVersion: 1}}, Events: []ledger.Event{stray}}))
+	got, _ = s.GetEntity(ctx, a.ID)
+	if got.Status != ledger.Verified || got.Version != 2 {
+		t.Fatalf("update lost: %s v%d", got.Status, got.Version)
+	}
+}
+
+func spawnPending(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	e := claim(ledger.Unverified)
+	sp := newSpawn(e.ID, base, base.Add(time.Hour))
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
+	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}), sp.ID)
+	got, err := s.GetSpawn(ctx, sp.ID)
+	must(t, err)
+	if string(got.Request) != string(sp.Request) || got.State != spawn.Pending || !got.ExpiresAt.Equal(sp.ExpiresAt) {
+		t.Fatalf("read back %+v", got)
+	}
+	done := sp
+	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: done}}}))
+	again := sp
+	again.State, again.Outcome = spawn.Resolved, spawn.TimeoutRestored
+	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: again}}}), sp.ID)
+	got, _ = s.GetSpawn(ctx, sp.ID)
+	if got.Outcome != spawn.CallbackApplied {
+		t.Fatalf("second resolver overwrote the first: %s", got.Outcome)
+	}
+	if string(got.Request) != string(sp.Request) {
+		t.Fatalf("resolution lost the request payload: %s", got.Request)
+	}
+}
+
+func dueSpawns(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	var due []string
+	for i := 0; i < 5; i++ {
+		sp := newSpawn("", base, base.Add(time.Duration(5-i)*time.Minute))
+		must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
+		due = append([]string{sp.ID}, due...)
+	}
+	future := newSpawn("", base, base.Add(time.Hour))
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: future, Create: true}}}))
+	done := newSpawn("", base, base.Add(time.Minute))
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: done, Create: true}}}))
+	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: done}}}))
+
+	now := base.Add(10 * time.Minute)
+	got, err := s.DueSpawns(ctx, now, 100)
+	must(t, err)
+	if fmt.Sprint(spawnIDs(got)) != fmt.Sprint(due) {
+		t.Fatalf("due = %v, want %v (earliest expiry first, pending only)", spawnIDs(got), due)
+	}
+	got, err = s.DueSpawns(ctx, now, 2)
+	must(t, err)
+	if len(got) != 2 || got[0].ID != due[0] {
+		t.Fatalf("limit 2 gave %v", spawnIDs(got))
+	}
+	got, err = s.DueSpawns(ctx, base.Add(time.Minute), 100)
+	must(t, err)
+	if len(got) != 1 || got[0].ID != due[0] {
+		t.Fatalf("expires_at == now must be due: got %v", spawnIDs(got))
+	}
+}
+
+func listSpawns(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	e := claim(ledger.Unverified)
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}))
+	var all []string
+	for i := 0; i < 3; i++ {
+		sp := newSpawn(e.ID, base.Add(time.Duration(i)*time.Second), base.Add(time.Hour))
+		if i == 1 {
+			sp.State, sp.Outcome = spawn.Resolved, spawn.TimeoutRestored
+		}
+		must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
+		all = append(all, sp.ID)
+	}
+	got, err := s.ListSpawns(ctx, service.SpawnFilter{})
+	must(t, err)
+	if fmt.Sprint(spawnIDs(got)) != fmt.Sprint(all) {
+		t.Fatalf("all = %v, want %v", spawnIDs(got), all)
+	}
+	got, err = s.ListSpawns(ctx, service.SpawnFilter{State: spawn.Pending})
+	must(t, err)
+	if fmt.Sprint(spawnIDs(got)) != fmt.Sprint([]string{all[0], all[2]}) {
+		t.Fatalf("pending = %v", spawnIDs(got))
+	}
+	got, err = s.ListSpawns(ctx, service.SpawnFilter{EntityID: "claim:nobody"})
+	must(t, err)
+	if len(got) != 0 {
+		t.Fatalf("entity filter leaked %v", spawnIDs(got))
+	}
+}
+
+func dependents(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	root, other := claim(ledger.Verified), claim(ledger.Doubted)
+	child := claim(ledger.Unverified)
+	child.DependsOn = []string{root.ID}
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: root}, {Entity: other}, {Entity: child}}}))
+	deps, err := s.Dependents(ctx, root.ID)
+	must(t, err)
+	if len(deps) != 1 || deps[0].ID != child.ID {
+		t.Fatalf("dependents of root = %v", deps)
+	}
+	doubted, err := s.ListEntities(ctx, service.EntityFilter{Status: ledger.Doubted})
+	must(t, err)
+	if len(doubted) != 1 || doubted[0].ID != other.ID {
+		t.Fatalf("status filter = %v", doubted)
+	}
+	all, err := s.ListEntities(ctx, service.EntityFilter{Kind: ledger.KindClaim})
+	must(t, err)
+	if len(all) != 3 {
+		t.Fatalf("kind filter = %d entities", len(all))
+	}
+}
+
+func eventOrder(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	e := claim(ledger.Unverified)
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev("kind00", e.ID)}}))
+	want := []string{"kind00"}
+	for v := int64(1); v < 10; v++ {
+		// Each event is written with the entity version it produced (as the
+		// service always does); ids deliberately run backwards in time:
+		// history order is commit order, not id order.
+		next := e
+		next.Version = v + 1
+		a, b := ev(fmt.Sprintf("kind%02da", v), e.ID), ev(fmt.Sprintf("kind%02db", v), e.ID)
+		a.ID = ids.New(ids.Event, base.Add(-time.Duration(v)*time.Hour))
+		b.ID = ids.New(ids.Event, base.Add(-time.Duration(v)*time.Hour-time.Minute))
+		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: next, PrevVersion: v}}, Events: []ledger.Event{a, b}}))
+		want = append(want, a.Kind, b.Kind)
+	}
+	got, err := s.Events(ctx, e.ID)
+	must(t, err)
+	var kinds []string
+	for _, x := range got {
+		kinds = append(kinds, x.Kind)
+	}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Fatalf("events out of commit order: %v", kinds)
+	}
+}
+
+func concurrentResolvers(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	e := claim(ledger.Unverified)
+	sp := newSpawn(e.ID, base, base.Add(time.Hour))
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
+	const n = 16
+	var wins, losses atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			done := sp
+			done.State, done.Outcome = spawn.Resolved, fmt.Sprintf("resolver-%d", i)
+			e2 := e
+			e2.Version, e2.Status = 2, ledger.Verified
+			err := s.Commit(ctx, service.Tx{
+				Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}},
+				Spawns:   []service.SpawnPut{{Spawn: done}},
+				Events:   []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)},
+			})
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.As(err, new(*service.ConditionFailed)):
+				losses.Add(1)
+			default:
+				t.Errorf("resolver %d: %v", i, err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if wins.Load() != 1 || losses.Load() != n-1 {
+		t.Fatalf("wins=%d losses=%d, want exactly one winner", wins.Load(), losses.Load())
+	}
+	evs, err := s.Events(ctx, e.ID)
+	must(t, err)
+	if len(evs) != 1 {
+		t.Fatalf("%d resolution events, want 1", len(evs))
+	}
+}
+
+func spawnIDs(sps []spawn.Spawn) []string {
+	out := []string{}
+	for _, sp := range sps {
+		out = append(out, sp.ID)
+	}
+	return out
+}

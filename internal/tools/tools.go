@@ -1,0 +1,276 @@
+// Package tools is dont's tool surface: one definition per verb, with its
+// parameters and annotations. The CLI's commands and flags, the HTTP API's
+// routes and OpenAPI document, `GET /v1/tools` and the MCP tool list are all
+// generated from it, and every transport executes a call through Call.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/service"
+)
+
+// Param types, as JSON Schema names them.
+const (
+	String  = "string"
+	Number  = "number"
+	Integer = "integer"
+	Boolean = "boolean"
+	Strings = "array" // of strings
+)
+
+// Param is one argument of a tool.
+type Param struct {
+	Name        string   `json:"name"`
+	Type        string   `json:"type"`
+	Description string   `json:"description"`
+	Required    bool     `json:"required,omitempty"`
+	Enum        []string `json:"enum,omitempty"`
+	Default     any      `json:"default,omitempty"`
+	// Positional params come from the command line's arguments, in order.
+	Positional bool `json:"-"`
+	// Short is a one-letter CLI alias.
+	Short string `json:"-"`
+	// Env is an environment variable the CLI reads when the flag is absent.
+	Env string `json:"-"`
+	// Internal params are set by front ends, never by callers (mode).
+	Internal bool `json:"-"`
+}
+
+// Annotations tell clients how to treat a tool before calling it.
+type Annotations struct {
+	ReadOnly bool `json:"read_only,omitempty"`
+}
+
+// Tool is one verb. A name with a dot ("approvals.approve") is an action of
+// a group: the CLI nests it (`dont approvals approve`).
+type Tool struct {
+	Name        string      `json:"name"`
+	Summary     string      `json:"summary"`
+	Params      []Param     `json:"params"`
+	Annotations Annotations `json:"annotations"`
+	// Roles may call the tool over the API; nil means the default for its
+	// annotations (read-only: every role; otherwise harness and admin).
+	Roles []string `json:"roles"`
+	run   func(ctx context.Context, s *service.Service, a Args) (service.Result, error)
+}
+
+// Args are a call's arguments after validation.
+type Args map[string]any
+
+// Str returns a string argument or "".
+func (a Args) Str(name string) string { s, _ := a[name].(string); return s }
+
+// Strs returns a list argument.
+func (a Args) Strs(name string) []string {
+	switch v := a[name].(type) {
+	case []string:
+		return v
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			s, _ := x.(string)
+			out = append(out, s)
+		}
+		return out
+	}
+	return nil
+}
+
+// Float returns a number argument, or nil when absent.
+func (a Args) Float(name string) *float64 {
+	if f, ok := a[name].(float64); ok {
+		return &f
+	}
+	return nil
+}
+
+// Int returns an integer argument or 0.
+func (a Args) Int(name string) int {
+	f, _ := a[name].(float64)
+	return int(f)
+}
+
+// Bool returns a boolean argument.
+func (a Args) Bool(name string) bool { b, _ := a[name].(bool); return b }
+
+// All returns the tools, sorted by name.
+func All() []*Tool {
+	out := make([]*Tool, 0, len(registry))
+	for _, t := range registry {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// AllowedRoles is the list of bearer roles that may call the tool.
+func (t *Tool) AllowedRoles() []string {
+	switch {
+	case t.Roles != nil:
+		return t.Roles
+	case t.Annotations.ReadOnly:
+		return []string{auth.RoleHarness, auth.RoleApprover, auth.RoleAdmin}
+	}
+	return []string{auth.RoleHarness, auth.RoleAdmin}
+}
+
+// Lookup finds a tool by exact name.
+func Lookup(name string) (*Tool, bool) {
+	t, ok := registry[name]
+	return t, ok
+}
+
+var registry = map[string]*Tool{}
+
+var groupSummaries = map[string]string{}
+
+// GroupSummary describes a group of tools, for help.
+func GroupSummary(group string) string { return groupSummaries[group] }
+
+// RegisterGroup describes a group of dotted tool names.
+func RegisterGroup(group, summary string) { groupSummaries[group] = summary }
+
+func register(t *Tool) {
+	if t.Roles == nil {
+		t.Roles = t.AllowedRoles()
+	}
+	if _, dup := registry[t.Name]; dup {
+		panic("tools: duplicate tool " + t.Name)
+	}
+	registry[t.Name] = t
+}
+
+// Call validates raw arguments and runs the tool.
+func Call(ctx context.Context, s *service.Service, name string, raw map[string]any) (service.Result, error) {
+	t, ok := Lookup(name)
+	if !ok {
+		return service.Result{}, errs.E(errs.Usage, "unknown tool "+quote(name),
+			errs.Step{Command: "dont tools", Description: "list the tools"})
+	}
+	a, err := t.Validate(raw)
+	if err != nil {
+		return service.Result{}, err
+	}
+	return t.run(ctx, s, a)
+}
+
+// Validate checks types, required params and unknown names. JSON numbers
+// arrive as float64; lists may arrive as []any or []string.
+func (t *Tool) Validate(raw map[string]any) (Args, error) {
+	a := Args{}
+	known := map[string]*Param{}
+	for i := range t.Params {
+		known[t.Params[i].Name] = &t.Params[i]
+	}
+	for k, v := range raw {
+		p, ok := known[k]
+		if !ok {
+			return nil, t.usage("unknown parameter " + quote(k))
+		}
+		if v == nil {
+			continue
+		}
+		nv, ok := coerce(p.Type, v)
+		if !ok {
+			return nil, t.usage(fmt.Sprintf("parameter %s must be %s", p.Name, typeName(p.Type)))
+		}
+		if len(p.Enum) > 0 && !contains(p.Enum, nv) {
+			return nil, t.usage(fmt.Sprintf("parameter %s must be one of %s", p.Name, strings.Join(p.Enum, ", ")))
+		}
+		a[k] = nv
+	}
+	for _, p := range t.Params {
+		if _, ok := a[p.Name]; ok {
+			continue
+		}
+		if p.Required {
+			return nil, t.usage("missing required parameter " + p.Name)
+		}
+		if p.Default != nil {
+			a[p.Name], _ = coerce(p.Type, p.Default)
+		}
+	}
+	return a, nil
+}
+
+func (t *Tool) usage(msg string) error {
+	return errs.E(errs.Usage, t.Name+": "+msg, errs.Step{Command: "dont " + t.Name + " --help", Description: "see the parameters of " + t.Name}).Unmet(msg)
+}
+
+func coerce(typ string, v any) (any, bool) {
+	switch typ {
+	case String:
+		s, ok := v.(string)
+		return s, ok
+	case Boolean:
+		b, ok := v.(bool)
+		return b, ok
+	case Number:
+		f, ok := toFloat(v)
+		return f, ok && !math.IsNaN(f) && !math.IsInf(f, 0)
+	case Integer:
+		f, ok := toFloat(v)
+		return f, ok && f == math.Trunc(f) && math.Abs(f) < 1<<31
+	case Strings:
+		switch l := v.(type) {
+		case []string:
+			return l, true
+		case []any:
+			out := make([]string, 0, len(l))
+			for _, x := range l {
+				s, ok := x.(string)
+				if !ok {
+					return nil, false
+				}
+				out = append(out, s)
+			}
+			return out, true
+		}
+	}
+	return nil, false
+}
+
+func toFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func contains(enum []string, v any) bool {
+	s, _ := v.(string)
+	for _, e := range enum {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+func typeName(t string) string {
+	if t == Strings {
+		return "a list of strings"
+	}
+	return "a " + t
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return "\"" + s + "\""
+}
