@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
 	"github.com/dont-cli/dont/internal/service"
 )
@@ -24,6 +26,8 @@ type Deployment struct {
 	// Author is recorded on the events this function writes ("api", "sweeper").
 	Author string
 	Log    *slog.Logger
+	// DynamoDB is the table's client (nil in tests that open other stores).
+	DynamoDB *dynamodb.Client
 	// Open returns one project's store; Connect sets it to the DynamoDB store.
 	Open     func(project string) Store
 	Queue    *sqssched.Queue

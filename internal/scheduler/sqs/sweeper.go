@@ -90,18 +90,18 @@ func (s *Sweeper) handle(ctx context.Context, rec events.SQSMessage) string {
 	log := s.log().With("message_id", rec.MessageId)
 	m, err := Decode(rec.Body)
 	if err != nil {
-		log.Error("timeout message", "outcome", OutcomeMalformed, "err", err)
+		log.ErrorContext(ctx, "timeout message", "outcome", OutcomeMalformed, "err", err)
 		return OutcomeMalformed
 	}
 	log = log.With("project", m.Project, "request_id", m.RequestID)
 	out, err := s.Expire(ctx, m)
 	switch {
 	case err != nil:
-		log.Warn("timeout message", "outcome", out, "err", err)
+		log.WarnContext(ctx, "timeout message", "outcome", out, "err", err)
 	case out == OutcomeUnknown:
-		log.Warn("timeout message", "outcome", out)
+		log.WarnContext(ctx, "timeout message", "outcome", out)
 	default:
-		log.Info("timeout message", "outcome", out, "receive_count", rec.Attributes["ApproximateReceiveCount"])
+		log.InfoContext(ctx, "timeout message", "outcome", out, "receive_count", rec.Attributes["ApproximateReceiveCount"])
 	}
 	return out
 }
@@ -204,9 +204,9 @@ func (s *Sweeper) SweepAll(ctx context.Context, limit int) (SweepReport, error) 
 		if err != nil {
 			ps.Error = err.Error()
 			failed = append(failed, fmt.Errorf("project %s: %w", name, err))
-			s.log().Error("scheduled sweep", "project", name, "err", err)
+			s.log().ErrorContext(ctx, "scheduled sweep", "project", name, "err", err)
 		} else if ps.TimedOut > 0 || ps.Lost > 0 {
-			s.log().Info("scheduled sweep", "project", name, "timed_out", ps.TimedOut, "lost", ps.Lost)
+			s.log().InfoContext(ctx, "scheduled sweep", "project", name, "timed_out", ps.TimedOut, "lost", ps.Lost)
 		}
 		rep.Projects = append(rep.Projects, ps)
 	}
