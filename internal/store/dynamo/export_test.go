@@ -1,0 +1,25 @@
+package dynamo
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// SetRetry sets the store's retry bounds, for tests that count attempts.
+func SetRetry(s *Store, attempts int, base, cap time.Duration) {
+	s.retry = backoff{attempts: attempts, base: base, cap: cap}
+}
+
+// SpawnItem is the stored form of sp, for seeding benchmarks with BatchWriteItem.
+func SpawnItem(s *Store, sp spawn.Spawn) map[string]types.AttributeValue {
+	it, err := s.spawnItem(sp)
+	if err != nil {
+		panic(err)
+	}
+	return it
+}
+
+// ItemSize is an item's billed size.
+func ItemSize(it map[string]types.AttributeValue) int { return itemSize(it) }
