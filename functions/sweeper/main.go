@@ -14,6 +14,7 @@ package main
 import (
 	"context"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -21,6 +22,7 @@ import (
 )
 
 func main() {
+	start := time.Now()
 	log := deployment.NewLogger(os.Stdout)
 	d, err := deployment.Connect(context.Background(), os.Getenv, "sweeper", log)
 	if err != nil {
@@ -28,5 +30,6 @@ func main() {
 		os.Exit(1)
 	}
 	h := handler{sweeper: d.Sweeper(), limit: d.Config.SweepLimit, log: log}
+	log.Info("init", "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	lambda.Start(h.invoke)
 }

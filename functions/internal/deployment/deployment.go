@@ -44,14 +44,19 @@ func (d *Deployment) Service(project string) *service.Service {
 	if s, ok := d.services.Load(project); ok {
 		return s.(*service.Service)
 	}
-	st := d.Open(project)
-	s := &service.Service{
+	actual, _ := d.services.LoadOrStore(project, d.NewService(project, d.Open(project)))
+	return actual.(*service.Service)
+}
+
+// NewService builds project's service over st: this deployment's clock,
+// spawn timeout, author and logger, and the SQS timeout scheduler (which
+// registers the project for the scheduled sweep).
+func (d *Deployment) NewService(project string, st Store) *service.Service {
+	return &service.Service{
 		Store: st, Tokens: st, Now: d.Now, SpawnTimeout: d.Config.SpawnTimeout, Author: d.Author,
 		Log:       d.Log.With("project", project),
 		Scheduler: registering{registry: d.Registry, next: d.Queue.For(project), project: project, log: d.Log},
 	}
-	actual, _ := d.services.LoadOrStore(project, s)
-	return actual.(*service.Service)
 }
 
 // Project implements sqs.Projects.
