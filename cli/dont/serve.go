@@ -62,6 +62,9 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	// issued on the same file, for timers lost in a restart and for a full heap.
 	timers := &scheduler.Timers{Log: log}
 	svc := &service.Service{Store: store, Tokens: store, SpawnTimeout: timeout, Author: "api", Log: log, Scheduler: timers}
+	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
+		return err
+	}
 	handler := httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}},
 		RatePerSecond: rate, Log: log,
