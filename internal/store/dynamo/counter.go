@@ -55,7 +55,8 @@ func (u *Usage) add(v Usage) {
 // request (queries), doubled for transactions, plus one index write per
 // item that enters, changes in or leaves the sparse index. A Query's units
 // are computed from the items it returned; items a filter dropped are
-// counted in ItemsRead but their size is unknown.
+// counted in ItemsRead (when the server reports ScannedCount) but their
+// size is unknown.
 //
 // Register it on a client with
 //
@@ -217,12 +218,12 @@ func tally(ctx context.Context, input, result any) Usage {
 	case *dynamodb.QueryOutput:
 		in, _ := input.(*dynamodb.QueryInput)
 		reported = one(out.ConsumedCapacity)
-		u.ItemsRead = int64(out.ScannedCount)
+		u.ItemsRead = scanned(out.ScannedCount, out.Count, len(out.Items))
 		est.ReadUnits = readUnits(itemsSize(out.Items), consistent(in != nil && aws.ToBool(in.ConsistentRead)), 1)
 	case *dynamodb.ScanOutput:
 		in, _ := input.(*dynamodb.ScanInput)
 		reported = one(out.ConsumedCapacity)
-		u.ItemsRead = int64(out.ScannedCount)
+		u.ItemsRead = scanned(out.ScannedCount, out.Count, len(out.Items))
 		est.ReadUnits = readUnits(itemsSize(out.Items), consistent(in != nil && aws.ToBool(in.ConsistentRead)), 1)
 	case *dynamodb.BatchGetItemOutput:
 		in, _ := input.(*dynamodb.BatchGetItemInput)
@@ -328,6 +329,16 @@ func tally(ctx context.Context, input, result any) Usage {
 	}
 	u.ReadUnits, u.WriteUnits, u.IndexWriteUnits, u.Estimated = est.ReadUnits, est.WriteUnits, est.IndexWriteUnits, 1
 	return u
+}
+
+// scanned is the number of items a Query or Scan evaluated. Servers that
+// leave ScannedCount out (minidyn's base-table queries) get the number
+// they returned: a lower bound when a filter dropped some.
+func scanned(scannedCount, count int32, items int) int64 {
+	if scannedCount > 0 {
+		return int64(scannedCount)
+	}
+	return int64(max(int(count), items))
 }
 
 func one(c *types.ConsumedCapacity) []types.ConsumedCapacity {
