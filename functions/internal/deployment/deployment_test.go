@@ -148,7 +148,7 @@ func issue(t *testing.T, s *service.Service) {
 func TestAProjectIsRegisteredWithItsFirstSpawnAndListedForTheSweep(t *testing.T) {
 	table, q := &fakeTable{items: map[string]string{}}, &fakeQueue{}
 	d := testDeployment(t, table, q)
-	if d.Service("acme") != d.Service("acme") {
+	if first, again := d.Service("acme"), d.Service("acme"); first != again {
 		t.Fatal("a project's service is not kept")
 	}
 	issue(t, d.Service("acme"))
