@@ -177,7 +177,9 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		w.Write(done.Body)
 		return
 	}
-	if err := s.authorise(r.Context(), principal, project.Service, t, req.Args); err != nil {
+	ctx := service.WithCaller(r.Context(), service.Caller{ID: principal.TokenID + principal.RequestID, Role: principal.Role})
+	r = r.WithContext(ctx)
+	if err := s.authorise(ctx, principal, project.Service, t, req.Args); err != nil {
 		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, nil), start)
 		return
 	}
