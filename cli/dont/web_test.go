@@ -199,4 +199,3 @@ func TestWebPageDismissesTheDialogAtTheDeadline(t *testing.T) {
 		t.Fatalf("verdict %v, want timed-out", got)
 	}
 }
-
