@@ -94,6 +94,19 @@ export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${A
 export AWS_REGION="${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}"
 export AWS_EC2_METADATA_DISABLED=true
 
+# ---- wire-level suites against these same endpoints: the SQS client test
+# and the DynamoDB store's conformance suite (they run unchanged against
+# LocalStack when AWS_ENDPOINT_URL is set). A skip fails the run.
+export DONT_SQS_ENDPOINT="${DONT_SQS_ENDPOINT:-${AWS_ENDPOINT_URL_SQS:-$AWS_ENDPOINT_URL}}"
+export DONT_DYNAMO_ENDPOINT="${DONT_DYNAMO_ENDPOINT:-${AWS_ENDPOINT_URL_DYNAMODB:-$AWS_ENDPOINT_URL}}"
+log "running the SQS wire test and the DynamoDB store suite against $DONT_SQS_ENDPOINT and $DONT_DYNAMO_ENDPOINT"
+go test -count=1 -v ./localstack/sqswire/ ./internal/store/dynamo/ > "$work/wire.out" 2>&1 || { tail -n 60 "$work/wire.out" >&2; exit 1; }
+if grep -q -- '--- SKIP' "$work/wire.out"; then
+  grep -- '--- SKIP' "$work/wire.out" >&2
+  log "a wire-level test skipped: it must run here"
+  exit 1
+fi
+
 # ---- tools and binaries
 log "building aws-lambda-rie $rie_version"
 mkdir -p "$work/bin"
