@@ -24,7 +24,7 @@
 //	callback secret           P#<p>#M                    secret
 //	Idempotency-Key record    P#<p>#I#<key>              I
 //	token (global)            T#<token id>               T
-//	spawn -> project          S#<spawn id>               S
+//	spawn (global)            S#<spawn id>               S
 //
 // Entities, spawns, tokens and events are listed with Query, never Scan.
 // A spawn carries gsi1pk (P#<p>#S) and expires_at only while it is
@@ -38,7 +38,10 @@
 //
 // The two global items exist because a presented token must lead to its
 // project before anything else is known: a bearer token names its token
-// id, a callback token its spawn id.
+// id, a callback token its spawn id. A spawn's global item also holds its
+// request payload (the prompt, about 1 KB), written once when the spawn is
+// issued: the project's spawn item, which is written twice in
+// transactions and copied into the index, stays small, one write unit.
 //
 // # Writes
 //
@@ -227,16 +230,68 @@ func (s *Store) Events(ctx context.Context, entityID string) ([]ledger.Event, er
 	return out, err
 }
 
-// GetSpawn implements service.Store with a strongly consistent read.
+// GetSpawn implements service.Store: the spawn and its global item (for
+// the payload) in one strongly consistent BatchGetItem.
 func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
-	it, err := s.getItem(ctx, key(s.spawnPK(), id))
+	items, err := s.batchGet(ctx, []map[string]types.AttributeValue{key(s.spawnPK(), id), key(spawnOwnerPK(id), "S")})
 	if err != nil {
 		return spawn.Spawn{}, err
 	}
-	if it == nil {
+	var sp spawn.Spawn
+	var owner map[string]types.AttributeValue
+	found := false
+	for _, it := range items {
+		if attrString(it, PartitionKey) == s.spawnPK() {
+			if sp, err = decodeSpawn(it); err != nil {
+				return sp, err
+			}
+			found = true
+		} else {
+			owner = it
+		}
+	}
+	if !found {
 		return spawn.Spawn{}, service.ErrNotFound
 	}
-	return decodeSpawn(it)
+	return sp, s.setPayload(&sp, owner)
+}
+
+// setPayload copies the payload of a spawn's global item, if it belongs
+// to this project.
+func (s *Store) setPayload(sp *spawn.Spawn, owner map[string]types.AttributeValue) error {
+	if owner == nil || attrString(owner, "project") != s.project {
+		return nil
+	}
+	var err error
+	if sp.Request, err = payload(owner); err != nil {
+		return fmt.Errorf("dynamo: decode spawn %s payload: %w", sp.ID, err)
+	}
+	return nil
+}
+
+// fillPayloads reads the global items of spawns for their payloads.
+func (s *Store) fillPayloads(ctx context.Context, spawns []spawn.Spawn) error {
+	if len(spawns) == 0 {
+		return nil
+	}
+	keys := make([]map[string]types.AttributeValue, len(spawns))
+	for i, sp := range spawns {
+		keys[i] = key(spawnOwnerPK(sp.ID), "S")
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return err
+	}
+	owners := make(map[string]map[string]types.AttributeValue, len(items))
+	for _, it := range items {
+		owners[strings.TrimPrefix(attrString(it, PartitionKey), "S#")] = it
+	}
+	for i := range spawns {
+		if err := s.setPayload(&spawns[i], owners[spawns[i].ID]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ListSpawns implements service.Store: one Query over the project's
@@ -263,20 +318,28 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 		out = append(out, sp)
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fillPayloads(ctx, out); err != nil {
+		return nil, err
+	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].IssuedAt.Equal(out[j].IssuedAt) {
 			return out[i].IssuedAt.Before(out[j].IssuedAt)
 		}
 		return out[i].ID < out[j].ID
 	})
-	return out, err
+	return out, nil
 }
 
 // DueSpawns implements service.Store by reading the sparse index range
 // gsi1pk = P#<p>#S AND expires_at <= now, earliest first, at most limit
 // items: only pending spawns are in the index, so the read is O(due).
 // The index is eventually consistent (see the package comment); the
-// service re-reads each spawn before resolving it.
+// service re-reads each spawn (GetSpawn) before resolving it. The spawns
+// come without their request payload, which lives in their global items
+// and which a sweep never needs.
 func (s *Store) DueSpawns(ctx context.Context, now time.Time, limit int) ([]spawn.Spawn, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -314,10 +377,11 @@ func (s *Store) DueSpawns(ctx context.Context, now time.Time, limit int) ([]spaw
 }
 
 // Commit implements service.Store: the whole Tx is one TransactWriteItems
-// (see the package comment). Created spawns first get their global
-// spawn -> project item, with a plain idempotent put: it only routes a
-// callback token to its project, where the token's MAC and the spawn
-// itself are checked, so one left behind by a failed commit is harmless.
+// (see the package comment). Created spawns first get their global item
+// (project and payload) with a put of its own: it is not part of any
+// state the service reads without the spawn, so one left behind by a
+// failed commit is harmless: it routes a callback token to a project
+// where the spawn does not exist.
 func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 	items, owners, indexUnits, err := s.transactItems(tx)
 	if err != nil {
@@ -325,7 +389,7 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 	}
 	for _, p := range tx.Spawns {
 		if p.Create {
-			if err := s.putSpawnOwner(ctx, p.Spawn.ID); err != nil {
+			if err := s.putSpawnOwner(ctx, p.Spawn); err != nil {
 				return err
 			}
 		}
@@ -397,16 +461,10 @@ func (s *Store) transactItems(tx service.Tx) (items []types.TransactWriteItem, o
 		// The stored spawn was pending, so it is in the index: this write
 		// removes its index entry (or rewrites it, if it stays pending).
 		indexUnits += writeUnits(itemSize(it))
-		cond := map[string]types.AttributeValue{":pending": str(spawn.Pending)}
-		if len(p.Spawn.Request) > 0 {
-			add(p.Spawn.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
-				ConditionExpression:       aws.String("#st = :pending"),
-				ExpressionAttributeNames:  map[string]string{"#st": "st"},
-				ExpressionAttributeValues: cond}})
-			continue
-		}
-		// No payload in hand: update in place and keep the stored one.
-		add(p.Spawn.ID, types.TransactWriteItem{Update: s.spawnUpdate(p.Spawn, it, cond)})
+		add(p.Spawn.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
+			ConditionExpression:       aws.String("#st = :pending"),
+			ExpressionAttributeNames:  map[string]string{"#st": "st"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(spawn.Pending)}}})
 	}
 	// One item per entity per commit, keyed by the version it wrote.
 	byEntity := map[string][]ledger.Event{}
@@ -454,42 +512,61 @@ func putNew(table string, it map[string]types.AttributeValue) types.TransactWrit
 		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey}}}
 }
 
-// spawnUpdate sets every attribute of it but the key and the payload, and
-// removes the index key when the spawn is no longer pending.
-func (s *Store) spawnUpdate(sp spawn.Spawn, it map[string]types.AttributeValue, cond map[string]types.AttributeValue) *types.Update {
-	names := map[string]string{"#st": "st"}
-	values := cond
-	var sets []string
-	i := 0
-	for name, v := range it {
-		if name == PartitionKey || name == SortKey || name == "req" || name == "reqz" {
-			continue
-		}
-		i++
-		n, p := fmt.Sprintf("#a%d", i), fmt.Sprintf(":a%d", i)
-		names[n], values[p] = name, v
-		sets = append(sets, n+" = "+p)
-	}
-	sort.Strings(sets)
-	expr := "SET " + strings.Join(sets, ", ")
-	if sp.State != spawn.Pending {
-		names["#gsi"] = PendingKey
-		expr += " REMOVE #gsi"
-	}
-	return &types.Update{TableName: aws.String(s.table), Key: key(s.spawnPK(), sp.ID),
-		UpdateExpression: aws.String(expr), ConditionExpression: aws.String("#st = :pending"),
-		ExpressionAttributeNames: names, ExpressionAttributeValues: values}
-}
-
-// putSpawnOwner records which project a spawn id belongs to.
-func (s *Store) putSpawnOwner(ctx context.Context, id string) error {
-	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: map[string]types.AttributeValue{
-		PartitionKey: str(spawnOwnerPK(id)), SortKey: str("S"), "project": str(s.project),
-	}, ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
-	return s.do(ctx, func(ctx context.Context) error {
+// putSpawnOwner writes a new spawn's global item (project and payload)
+// before the transaction that creates the spawn. It is conditional on
+// absence, so that it never overwrites another spawn's payload; finding
+// its own item (a retry after a lost response, or an earlier commit of
+// the same spawn that failed) is fine, and the transaction decides.
+func (s *Store) putSpawnOwner(ctx context.Context, sp spawn.Spawn) error {
+	it := s.ownerItem(sp)
+	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: it,
+		ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes}
+	err := s.do(ctx, func(ctx context.Context) error {
 		_, err := s.client.PutItem(ctx, in, noSDKRetries)
 		return err
 	})
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return err
+	}
+	old := ccf.Item
+	if old == nil {
+		if old, err = s.getItem(ctx, key(spawnOwnerPK(sp.ID), "S")); err != nil {
+			return err
+		}
+	}
+	if !sameItem(old, it) {
+		return &service.ConditionFailed{ID: sp.ID}
+	}
+	return nil
+}
+
+func sameItem(a, b map[string]types.AttributeValue) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if valueKey(v) != valueKey(b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// valueKey is a comparable form of the scalar values these items hold.
+func valueKey(v types.AttributeValue) string {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return "S" + v.Value
+	case *types.AttributeValueMemberN:
+		return "N" + v.Value
+	case *types.AttributeValueMemberB:
+		return "B" + string(v.Value)
+	}
+	return fmt.Sprintf("?%T", v)
 }
 
 // getItem reads one item with a strongly consistent read; nil if absent.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
 )
 
@@ -23,3 +24,15 @@ func SpawnItem(s *Store, sp spawn.Spawn) map[string]types.AttributeValue {
 
 // ItemSize is an item's billed size.
 func ItemSize(it map[string]types.AttributeValue) int { return itemSize(it) }
+
+// EntityItem is the stored form of e, for seeding benchmarks.
+func EntityItem(s *Store, e ledger.Entity) map[string]types.AttributeValue {
+	it, err := s.entityItem(e)
+	if err != nil {
+		panic(err)
+	}
+	return it
+}
+
+// OwnerItem is the global item of sp (project and payload), for seeding benchmarks.
+func OwnerItem(s *Store, sp spawn.Spawn) map[string]types.AttributeValue { return s.ownerItem(sp) }

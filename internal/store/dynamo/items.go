@@ -22,7 +22,7 @@ import (
 //	st    entity status or spawn state
 //	kind  entity kind
 //	ent   a spawn's entity id
-//	iat   a spawn's issued_at (fixed-width text)
+//	project  the project of a global token or spawn item
 //	req   a spawn's request payload, or reqz: the same, gzip-compressed
 //	evs   the JSON array of one commit's events about one entity
 
@@ -72,24 +72,21 @@ func decodeEntity(it map[string]types.AttributeValue) (ledger.Entity, error) {
 	return e, nil
 }
 
-// spawnItem is the stored spawn: in the pending index while pending.
+// spawnItem is the stored spawn, without its payload: in the pending
+// index while pending. It is small (one write unit) because it is written
+// twice, transactionally, and copied into the index.
 func (s *Store) spawnItem(sp spawn.Spawn) (map[string]types.AttributeValue, error) {
 	doc, err := json.Marshal(sp)
 	if err != nil {
 		return nil, err
 	}
 	it := key(s.spawnPK(), sp.ID)
-	it["doc"], it["st"], it["iat"] = str(string(doc)), str(sp.State), str(timeText(sp.IssuedAt))
-	it[ExpiresAtKey] = str(timeText(sp.ExpiresAt))
+	it["doc"], it["st"] = str(string(doc)), str(sp.State)
 	if sp.EntityID != "" {
 		it["ent"] = str(sp.EntityID)
 	}
 	if sp.State == spawn.Pending {
-		it[PendingKey] = str(s.pendingPK())
-	}
-	if len(sp.Request) > 0 {
-		name, payload := packRequest(sp.Request)
-		it[name] = &types.AttributeValueMemberB{Value: payload}
+		it[PendingKey], it[ExpiresAtKey] = str(s.pendingPK()), str(timeText(sp.ExpiresAt))
 	}
 	return it, nil
 }
@@ -99,21 +96,35 @@ func decodeSpawn(it map[string]types.AttributeValue) (spawn.Spawn, error) {
 	if err := json.Unmarshal([]byte(attrString(it, "doc")), &sp); err != nil {
 		return sp, fmt.Errorf("dynamo: decode spawn %s: %w", attrString(it, SortKey), err)
 	}
-	if b := attrBytes(it, "req"); b != nil {
-		sp.Request = b
-	} else if z := attrBytes(it, "reqz"); z != nil {
-		var err error
-		if sp.Request, err = gunzip(z); err != nil {
-			return sp, fmt.Errorf("dynamo: decode spawn %s payload: %w", sp.ID, err)
-		}
-	}
 	return sp, nil
 }
 
+// ownerItem is the global, write-once item of a spawn: its project (where
+// a callback token leads) and its request payload.
+func (s *Store) ownerItem(sp spawn.Spawn) map[string]types.AttributeValue {
+	it := key(spawnOwnerPK(sp.ID), "S")
+	it["project"] = str(s.project)
+	if len(sp.Request) > 0 {
+		name, payload := packRequest(sp.Request)
+		it[name] = &types.AttributeValueMemberB{Value: payload}
+	}
+	return it
+}
+
+// payload reads the request payload of an owner item.
+func payload(it map[string]types.AttributeValue) ([]byte, error) {
+	if b := attrBytes(it, "req"); b != nil {
+		return b, nil
+	}
+	if z := attrBytes(it, "reqz"); z != nil {
+		return gunzip(z)
+	}
+	return nil, nil
+}
+
 // packRequest names and encodes a spawn payload: compressed when that
-// makes the item smaller. The prompt and tool lists compress well, and a
-// spawn item under 1 KB costs one write unit instead of two, in the table
-// and again in the index.
+// makes the item smaller (the prompt and tool lists compress to about
+// half), so that the owner item usually stays under 1 KB: one write unit.
 func packRequest(req []byte) (string, []byte) {
 	if z, ok := gzipIfSmaller(req); ok {
 		return "reqz", z
