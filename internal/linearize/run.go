@@ -353,7 +353,7 @@ func expireOutput(r service.TimeoutResult, left time.Duration, err error) Output
 	if err != nil {
 		return Output{Err: string(errs.As(err).Code)}
 	}
-	return Output{Outcome: r.Outcome, Status: r.Status, Won: r.Status != "", NotDue: left > 0 || (r.Outcome == "" && r.Status == "")}
+	return Output{Outcome: r.Outcome, Status: r.Status, Won: r.Committed, NotDue: left > 0 || (r.Outcome == "" && !r.Committed)}
 }
 
 // parse reads a response envelope into an Output.
