@@ -266,7 +266,7 @@ func readSoak(path string) []soakRow {
 	return out
 }
 
-var proofLine = regexp.MustCompile(`(linearizability: backend=.*|faults injected into .*|through the proxy: .*|SQS through faults: .*)$`)
+var proofLine = regexp.MustCompile(`(linearizability: backend=.*|faults injected into .*|through the proxy: .*|SQS through faults: .*|SQS timeout path through faults: .*|[0-9]+ acknowledged writes .*)$`)
 
 // proofCounts runs the linearizability check (every backend) and the fault
 // tests, and tabulates what they report.
@@ -279,6 +279,7 @@ func proofCounts(quick bool) string {
 	for _, run := range [][]string{
 		{"test", "./internal/linearize/", "-run", "^TestLinearizable$", "-count=1", "-v"},
 		{"test", "./internal/faults/", "-run", "Through", "-count=1", "-v"},
+		{"test", "./cli/dont/", "-run", "SIGKILL", "-count=1", "-v"},
 	} {
 		c := exec.Command("go", run...)
 		c.Env = env
@@ -292,6 +293,9 @@ func proofCounts(quick bool) string {
 				fmt.Fprintf(&b, "- %s\n", m[1])
 			}
 		}
+	}
+	if os.Getenv("DONT_SQS_ENDPOINT") == "" {
+		b.WriteString("\n(The SQS runs need the stand-ins: `eval \"$(bash localstack/standins.sh start)\"` before `go run ./bench/report`.)\n")
 	}
 	b.WriteString("\nA longer run: `DONT_LINEARIZE_OPS=100000 go test ./internal/linearize/ -run Linearizable -v -timeout 3h`.\n")
 	return b.String()
