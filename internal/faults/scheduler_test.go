@@ -34,9 +34,10 @@ func (p oneProject) List(context.Context) ([]string, error)                { ret
 // The AWS timeout path end to end under faults: the service on the
 // DynamoDB store schedules every spawn on SQS (fauxqs) and a consumer hands
 // each delivery to the sweeper, both through fault injectors. Half the
-// spawns are resolved by callbacks, half are left to time out. Every
-// expired spawn must be resolved by the SQS path alone (no sweep runs
-// before the check), and the invariant checker must find nothing.
+// spawns are resolved by callbacks, half are left to time out. No
+// scheduled sweep runs: every expired spawn must be resolved by the
+// queue's deliveries (or by the sweep each service call runs first), and
+// the invariant checker must find nothing.
 func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 	sqsEndpoint := os.Getenv("DONT_SQS_ENDPOINT")
 	if sqsEndpoint == "" {
@@ -124,7 +125,7 @@ func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 		}
 	}
 
-	// Wait until the SQS path alone has resolved every expiring spawn.
+	// Wait until every expiring spawn is resolved, with no scheduled sweep.
 	clean := &service.Service{Store: dynamo.New(standin.Client(dynEndpoint, nil), table, project), SpawnTimeout: 2 * time.Second}
 	for {
 		pending := 0
@@ -141,7 +142,7 @@ func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("%d spawns still pending: the SQS path lost them", pending)
+			t.Fatalf("%d spawns still pending: the timeout path lost them", pending)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -154,6 +155,6 @@ func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 	if rep := invariants.Check(d, time.Now()); !rep.OK() {
 		t.Fatal(rep.Error())
 	}
-	t.Logf("SQS timeout path through faults: %d spawns timed out by the queue alone, outcomes %v; DynamoDB %s; SQS %s; 0 invariant violations",
+	t.Logf("SQS timeout path through faults: %d spawns left to expire, all resolved without a scheduled sweep; deliveries %v; DynamoDB %s; SQS %s; 0 invariant violations",
 		len(expiring), outcomes, dynFaults.Summary(), sqsFaults.Summary())
 }

@@ -272,8 +272,9 @@ func (b *httpBackend) Call(ctx context.Context, _ int, tool string, args map[str
 		return envelope.Envelope{}, err
 	}
 	role := "harness"
-	if tool == "approvals.approve" || tool == "approvals.refuse" {
-		role = "approver"
+	switch tool {
+	case "approvals.approve", "approvals.refuse", "approvals.frames":
+		role = "approver" // only an approver reading the frames keeps a session watched
 	}
 	req.Header.Set("Authorization", "Bearer "+b.tokens[role])
 	req.Header.Set("Content-Type", "application/json")
