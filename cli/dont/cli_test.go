@@ -59,7 +59,8 @@ func newProject(t *testing.T, env ...string) *testProject {
 func (p *testProject) cmd(args ...string) *exec.Cmd {
 	c := exec.Command(binary, args...)
 	c.Dir = p.dir
-	c.Env = append(os.Environ(), "DONT_HARNESS=", "DONT_PROJECT_DIR=", "DONT_REQUEST_ID=", "DONT_SPAWN_TIMEOUT=")
+	c.Env = append(os.Environ(), "DONT_HARNESS=", "DONT_PROJECT_DIR=", "DONT_REQUEST_ID=", "DONT_SPAWN_TIMEOUT=",
+		"DONT_LLM_PROVIDER=", "DONT_LLM_MODEL=", "DONT_LLM_BASE_URL=", "DONT_LLM_API_KEY=", "DONT_LLM_REGION=", "NO_COLOR=")
 	c.Env = append(c.Env, p.env...)
 	return c
 }
@@ -363,5 +364,24 @@ func TestSignalMidCommandLeavesNoPartialWrite(t *testing.T) {
 				t.Fatalf("%v entities after an interrupted conclude", n)
 			}
 		})
+	}
+}
+
+func TestSpawnTimeoutFromConfigFile(t *testing.T) {
+	p := newProject(t)
+	cfg := filepath.Join(p.dir, ".dont", "config.toml")
+	if err := os.WriteFile(cfg, []byte("spawn_timeout = \"90m\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	req := p.ok("assume", id)
+	issued, _ := time.Parse(time.RFC3339Nano, req.str("issued_at"))
+	expires, _ := time.Parse(time.RFC3339Nano, req.str("expires_at"))
+	if expires.Sub(issued) != 90*time.Minute {
+		t.Fatalf("expiry %s after issue, want the configured 90m", expires.Sub(issued))
+	}
+	os.WriteFile(cfg, []byte("spawn_timeout = \"never\"\n"), 0o644)
+	if r := p.run("overlook", id); r.exit != 3 || r.data()["code"] != "config-invalid" {
+		t.Fatalf("bad spawn_timeout: exit %d %s", r.exit, r.stdout)
 	}
 }

@@ -62,6 +62,10 @@ func OpenAPI() map[string]any {
 			"operationId": "listTools", "summary": "The tool schema (the same definitions drive the CLI and MCP).",
 			"responses": map[string]any{"200": map[string]any{"description": "envelope_kind tools", "content": jsonBody(ref("Envelope"))}},
 		}},
+		"/approvals": map[string]any{"get": map[string]any{
+			"operationId": "approvalsPage", "summary": "The approver's web page (HTML): pending requests with countdowns, approve and refuse.",
+			"responses": map[string]any{"200": map[string]any{"description": "text/html", "content": map[string]any{"text/html": map[string]any{"schema": map[string]any{"type": "string"}}}}},
+		}},
 		"/v1/openapi.json": map[string]any{"get": map[string]any{
 			"operationId": "openapi", "summary": "This document.",
 			"responses": map[string]any{"200": map[string]any{"description": "OpenAPI 3.1", "content": jsonBody(map[string]any{"type": "object"})}},
@@ -81,7 +85,7 @@ func OpenAPI() map[string]any {
 			},
 			"requestBody": map[string]any{"required": false, "content": jsonBody(map[string]any{
 				"type": "object", "additionalProperties": false,
-				"properties": map[string]any{"args": t.InputSchema(true)},
+				"properties": map[string]any{"args": t.InputSchema(true), "cli_confirmed": map[string]any{"type": "boolean", "description": "a person confirmed this call on the client"}},
 			})},
 			"responses":    responses,
 			"x-dont-roles": t.AllowedRoles(),

@@ -16,6 +16,8 @@ type SweepReport struct {
 	TimedOut []TimeoutResult `json:"timed_out"`
 	// Lost lists due spawns another resolver committed first.
 	Lost []TimeoutResult `json:"lost"`
+	// Approvals says which questions the sweep timed out or announced.
+	Approvals *ApprovalSweep `json:"approvals,omitempty"`
 }
 
 // TimeoutResult is one spawn a sweep looked at.
@@ -25,6 +27,9 @@ type TimeoutResult struct {
 	Outcome   string        `json:"outcome"`
 	Restored  bool          `json:"restored"`
 	Status    ledger.Status `json:"status,omitempty"`
+	// Committed is true when this call committed the timeout, false when
+	// it found the spawn already resolved (or not yet due).
+	Committed bool `json:"-"`
 }
 
 // Sweep resolves up to limit expired pending spawns by timeout. It is
@@ -32,6 +37,7 @@ type TimeoutResult struct {
 // lost and left alone.
 func (s *Service) Sweep(ctx context.Context, limit int) (SweepReport, error) {
 	rep := SweepReport{TimedOut: []TimeoutResult{}, Lost: []TimeoutResult{}}
+	rep.Approvals = s.sweepApprovalsQuietly(ctx, limit)
 	due, err := s.Store.DueSpawns(ctx, s.now(), limit)
 	if err != nil {
 		return rep, storeErr(err)
@@ -63,7 +69,8 @@ func (s *Service) ExpireSpawn(ctx context.Context, requestID string) (TimeoutRes
 			return TimeoutResult{RequestID: sp.ID, EntityID: sp.EntityID}, left, nil
 		}
 	}
-	r, _, err := s.expire(ctx, requestID)
+	r, won, err := s.expire(ctx, requestID)
+	r.Committed = won
 	return r, 0, err
 }
 

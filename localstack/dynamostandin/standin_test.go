@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -744,5 +745,41 @@ func TestRefusesNonLoopback(t *testing.T) {
 		if err := run(addr, "us-east-1"); err == nil || !strings.Contains(fmt.Sprint(err), "loopback") {
 			t.Errorf("run(%q) = %v, want a loopback refusal", addr, err)
 		}
+	}
+}
+
+// TestRunningStandin talks to the stand-in process that
+// localstack/standins.sh started, when DONT_DYNAMO_ENDPOINT names it.
+func TestRunningStandin(t *testing.T) {
+	endpoint := os.Getenv("DONT_DYNAMO_ENDPOINT")
+	if endpoint == "" {
+		t.Skip("DONT_DYNAMO_ENDPOINT is unset: start the stand-ins with `eval \"$(bash localstack/standins.sh start)\"` to check the running process")
+	}
+	ctx := context.Background()
+	ddb := dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+	name := fmt.Sprintf("dont-smoke-%d", time.Now().UnixNano())
+	_, err := ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+	})
+	if err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	defer func() {
+		if _, err := ddb.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)}); err != nil {
+			t.Errorf("DeleteTable: %v", err)
+		}
+	}()
+	if err := dynamodb.NewTableExistsWaiter(ddb).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 5*time.Second); err != nil {
+		t.Errorf("TableExistsWaiter: %v", err)
+	}
+	if _, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(name), Item: map[string]types.AttributeValue{"pk": s("x")}}); err != nil {
+		t.Errorf("PutItem: %v", err)
 	}
 }

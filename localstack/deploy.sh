@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Deploy dont's CDK stack into a running LocalStack with cdklocal (pinned in
+# localstack/package.json), then print its outputs.
+#
+#   docker compose -f localstack/docker-compose.yml up -d --wait
+#   bash localstack/deploy.sh            # bootstrap + deploy, print outputs
+#   eval "$(bash localstack/deploy.sh env)"   # exports from the last deploy
+#   bash localstack/deploy.sh destroy
+#
+# Needs the functions built first: build/lambda/api/bootstrap and
+# build/lambda/sweeper/bootstrap (Linux executables, GOOS=linux). Their
+# GOARCH picks the functions' architecture (arm64 or x86_64), so build them
+# for the Docker host's architecture to run without emulation.
+#
+# Environment:
+#   AWS_ENDPOINT_URL   LocalStack edge URL (default http://localhost:4566);
+#                      if set, AWS_ENDPOINT_URL_S3 must be set too
+#   AWS_REGION         region (default us-east-1)
+#   DONT_STACK_NAME    stack name (default Dont)
+#   DONT_API_FRONT     httpApi or functionUrl (default: httpApi when this
+#                      LocalStack offers API Gateway v2, else functionUrl)
+#   DONT_LOCALSTACK_DIR  where outputs are written (default .dont-localstack
+#                      under the system temp directory)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+endpoint="${AWS_ENDPOINT_URL:-http://localhost:4566}"
+endpoint="${endpoint%/}"
+if [[ -n "${AWS_ENDPOINT_URL:-}" && -z "${AWS_ENDPOINT_URL_S3:-}" ]]; then
+  printf 'deploy: with AWS_ENDPOINT_URL set, cdklocal also needs AWS_ENDPOINT_URL_S3 (with .s3. in its host, e.g. http://s3.localhost.localstack.cloud:4566)\n' >&2
+  exit 1
+fi
+region="${AWS_REGION:-us-east-1}"
+stack="${DONT_STACK_NAME:-Dont}"
+state="${DONT_LOCALSTACK_DIR:-${TMPDIR:-/tmp}/dont-localstack}"
+outputs="$state/$stack.outputs.json"
+cmd="${1:-deploy}"
+
+log() { printf 'deploy: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+print_env() {
+  [[ -s "$outputs" ]] || die "no outputs at $outputs: run deploy first"
+  node -e '
+const [file, stack, endpoint, region] = process.argv.slice(1);
+const o = require(file)[stack] || {};
+const q = (v) => "\x27" + String(v ?? "").replace(/\x27/g, "\x27\\\x27\x27") + "\x27";
+console.log(`export AWS_ENDPOINT_URL=${q(endpoint)} AWS_REGION=${q(region)}`);
+console.log(`export DONT_API_URL=${q(o.ApiUrl)} DONT_TABLE=${q(o.TableName)} DONT_TIMEOUT_QUEUE_URL=${q(o.TimeoutQueueUrl)}`);
+console.log(`export DONT_API_FUNCTION=${q(o.ApiFunctionName)} DONT_SWEEPER_FUNCTION=${q(o.SweeperFunctionName)}`);
+' "$outputs" "$stack" "$endpoint" "$region"
+}
+
+if [[ "$cmd" == env ]]; then
+  print_env
+  exit 0
+fi
+
+command -v node >/dev/null || die "node is required (cdklocal)"
+command -v go >/dev/null || die "go is required (cdk.json runs go run ./infra)"
+command -v curl >/dev/null || die "curl is required"
+
+health="$(curl -fsS "$endpoint/_localstack/health" 2>/dev/null)" ||
+  die "no LocalStack at $endpoint: start it with 'docker compose -f localstack/docker-compose.yml up -d --wait' (see localstack/README.md)"
+
+if ! cmp -s "$here/package-lock.json" "$here/node_modules/.dont-lock" 2>/dev/null; then
+  log "installing localstack/package.json with npm ci"
+  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  cp "$here/package-lock.json" "$here/node_modules/.dont-lock"
+fi
+
+# Without AWS_ENDPOINT_URL, cdklocal targets localhost:4566 (and its S3
+# virtual host) by itself.
+export AWS_REGION="$region" AWS_DEFAULT_REGION="$region"
+export AWS_ENVAR_ALLOWLIST="AWS_REGION,AWS_DEFAULT_REGION"
+export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"
+export CDK_DISABLE_VERSION_CHECK=1 CDK_DISABLE_CLI_TELEMETRY=true
+cdklocal="$here/node_modules/.bin/cdklocal"
+cd "$root"
+
+if [[ "$cmd" == destroy ]]; then
+  "$cdklocal" destroy --force --no-notices -c "dont:stackName=$stack" "$stack"
+  rm -f "$outputs"
+  exit 0
+fi
+[[ "$cmd" == deploy ]] || die "usage: $0 [deploy|env|destroy]"
+
+# The functions' architecture follows the binaries.
+arch=""
+for fn in api sweeper; do
+  bin="$root/build/lambda/$fn/bootstrap"
+  [[ -x "$bin" ]] || die "$bin is missing: build the Lambda functions first (GOOS=linux, -tags lambda.norpc, output build/lambda/$fn/bootstrap)"
+  goarch="$(go version -m "$bin" 2>/dev/null | sed -n 's/^[[:space:]]*build[[:space:]]*GOARCH=//p')"
+  case "$goarch" in
+    arm64) a=arm64 ;;
+    amd64) a=x86_64 ;;
+    *) die "$bin: cannot tell its GOARCH (got '$goarch'); is it a Go binary built for linux/arm64 or linux/amd64?" ;;
+  esac
+  [[ -z "$arch" || "$arch" == "$a" ]] || die "api and sweeper binaries are built for different architectures"
+  arch="$a"
+done
+
+front="${DONT_API_FRONT:-}"
+if [[ -z "$front" ]]; then
+  front="$(node -e '
+const s = (JSON.parse(process.argv[1]).services || {}).apigatewayv2;
+console.log(s && !["disabled", "error"].includes(s) ? "httpApi" : "functionUrl");
+' "$health")"
+fi
+log "LocalStack at $endpoint, region $region; functions $arch; API front $front"
+
+mkdir -p "$state"
+context=(-c "dont:stackName=$stack" -c "dont:lambdaArch=$arch" -c "dont:apiFront=$front")
+"$cdklocal" bootstrap --no-notices "${context[@]}" >&2
+"$cdklocal" deploy "$stack" --require-approval never --no-notices \
+  --outputs-file "$outputs" "${context[@]}" >&2
+
+log "outputs ($outputs):"
+node -e '
+const [file, stack] = process.argv.slice(1);
+for (const [k, v] of Object.entries(require(file)[stack] || {})) console.error(`  ${k} = ${v}`);
+' "$outputs" "$stack"
+print_env
