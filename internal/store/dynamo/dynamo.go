@@ -109,6 +109,8 @@ type Store struct {
 	project string
 	prefix  string
 	retry   backoff
+	// frameRetention is how long approval frames are kept (0: for good).
+	frameRetention time.Duration
 
 	secretMu sync.Mutex
 	secret   []byte
