@@ -51,6 +51,11 @@ type Options struct {
 	RatePerSecond float64
 	Burst         int
 	Log           *slog.Logger
+	// DisableInteractiveConfirm turns the server-side gate of the
+	// interactive-confirm contract off (it is on by default): the schema
+	// advertises no features.interactive_confirm, cli_confirmed is ignored
+	// and every gated call goes through the server's own flow.
+	DisableInteractiveConfirm bool
 }
 
 // DefaultMaxBody is the request body cap.
@@ -128,6 +133,9 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 // callRequest is the body of POST /v1/tools/{name}.
 type callRequest struct {
 	Args map[string]any `json:"args"`
+	// CLIConfirmed: a CLI under the interactive-confirm contract asked a
+	// person (or got --yes) before sending this gated call (see confirm.go).
+	CLIConfirmed bool `json:"cli_confirmed,omitempty"`
 }
 
 func (s *server) call(w http.ResponseWriter, r *http.Request) {
@@ -177,7 +185,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, nil), start)
 		return
 	}
-	res, err := tools.Call(r.Context(), project.Service, name, req.Args)
+	res, err := tools.CallGated(s.actor(r.Context(), principal), project.Service, name, req.Args, s.arrival(r, req))
 	if err != nil {
 		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, res.Warnings), start)
 		return
@@ -187,7 +195,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errs.E(errs.Internal, "cannot encode the result").Wrap(err))
 		return
 	}
-	s.respond(w, r, replay, http.StatusOK, env, start)
+	s.respond(w, r, replay, okStatus(res), env, start)
 }
 
 // authorise applies the principal's powers: a role list for bearer
