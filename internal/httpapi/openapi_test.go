@@ -114,10 +114,10 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	for body, valid := range map[string]bool{
-		`{"args":{"id":"claim:x"},"cli_confirmed":true}`:      true,
+		`{"args":{"id":"claim:x"},"cli_confirmed":true}`:     true,
 		`{"args":{"id":"claim:x","skip_confirmation":true}}`: true,
-		`{"args":{"id":"claim:x"},"cli_confirmed":"yes"}`:     false,
-		`{"args":{"id":"claim:x"},"confirmed":true}`:          false,
+		`{"args":{"id":"claim:x"},"cli_confirmed":"yes"}`:    false,
+		`{"args":{"id":"claim:x"},"confirmed":true}`:         false,
 	} {
 		inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(body))
 		if err := bodySchema.Validate(inst); (err == nil) != valid {
