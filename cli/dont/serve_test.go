@@ -20,7 +20,13 @@ type server struct {
 
 func (p *testProject) serve(t *testing.T, env ...string) *server {
 	t.Helper()
-	c := p.cmd("serve", "--addr", "127.0.0.1:0", "--sweep-interval", "50ms")
+	return p.serveFlags(t, nil, env...)
+}
+
+// serveFlags starts `dont serve` with extra flags.
+func (p *testProject) serveFlags(t *testing.T, flags []string, env ...string) *server {
+	t.Helper()
+	c := p.cmd(append([]string{"serve", "--addr", "127.0.0.1:0", "--sweep-interval", "50ms"}, flags...)...)
 	c.Env = append(c.Env, env...)
 	out, _ := c.StdoutPipe()
 	errPipe, _ := c.StderrPipe()
@@ -52,7 +58,7 @@ func (p *testProject) serve(t *testing.T, env ...string) *server {
 
 func (p *testProject) token(role string) string {
 	p.t.Helper()
-	return p.ok("tokens", "create", "--role", role).str("token")
+	return p.ok("tokens", "create", "--role", role, "--yes").str("token")
 }
 
 func withoutMeta(r result) string {
@@ -89,7 +95,7 @@ func TestRemoteCLIPrintsTheSameEnvelopeAsEmbedded(t *testing.T) {
 		t.Fatalf("remote assume: %s", req.stdout)
 	}
 	cb := req.data()["callback"].(map[string]any)["token"].(string)
-	byCallback := p.runEnv([]string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + cb}, "lock", id)
+	byCallback := p.runEnv([]string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + cb}, "lock", id, "--yes")
 	if byCallback.exit != 3 || byCallback.data()["code"] != "forbidden" {
 		t.Fatalf("callback token locked: exit %d %s", byCallback.exit, byCallback.stdout)
 	}

@@ -23,7 +23,7 @@ func init() {
 		}})
 	register(&Tool{Name: "spawns.manage", Summary: "One action for spawn requests: --op list, show or cancel (--op is required).",
 		Params: []Param{
-			{Name: "op", Type: String, Required: true, Enum: []string{"list", "show", "cancel"}, Description: "list, show or cancel"},
+			{Name: "op", Type: String, Short: "o", Required: true, Enum: []string{"list", "show", "cancel"}, Description: "list, show or cancel"},
 			{Name: "request_id", Type: String, Description: "the spawn request (show, cancel)"},
 			{Name: "view", Type: String, Enum: []string{service.ViewPending, service.ViewTimedOut, service.ViewAll}, Description: "pending, timed-out or all (list; default all)"},
 			{Name: "reason", Type: String, Description: "why it is cancelled (cancel)"},
@@ -48,7 +48,7 @@ func init() {
 	admin := []string{auth.RoleAdmin}
 	register(&Tool{Name: "tokens.manage", Summary: "One action for bearer tokens: --op list (the default), create or revoke.", Roles: admin,
 		Params: []Param{
-			{Name: "op", Type: String, Enum: []string{"list", "create", "revoke"}, Default: "list", Description: "list (default), create or revoke"},
+			{Name: "op", Type: String, Short: "o", Enum: []string{"list", "create", "revoke"}, Default: "list", Description: "list (default), create or revoke"},
 			{Name: "role", Type: String, Enum: auth.Roles, Description: "harness, approver or admin (create)"},
 			{Name: "name", Type: String, Description: "a label (create)"},
 			{Name: "id", Type: String, Description: "token id tok:… (revoke)"},
