@@ -207,8 +207,6 @@ func lines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
-func prompt(command string) string { return confirm.Prompt(command) }
-
 // gateRow is one row of a seed table.
 type gateRow struct {
 	name string
@@ -796,5 +794,60 @@ func TestTheServersOwnFlowThroughDontServe(t *testing.T) {
 	}
 	if r := p.runEnv(asApprover, "confirmations", "show", conf); r.str("state") != "executed" {
 		t.Fatalf("record: %s", r.stdout)
+	}
+}
+
+// An interrupt while the prompt waits sends nothing: exit 130, no write.
+func TestInterruptAtThePromptSendsNothing(t *testing.T) {
+	for _, mode := range []string{"remote", "embedded"} {
+		t.Run(mode, func(t *testing.T) {
+			g := newGateEnv(t, mode, true)
+			before := g.snapshot()
+			c := g.p.cmd("lock", g.claim)
+			c.Env = append(c.Env, g.env...)
+			stdin, _ := c.StdinPipe()
+			defer stdin.Close()
+			var out bytes.Buffer
+			errPipe, _ := c.StderrPipe()
+			c.Stdout = &out
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			asked := make(chan string, 1)
+			go func() {
+				var seen strings.Builder
+				buf := make([]byte, 256)
+				for {
+					n, err := errPipe.Read(buf)
+					seen.Write(buf[:n])
+					if strings.Contains(seen.String(), "Proceed? [y/N] ") {
+						asked <- seen.String()
+						io.Copy(io.Discard, errPipe)
+						return
+					}
+					if err != nil {
+						asked <- seen.String()
+						return
+					}
+				}
+			}()
+			select {
+			case s := <-asked:
+				if !strings.Contains(s, "Proceed? [y/N] ") {
+					t.Fatalf("no prompt: %q", s)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the prompt never appeared")
+			}
+			c.Process.Signal(os.Interrupt)
+			err := c.Wait()
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.ExitCode() != 130 || out.Len() != 0 {
+				t.Fatalf("interrupted prompt: %v, stdout %q", err, out.String())
+			}
+			if g.snapshot() != before || (g.server != nil && len(g.server.requests(http.MethodPost)) != 0) {
+				t.Fatal("an interrupted prompt sent or wrote something")
+			}
+		})
 	}
 }

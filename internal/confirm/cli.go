@@ -48,8 +48,8 @@ type Plan struct {
 	// Warning is printed on stderr before anything else (an
 	// interactive-only action asked to skip its prompt).
 	Warning string
-	// Deprecated: a truthy skip parameter is what bypassed the prompt;
-	// print DeprecatedLine (once per process).
+	// Deprecated is set when a truthy skip parameter is what bypassed the
+	// prompt: print DeprecatedLine (once per process).
 	Deprecated bool
 	Err        *errs.Error
 }
