@@ -18,7 +18,6 @@ import (
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 // app is one invocation: its streams, environment and global flags.
@@ -30,6 +29,7 @@ type app struct {
 
 	jsonOut  bool
 	direct   bool
+	plain    bool
 	endpoint string
 	mode     string
 	exit     int
@@ -44,14 +44,13 @@ func (a *app) run(ctx context.Context, argv []string) int {
 	root := a.rootCommand()
 	root.SetArgs(skipFlagValue(argv))
 	if err := root.ExecuteContext(ctx); err != nil {
-		a.fail(err)
+		a.fail(a.usageError(err, argv))
 	}
 	return a.exit
 }
 
 func (a *app) stdoutTTY() bool {
-	f, ok := a.stdout.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return isTerminal(a.stdout)
 }
 
 // machine reports whether output is the JSON envelope: --json, or stdout
@@ -71,9 +70,11 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return errs.E(errs.Usage, err.Error(), errs.Step{Command: c.CommandPath() + " --help", Description: "see the flags"})
 	})
-	root.SetOut(a.stderr)
+	root.SetOut(a.stdout) // help and completion scripts
 	root.SetErr(a.stderr)
+	a.conventions(root)
 	root.AddCommand(a.initCommand(), a.serveCommand())
+	root.AddCommand(a.mcpCommand())
 	a.addConfirmCommands(root)
 	groups := map[string]*cobra.Command{}
 	for _, t := range tools.All() {
@@ -93,6 +94,7 @@ func (a *app) rootCommand() *cobra.Command {
 		}
 		parent.AddCommand(a.toolCommand(t))
 	}
+	a.approvalCommands(root)
 	return root
 }
 
@@ -271,6 +273,10 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 		return nil, nil, err
 	}
 	svc := &service.Service{Store: store, Tokens: store, Author: a.author()}
+	if svc.Approvals, err = a.approvalsConfig(store, usesApprovals(t)); err != nil {
+		store.Close()
+		return nil, nil, err
+	}
 	if hasParam(t, "mode") {
 		cfg, err := p.LoadConfig()
 		if err != nil {
@@ -280,6 +286,12 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 		if svc.SpawnTimeout, err = cfg.Timeout(a.getenv("DONT_SPAWN_TIMEOUT")); err != nil {
 			store.Close()
 			return nil, nil, err
+		}
+		if a.mode == spawn.ModeDirect {
+			if svc.Provider, err = a.provider(cfg); err != nil {
+				store.Close()
+				return nil, nil, err
+			}
 		}
 	}
 	return svc, func() { store.Close() }, nil
@@ -334,10 +346,10 @@ func (a *app) print(env envelope.Envelope) {
 		return
 	}
 	if !env.OK {
-		renderError(a.stderr, client.ErrorOf(env))
+		renderError(a.stderr, client.ErrorOf(env), a.styles().err)
 		return
 	}
-	renderHuman(a.stdout, a.stderr, env)
+	renderHuman(a.stdout, a.stderr, env, a.styles())
 }
 
 func (a *app) fail(err error) { a.failWith(err, nil) }

@@ -36,7 +36,9 @@ type confirmState struct {
 	feature bool
 	// hinted: the [DEPRECATED] line was printed (at most once per process).
 	hinted bool
-	schema *toolSchema
+	// staleSaid: the stale-cache line was printed.
+	staleSaid bool
+	schema    *toolSchema
 }
 
 // schemaTTL is how long a fetched tool schema is trusted.
@@ -164,8 +166,10 @@ func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map
 		return err
 	}
 	path := "dont " + strings.ReplaceAll(t.Name, ".", " ")
+	// Ids read from stdin (`dont lock -`) take stdin just as --args-file - does.
+	stdinIDs := args["id"] == "-"
 	plan := confirm.Decide(confirm.Call{Path: path, Gate: s.gate(t.Name), Feature: s.Schema.Features.InteractiveConfirm,
-		Args: args, Yes: a.confirm.yes, NoInput: a.confirm.noInput, StdinArgs: stdinArgs})
+		Args: args, Yes: a.confirm.yes, NoInput: a.confirm.noInput, StdinArgs: stdinArgs || stdinIDs})
 	a.confirm.feature = s.Schema.Features.InteractiveConfirm
 	if plan.Warning != "" {
 		fmt.Fprintln(a.stderr, plan.Warning)
@@ -186,7 +190,7 @@ func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map
 		fmt.Fprintln(a.stderr, confirm.DeprecatedLine)
 	}
 	a.confirm.confirmed = plan.CLIConfirmed
-	return a.call(ctx, t, plan.Args)
+	return a.callEach(ctx, t, plan.Args)
 }
 
 // mergeArgsFile applies --args-file: its keys are arguments, and a flag or
@@ -241,7 +245,7 @@ func (a *app) ask(ctx context.Context, t *tools.Tool, args map[string]any) bool 
 	}
 	fmt.Fprint(a.stderr, confirm.Prompt(confirm.Display(t.Name)))
 	answer, err := readLine(ctx, a.stdin)
-	if err != nil || !isTerminal(a.stdin) {
+	if err != nil || !stdinTerminal(a.stdin) {
 		fmt.Fprintln(a.stderr) // nothing echoed the answer's newline
 	}
 	return confirm.Yes(answer)
@@ -311,8 +315,10 @@ func readLine(ctx context.Context, r io.Reader) (string, error) {
 	}
 }
 
-func isTerminal(v any) bool {
-	f, ok := v.(*os.File)
+// stdinTerminal reports whether the prompt's answer is typed at a terminal
+// (which echoes its newline).
+func stdinTerminal(r io.Reader) bool {
+	f, ok := r.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
@@ -325,10 +331,19 @@ func capsHeader() http.Header {
 // the server confirms locally: the schema it gated by is out of date. It
 // prints the stale line, exits 1 and never replays the call.
 func (a *app) stale(heldID string) {
-	fmt.Fprintln(a.stderr, confirm.StaleLine)
-	a.failWith(errs.E(confirm.SchemaStale, "the server held the call as "+heldID+" although the cached schema said it needs no confirmation; nothing ran and it was not replayed",
+	a.failWith(a.staleError(heldID), nil)
+}
+
+// staleError prints the stale line (once per process) and returns the
+// error envelope's error.
+func (a *app) staleError(heldID string) error {
+	if !a.confirm.staleSaid {
+		a.confirm.staleSaid = true
+		fmt.Fprintln(a.stderr, confirm.StaleLine)
+	}
+	return errs.E(confirm.SchemaStale, "the server held the call as "+heldID+" although the cached schema said it needs no confirmation; nothing ran and it was not replayed",
 		errs.Step{Command: "dont --refresh tools", Description: "re-fetch the tool schema, then run the command again"},
-		errs.Step{Command: "dont confirmations refuse " + heldID, Description: "an approver drops the held call (it also expires by itself)"}), nil)
+		errs.Step{Command: "dont confirmations refuse " + heldID, Description: "an approver drops the held call (it also expires by itself)"})
 }
 
 // heldID returns data.confirmation_id of an envelope whose data.status is

@@ -181,6 +181,21 @@ func (g *gateEnv) run(stdin string, args ...string) result {
 	return r
 }
 
+// help runs `<args> --help` and returns everything it printed (help goes to stdout).
+func (g *gateEnv) help(args ...string) (string, int) {
+	g.t.Helper()
+	c := g.p.cmd(append(args, "--help")...)
+	c.Env = append(c.Env, g.env...)
+	out, err := c.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		g.t.Fatal(err)
+	}
+	return string(out), code
+}
+
 // snapshot summarises everything a call could write: events, tokens
 // (and their revocations), held confirmations.
 func (g *gateEnv) snapshot() string {
@@ -200,7 +215,7 @@ func (g *gateEnv) snapshot() string {
 	return fmt.Sprintf("events=%d tokens=%d revoked=%d held=%d", len(evs), len(toks), revoked, len(confs))
 }
 
-func lines(s string) []string {
+func stderrLines(s string) []string {
 	if s == "" {
 		return nil
 	}
@@ -233,7 +248,7 @@ func (row gateRow) check(t *testing.T, g *gateEnv) {
 	if r.exit != row.exit {
 		t.Fatalf("exit %d, want %d\nstdout %s\nstderr %s", r.exit, row.exit, r.stdout, r.stderr)
 	}
-	if got := lines(r.stderr); strings.Join(got, "\n") != strings.Join(wantErr, "\n") {
+	if got := stderrLines(r.stderr); strings.Join(got, "\n") != strings.Join(wantErr, "\n") {
 		t.Fatalf("stderr:\n%q\nwant:\n%q", got, wantErr)
 	}
 	switch row.out {
@@ -596,8 +611,7 @@ func TestFeatureOffServersNeverPrompt(t *testing.T) {
 		t.Fatalf("legacy skip with the feature off: %d %q %s", r.exit, r.stderr, r.stdout)
 	}
 	// --help shows the skip flags (the schema lists them) and no Confirmation: note.
-	h := g.run("", "tokens", "create", "--help")
-	help := h.stdout + h.stderr
+	help, _ := g.help("tokens", "create")
 	if !strings.Contains(help, "--skip_confirmation") || !strings.Contains(help, "--auto_skip_confirmation") || strings.Contains(help, "Confirmation:") {
 		t.Fatalf("feature-off help:\n%s", help)
 	}
@@ -708,10 +722,9 @@ func TestGatedHelpEndsWithAConfirmationNote(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			g := newGateEnv(t, mode, true)
 			for _, cmd := range [][]string{{"lock"}, {"ignore"}, {"spawns", "cancel"}, {"tokens", "create"}, {"tokens", "revoke"}, {"tokens", "manage"}, {"spawns", "manage"}, {"tokens", "revoke-all"}} {
-				r := g.run("", append(cmd, "--help")...)
-				help := r.stdout + r.stderr
+				help, code := g.help(cmd...)
 				i := strings.LastIndex(help, "\nConfirmation:\n")
-				if r.exit != 0 || i < 0 {
+				if code != 0 || i < 0 {
 					t.Fatalf("%v --help has no Confirmation: note:\n%s", cmd, help)
 				}
 				note := help[i:]
@@ -723,16 +736,15 @@ func TestGatedHelpEndsWithAConfirmationNote(t *testing.T) {
 				}
 			}
 			for _, cmd := range [][]string{{"conclude"}, {"tokens", "list"}, {"confirmations", "confirm"}, {"spawns"}} {
-				r := g.run("", append(cmd, "--help")...)
-				if strings.Contains(r.stdout+r.stderr, "Confirmation:") {
+				if help, _ := g.help(cmd...); strings.Contains(help, "Confirmation:") {
 					t.Fatalf("%v is not gated but its help has a note", cmd)
 				}
 			}
-			if r := g.run("", "tokens", "manage", "--help"); !strings.Contains(r.stdout+r.stderr, "--op list runs without asking, and so does an omitted --op") {
-				t.Fatalf("tokens manage note: %s", r.stdout+r.stderr)
+			if help, _ := g.help("tokens", "manage"); !strings.Contains(help, "--op list runs without asking, and so does an omitted --op") {
+				t.Fatalf("tokens manage note: %s", help)
 			}
-			if r := g.run("", "tokens", "revoke-all", "--help"); !strings.Contains(r.stdout+r.stderr, "Interactive-only") {
-				t.Fatalf("revoke-all note: %s", r.stdout+r.stderr)
+			if help, _ := g.help("tokens", "revoke-all"); !strings.Contains(help, "Interactive-only") {
+				t.Fatalf("revoke-all note: %s", help)
 			}
 		})
 	}
@@ -849,5 +861,68 @@ func TestInterruptAtThePromptSendsNothing(t *testing.T) {
 				t.Fatal("an interrupted prompt sent or wrote something")
 			}
 		})
+	}
+}
+
+// answered runs the binary with "y" on stdin: a person confirming at the
+// [y/N] prompt (approvals approve is interactive-only: --yes does not do).
+func (p *testProject) answered(env []string, args ...string) result {
+	p.t.Helper()
+	c := p.cmd(args...)
+	c.Env = append(c.Env, env...)
+	c.Stdin = strings.NewReader("y\n")
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.exit = ee.ExitCode()
+	} else if err != nil {
+		p.t.Fatal(err)
+	}
+	if out.Len() > 0 {
+		if err := json.Unmarshal(out.Bytes(), &r.env); err != nil {
+			p.t.Fatalf("stdout is not one JSON envelope: %q", out.String())
+		}
+	}
+	return r
+}
+
+func (p *testProject) okAnswered(args ...string) result {
+	p.t.Helper()
+	r := p.answered(nil, args...)
+	if r.exit != 0 || r.env["ok"] != true {
+		p.t.Fatalf("dont %s: exit %d\n%s%s", strings.Join(args, " "), r.exit, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// `dont mcp` keeps the server-side contract: no prompt (stdin is the
+// protocol); a gated call is held until an approver confirms it, exempt
+// reads and legacy skip parameters run, and no [y/N] ever reaches stderr.
+func TestMCPKeepsTheServerSideContract(t *testing.T) {
+	g := newGateEnv(t, "embedded", true)
+	s := g.p.mcp()
+	before := g.snapshot()
+	held := s.call("lock", map[string]any{"id": g.claim, "reason": "settled"})
+	conf, _ := held.data()["confirmation_id"].(string)
+	if held.isError || held.data()["status"] != confirm.StatusPending || conf == "" {
+		t.Fatalf("lock over MCP: %s", held.text)
+	}
+	if after := g.snapshot(); !strings.HasPrefix(after, strings.Split(before, " ")[0]+" ") {
+		t.Fatalf("the held call changed the ledger: %s -> %s", before, after)
+	}
+	if r := s.call("tokens_manage", map[string]any{}); r.isError || r.env["envelope_kind"] != "tokens" {
+		t.Fatalf("an exempt read over MCP: %s", r.text)
+	}
+	if r := s.call("ignore", map[string]any{"id": g.other, "reason": "out of scope here", "skip_confirmation": true}); r.isError || r.data()["status"] != "ignored" {
+		t.Fatalf("legacy skip_confirmation over MCP: %s", r.text)
+	}
+	if r := s.call("tokens_revoke-all", map[string]any{"skip_confirmation": true}); r.data()["status"] != confirm.StatusPending {
+		t.Fatalf("interactive-only over MCP with a skip parameter: %s", r.text)
+	}
+	// An approver confirms the held lock with the CLI (not itself gated); it runs.
+	if r := g.run("", "confirmations", "confirm", conf); r.exit != 0 || r.str("status") != "locked" {
+		t.Fatalf("confirm: %d %s", r.exit, r.stdout)
 	}
 }

@@ -14,12 +14,19 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	// A reader that goes away (`dont list | head -c1`) is not an error:
+	// writes fail with EPIPE instead of killing the process, and we exit 0.
+	signal.Ignore(syscall.SIGPIPE)
+	stdout, stderr := &pipeGuard{f: os.Stdout}, &pipeGuard{f: os.Stderr}
 	var caught os.Signal
 	go func() {
 		caught = <-sigs
 		cancel()
 	}()
-	code := newApp(os.Stdin, os.Stdout, os.Stderr, os.Getenv).run(ctx, os.Args[1:])
+	code := newApp(os.Stdin, stdout, stderr, os.Getenv).run(ctx, os.Args[1:])
+	if stdout.broken.Load() {
+		code = 0
+	}
 	if ctx.Err() != nil && code != 0 {
 		code = 130
 		if caught == syscall.SIGTERM {

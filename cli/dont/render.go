@@ -9,19 +9,21 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 )
 
-// renderHuman prints an envelope for a person at a terminal.
-func renderHuman(out, errOut io.Writer, env envelope.Envelope) {
+// renderHuman prints an envelope for a person at a terminal, styled with
+// st (no styling at all when colour is off: NO_COLOR, --plain, TERM=dumb or
+// not a terminal).
+func renderHuman(out, errOut io.Writer, env envelope.Envelope, st styles) {
 	var data map[string]any
 	_ = json.Unmarshal(env.Data, &data)
 	switch env.Kind {
 	case "claim", "term":
-		renderEntity(out, data)
+		renderEntity(out, data, st.out)
 	case "spawn_request":
-		fmt.Fprintf(out, "spawn request %v (%v) expires %v\n\n%v\n", data["request_id"], data["request_kind"], data["expires_at"],
+		fmt.Fprintf(out, "spawn request %s (%v) expires %v\n\n%v\n", st.out.bold(fmt.Sprint(data["request_id"])), data["request_kind"], data["expires_at"],
 			data["context"].(map[string]any)["prompt"])
 	case "list":
 		for _, e := range asList(data["entities"]) {
-			renderEntity(out, e)
+			renderEntity(out, e, st.out)
 		}
 		fmt.Fprintf(out, "%v entities\n", data["count"])
 	case "spawns":
@@ -34,19 +36,19 @@ func renderHuman(out, errOut io.Writer, env envelope.Envelope) {
 		fmt.Fprintln(out, string(b))
 	}
 	for _, w := range env.Warnings {
-		fmt.Fprintf(errOut, "warning: %s: %s\n", w.Code, w.Message)
+		fmt.Fprintf(errOut, "%s %s: %s\n", st.err.yellow("warning:"), w.Code, w.Message)
 	}
 	for _, h := range env.Hints {
-		fmt.Fprintf(errOut, "hint: %s\n", h)
+		fmt.Fprintf(errOut, "%s %s\n", st.err.dim("hint:"), h)
 	}
 }
 
-func renderEntity(out io.Writer, e map[string]any) {
+func renderEntity(out io.Writer, e map[string]any, p palette) {
 	text := e["statement"]
 	if e["kind"] == "term" {
 		text = fmt.Sprintf("%v — %v", e["curie"], e["definition"])
 	}
-	fmt.Fprintf(out, "%v [%v] %v\n", e["id"], e["status"], text)
+	fmt.Fprintf(out, "%v [%s] %v\n", e["id"], p.status(fmt.Sprint(e["status"])), text)
 	if r, ok := e["resolution"].(map[string]any); ok {
 		fmt.Fprintf(out, "  resolution: %v (%v, applied=%v)\n", r["request_id"], r["outcome"], r["applied"])
 	}
@@ -55,8 +57,8 @@ func renderEntity(out io.Writer, e map[string]any) {
 	}
 }
 
-func renderError(w io.Writer, e *errs.Error) {
-	fmt.Fprintf(w, "error: %s: %s\n", e.Code, e.Message)
+func renderError(w io.Writer, e *errs.Error, p palette) {
+	fmt.Fprintf(w, "%s %s: %s\n", p.red("error:"), e.Code, e.Message)
 	for _, s := range e.Remediation {
 		fmt.Fprintf(w, "  try: %s  — %s\n", s.Command, s.Description)
 	}

@@ -58,6 +58,9 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	defer store.Close()
 	log := slog.New(slog.NewJSONHandler(a.stderr, nil))
 	svc := &service.Service{Store: store, Tokens: store, SpawnTimeout: timeout, Author: "api", Log: log}
+	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
+		return err
+	}
 	handler := httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}},
 		RatePerSecond: rate, Log: log, DisableInteractiveConfirm: !interactiveConfirm,

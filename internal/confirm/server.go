@@ -9,8 +9,8 @@ import (
 
 // Arrival is how a call reached the server-side gate.
 type Arrival struct {
-	// Contract: the caller declared cli-confirm-v1 and the server-side
-	// gate (a server setting) is on.
+	// Contract: the server-side gate (a server setting) is on, so the
+	// server honours cli_confirmed.
 	Contract bool
 	// CLIConfirmed is the body's cli_confirmed. It counts only under the
 	// contract; anywhere else it is ignored and the server's own flow applies.
@@ -31,7 +31,8 @@ const (
 // Admit is the server-side gate. It returns the arguments to run (a gated
 // action's skip parameters removed: they are instructions to the gate,
 // not to the tool) and the verdict. A gated call runs at once when its
-// arguments are exempt, when a CLI under the contract confirmed it, or —
+// arguments are exempt, when a client confirmed it with a person while the
+// gate is on (cli_confirmed), or —
 // deprecated, and never for an interactive-only action, whose skip
 // parameters are stripped — when a skip parameter is true.
 func Admit(g Gate, args map[string]any, a Arrival) (map[string]any, Verdict, error) {

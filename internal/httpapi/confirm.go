@@ -34,11 +34,11 @@ func (s *server) toolList(w http.ResponseWriter, r *http.Request) {
 }
 
 // arrival tells the server-side gate how a call came in: cli_confirmed
-// counts only from a caller that declares cli-confirm-v1 while the gate is
-// on; anywhere else the server's own flow applies.
-func (s *server) arrival(r *http.Request, req callRequest) confirm.Arrival {
-	caps := confirm.ParseCaps(r.Header.Get(confirm.CapsHeader))
-	return confirm.Arrival{Contract: !s.opts.DisableInteractiveConfirm && caps.Confirms(), CLIConfirmed: req.CLIConfirmed}
+// (a person confirmed it on the client: the CLI's [y/N] prompt or --yes,
+// a button on the approvals page) counts while the gate is on; with the
+// gate off it is ignored and the server's own flow applies.
+func (s *server) arrival(req callRequest) confirm.Arrival {
+	return confirm.Arrival{Contract: !s.opts.DisableInteractiveConfirm, CLIConfirmed: req.CLIConfirmed}
 }
 
 // actor names the caller on the records that keep it (who asked for a
@@ -75,7 +75,7 @@ func capsParameter() map[string]any {
 // schema is the legacy view, which every caller may send.
 func callProperties(t *tools.Tool) map[string]any {
 	return map[string]any{
-		"args": t.ArgsSchema(true),
+		"args": t.ArgsSchema(true, true),
 		"cli_confirmed": map[string]any{"type": "boolean",
 			"description": "set by a CLI declaring cli-confirm-v1 after its own [y/N] prompt or --yes; a gated call then runs at once. " +
 				"Ignored from other callers and when the server's gate is off."},

@@ -127,7 +127,6 @@ func TestGatedCallsOverHTTP(t *testing.T) {
 	}{
 		{"unconfirmed, non-CLI: held", h, "lock", `{"args":{"id":"` + id + `"}}`, nil, 202, true},
 		{"unconfirmed CLI under the contract (stale cache): held", h, "lock", `{"args":{"id":"` + id + `"}}`, caps, 202, true},
-		{"cli_confirmed from a non-CLI caller is ignored: held", h, "ignore", `{"args":{"id":"` + id + `","reason":"out of scope here"},"cli_confirmed":true}`, nil, 202, true},
 		{"skip_confirmation false: held", h, "lock", `{"args":{"id":"` + id + `","skip_confirmation":false}}`, nil, 202, true},
 		{"skip_confirmation on interactive-only: stripped, held", admin, "tokens.revoke-all", `{"args":{"skip_confirmation":true}}`, nil, 202, true},
 		{"skip_confirmation not a boolean", h, "lock", `{"args":{"id":"` + id + `","skip_confirmation":"true"}}`, nil, 400, false},
@@ -157,6 +156,11 @@ func TestGatedCallsOverHTTP(t *testing.T) {
 	}
 	if r := a.confirmed(h, "lock", map[string]any{"id": id}); r.status != 200 || r.str("status") != "locked" {
 		t.Fatalf("cli_confirmed under the contract: %d %s", r.status, r.raw)
+	}
+	// A client that confirmed with a person without declaring capabilities
+	// (the approvals web page) is honoured too while the gate is on.
+	if r := a.raw(admin, "tokens.create", `{"args":{"role":"harness"},"cli_confirmed":true}`); r.status != 200 || r.str("token") == "" {
+		t.Fatalf("cli_confirmed without the capability header: %d %s", r.status, r.raw)
 	}
 	if r := a.raw(admin, "tokens.create", `{"args":{"role":"harness","auto_skip_confirmation":true}}`); r.status != 200 || r.str("token") == "" {
 		t.Fatalf("legacy auto_skip_confirmation: %d %s", r.status, r.raw)

@@ -185,7 +185,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, nil), start)
 		return
 	}
-	res, err := tools.CallGated(s.actor(r.Context(), principal), project.Service, name, req.Args, s.arrival(r, req))
+	res, err := tools.CallGated(s.actor(r.Context(), principal), project.Service, name, req.Args, s.arrival(req))
 	if err != nil {
 		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, res.Warnings), start)
 		return

@@ -23,11 +23,16 @@ type Config struct {
 	LLM          LLM    `toml:"llm"`
 }
 
-// LLM configures direct mode.
+// LLM configures direct mode. API keys are never read from this file:
+// they come from the environment (DONT_LLM_API_KEY or the provider's own
+// variable).
 type LLM struct {
-	Provider string `toml:"provider"`
-	Model    string `toml:"model"`
-	BaseURL  string `toml:"base_url"`
+	Provider   string `toml:"provider"`
+	Model      string `toml:"model"`
+	BaseURL    string `toml:"base_url"`
+	Region     string `toml:"region"`      // Bedrock
+	Timeout    string `toml:"timeout"`     // per provider request, a Go duration; default 60s
+	MaxRetries int    `toml:"max_retries"` // after a 429 or 5xx; 0: the default (3), -1: none
 }
 
 const defaultConfig = `# dont project configuration
@@ -36,11 +41,17 @@ const defaultConfig = `# dont project configuration
 spawn_timeout = "24h"
 
 # Direct mode (dont assume --direct) calls an LLM provider itself.
-# DONT_LLM_PROVIDER, DONT_LLM_MODEL, DONT_LLM_BASE_URL and DONT_LLM_API_KEY override these.
+# provider: openai, openai-compatible, vllm, ollama, llamacpp, anthropic or bedrock.
+# DONT_LLM_PROVIDER, DONT_LLM_MODEL, DONT_LLM_BASE_URL and DONT_LLM_REGION override these.
+# The API key is never kept here: set DONT_LLM_API_KEY (or OPENAI_API_KEY,
+# ANTHROPIC_API_KEY, AWS_BEARER_TOKEN_BEDROCK / the AWS credential chain).
 [llm]
 provider = ""
 model = ""
 base_url = ""
+# region = "us-east-1"   # bedrock
+# timeout = "60s"        # per provider request
+# max_retries = 3        # after a 429 or 5xx; -1 for none
 `
 
 // Project is an initialised project folder.

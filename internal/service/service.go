@@ -32,7 +32,9 @@ type Service struct {
 	Author       string
 	Scheduler    TimeoutScheduler // optional
 	Tokens       TokenStore       // optional: bearer tokens and callback tokens
+	Approvals    Approvals        // optional: sessions, tier escalation and frames
 	Log          *slog.Logger     // optional
+	Provider     Reasoner         // direct mode's LLM; nil: direct mode refuses
 }
 
 // Result is what every operation returns: the envelope's kind, data,
@@ -150,9 +152,13 @@ func (s *Service) Define(ctx context.Context, curie, doc string) (Result, error)
 	return res, nil
 }
 
-// Show returns one entity, with its history if asked.
+// Show returns one entity, with its history if asked; for a spawn id, the
+// stored spawn request (see showSpawn).
 func (s *Service) Show(ctx context.Context, id string, history bool) (Result, error) {
 	res := s.sweepFirst(ctx)
+	if ids.Kind(id) == ids.Spawn {
+		return s.showSpawn(ctx, id, res)
+	}
 	e, err := s.entity(ctx, id)
 	if err != nil {
 		return res, err

@@ -36,15 +36,20 @@ var ErrNoProvider = errs.E(errs.ConfigMissing, "direct mode needs an LLM provide
 ).Unmet("llm.provider", "llm.model")
 
 // RequestSpawn issues a spawn request. In harness mode it returns the
-// spawn_request payload; direct mode is refused until a provider is
-// configured — it never falls back to harness mode.
+// spawn_request payload. In direct mode it issues the same spawn, has the
+// Provider do the reasoning and resolves the spawn through the callback
+// path (see direct); without a Provider it refuses with config-missing — it
+// never falls back to harness mode.
 func (s *Service) RequestSpawn(ctx context.Context, in SpawnInput) (Result, error) {
 	res := s.sweepFirst(ctx)
 	if err := checkSpawnInput(&in); err != nil {
 		return res, err
 	}
 	if in.Mode == spawn.ModeDirect {
-		return res, ErrNoProvider
+		if s.Provider == nil {
+			return res, ErrNoProvider
+		}
+		in = directInput(in)
 	}
 	for attempt := 0; ; attempt++ {
 		sp, req, tx, err := s.spawnTx(ctx, in)
@@ -63,6 +68,9 @@ func (s *Service) RequestSpawn(ctx context.Context, in SpawnInput) (Result, erro
 				// The scheduled backstop sweep still finds it; never fail the request for this.
 				s.Log.Warn("schedule timeout", "request_id", sp.ID, "err", err)
 			}
+		}
+		if in.Mode == spawn.ModeDirect {
+			return s.direct(ctx, sp, req, res)
 		}
 		payload, err := s.publicRequest(ctx, req)
 		if err != nil {
@@ -106,7 +114,7 @@ func (s *Service) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spaw
 		IssuedAt: now, ExpiresAt: now.Add(s.timeout()),
 	}
 	ev := s.event(ledger.EvSpawnRequested, "", now)
-	ev.RequestID = sp.ID
+	ev.RequestID, ev.Direct = sp.ID, in.Mode == spawn.ModeDirect
 	ev.Detail = map[string]any{"request_kind": string(in.Kind), "expires_at": sp.ExpiresAt.Format(timeFormat), "mode": in.Mode}
 	var tx Tx
 	var target *ledger.Entity
@@ -156,6 +164,11 @@ func (s *Service) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spaw
 // Answer resolves a guess spawn: it records the candidates and their
 // agreement tally and concludes the top answer as an unverified claim.
 func (s *Service) Answer(ctx context.Context, requestID string, candidates []string) (Result, error) {
+	return s.answer(ctx, requestID, candidates, false)
+}
+
+// answer is Answer; direct marks the events of a direct-mode guess.
+func (s *Service) answer(ctx context.Context, requestID string, candidates []string, direct bool) (Result, error) {
 	var res Result
 	tally := spawn.TallyCandidates(candidates)
 	if len(tally) == 0 {
@@ -181,12 +194,12 @@ func (s *Service) Answer(ctx context.Context, requestID string, candidates []str
 			Refs: []string{sp.ID}, Status: ledger.Unverified, Author: s.Author, CreatedAt: now, UpdatedAt: now, Version: 1,
 		}
 		answered := s.event(ledger.EvAnswered, e.ID, now)
-		answered.RequestID = sp.ID
+		answered.RequestID, answered.Direct = sp.ID, direct
 		answered.Detail = map[string]any{"question": sp.Question, "candidates": candidates, "tally": tally}
 		concluded := s.event(ledger.EvConcluded, e.ID, now)
-		concluded.To, concluded.RequestID = ledger.Unverified, sp.ID
+		concluded.To, concluded.RequestID, concluded.Direct = ledger.Unverified, sp.ID, direct
 		done := s.event(ledger.EvSpawnResolved, e.ID, now)
-		done.RequestID, done.Outcome = sp.ID, spawn.CallbackApplied
+		done.RequestID, done.Outcome, done.Direct = sp.ID, spawn.CallbackApplied, direct
 		err = s.Store.Commit(ctx, Tx{
 			Entities: []EntityPut{{Entity: e}},
 			Spawns:   []SpawnPut{{Spawn: resolved(sp, spawn.CallbackApplied, now)}},

@@ -16,6 +16,8 @@ type SweepReport struct {
 	TimedOut []TimeoutResult `json:"timed_out"`
 	// Lost lists due spawns another resolver committed first.
 	Lost []TimeoutResult `json:"lost"`
+	// Approvals says which questions the sweep timed out or announced.
+	Approvals *ApprovalSweep `json:"approvals,omitempty"`
 }
 
 // TimeoutResult is one spawn a sweep looked at.
@@ -32,6 +34,7 @@ type TimeoutResult struct {
 // lost and left alone.
 func (s *Service) Sweep(ctx context.Context, limit int) (SweepReport, error) {
 	rep := SweepReport{TimedOut: []TimeoutResult{}, Lost: []TimeoutResult{}}
+	rep.Approvals = s.sweepApprovalsQuietly(ctx, limit)
 	due, err := s.Store.DueSpawns(ctx, s.now(), limit)
 	if err != nil {
 		return rep, storeErr(err)

@@ -120,17 +120,18 @@ type Schema struct {
 func SchemaFor(yesOnly, feature bool) Schema {
 	out := Schema{Tools: []View{}, Features: Features{InteractiveConfirm: feature}}
 	for _, t := range All() {
-		out.Tools = append(out.Tools, View{Name: t.Name, Summary: t.Summary, InputSchema: t.ArgsSchema(!yesOnly),
+		out.Tools = append(out.Tools, View{Name: t.Name, Summary: t.Summary, InputSchema: t.ArgsSchema(!yesOnly, true),
 			Annotations: t.Annotations, Roles: t.AllowedRoles()})
 	}
 	return out
 }
 
 // ArgsSchema is the JSON Schema of the arguments a caller may send: the
-// input schema, plus — in the legacy view, for gated tools — the
-// deprecated skip parameters.
-func (t *Tool) ArgsSchema(legacy bool) map[string]any {
-	s := t.InputSchema(true)
+// input schema (internal parameters only when asked for), plus — in the
+// legacy view, for gated tools — the deprecated skip parameters. MCP
+// clients get the legacy view without internal parameters.
+func (t *Tool) ArgsSchema(legacy, withInternal bool) map[string]any {
+	s := t.InputSchema(withInternal)
 	if !legacy || !t.Annotations.Gated() {
 		return s
 	}

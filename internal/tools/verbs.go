@@ -46,8 +46,11 @@ func init() {
 		Param{Name: "reason", Type: String, Description: "why it is final"}))
 	register(transition(ledger.Ignore, "Set an entity aside (terminal until reopened).", reasonParam))
 	register(transition(ledger.Reopen, "Return an entity to unverified.", reasonParam))
-	register(&Tool{Name: "show", Summary: "Show one entity.", Annotations: Annotations{ReadOnly: true},
-		Params: []Param{entityParam, {Name: "history", Type: Boolean, Description: "include its events"}},
+	register(&Tool{Name: "show", Summary: "Show one entity, or re-read a spawn request by its id.", Annotations: Annotations{ReadOnly: true},
+		Params: []Param{
+			{Name: "id", Type: String, Required: true, Positional: true, Description: "entity id (claim:… or term:…), or spawn:… for the spawn_request as issued"},
+			{Name: "history", Type: Boolean, Description: "include its events"},
+		},
 		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
 			return s.Show(ctx, a.Str("id"), a.Bool("history"))
 		}})

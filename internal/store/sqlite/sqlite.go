@@ -95,7 +95,7 @@ func Create(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	if _, err := s.db.ExecContext(ctx, schema+fmt.Sprintf("PRAGMA user_version=%d;", schemaVersion)); err != nil {
+	if _, err := s.db.ExecContext(ctx, schema+approvalSchema+fmt.Sprintf("PRAGMA user_version=%d;", schemaVersion)); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -1,0 +1,528 @@
+package main
+
+// CLI-only parts of tier escalation: the trailing command preview of
+// `dont escalate … -- <command>`, the "asked, waiting" notice, NDJSON
+// frames and `dont approvals watch`, the terminal client. The rules live
+// in internal/approvals and internal/service; this file only wires them.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/client"
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/tools"
+	"github.com/spf13/cobra"
+)
+
+// approvalsConfig reads the escalation settings from the environment:
+// DONT_APPROVAL_TIMEOUT (a question's deadline, default 120s) and
+// DONT_SUBSCRIBER_LEASE (how recently a client must have read a session's
+// frames to count as live, default 10s). A malformed value fails the
+// commands that use it (strict) and is ignored by the others.
+func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service.Approvals, error) {
+	cfg := service.Approvals{Store: store}
+	for _, v := range []struct {
+		env string
+		dst *time.Duration
+	}{{"DONT_APPROVAL_TIMEOUT", &cfg.Timeout}, {"DONT_SUBSCRIBER_LEASE", &cfg.Lease}} {
+		s := a.getenv(v.env)
+		if s == "" {
+			continue
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			if !strict {
+				continue
+			}
+			return cfg, errs.E(errs.ConfigInvalid, v.env+" must be a positive Go duration such as 120s, got "+fmt.Sprintf("%q", s),
+				errs.Step{Command: "export " + v.env + "=120s", Description: "set a duration, or unset it for the default"})
+		}
+		*v.dst = d
+	}
+	return cfg, nil
+}
+
+// usesApprovals reports whether a tool reads the escalation settings.
+func usesApprovals(t *tools.Tool) bool {
+	return t.Name == "escalate" || strings.HasPrefix(t.Name, "approvals.") || strings.HasPrefix(t.Name, "sessions.")
+}
+
+// approvalCommands adjusts the generated escalation commands and adds the
+// CLI-only ones.
+func (a *app) approvalCommands(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "escalate":
+			a.escalateCommand(c)
+		case "approvals":
+			for _, sub := range c.Commands() {
+				if sub.Name() == "frames" {
+					a.framesCommand(sub)
+				}
+			}
+			c.AddCommand(a.watchCommand())
+		}
+	}
+}
+
+// escalateCommand takes the command preview after `--` and tells the
+// person at the terminal where the question went while it waits.
+func (a *app) escalateCommand(c *cobra.Command) {
+	c.Use = "escalate --session <ses:…> --call <call-id> --to <tier> --reason <why> [--no-wait] -- <command…>"
+	c.Args = cobra.ArbitraryArgs
+	run := c.RunE
+	c.RunE = func(c *cobra.Command, argv []string) error {
+		if len(argv) > 0 {
+			if c.Flags().Changed("preview") {
+				return errs.E(errs.Usage, "give the command either after -- or with --preview, not both",
+					errs.Step{Command: "dont escalate … -- make install", Description: "put the command after --"})
+			}
+			if err := c.Flags().Set("preview", shellJoin(argv)); err != nil {
+				return errs.E(errs.Usage, err.Error())
+			}
+		}
+		c.SetContext(service.WithAskedNotice(c.Context(), func(ap approvals.Approval) {
+			if wait, _ := c.Flags().GetBool("no-wait"); !wait {
+				fmt.Fprintf(a.stderr, "asked %s: %s → %s for call %s; waiting until %s for an answer (dont approvals watch --session %s). Ctrl-C cancels the request.\n",
+					ap.ID, ap.From, ap.To, ap.CallID, ap.Deadline.Local().Format("15:04:05"), ap.SessionID)
+			}
+		}))
+		return run(c, nil)
+	}
+}
+
+// shellJoin renders argv as one shell-like line for the approver to read.
+func shellJoin(argv []string) string {
+	out := make([]string, len(argv))
+	for i, s := range argv {
+		if s == "" || strings.ContainsAny(s, " \t\n\"'\\$`|&;<>()*?[]#~!{}") {
+			s = "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+		out[i] = s
+	}
+	return strings.Join(out, " ")
+}
+
+// framesCommand prints a frames page as NDJSON: one envelope of kind
+// "frame" per frame (a person at a terminal gets one line each). No new
+// frame within --wait prints nothing; the reader keeps its cursor.
+func (a *app) framesCommand(c *cobra.Command) {
+	run := c.RunE
+	c.RunE = func(c *cobra.Command, argv []string) error {
+		machine, out := a.machine(), a.stdout
+		var buf bytes.Buffer
+		a.stdout = &buf // the generated command writes one envelope here
+		err := run(c, argv)
+		a.stdout = out
+		if err != nil {
+			return err
+		}
+		var env envelope.Envelope
+		if json.Unmarshal(buf.Bytes(), &env) != nil {
+			out.Write(buf.Bytes())
+			return nil
+		}
+		var page service.FramesPage
+		if !env.OK || env.Kind != "frames" || json.Unmarshal(env.Data, &page) != nil {
+			a.print(env)
+			return nil
+		}
+		for i, f := range page.Frames {
+			line := env
+			line.Kind = "frame"
+			line.Data, _ = envelope.MarshalData(f)
+			if i > 0 {
+				line.Warnings, line.Hints = []envelope.Warning{}, []string{}
+			}
+			if machine {
+				out.Write(envelope.Marshal(line))
+			} else {
+				fmt.Fprintln(out, frameLine(f))
+			}
+		}
+		return nil
+	}
+}
+
+func frameLine(f approvals.Frame) string {
+	if f.Kind == approvals.FrameRequested {
+		return fmt.Sprintf("#%d %s asked: %s → %s for call %s, until %s: %s", f.Cursor, f.RequestID, f.From, f.To, f.CallID, f.Deadline.Local().Format("15:04:05"), f.Preview)
+	}
+	by := ""
+	if f.By != "" {
+		by = " by " + f.By
+	}
+	return fmt.Sprintf("#%d %s %s%s", f.Cursor, f.RequestID, f.Verdict, by)
+}
+
+// toolCaller runs any tool and returns its envelope: in-process on the
+// embedded store (opened once), or over the API with --endpoint /
+// DONT_ENDPOINT. The watch client calls frames, approve and refuse.
+type toolCaller func(ctx context.Context, tool string, args map[string]any) envelope.Envelope
+
+func (a *app) watchCaller() (toolCaller, func(), error) {
+	if ep := a.remote(); ep != "" {
+		cl := &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN"), Header: capsHeader()}
+		return func(ctx context.Context, tool string, args map[string]any) envelope.Envelope {
+			// An answer typed at the watch prompt is a person's confirmation.
+			env, err := cl.CallConfirmed(ctx, tool, args, tool == "approvals.approve" || tool == "approvals.refuse")
+			if err != nil {
+				return envelope.Fail(err, nil)
+			}
+			return env
+		}, func() {}, nil
+	}
+	frames, _ := tools.Lookup("approvals.frames")
+	svc, closeStore, err := a.embedded(frames)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context, tool string, args map[string]any) envelope.Envelope {
+		start := time.Now()
+		res, err := tools.Call(ctx, svc, tool, args)
+		return a.envelopeOf(res, err, start)
+	}, closeStore, nil
+}
+
+func (a *app) watchCommand() *cobra.Command {
+	var session, subscriber string
+	c := &cobra.Command{
+		Use:   "watch",
+		Short: "Answer a session's escalations at the terminal: each open request with a countdown; y approves, n refuses.",
+		Args:  a.argCount(0),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if session == "" {
+				session = a.getenv("DONT_SESSION")
+			}
+			if session == "" {
+				return errs.E(errs.Usage, "watch: --session is required", errs.Step{Command: "dont approvals watch --session ses:…", Description: "name the session to watch"})
+			}
+			if subscriber == "" {
+				subscriber = "watch:" + a.author()
+			}
+			call, closeCall, err := a.watchCaller()
+			if err != nil {
+				return err
+			}
+			defer closeCall()
+			return a.watch(c.Context(), call, session, subscriber, a.stdin)
+		},
+	}
+	c.Flags().StringVar(&session, "session", "", "session id (ses:…; default $DONT_SESSION)")
+	c.Flags().StringVar(&subscriber, "subscriber", "", "this client's name for its subscriber lease")
+	return c
+}
+
+// watch runs the terminal client: it long-polls the session's frames,
+// reads one line per answer from in, and keeps its pending state bounded
+// by the ending frames and by its own clock.
+func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber string, in io.Reader) error {
+	tty := isTerminal(a.stdout)
+	m := newWatchModel()
+	drawn := "" // the prompt on screen (terminals only)
+	out := func(lines []string) {
+		if len(lines) == 0 {
+			return
+		}
+		if tty && drawn != "" {
+			fmt.Fprint(a.stdout, "\r\033[K")
+			drawn = ""
+		}
+		for _, l := range lines {
+			fmt.Fprintln(a.stdout, l)
+		}
+	}
+	// The first read makes this client a live subscriber; say so only then.
+	env := call(ctx, "approvals.frames", map[string]any{"session": session, "subscriber": subscriber})
+	if !env.OK {
+		a.print(env)
+		a.exit = errs.ExitCode(client.ErrorOf(env))
+		return nil
+	}
+	// Catch up silently with the session's history; then show what is open.
+	var cursor int64
+	for {
+		var page service.FramesPage
+		json.Unmarshal(env.Data, &page)
+		for _, f := range page.Frames {
+			m.Frame(f, time.Now())
+		}
+		cursor = page.Cursor
+		if page.Count == 0 {
+			break
+		}
+		if env = call(ctx, "approvals.frames", map[string]any{"session": session, "after": float64(cursor), "subscriber": subscriber}); !env.OK {
+			a.print(env)
+			a.exit = errs.ExitCode(client.ErrorOf(env))
+			return nil
+		}
+	}
+	out([]string{fmt.Sprintf("watching %s as %s: y approves, n refuses the oldest open request; Ctrl-D or Ctrl-C quits", session, subscriber)})
+	for _, it := range m.items() {
+		out([]string{m.describe(it.frame)})
+	}
+	frames := make(chan approvals.Frame, 64)
+	failures := make(chan envelope.Envelope, 1)
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	defer stopPolling()
+	deliver := func(env envelope.Envelope) int64 {
+		var page service.FramesPage
+		json.Unmarshal(env.Data, &page)
+		for _, f := range page.Frames {
+			select {
+			case frames <- f:
+			case <-pollCtx.Done():
+			}
+		}
+		return page.Cursor
+	}
+	go func() {
+		for pollCtx.Err() == nil {
+			env := call(pollCtx, "approvals.frames", map[string]any{"session": session, "after": float64(cursor), "wait": "2s", "subscriber": subscriber})
+			if pollCtx.Err() != nil {
+				return
+			}
+			if !env.OK {
+				failures <- env
+				return
+			}
+			cursor = deliver(env)
+		}
+	}()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	prompt := ""
+	show := func(now time.Time) {
+		p := m.Prompt(now)
+		if tty {
+			if p != drawn {
+				fmt.Fprint(a.stdout, "\r\033[K"+p)
+				drawn = p
+			}
+		} else if p != "" && m.promptKey() != prompt {
+			fmt.Fprintln(a.stdout, p)
+		}
+		prompt = m.promptKey()
+	}
+	erase := func() {
+		if tty && drawn != "" {
+			fmt.Fprint(a.stdout, "\r\033[K")
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			erase()
+			return nil
+		case env := <-failures:
+			erase()
+			a.print(env)
+			a.exit = errs.ExitCode(client.ErrorOf(env))
+			return nil
+		case f := <-frames:
+			out(m.Frame(f, time.Now()))
+		case <-tick.C:
+			out(m.Tick(time.Now()))
+		case line, ok := <-lines:
+			if !ok {
+				erase()
+				return nil
+			}
+			drawn = "" // the terminal echoed the line and moved on
+			act, said := m.Key(line, time.Now())
+			out(said)
+			if act != nil {
+				tool := "approvals.refuse"
+				if act.Approve {
+					tool = "approvals.approve"
+				}
+				env := call(ctx, tool, map[string]any{"id": act.RequestID})
+				out([]string{answerLine(env, act)})
+			}
+		}
+		show(time.Now())
+	}
+}
+
+func answerLine(env envelope.Envelope, act *watchAnswer) string {
+	if !env.OK {
+		e := client.ErrorOf(env)
+		return fmt.Sprintf("%s: not answered: %s: %s", act.RequestID, e.Code, e.Message)
+	}
+	var v service.ApprovalView
+	json.Unmarshal(env.Data, &v)
+	if v.Applied != nil && *v.Applied {
+		return fmt.Sprintf("%s: %s (your answer decided)", v.ID, v.Verdict)
+	}
+	return fmt.Sprintf("%s: already %s; your answer changed nothing", v.ID, v.Verdict)
+}
+
+// watchModel is the watch client's state, kept apart from I/O so that its
+// rules are tested directly. A request is pending from its question frame
+// until its ending frame arrives or its deadline passes on this client's
+// own clock, whichever is first: a keystroke is never sent as an answer
+// to a request that has ended.
+type watchModel struct {
+	pending map[string]*watchItem
+}
+
+type watchItem struct {
+	frame    approvals.Frame
+	deadline time.Time // on this client's clock
+	seen     time.Time
+	answered bool
+}
+
+// watchAnswer is what a keystroke sends.
+type watchAnswer struct {
+	RequestID string
+	Approve   bool
+}
+
+func newWatchModel() *watchModel { return &watchModel{pending: map[string]*watchItem{}} }
+
+// Frame applies a frame received at now. A question's deadline is bounded
+// on the client's clock too: never later than now plus the time the
+// server gave it, so a skewed or late-delivered frame cannot extend it.
+func (m *watchModel) Frame(f approvals.Frame, now time.Time) []string {
+	switch f.Kind {
+	case approvals.FrameRequested:
+		if f.Deadline == nil {
+			return nil
+		}
+		deadline := *f.Deadline
+		if own := now.Add(f.Deadline.Sub(f.At)); own.Before(deadline) {
+			deadline = own
+		}
+		if !now.Before(deadline) {
+			return nil // already dead: nothing to ask
+		}
+		m.pending[f.RequestID] = &watchItem{frame: f, deadline: deadline, seen: now}
+		return []string{m.describe(f)}
+	case approvals.FrameResolved:
+		if _, ok := m.pending[f.RequestID]; !ok {
+			return nil
+		}
+		delete(m.pending, f.RequestID)
+		by := ""
+		if f.By != "" {
+			by = " by " + f.By
+		}
+		return []string{fmt.Sprintf("%s: %s%s (cleared)", f.RequestID, f.Verdict, by)}
+	}
+	return nil
+}
+
+func (m *watchModel) describe(f approvals.Frame) string {
+	reason := ""
+	if f.Reason != "" {
+		reason = "\n  reason: " + f.Reason
+	}
+	cmd := ""
+	if f.Preview != "" {
+		cmd = "\n  $ " + f.Preview
+	}
+	return fmt.Sprintf("%s: call %s asks %s → %s%s%s", f.RequestID, f.CallID, f.From, f.To, reason, cmd)
+}
+
+// Tick clears every request whose deadline has passed on the client's clock.
+func (m *watchModel) Tick(now time.Time) []string {
+	var out []string
+	for _, it := range m.items() {
+		if !now.Before(it.deadline) {
+			delete(m.pending, it.frame.RequestID)
+			out = append(out, fmt.Sprintf("%s: deadline passed; cleared (nothing was sent)", it.frame.RequestID))
+		}
+	}
+	return out
+}
+
+// Current is the request the next keystroke answers: the oldest open one
+// not yet answered from here.
+func (m *watchModel) Current(now time.Time) *watchItem {
+	for _, it := range m.items() {
+		if !it.answered && now.Before(it.deadline) {
+			return it
+		}
+	}
+	return nil
+}
+
+func (m *watchModel) items() []*watchItem {
+	out := make([]*watchItem, 0, len(m.pending))
+	for _, it := range m.pending {
+		out = append(out, it)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].seen.Equal(out[j].seen) {
+			return out[i].seen.Before(out[j].seen)
+		}
+		return out[i].frame.Cursor < out[j].frame.Cursor
+	})
+	return out
+}
+
+// Key maps one line of input to an answer. Dead requests are cleared
+// first, on the client's own clock: a line typed after the deadline is
+// never sent. Only y/yes and n/no answer; anything else sends nothing.
+func (m *watchModel) Key(line string, now time.Time) (*watchAnswer, []string) {
+	said := m.Tick(now)
+	it := m.Current(now)
+	if it == nil {
+		return nil, append(said, "no open request; the input was not sent")
+	}
+	var approve bool
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		approve = true
+	case "n", "no":
+	default:
+		return nil, append(said, "type y to approve or n to refuse "+it.frame.RequestID)
+	}
+	it.answered = true
+	return &watchAnswer{RequestID: it.frame.RequestID, Approve: approve}, said
+}
+
+// Prompt is the status line: the current request and its countdown.
+func (m *watchModel) Prompt(now time.Time) string {
+	it := m.Current(now)
+	if it == nil {
+		return ""
+	}
+	left := it.deadline.Sub(now).Round(time.Second)
+	more := ""
+	if n := len(m.pending) - 1; n > 0 {
+		more = fmt.Sprintf(" (+%d waiting)", n)
+	}
+	return fmt.Sprintf("%s [%s left] approve %s for call %s? [y/n]%s ", it.frame.RequestID, left, it.frame.To, it.frame.CallID, more)
+}
+
+// promptKey identifies what the prompt is about, so that a terminal that
+// cannot redraw gets a new prompt line only when the request changes.
+func (m *watchModel) promptKey() string {
+	for _, it := range m.items() {
+		if !it.answered {
+			return it.frame.RequestID
+		}
+	}
+	return ""
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/term"
+)
+
+// terminal is the master side of a pseudo-terminal whose output is read as
+// it arrives.
+type terminal struct {
+	mu  sync.Mutex
+	buf strings.Builder
+	new chan struct{}
+}
+
+// openTerminal returns a raw-mode pseudo-terminal: the slave for a process's
+// stdout, and the master's output.
+func openTerminal(t *testing.T) (*os.File, *terminal) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	var unlock int32
+	var n uint32
+	if err := ioctl(master, syscall.TIOCSPTLCK, unsafe.Pointer(&unlock)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ioctl(master, syscall.TIOCGPTN, unsafe.Pointer(&n)); err != nil {
+		t.Fatal(err)
+	}
+	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := term.MakeRaw(int(slave.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	tm := &terminal{new: make(chan struct{}, 1)}
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := master.Read(b)
+			tm.mu.Lock()
+			tm.buf.Write(b[:n])
+			tm.mu.Unlock()
+			select {
+			case tm.new <- struct{}{}:
+			default:
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return slave, tm
+}
+
+// expect waits until the screen output after from contains want and
+// returns the offset just past it.
+func (tm *terminal) expect(t *testing.T, from int, want string) int {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		tm.mu.Lock()
+		s := tm.buf.String()
+		tm.mu.Unlock()
+		if i := strings.Index(s[from:], want); i >= 0 {
+			return from + i + len(want)
+		}
+		select {
+		case <-tm.new:
+		case <-deadline:
+			t.Fatalf("no %q on the terminal after offset %d:\n%q", want, from, s)
+		}
+	}
+}
+
+func TestWatchOnARealTerminalCountsDownAndNeverSendsAKeystrokeToADeadRequest(t *testing.T) {
+	p := newApprovalProject(t)
+	ses := p.session("read-only")
+	slave, screen := openTerminal(t)
+	w := p.cmd("approvals", "watch", "--session", ses)
+	w.Stdout = slave
+	stdin, _ := w.StdinPipe()
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	defer w.Process.Kill()
+	at := screen.expect(t, 0, "watching "+ses)
+
+	apr := p.runEnv([]string{"DONT_APPROVAL_TIMEOUT=3s"}, "escalate", "--session", ses, "--call", "c1", "--to", "workspace-write",
+		"--reason", "writes the cache", "--no-wait", "--", "make", "cache").str("approval_id")
+	at = screen.expect(t, at, "$ make cache")
+	// The prompt is redrawn in place (\r, erase line) as the countdown runs.
+	at = screen.expect(t, at, "\r\x1b[K"+apr+" [")
+	at = screen.expect(t, at, "left] approve workspace-write for call c1? [y/n] ")
+	at = screen.expect(t, at, apr+": ")
+	at = screen.expect(t, at, "cleared")
+	fmt.Fprintln(stdin, "y")
+	screen.expect(t, at, "no open request; the input was not sent")
+	if r := p.ok("approvals", "show", apr); r.str("verdict") != "timed-out" || r.str("answered_by") != "" {
+		t.Fatalf("a dead request was answered: %s", r.stdout)
+	}
+	stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- w.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("watch exit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch did not end on EOF")
+	}
+}

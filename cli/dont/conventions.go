@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/dont-cli/dont/internal/client"
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/tools"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// conventions adds what agents and shells expect of a CLI: --plain,
+// `dont completions <shell>`, and the `dont help config` topic. --help and
+// -h are cobra's, on every command, and print the same text as
+// `dont help <command>`, on stdout.
+func (a *app) conventions(root *cobra.Command) {
+	root.PersistentFlags().BoolVar(&a.plain, "plain", false, "no colour or other styling in human output (as NO_COLOR does)")
+	root.CompletionOptions.DisableDefaultCmd = true // replaced by `completions`
+	root.AddCommand(a.completionsCommand(root), configTopic())
+}
+
+func (a *app) completionsCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:       "completions <bash|zsh|fish|powershell>",
+		Short:     "Print the shell completion script for bash, zsh, fish or powershell.",
+		Long:      "Print the shell completion script for bash, zsh, fish or powershell.\n\n  source <(dont completions bash)\n  dont completions zsh > \"${fpath[1]}/_dont\"\n  dont completions fish > ~/.config/fish/completions/dont.fish\n  dont completions powershell | Out-String | Invoke-Expression",
+		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
+		Args:      a.argCount(1),
+		RunE: func(c *cobra.Command, argv []string) error {
+			switch argv[0] {
+			case "bash":
+				return root.GenBashCompletionV2(a.stdout, true)
+			case "zsh":
+				return root.GenZshCompletion(a.stdout)
+			case "fish":
+				return root.GenFishCompletion(a.stdout, true)
+			case "powershell":
+				return root.GenPowerShellCompletionWithDesc(a.stdout)
+			}
+			return errs.E(errs.Usage, "no completions for shell "+quote(argv[0])+"; choose bash, zsh, fish or powershell",
+				errs.Step{Command: "dont completions bash", Description: "print the bash script"}).Unmet("shell is one of bash, zsh, fish, powershell")
+		},
+	}
+}
+
+// configTopic is `dont help config`, which config-missing and config-invalid
+// errors point to.
+func configTopic() *cobra.Command {
+	return &cobra.Command{
+		Use:   "config",
+		Short: "Where dont reads its settings: .dont/config.toml and the environment.",
+		Long: `dont reads .dont/config.toml in the project folder; environment variables override it.
+
+  spawn_timeout = "24h"        DONT_SPAWN_TIMEOUT   how long a spawn waits for its callback
+
+  [llm]                                             direct mode's provider (assume/overlook/guess --direct)
+  provider = "openai"          DONT_LLM_PROVIDER    openai, openai-compatible, vllm, ollama, llamacpp, anthropic, bedrock
+  model = "gpt-4o"             DONT_LLM_MODEL
+  base_url = ""                DONT_LLM_BASE_URL    the provider's endpoint, if not the default
+  region = ""                  DONT_LLM_REGION      bedrock (else AWS_REGION, AWS_DEFAULT_REGION)
+  timeout = "60s"                                   per provider request
+  max_retries = 3                                   after a 429 or 5xx; -1 for none
+  (never in the file)          DONT_LLM_API_KEY     or OPENAI_API_KEY, ANTHROPIC_API_KEY, AWS_BEARER_TOKEN_BEDROCK
+
+Also: DONT_PROJECT_DIR (the project folder), DONT_HARNESS (truthy: harness mode),
+DONT_REQUEST_ID (the --request-id of a callback), DONT_AUTHOR, NO_COLOR.`,
+	}
+}
+
+// usageError makes an error cobra produced by itself (an unknown command)
+// a usage error: exit 2 and an envelope with remediation. Cobra fails those
+// before it parses flags, so --json is looked for in argv.
+func (a *app) usageError(err error, argv []string) error {
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	for _, arg := range argv {
+		if arg == "--" {
+			break
+		}
+		a.jsonOut = a.jsonOut || arg == "--json"
+	}
+	return errs.E(errs.Usage, err.Error(), errs.Step{Command: "dont help", Description: "list the commands"})
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "…"
+	}
+	return "\"" + s + "\""
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// styles decides colour per stream: only for a terminal, and never with
+// --plain, NO_COLOR (any non-empty value) or TERM=dumb.
+func (a *app) styles() styles {
+	off := a.plain || a.getenv("NO_COLOR") != "" || a.getenv("TERM") == "dumb"
+	return styles{out: palette{on: !off && isTerminal(a.stdout)}, err: palette{on: !off && isTerminal(a.stderr)}}
+}
+
+type styles struct{ out, err palette }
+
+// palette is the minimal colour of human output; the zero palette prints
+// plain text.
+type palette struct{ on bool }
+
+func (p palette) sgr(code, s string) string {
+	if !p.on {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func (p palette) bold(s string) string   { return p.sgr("1", s) }
+func (p palette) dim(s string) string    { return p.sgr("2", s) }
+func (p palette) red(s string) string    { return p.sgr("31", s) }
+func (p palette) yellow(s string) string { return p.sgr("33", s) }
+
+func (p palette) status(s string) string {
+	switch s {
+	case "verified", "locked":
+		return p.sgr("32", s)
+	case "doubted":
+		return p.sgr("31", s)
+	case "stale":
+		return p.sgr("33", s)
+	case "ignored":
+		return p.sgr("2", s)
+	}
+	return s
+}
+
+// callEach runs the tool once, or — when the entity id is "-" — once per id
+// read from stdin (one per line, blank lines skipped), printing one envelope
+// per id as NDJSON, against the embedded store or the remote API alike. The
+// exit code is the highest of the per-id codes: 0 only if every id
+// succeeded, and an interruption beats everything.
+func (a *app) callEach(ctx context.Context, t *tools.Tool, args map[string]any) error {
+	if args["id"] != "-" {
+		return a.call(ctx, t, args)
+	}
+	one, release, err := a.caller(t)
+	if err != nil {
+		return err
+	}
+	defer release()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(a.stdin)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	n, worst := 0, errs.ExitOK
+	for {
+		var line string
+		var more bool
+		select {
+		case line, more = <-lines:
+		case <-ctx.Done():
+		}
+		if !more {
+			break
+		}
+		id := strings.TrimSpace(line)
+		if id == "" {
+			continue
+		}
+		n++
+		args["id"] = id
+		env, exit := one(ctx, args)
+		a.stdout.Write(envelope.Marshal(env))
+		worst = max(worst, exit)
+	}
+	switch {
+	case ctx.Err() != nil:
+		a.exit = max(worst, errs.ExitInterrupt)
+	case n == 0:
+		return errs.E(errs.Usage, t.Name+" -: no ids on stdin", errs.Step{Command: "dont list --json | jq -r '.data.entities[].id' | dont " + t.Name + " -", Description: "pipe entity ids, one per line"})
+	default:
+		a.exit = worst
+	}
+	return nil
+}
+
+// caller returns a function that runs one call of t and gives its envelope
+// and exit code: through the remote API when an endpoint is set, else
+// against the embedded store, opened once for all the calls.
+func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (envelope.Envelope, int), func(), error) {
+	if ep := a.remote(); ep != "" {
+		c := &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN"), Header: capsHeader()}
+		return func(ctx context.Context, args map[string]any) (envelope.Envelope, int) {
+			start := time.Now()
+			env, err := c.CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)
+			if err != nil {
+				return a.envelopeOf(service.Result{}, err, start), errs.ExitCode(err)
+			}
+			if id, held := heldID(env); held && a.confirm.feature {
+				err := a.staleError(id)
+				return a.envelopeOf(service.Result{}, err, start), errs.ExitCode(err)
+			}
+			if !env.OK {
+				return env, errs.ExitCode(client.ErrorOf(env))
+			}
+			return env, errs.ExitOK
+		}, func() {}, nil
+	}
+	svc, release, err := a.embedded(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context, args map[string]any) (envelope.Envelope, int) {
+		start := time.Now()
+		res, err := tools.CallGated(ctx, svc, t.Name, args, a.arrival())
+		if err == nil && tools.Held(res) {
+			err = a.staleError(res.Data.(service.HeldView).ID)
+		}
+		return a.envelopeOf(res, err, start), errs.ExitCode(err)
+	}, release, nil
+}
+
+// envelopeOf is the envelope of one call that started at start.
+func (a *app) envelopeOf(res service.Result, err error, start time.Time) envelope.Envelope {
+	var env envelope.Envelope
+	if err == nil {
+		if env, err = envelope.New(res.Kind, res.Data, res.Warnings, res.Hints); err != nil {
+			err = errs.E(errs.Internal, "cannot encode the result").Wrap(err)
+		}
+	}
+	if err != nil {
+		env = envelope.Fail(err, res.Warnings)
+	}
+	env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: ids.New(ids.Request, start), Mode: a.mode}
+	return env
+}
+
+// pipeGuard is stdout or stderr with SIGPIPE turned into a quiet ending:
+// once the reader has gone (`dont list | head -c1`), writes are dropped and
+// the process exits 0 instead of dying of the signal.
+type pipeGuard struct {
+	f      *os.File
+	broken atomic.Bool
+}
+
+func (g *pipeGuard) Write(p []byte) (int, error) {
+	if g.broken.Load() {
+		return len(p), nil
+	}
+	n, err := g.f.Write(p)
+	if errors.Is(err, syscall.EPIPE) {
+		g.broken.Store(true)
+		return len(p), nil
+	}
+	return n, err
+}
+
+// Fd lets isTerminal see through the guard.
+func (g *pipeGuard) Fd() uintptr { return g.f.Fd() }

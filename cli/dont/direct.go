@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/llm"
+	"github.com/dont-cli/dont/internal/project"
+	"github.com/dont-cli/dont/internal/service"
+)
+
+// provider builds direct mode's LLM client from [llm] in .dont/config.toml
+// overridden by the DONT_LLM_* environment. Only spawn verbs in direct
+// mode call it, so no other command pays for it. With no provider named at
+// all it returns nil, and the service refuses with config-missing (direct
+// mode never falls back to harness mode).
+func (a *app) provider(c project.Config) (service.Reasoner, error) {
+	base := llm.Config{Provider: c.LLM.Provider, Model: c.LLM.Model, BaseURL: c.LLM.BaseURL, Region: c.LLM.Region, MaxRetries: c.LLM.MaxRetries}
+	if c.LLM.Timeout != "" {
+		d, err := time.ParseDuration(c.LLM.Timeout)
+		if err != nil || d <= 0 {
+			return nil, errs.E(errs.ConfigInvalid, "[llm] timeout must be a positive Go duration such as 60s, got "+c.LLM.Timeout).Unmet("llm.timeout > 0")
+		}
+		base.Timeout = d
+	}
+	cfg := llm.ConfigFromEnv(base, a.getenv)
+	if strings.TrimSpace(cfg.Provider) == "" {
+		return nil, nil
+	}
+	// Retry notices go to stderr, so that a person waiting on a busy
+	// provider knows; keys never reach the logger.
+	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	p, err := llm.New(cfg)
+	if err == nil {
+		return p, nil
+	}
+	var ce *llm.ConfigError
+	if !errors.As(err, &ce) {
+		return nil, errs.E(errs.ConfigInvalid, "direct mode: "+err.Error()).Wrap(err)
+	}
+	code := errs.ConfigInvalid
+	if len(ce.Invalid) == 0 {
+		code = errs.ConfigMissing
+	}
+	return nil, errs.E(code, "direct mode: "+strings.TrimPrefix(err.Error(), "llm: "),
+		errs.Step{Command: "export DONT_LLM_PROVIDER=<provider> DONT_LLM_MODEL=<model> DONT_LLM_API_KEY=<key>", Description: "set the missing settings ([llm] in .dont/config.toml works too, except the key)"},
+		errs.Step{Command: "DONT_HARNESS=1 dont <verb> … --json", Description: "or run in harness mode and let your harness spawn the subagent"},
+	).Unmet(append(ce.Missing, ce.Invalid...)...).Wrap(err)
+}

@@ -1,0 +1,258 @@
+// Package approvals holds the rules of tier escalation with human approval
+// (seed tier-escalation-story.txt): the three confinement tiers and their
+// hop table, which escalations may become questions at all (ValidateHop),
+// how an answer becomes a verdict before anything acts on it, the
+// deadline, first-answer-wins, the one constructor of ending frames and
+// the audit of the frame log. It imports only the standard library and
+// does no I/O.
+package approvals
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Tier is a sandbox confinement tier.
+type Tier string
+
+// The tiers, narrowest first.
+const (
+	ReadOnly         Tier = "read-only"
+	WorkspaceWrite   Tier = "workspace-write"
+	DangerFullAccess Tier = "danger-full-access"
+)
+
+// Tiers lists every tier, narrowest first.
+var Tiers = []Tier{ReadOnly, WorkspaceWrite, DangerFullAccess}
+
+// hops is the hop table of the seed, exactly:
+//
+//	read-only          -> workspace-write, danger-full-access
+//	workspace-write    -> danger-full-access
+//	danger-full-access -> (nothing)
+//
+// One hop is one row lookup, not one step: read-only reaches
+// danger-full-access directly because its row lists it.
+var hops = map[Tier][]Tier{
+	ReadOnly:         {WorkspaceWrite, DangerFullAccess},
+	WorkspaceWrite:   {DangerFullAccess},
+	DangerFullAccess: {},
+}
+
+// Valid reports whether t is one of the three tiers (exact spelling).
+func (t Tier) Valid() bool {
+	_, ok := hops[t]
+	return ok
+}
+
+// Hops returns the row of the hop table for from: the tiers one
+// escalation may reach from there. Unknown tiers reach nothing.
+func Hops(from Tier) []Tier {
+	return append([]Tier(nil), hops[from]...)
+}
+
+// Reachable reports whether to is in the row of from.
+func Reachable(from, to Tier) bool {
+	for _, t := range hops[from] {
+		if t == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Targets is the set a tool schema may advertise as reachable in
+// principle: every tier that appears in some row. The hop table, not the
+// schema, decides what one call may reach (the schema is a menu, not a gate).
+func Targets() []Tier {
+	var out []Tier
+	for _, t := range Tiers {
+		for _, from := range Tiers {
+			if Reachable(from, t) {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TierNames joins tier names for messages and help.
+func TierNames(ts []Tier) string {
+	s := make([]string, len(ts))
+	for i, t := range ts {
+		s[i] = string(t)
+	}
+	if len(s) == 0 {
+		return "(nothing)"
+	}
+	return strings.Join(s, ", ")
+}
+
+// Session is a sandboxed agent session. Its Tier is the default every call
+// starts at; the server is its authority and a grant never writes it back.
+type Session struct {
+	ID       string    `json:"session_id"`
+	Name     string    `json:"name,omitempty"`
+	Tier     Tier      `json:"tier"`
+	OpenedBy string    `json:"opened_by,omitempty"`
+	OpenedAt time.Time `json:"opened_at"`
+}
+
+// Verdict is how an escalation ended. The answer set is defined before
+// any client: approved, refused, timed-out, cancelled.
+type Verdict string
+
+// Verdicts.
+const (
+	Approved  Verdict = "approved"
+	Refused   Verdict = "refused"
+	TimedOut  Verdict = "timed-out"
+	Cancelled Verdict = "cancelled"
+)
+
+// Valid reports whether v is one of the four verdicts.
+func (v Verdict) Valid() bool {
+	switch v {
+	case Approved, Refused, TimedOut, Cancelled:
+		return true
+	}
+	return false
+}
+
+// States of an approval record.
+const (
+	Pending  = "pending"
+	Resolved = "resolved"
+)
+
+// Causes say why a verdict was reached. Hop refusals use their Rule as cause.
+const (
+	CauseAnswer       = "answer"            // a person answered
+	CauseUnreadable   = "unreadable-answer" // the answer could not be read: a refusal
+	CauseNoSubscriber = "no-subscriber"     // nobody could have answered: a refusal
+	CauseChannelError = "channel-error"     // the store failed while asking or waiting: a refusal
+	CauseDeadline     = "deadline"          // nobody answered in time
+	CauseRequester    = "requester"         // the requester withdrew (Ctrl-C, approvals cancel)
+)
+
+// Approval is the stored record of one escalation request. When Asked it
+// was a question: delivered to the session's subscribers with a deadline.
+// A request refused before it could be asked (a hop refusal, no live
+// subscriber, a store error) is recorded with Asked false and is already
+// resolved; it has no frames.
+type Approval struct {
+	ID        string `json:"approval_id"`
+	SessionID string `json:"session_id"`
+	CallID    string `json:"call_id"`
+	// From is the tier the call stood at when it asked.
+	From Tier `json:"from_tier,omitempty"`
+	// To is the target as requested (it may be no tier at all).
+	To        string    `json:"to_tier"`
+	Preview   string    `json:"preview,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Requester string    `json:"requester,omitempty"`
+	Asked     bool      `json:"asked"`
+	State     string    `json:"state"`
+	CreatedAt time.Time `json:"created_at"`
+	Deadline  time.Time `json:"deadline"`
+
+	Verdict    Verdict    `json:"verdict,omitempty"`
+	Cause      string     `json:"cause,omitempty"`
+	Detail     string     `json:"detail,omitempty"`
+	AnsweredBy string     `json:"answered_by,omitempty"`
+	Answer     string     `json:"answer,omitempty"` // the raw answer as received, bounded
+	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+	// Announced is set by the store when the ending frame is appended.
+	Announced bool `json:"announced"`
+}
+
+// Grant is the tier an approval grants to its one call. Only an approved
+// approval yields a tier: a refusal never does, so a refused command is
+// never run at all (running it at the narrower tier is the accident the
+// seed warns about).
+func (a Approval) Grant() (Tier, bool) {
+	if a.State == Resolved && a.Verdict == Approved && Tier(a.To).Valid() {
+		return Tier(a.To), true
+	}
+	return "", false
+}
+
+// DefaultTimeout is a question's deadline: a host who walked away has not
+// approved anything.
+const DefaultTimeout = 120 * time.Second
+
+// Expired reports whether a's deadline has passed at now. The deadline
+// itself counts as passed.
+func Expired(a Approval, now time.Time) bool { return !now.Before(a.Deadline) }
+
+// Remaining is the time left before a's deadline, never negative.
+func Remaining(a Approval, now time.Time) time.Duration {
+	if d := a.Deadline.Sub(now); d > 0 {
+		return d
+	}
+	return 0
+}
+
+// Decision is an answer already mapped to a verdict.
+type Decision struct {
+	Verdict Verdict
+	Cause   string
+	By      string
+	Detail  string
+	Answer  string
+}
+
+// maxAnswer bounds the raw answer kept on the record.
+const maxAnswer = 200
+
+// VerdictOf maps an answer to a decision before anything acts on it. Only
+// an explicit yes approves: true, "approve", "approved", "yes", "y",
+// "allow". An explicit no refuses: false, "refuse", "refused", "no", "n",
+// "deny". Anything else — an unknown word, a number, a structure, nothing
+// at all — is unreadable, and an unreadable answer is a refusal.
+func VerdictOf(answer any) Decision {
+	raw := fmt.Sprint(answer)
+	if len(raw) > maxAnswer {
+		raw = raw[:maxAnswer] + "…"
+	}
+	switch v := answer.(type) {
+	case bool:
+		if v {
+			return Decision{Verdict: Approved, Cause: CauseAnswer, Answer: raw}
+		}
+		return Decision{Verdict: Refused, Cause: CauseAnswer, Answer: raw}
+	case string:
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "approve", "approved", "yes", "y", "allow":
+			return Decision{Verdict: Approved, Cause: CauseAnswer, Answer: raw}
+		case "refuse", "refused", "no", "n", "deny":
+			return Decision{Verdict: Refused, Cause: CauseAnswer, Answer: raw}
+		}
+	}
+	return Decision{Verdict: Refused, Cause: CauseUnreadable, Answer: raw,
+		Detail: "the answer could not be read as approve or refuse; an unreadable answer is a refusal"}
+}
+
+// Resolve applies a decision to a pending approval at now. ok is false
+// when a is no longer pending: the first answer won and later answers
+// change nothing (the caller reports the recorded verdict). A decision at
+// or after the deadline is a timeout whatever it said.
+func Resolve(a Approval, d Decision, now time.Time) (Approval, bool) {
+	if a.State != Pending {
+		return a, false
+	}
+	if a.Asked && Expired(a, now) && d.Verdict != TimedOut {
+		d = Decision{Verdict: TimedOut, Cause: CauseDeadline, Answer: d.Answer, By: d.By,
+			Detail: "the answer arrived at or after the deadline " + a.Deadline.Format(time.RFC3339Nano) + "; it was not applied"}
+	}
+	if d.Verdict == TimedOut && d.Cause == "" {
+		d.Cause = CauseDeadline
+	}
+	a.State, a.Verdict, a.Cause, a.Detail = Resolved, d.Verdict, d.Cause, d.Detail
+	a.AnsweredBy, a.Answer = d.By, d.Answer
+	t := now
+	a.ResolvedAt = &t
+	return a, true
+}

@@ -1,0 +1,774 @@
+package service_test
+
+// Tests named after the rules of ../shared/seeds/tier-escalation-story.txt
+// and DESIGN §6. Every test's final state passes the frame-log guard
+// (auditClean, registered by newApprovalEnv): the guard fails tests.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store/sqlite"
+	_ "modernc.org/sqlite"
+)
+
+// faulty wraps an approval store and fails chosen operations.
+type faulty struct {
+	service.ApprovalStore
+	failAsk      atomic.Bool  // CreateApproval of a question
+	failRecord   atomic.Bool  // CreateApproval of a refusal record
+	failLastRead atomic.Bool  // LastRead
+	failAnnounce atomic.Bool  // AnnounceEnding
+	failGets     atomic.Int32 // the next n GetApproval calls
+}
+
+var errBroken = errors.New("disk I/O error (injected)")
+
+func (f *faulty) CreateApproval(ctx context.Context, a approvals.Approval, q *approvals.Frame) error {
+	if (a.Asked && f.failAsk.Load()) || (!a.Asked && f.failRecord.Load()) {
+		return errBroken
+	}
+	return f.ApprovalStore.CreateApproval(ctx, a, q)
+}
+
+func (f *faulty) LastRead(ctx context.Context, id string) (time.Time, error) {
+	if f.failLastRead.Load() {
+		return time.Time{}, errBroken
+	}
+	return f.ApprovalStore.LastRead(ctx, id)
+}
+
+func (f *faulty) AnnounceEnding(ctx context.Context, fr approvals.Frame) (approvals.Frame, error) {
+	if f.failAnnounce.Load() {
+		return fr, errBroken
+	}
+	return f.ApprovalStore.AnnounceEnding(ctx, fr)
+}
+
+func (f *faulty) GetApproval(ctx context.Context, id string) (approvals.Approval, error) {
+	if f.failGets.Add(-1) >= 0 {
+		return approvals.Approval{}, errBroken
+	}
+	return f.ApprovalStore.GetApproval(ctx, id)
+}
+
+type aenv struct {
+	*env
+	faults *faulty
+}
+
+// newApprovalEnv is a project on a real SQLite file with approvals on a
+// fake clock. Its final state must pass the frame-log audit.
+func newApprovalEnv(t *testing.T) *aenv {
+	e := &aenv{env: newEnv(t)}
+	e.faults = &faulty{ApprovalStore: e.store}
+	e.faults.failGets.Store(-1 << 30)
+	e.svc.Approvals = service.Approvals{Store: e.faults, Poll: time.Millisecond}
+	t.Cleanup(func() { auditClean(t, e.svc) })
+	return e
+}
+
+// auditClean is the guard every approvals test ends with.
+func auditClean(t *testing.T, svc *service.Service) {
+	t.Helper()
+	rep, err := svc.ApprovalAudit(context.Background())
+	if err != nil {
+		t.Errorf("frame-log audit could not run: %v", err)
+		return
+	}
+	if !rep.OK() {
+		t.Errorf("frame-log audit of the final state: %v", rep.Findings)
+	}
+}
+
+// other is a second service on its own connection to the same file (as
+// another process), on the same clock unless one is given.
+func (e *aenv) other(c *clock) *service.Service {
+	svc := e.another()
+	if c != nil {
+		svc.Now = c.Now
+	}
+	st := svc.Store.(*sqlite.Store)
+	svc.Approvals = service.Approvals{Store: st, Poll: time.Millisecond}
+	return svc
+}
+
+func (e *aenv) open(tier approvals.Tier) string {
+	e.t.Helper()
+	res, err := e.svc.OpenSession(ctx, service.OpenSessionInput{Tier: string(tier), Name: "t"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return res.Data.(service.SessionView).ID
+}
+
+// subscribe reads the session's frames once: a live subscriber for the lease.
+func (e *aenv) subscribe(ses string) {
+	e.t.Helper()
+	if _, err := e.svc.Frames(ctx, service.FramesInput{SessionID: ses, Subscriber: "watcher"}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *aenv) ask(ses, call string, to approvals.Tier) approvals.Approval {
+	e.t.Helper()
+	res, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: call, To: string(to),
+		Reason: "the build writes outside the workspace", Preview: "make install", NoWait: true})
+	if err != nil {
+		e.t.Fatalf("escalate %s %s -> %s: %v", ses, call, to, err)
+	}
+	return res.Data.(service.ApprovalView).Approval
+}
+
+func (e *aenv) frames(ses string) []approvals.Frame {
+	e.t.Helper()
+	fs, err := e.store.Frames(ctx, ses, 0, 1000)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return fs
+}
+
+func (e *aenv) record(id string) approvals.Approval {
+	e.t.Helper()
+	a, err := e.store.GetApproval(ctx, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+func endings(fs []approvals.Frame, id string) []approvals.Frame {
+	var out []approvals.Frame
+	for _, f := range fs {
+		if f.Kind == approvals.FrameResolved && f.RequestID == id {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func wantCode(t *testing.T, err error, code errs.Code, exit int) *errs.Error {
+	t.Helper()
+	if !errs.Is(err, code) {
+		t.Fatalf("got %v, want %s", err, code)
+	}
+	if got := errs.ExitCode(err); got != exit {
+		t.Fatalf("%s exits %d, want %d", code, got, exit)
+	}
+	e := errs.As(err)
+	if len(e.Remediation) == 0 || e.Remediation[0].Command == "" {
+		t.Fatalf("%s without remediation", code)
+	}
+	return e
+}
+
+func TestHopRefusalsAreRefusedAtOnceWithNoQuestionAndRecorded(t *testing.T) {
+	e := newApprovalEnv(t)
+	ro, ww, dfa, other := e.open(approvals.ReadOnly), e.open(approvals.WorkspaceWrite), e.open(approvals.DangerFullAccess), e.open(approvals.ReadOnly)
+	for _, s := range []string{ro, ww, dfa, other} {
+		e.subscribe(s) // live subscribers everywhere: only the hop table can refuse
+	}
+	widened := e.ask(ro, "widened", approvals.WorkspaceWrite)
+	if _, err := e.svc.Approve(ctx, widened.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	open := e.ask(ro, "open", approvals.WorkspaceWrite)
+	for _, tc := range []struct {
+		name, ses, call, to string
+		code                errs.Code
+	}{
+		{"an unknown tier", ro, "c1", "root", service.UnknownTier},
+		{"a misspelt tier", ro, "c1", "Danger-Full-Access", service.UnknownTier},
+		{"a non-widening target", ww, "w1", "read-only", service.HopNotAllowed},
+		{"the same tier", ww, "w2", "workspace-write", service.HopNotAllowed},
+		{"anything from danger-full-access", dfa, "d1", "danger-full-access", service.HopNotAllowed},
+		{"a two-hop ratchet for one call", ro, "widened", "danger-full-access", service.HopRatchet},
+		{"another session's call", other, "widened", "workspace-write", service.CallOfAnotherSession},
+		{"a call with an open question", ro, "open", "danger-full-access", service.EscalationPending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(e.frames(tc.ses))
+			res, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: tc.ses, CallID: tc.call, To: tc.to, Reason: "needs it", Preview: "make install"})
+			ee := wantCode(t, err, tc.code, errs.ExitRefusal)
+			if res.Data != nil {
+				t.Fatalf("a refusal carried data: %+v", res.Data)
+			}
+			if after := len(e.frames(tc.ses)); after != before {
+				t.Fatalf("a refused hop reached the subscribers: %d frames, was %d", after, before)
+			}
+			rec := e.record(ee.EntityID)
+			if rec.Asked || rec.State != approvals.Resolved || rec.Verdict != approvals.Refused || rec.Cause != string(tc.code) {
+				t.Fatalf("recorded refusal %+v", rec)
+			}
+			if _, ok := rec.Grant(); ok {
+				t.Fatal("a recorded refusal yields a tier")
+			}
+		})
+	}
+	pending, _ := e.store.ListApprovals(ctx, service.ApprovalFilter{State: approvals.Pending})
+	if len(pending) != 1 || pending[0].ID != open.ID {
+		t.Fatalf("hop refusals created questions: %d pending", len(pending))
+	}
+}
+
+func TestTheHopTableIsCheckedBeforeTheChannel(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.WorkspaceWrite) // nobody subscribed, and the channel is broken too
+	e.faults.failLastRead.Store(true)
+	_, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "read-only", Reason: "r"})
+	wantCode(t, err, service.HopNotAllowed, errs.ExitRefusal)
+}
+
+func TestReadOnlyToDangerFullAccessIsOneHopAndIsAsked(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	a := e.ask(ses, "c1", approvals.DangerFullAccess)
+	fs := e.frames(ses)
+	if a.State != approvals.Pending || len(fs) != 1 || fs[0].Kind != approvals.FrameRequested || fs[0].RequestID != a.ID ||
+		fs[0].To != "danger-full-access" || fs[0].From != approvals.ReadOnly || fs[0].Preview != "make install" {
+		t.Fatalf("question %+v, frames %+v", a, fs)
+	}
+	if !a.Deadline.Equal(a.CreatedAt.Add(120 * time.Second)) {
+		t.Fatalf("deadline %s after creation, want 120 s", a.Deadline.Sub(a.CreatedAt))
+	}
+	res, err := e.svc.Approve(ctx, a.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := res.Data.(service.ApprovalView); v.GrantedTier != approvals.DangerFullAccess || !*v.Applied {
+		t.Fatalf("approval %+v", v)
+	}
+}
+
+func TestNoLiveSubscriberIsARefusal(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	try := func() *errs.Error {
+		_, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"})
+		return wantCode(t, err, service.NoSubscriber, errs.ExitRefusal)
+	}
+	never := try()
+	e.subscribe(ses)
+	e.clock.Advance(service.DefaultSubscriberLease) // the lease lapses: the reader went away
+	lapsed := try()
+	for _, ee := range []*errs.Error{never, lapsed} {
+		if rec := e.record(ee.EntityID); rec.Asked || rec.Cause != approvals.CauseNoSubscriber || rec.Verdict != approvals.Refused {
+			t.Fatalf("recorded %+v", rec)
+		}
+	}
+	if fs := e.frames(ses); len(fs) != 0 {
+		t.Fatalf("no subscriber, yet %d frames", len(fs))
+	}
+	e.subscribe(ses) // back within the lease: now it is asked
+	e.ask(ses, "c1", approvals.WorkspaceWrite)
+}
+
+func TestADeadlinePassedIsTimedOut(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	// The requester's own wait ends the question at the deadline.
+	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
+	e.clock.Advance(approvals.DefaultTimeout)
+	_, err := e.svc.WaitApproval(ctx, a.ID)
+	wantCode(t, err, service.ApprovalTimedOut, errs.ExitRefusal)
+	// The sweep every invocation runs ends an unattended one.
+	e.subscribe(ses)
+	b := e.ask(ses, "c2", approvals.WorkspaceWrite)
+	e.clock.Advance(approvals.DefaultTimeout + time.Second)
+	rep, err := e.svc.Sweep(ctx, 10)
+	if err != nil || rep.Approvals == nil || fmt.Sprint(rep.Approvals.TimedOut) != "["+b.ID+"]" {
+		t.Fatalf("sweep: %+v %v", rep.Approvals, err)
+	}
+	// An answer after the deadline is not applied.
+	e.subscribe(ses)
+	c := e.ask(ses, "c3", approvals.WorkspaceWrite)
+	e.clock.Advance(approvals.DefaultTimeout)
+	res, err := e.other(nil).Approve(ctx, c.ID, "late")
+	if err != nil || !hasWarning(res, "approval-expired") {
+		t.Fatalf("late approval: %v %v", warningCodes(res), err)
+	}
+	if v := res.Data.(service.ApprovalView); v.Verdict != approvals.TimedOut || *v.Applied || v.GrantedTier != "" {
+		t.Fatalf("late approval applied: %+v", v)
+	}
+	for _, id := range []string{a.ID, b.ID, c.ID} {
+		if rec := e.record(id); rec.Verdict != approvals.TimedOut || len(endings(e.frames(ses), id)) != 1 {
+			t.Fatalf("%s: %s with %d ending frames", id, rec.Verdict, len(endings(e.frames(ses), id)))
+		}
+	}
+}
+
+func TestTheDeadlineComesFromTheConfiguredTimeout(t *testing.T) {
+	e := newApprovalEnv(t)
+	e.svc.Approvals.Timeout = 5 * time.Second
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
+	if a.Deadline.Sub(a.CreatedAt) != 5*time.Second {
+		t.Fatalf("deadline %s", a.Deadline.Sub(a.CreatedAt))
+	}
+	e.svc.CancelApproval(ctx, a.ID, "done", "")
+}
+
+func TestAnUnreadableAnswerIsARefusal(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	for i, answer := range []any{"maybe", map[string]any{"ok": true}, 1.0, nil, ""} {
+		e.subscribe(ses)
+		a := e.ask(ses, fmt.Sprint("c", i), approvals.WorkspaceWrite)
+		res, err := e.svc.AnswerApproval(ctx, service.AnswerInput{ApprovalID: a.ID, Answer: answer, By: "bob"})
+		if err != nil || !hasWarning(res, approvals.CauseUnreadable) {
+			t.Fatalf("%v: %v %v", answer, warningCodes(res), err)
+		}
+		_, err = e.svc.WaitApproval(ctx, a.ID)
+		ee := wantCode(t, err, service.ApprovalRefused, errs.ExitRefusal)
+		if rec := e.record(ee.EntityID); rec.Cause != approvals.CauseUnreadable || rec.AnsweredBy != "bob" {
+			t.Fatalf("%v: recorded %+v", answer, rec)
+		}
+	}
+}
+
+func TestAStoreErrorWhileAskingIsARefusal(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	esc := func(call string) (service.Result, error) {
+		return e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: call, To: "workspace-write", Reason: "r"})
+	}
+	e.faults.failAsk.Store(true)
+	_, err := esc("c1")
+	ee := wantCode(t, err, service.ApprovalChannelError, errs.ExitRefusal)
+	if rec := e.record(ee.EntityID); rec.Asked || rec.Cause != approvals.CauseChannelError {
+		t.Fatalf("recorded %+v", rec)
+	}
+	e.faults.failAsk.Store(false)
+	e.faults.failLastRead.Store(true)
+	_, err = esc("c2")
+	wantCode(t, err, service.ApprovalChannelError, errs.ExitRefusal)
+	// Even when the refusal cannot be recorded, it is a refusal.
+	e.faults.failRecord.Store(true)
+	_, err = esc("c3")
+	if ee := wantCode(t, err, service.ApprovalChannelError, errs.ExitRefusal); ee.EntityID != "" {
+		t.Fatalf("names an unrecorded refusal %s", ee.EntityID)
+	}
+	if pending, _ := e.store.ListApprovals(ctx, service.ApprovalFilter{State: approvals.Pending}); len(pending) != 0 || len(e.frames(ses)) != 0 {
+		t.Fatalf("a failed ask left %d questions and %d frames", len(pending), len(e.frames(ses)))
+	}
+}
+
+func TestAStoreErrorWhileWaitingIsARefusal(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	var asked approvals.Approval
+	// The question exists; then the requester's first read of it fails.
+	cctx := service.WithAskedNotice(ctx, func(a approvals.Approval) { asked = a; e.faults.failGets.Store(1) })
+	_, err := e.svc.Escalate(cctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"})
+	wantCode(t, err, service.ApprovalChannelError, errs.ExitRefusal)
+	// The requester ended its question as refused, so nobody can approve a
+	// request nobody waits for; the ending is announced like any other.
+	rec := e.record(asked.ID)
+	if rec.Verdict != approvals.Refused || rec.Cause != approvals.CauseChannelError {
+		t.Fatalf("recorded %+v", rec)
+	}
+	if got := endings(e.frames(ses), asked.ID); len(got) != 1 || got[0].Verdict != approvals.Refused {
+		t.Fatalf("ending frames %+v", got)
+	}
+	if res, _ := e.svc.Approve(ctx, asked.ID, "alice"); *res.Data.(service.ApprovalView).Applied {
+		t.Fatal("a later approval was applied")
+	}
+}
+
+func TestTheFirstAnswerWinsAcrossConnections(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	for round := 0; round < 3; round++ {
+		e.subscribe(ses)
+		a := e.ask(ses, fmt.Sprint("c", round), approvals.DangerFullAccess)
+		svcs := make([]*service.Service, 12)
+		for i := range svcs {
+			svcs[i] = e.other(nil) // its own connection to the file, as another process
+		}
+		results := make([]service.Result, len(svcs))
+		errors := make([]error, len(svcs))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, svc := range svcs {
+			wg.Add(1)
+			go func(i int, svc *service.Service) {
+				defer wg.Done()
+				<-start
+				if i%2 == 0 {
+					results[i], errors[i] = svc.Approve(ctx, a.ID, fmt.Sprint("approver-", i))
+				} else {
+					results[i], errors[i] = svc.Refuse(ctx, a.ID, "no", fmt.Sprint("approver-", i))
+				}
+			}(i, svc)
+		}
+		close(start)
+		wg.Wait()
+		applied := 0
+		rec := e.record(a.ID)
+		for i, r := range results {
+			if errors[i] != nil {
+				t.Fatalf("answer %d: %v", i, errors[i])
+			}
+			v := r.Data.(service.ApprovalView)
+			if *v.Applied {
+				applied++
+				if v.AnsweredBy != fmt.Sprint("approver-", i) {
+					t.Fatalf("the applied answer is %s's, recorded %s", fmt.Sprint("approver-", i), v.AnsweredBy)
+				}
+			} else if !hasWarning(r, "approval-already-resolved") {
+				t.Fatalf("a losing answer carried %v", warningCodes(r))
+			}
+			if v.Verdict != rec.Verdict {
+				t.Fatalf("answer %d was told %s, the recorded verdict is %s", i, v.Verdict, rec.Verdict)
+			}
+		}
+		if applied != 1 || len(endings(e.frames(ses), a.ID)) != 1 {
+			t.Fatalf("round %d: %d answers applied, %d ending frames", round, applied, len(endings(e.frames(ses), a.ID)))
+		}
+	}
+}
+
+func TestTheFirstAnswerWinsAgainstTheDeadlineSweep(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	for round := 0; round < 3; round++ {
+		e.subscribe(ses)
+		a := e.ask(ses, fmt.Sprint("c", round), approvals.WorkspaceWrite)
+		// Answerers' clocks still read before the deadline; sweepers' clocks are past it.
+		late := newClock()
+		late.ns.Store(a.Deadline.UnixNano())
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		var won atomic.Int32
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				if i%2 == 0 {
+					svc := e.other(nil)
+					<-start
+					if r, err := svc.Approve(ctx, a.ID, "alice"); err == nil && *r.Data.(service.ApprovalView).Applied {
+						won.Add(1)
+					}
+				} else {
+					svc := e.other(late)
+					<-start
+					if rep, err := svc.SweepApprovals(ctx, 10); err == nil {
+						won.Add(int32(len(rep.TimedOut)))
+					}
+				}
+			}(i)
+		}
+		close(start)
+		wg.Wait()
+		if won.Load() != 1 || len(endings(e.frames(ses), a.ID)) != 1 {
+			t.Fatalf("round %d: %d resolvers won, %d ending frames", round, won.Load(), len(endings(e.frames(ses), a.ID)))
+		}
+	}
+}
+
+func TestASecondAnswerGetsTheRecordedVerdictAndChangesNothing(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
+	if _, err := e.svc.Approve(ctx, a.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	before, frames := e.record(a.ID), len(e.frames(ses))
+	for _, second := range []func() (service.Result, error){
+		func() (service.Result, error) { return e.svc.Refuse(ctx, a.ID, "contrary", "bob") },
+		func() (service.Result, error) { return e.svc.Approve(ctx, a.ID, "carol") },
+		func() (service.Result, error) { return e.svc.CancelApproval(ctx, a.ID, "", "requester") },
+		func() (service.Result, error) {
+			return e.svc.AnswerApproval(ctx, service.AnswerInput{ApprovalID: a.ID, Answer: "garbage", By: "dave"})
+		},
+	} {
+		res, err := second()
+		if err != nil || !hasWarning(res, "approval-already-resolved") {
+			t.Fatalf("second answer: %v %v", warningCodes(res), err)
+		}
+		if v := res.Data.(service.ApprovalView); v.Verdict != approvals.Approved || *v.Applied || v.AnsweredBy != "alice" {
+			t.Fatalf("second answer told %+v", v)
+		}
+	}
+	if after := e.record(a.ID); after.AnsweredBy != before.AnsweredBy || after.Verdict != before.Verdict || len(e.frames(ses)) != frames {
+		t.Fatalf("a second answer changed something: %+v, %d frames", after, len(e.frames(ses)))
+	}
+}
+
+func TestEveryEndingEmitsExactlyOneFrameCarryingTheRequestID(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	end := map[approvals.Verdict]func(id string){
+		approvals.Approved:  func(id string) { e.svc.Approve(ctx, id, "alice") },
+		approvals.Refused:   func(id string) { e.svc.Refuse(ctx, id, "not today", "alice") },
+		approvals.Cancelled: func(id string) { e.svc.CancelApproval(ctx, id, "", "requester") },
+		approvals.TimedOut: func(id string) {
+			e.clock.Advance(approvals.DefaultTimeout)
+			e.svc.SweepApprovals(ctx, 10)
+		},
+	}
+	for _, v := range []approvals.Verdict{approvals.Approved, approvals.Refused, approvals.Cancelled, approvals.TimedOut} {
+		e.subscribe(ses)
+		a := e.ask(ses, "call-"+string(v), approvals.WorkspaceWrite)
+		end[v](a.ID)
+		end[v](a.ID) // a repeat ending changes nothing and announces nothing
+		got := endings(e.frames(ses), a.ID)
+		if len(got) != 1 || got[0].Verdict != v || got[0].RequestID != a.ID || got[0].SessionID != ses {
+			t.Fatalf("%s: ending frames %+v", v, got)
+		}
+		if (v == approvals.Approved) != (got[0].GrantedTier == approvals.WorkspaceWrite) {
+			t.Fatalf("%s: granted tier %q on the frame", v, got[0].GrantedTier)
+		}
+	}
+}
+
+func TestAFailedAnnounceNeverTurnsAVerdictIntoAnError(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
+	e.faults.failAnnounce.Store(true)
+	res, err := e.svc.Approve(ctx, a.ID, "alice")
+	if err != nil || !hasWarning(res, "announce-failed") || !*res.Data.(service.ApprovalView).Applied {
+		t.Fatalf("approve with a broken announce: %v %v", warningCodes(res), err)
+	}
+	got, err := e.svc.WaitApproval(ctx, a.ID)
+	if err != nil || got.Data.(service.ApprovalView).GrantedTier != approvals.WorkspaceWrite {
+		t.Fatalf("the requester lost its verdict to a failed announce: %v", err)
+	}
+	// The guard sees the missing frame ...
+	if rep, _ := e.svc.ApprovalAudit(ctx); rep.OK() {
+		t.Fatal("the audit missed a missing ending frame")
+	}
+	// ... and the next sweep repairs it, exactly once.
+	e.faults.failAnnounce.Store(false)
+	rep, err := e.svc.SweepApprovals(ctx, 10)
+	if err != nil || fmt.Sprint(rep.Announced) != "["+a.ID+"]" {
+		t.Fatalf("repair: %+v %v", rep, err)
+	}
+	if rep, _ := e.svc.SweepApprovals(ctx, 10); len(rep.Announced) != 0 {
+		t.Fatalf("announced twice: %+v", rep)
+	}
+	if n := len(endings(e.frames(ses), a.ID)); n != 1 {
+		t.Fatalf("%d ending frames after the repair", n)
+	}
+}
+
+func TestTheSessionsDefaultTierIsNeverChangedByAGrant(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	a := e.ask(ses, "c1", approvals.DangerFullAccess)
+	if _, err := e.svc.Approve(ctx, a.ID, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.svc.ShowSession(ctx, ses)
+	if err != nil || res.Data.(service.SessionView).Tier != approvals.ReadOnly {
+		t.Fatalf("session after a grant: %+v %v", res.Data, err)
+	}
+	// The next call stands at the default again: read-only's row applies.
+	b := e.ask(ses, "c2", approvals.WorkspaceWrite)
+	if b.From != approvals.ReadOnly {
+		t.Fatalf("the next call stands at %s", b.From)
+	}
+	e.svc.CancelApproval(ctx, b.ID, "", "")
+}
+
+func TestARefusalNeverYieldsATier(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
+	res, err := e.svc.Refuse(ctx, a.ID, "no", "alice")
+	if err != nil || res.Data.(service.ApprovalView).GrantedTier != "" {
+		t.Fatalf("refusal: %+v %v", res.Data, err)
+	}
+	w, err := e.svc.WaitApproval(ctx, a.ID)
+	wantCode(t, err, service.ApprovalRefused, errs.ExitRefusal)
+	if w.Data != nil {
+		t.Fatalf("a refused requester got data %+v", w.Data)
+	}
+	show, _ := e.svc.ShowApproval(ctx, a.ID)
+	if show.Data.(service.ApprovalView).GrantedTier != "" {
+		t.Fatal("show reports a tier for a refusal")
+	}
+}
+
+// watchOnce long-polls the session's frames until the question for call
+// appears, then returns it: the test's events are ordered by the stream,
+// not by sleeps.
+func (e *aenv) watchOnce(svc *service.Service, ses, call string) approvals.Frame {
+	after := int64(0)
+	for {
+		res, err := svc.Frames(ctx, service.FramesInput{SessionID: ses, After: after, Wait: 10 * time.Second, Subscriber: "watcher"})
+		if err != nil {
+			e.t.Error(err)
+			return approvals.Frame{}
+		}
+		page := res.Data.(service.FramesPage)
+		for _, f := range page.Frames {
+			if f.Kind == approvals.FrameRequested && f.CallID == call {
+				return f
+			}
+		}
+		after = page.Cursor
+	}
+}
+
+func TestEscalateBlocksUntilTheAnswer(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	approver := e.other(nil)
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		f := e.watchOnce(approver, ses, "c1")
+		approver.Approve(ctx, f.RequestID, "alice")
+	}()
+	res, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "danger-full-access", Reason: "r", Preview: "make install"})
+	if err != nil || res.Kind != "escalation" {
+		t.Fatalf("escalate: %v %v", res.Kind, err)
+	}
+	v := res.Data.(service.ApprovalView)
+	if v.GrantedTier != approvals.DangerFullAccess || v.SessionTier != approvals.ReadOnly || v.CallID != "c1" {
+		t.Fatalf("escalation %+v", v)
+	}
+	<-answered
+	// And a refusal from another connection ends the wait with exit 1.
+	refused := make(chan struct{})
+	go func() {
+		defer close(refused)
+		f := e.watchOnce(approver, ses, "c2")
+		approver.Refuse(ctx, f.RequestID, "no", "alice")
+	}()
+	_, err = e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c2", To: "workspace-write", Reason: "r"})
+	wantCode(t, err, service.ApprovalRefused, errs.ExitRefusal)
+	<-refused // the audit reads the final, quiescent state
+}
+
+func TestAnInterruptedRequesterCancelsItsQuestion(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	cctx, cancel := context.WithCancel(ctx)
+	var asked approvals.Approval
+	// Ctrl-C arrives once the question exists.
+	cctx = service.WithAskedNotice(cctx, func(a approvals.Approval) { asked = a; cancel() })
+	_, err := e.svc.Escalate(cctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"})
+	wantCode(t, err, service.ApprovalCancelled, errs.ExitRefusal)
+	if rec := e.record(asked.ID); rec.Verdict != approvals.Cancelled || rec.Cause != approvals.CauseRequester {
+		t.Fatalf("recorded %+v", rec)
+	}
+	if got := endings(e.frames(ses), asked.ID); len(got) != 1 || got[0].Verdict != approvals.Cancelled {
+		t.Fatalf("cancel announced as %+v", got)
+	}
+	// A resumed wait that is interrupted leaves the question open.
+	e.subscribe(ses)
+	b := e.ask(ses, "c2", approvals.WorkspaceWrite)
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	_, err = e.svc.WaitApproval(stopped, b.ID)
+	wantCode(t, err, errs.Interrupted, errs.ExitInterrupt)
+	if e.record(b.ID).State != approvals.Pending {
+		t.Fatal("an interrupted resumed wait ended the question")
+	}
+	e.svc.CancelApproval(ctx, b.ID, "", "")
+}
+
+func TestFramesLongPollReturnsOnTheFirstFrameAndRenewsTheLease(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	if res, _ := e.svc.ShowSession(ctx, ses); res.Data.(service.SessionView).LiveSubscriber {
+		t.Fatal("live before anyone read")
+	}
+	e.subscribe(ses)
+	if res, _ := e.svc.ShowSession(ctx, ses); !res.Data.(service.SessionView).LiveSubscriber {
+		t.Fatal("a read did not renew the lease")
+	}
+	watcher := e.other(nil)
+	got := make(chan approvals.Frame, 1)
+	go func() { got <- e.watchOnce(watcher, ses, "c1") }()
+	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
+	if f := <-got; f.RequestID != a.ID || f.Cursor != 1 {
+		t.Fatalf("frame %+v", f)
+	}
+	e.svc.CancelApproval(ctx, a.ID, "", "")
+	res, err := e.svc.Frames(ctx, service.FramesInput{SessionID: ses, After: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := res.Data.(service.FramesPage); page.Count != 1 || page.Cursor != 2 || page.Frames[0].Verdict != approvals.Cancelled {
+		t.Fatalf("page after 1: %+v", page)
+	}
+	if _, err := e.svc.Frames(ctx, service.FramesInput{SessionID: ses, Wait: time.Hour}); !errs.Is(err, errs.InvalidArgument) {
+		t.Fatalf("an unbounded wait: %v", err)
+	}
+	if _, err := e.svc.Frames(ctx, service.FramesInput{SessionID: "ses:01HX05A9K8VP0000000000000A"}); !errs.Is(err, service.SessionNotFound) {
+		t.Fatalf("unknown session: %v", err)
+	}
+}
+
+func TestApprovalErrorCodesExplainThemselves(t *testing.T) {
+	for _, c := range []struct {
+		code errs.Code
+		exit int
+	}{
+		{service.UnknownTier, 1}, {service.HopNotAllowed, 1}, {service.HopRatchet, 1}, {service.CallOfAnotherSession, 1},
+		{service.EscalationPending, 1}, {service.NoSubscriber, 1}, {service.ApprovalRefused, 1}, {service.ApprovalTimedOut, 1},
+		{service.ApprovalCancelled, 1}, {service.ApprovalChannelError, 1},
+		{service.SessionNotFound, 3}, {service.ApprovalNotFound, 3}, {service.ApprovalsUnavailable, 3}, {service.FrameLogInconsistent, 3},
+	} {
+		e := errs.E(c.code, "x")
+		if errs.ExitCode(e) != c.exit || len(e.Remediation) == 0 || e.Remediation[0].Description == "" || errs.HTTPStatus(e) < 400 {
+			t.Errorf("%s: exit %d, remediation %v, status %d", c.code, errs.ExitCode(e), e.Remediation, errs.HTTPStatus(e))
+		}
+	}
+}
+
+// The guard fails on a bad log: a frame naming no known request, injected
+// behind the service's back.
+func TestTheFrameLogGuardFailsABadLog(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
+	e.svc.Approve(ctx, a.ID, "alice")
+	if _, err := e.svc.AuditApprovals(ctx); err != nil {
+		t.Fatalf("a clean log: %v", err)
+	}
+	db, err := sql.Open("sqlite", e.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`INSERT INTO approval_frames(session_id, cursor, request_id, kind, doc) VALUES(?, 3, 'apr:ghost', 'approval_resolved',
+		'{"session_id":"`+ses+`","cursor":3,"kind":"approval_resolved","request_id":"apr:ghost","verdict":"approved"}')`, ses); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.svc.AuditApprovals(ctx)
+	ee := wantCode(t, err, service.FrameLogInconsistent, errs.ExitState)
+	if len(ee.UnmetClauses) != 1 || ee.UnmetClauses[0] != "apr:ghost: frame names an unknown request (frame "+ses+"#3)" {
+		t.Fatalf("findings %q", ee.UnmetClauses)
+	}
+	if _, err := db.Exec("DELETE FROM approval_frames WHERE request_id = 'apr:ghost'"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,261 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/llm"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// Reasoner is the provider port of direct mode: the LLM that does in-process
+// what a harness's clean-context subagent would otherwise do. llm.Provider
+// satisfies it.
+type Reasoner interface {
+	// Name names the configured provider, for events and messages.
+	Name() string
+	// Judge answers a verification prompt with a dismiss-or-trust verdict.
+	Judge(ctx context.Context, prompt string) (llm.Verdict, error)
+	// Candidates returns n candidate answers sampled at temperature.
+	Candidates(ctx context.Context, prompt string, n int, temperature float64) ([]string, error)
+}
+
+// DefaultGuessTemperature is what a direct-mode guess samples at when the
+// caller gives no --temperature: diverse candidates need sampling, and 1 is
+// the providers' own default. The spawn records the value actually sent.
+const DefaultGuessTemperature = 1.0
+
+// cleanupTimeout bounds the write that closes a direct-mode spawn as failed
+// after the caller's context was cancelled (Ctrl-C during the provider call).
+const cleanupTimeout = 5 * time.Second
+
+// Error codes of direct mode. All exit 3: the provider is an outside
+// dependency, like the store; retrying, or switching to harness mode, is the
+// caller's next step.
+const (
+	// ProviderError: the provider gave no answer (HTTP error, network
+	// failure, rate limit after retries).
+	ProviderError errs.Code = "provider-error"
+	// ProviderTimeout: the provider did not answer within the per-request
+	// timeout.
+	ProviderTimeout errs.Code = "provider-timeout"
+	// ProviderUnusable: the provider answered, but not with a usable verdict
+	// or usable candidates.
+	ProviderUnusable errs.Code = "provider-unusable"
+)
+
+func init() {
+	harness := errs.Step{Command: "DONT_HARNESS=1 dont assume <id> --json", Description: "or let your harness's subagent do the reasoning (harness mode)"}
+	errs.Register(ProviderError, errs.ExitState, 502,
+		errs.Step{Command: "dont assume <id> --direct", Description: "retry; check DONT_LLM_* or [llm] in .dont/config.toml if it keeps failing"})
+	errs.Register(ProviderTimeout, errs.ExitState, 504,
+		errs.Step{Command: "dont assume <id> --direct", Description: "retry, or raise timeout in [llm] of .dont/config.toml"})
+	errs.Register(ProviderUnusable, errs.ExitState, 502, harness)
+}
+
+// directInput fixes what direct mode sends before the spawn is issued, so
+// that the stored spawn says exactly what the provider was asked.
+func directInput(in SpawnInput) SpawnInput {
+	if in.Kind == spawn.Guess && in.Temperature == nil {
+		t := DefaultGuessTemperature
+		in.Temperature = &t
+	}
+	return in
+}
+
+// direct does in-process, with the configured provider, what a harness's
+// subagent would do with the spawn just issued, and resolves the spawn
+// through the very callback path a subagent uses: Transition with the
+// request id for assume/overlook, Answer for guess. When the provider
+// fails, times out or answers unusably, the spawn is closed as failed
+// (spawn_failed), the entity keeps its pre-spawn status, and the error says
+// so.
+func (s *Service) direct(ctx context.Context, sp spawn.Spawn, req spawn.Request, issued Result) (Result, error) {
+	var res Result
+	var err error
+	if sp.Kind == spawn.Guess {
+		res, err = s.directGuess(ctx, sp)
+	} else {
+		res, err = s.directJudge(ctx, sp, req.Context.Prompt)
+	}
+	res.Warnings = append(issued.Warnings, res.Warnings...)
+	res.Hints = append(issued.Hints, res.Hints...)
+	return res, err
+}
+
+// directJudge sends prompt, the very prompt the spawn request carries, to
+// the provider's Judge.
+func (s *Service) directJudge(ctx context.Context, sp spawn.Spawn, prompt string) (Result, error) {
+	v, err := s.Provider.Judge(ctx, prompt)
+	if err != nil {
+		return s.failDirect(ctx, sp, s.providerFailure(ctx, sp, err))
+	}
+	in := TransitionInput{EntityID: sp.EntityID, RequestID: sp.ID, Reason: v.Reason, Direct: true}
+	switch v.Action {
+	case llm.ActionDismiss:
+		in.Action, in.Evidence = ledger.Dismiss, v.Evidence
+	case llm.ActionTrust:
+		in.Action = ledger.Trust
+	default:
+		return s.failDirect(ctx, sp, s.unusable(sp, "verdict action "+strconv.Quote(v.Action)+" is neither dismiss nor trust"))
+	}
+	if err := s.checkTransitionInput(in); err != nil {
+		// The ledger's own rules refuse what the provider said.
+		return s.failDirect(ctx, sp, s.unusable(sp, errs.As(err).Message))
+	}
+	res, err := s.Transition(ctx, in)
+	if err != nil {
+		return s.failDirect(ctx, sp, err)
+	}
+	res.Hints = append(res.Hints, "dont show "+sp.EntityID+" --history  # the "+s.Provider.Name()+" verdict is on the "+in.Action.EventKind()+" event")
+	return res, nil
+}
+
+func (s *Service) directGuess(ctx context.Context, sp spawn.Spawn) (Result, error) {
+	temp := DefaultGuessTemperature
+	if sp.Temperature != nil {
+		temp = *sp.Temperature
+	}
+	// A harness subagent is asked for all n answers at once; a provider is
+	// asked the question itself, n times (or once with n choices), so that
+	// each candidate is sampled independently.
+	cands, err := s.Provider.Candidates(ctx, sp.Question, sp.N, temp)
+	if err != nil {
+		return s.failDirect(ctx, sp, s.providerFailure(ctx, sp, err))
+	}
+	res, err := s.answer(ctx, sp.ID, cands, true)
+	if errs.Is(err, errs.InvalidArgument) {
+		err = s.unusable(sp, errs.As(err).Message)
+	}
+	if err != nil {
+		return s.failDirect(ctx, sp, err)
+	}
+	return res, nil
+}
+
+// providerFailure turns a Reasoner error into the error the caller sees.
+func (s *Service) providerFailure(ctx context.Context, sp spawn.Spawn, err error) *errs.Error {
+	name := s.Provider.Name()
+	switch {
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		return errs.E(errs.Interrupted, "interrupted while waiting for "+name+"; "+closedNote(sp),
+			errs.Step{Command: retryCommand(sp), Description: "run it again"}).On(sp.EntityID).Wrap(err)
+	case errors.Is(err, llm.ErrTimeout):
+		return errs.E(ProviderTimeout, name+" did not answer in time ("+err.Error()+"); "+closedNote(sp),
+			errs.Step{Command: retryCommand(sp), Description: "retry"},
+			errs.Step{Command: "timeout = \"120s\"  # in [llm] of .dont/config.toml", Description: "give each provider request longer"},
+			harnessStep(sp)).On(sp.EntityID).Wrap(err)
+	case errors.Is(err, llm.ErrUnusableVerdict), errors.Is(err, llm.ErrUnusableCandidates):
+		return s.unusable(sp, err.Error()).Wrap(err)
+	}
+	return errs.E(ProviderError, name+" failed ("+err.Error()+"); "+closedNote(sp),
+		errs.Step{Command: retryCommand(sp), Description: "retry"},
+		errs.Step{Command: "env | grep DONT_LLM_; cat .dont/config.toml", Description: "check the provider settings (provider, model, base_url, API key)"},
+		harnessStep(sp)).On(sp.EntityID).Wrap(err)
+}
+
+func (s *Service) unusable(sp spawn.Spawn, problem string) *errs.Error {
+	what := "verdict"
+	if sp.Kind == spawn.Guess {
+		what = "candidates"
+	}
+	return errs.E(ProviderUnusable, s.Provider.Name()+" gave no usable "+what+" ("+problem+"); "+closedNote(sp),
+		errs.Step{Command: retryCommand(sp), Description: "retry: a fresh answer may be usable"},
+		harnessStep(sp)).On(sp.EntityID).Unmet(problem)
+}
+
+func closedNote(sp spawn.Spawn) string {
+	if sp.EntityID == "" {
+		return sp.ID + " was closed as failed and nothing was concluded"
+	}
+	return sp.ID + " was closed as failed and " + sp.EntityID + " keeps its status"
+}
+
+func retryCommand(sp spawn.Spawn) string {
+	if sp.Kind == spawn.Guess {
+		return "dont guess " + strconv.Quote(sp.Question) + " --n " + strconv.Itoa(sp.N) + " --direct"
+	}
+	return "dont " + string(sp.Kind) + " " + sp.EntityID + " --direct"
+}
+
+func harnessStep(sp spawn.Spawn) errs.Step {
+	cmd := "DONT_HARNESS=1 dont " + string(sp.Kind) + " " + sp.EntityID + " --json"
+	if sp.Kind == spawn.Guess {
+		cmd = "DONT_HARNESS=1 dont guess " + strconv.Quote(sp.Question) + " --n " + strconv.Itoa(sp.N) + " --json"
+	}
+	return errs.Step{Command: cmd, Description: "or let your harness's subagent do the reasoning"}
+}
+
+// failDirect closes a direct-mode spawn as failed and returns cause. The
+// close runs even when ctx was cancelled (Ctrl-C), on a short deadline of
+// its own, so that an interrupted call leaves the entity as it found it
+// rather than under review until the spawn times out.
+func (s *Service) failDirect(ctx context.Context, sp spawn.Spawn, cause error) (Result, error) {
+	var res Result
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+	}
+	final, closed, err := s.closeFailed(ctx, sp.ID, errs.As(cause))
+	switch {
+	case err != nil:
+		res.Warnings = append(res.Warnings, envelope.Warning{Code: "spawn-not-closed", RequestID: sp.ID,
+			Message: "could not close " + sp.ID + " as failed (" + errs.As(err).Message + "); it stays pending until it times out at " + sp.ExpiresAt.Format(timeFormat)})
+	case !closed && final.State != spawn.Pending:
+		// Another resolver committed first; what it did stands.
+		res.Warnings = append(res.Warnings, loserWarning(final))
+	}
+	return res, cause
+}
+
+// closeFailed resolves a pending spawn with outcome failed and records
+// spawn_failed. Its write follows the timeout's rules: the spawn must still
+// be pending, and the entity goes back to its pre-spawn status only if
+// nothing has moved it since the spawn did. closed is false when another
+// resolver committed first.
+func (s *Service) closeFailed(ctx context.Context, requestID string, cause *errs.Error) (sp spawn.Spawn, closed bool, err error) {
+	for attempt := 0; ; attempt++ {
+		sp, err = s.spawnRecord(ctx, requestID)
+		if err != nil || sp.State != spawn.Pending {
+			return sp, false, err
+		}
+		now := s.now()
+		ev := s.event(ledger.EvSpawnFailed, sp.EntityID, now)
+		ev.RequestID, ev.Outcome, ev.Direct = sp.ID, spawn.Failed, true
+		ev.Detail = map[string]any{
+			"request_kind": string(sp.Kind), "provider": s.Provider.Name(), "code": string(cause.Code),
+			"error": cause.Message, "issued_at": sp.IssuedAt.Format(timeFormat), "failed_at": now.Format(timeFormat),
+		}
+		tx := Tx{Spawns: []SpawnPut{{Spawn: resolved(sp, spawn.Failed, now)}}}
+		if sp.EntityID != "" {
+			e, err := s.entity(ctx, sp.EntityID)
+			if err != nil {
+				return sp, false, err
+			}
+			e2 := e
+			e2.PendingSpawn, e2.Version, e2.UpdatedAt = clearIf(e.PendingSpawn, sp.ID), e.Version+1, now
+			restored := spawn.Restores(sp, e)
+			if restored {
+				e2.Status = sp.PreStatus
+				ev.From, ev.To = e.Status, sp.PreStatus
+			}
+			ev.Detail["restored"] = restored
+			tx.Entities = []EntityPut{{Entity: e2, PrevVersion: e.Version}}
+		}
+		tx.Events = []ledger.Event{ev}
+		err = s.Store.Commit(ctx, tx)
+		if isCondition(err) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return sp, false, storeErr(err)
+		}
+		return resolved(sp, spawn.Failed, now), true, nil
+	}
+}

@@ -1,0 +1,319 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/service"
+)
+
+// approvalSchema holds sessions, approvals, their frame logs and the
+// subscribers' leases. Create applies it; a database made before it
+// existed gets it on first use (approvalsReady).
+const approvalSchema = `
+CREATE TABLE IF NOT EXISTS approval_sessions(
+	id TEXT PRIMARY KEY, opened_at TEXT NOT NULL, last_cursor INTEGER NOT NULL DEFAULT 0, doc BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS approvals(
+	id TEXT PRIMARY KEY, session_id TEXT NOT NULL, call_id TEXT NOT NULL, state TEXT NOT NULL,
+	verdict TEXT NOT NULL DEFAULT '', asked INTEGER NOT NULL, announced INTEGER NOT NULL DEFAULT 0,
+	created_at TEXT NOT NULL, deadline TEXT NOT NULL, doc BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS approvals_session ON approvals(session_id, created_at);
+CREATE INDEX IF NOT EXISTS approvals_call ON approvals(call_id, created_at);
+-- At most one open or granted question per call, whatever races.
+CREATE UNIQUE INDEX IF NOT EXISTS approvals_call_active ON approvals(call_id) WHERE state = 'pending' OR verdict = 'approved';
+-- Sweeps read only due rows and missing announcements: O(due), not O(stored).
+CREATE INDEX IF NOT EXISTS approvals_due ON approvals(deadline) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS approvals_unannounced ON approvals(created_at) WHERE asked = 1 AND state = 'resolved' AND announced = 0;
+CREATE TABLE IF NOT EXISTS approval_frames(
+	session_id TEXT NOT NULL, cursor INTEGER NOT NULL, request_id TEXT NOT NULL, kind TEXT NOT NULL, doc BLOB NOT NULL,
+	PRIMARY KEY(session_id, cursor)) WITHOUT ROWID;
+-- At most one ending frame per request.
+CREATE UNIQUE INDEX IF NOT EXISTS approval_frames_one_ending ON approval_frames(request_id) WHERE kind = 'approval_resolved';
+CREATE TABLE IF NOT EXISTS approval_subscribers(
+	session_id TEXT NOT NULL, subscriber TEXT NOT NULL, last_read_at TEXT NOT NULL,
+	PRIMARY KEY(session_id, subscriber)) WITHOUT ROWID;
+`
+
+// approvalObjects are the names approvalSchema creates.
+var approvalObjects = []any{"approval_sessions", "approvals", "approvals_session", "approvals_call", "approvals_call_active",
+	"approvals_due", "approvals_unannounced", "approval_frames", "approval_frames_one_ending", "approval_subscribers"}
+
+// approvalSchemaReady remembers the stores whose schema has been checked.
+var approvalSchemaReady sync.Map // *Store -> struct{}
+
+// approvalsReady makes sure the approval tables exist: a database created
+// before them is migrated on first use, in one immediate transaction.
+func (s *Store) approvalsReady(ctx context.Context) error {
+	if _, ok := approvalSchemaReady.Load(s); ok {
+		return nil
+	}
+	q := "SELECT count(*) FROM sqlite_master WHERE name IN (?" + strings.Repeat(",?", len(approvalObjects)-1) + ")"
+	var n int
+	if err := s.db.QueryRowContext(ctx, q, approvalObjects...).Scan(&n); err != nil {
+		return classify(err)
+	}
+	if n != len(approvalObjects) {
+		if err := s.write(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, approvalSchema)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	approvalSchemaReady.Store(s, struct{}{})
+	return nil
+}
+
+// CreateSession implements service.ApprovalStore.
+func (s *Store) CreateSession(ctx context.Context, ses approvals.Session) error {
+	if err := s.approvalsReady(ctx); err != nil {
+		return err
+	}
+	doc, err := json.Marshal(ses)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "INSERT INTO approval_sessions(id, opened_at, doc) VALUES(?,?,?) ON CONFLICT(id) DO NOTHING",
+			ses.ID, timeText(ses.OpenedAt), doc)
+		return affectedOne(res, err, ses.ID)
+	})
+}
+
+// GetSession implements service.ApprovalStore.
+func (s *Store) GetSession(ctx context.Context, id string) (approvals.Session, error) {
+	var ses approvals.Session
+	if err := s.approvalsReady(ctx); err != nil {
+		return ses, err
+	}
+	var doc []byte
+	if err := s.db.QueryRowContext(ctx, "SELECT doc FROM approval_sessions WHERE id = ?", id).Scan(&doc); err != nil {
+		return ses, classify(err)
+	}
+	return ses, json.Unmarshal(doc, &ses)
+}
+
+// ListSessions implements service.ApprovalStore.
+func (s *Store) ListSessions(ctx context.Context) ([]approvals.Session, error) {
+	if err := s.approvalsReady(ctx); err != nil {
+		return nil, err
+	}
+	return queryDocs[approvals.Session](ctx, s.db, "SELECT doc FROM approval_sessions ORDER BY opened_at, id")
+}
+
+// CreateApproval implements service.ApprovalStore.
+func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, question *approvals.Frame) error {
+	if err := s.approvalsReady(ctx); err != nil {
+		return err
+	}
+	a.Announced = false
+	doc, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var one int
+		if err := tx.QueryRowContext(ctx, "SELECT 1 FROM approval_sessions WHERE id = ?", a.SessionID).Scan(&one); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return service.ErrNotFound
+			}
+			return err
+		}
+		if a.State == approvals.Pending || a.Verdict == approvals.Approved {
+			var other string
+			err := tx.QueryRowContext(ctx, "SELECT id FROM approvals WHERE call_id = ? AND (state = 'pending' OR verdict = 'approved') LIMIT 1", a.CallID).Scan(&other)
+			if err == nil {
+				return &service.ConditionFailed{ID: a.CallID}
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO approvals(id, session_id, call_id, state, verdict, asked, created_at, deadline, doc)
+			VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`,
+			a.ID, a.SessionID, a.CallID, a.State, string(a.Verdict), a.Asked, timeText(a.CreatedAt), timeText(a.Deadline), doc)
+		if err := affectedOne(res, err, a.ID); err != nil {
+			return err
+		}
+		if question != nil {
+			_, err := appendFrame(ctx, tx, question)
+			return err
+		}
+		return nil
+	})
+}
+
+// appendFrame numbers f with its session's next cursor and stores it. The
+// transaction is immediate, so cursor order is commit order.
+func appendFrame(ctx context.Context, tx *sql.Tx, f *approvals.Frame) (int64, error) {
+	if err := tx.QueryRowContext(ctx, "UPDATE approval_sessions SET last_cursor = last_cursor + 1 WHERE id = ? RETURNING last_cursor",
+		f.SessionID).Scan(&f.Cursor); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, service.ErrNotFound
+		}
+		return 0, err
+	}
+	doc, err := json.Marshal(f)
+	if err != nil {
+		return 0, err
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO approval_frames(session_id, cursor, request_id, kind, doc) VALUES(?,?,?,?,?)",
+		f.SessionID, f.Cursor, f.RequestID, f.Kind, doc)
+	return f.Cursor, err
+}
+
+// GetApproval implements service.ApprovalStore.
+func (s *Store) GetApproval(ctx context.Context, id string) (approvals.Approval, error) {
+	list, err := s.approvals(ctx, "SELECT doc, announced FROM approvals WHERE id = ?", id)
+	if err != nil {
+		return approvals.Approval{}, err
+	}
+	if len(list) == 0 {
+		return approvals.Approval{}, service.ErrNotFound
+	}
+	return list[0], nil
+}
+
+// ListApprovals implements service.ApprovalStore.
+func (s *Store) ListApprovals(ctx context.Context, f service.ApprovalFilter) ([]approvals.Approval, error) {
+	q, args := "SELECT doc, announced FROM approvals WHERE 1=1", []any{}
+	if f.SessionID != "" {
+		q, args = q+" AND session_id = ?", append(args, f.SessionID)
+	}
+	if f.CallID != "" {
+		q, args = q+" AND call_id = ?", append(args, f.CallID)
+	}
+	if f.State != "" {
+		q, args = q+" AND state = ?", append(args, f.State)
+	}
+	return s.approvals(ctx, q+" ORDER BY created_at, id", args...)
+}
+
+// ResolveApproval implements service.ApprovalStore: conditional on pending.
+func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error {
+	if err := s.approvalsReady(ctx); err != nil {
+		return err
+	}
+	a.Announced = false
+	doc, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE approvals SET state = ?, verdict = ?, doc = ? WHERE id = ? AND state = 'pending'",
+			a.State, string(a.Verdict), doc, a.ID)
+		return affectedOne(res, err, a.ID)
+	})
+}
+
+// AnnounceEnding implements service.ApprovalStore: at most one ending
+// frame per request, appended in the same transaction that marks it.
+func (s *Store) AnnounceEnding(ctx context.Context, f approvals.Frame) (approvals.Frame, error) {
+	if err := s.approvalsReady(ctx); err != nil {
+		return f, err
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var session, state string
+		var asked, announced bool
+		err := tx.QueryRowContext(ctx, "SELECT session_id, state, asked, announced FROM approvals WHERE id = ?", f.RequestID).
+			Scan(&session, &state, &asked, &announced)
+		if errors.Is(err, sql.ErrNoRows) {
+			return service.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if session != f.SessionID || state != approvals.Resolved || !asked || announced {
+			return &service.ConditionFailed{ID: f.RequestID}
+		}
+		if _, err := appendFrame(ctx, tx, &f); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, "UPDATE approvals SET announced = 1 WHERE id = ? AND announced = 0", f.RequestID)
+		return affectedOne(res, err, f.RequestID)
+	})
+	return f, err
+}
+
+// Frames implements service.ApprovalStore.
+func (s *Store) Frames(ctx context.Context, sessionID string, after int64, limit int) ([]approvals.Frame, error) {
+	if err := s.approvalsReady(ctx); err != nil {
+		return nil, err
+	}
+	return queryDocs[approvals.Frame](ctx, s.db,
+		"SELECT doc FROM approval_frames WHERE session_id = ? AND cursor > ? ORDER BY cursor LIMIT ?", sessionID, after, limit)
+}
+
+// TouchSubscriber implements service.ApprovalStore.
+func (s *Store) TouchSubscriber(ctx context.Context, sessionID, subscriber string, at time.Time) error {
+	if err := s.approvalsReady(ctx); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO approval_subscribers(session_id, subscriber, last_read_at) VALUES(?,?,?)
+			ON CONFLICT(session_id, subscriber) DO UPDATE SET last_read_at = max(last_read_at, excluded.last_read_at)`,
+			sessionID, subscriber, timeText(at))
+		return err
+	})
+}
+
+// LastRead implements service.ApprovalStore.
+func (s *Store) LastRead(ctx context.Context, sessionID string) (time.Time, error) {
+	if err := s.approvalsReady(ctx); err != nil {
+		return time.Time{}, err
+	}
+	var last sql.NullString
+	if err := s.db.QueryRowContext(ctx, "SELECT max(last_read_at) FROM approval_subscribers WHERE session_id = ?", sessionID).Scan(&last); err != nil {
+		return time.Time{}, classify(err)
+	}
+	if !last.Valid {
+		return time.Time{}, nil
+	}
+	return time.Parse(timeKey, last.String)
+}
+
+// DueApprovals implements service.ApprovalStore through approvals_due.
+func (s *Store) DueApprovals(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error) {
+	return s.approvals(ctx, dueApprovalsQuery, timeText(now), limit)
+}
+
+const dueApprovalsQuery = "SELECT doc, announced FROM approvals INDEXED BY approvals_due WHERE state = 'pending' AND deadline <= ? ORDER BY deadline LIMIT ?"
+
+// Unannounced implements service.ApprovalStore through approvals_unannounced.
+func (s *Store) Unannounced(ctx context.Context, limit int) ([]approvals.Approval, error) {
+	return s.approvals(ctx, "SELECT doc, announced FROM approvals INDEXED BY approvals_unannounced WHERE asked = 1 AND state = 'resolved' AND announced = 0 ORDER BY created_at LIMIT ?", limit)
+}
+
+func (s *Store) approvals(ctx context.Context, q string, args ...any) ([]approvals.Approval, error) {
+	if err := s.approvalsReady(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []approvals.Approval
+	for rows.Next() {
+		var doc []byte
+		var announced bool
+		if err := rows.Scan(&doc, &announced); err != nil {
+			return nil, classify(err)
+		}
+		var a approvals.Approval
+		if err := json.Unmarshal(doc, &a); err != nil {
+			return nil, err
+		}
+		a.Announced = announced
+		out = append(out, a)
+	}
+	return out, classify(rows.Err())
+}
+
+var _ service.ApprovalStore = (*Store)(nil)
