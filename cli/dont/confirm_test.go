@@ -755,7 +755,7 @@ func TestGatedHelpEndsWithAConfirmationNote(t *testing.T) {
 func TestTheServersOwnFlowThroughDontServe(t *testing.T) {
 	p := newProject(t)
 	harness, approver := p.token("harness"), p.token("approver")
-	off := p.serveFlags(t, []string{"--interactive-confirm=false"})
+	off := p.serveWith(t, []string{"--sweep-interval", "50ms", "--interactive-confirm=false"})
 	asHarness := []string{"DONT_ENDPOINT=" + off.endpoint, "DONT_TOKEN=" + harness}
 	asApprover := []string{"DONT_ENDPOINT=" + off.endpoint, "DONT_TOKEN=" + approver}
 	id := p.runEnv(asHarness, "conclude", "water boils at 100 C at sea level").str("id")

@@ -13,6 +13,7 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/project"
+	"github.com/dont-cli/dont/internal/scheduler"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/spf13/cobra"
 )
@@ -24,7 +25,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var interactiveConfirm bool
 	c := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the HTTPS JSON API on this project's embedded store, sweeping expired spawns on a ticker.",
+		Short: "Serve the HTTPS JSON API on this project's embedded store; a timer per spawn expires it when due, a ticker sweep backs it up.",
 		Args:  a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
 			return a.serve(c.Context(), addr, sweepEvery, rate, interactiveConfirm)
@@ -57,7 +58,12 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	}
 	defer store.Close()
 	log := slog.New(slog.NewJSONHandler(a.stderr, nil))
-	svc := &service.Service{Store: store, Tokens: store, SpawnTimeout: timeout, Author: "api", Log: log}
+	// Two depths of expiry, as in AWS: a timer per spawn issued through this
+	// server fires at its expires_at (the SQS message's role), and the ticker
+	// sweep is the backstop (the scheduled sweep's role) for spawns the CLI
+	// issued on the same file, for timers lost in a restart and for a full heap.
+	timers := &scheduler.Timers{Log: log}
+	svc := &service.Service{Store: store, Tokens: store, SpawnTimeout: timeout, Author: "api", Log: log, Scheduler: timers}
 	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
 		return err
 	}
@@ -72,6 +78,11 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
 	fmt.Fprintf(a.stdout, "{\"listening\":\"http://%s\"}\n", ln.Addr())
 
+	timersDone := make(chan struct{})
+	go func() {
+		defer close(timersDone)
+		timers.Run(ctx, svc)
+	}()
 	sweepDone := make(chan struct{})
 	go func() {
 		defer close(sweepDone)
@@ -102,6 +113,7 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	defer cancel()
 	err = srv.Shutdown(shutdown)
 	<-sweepDone
+	<-timersDone
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return errs.E(errs.Internal, "shutdown: "+err.Error()).Wrap(err)
 	}

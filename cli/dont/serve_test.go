@@ -20,13 +20,12 @@ type server struct {
 
 func (p *testProject) serve(t *testing.T, env ...string) *server {
 	t.Helper()
-	return p.serveFlags(t, nil, env...)
+	return p.serveWith(t, []string{"--sweep-interval", "50ms"}, env...)
 }
 
-// serveFlags starts `dont serve` with extra flags.
-func (p *testProject) serveFlags(t *testing.T, flags []string, env ...string) *server {
+func (p *testProject) serveWith(t *testing.T, flags []string, env ...string) *server {
 	t.Helper()
-	c := p.cmd(append([]string{"serve", "--addr", "127.0.0.1:0", "--sweep-interval", "50ms"}, flags...)...)
+	c := p.cmd(append([]string{"serve", "--addr", "127.0.0.1:0"}, flags...)...)
 	c.Env = append(c.Env, env...)
 	out, _ := c.StdoutPipe()
 	errPipe, _ := c.StderrPipe()
@@ -151,4 +150,39 @@ func TestATokenNeverReachesAnotherProjectsData(t *testing.T) {
 	if r.exit != 3 || r.data()["code"] != "unauthenticated" {
 		t.Fatalf("project A's callback token on project B's server: exit %d %s", r.exit, r.stdout)
 	}
+}
+
+// The in-process timeout scheduler: with the ticker sweep an hour away, a
+// spawn issued through the server still times out at its expires_at.
+func TestServeTimesOutASpawnWhenDueWithoutWaitingForTheSweep(t *testing.T) {
+	p := newProject(t)
+	harness := p.token("harness")
+	srv := p.serveWith(t, []string{"--sweep-interval", "1h"}, "DONT_SPAWN_TIMEOUT=300ms")
+	remote := []string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + harness}
+	id := p.runEnv(remote, "conclude", "water boils at 100 C at sea level", "--json").str("id")
+	p.runEnv(remote, "dismiss", id, "--evidence", "https://example.org/a", "--json")
+	rid := p.runEnv(remote, "assume", id, "--json").str("request_id")
+	if rid == "" {
+		t.Fatal("assume issued no spawn")
+	}
+	time.Sleep(2 * time.Second) // due at 300ms; a request now would sweep 1.7s late
+	r := p.runEnv(remote, "show", id, "--history", "--json")
+	history, _ := r.data()["history"].([]any)
+	for _, h := range history {
+		ev, _ := h.(map[string]any)
+		if ev["kind"] != "spawn_timeout" {
+			continue
+		}
+		d, _ := ev["detail"].(map[string]any)
+		expires, _ := time.Parse(time.RFC3339Nano, d["expires_at"].(string))
+		at, _ := time.Parse(time.RFC3339Nano, d["timed_out_at"].(string))
+		if lag := at.Sub(expires); lag < 0 || lag > 800*time.Millisecond {
+			t.Fatalf("timed out %v after expires_at; the timer should fire at it", lag)
+		}
+		if st := r.str("status"); st != "verified" {
+			t.Fatalf("status %s, want verified restored", st)
+		}
+		return
+	}
+	t.Fatalf("no spawn_timeout in the history: %s", r.stdout)
 }

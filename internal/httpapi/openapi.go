@@ -44,6 +44,10 @@ func OpenAPI() map[string]any {
 			"parameters": []any{capsParameter()},
 			"responses":  map[string]any{"200": map[string]any{"description": "envelope_kind tools", "content": jsonBody(ref("Envelope"))}},
 		}},
+		"/approvals": map[string]any{"get": map[string]any{
+			"operationId": "approvalsPage", "summary": "The approver's web page (HTML): pending requests with countdowns, approve and refuse.",
+			"responses": map[string]any{"200": map[string]any{"description": "text/html", "content": map[string]any{"text/html": map[string]any{"schema": map[string]any{"type": "string"}}}}},
+		}},
 		"/v1/openapi.json": map[string]any{"get": map[string]any{
 			"operationId": "openapi", "summary": "This document.",
 			"responses": map[string]any{"200": map[string]any{"description": "OpenAPI 3.1", "content": jsonBody(map[string]any{"type": "object"})}},

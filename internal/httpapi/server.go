@@ -87,6 +87,7 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("/v1/tools", s.method(http.MethodGet, s.toolList))
 	mux.HandleFunc("/v1/openapi.json", s.method(http.MethodGet, s.openapi))
 	mux.HandleFunc("/v1/tools/{name}", s.method(http.MethodPost, s.call))
+	mux.HandleFunc("/approvals", s.method(http.MethodGet, s.approvalsPage))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errs.E(NotFoundRoute, "no route "+r.Method+" "+r.URL.Path))
 	})
@@ -133,8 +134,8 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 // callRequest is the body of POST /v1/tools/{name}.
 type callRequest struct {
 	Args map[string]any `json:"args"`
-	// CLIConfirmed: a CLI under the interactive-confirm contract asked a
-	// person (or got --yes) before sending this gated call (see confirm.go).
+	// CLIConfirmed says a person confirmed this call on the client
+	// (the CLI's [y/N] prompt, a button on the web page).
 	CLIConfirmed bool `json:"cli_confirmed,omitempty"`
 }
 
@@ -181,7 +182,9 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		w.Write(done.Body)
 		return
 	}
-	if err := s.authorise(r.Context(), principal, project.Service, t, req.Args); err != nil {
+	ctx := service.WithCaller(r.Context(), service.Caller{ID: principal.TokenID + principal.RequestID, Role: principal.Role})
+	r = r.WithContext(ctx)
+	if err := s.authorise(ctx, principal, project.Service, t, req.Args); err != nil {
 		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, nil), start)
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dont-cli/dont/internal/auth"
 	"net/http"
 	"strings"
 	"time"
@@ -194,7 +195,7 @@ func (s *Service) OpenSession(ctx context.Context, in OpenSessionInput) (Result,
 			errs.Step{Command: "dont sessions open --tier " + in.Tier + " --name <short name>", Description: "shorten the name"})
 	}
 	now := s.now()
-	ses := approvals.Session{ID: ids.New(ids.Session, now), Name: in.Name, Tier: approvals.Tier(in.Tier), OpenedBy: s.by(in.By), OpenedAt: now}
+	ses := approvals.Session{ID: ids.New(ids.Session, now), Name: in.Name, Tier: approvals.Tier(in.Tier), OpenedBy: s.by(ctx, in.By), OpenedAt: now}
 	if err := st.CreateSession(ctx, ses); err != nil {
 		return res, storeErr(err)
 	}
@@ -248,9 +249,14 @@ func (s *Service) live(lastRead time.Time) bool {
 	return !lastRead.IsZero() && s.now().Sub(lastRead) < s.subscriberLease()
 }
 
-func (s *Service) by(who string) string {
+// by names who acts: the explicit name, else the API caller's token, else
+// the service's author (the embedded CLI's user).
+func (s *Service) by(ctx context.Context, who string) string {
 	if who != "" {
 		return who
+	}
+	if c, ok := CallerOf(ctx); ok && c.ID != "" {
+		return c.ID
 	}
 	return s.Author
 }
@@ -315,7 +321,7 @@ func (s *Service) Escalate(ctx context.Context, in EscalateInput) (Result, error
 	if err := checkEscalateInput(in); err != nil {
 		return res, err
 	}
-	in.Requester = s.by(in.Requester)
+	in.Requester = s.by(ctx, in.Requester)
 	ses, err := s.session(ctx, st, in.SessionID)
 	if err != nil {
 		if errs.Is(err, errs.StoreError) || errs.Is(err, errs.DBLocked) {
@@ -675,7 +681,7 @@ func (s *Service) AnswerApproval(ctx context.Context, in AnswerInput) (Result, e
 	if len(in.Reason) > 2048 {
 		return Result{}, errs.E(errs.InvalidArgument, "a reason is at most 2048 bytes", errs.Step{Command: "dont approvals refuse <id> --reason \"…\"", Description: "shorten the reason"})
 	}
-	d.By = s.by(in.By)
+	d.By = s.by(ctx, in.By)
 	if in.Reason != "" {
 		d.Detail = in.Reason
 	}
@@ -695,7 +701,7 @@ func (s *Service) Refuse(ctx context.Context, id, reason, by string) (Result, er
 // CancelApproval withdraws a question (the requester giving up). Like an
 // answer it is conditional on the question still being open.
 func (s *Service) CancelApproval(ctx context.Context, id, reason, by string) (Result, error) {
-	d := approvals.Decision{Verdict: approvals.Cancelled, Cause: approvals.CauseRequester, By: s.by(by), Detail: reason}
+	d := approvals.Decision{Verdict: approvals.Cancelled, Cause: approvals.CauseRequester, By: s.by(ctx, by), Detail: reason}
 	return s.decide(ctx, id, d)
 }
 
@@ -843,14 +849,18 @@ func (s *Service) Frames(ctx context.Context, in FramesInput) (Result, error) {
 	}
 	sub := in.Subscriber
 	if sub == "" {
-		sub = s.by("")
+		sub = s.by(ctx, "")
 	}
 	if sub == "" {
 		sub = "anonymous"
 	}
 	touched := time.Time{}
+	// Only a reader who could answer makes the session "watched": over the
+	// API that is an approver token; embedded readers are the project's own user.
+	c, viaAPI := CallerOf(ctx)
+	canAnswer := !viaAPI || c.Role == auth.RoleApprover
 	touch := func() error {
-		if time.Since(touched) < s.subscriberLease()/4 {
+		if !canAnswer || time.Since(touched) < s.subscriberLease()/4 {
 			return nil
 		}
 		touched = time.Now()

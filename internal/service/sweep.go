@@ -27,6 +27,9 @@ type TimeoutResult struct {
 	Outcome   string        `json:"outcome"`
 	Restored  bool          `json:"restored"`
 	Status    ledger.Status `json:"status,omitempty"`
+	// Committed is true when this call committed the timeout, false when
+	// it found the spawn already resolved (or not yet due).
+	Committed bool `json:"-"`
 }
 
 // Sweep resolves up to limit expired pending spawns by timeout. It is
@@ -66,7 +69,8 @@ func (s *Service) ExpireSpawn(ctx context.Context, requestID string) (TimeoutRes
 			return TimeoutResult{RequestID: sp.ID, EntityID: sp.EntityID}, left, nil
 		}
 	}
-	r, _, err := s.expire(ctx, requestID)
+	r, won, err := s.expire(ctx, requestID)
+	r.Committed = won
 	return r, 0, err
 }
 

@@ -34,6 +34,7 @@ type Standin struct {
 	inner  http.Handler
 	region string
 	tables map[string]*tableMeta
+	tokens map[string]tokenRecord // successful ClientRequestTokens
 }
 
 // tableMeta is what the stand-in remembers about a table that minidyn
@@ -52,6 +53,7 @@ func New(region string) *Standin {
 		inner:  miniserver.NewServer(),
 		region: region,
 		tables: map[string]*tableMeta{},
+		tokens: map[string]tokenRecord{},
 	}
 }
 

@@ -392,6 +392,45 @@ func due(t *testing.T, ctx context.Context, ddb *dynamodb.Client, now time.Time,
 	return nil
 }
 
+func TestTransactWriteItemsClientRequestToken(t *testing.T) {
+	ctx := context.Background()
+	ddb := client(t, New("us-east-1"))
+	createTable(t, ctx, ddb)
+	seedSpawn(t, ctx, ddb, 3)
+
+	// A retry of a committed transaction (its response was lost) succeeds
+	// without writing again, instead of failing its own conditions.
+	in := resolution("callback-applied", 3)
+	in.ClientRequestToken = aws.String("resolve-spawn-01")
+	for i := range 2 {
+		if _, err := ddb.TransactWriteItems(ctx, in); err != nil {
+			t.Fatalf("attempt %d with the same token: %v", i+1, err)
+		}
+	}
+	// The same token with other parameters is refused.
+	other := resolution("timeout-restored", 3)
+	other.ClientRequestToken = in.ClientRequestToken
+	_, err := ddb.TransactWriteItems(ctx, other)
+	if api, ok := errors.AsType[smithy.APIError](err); !ok || api.ErrorCode() != "IdempotentParameterMismatchException" {
+		t.Fatalf("same token, other parameters: %v, want IdempotentParameterMismatchException", err)
+	}
+	// A new token is a new request: this one is a second resolver and loses.
+	other.ClientRequestToken = aws.String("resolve-spawn-01-again")
+	_, err = ddb.TransactWriteItems(ctx, other)
+	if got := reasonCodes(t, err); !slices.Contains(got, "ConditionalCheckFailed") {
+		t.Fatalf("a second resolver with a new token: reasons %v, want a failed condition", got)
+	}
+	// A cancelled request's token is not remembered: it may be retried.
+	seedSpawn(t, ctx, ddb, 3)
+	del := &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key("claim:01", "event:01")}
+	if _, err := ddb.DeleteItem(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ddb.TransactWriteItems(ctx, other); err != nil {
+		t.Fatalf("a retry of a cancelled token once the conditions hold: %v", err)
+	}
+}
+
 func TestSparseIndexQuery(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 )
 
-// Two write gaps of minidyn v0.8.2 are filled here.
+// Two write gaps of minidyn v0.8.2 are filled here (a third, the
+// ClientRequestToken of TransactWriteItems, in idempotency.go).
 //
 // REMOVE of a top-level attribute in an UpdateExpression is a no-op in
 // minidyn's expression language (its environment forgets the name but the
@@ -131,15 +133,26 @@ func (s *Standin) updateItem(body []byte) *response {
 	return jsonResponse(out)
 }
 
-// transactWrite forwards TransactWriteItems, then applies its top-level
-// REMOVEs or completes its cancellation reasons.
+// transactWrite answers a retry of a successful ClientRequestToken, or
+// forwards TransactWriteItems and then applies its top-level REMOVEs or
+// completes its cancellation reasons.
 func (s *Standin) transactWrite(body []byte) *response {
+	token, digest := transactToken(body)
+	now := time.Now()
+	if token != "" {
+		if r := s.replayToken(token, digest, now); r != nil {
+			return r
+		}
+	}
 	resp := s.forward("TransactWriteItems", body)
 	if resp.status == http.StatusBadRequest {
 		return s.completeCancellation(body, resp)
 	}
 	if resp.status != http.StatusOK {
 		return resp
+	}
+	if token != "" {
+		s.rememberToken(token, digest, now)
 	}
 	var in struct {
 		TransactItems []struct{ Update *updateInput }

@@ -1,0 +1,36 @@
+// Command api is the API Lambda function (provided.al2023, built as
+// bootstrap): API Gateway HTTP API events (payload 2.0) in, the same
+// net/http handler `dont serve` runs, over the DynamoDB store of every
+// project in the table (a token leads to its project). Each spawn it
+// issues sends one delayed message to the timeout queue.
+//
+// Everything is built once per cold start, before the first event.
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/dont-cli/dont/functions/internal/deployment"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store/dynamo"
+)
+
+func main() {
+	start := time.Now()
+	log := deployment.NewLogger(os.Stdout)
+	d, err := deployment.Connect(context.Background(), os.Getenv, "api", log)
+	if err != nil {
+		log.Error("init", "err", err)
+		os.Exit(1)
+	}
+	backend := dynamo.NewBackend(d.DynamoDB, d.Config.Table, func(st *dynamo.Store) *service.Service {
+		return d.NewService(st.Project(), st)
+	})
+	handler := newHandler(backend, log)
+	log.Info("init", "duration_ms", float64(time.Since(start).Microseconds())/1000)
+	lambda.Start(handler)
+}

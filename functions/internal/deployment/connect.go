@@ -1,0 +1,41 @@
+package deployment
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
+	"github.com/dont-cli/dont/internal/store/dynamo"
+)
+
+// Connect reads the configuration and builds the clients: once per cold
+// start, before the first event. Region, credentials and endpoints are
+// the SDK's defaults, so AWS_ENDPOINT_URL (or AWS_ENDPOINT_URL_DYNAMODB
+// and AWS_ENDPOINT_URL_SQS) points the functions at LocalStack or at the
+// local stand-ins. author is recorded on the events this function writes.
+func Connect(ctx context.Context, getenv func(string) string, author string, log *slog.Logger) (*Deployment, error) {
+	cfg, err := ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	ddb := dynamodb.NewFromConfig(awsCfg)
+	queue := awssqs.NewFromConfig(awsCfg)
+	return &Deployment{
+		Config:   cfg,
+		Author:   author,
+		Log:      log,
+		DynamoDB: ddb,
+		Open:     func(project string) Store { return dynamo.New(ddb, cfg.Table, project) },
+		Queue:    &sqssched.Queue{Client: queue, URL: cfg.QueueURL},
+		Registry: &Registry{Client: ddb, Table: cfg.Table},
+	}, nil
+}

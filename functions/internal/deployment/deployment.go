@@ -1,0 +1,100 @@
+package deployment
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
+	"github.com/dont-cli/dont/internal/service"
+)
+
+// Store is one project's view of the table: everything its service needs.
+type Store interface {
+	service.Store
+	service.TokenStore
+}
+
+// Deployment holds what lives for the whole life of a function's process
+// (one cold start): configuration, clients and per-project services.
+type Deployment struct {
+	Config Config
+	// Author is recorded on the events this function writes ("api", "sweeper").
+	Author string
+	Log    *slog.Logger
+	// DynamoDB is the table's client (nil in tests that open other stores).
+	DynamoDB *dynamodb.Client
+	// Open returns one project's store; Connect sets it to the DynamoDB store.
+	Open     func(project string) Store
+	Queue    *sqssched.Queue
+	Registry *Registry
+	// Now is the services' clock (default: the wall clock).
+	Now func() time.Time
+
+	services sync.Map // project -> *service.Service
+}
+
+// Service returns project's service, built on first use and kept for the
+// life of the process (the store caches the project's callback secret).
+func (d *Deployment) Service(project string) *service.Service {
+	if s, ok := d.services.Load(project); ok {
+		return s.(*service.Service)
+	}
+	actual, _ := d.services.LoadOrStore(project, d.NewService(project, d.Open(project)))
+	return actual.(*service.Service)
+}
+
+// NewService builds project's service over st: this deployment's clock,
+// spawn timeout, author and logger, and the SQS timeout scheduler (which
+// registers the project for the scheduled sweep).
+func (d *Deployment) NewService(project string, st Store) *service.Service {
+	return &service.Service{
+		Store: st, Tokens: st, Now: d.Now, SpawnTimeout: d.Config.SpawnTimeout, Author: d.Author,
+		Log:       d.Log.With("project", project),
+		Scheduler: registering{registry: d.Registry, next: d.Queue.For(project), project: project, log: d.Log},
+	}
+}
+
+// Project implements sqs.Projects.
+func (d *Deployment) Project(_ context.Context, name string) (sqssched.Timeouts, error) {
+	return d.Service(name), nil
+}
+
+// List implements sqs.Projects: the registered projects and the
+// configured ones (DONT_PROJECTS), each once, in name order.
+func (d *Deployment) List(ctx context.Context) ([]string, error) {
+	names, err := d.Registry.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names = append(names, d.Config.Projects...)
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// Sweeper is the consumer of the timeout queue over this deployment.
+func (d *Deployment) Sweeper() *sqssched.Sweeper {
+	return &sqssched.Sweeper{Queue: d.Queue, Projects: d, Log: d.Log}
+}
+
+// registering registers the project before the first timeout message of
+// each process is sent, so that the scheduled sweep knows to visit it.
+// A failed registration does not stop the message: it is logged, and the
+// next spawn tries again.
+type registering struct {
+	registry *Registry
+	next     service.TimeoutScheduler
+	project  string
+	log      *slog.Logger
+}
+
+func (r registering) ScheduleTimeout(ctx context.Context, requestID string, expiresAt time.Time) error {
+	if err := r.registry.Ensure(ctx, r.project); err != nil {
+		r.log.Warn("register project", "project", r.project, "request_id", requestID, "err", err)
+	}
+	return r.next.ScheduleTimeout(ctx, requestID, expiresAt)
+}

@@ -1,0 +1,187 @@
+package deployment
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store/sqlite"
+)
+
+func TestConfigFromEnvironment(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	c, err := ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvProjects, " acme, ,globex "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SpawnTimeout != 24*time.Hour || c.SweepLimit != DefaultSweepLimit || !reflect.DeepEqual(c.Projects, []string{"acme", "globex"}) {
+		t.Fatalf("defaults: %+v", c)
+	}
+	c, err = ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSpawnTimeout, "90s", EnvSweepLimit, "50"))
+	if err != nil || c.SpawnTimeout != 90*time.Second || c.SweepLimit != 50 {
+		t.Fatalf("%+v %v", c, err)
+	}
+	for _, bad := range [][]string{
+		{EnvTimeoutQueueURL, "http://q"},
+		{EnvTable, "dont"},
+		{EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSpawnTimeout, "soon"},
+		{EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSpawnTimeout, "-1s"},
+		{EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSweepLimit, "0"},
+	} {
+		if _, err := ConfigFromEnv(env(bad...)); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}
+
+// fakeTable keeps registry items and counts writes.
+type fakeTable struct {
+	mu     sync.Mutex
+	items  map[string]string // sk -> since
+	puts   int
+	broken bool
+}
+
+func (f *fakeTable) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken {
+		return nil, errors.New("throttled")
+	}
+	f.puts++
+	if in.Item["pk"].(*types.AttributeValueMemberS).Value != RegistryPartition || *in.ConditionExpression != "attribute_not_exists(pk)" {
+		return nil, errors.New("unexpected put")
+	}
+	sk := in.Item["sk"].(*types.AttributeValueMemberS).Value
+	if _, ok := f.items[sk]; ok {
+		return nil, &types.ConditionalCheckFailedException{}
+	}
+	f.items[sk] = in.Item["since"].(*types.AttributeValueMemberS).Value
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+func (f *fakeTable) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var keys []string
+	for k := range f.items {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	// Two pages, to exercise pagination.
+	start := 0
+	if in.ExclusiveStartKey != nil {
+		start = 1
+	}
+	out := &dynamodb.QueryOutput{}
+	for i := start; i < len(keys) && (start == 1 || i < 1); i++ {
+		out.Items = append(out.Items, map[string]types.AttributeValue{"sk": &types.AttributeValueMemberS{Value: keys[i]}})
+	}
+	if start == 0 && len(keys) > 1 {
+		out.LastEvaluatedKey = map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: RegistryPartition}}
+	}
+	return out, nil
+}
+
+type fakeQueue struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (q *fakeQueue) SendMessage(_ context.Context, in *awssqs.SendMessageInput, _ ...func(*awssqs.Options)) (*awssqs.SendMessageOutput, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sent = append(q.sent, *in.MessageBody)
+	return &awssqs.SendMessageOutput{}, nil
+}
+
+func testDeployment(t *testing.T, table *fakeTable, q *fakeQueue) *Deployment {
+	dir := t.TempDir()
+	return &Deployment{
+		Config: Config{Table: "dont", QueueURL: "http://q", SpawnTimeout: time.Hour, Projects: []string{"configured", "acme"}},
+		Author: "api", Log: slog.New(slog.DiscardHandler),
+		Open: func(project string) Store {
+			st, err := sqlite.Create(context.Background(), filepath.Join(dir, project+".db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+		Queue:    &sqssched.Queue{Client: q, URL: "http://q"},
+		Registry: &Registry{Client: table, Table: "dont"},
+	}
+}
+
+func issue(t *testing.T, s *service.Service) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := s.Conclude(ctx, service.ConcludeInput{Statement: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: res.Data.(service.EntityView).ID}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAProjectIsRegisteredWithItsFirstSpawnAndListedForTheSweep(t *testing.T) {
+	table, q := &fakeTable{items: map[string]string{}}, &fakeQueue{}
+	d := testDeployment(t, table, q)
+	if first, again := d.Service("acme"), d.Service("acme"); first != again {
+		t.Fatal("a project's service is not kept")
+	}
+	issue(t, d.Service("acme"))
+	issue(t, d.Service("acme"))
+	issue(t, d.Service("globex"))
+	if table.puts != 2 || len(q.sent) != 3 {
+		t.Fatalf("%d registry writes (want 2: once per project per process), %d messages (want 3)", table.puts, len(q.sent))
+	}
+	if !strings.Contains(q.sent[2], `"project":"globex"`) {
+		t.Fatalf("message %s", q.sent[2])
+	}
+	// A second process registers again; the registry keeps one item.
+	d2 := testDeployment(t, table, q)
+	issue(t, d2.Service("acme"))
+	names, err := d.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"acme", "configured", "globex"}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("List = %v, want %v", names, want)
+	}
+}
+
+func TestAFailedRegistrationStillSendsTheTimeoutMessage(t *testing.T) {
+	table, q := &fakeTable{items: map[string]string{}, broken: true}, &fakeQueue{}
+	d := testDeployment(t, table, q)
+	issue(t, d.Service("acme"))
+	if len(q.sent) != 1 {
+		t.Fatalf("%d messages", len(q.sent))
+	}
+	table.broken = false
+	issue(t, d.Service("acme"))
+	if len(table.items) != 1 {
+		t.Fatal("the next spawn did not retry the registration")
+	}
+}

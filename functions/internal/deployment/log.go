@@ -1,0 +1,38 @@
+package deployment
+
+import (
+	"context"
+	"io"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+)
+
+// NewLogger returns the functions' logger: JSON lines on w (Lambda sends
+// stdout to CloudWatch Logs), each carrying aws_request_id when it is
+// logged with the invocation's context. It also becomes slog's default,
+// so that libraries logging through the log package write JSON too.
+// Nothing the functions log contains a token: requests are logged by
+// route, status and ids, never by headers or bodies.
+func NewLogger(w io.Writer) *slog.Logger {
+	l := slog.New(invocationHandler{slog.NewJSONHandler(w, nil)})
+	slog.SetDefault(l)
+	return l
+}
+
+type invocationHandler struct{ slog.Handler }
+
+func (h invocationHandler) Handle(ctx context.Context, r slog.Record) error {
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		r.AddAttrs(slog.String("aws_request_id", lc.AwsRequestID))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h invocationHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return invocationHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h invocationHandler) WithGroup(name string) slog.Handler {
+	return invocationHandler{h.Handler.WithGroup(name)}
+}

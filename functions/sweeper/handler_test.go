@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"testing"
+	"time"
+
+	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// project is a fake project whose every spawn is due and times out.
+type project struct{ expired, swept []string }
+
+func (p *project) ExpireSpawn(_ context.Context, id string) (service.TimeoutResult, time.Duration, error) {
+	p.expired = append(p.expired, id)
+	return service.TimeoutResult{RequestID: id, Outcome: spawn.TimeoutRestored, Committed: true}, 0, nil
+}
+
+func (p *project) Sweep(_ context.Context, limit int) (service.SweepReport, error) {
+	p.swept = append(p.swept, "sweep")
+	return service.SweepReport{TimedOut: []service.TimeoutResult{{RequestID: "spawn:x"}}}, nil
+}
+
+type projects map[string]*project
+
+func (ps projects) Project(_ context.Context, name string) (sqssched.Timeouts, error) {
+	return ps[name], nil
+}
+
+func (ps projects) List(context.Context) ([]string, error) { return []string{"acme", "globex"}, nil }
+
+func newTestHandler() (handler, projects) {
+	ps := projects{"acme": &project{}, "globex": &project{}}
+	return handler{sweeper: &sqssched.Sweeper{Projects: ps}, limit: 10, log: slog.New(slog.DiscardHandler)}, ps
+}
+
+// Events as Lambda delivers them (abridged from the AWS documentation's samples).
+const sqsEvent = `{"Records":[
+ {"messageId":"m1","receiptHandle":"h1","body":"{\"v\":1,\"project\":\"acme\",\"request_id\":\"spawn:01JDW0000000000000000000AA\",\"expires_at\":\"2026-11-29T09:00:00Z\"}",
+  "attributes":{"ApproximateReceiveCount":"1","SentTimestamp":"1764406800000"},"messageAttributes":{},"md5OfBody":"x",
+  "eventSource":"aws:sqs","eventSourceARN":"arn:aws:sqs:us-east-1:000000000000:timeouts","awsRegion":"us-east-1"},
+ {"messageId":"m2","receiptHandle":"h2","body":"not json","attributes":{},"messageAttributes":{},"md5OfBody":"x",
+  "eventSource":"aws:sqs","eventSourceARN":"arn:aws:sqs:us-east-1:000000000000:timeouts","awsRegion":"us-east-1"}]}`
+
+const scheduledEvent = `{"version":"0","id":"53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa","detail-type":"Scheduled Event","source":"aws.events",
+ "account":"123456789012","time":"2026-11-29T09:00:00Z","region":"us-east-1","resources":["arn:aws:events:us-east-1:123456789012:rule/SweepSchedule"],"detail":{}}`
+
+func TestAnSQSBatchAnswersOnlyItsFailedRecords(t *testing.T) {
+	h, ps := newTestHandler()
+	out, err := h.invoke(context.Background(), json.RawMessage(sqsEvent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(out)
+	if string(b) != `{"batchItemFailures":[{"itemIdentifier":"m2"}]}` {
+		t.Fatalf("response %s", b)
+	}
+	if len(ps["acme"].expired) != 1 {
+		t.Fatalf("expired %v", ps["acme"].expired)
+	}
+}
+
+func TestTheScheduledEventSweepsEveryProject(t *testing.T) {
+	h, ps := newTestHandler()
+	out, err := h.invoke(context.Background(), json.RawMessage(scheduledEvent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := out.(sqssched.SweepReport)
+	if len(rep.Projects) != 2 || len(ps["acme"].swept) != 1 || len(ps["globex"].swept) != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
+func TestAnUnknownEventIsAnError(t *testing.T) {
+	h, _ := newTestHandler()
+	for _, ev := range []string{`{}`, `{"source":"aws.s3"}`, `[1]`, `{"Records":[{"eventSource":"aws:sns"}]}`} {
+		if _, err := h.invoke(context.Background(), json.RawMessage(ev)); err == nil {
+			t.Errorf("%s: no error", ev)
+		}
+	}
+}

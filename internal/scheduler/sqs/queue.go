@@ -1,0 +1,131 @@
+// Package sqs is the AWS adapter of the service's TimeoutScheduler port
+// and its consumer. Every spawn becomes one SQS message, delayed until the
+// spawn's expires_at (at most SQS's 15 minutes at a time); the sweeper
+// function hands each delivered message to Sweeper, which resolves the
+// spawn by timeout or, if it is not yet due, sends the remainder on again.
+//
+// Delivery is at least once and messages may be lost; neither matters for
+// correctness: ExpireSpawn is idempotent (exactly one resolver commits per
+// request id) and the scheduled sweep is the backstop for lost messages.
+package sqs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/service"
+)
+
+// MaxDelay is the longest delay SQS accepts on a message (DelaySeconds 900).
+const MaxDelay = 15 * time.Minute
+
+// MessageVersion is the body format written by this package.
+const MessageVersion = 1
+
+// Message is the body of one timeout message. It names the project
+// because one queue serves every project of a deployment.
+type Message struct {
+	Version   int       `json:"v"`
+	Project   string    `json:"project"`
+	RequestID string    `json:"request_id"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Encode returns the message body.
+func (m Message) Encode() string {
+	m.Version = MessageVersion
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// ErrMalformed marks a body that is not a timeout message; retrying it
+// cannot help.
+var ErrMalformed = errors.New("malformed timeout message")
+
+// Decode parses a message body written by Encode (any version up to ours).
+func Decode(body string) (Message, error) {
+	var m Message
+	dec := json.NewDecoder(strings.NewReader(body))
+	if err := dec.Decode(&m); err != nil {
+		return m, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	switch {
+	case m.Version < 1 || m.Version > MessageVersion:
+		return m, fmt.Errorf("%w: version %d", ErrMalformed, m.Version)
+	case m.Project == "":
+		return m, fmt.Errorf("%w: no project", ErrMalformed)
+	case ids.Kind(m.RequestID) != ids.Spawn:
+		return m, fmt.Errorf("%w: %q is not a spawn request id", ErrMalformed, m.RequestID)
+	case m.ExpiresAt.IsZero():
+		return m, fmt.Errorf("%w: no expires_at", ErrMalformed)
+	}
+	return m, nil
+}
+
+// Delay is the DelaySeconds for a message that should become visible
+// after remaining: rounded up (never early by a fraction of a second),
+// within SQS's 0..900 seconds. A spawn due later than 15 minutes gets the
+// maximum and is sent on again when it arrives.
+func Delay(remaining time.Duration) int32 {
+	if remaining <= 0 {
+		return 0
+	}
+	if remaining >= MaxDelay {
+		return int32(MaxDelay / time.Second)
+	}
+	return int32((remaining + time.Second - 1) / time.Second)
+}
+
+// SendAPI is the part of the SQS client the queue uses.
+type SendAPI interface {
+	SendMessage(ctx context.Context, in *awssqs.SendMessageInput, optFns ...func(*awssqs.Options)) (*awssqs.SendMessageOutput, error)
+}
+
+// Queue sends timeout messages to one SQS queue.
+type Queue struct {
+	Client SendAPI
+	URL    string
+	// Now is the clock the delay is computed with (default time.Now).
+	Now func() time.Time
+}
+
+// Send enqueues m, delayed until its expires_at or by MaxDelay, whichever
+// is sooner.
+func (q *Queue) Send(ctx context.Context, m Message) error {
+	now := time.Now
+	if q.Now != nil {
+		now = q.Now
+	}
+	_, err := q.Client.SendMessage(ctx, &awssqs.SendMessageInput{
+		QueueUrl:     aws.String(q.URL),
+		MessageBody:  aws.String(m.Encode()),
+		DelaySeconds: Delay(m.ExpiresAt.Sub(now())),
+	})
+	if err != nil {
+		return fmt.Errorf("send timeout message for %s: %w", m.RequestID, err)
+	}
+	return nil
+}
+
+// For returns the project's TimeoutScheduler: the service calls it after
+// each spawn it issues.
+func (q *Queue) For(project string) service.TimeoutScheduler {
+	return projectScheduler{q: q, project: project}
+}
+
+type projectScheduler struct {
+	q       *Queue
+	project string
+}
+
+func (p projectScheduler) ScheduleTimeout(ctx context.Context, requestID string, expiresAt time.Time) error {
+	return p.q.Send(ctx, Message{Project: p.project, RequestID: requestID, ExpiresAt: expiresAt.UTC()})
+}

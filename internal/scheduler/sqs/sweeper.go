@@ -1,0 +1,221 @@
+package sqs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/service"
+)
+
+// Timeouts is what the sweeper needs of one project's service.
+// *service.Service implements it.
+type Timeouts interface {
+	ExpireSpawn(ctx context.Context, requestID string) (service.TimeoutResult, time.Duration, error)
+	Sweep(ctx context.Context, limit int) (service.SweepReport, error)
+}
+
+// Projects opens a project's service and lists the projects the scheduled
+// sweep visits.
+type Projects interface {
+	Project(ctx context.Context, name string) (Timeouts, error)
+	List(ctx context.Context) ([]string, error)
+}
+
+// Sweeper consumes timeout messages and runs the scheduled sweep.
+type Sweeper struct {
+	Queue    *Queue
+	Projects Projects
+	Log      *slog.Logger
+	// MaxWait: a message that arrives at most this long before its spawn
+	// is due is waited out in place instead of being sent on again
+	// (default 1s; SQS delays have whole-second granularity and clocks
+	// differ a little). Negative disables waiting.
+	MaxWait time.Duration
+	// Concurrency bounds the records of one batch handled at once (default 10).
+	Concurrency int
+}
+
+// Outcome of one message.
+const (
+	OutcomeTimedOut   = "timed-out"    // this delivery committed the timeout
+	OutcomeResolved   = "already-done" // another resolver (or an earlier delivery) committed first
+	OutcomeRequeued   = "requeued"     // not due yet: the remainder was sent on
+	OutcomeUnknown    = "unknown"      // no such spawn: acknowledged, nothing to do
+	OutcomeFailed     = "failed"       // left for SQS to deliver again
+	OutcomeMalformed  = "malformed"    // not a timeout message: left for the dead-letter queue
+	defaultMaxWait    = time.Second
+	defaultConcurrent = 10
+)
+
+// HandleSQS handles one batch as Lambda's SQS poller delivers it. It
+// reports every record that failed in BatchItemFailures, so that only
+// those are delivered again; a record that succeeded is deleted by the
+// poller. A malformed body fails too, until the queue's redrive policy
+// parks it in the dead-letter queue, whose alarm tells an operator.
+func (s *Sweeper) HandleSQS(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	outcomes := make([]string, len(ev.Records))
+	limit := s.Concurrency
+	if limit <= 0 {
+		limit = defaultConcurrent
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, rec := range ev.Records {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			outcomes[i] = s.handle(ctx, rec)
+		}()
+	}
+	wg.Wait()
+	for i, rec := range ev.Records {
+		if outcomes[i] == OutcomeFailed || outcomes[i] == OutcomeMalformed {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
+	return resp
+}
+
+func (s *Sweeper) handle(ctx context.Context, rec events.SQSMessage) string {
+	log := s.log().With("message_id", rec.MessageId)
+	m, err := Decode(rec.Body)
+	if err != nil {
+		log.ErrorContext(ctx, "timeout message", "outcome", OutcomeMalformed, "err", err)
+		return OutcomeMalformed
+	}
+	log = log.With("project", m.Project, "request_id", m.RequestID)
+	out, err := s.Expire(ctx, m)
+	switch {
+	case err != nil:
+		log.WarnContext(ctx, "timeout message", "outcome", out, "err", err)
+	case out == OutcomeUnknown:
+		log.WarnContext(ctx, "timeout message", "outcome", out)
+	default:
+		log.InfoContext(ctx, "timeout message", "outcome", out, "receive_count", rec.Attributes["ApproximateReceiveCount"])
+	}
+	return out
+}
+
+// Expire handles one timeout message: it resolves the spawn by timeout if
+// it is due, does nothing if it is already resolved, and sends the
+// remainder on if it is not yet due. Any number of deliveries of the same
+// message commit at most one timeout.
+func (s *Sweeper) Expire(ctx context.Context, m Message) (string, error) {
+	svc, err := s.Projects.Project(ctx, m.Project)
+	if err != nil {
+		return OutcomeFailed, err
+	}
+	for waited := false; ; waited = true {
+		res, left, err := svc.ExpireSpawn(ctx, m.RequestID)
+		switch {
+		case errs.Is(err, errs.SpawnNotFound):
+			return OutcomeUnknown, nil
+		case err != nil:
+			return OutcomeFailed, err
+		case left <= 0 && res.Outcome == "":
+			return OutcomeFailed, fmt.Errorf("spawn %s: not resolved and not due", m.RequestID)
+		case left <= 0 && res.Committed:
+			return OutcomeTimedOut, nil
+		case left <= 0:
+			return OutcomeResolved, nil
+		}
+		if left <= s.maxWait() && !waited && s.fits(ctx, left) {
+			if err := sleep(ctx, left); err != nil {
+				return OutcomeFailed, err
+			}
+			continue
+		}
+		if err := s.Queue.Send(ctx, m); err != nil {
+			return OutcomeFailed, err
+		}
+		return OutcomeRequeued, nil
+	}
+}
+
+// fits reports whether waiting d leaves time before the invocation's deadline.
+func (s *Sweeper) fits(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) > d+5*time.Second
+}
+
+func (s *Sweeper) maxWait() time.Duration {
+	switch {
+	case s.MaxWait < 0:
+		return 0
+	case s.MaxWait == 0:
+		return defaultMaxWait
+	}
+	return s.MaxWait
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// SweepReport is what the scheduled sweep did, per project.
+type SweepReport struct {
+	Projects []ProjectSweep `json:"projects"`
+}
+
+// ProjectSweep is one project's part of a scheduled sweep.
+type ProjectSweep struct {
+	Project  string `json:"project"`
+	TimedOut int    `json:"timed_out"`
+	Lost     int    `json:"lost"`
+	Error    string `json:"error,omitempty"`
+}
+
+// SweepAll runs the bounded sweep (at most limit due spawns) of every
+// project, the backstop for lost or parked messages. One project's
+// failure does not stop the others; it is returned at the end so that
+// the invocation counts as failed and EventBridge retries it.
+func (s *Sweeper) SweepAll(ctx context.Context, limit int) (SweepReport, error) {
+	rep := SweepReport{Projects: []ProjectSweep{}}
+	names, err := s.Projects.List(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("list projects: %w", err)
+	}
+	var failed []error
+	for _, name := range names {
+		ps := ProjectSweep{Project: name}
+		svc, err := s.Projects.Project(ctx, name)
+		if err == nil {
+			var r service.SweepReport
+			r, err = svc.Sweep(ctx, limit)
+			ps.TimedOut, ps.Lost = len(r.TimedOut), len(r.Lost)
+		}
+		if err != nil {
+			ps.Error = err.Error()
+			failed = append(failed, fmt.Errorf("project %s: %w", name, err))
+			s.log().ErrorContext(ctx, "scheduled sweep", "project", name, "err", err)
+		} else if ps.TimedOut > 0 || ps.Lost > 0 {
+			s.log().InfoContext(ctx, "scheduled sweep", "project", name, "timed_out", ps.TimedOut, "lost", ps.Lost)
+		}
+		rep.Projects = append(rep.Projects, ps)
+	}
+	return rep, errors.Join(failed...)
+}
+
+func (s *Sweeper) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}

@@ -1,0 +1,199 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/scheduler"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store/sqlite"
+)
+
+// fakeExpirer records calls; due says when each request is really due,
+// fail makes the first n calls of a request fail.
+type fakeExpirer struct {
+	mu    sync.Mutex
+	due   map[string]time.Time
+	fail  map[string]int
+	calls map[string][]time.Time
+	done  chan string
+}
+
+func newFake() *fakeExpirer {
+	return &fakeExpirer{due: map[string]time.Time{}, fail: map[string]int{}, calls: map[string][]time.Time{}, done: make(chan string, 100)}
+}
+
+func (f *fakeExpirer) ExpireSpawn(_ context.Context, id string) (service.TimeoutResult, time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	f.calls[id] = append(f.calls[id], now)
+	if f.fail[id] > 0 {
+		f.fail[id]--
+		return service.TimeoutResult{}, 0, errors.New("store busy")
+	}
+	if left := f.due[id].Sub(now); left > 0 {
+		return service.TimeoutResult{RequestID: id}, left, nil
+	}
+	f.done <- id
+	return service.TimeoutResult{RequestID: id, Outcome: spawn.TimeoutRestored}, 0, nil
+}
+
+func (f *fakeExpirer) callCount(id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls[id])
+}
+
+func run(t *testing.T, tm *scheduler.Timers, exp scheduler.Expirer) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { tm.Run(ctx, exp); close(stopped) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+}
+
+func waitDone(t *testing.T, f *fakeExpirer, want ...string) map[string]time.Time {
+	t.Helper()
+	got := map[string]time.Time{}
+	deadline := time.After(5 * time.Second)
+	for len(got) < len(want) {
+		select {
+		case id := <-f.done:
+			got[id] = time.Now()
+		case <-deadline:
+			t.Fatalf("expired %v, want %v", got, want)
+		}
+	}
+	return got
+}
+
+func TestTimersExpireEachSpawnWhenDueInExpiryOrder(t *testing.T) {
+	f := newFake()
+	tm := &scheduler.Timers{}
+	run(t, tm, f)
+	start := time.Now()
+	for _, c := range []struct {
+		id string
+		in time.Duration
+	}{{"spawn:c", 150 * time.Millisecond}, {"spawn:a", 50 * time.Millisecond}, {"spawn:b", 100 * time.Millisecond}} {
+		f.due["spawn:"+c.id[6:]] = start.Add(c.in)
+		tm.ScheduleTimeout(context.Background(), c.id, start.Add(c.in))
+	}
+	got := waitDone(t, f, "spawn:a", "spawn:b", "spawn:c")
+	if !(got["spawn:a"].Before(got["spawn:b"]) && got["spawn:b"].Before(got["spawn:c"])) {
+		t.Fatalf("expired out of order: %v", got)
+	}
+	for id, at := range got {
+		if at.Before(f.due[id]) {
+			t.Errorf("%s expired %v before it was due", id, f.due[id].Sub(at))
+		}
+		if lag := at.Sub(f.due[id]); lag > time.Second {
+			t.Errorf("%s expired %v late", id, lag)
+		}
+		if n := f.callCount(id); n != 1 {
+			t.Errorf("%s: %d calls, want 1", id, n)
+		}
+	}
+	if tm.Len() != 0 {
+		t.Fatalf("%d timers left", tm.Len())
+	}
+}
+
+func TestTimersRearmASpawnThatIsNotYetDueForTheRemainder(t *testing.T) {
+	f := newFake()
+	tm := &scheduler.Timers{}
+	run(t, tm, f)
+	now := time.Now()
+	f.due["spawn:x"] = now.Add(120 * time.Millisecond) // the store's clock says later
+	tm.ScheduleTimeout(context.Background(), "spawn:x", now.Add(20*time.Millisecond))
+	got := waitDone(t, f, "spawn:x")
+	if got["spawn:x"].Before(f.due["spawn:x"]) {
+		t.Fatal("expired before the store said it was due")
+	}
+	if n := f.callCount("spawn:x"); n != 2 {
+		t.Fatalf("%d calls, want 2 (early, then for the remainder)", n)
+	}
+}
+
+func TestTimersRetryAFailedExpiry(t *testing.T) {
+	f := newFake()
+	tm := &scheduler.Timers{}
+	run(t, tm, f)
+	f.fail["spawn:r"] = 1
+	tm.ScheduleTimeout(context.Background(), "spawn:r", time.Now())
+	waitDone(t, f, "spawn:r")
+	if n := f.callCount("spawn:r"); n != 2 {
+		t.Fatalf("%d calls, want 2", n)
+	}
+}
+
+func TestTimersHoldOneTimerPerSpawnAndAreBounded(t *testing.T) {
+	tm := &scheduler.Timers{Capacity: 2}
+	later := time.Now().Add(time.Hour)
+	for _, id := range []string{"spawn:1", "spawn:1", "spawn:2", "spawn:3"} {
+		if err := tm.ScheduleTimeout(context.Background(), id, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tm.Len() != 2 {
+		t.Fatalf("Len = %d, want 2", tm.Len())
+	}
+}
+
+// With the real service over SQLite: the timer alone, no sweep, commits
+// the spawn_timeout and restores the pre-spawn status (verified).
+func TestTimersTimeOutARealSpawnWithoutASweep(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Create(ctx, filepath.Join(t.TempDir(), "dont.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tm := &scheduler.Timers{}
+	svc := &service.Service{Store: st, SpawnTimeout: 200 * time.Millisecond, Author: "test", Scheduler: tm}
+	run(t, tm, svc)
+
+	res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Data.(service.EntityView).ID
+	if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id, Evidence: []string{"https://example.org/source"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tm.Len() != 1 {
+		t.Fatalf("the spawn did not reach the scheduler (Len = %d)", tm.Len())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		evs, err := st.Events(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.Kind == ledger.EvSpawnTimeout {
+				expires, _ := time.Parse(time.RFC3339Nano, ev.Detail["expires_at"].(string))
+				if ev.At.Before(expires) {
+					t.Fatalf("timed out at %v, before expires_at %v", ev.At, expires)
+				}
+				e, _ := st.GetEntity(ctx, id)
+				if e.Status != ledger.Verified || e.PendingSpawn != "" {
+					t.Fatalf("entity after timeout: status %s pending %q", e.Status, e.PendingSpawn)
+				}
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no spawn_timeout within 5s")
+}

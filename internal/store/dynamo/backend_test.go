@@ -1,0 +1,293 @@
+package dynamo_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store/dynamo"
+)
+
+// api is the HTTP API over one table shared by several projects.
+type api struct {
+	t       *testing.T
+	srv     *httptest.Server
+	backend *dynamo.Backend
+	now     atomic.Int64
+}
+
+func newAPI(t *testing.T) *api {
+	t.Helper()
+	needServer(t)
+	a := &api{t: t}
+	a.now.Store(t0.UnixNano())
+	a.backend = dynamo.NewBackend(newClient(nil, nil), table, func(st *dynamo.Store) *service.Service {
+		return &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api",
+			Now: func() time.Time { return time.Unix(0, a.now.Load()).UTC() }}
+	})
+	a.srv = httptest.NewServer(httpapi.New(httpapi.Options{Backend: a.backend, RatePerSecond: -1}))
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+// token makes a bearer token of role in project.
+func (a *api) token(project, role string) string {
+	a.t.Helper()
+	res, err := a.backend.Project(project).Service.CreateToken(ctx, role, role)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return res.Data.(service.TokenView).Secret
+}
+
+type reply struct {
+	status int
+	env    struct {
+		OK   bool           `json:"ok"`
+		Data map[string]any `json:"data"`
+	}
+}
+
+func (r reply) str(k string) string { s, _ := r.env.Data[k].(string); return s }
+
+func (a *api) call(token, tool string, args map[string]any, header ...string) reply {
+	a.t.Helper()
+	body, _ := json.Marshal(map[string]any{"args": args})
+	req, _ := http.NewRequest(http.MethodPost, a.srv.URL+"/v1/tools/"+tool, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r reply
+	r.status = resp.StatusCode
+	if err := json.NewDecoder(resp.Body).Decode(&r.env); err != nil {
+		a.t.Fatal(err)
+	}
+	return r
+}
+
+// claimUnderReview concludes a claim and assumes it: the claim id, the
+// spawn id and the callback token.
+func (a *api) claimUnderReview(token, statement string) (claim, rid, callback string) {
+	a.t.Helper()
+	c := a.call(token, "conclude", map[string]any{"statement": statement})
+	if c.status != 200 {
+		a.t.Fatalf("conclude: %d %v", c.status, c.env.Data)
+	}
+	s := a.call(token, "assume", map[string]any{"id": c.str("id")})
+	if s.status != 200 {
+		a.t.Fatalf("assume: %d %v", s.status, s.env.Data)
+	}
+	cb, _ := s.env.Data["callback"].(map[string]any)
+	tok, _ := cb["token"].(string)
+	return c.str("id"), s.str("request_id"), tok
+}
+
+func TestProjectsSharingATableAreIsolated(t *testing.T) {
+	a := newAPI(t)
+	pa, pb := "alpha-"+randomName(), "beta#E%-"+randomName() // key separators in a name are escaped
+	harnessA, harnessB := a.token(pa, auth.RoleHarness), a.token(pb, auth.RoleHarness)
+	adminA := a.token(pa, auth.RoleAdmin)
+	a.token(pb, auth.RoleAdmin)
+
+	claimA, ridA, cbA := a.claimUnderReview(harnessA, "alpha's claim")
+	claimB, ridB, cbB := a.claimUnderReview(harnessB, "beta's claim")
+
+	t.Run("a project's bearer token reads only its own project", func(t *testing.T) {
+		if r := a.call(harnessA, "show", map[string]any{"id": claimB}); r.status != 404 || r.str("code") != "not-found" {
+			t.Fatalf("A showing B's claim: %d %v", r.status, r.env.Data)
+		}
+		if r := a.call(harnessA, "show", map[string]any{"id": claimA}); r.status != 200 {
+			t.Fatalf("A showing its own claim: %d %v", r.status, r.env.Data)
+		}
+		list := a.call(harnessA, "list", map[string]any{})
+		if n, _ := list.env.Data["count"].(float64); n != 1 {
+			t.Fatalf("A lists %v entities, want 1: %v", n, list.env.Data)
+		}
+		sp := a.call(harnessA, "spawns", map[string]any{"all": true})
+		if n, _ := sp.env.Data["count"].(float64); n != 1 || !strings.Contains(mustJSON(sp.env.Data), ridA) {
+			t.Fatalf("A lists spawns %v", sp.env.Data)
+		}
+		tl := a.call(adminA, "tokens.list", map[string]any{})
+		if n, _ := tl.env.Data["count"].(float64); n != 2 {
+			t.Fatalf("A's admin lists %v tokens, want A's 2", n)
+		}
+		if r := a.call(harnessA, "dismiss", map[string]any{"id": claimB, "evidence": []string{"https://example.org"}, "request_id": ridB}); r.status == 200 {
+			t.Fatalf("A resolved B's spawn: %v", r.env.Data)
+		}
+	})
+
+	t.Run("a callback token acts only on its own spawn in its own project", func(t *testing.T) {
+		if r := a.call(cbB, "show", map[string]any{"id": claimA}); r.status != 403 {
+			t.Fatalf("B's callback token showing A's claim: %d %v", r.status, r.env.Data)
+		}
+		// A callback token for B's spawn made with A's secret proves nothing.
+		secretA, err := a.backend.Project(pa).Service.Tokens.ProjectSecret(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged := auth.CallbackToken(secretA, ridB)
+		if r := a.call(forged, "show", map[string]any{"id": claimB}); r.status != 401 {
+			t.Fatalf("forged callback token: %d %v", r.status, r.env.Data)
+		}
+		if r := a.call(cbA, "dismiss", map[string]any{"id": claimA, "evidence": []string{"https://example.org/a"}, "request_id": ridA}); r.status != 200 {
+			t.Fatalf("A's callback: %d %v", r.status, r.env.Data)
+		}
+		if r := a.call(harnessB, "show", map[string]any{"id": claimB}); r.str("status") != string(ledger.Unverified) {
+			t.Fatalf("B's claim moved when A's spawn resolved: %v", r.env.Data)
+		}
+	})
+
+	t.Run("unknown, malformed and wrong tokens are refused", func(t *testing.T) {
+		id, _, _ := auth.ParseBearer(harnessA)
+		for name, tok := range map[string]string{
+			"unknown id":      auth.BearerString("tok:01J0000000000000000000000A", "secret"),
+			"wrong secret":    auth.BearerString(id, "not-the-secret"),
+			"malformed":       "dont_",
+			"unknown spawn":   "dontcb_spawn:01J0000000000000000000000A_mac",
+			"malformed cb":    "dontcb_",
+			"not a token":     "hello",
+			"another's token": strings.Replace(cbA, ridA, ridB, 1),
+		} {
+			if r := a.call(tok, "list", map[string]any{}); r.status != 401 {
+				t.Errorf("%s: %d %v", name, r.status, r.env.Data)
+			}
+		}
+	})
+
+	t.Run("store reads never cross projects", func(t *testing.T) {
+		stA, stB := storeOf(a, pa), storeOf(a, pb)
+		if _, err := stA.GetEntity(ctx, claimB); !errors.Is(err, service.ErrNotFound) {
+			t.Errorf("GetEntity across projects: %v", err)
+		}
+		if _, err := stA.GetSpawn(ctx, ridB); !errors.Is(err, service.ErrNotFound) {
+			t.Errorf("GetSpawn across projects: %v", err)
+		}
+		idB, _, _ := auth.ParseBearer(harnessB)
+		if _, err := stA.GetToken(ctx, idB); !errors.Is(err, service.ErrNotFound) {
+			t.Errorf("GetToken across projects: %v", err)
+		}
+		if evs, _ := stA.Events(ctx, claimB); len(evs) != 0 {
+			t.Errorf("Events across projects: %d", len(evs))
+		}
+		due, _ := stB.DueSpawns(ctx, t0.Add(48*time.Hour), 100)
+		if len(due) != 1 || due[0].ID != ridB {
+			t.Errorf("B's due spawns = %v, want only %s", due, ridB)
+		}
+	})
+}
+
+func storeOf(a *api, project string) *dynamo.Store {
+	return a.backend.Project(project).Service.Store.(*dynamo.Store)
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestIdempotencyKeysReplayThroughTheAPI(t *testing.T) {
+	a := newAPI(t)
+	p := "idem-" + randomName()
+	h := a.token(p, auth.RoleHarness)
+	first := a.call(h, "conclude", map[string]any{"statement": "said once"}, "Idempotency-Key", "k-1")
+	again := a.call(h, "conclude", map[string]any{"statement": "said once"}, "Idempotency-Key", "k-1")
+	if first.status != 200 || again.str("id") != first.str("id") {
+		t.Fatalf("replay: %v then %v", first.env.Data, again.env.Data)
+	}
+	if r := a.call(h, "conclude", map[string]any{"statement": "said twice"}, "Idempotency-Key", "k-1"); r.status != 422 {
+		t.Fatalf("same key, other body: %d", r.status)
+	}
+	if list := a.call(h, "list", map[string]any{}); list.env.Data["count"] != float64(1) {
+		t.Fatalf("the replayed conclude was applied twice: %v", list.env.Data)
+	}
+}
+
+// Many resolvers of one spawn, callbacks and sweeps at once, after its
+// expiry: exactly one commits; every other is told who won.
+func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
+	s := newStore(t)
+	now := t0
+	svc := &service.Service{Store: s, Tokens: s, SpawnTimeout: time.Hour, Now: func() time.Time { return now }}
+	res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "exactly one resolver"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Data.(service.EntityView).ID
+	r, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req spawn.Request
+	json.Unmarshal(r.Data.(json.RawMessage), &req)
+
+	late := &service.Service{Store: s, Tokens: s, SpawnTimeout: time.Hour, Now: func() time.Time { return now.Add(2 * time.Hour) }}
+	const n = 16
+	var applied, timedOut atomic.Int32
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 0 {
+				out, err := late.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id,
+					Evidence: []string{"https://example.org/e"}, RequestID: req.RequestID})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if v, ok := out.Data.(service.EntityView); ok && v.Resolution != nil && v.Resolution.Applied {
+					applied.Add(1)
+				}
+				return
+			}
+			rep, err := late.Sweep(ctx, 10)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			timedOut.Add(int32(len(rep.TimedOut)))
+		}()
+	}
+	wg.Wait()
+	if applied.Load()+timedOut.Load() != 1 {
+		t.Fatalf("%d callbacks applied and %d timeouts committed, want exactly one resolver", applied.Load(), timedOut.Load())
+	}
+	evs, err := s.Events(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	terminal := 0
+	for _, ev := range evs {
+		if ev.Kind == ledger.EvSpawnResolved || ev.Kind == ledger.EvSpawnTimeout {
+			terminal++
+		}
+	}
+	if terminal != 1 {
+		t.Fatalf("%d terminal events in the history, want 1", terminal)
+	}
+	if got, _ := s.GetSpawn(ctx, req.RequestID); got.State != spawn.Resolved {
+		t.Fatalf("spawn is %s", got.State)
+	}
+	if due, _ := s.DueSpawns(ctx, now.Add(3*time.Hour), 10); len(due) != 0 {
+		t.Fatalf("a resolved spawn is still in the pending index: %v", due)
+	}
+}

@@ -1,0 +1,264 @@
+package dynamo_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store/dynamo"
+)
+
+// The benchmarks count DynamoDB capacity with the client middleware
+// (dynamo.Counter). Against a server that reports ConsumedCapacity the
+// numbers are the server's; against the stand-in they are computed by the
+// counter from the requests (see Counter). Time per op measures the
+// stand-in, not DynamoDB.
+//
+//	go test ./internal/store/dynamo -run '^$' -bench . -benchtime 200x
+
+// BenchmarkSpawnLifecycle runs full spawn lifecycles through service.Service
+// on the DynamoDB store: spawn then callback (assume, dismiss with the
+// request id), and spawn then timeout (assume, then the queue-driven
+// ExpireSpawn the sweeper function runs when the spawn's message comes
+// due). "api" is the callback lifecycle through the HTTP API handler as a
+// harness drives it: bearer token for assume, callback token for dismiss,
+// an Idempotency-Key on both, as the CLI sends.
+func BenchmarkSpawnLifecycle(b *testing.B) {
+	for _, path := range []string{"callback", "timeout"} {
+		b.Run(path, func(b *testing.B) {
+			needServer(b)
+			counter := dynamo.NewCounter()
+			st := dynamo.New(newClient(nil, counter), table, "bench-"+randomName())
+			now := t0
+			svc := &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench", Now: func() time.Time { return now }}
+			res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			id := res.Data.(service.EntityView).ID
+			if _, err := st.ProjectSecret(ctx); err != nil { // once per project, cached per process
+				b.Fatal(err)
+			}
+			counter.Reset()
+			b.ResetTimer()
+			for range b.N {
+				now = now.Add(time.Second)
+				r, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+				if err != nil {
+					b.Fatal(err)
+				}
+				rid := requestOf(b, r).RequestID
+				if path == "callback" {
+					out, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id,
+						Evidence: []string{"https://example.org/boiling"}, RequestID: rid})
+					if err != nil || out.Data.(service.EntityView).Resolution == nil {
+						b.Fatalf("callback: %v", err)
+					}
+					continue
+				}
+				now = now.Add(2 * time.Hour)
+				if r, _, err := svc.ExpireSpawn(ctx, rid); err != nil || r.Outcome != spawn.TimeoutRestored {
+					b.Fatalf("timeout: %+v %v", r, err)
+				}
+			}
+			b.StopTimer()
+			report(b, counter, "lifecycle")
+		})
+	}
+	b.Run("api", func(b *testing.B) {
+		needServer(b)
+		counter := dynamo.NewCounter()
+		backend := dynamo.NewBackend(newClient(nil, counter), table, func(st *dynamo.Store) *service.Service {
+			return &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench"}
+		})
+		srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: backend, RatePerSecond: -1}))
+		defer srv.Close()
+		project := "bench-api-" + randomName()
+		tok, err := backend.Project(project).Service.CreateToken(ctx, auth.RoleHarness, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		harness := tok.Data.(service.TokenView).Secret
+		claim := post(b, srv.URL, harness, "conclude", map[string]any{"statement": "water boils at 100 C at sea level"})["id"].(string)
+		counter.Reset()
+		b.ResetTimer()
+		for i := range b.N {
+			req := post(b, srv.URL, harness, "assume", map[string]any{"id": claim}, "Idempotency-Key", fmt.Sprintf("a-%d", i))
+			cb := req["callback"].(map[string]any)
+			post(b, srv.URL, cb["token"].(string), "dismiss", map[string]any{"id": claim, "evidence": []string{"https://example.org/boiling"},
+				"request_id": req["request_id"]}, "Idempotency-Key", fmt.Sprintf("d-%d", i))
+		}
+		b.StopTimer()
+		report(b, counter, "lifecycle")
+	})
+}
+
+func requestOf(b *testing.B, r service.Result) spawn.Request {
+	var req spawn.Request
+	if err := json.Unmarshal(r.Data.(json.RawMessage), &req); err != nil {
+		b.Fatal(err)
+	}
+	return req
+}
+
+func post(b *testing.B, base, token, tool string, args map[string]any, header ...string) map[string]any {
+	body, _ := json.Marshal(map[string]any{"args": args})
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/tools/"+tool, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Data map[string]any `json:"data"`
+	}
+	json.NewDecoder(resp.Body).Decode(&env)
+	if resp.StatusCode != 200 {
+		b.Fatalf("%s: %d %v", tool, resp.StatusCode, env.Data)
+	}
+	return env.Data
+}
+
+// report divides the counter's totals by b.N and logs the breakdown by operation.
+func report(b *testing.B, c *dynamo.Counter, per string) {
+	n := float64(b.N)
+	t := c.Total()
+	b.ReportMetric(t.WriteUnits/n, "WRU/"+per)
+	b.ReportMetric(t.IndexWriteUnits/n, "indexWRU/"+per)
+	b.ReportMetric(t.ReadUnits/n, "RRU/"+per)
+	b.ReportMetric(float64(t.ItemsWritten)/n, "items-written/"+per)
+	b.ReportMetric(float64(t.ItemsRead)/n, "items-read/"+per)
+	b.ReportMetric(float64(t.Requests)/n, "requests/"+per)
+	var lines []string
+	for op, u := range c.Usage() {
+		lines = append(lines, fmt.Sprintf("  %-20s requests %6.2f  items read %8.2f  written %5.2f  RRU %8.2f  WRU %5.2f (index %4.2f)  estimated %d/%d",
+			op, float64(u.Requests)/n, float64(u.ItemsRead)/n, float64(u.ItemsWritten)/n, u.ReadUnits/n, u.WriteUnits/n, u.IndexWriteUnits/n, u.Estimated, u.Requests))
+	}
+	sort.Strings(lines)
+	b.Logf("per %s (b.N=%d):\n%s", per, b.N, strings.Join(lines, "\n"))
+}
+
+// BenchmarkSweep measures one bounded sweep (the scheduled backstop: up
+// to 5000 spawns) over a table holding `stored` pending spawns of which
+// `expired` are due. Each due spawn is an assume spawn with its claim;
+// the others are guess spawns. The index query reads only the due range,
+// so items read follow the expired, not the stored. Each case gets its
+// own table; the store is seeded with BatchWriteItem.
+//
+//	go test ./internal/store/dynamo -run '^$' -bench Sweep -benchtime 1x
+func BenchmarkSweep(b *testing.B) {
+	for _, c := range []struct{ stored, expired int }{{10_000, 100}, {100_000, 100}, {100_000, 1_000}} {
+		b.Run(fmt.Sprintf("stored=%d/expired=%d", c.stored, c.expired), func(b *testing.B) {
+			needServer(b)
+			tbl := "dont-bench-" + randomName()
+			seeder := newClient(nil, nil)
+			if err := dynamo.CreateTable(ctx, seeder, tbl); err != nil {
+				b.Fatal(err)
+			}
+			defer seeder.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(tbl)})
+			counter := dynamo.NewCounter()
+			st := dynamo.New(newClient(nil, counter), tbl, "sweep")
+			now := t0
+			svc := &service.Service{Store: st, Now: func() time.Time { return now }}
+			var total dynamo.Usage
+			index := 0.0
+			b.StopTimer()
+			for i := range b.N {
+				fresh := c.expired // later rounds replace the swept ones
+				if i == 0 {
+					fresh = c.stored
+				}
+				seedSweep(b, seeder, tbl, st, now, fresh, c.expired)
+				counter.Reset()
+				b.StartTimer()
+				rep, err := svc.Sweep(ctx, 5000)
+				b.StopTimer()
+				if err != nil || len(rep.TimedOut) != c.expired {
+					b.Fatalf("swept %d of %d: %v", len(rep.TimedOut), c.expired, err)
+				}
+				u := counter.Total()
+				total.ItemsRead += u.ItemsRead
+				total.ReadUnits += u.ReadUnits
+				total.WriteUnits += u.WriteUnits
+				index += float64(counter.Usage()["Query"].ItemsRead)
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(total.ItemsRead)/n, "items-read/sweep")
+			b.ReportMetric(index/n, "index-items-read/sweep")
+			b.ReportMetric(total.ReadUnits/n, "RRU/sweep")
+			b.ReportMetric(total.WriteUnits/n, "WRU/sweep")
+			b.ReportMetric(float64(c.expired), "expired/sweep")
+		})
+	}
+}
+
+// seedSweep writes n pending spawns, the first `expired` of them due (each
+// with its claim), with BatchWriteItem, 25 items per request, from a few
+// writers at once.
+func seedSweep(b *testing.B, client *dynamodb.Client, tbl string, st *dynamo.Store, now time.Time, n, expired int) {
+	var items []map[string]types.AttributeValue
+	for i := range n {
+		sp := spawn.Spawn{ID: ids.New(ids.Spawn, now), Kind: spawn.Guess, State: spawn.Pending, Mode: spawn.ModeHarness,
+			Question: "how many?", N: 3, IssuedAt: now.Add(-2 * time.Hour), ExpiresAt: now.Add(time.Hour), Request: []byte(`{"request_kind":"guess"}`)}
+		if i < expired {
+			e := ledger.Entity{ID: ids.New(ids.Claim, now), Kind: ledger.KindClaim, Statement: "seeded claim", Status: ledger.Unverified,
+				Version: 2, CreatedAt: now, UpdatedAt: now, PendingSpawn: sp.ID, LastSpawn: sp.ID}
+			sp.Kind, sp.EntityID, sp.PreStatus, sp.EntityVersion, sp.ExpiresAt = spawn.Assume, e.ID, ledger.Verified, 2, now.Add(-time.Minute)
+			items = append(items, dynamo.EntityItem(st, e), dynamo.OwnerItem(st, sp))
+		}
+		items = append(items, dynamo.SpawnItem(st, sp))
+	}
+	batches := make(chan []map[string]types.AttributeValue)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for batch := range batches {
+				reqs := make([]types.WriteRequest, len(batch))
+				for i, it := range batch {
+					reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
+				}
+				for len(reqs) > 0 {
+					out, err := client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{tbl: reqs}})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					reqs = out.UnprocessedItems[tbl]
+				}
+			}
+		}()
+	}
+	for len(items) > 0 {
+		k := min(25, len(items))
+		batches <- items[:k]
+		items = items[k:]
+	}
+	close(batches)
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+}

@@ -1,0 +1,147 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/dont-cli/dont/internal/httpapi"
+)
+
+// Idempotency-Key records live under P#<p>#I#<key> and carry ttl, so
+// DynamoDB deletes them some time after the window; until it does, a
+// record older than the window counts as absent.
+const (
+	// IdempotencyWindow is how long a key's first response is replayed.
+	IdempotencyWindow = 24 * time.Hour
+	// staleClaim is how long a claimed key whose request never finished
+	// blocks retries before it may be claimed again (a crashed function).
+	staleClaim = time.Minute
+	// maxStoredBody is the largest response body remembered: DynamoDB
+	// items stop at 400 KB. A larger response is not remembered (the key
+	// is released, so a retry runs again); only reads answer that much.
+	maxStoredBody = 350 << 10
+)
+
+// Claim implements httpapi.IdempotencyStore with one conditional put:
+// it succeeds if the key is new, abandoned or past the window, and
+// otherwise returns the stored record. Each claim carries a random nonce,
+// so that a retry whose first attempt did claim the key (and lost the
+// response) recognises its own claim.
+func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Time) (*httpapi.Stored, error) {
+	nonce := newRequestToken()
+	it := s.idempotencyKey(key)
+	it["st"], it["fp"], it["c"], it["n"] = str("claimed"), str(fingerprint), str(timeText(now)), str(nonce)
+	it[TTLAttribute] = epoch(now.Add(IdempotencyWindow))
+	in := &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: it,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk) OR (#st = :claimed AND #c < :stale) OR #c < :expired"),
+		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey, "#st": "st", "#c": "c"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":claimed": str("claimed"), ":stale": str(timeText(now.Add(-staleClaim))),
+			":expired": str(timeText(now.Add(-IdempotencyWindow))),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes,
+	}
+	err := s.do(ctx, func(ctx context.Context) error {
+		_, err := s.client.PutItem(ctx, in, noSDKRetries)
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return nil, err
+	}
+	old := ccf.Item
+	if old == nil {
+		// Servers that do not return the old item: read it.
+		if old, err = s.getItem(ctx, s.idempotencyKey(key)); err != nil {
+			return nil, err
+		}
+		if old == nil {
+			return nil, errors.New("dynamo: idempotency record vanished while being claimed")
+		}
+	}
+	if attrString(old, "n") == nonce {
+		return nil, nil
+	}
+	st := &httpapi.Stored{Fingerprint: attrString(old, "fp"), Done: attrString(old, "st") == "done"}
+	if v, ok := attrInt(old, "status"); ok {
+		st.Status = int(v)
+	}
+	if z := attrBytes(old, "bz"); z != nil {
+		if st.Body, err = gunzip(z); err != nil {
+			return nil, err
+		}
+	} else {
+		st.Body = attrBytes(old, "b")
+	}
+	return st, nil
+}
+
+// Complete implements httpapi.IdempotencyStore.
+func (s *Store) Complete(ctx context.Context, key string, status int, body []byte) error {
+	if len(body) > maxStoredBody {
+		return s.Release(ctx, key)
+	}
+	name, stored := packBody(body)
+	in := &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: s.idempotencyKey(key),
+		UpdateExpression:         aws.String("SET #st = :done, #status = :status, #body = :body"),
+		ConditionExpression:      aws.String("#st = :claimed"),
+		ExpressionAttributeNames: map[string]string{"#st": "st", "#status": "status", "#body": name},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":done": str("done"), ":claimed": str("claimed"),
+			":status": &types.AttributeValueMemberN{Value: strconv.Itoa(status)},
+			":body":   &types.AttributeValueMemberB{Value: stored},
+		},
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
+	}
+	return ignoreCondition(s.do(ctx, func(ctx context.Context) error {
+		_, err := s.client.UpdateItem(ctx, in, noSDKRetries)
+		return err
+	}))
+}
+
+// Release implements httpapi.IdempotencyStore.
+func (s *Store) Release(ctx context.Context, key string) error {
+	in := &dynamodb.DeleteItemInput{
+		TableName: aws.String(s.table), Key: s.idempotencyKey(key),
+		ConditionExpression:       aws.String("#st = :claimed"),
+		ExpressionAttributeNames:  map[string]string{"#st": "st"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":claimed": str("claimed")},
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
+	}
+	return ignoreCondition(s.do(ctx, func(ctx context.Context) error {
+		_, err := s.client.DeleteItem(ctx, in, noSDKRetries)
+		return err
+	}))
+}
+
+func (s *Store) idempotencyKey(k string) map[string]types.AttributeValue {
+	return key(s.idempotencyPK(k), "I")
+}
+
+// ignoreCondition treats a failed condition as done: the record was
+// completed or released already (perhaps by this call's own lost attempt).
+func ignoreCondition(err error) error {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	return err
+}
+
+// packBody compresses a response body when that makes it smaller.
+func packBody(body []byte) (string, []byte) {
+	if z, ok := gzipIfSmaller(body); ok {
+		return "bz", z
+	}
+	return "b", body
+}
+
+var _ httpapi.IdempotencyStore = (*Store)(nil)

@@ -1,0 +1,178 @@
+package dynamo_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/dont-cli/dont/internal/store/dynamo"
+)
+
+// The tests run against a real DynamoDB-compatible server: the one named
+// by DONT_DYNAMO_ENDPOINT, AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL
+// (LocalStack, or the stand-in started by localstack/standins.sh), or else
+// the CI stand-in localstack/dynamostandin, built and started here on a
+// free loopback port. They skip only if there is neither; with CI=true
+// they fail instead.
+var (
+	endpoint  string
+	table     string
+	noServer  string // why there is no server, if there is none
+	standinUp *exec.Cmd
+)
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		var err error
+		endpoint, err = findEndpoint()
+		if err != nil {
+			noServer = err.Error()
+			return m.Run()
+		}
+		table = "dont-test-" + randomName()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if err := dynamo.CreateTable(ctx, newClient(nil, nil), table); err != nil {
+			fmt.Fprintln(os.Stderr, "dynamo tests: create table:", err)
+			return 1
+		}
+		defer newClient(nil, nil).DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		return m.Run()
+	}()
+	if standinUp != nil {
+		stopStandin()
+	}
+	os.Exit(code)
+}
+
+func findEndpoint() (string, error) {
+	for _, v := range []string{"DONT_DYNAMO_ENDPOINT", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"} {
+		if e := os.Getenv(v); e != "" {
+			return e, nil
+		}
+	}
+	return startStandin()
+}
+
+// startStandin builds localstack/dynamostandin and starts it on a free
+// loopback port; it prints "listening http://HOST:PORT" when ready.
+func startStandin() (string, error) {
+	_, here, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(here), "..", "..", "..")
+	dir, err := os.MkdirTemp("", "dont-dynamostandin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "dynamostandin")
+	build := exec.Command("go", "build", "-o", bin, "./localstack/dynamostandin")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("cannot build the DynamoDB stand-in: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("cannot start the DynamoDB stand-in: %v", err)
+	}
+	standinUp = cmd
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if url, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+				line <- url
+			}
+		}
+	}()
+	select {
+	case url := <-line:
+		return url, nil
+	case <-time.After(30 * time.Second):
+		return "", fmt.Errorf("the DynamoDB stand-in did not print its address within 30s")
+	}
+}
+
+// stopStandin stops the stand-in this process started: SIGINT, then
+// SIGKILL if it has not exited within 10 seconds.
+func stopStandin() {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t.CloseIdleConnections()
+	}
+	standinUp.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { standinUp.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		standinUp.Process.Kill()
+		<-done
+	}
+}
+
+// needServer skips (or, in CI, fails) a test when there is no server.
+func needServer(t testing.TB) {
+	t.Helper()
+	if noServer == "" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true and no DynamoDB-compatible server: %s", noServer)
+	}
+	t.Skipf("no DynamoDB-compatible server (set DONT_DYNAMO_ENDPOINT or make localstack/dynamostandin buildable): %s", noServer)
+}
+
+func randomName() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// newClient is a DynamoDB client for the test server, through transport
+// (nil: the default) and with counter's middleware (optional).
+func newClient(transport http.RoundTripper, counter *dynamo.Counter) *dynamodb.Client {
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = "us-east-1"
+	}
+	id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	if id == "" {
+		id, secret = "test", "test"
+	}
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
+	o := dynamodb.Options{
+		Region:       region,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider(id, secret, os.Getenv("AWS_SESSION_TOKEN")),
+		HTTPClient:   &http.Client{Transport: transport, Timeout: 60 * time.Second},
+	}
+	if counter != nil {
+		o.APIOptions = append(o.APIOptions, counter.Register)
+	}
+	return dynamodb.New(o)
+}
+
+// newStore is a store of a fresh project on the shared test table.
+func newStore(t testing.TB) *dynamo.Store {
+	t.Helper()
+	needServer(t)
+	return dynamo.New(newClient(nil, nil), table, "test-"+randomName())
+}

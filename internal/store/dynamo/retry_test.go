@@ -1,0 +1,287 @@
+package dynamo_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store/dynamo"
+)
+
+// faults is an http.RoundTripper in front of the test server. For the
+// operation it watches, it answers the next requests with the queued
+// faults instead of the server, and it can drop the first successful
+// response (the server applied the request; the client never hears so).
+type faults struct {
+	op   string
+	next http.RoundTripper
+
+	mu            sync.Mutex
+	queue         []fault
+	dropOnSuccess int
+	attempts      int
+	bodies        [][]byte
+}
+
+// fault is a canned reply: HTTP status and DynamoDB error body.
+type fault struct {
+	status int
+	body   string
+}
+
+func throttled(code string) fault {
+	return fault{400, `{"__type":"com.amazonaws.dynamodb.v20120810#` + code + `","message":"injected"}`}
+}
+
+func cancelled(reasons ...string) fault {
+	var rs []map[string]string
+	for _, r := range reasons {
+		rs = append(rs, map[string]string{"Code": r})
+	}
+	b, _ := json.Marshal(map[string]any{
+		"__type":              "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+		"message":             "Transaction cancelled, please refer cancellation reasons for specific reasons [" + strings.Join(reasons, ", ") + "]",
+		"CancellationReasons": rs,
+	})
+	return fault{400, string(b)}
+}
+
+var serverError = fault{500, `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"injected"}`}
+
+func (f *faults) RoundTrip(r *http.Request) (*http.Response, error) {
+	target := r.Header.Get("X-Amz-Target")
+	if !strings.HasSuffix(target, "."+f.op) {
+		return f.next.RoundTrip(r)
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	f.mu.Lock()
+	f.attempts++
+	f.bodies = append(f.bodies, body)
+	var canned *fault
+	if len(f.queue) > 0 {
+		canned = &f.queue[0]
+		f.queue = f.queue[1:]
+	}
+	f.mu.Unlock()
+	if canned != nil {
+		h := http.Header{}
+		h.Set("Content-Type", "application/x-amz-json-1.0")
+		h.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(canned.body))), 10))
+		return &http.Response{StatusCode: canned.status, Status: http.StatusText(canned.status), Header: h,
+			Body: io.NopCloser(strings.NewReader(canned.body)), ContentLength: int64(len(canned.body)), Request: r}, nil
+	}
+	resp, err := f.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusOK {
+		f.mu.Lock()
+		drop := f.dropOnSuccess > 0
+		if drop {
+			f.dropOnSuccess--
+		}
+		f.mu.Unlock()
+		if drop {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+		}
+	}
+	return resp, err
+}
+
+func (f *faults) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.attempts
+}
+
+// faultyStore is a fresh project whose TransactWriteItems go through f.
+func faultyStore(t *testing.T, f *faults) *dynamo.Store {
+	t.Helper()
+	needServer(t)
+	f.next = http.DefaultTransport
+	s := dynamo.New(newClient(f, nil), table, "test-"+randomName())
+	dynamo.SetRetry(s, 8, time.Millisecond, 20*time.Millisecond)
+	return s
+}
+
+// pendingSpawn commits an unverified claim under review by a pending spawn.
+func pendingSpawn(t *testing.T, s service.Store) (ledger.Entity, spawn.Spawn) {
+	t.Helper()
+	e := ledger.Entity{ID: ids.New(ids.Claim, t0), Kind: ledger.KindClaim, Statement: "water boils at 100 C at sea level",
+		Status: ledger.Unverified, Version: 1, CreatedAt: t0, UpdatedAt: t0}
+	sp := spawn.Spawn{ID: ids.New(ids.Spawn, t0), Kind: spawn.Assume, EntityID: e.ID, State: spawn.Pending, Mode: spawn.ModeHarness,
+		PreStatus: ledger.Unverified, IssuedAt: t0, ExpiresAt: t0.Add(time.Hour), EntityVersion: 2, Request: []byte(`{"request_id":"x"}`)}
+	e.PendingSpawn = sp.ID
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}},
+		Events: []ledger.Event{{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: sp.ID, At: t0}}}); err != nil {
+		t.Fatal(err)
+	}
+	return e, sp
+}
+
+// resolution is the callback's write: entity verified, spawn resolved, two events.
+func resolution(e ledger.Entity, sp spawn.Spawn) service.Tx {
+	e2 := e
+	e2.Status, e2.Version, e2.PendingSpawn = ledger.Verified, e.Version+1, ""
+	done := sp
+	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
+	return service.Tx{
+		Entities: []service.EntityPut{{Entity: e2, PrevVersion: e.Version}},
+		Spawns:   []service.SpawnPut{{Spawn: done}},
+		Events: []ledger.Event{
+			{ID: ids.New(ids.Event, t0), Kind: ledger.EvDismissed, EntityID: e.ID, RequestID: sp.ID, From: ledger.Unverified, To: ledger.Verified, At: t0},
+			{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnResolved, EntityID: e.ID, RequestID: sp.ID, Outcome: spawn.CallbackApplied, At: t0},
+		},
+	}
+}
+
+func TestALostCommitResponseIsRetriedWithItsTokenAndAppliedOnce(t *testing.T) {
+	f := &faults{op: "TransactWriteItems"}
+	s := faultyStore(t, f)
+	e, sp := pendingSpawn(t, s)
+	before := f.count()
+	f.mu.Lock()
+	f.dropOnSuccess = 1
+	f.mu.Unlock()
+
+	tx := resolution(e, sp)
+	if err := s.Commit(ctx, tx); err != nil {
+		t.Fatalf("the retry of a committed transaction must succeed, got %v", err)
+	}
+	if n := f.count() - before; n != 2 {
+		t.Fatalf("%d TransactWriteItems attempts, want 2 (the lost one and its retry)", n)
+	}
+	f.mu.Lock()
+	first, second := f.bodies[len(f.bodies)-2], f.bodies[len(f.bodies)-1]
+	f.mu.Unlock()
+	if tok := clientToken(t, first); tok == "" || tok != clientToken(t, second) {
+		t.Fatalf("the retry carried ClientRequestToken %q, the first attempt %q", clientToken(t, second), tok)
+	}
+	evs, err := s.Events(ctx, e.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 3 {
+		t.Fatalf("%d events, want 3 (requested, dismissed, resolved once)", len(evs))
+	}
+	got, _ := s.GetEntity(ctx, e.ID)
+	if got.Version != 2 || got.Status != ledger.Verified {
+		t.Fatalf("entity %s v%d", got.Status, got.Version)
+	}
+	// The same write as a new Commit (a new token) is a second resolver: it loses.
+	if err := s.Commit(ctx, tx); !errors.As(err, new(*service.ConditionFailed)) {
+		t.Fatalf("a second Commit of the same resolution: want ConditionFailed, got %v", err)
+	}
+}
+
+func TestALostCallbackResponseDoesNotTurnTheWinnerIntoADuplicate(t *testing.T) {
+	f := &faults{op: "TransactWriteItems"}
+	s := faultyStore(t, f)
+	now := t0
+	svc := &service.Service{Store: s, Tokens: s, Now: func() time.Time { return now }, SpawnTimeout: time.Hour}
+	res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "the retry is safe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Data.(service.EntityView).ID
+	r, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req spawn.Request
+	json.Unmarshal(r.Data.(json.RawMessage), &req)
+	f.mu.Lock()
+	f.dropOnSuccess = 1
+	f.mu.Unlock()
+	out, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id,
+		Evidence: []string{"https://example.org/evidence"}, RequestID: req.RequestID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := out.Data.(service.EntityView)
+	if view.Resolution == nil || !view.Resolution.Applied || len(out.Warnings) != 0 {
+		t.Fatalf("resolution %+v, warnings %+v: the callback that won must be told it applied", view.Resolution, out.Warnings)
+	}
+}
+
+func TestThrottlingConflictsAndServerErrorsAreRetried(t *testing.T) {
+	f := &faults{op: "TransactWriteItems"}
+	s := faultyStore(t, f)
+	e, sp := pendingSpawn(t, s)
+	before := f.count()
+	f.mu.Lock()
+	f.queue = []fault{
+		throttled("ProvisionedThroughputExceededException"),
+		throttled("ThrottlingException"),
+		cancelled("TransactionConflict", "None", "None"),
+		cancelled("None", "ThrottlingError", "None"),
+		serverError,
+		throttled("RequestLimitExceeded"),
+	}
+	f.mu.Unlock()
+	if err := s.Commit(ctx, resolution(e, sp)); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count() - before; n != 7 {
+		t.Fatalf("%d attempts, want 7 (six faults, then the server)", n)
+	}
+	if evs, _ := s.Events(ctx, e.ID); len(evs) != 3 {
+		t.Fatalf("%d events, want 3", len(evs))
+	}
+}
+
+func TestRetriesAreBoundedAndConditionFailuresAreNotRetried(t *testing.T) {
+	f := &faults{op: "TransactWriteItems"}
+	s := faultyStore(t, f)
+	e, sp := pendingSpawn(t, s)
+
+	before := f.count()
+	f.mu.Lock()
+	for range 20 {
+		f.queue = append(f.queue, throttled("ProvisionedThroughputExceededException"))
+	}
+	f.mu.Unlock()
+	err := s.Commit(ctx, resolution(e, sp))
+	if err == nil || errors.As(err, new(*service.ConditionFailed)) {
+		t.Fatalf("endless throttling: want a store error, got %v", err)
+	}
+	if n := f.count() - before; n != 8 {
+		t.Fatalf("%d attempts, want 8 (the bound)", n)
+	}
+
+	f.mu.Lock()
+	f.queue = []fault{cancelled("None", "ConditionalCheckFailed", "None")}
+	f.mu.Unlock()
+	before = f.count()
+	err = s.Commit(ctx, resolution(e, sp))
+	if !service.FailedOn(err, sp.ID) {
+		t.Fatalf("want ConditionFailed on the spawn (index 1), got %v", err)
+	}
+	if n := f.count() - before; n != 1 {
+		t.Fatalf("a failed condition was retried: %d attempts", n)
+	}
+}
+
+func clientToken(t *testing.T, body []byte) string {
+	t.Helper()
+	var in struct{ ClientRequestToken string }
+	if err := json.Unmarshal(body, &in); err != nil {
+		t.Fatal(fmt.Errorf("decode request: %w", err))
+	}
+	return in.ClientRequestToken
+}

@@ -1,0 +1,182 @@
+package dynamo
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/service"
+)
+
+// A token is kept twice: under its global key T#<id> (so that a presented
+// token leads to its project) and in its project's list P#<p>#T. Both are
+// written and revoked in one transaction. Only the hash of the secret is
+// stored.
+
+type tokenDoc struct {
+	auth.Token
+	Hash string `json:"hash"`
+}
+
+func (s *Store) tokenItems(t auth.Token) (global, listed map[string]types.AttributeValue, err error) {
+	t.Project = s.project
+	doc, err := json.Marshal(tokenDoc{t, t.Hash})
+	if err != nil {
+		return nil, nil, err
+	}
+	global = key(tokenPK(t.ID), "T")
+	global["doc"], global["project"] = str(string(doc)), str(s.project)
+	listed = key(s.tokenListPK(), t.ID)
+	listed["doc"] = str(string(doc))
+	return global, listed, nil
+}
+
+func decodeToken(it map[string]types.AttributeValue) (auth.Token, error) {
+	var d tokenDoc
+	if err := json.Unmarshal([]byte(attrString(it, "doc")), &d); err != nil {
+		return auth.Token{}, fmt.Errorf("dynamo: decode token: %w", err)
+	}
+	d.Token.Hash = d.Hash
+	return d.Token, nil
+}
+
+// PutToken implements service.TokenStore. A token id that exists (in any
+// project) is a ConditionFailed.
+func (s *Store) PutToken(ctx context.Context, t auth.Token) error {
+	global, listed, err := s.tokenItems(t)
+	if err != nil {
+		return err
+	}
+	// One transaction with one ClientRequestToken: a retry after a lost
+	// response succeeds instead of finding its own write.
+	err = s.transact(ctx, putNew(s.table, global), putNew(s.table, listed))
+	if isCancelled(err) {
+		return &service.ConditionFailed{ID: t.ID}
+	}
+	return err
+}
+
+// GetToken implements service.TokenStore: the global item, if it belongs
+// to this project.
+func (s *Store) GetToken(ctx context.Context, id string) (auth.Token, error) {
+	it, err := s.getItem(ctx, key(tokenPK(id), "T"))
+	if err != nil {
+		return auth.Token{}, err
+	}
+	if it == nil || attrString(it, "project") != s.project {
+		return auth.Token{}, service.ErrNotFound
+	}
+	return decodeToken(it)
+}
+
+// ListTokens implements service.TokenStore: one Query over the project's list.
+func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
+	var out []auth.Token
+	err := s.query(ctx, s.partitionQuery(s.tokenListPK()), func(it map[string]types.AttributeValue) error {
+		t, err := decodeToken(it)
+		out = append(out, t)
+		return err
+	})
+	return out, err
+}
+
+// RevokeToken implements service.TokenStore.
+func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
+	t, err := s.GetToken(ctx, id)
+	if err != nil {
+		return err
+	}
+	if t.RevokedAt != nil {
+		return nil
+	}
+	t.RevokedAt = &at
+	global, listed, err := s.tokenItems(t)
+	if err != nil {
+		return err
+	}
+	exists := func(it map[string]types.AttributeValue) types.TransactWriteItem {
+		return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
+			ConditionExpression:      aws.String("attribute_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": PartitionKey}}}
+	}
+	err = s.transact(ctx, exists(global), exists(listed))
+	if isCancelled(err) {
+		return service.ErrNotFound
+	}
+	return err
+}
+
+// ProjectSecret implements service.TokenStore: 256 random bits made on
+// first use, kept in the project's meta item, cached for the store's life.
+func (s *Store) ProjectSecret(ctx context.Context) ([]byte, error) {
+	s.secretMu.Lock()
+	defer s.secretMu.Unlock()
+	if s.secret != nil {
+		return s.secret, nil
+	}
+	k := key(s.metaPK(), "secret")
+	it, err := s.getItem(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	if it == nil {
+		fresh := make([]byte, 32)
+		if _, err := crand.Read(fresh); err != nil {
+			return nil, err
+		}
+		put := key(s.metaPK(), "secret")
+		put["secret"] = &types.AttributeValueMemberB{Value: fresh}
+		in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: put,
+			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
+			ReturnConsumedCapacity:   types.ReturnConsumedCapacityIndexes}
+		err := s.do(ctx, func(ctx context.Context) error {
+			_, err := s.client.PutItem(ctx, in, noSDKRetries)
+			return err
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if err != nil && !errors.As(err, &ccf) {
+			return nil, err
+		}
+		// Whoever won the race made the secret: read it back.
+		if it, err = s.getItem(ctx, k); err != nil {
+			return nil, err
+		}
+	}
+	secret := attrBytes(it, "secret")
+	if len(secret) == 0 {
+		return nil, errors.New("dynamo: the project's callback secret is empty")
+	}
+	s.secret = secret
+	return secret, nil
+}
+
+// transact writes items in one transaction with one ClientRequestToken.
+func (s *Store) transact(ctx context.Context, items ...types.TransactWriteItem) error {
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(newRequestToken()),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
+	return s.do(ctx, func(ctx context.Context) error {
+		_, err := s.client.TransactWriteItems(ctx, in, noSDKRetries)
+		return err
+	})
+}
+
+func isCancelled(err error) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return false
+	}
+	for _, r := range tce.CancellationReasons {
+		if aws.ToString(r.Code) == "ConditionalCheckFailed" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,62 @@
+// Command setup creates the table and the timeout queue the integration
+// suite runs against, on whatever endpoint the SDK's defaults name
+// (AWS_ENDPOINT_URL, or AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS),
+// and prints them as shell exports:
+//
+//	export DONT_TABLE=... DONT_TIMEOUT_QUEUE_URL=...
+//
+// The queue URL is the one the SQS endpoint returns: fauxqs matches queue
+// URLs by exact host, so every client must use the same endpoint string.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/dont-cli/dont/internal/store/dynamo"
+)
+
+func main() {
+	table := flag.String("table", "", "table name")
+	queue := flag.String("queue", "", "queue name")
+	visibility := flag.Int("visibility", 30, "the queue's visibility timeout in seconds")
+	flag.Parse()
+	if *table == "" || *queue == "" {
+		fmt.Fprintln(os.Stderr, "usage: setup -table NAME -queue NAME")
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		fail(err)
+	}
+	if err := dynamo.CreateTable(ctx, dynamodb.NewFromConfig(cfg), *table); err != nil {
+		fail(err)
+	}
+	out, err := awssqs.NewFromConfig(cfg).CreateQueue(ctx, &awssqs.CreateQueueInput{
+		QueueName: aws.String(*queue),
+		Attributes: map[string]string{
+			string(types.QueueAttributeNameVisibilityTimeout):      fmt.Sprint(*visibility),
+			string(types.QueueAttributeNameMessageRetentionPeriod): "3600",
+		},
+	})
+	if err != nil {
+		fail(fmt.Errorf("create queue %s: %w", *queue, err))
+	}
+	fmt.Printf("export DONT_TABLE=%s DONT_TIMEOUT_QUEUE_URL=%s\n", *table, aws.ToString(out.QueueUrl))
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "setup:", err)
+	os.Exit(1)
+}
