@@ -428,6 +428,13 @@ func TestFlagsAndExitCodesTable(t *testing.T) {
 		{name: "--args-file - with --yes", build: func(g *gateEnv) ([]string, string, []string) {
 			return []string{"lock", "--args-file", "-", "--yes"}, `{"id":"` + g.claim + `"}`, nil
 		}, exit: 0, out: "ok", posts: 1, confirmed: true, writes: true},
+		// Ids read from stdin ('-', the CLI convention) take stdin too.
+		{name: "ids on stdin without --yes exits 2", build: func(g *gateEnv) ([]string, string, []string) {
+			return []string{"lock", "-"}, g.claim + "\n", nil
+		}, exit: 2, out: "confirmation-required"},
+		{name: "ids on stdin with --yes", build: func(g *gateEnv) ([]string, string, []string) {
+			return []string{"lock", "-", "--yes"}, g.claim + "\n", nil
+		}, exit: 0, out: "ok", posts: 1, confirmed: true, writes: true},
 		// | --args-file - with an exempt value | no prompt, no cli_confirmed, one server call | tool result |
 		{name: "--args-file - with an exempt value", build: func(g *gateEnv) ([]string, string, []string) {
 			return []string{"tokens", "manage", "--args-file", "-"}, `{"op":"list"}`, nil
