@@ -442,8 +442,12 @@ func (s *Store) transactItems(tx service.Tx) (items []types.TransactWriteItem, o
 		add(p.Entity.ID, types.TransactWriteItem{Put: put})
 		versions[p.Entity.ID] = p.Entity.Version
 		if p.PrevVersion == 0 {
+			seen := map[string]bool{}
 			for _, d := range p.Entity.DependsOn {
-				add(p.Entity.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: key(s.edgePK(d), p.Entity.ID)}})
+				if !seen[d] { // one operation per item in a transaction
+					seen[d] = true
+					add(p.Entity.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: key(s.edgePK(d), p.Entity.ID)}})
+				}
 			}
 		}
 	}
