@@ -256,7 +256,10 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 		if ses == nil {
 			return service.ErrNotFound
 		}
-		w, _ := build(ctx)
+		w, err := build(ctx)
+		if err != nil {
+			return err
+		}
 		return s.commitSet(ctx, w)
 	}
 	f := *question
