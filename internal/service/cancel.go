@@ -44,25 +44,12 @@ func (s *Service) CancelSpawn(ctx context.Context, requestID, reason string) (Re
 		ev.RequestID, ev.Outcome, ev.Reason = sp.ID, spawn.Cancelled, reason
 		ev.Detail = map[string]any{"issued_at": sp.IssuedAt.Format(timeFormat), "expires_at": sp.ExpiresAt.Format(timeFormat),
 			"cancelled_at": now.Format(timeFormat), "request_kind": string(sp.Kind)}
-		tx := Tx{Spawns: []SpawnPut{{Spawn: resolved(sp, spawn.Cancelled, now)}}}
-		if sp.EntityID != "" {
-			e, err := s.entity(ctx, sp.EntityID)
-			if err != nil {
-				return res, err
-			}
-			e2 := e
-			e2.PendingSpawn, e2.Version, e2.UpdatedAt = clearIf(e.PendingSpawn, sp.ID), e.Version+1, now
-			r.Restored = spawn.Restores(sp, e)
-			if r.Restored {
-				e2.Status = sp.PreStatus
-				ev.From, ev.To = e.Status, sp.PreStatus
-			}
-			ev.Detail["restored"] = r.Restored
-			r.Status = e2.Status
-			tx.Entities = []EntityPut{{Entity: e2, PrevVersion: e.Version}}
+		tx, err := s.closeTx(ctx, sp, spawn.Cancelled, ev, now)
+		if err != nil {
+			return res, err
 		}
-		tx.Events = []ledger.Event{ev}
-		err = s.Store.Commit(ctx, tx)
+		r.Restored, r.Status = tx.restored, tx.status
+		err = s.Store.Commit(ctx, tx.Tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue // a resolver or a writer got there first: re-read and decide again
 		}
