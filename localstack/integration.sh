@@ -19,8 +19,9 @@
 #     (--runtime-interface-emulator-address for invokes, and
 #     --runtime-api-address, which the emulator hands the bootstrap as
 #     AWS_LAMBDA_RUNTIME_API): api (DONT_SPAWN_TIMEOUT 24h, the callback
-#     path), api-short (DONT_SPAWN_TIMEOUT=$DONT_IT_SHORT_TIMEOUT, the
-#     timeout path) and sweeper. The emulator serves one invoke at a time
+#     and approval paths), api-short (DONT_SPAWN_TIMEOUT and
+#     DONT_APPROVAL_TIMEOUT = $DONT_IT_SHORT_TIMEOUT, the timeout paths)
+#     and sweeper. The emulator serves one invoke at a time
 #     per instance; the suite invokes each one serially.
 #   - the stand-ins, when it started them.
 #
@@ -167,7 +168,7 @@ start_function() {
 short="${DONT_IT_SHORT_TIMEOUT:-2s}"
 start_function api "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT=24h
 export DONT_IT_API="$fn_url"
-start_function api-short "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT="$short"
+start_function api-short "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT="$short" DONT_APPROVAL_TIMEOUT="$short"
 export DONT_IT_API_SHORT="$fn_url"
 start_function sweeper "$work/lambda/sweeper/bootstrap"
 export DONT_IT_SWEEPER="$fn_url"

@@ -40,7 +40,7 @@ func timeoutLag(n int) ([]float64, error) {
 	if _, err := run("init"); err != nil {
 		return nil, err
 	}
-	tok, err := run("tokens", "create", "--role", "harness")
+	tok, err := run("tokens", "create", "--role", "harness", "--yes")
 	if err != nil {
 		return nil, err
 	}

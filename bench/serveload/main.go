@@ -42,7 +42,7 @@ func main() {
 		return env["data"].(map[string]any)
 	}
 	run("init")
-	token := run("tokens", "create", "--role", "harness")["token"].(string)
+	token := run("tokens", "create", "--role", "harness", "--yes")["token"].(string)
 
 	srv := exec.Command(dont, "serve", "--addr", "127.0.0.1:0", "--rate", "-1")
 	srv.Dir = dir

@@ -63,7 +63,7 @@ func main() {
 		return e.Data
 	}
 	run("init")
-	token := run("tokens", "create", "--role", "harness")["token"].(string)
+	token := run("tokens", "create", "--role", "harness", "--yes")["token"].(string)
 
 	srv := exec.Command(dont, "serve", "--addr", "127.0.0.1:0", "--rate", "-1")
 	srv.Env = env

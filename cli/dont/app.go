@@ -33,6 +33,7 @@ type app struct {
 	endpoint string
 	mode     string
 	exit     int
+	confirm  confirmState
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -41,7 +42,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) strin
 
 func (a *app) run(ctx context.Context, argv []string) int {
 	root := a.rootCommand()
-	root.SetArgs(argv)
+	root.SetArgs(skipFlagValue(argv))
 	if err := root.ExecuteContext(ctx); err != nil {
 		a.fail(a.usageError(err, argv))
 	}
@@ -74,12 +75,15 @@ func (a *app) rootCommand() *cobra.Command {
 	a.conventions(root)
 	root.AddCommand(a.initCommand(), a.serveCommand())
 	root.AddCommand(a.mcpCommand())
+	a.addConfirmCommands(root)
 	root.AddCommand(a.doctorCommand())
 	groups := map[string]*cobra.Command{}
 	for _, t := range tools.All() {
 		group, _, grouped := strings.Cut(t.Name, ".")
 		if !grouped {
-			root.AddCommand(a.toolCommand(t))
+			c := a.toolCommand(t)
+			groups[t.Name] = c // a verb may also be a group: `spawns` and `spawns cancel`
+			root.AddCommand(c)
 			continue
 		}
 		parent, ok := groups[group]
@@ -134,6 +138,7 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 		}
 	}
 	c := &cobra.Command{Use: use, Short: t.Summary, Args: a.argCount(len(positional))}
+	a.addConfirmFlags(c, t, len(positional))
 	for _, p := range t.Params {
 		if p.Positional || p.Internal {
 			continue
@@ -156,7 +161,9 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 	c.RunE = func(c *cobra.Command, argv []string) error {
 		args := map[string]any{}
 		for i, p := range positional {
-			args[p.Name] = argv[i]
+			if i < len(argv) { // --args-file may carry them
+				args[p.Name] = argv[i]
+			}
 		}
 		for _, p := range t.Params {
 			if p.Positional || p.Internal {
@@ -187,7 +194,7 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 			a.mode = spawn.DetectMode(spawn.Signals{Direct: a.direct, HarnessEnv: a.getenv("DONT_HARNESS"), StdoutTTY: a.stdoutTTY()})
 			args["mode"] = a.mode
 		}
-		return a.callEach(c.Context(), t, args)
+		return a.gatedCall(c, t, argv, args)
 	}
 	return c
 }
@@ -222,9 +229,13 @@ func (a *app) remote() string {
 // call runs a tool against the remote API or the embedded store.
 func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) error {
 	if ep := a.remote(); ep != "" {
-		env, err := (&client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN")}).Call(ctx, t.Name, args)
+		env, err := (&client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN"), Header: capsHeader()}).CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)
 		if err != nil {
 			return err
+		}
+		if id, held := heldID(env); held && a.confirm.feature {
+			a.stale(id)
+			return nil
 		}
 		a.print(env)
 		if !env.OK {
@@ -237,9 +248,13 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 		return err
 	}
 	defer closeStore()
-	res, err := tools.Call(ctx, svc, t.Name, args)
+	res, err := tools.CallGated(ctx, svc, t.Name, args, a.arrival())
 	if err != nil {
 		a.failWith(err, res.Warnings)
+		return nil
+	}
+	if tools.Held(res) {
+		a.stale(res.Data.(service.HeldView).ID)
 		return nil
 	}
 	a.emit(res)

@@ -173,9 +173,10 @@ type toolCaller func(ctx context.Context, tool string, args map[string]any) enve
 
 func (a *app) watchCaller() (toolCaller, func(), error) {
 	if ep := a.remote(); ep != "" {
-		cl := &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN")}
+		cl := &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN"), Header: capsHeader()}
 		return func(ctx context.Context, tool string, args map[string]any) envelope.Envelope {
-			env, err := cl.Call(ctx, tool, args)
+			// An answer typed at the watch prompt is a person's confirmation.
+			env, err := cl.CallConfirmed(ctx, tool, args, tool == "approvals.approve" || tool == "approvals.refuse")
 			if err != nil {
 				return envelope.Fail(err, nil)
 			}

@@ -82,7 +82,7 @@ func TestEscalationAcrossProcessesNoWaitFramesApproveWait(t *testing.T) {
 	if len(fs) != 1 || fs[0]["request_id"] != apr || fs[0]["kind"] != "approval_requested" || fs[0]["cursor"] != 1.0 {
 		t.Fatalf("frames: %v", fs)
 	}
-	p.ok("approvals", "approve", apr) // another process answers
+	p.okAnswered("approvals", "approve", apr) // another process answers (a person at its prompt)
 	w := p.ok("approvals", "wait", apr)
 	if w.env["envelope_kind"] != "escalation" || w.str("granted_tier") != "danger-full-access" || w.str("session_tier") != "read-only" {
 		t.Fatalf("approvals wait: %s", w.stdout)
@@ -146,7 +146,7 @@ func TestEscalateBlocksWhileAnotherProcessRefusesAndExitsOne(t *testing.T) {
 	ses := p.session("workspace-write")
 	p.frames("--session", ses)
 	c, out, apr := p.startEscalate(nil, "--session", ses, "--call", "build-7", "--to", "danger-full-access", "--reason", "needs the docker socket", "--", "docker", "build", ".")
-	p.ok("approvals", "refuse", apr, "--reason", "not on this host")
+	p.ok("approvals", "refuse", apr, "--reason", "not on this host", "--yes")
 	exit, env := waitExit(t, c, out)
 	if exit != 1 || code(env) != "approval-refused" || env["data"].(map[string]any)["entity_id"] != apr {
 		t.Fatalf("escalate after a refusal: exit %d %v", exit, env)
@@ -174,7 +174,7 @@ func TestCtrlCWhileEscalateWaitsCancelsTheRequest(t *testing.T) {
 		t.Fatalf("the cancel was not announced: %v", fs)
 	}
 	// A late answer gets the recorded verdict and changes nothing.
-	r := p.ok("approvals", "approve", apr)
+	r := p.okAnswered("approvals", "approve", apr)
 	if r.str("verdict") != "cancelled" || fmt.Sprint(warnings(r)) != "[approval-already-resolved]" {
 		t.Fatalf("late approve: %s", r.stdout)
 	}
@@ -192,9 +192,9 @@ func TestManyProcessesAnswerOneRequestAndTheFirstAnswerWins(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			if i%2 == 0 {
-				results[i] = p.run("approvals", "approve", apr)
+				results[i] = p.answered(nil, "approvals", "approve", apr)
 			} else {
-				results[i] = p.run("approvals", "refuse", apr, "--reason", "no")
+				results[i] = p.run("approvals", "refuse", apr, "--reason", "no", "--yes")
 			}
 		}(i)
 	}
@@ -462,10 +462,10 @@ func TestEscalationOverTheAPIOnlyApproversAnswer(t *testing.T) {
 	if envs := ndjson(t, string(out)); err != nil || len(envs) != 1 || envs[0]["data"].(map[string]any)["request_id"] != apr {
 		t.Fatalf("remote frames: %v %s", err, out)
 	}
-	if own := p.runEnv(asHarness, "approvals", "approve", apr); own.exit != 3 || own.data()["code"] != "forbidden" {
+	if own := p.answered(asHarness, "approvals", "approve", apr); own.exit != 3 || own.data()["code"] != "forbidden" {
 		t.Fatalf("the harness answered its own request: exit %d %s", own.exit, own.stdout)
 	}
-	if a := p.runEnv(asApprover, "approvals", "approve", apr); a.exit != 0 || a.data()["applied"] != true {
+	if a := p.answered(asApprover, "approvals", "approve", apr); a.exit != 0 || a.data()["applied"] != true {
 		t.Fatalf("approver: exit %d %s", a.exit, a.stdout)
 	}
 	if w := p.runEnv(asHarness, "approvals", "wait", apr); w.exit != 0 || w.str("granted_tier") != "workspace-write" {

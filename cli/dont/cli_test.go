@@ -67,7 +67,8 @@ func (p *testProject) cmd(args ...string) *exec.Cmd {
 	c := exec.Command(binary, args...)
 	c.Dir = p.dir
 	c.Env = append(os.Environ(), "DONT_HARNESS=", "DONT_PROJECT_DIR=", "DONT_REQUEST_ID=", "DONT_SPAWN_TIMEOUT=",
-		"DONT_LLM_PROVIDER=", "DONT_LLM_MODEL=", "DONT_LLM_BASE_URL=", "DONT_LLM_API_KEY=", "DONT_LLM_REGION=", "NO_COLOR=")
+		"DONT_LLM_PROVIDER=", "DONT_LLM_MODEL=", "DONT_LLM_BASE_URL=", "DONT_LLM_API_KEY=", "DONT_LLM_REGION=", "NO_COLOR=",
+		"XDG_CACHE_HOME="+filepath.Join(p.dir, ".cache")) // the tool schema cache stays in the test's folder
 	c.Env = append(c.Env, p.env...)
 	return c
 }
@@ -194,7 +195,7 @@ func TestBadInputGetsUsageErrorAndChangesNothing(t *testing.T) {
 		{"guess", "q?", "--n", "0"},
 		{"list", "--status", "bogus"},
 		{"spawns", "--pending", "--all"},
-		{"lock", id},
+		{"lock", id, "--yes"},
 	} {
 		r := p.run(append(args, "--json")...)
 		if r.exit == 0 || r.env["ok"] != false || r.env["envelope_kind"] != "error" {

@@ -211,11 +211,15 @@ func (a *app) callEach(ctx context.Context, t *tools.Tool, args map[string]any) 
 // against the embedded store, opened once for all the calls.
 func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (envelope.Envelope, int), func(), error) {
 	if ep := a.remote(); ep != "" {
-		c := &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN")}
+		c := &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN"), Header: capsHeader()}
 		return func(ctx context.Context, args map[string]any) (envelope.Envelope, int) {
 			start := time.Now()
-			env, err := c.Call(ctx, t.Name, args)
+			env, err := c.CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)
 			if err != nil {
+				return a.envelopeOf(service.Result{}, err, start), errs.ExitCode(err)
+			}
+			if id, held := heldID(env); held && a.confirm.feature {
+				err := a.staleError(id)
 				return a.envelopeOf(service.Result{}, err, start), errs.ExitCode(err)
 			}
 			if !env.OK {
@@ -230,7 +234,10 @@ func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (enve
 	}
 	return func(ctx context.Context, args map[string]any) (envelope.Envelope, int) {
 		start := time.Now()
-		res, err := tools.Call(ctx, svc, t.Name, args)
+		res, err := tools.CallGated(ctx, svc, t.Name, args, a.arrival())
+		if err == nil && tools.Held(res) {
+			err = a.staleError(res.Data.(service.HeldView).ID)
+		}
 		return a.envelopeOf(res, err, start), errs.ExitCode(err)
 	}, release, nil
 }

@@ -22,21 +22,23 @@ func (a *app) serveCommand() *cobra.Command {
 	var addr string
 	var sweepEvery time.Duration
 	var rate float64
+	var interactiveConfirm bool
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTPS JSON API on this project's embedded store; a timer per spawn expires it when due, a ticker sweep backs it up.",
 		Args:  a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
-			return a.serve(c.Context(), addr, sweepEvery, rate)
+			return a.serve(c.Context(), addr, sweepEvery, rate, interactiveConfirm)
 		},
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8787", "listen address (port 0 picks a free port)")
 	c.Flags().DurationVar(&sweepEvery, "sweep-interval", time.Second, "how often the in-process sweeper runs")
 	c.Flags().Float64Var(&rate, "rate", 0, "requests per second per token (0: default 500, negative: no limit)")
+	c.Flags().BoolVar(&interactiveConfirm, "interactive-confirm", true, "the server-side gate of client-side confirmation: advertise interactive_confirm to CLIs and honour cli_confirmed (=false: every gated call waits for dont confirmations confirm)")
 	return c
 }
 
-func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, rate float64) error {
+func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, rate float64, interactiveConfirm bool) error {
 	wd, _ := os.Getwd()
 	p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
 	if err != nil {
@@ -67,7 +69,7 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	}
 	handler := httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}},
-		RatePerSecond: rate, Log: log,
+		RatePerSecond: rate, Log: log, DisableInteractiveConfirm: !interactiveConfirm,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -57,7 +57,7 @@ func (p *testProject) serveWith(t *testing.T, flags []string, env ...string) *se
 
 func (p *testProject) token(role string) string {
 	p.t.Helper()
-	return p.ok("tokens", "create", "--role", role).str("token")
+	return p.ok("tokens", "create", "--role", role, "--yes").str("token")
 }
 
 func withoutMeta(r result) string {
@@ -94,7 +94,7 @@ func TestRemoteCLIPrintsTheSameEnvelopeAsEmbedded(t *testing.T) {
 		t.Fatalf("remote assume: %s", req.stdout)
 	}
 	cb := req.data()["callback"].(map[string]any)["token"].(string)
-	byCallback := p.runEnv([]string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + cb}, "lock", id)
+	byCallback := p.runEnv([]string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + cb}, "lock", id, "--yes")
 	if byCallback.exit != 3 || byCallback.data()["code"] != "forbidden" {
 		t.Fatalf("callback token locked: exit %d %s", byCallback.exit, byCallback.stdout)
 	}

@@ -148,7 +148,7 @@ func TestWebPageTwoBrowsersAndTheCLIAnswerOneRequestFirstAnswerWins(t *testing.T
 	go func() { defer wg.Done(); b.click(card + " button.refuse") }()
 	go func() {
 		defer wg.Done()
-		cli = p.runEnv(append(remote, "DONT_TOKEN="+approver), "approvals", "refuse", apr, "--reason", "not today")
+		cli = p.runEnv(append(remote, "DONT_TOKEN="+approver), "approvals", "refuse", apr, "--reason", "not today", "--yes")
 	}()
 	wg.Wait()
 

@@ -2,7 +2,9 @@
 // bootstrap): API Gateway HTTP API events (payload 2.0) in, the same
 // net/http handler `dont serve` runs, over the DynamoDB store of every
 // project in the table (a token leads to its project). Each spawn it
-// issues sends one delayed message to the timeout queue.
+// issues, and each approval question it asks, sends one delayed message
+// to the timeout queue. Sessions, approvals and their frames live in the
+// same table (the service's Approvals store is the project's store).
 //
 // Everything is built once per cold start, before the first event.
 package main
@@ -15,7 +17,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/dont-cli/dont/functions/internal/deployment"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -27,9 +28,7 @@ func main() {
 		log.Error("init", "err", err)
 		os.Exit(1)
 	}
-	backend := dynamo.NewBackend(d.DynamoDB, d.Config.Table, func(st *dynamo.Store) *service.Service {
-		return d.NewService(st.Project(), st)
-	})
+	backend := dynamo.NewBackend(d.DynamoDB, d.Config.Table, d.TableService)
 	handler := newHandler(backend, log)
 	log.Info("init", "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	lambda.Start(handler)

@@ -47,11 +47,13 @@ func (h handler) invoke(ctx context.Context, raw json.RawMessage) (any, error) {
 		return resp, nil
 	case p.Source == "aws.events" && p.DetailType == "Scheduled Event":
 		rep, err := h.sweeper.SweepAll(ctx, h.limit)
-		timedOut := 0
+		timedOut, questions := 0, 0
 		for _, ps := range rep.Projects {
 			timedOut += ps.TimedOut
+			questions += ps.ApprovalsTimedOut
 		}
-		h.log.InfoContext(ctx, "scheduled sweep", "projects", len(rep.Projects), "timed_out", timedOut, "failed", err != nil)
+		h.log.InfoContext(ctx, "scheduled sweep", "projects", len(rep.Projects), "timed_out", timedOut,
+			"approvals_timed_out", questions, "failed", err != nil)
 		return rep, err
 	}
 	return nil, fmt.Errorf("unknown event: neither SQS records nor a scheduled EventBridge event")

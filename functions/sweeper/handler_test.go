@@ -4,18 +4,39 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 )
 
-// project is a fake project whose every spawn is due and times out.
-type project struct{ expired, swept []string }
+// project is a fake project whose every spawn and question is due and times out.
+// A batch's records are handled concurrently: mu guards expired.
+type project struct {
+	mu             sync.Mutex
+	expired, swept []string
+}
+
+func (p *project) ExpireApproval(_ context.Context, id string) (service.ApprovalExpiry, time.Duration, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.expired = append(p.expired, id)
+	return service.ApprovalExpiry{ApprovalID: id, Verdict: approvals.TimedOut, Committed: true}, 0, nil
+}
+
+func (p *project) SweepApprovals(_ context.Context, limit int) (service.ApprovalSweep, error) {
+	p.swept = append(p.swept, "approvals")
+	return service.ApprovalSweep{TimedOut: []string{"apr:x"}}, nil
+}
 
 func (p *project) ExpireSpawn(_ context.Context, id string) (service.TimeoutResult, time.Duration, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.expired = append(p.expired, id)
 	return service.TimeoutResult{RequestID: id, Outcome: spawn.TimeoutRestored, Committed: true}, 0, nil
 }
@@ -43,6 +64,9 @@ const sqsEvent = `{"Records":[
  {"messageId":"m1","receiptHandle":"h1","body":"{\"v\":1,\"project\":\"acme\",\"request_id\":\"spawn:01JDW0000000000000000000AA\",\"expires_at\":\"2026-11-29T09:00:00Z\"}",
   "attributes":{"ApproximateReceiveCount":"1","SentTimestamp":"1764406800000"},"messageAttributes":{},"md5OfBody":"x",
   "eventSource":"aws:sqs","eventSourceARN":"arn:aws:sqs:us-east-1:000000000000:timeouts","awsRegion":"us-east-1"},
+ {"messageId":"m3","receiptHandle":"h3","body":"{\"v\":1,\"project\":\"acme\",\"request_id\":\"apr:01JDW0000000000000000000AB\",\"expires_at\":\"2026-11-29T09:02:00Z\"}",
+  "attributes":{"ApproximateReceiveCount":"1","SentTimestamp":"1764406800000"},"messageAttributes":{},"md5OfBody":"x",
+  "eventSource":"aws:sqs","eventSourceARN":"arn:aws:sqs:us-east-1:000000000000:timeouts","awsRegion":"us-east-1"},
  {"messageId":"m2","receiptHandle":"h2","body":"not json","attributes":{},"messageAttributes":{},"md5OfBody":"x",
   "eventSource":"aws:sqs","eventSourceARN":"arn:aws:sqs:us-east-1:000000000000:timeouts","awsRegion":"us-east-1"}]}`
 
@@ -59,8 +83,8 @@ func TestAnSQSBatchAnswersOnlyItsFailedRecords(t *testing.T) {
 	if string(b) != `{"batchItemFailures":[{"itemIdentifier":"m2"}]}` {
 		t.Fatalf("response %s", b)
 	}
-	if len(ps["acme"].expired) != 1 {
-		t.Fatalf("expired %v", ps["acme"].expired)
+	if got := ps["acme"].expired; len(got) != 2 || !slices.Contains(got, "spawn:01JDW0000000000000000000AA") || !slices.Contains(got, "apr:01JDW0000000000000000000AB") {
+		t.Fatalf("expired %v, want the spawn and the approval question", got)
 	}
 }
 
@@ -71,8 +95,8 @@ func TestTheScheduledEventSweepsEveryProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := out.(sqssched.SweepReport)
-	if len(rep.Projects) != 2 || len(ps["acme"].swept) != 1 || len(ps["globex"].swept) != 1 {
-		t.Fatalf("report %+v", rep)
+	if len(rep.Projects) != 2 || len(ps["acme"].swept) != 2 || len(ps["globex"].swept) != 2 || rep.Projects[0].ApprovalsTimedOut != 1 {
+		t.Fatalf("report %+v, sweeps %v %v: want the approvals and the spawns of each project", rep, ps["acme"].swept, ps["globex"].swept)
 	}
 }
 

@@ -1,11 +1,14 @@
-// Command sweeper is the spawn-timeout Lambda function (provided.al2023,
-// built as bootstrap). It receives two kinds of event:
+// Command sweeper is the timeout Lambda function (provided.al2023, built
+// as bootstrap) for spawns and approval questions. It receives two kinds
+// of event:
 //
 //   - batches from the timeout queue (SQS event source mapping with
-//     ReportBatchItemFailures): each message resolves its spawn by
-//     timeout if due, or sends the remainder on if not;
-//   - the EventBridge schedule's "Scheduled Event": the bounded sweep of
-//     every project, the backstop for lost or parked messages.
+//     ReportBatchItemFailures): each message resolves its spawn (spawn:…)
+//     or ends its question (apr:…) by timeout if due, or sends the
+//     remainder on if not;
+//   - the EventBridge schedule's "Scheduled Event": the bounded sweeps of
+//     every project (due questions, missing ending frames, due spawns),
+//     the backstop for lost or parked messages.
 //
 // Configuration is in package deployment; clients are built once, here,
 // before the first event.

@@ -225,7 +225,7 @@ func TestGuessCallbackTokenOnlyAnswers(t *testing.T) {
 
 func TestRolesSeparateHarnessApproverAdmin(t *testing.T) {
 	a := newAPI(t)
-	if r := a.call(a.tokens["admin"], "tokens.create", map[string]any{"role": "harness"}); r.status != 200 {
+	if r := a.confirmed(a.tokens["admin"], "tokens.create", map[string]any{"role": "harness"}); r.status != 200 {
 		t.Fatalf("admin creates tokens: %d %s", r.status, r.raw)
 	}
 	if r := a.call(a.tokens["approver"], "list", nil); r.status != 200 {
@@ -237,7 +237,9 @@ func TestRolesSeparateHarnessApproverAdmin(t *testing.T) {
 		t.Fatalf("token list leaks secrets or hashes: %s", list.raw)
 	}
 	revoked := list.data()["tokens"].([]any)[0].(map[string]any)["id"].(string)
-	a.ok(a.tokens["admin"], "tokens.revoke", map[string]any{"id": revoked})
+	if r := a.confirmed(a.tokens["admin"], "tokens.revoke", map[string]any{"id": revoked}); r.status != 200 {
+		t.Fatalf("admin revokes: %d %s", r.status, r.raw)
+	}
 	for role, tok := range a.tokens {
 		if strings.Contains(tok, revoked+"_") {
 			if r := a.call(tok, "list", nil); r.status != 401 {

@@ -44,7 +44,8 @@ func BenchmarkAnswerLatencyOverHTTP(b *testing.B) {
 		token[role] = res.Data.(service.TokenView).Secret
 	}
 	call := func(role, tool string, args map[string]any) map[string]any {
-		body, _ := json.Marshal(map[string]any{"args": args})
+		// cli_confirmed as the approvals page sends it: a person answered.
+		body, _ := json.Marshal(map[string]any{"args": args, "cli_confirmed": true})
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/tools/"+tool, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token[role])
 		req.Header.Set("Content-Type", "application/json")

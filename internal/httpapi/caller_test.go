@@ -25,7 +25,11 @@ func TestOnlyApproverReadersMakeASessionWatchedAndAnswersNameTheirToken(t *testi
 	a.ok(approver, "approvals.frames", map[string]any{"session": ses})
 	escalate["call"] = "c2"
 	apr := a.ok(h, "escalate", escalate).str("approval_id")
-	done := a.ok(approver, "approvals.approve", map[string]any{"id": apr}).data()
+	answer := a.confirmed(approver, "approvals.approve", map[string]any{"id": apr}) // interactive-only: a person confirmed it
+	if answer.status != 200 || answer.env["ok"] != true {
+		t.Fatalf("approve: %d %s", answer.status, answer.raw)
+	}
+	done := answer.data()
 	id, _, _ := auth.ParseBearer(approver)
 	if done["answered_by"] != id || done["verdict"] != "approved" {
 		t.Fatalf("answered_by %v verdict %v, want the approver's token %s", done["answered_by"], done["verdict"], id)

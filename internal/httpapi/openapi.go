@@ -4,29 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/dont-cli/dont/internal/envelope"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
 )
-
-// ToolView is one tool as GET /v1/tools describes it.
-type ToolView struct {
-	Name        string            `json:"name"`
-	Summary     string            `json:"summary"`
-	InputSchema map[string]any    `json:"input_schema"`
-	Annotations tools.Annotations `json:"annotations"`
-	Roles       []string          `json:"roles"`
-}
-
-func (s *server) toolList(w http.ResponseWriter, r *http.Request) {
-	var list []ToolView
-	for _, t := range tools.All() {
-		list = append(list, ToolView{Name: t.Name, Summary: t.Summary, InputSchema: t.InputSchema(true), Annotations: t.Annotations, Roles: t.AllowedRoles()})
-	}
-	s.write(w, r, http.StatusOK, service.Result{Kind: "tools", Data: map[string]any{"tools": list}}, time.Now())
-}
 
 var (
 	openapiOnce sync.Once
@@ -60,7 +41,8 @@ func OpenAPI() map[string]any {
 		}},
 		"/v1/tools": map[string]any{"get": map[string]any{
 			"operationId": "listTools", "summary": "The tool schema (the same definitions drive the CLI and MCP).",
-			"responses": map[string]any{"200": map[string]any{"description": "envelope_kind tools", "content": jsonBody(ref("Envelope"))}},
+			"parameters": []any{capsParameter()},
+			"responses":  map[string]any{"200": map[string]any{"description": "envelope_kind tools", "content": jsonBody(ref("Envelope"))}},
 		}},
 		"/approvals": map[string]any{"get": map[string]any{
 			"operationId": "approvalsPage", "summary": "The approver's web page (HTML): pending requests with countdowns, approve and refuse.",
@@ -74,6 +56,9 @@ func OpenAPI() map[string]any {
 	for _, t := range tools.All() {
 		responses := errorResponses("400", "401", "403", "404", "409", "410", "413", "415", "422", "429", "500", "503")
 		responses["200"] = map[string]any{"description": "success envelope", "content": jsonBody(ref("Envelope"))}
+		if t.Annotations.Gated() {
+			responses["202"] = map[string]any{"description": heldDescription, "content": jsonBody(ref("Envelope"))}
+		}
 		paths["/v1/tools/"+t.Name] = map[string]any{"post": map[string]any{
 			"operationId": "call_" + t.Name,
 			"summary":     t.Summary,
@@ -82,10 +67,11 @@ func OpenAPI() map[string]any {
 				map[string]any{"name": "Idempotency-Key", "in": "header", "required": false, "schema": map[string]any{"type": "string", "maxLength": 255},
 					"description": "a retried request with the same key returns the first response and is not applied twice"},
 				map[string]any{"name": "X-Request-Id", "in": "header", "required": false, "schema": map[string]any{"type": "string"}},
+				capsParameter(),
 			},
 			"requestBody": map[string]any{"required": false, "content": jsonBody(map[string]any{
 				"type": "object", "additionalProperties": false,
-				"properties": map[string]any{"args": t.InputSchema(true), "cli_confirmed": map[string]any{"type": "boolean", "description": "a person confirmed this call on the client"}},
+				"properties": callProperties(t),
 			})},
 			"responses":    responses,
 			"x-dont-roles": t.AllowedRoles(),

@@ -87,7 +87,12 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		{"spawns", h, map[string]any{"pending": true}},
 		{"trust", h, map[string]any{"id": id, "reason": "maybe"}},
 		{"trust", h, map[string]any{"id": id, "reason": 3}},
-		{"lock", h, map[string]any{"id": id}},
+		{"lock", h, map[string]any{"id": id}}, // held: 202 pending_confirmation
+		{"lock", h, map[string]any{"id": id, "skip_confirmation": true}},
+		{"tokens.manage", a.tokens["admin"], nil},
+		{"spawns.manage", h, map[string]any{"op": "list", "view": "pending"}},
+		{"confirmations.list", h, map[string]any{"all": true}},
+		{"confirmations.confirm", a.tokens["approver"], map[string]any{"id": "conf:01HX05A9K8VP0000000000000A"}},
 		{"guess", h, map[string]any{"question": "q?", "n": 2, "temperature": 0.7}},
 		{"tokens.create", a.tokens["approver"], map[string]any{"role": "harness"}},
 		{"tokens.list", a.tokens["admin"], nil},
@@ -98,6 +103,26 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		t.Run(fmt.Sprintf("%d_%s", i, c.tool), func(t *testing.T) {
 			check("POST", "/v1/tools/"+c.tool, a.call(c.token, c.tool, c.args))
 		})
+	}
+	// The body a confirming CLI sends, and its answer, are in the document too.
+	check("POST", "/v1/tools/ignore", a.confirmed(h, "ignore", map[string]any{"id": id, "reason": "out of scope here"}))
+	held := a.call(h, "spawns.cancel", map[string]any{"request_id": "spawn:01HX05A9K8VP0000000000000A"})
+	check("POST", "/v1/tools/spawns.cancel", held)
+	check("POST", "/v1/tools/confirmations.confirm", a.call(a.tokens["approver"], "confirmations.confirm", map[string]any{"id": held.str("confirmation_id")}))
+	bodySchema, err := c.Compile("openapi.json#/paths/~1v1~1tools~1lock/post/requestBody/content/application~1json/schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for body, valid := range map[string]bool{
+		`{"args":{"id":"claim:x"},"cli_confirmed":true}`:     true,
+		`{"args":{"id":"claim:x","skip_confirmation":true}}`: true,
+		`{"args":{"id":"claim:x"},"cli_confirmed":"yes"}`:    false,
+		`{"args":{"id":"claim:x"},"confirmed":true}`:         false,
+	} {
+		inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(body))
+		if err := bodySchema.Validate(inst); (err == nil) != valid {
+			t.Fatalf("request body %s: valid=%v, err %v", body, valid, err)
+		}
 	}
 	body, _ := json.Marshal(httpapi.OpenAPI())
 	if !bytes.Equal(bytes.TrimSpace(compact(t, served.raw)), body) {

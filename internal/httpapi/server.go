@@ -51,6 +51,11 @@ type Options struct {
 	RatePerSecond float64
 	Burst         int
 	Log           *slog.Logger
+	// DisableInteractiveConfirm turns the server-side gate of the
+	// interactive-confirm contract off (it is on by default): the schema
+	// advertises no features.interactive_confirm, cli_confirmed is ignored
+	// and every gated call goes through the server's own flow.
+	DisableInteractiveConfirm bool
 }
 
 // DefaultMaxBody is the request body cap.
@@ -183,7 +188,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, nil), start)
 		return
 	}
-	res, err := tools.Call(r.Context(), project.Service, name, req.Args)
+	res, err := tools.CallGated(s.actor(r.Context(), principal), project.Service, name, req.Args, s.arrival(req))
 	if err != nil {
 		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, res.Warnings), start)
 		return
@@ -193,7 +198,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errs.E(errs.Internal, "cannot encode the result").Wrap(err))
 		return
 	}
-	s.respond(w, r, replay, http.StatusOK, env, start)
+	s.respond(w, r, replay, okStatus(res), env, start)
 }
 
 // authorise applies the principal's powers: a role list for bearer

@@ -20,6 +20,8 @@ const (
 	Session  = "ses"
 	Token    = "tok"
 	Request  = "req"
+	// Confirmation is a call held for an approver (the server's own confirmation flow).
+	Confirmation = "conf"
 )
 
 var (
@@ -43,7 +45,7 @@ func Kind(id string) string {
 		return ""
 	}
 	switch kind {
-	case Claim, Term, Spawn, Event, Approval, Session, Token, Request:
+	case Claim, Term, Spawn, Event, Approval, Session, Token, Request, Confirmation:
 		if _, err := ulid.ParseStrict(rest); err != nil {
 			return ""
 		}

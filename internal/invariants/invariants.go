@@ -39,6 +39,7 @@ var TerminalKinds = map[string]bool{
 	ledger.EvSpawnResolved:    true,
 	ledger.EvSpawnTimeout:     true,
 	ledger.EvSpawnFailed:      true,
+	ledger.EvSpawnCancelled:   true,
 	ledger.EvApprovalResolved: true,
 }
 

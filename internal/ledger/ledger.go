@@ -77,6 +77,7 @@ const (
 	EvSpawnRequested    = "spawn_requested"
 	EvSpawnResolved     = "spawn_resolved"
 	EvSpawnTimeout      = "spawn_timeout"
+	EvSpawnCancelled    = "spawn_cancelled"
 	EvSpawnFailed       = "spawn_failed"
 	EvAnswered          = "answered"
 	EvApprovalRequested = "approval_requested"

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
@@ -144,7 +145,7 @@ func (b *inProcess) Expire(ctx context.Context, client int, requestID string) (s
 
 func (b *inProcess) ExpireApproval(ctx context.Context, client int, id string) (string, time.Duration, bool, error) {
 	v, left, err := b.services[client%len(b.services)].ExpireApproval(ctx, id)
-	return string(v), left, true, err
+	return string(v.Verdict), left, true, err
 }
 
 func (b *inProcess) Approvals() bool { return true }
@@ -223,7 +224,7 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 	}
 	tokens := map[string]string{}
 	for _, role := range []string{"harness", "approver"} {
-		tok, err := run("tokens", "create", "--role", role)
+		tok, err := run("tokens", "create", "--role", role, "--yes")
 		if err != nil {
 			return nil, err
 		}
@@ -266,11 +267,13 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 func (b *httpBackend) Name() string { return b.name }
 
 func (b *httpBackend) Call(ctx context.Context, _ int, tool string, args map[string]any) (envelope.Envelope, error) {
-	body, _ := json.Marshal(map[string]any{"args": args})
+	// As the CLI does after its own [y/N] (or --yes): a gated call runs at once.
+	body, _ := json.Marshal(map[string]any{"args": args, "cli_confirmed": true})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/v1/tools/"+tool, bytes.NewReader(body))
 	if err != nil {
 		return envelope.Envelope{}, err
 	}
+	req.Header.Set(confirm.CapsHeader, confirm.CapConfirm+","+confirm.CapYesOnly)
 	role := "harness"
 	switch tool {
 	case "approvals.approve", "approvals.refuse", "approvals.frames":

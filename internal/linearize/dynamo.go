@@ -47,10 +47,12 @@ func NewDynamo(endpoint string, clients int, timeout time.Duration, seed uint64,
 	}
 	for i := 0; i < clients; i++ {
 		st := dynamo.New(standin.Client(endpoint, rt), table, project)
-		b.services = append(b.services, &service.Service{Store: st, Tokens: st, Now: b.clock.Time, SpawnTimeout: timeout, Author: "linearize"})
+		b.services = append(b.services, &service.Service{Store: st, Tokens: st, Now: b.clock.Time, SpawnTimeout: timeout, Author: "linearize",
+			Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}})
 	}
 	st := dynamo.New(standin.Client(endpoint, base), table, project)
-	b.clean = &service.Service{Store: st, Tokens: st, Now: b.clock.Time, SpawnTimeout: timeout, Author: "linearize"}
+	b.clean = &service.Service{Store: st, Tokens: st, Now: b.clock.Time, SpawnTimeout: timeout, Author: "linearize",
+		Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}}
 	return b, b.Faults, nil
 }
 
@@ -75,12 +77,12 @@ func (b *dynamoBackend) Expire(ctx context.Context, client int, requestID string
 	return r, left, true, err
 }
 
-func (b *dynamoBackend) ExpireApproval(context.Context, int, string) (string, time.Duration, bool, error) {
-	return "", 0, false, nil
+func (b *dynamoBackend) ExpireApproval(ctx context.Context, client int, id string) (string, time.Duration, bool, error) {
+	v, left, err := b.services[client%len(b.services)].ExpireApproval(ctx, id)
+	return string(v.Verdict), left, true, err
 }
 
-// Approvals: the DynamoDB store keeps no sessions or approvals yet.
-func (b *dynamoBackend) Approvals() bool { return false }
+func (b *dynamoBackend) Approvals() bool { return true }
 
 func (b *dynamoBackend) Clock() Clock              { return b.clock }
 func (b *dynamoBackend) Timeout() time.Duration    { return b.timeout }

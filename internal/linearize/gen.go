@@ -10,6 +10,7 @@ import (
 // Mix weighs the operations a generated scenario draws from.
 type Mix struct {
 	Expire    bool // the backend has a queue-driven timeout
+	Cancel    bool // the backend offers spawns.cancel
 	Approvals bool // the backend keeps sessions and approvals
 	// TickMax bounds one clock advance; the spawn timeout is Timeout.
 	TickMax time.Duration
@@ -35,6 +36,9 @@ func GenScenario(t *rapid.T, m Mix) Scenario {
 	kinds := []Kind{Assume, Assume, Assume, Callback, Callback, Callback, Callback, Move, Sweep, Sweep, Show, Guess, GuessAnswer}
 	if m.Expire {
 		kinds = append(kinds, Expire, Expire)
+	}
+	if m.Cancel {
+		kinds = append(kinds, SpawnCancel)
 	}
 	for c := 0; c < clients; c++ {
 		n := rapid.IntRange(1, 12).Draw(t, "steps")
@@ -86,6 +90,9 @@ func GenRace(t *rapid.T, m Mix) Scenario {
 	kinds := []Kind{Callback, Callback, Callback, Sweep, Sweep, Move, Show, Assume}
 	if m.Expire {
 		kinds = append(kinds, Expire, Expire)
+	}
+	if m.Cancel {
+		kinds = append(kinds, SpawnCancel, SpawnCancel)
 	}
 	clients := rapid.IntRange(2, 6).Draw(t, "clients")
 	for c := 0; c < clients; c++ {

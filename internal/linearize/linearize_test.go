@@ -54,28 +54,28 @@ func backends() []backendCase {
 				t.Fatal(err)
 			}
 			return b
-		}, linearize.Mix{Expire: true, Approvals: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 3000},
+		}, linearize.Mix{Expire: true, Cancel: true, Approvals: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 3000},
 		{"http", func(t *testing.T) linearize.Backend {
 			b, err := linearize.NewHTTP(t.TempDir(), manual.Timeout)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return b
-		}, linearize.Mix{Approvals: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 2000},
+		}, linearize.Mix{Cancel: true, Approvals: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 2000},
 		{"serve", func(t *testing.T) linearize.Backend {
 			b, err := linearize.NewServe(t.TempDir(), 300*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return b
-		}, linearize.Mix{Approvals: true, TickMax: 150 * time.Millisecond, Timeout: 300 * time.Millisecond}, 1000},
+		}, linearize.Mix{Cancel: true, Approvals: true, TickMax: 150 * time.Millisecond, Timeout: 300 * time.Millisecond}, 1000},
 		{"dynamo", func(t *testing.T) linearize.Backend {
 			b, _, err := linearize.NewDynamo(dynamoEndpoint(t), 6, manual.Timeout, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return b
-		}, linearize.Mix{Expire: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 1500},
+		}, linearize.Mix{Expire: true, Cancel: true, Approvals: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 1500},
 		{"dynamo-faults", func(t *testing.T) linearize.Backend {
 			b, ft, err := linearize.NewDynamo(dynamoEndpoint(t), 6, manual.Timeout, uint64(time.Now().UnixNano()), faults.Mixed()...)
 			if err != nil {
@@ -87,7 +87,7 @@ func backends() []backendCase {
 				t.Logf("faults by operation: %v", faults.SortedCounts(ft.CountsByOperation()))
 			})
 			return b
-		}, linearize.Mix{Expire: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 1500},
+		}, linearize.Mix{Expire: true, Cancel: true, Approvals: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 1500},
 	}
 }
 

@@ -50,10 +50,14 @@ const (
 	// Guess spawns: the partition is the request id.
 	Guess       // guess "<question>": a spawn with no entity
 	GuessAnswer // answer spawn:… --candidate …
+
+	// SpawnCancel cancels a verification spawn (spawns cancel spawn:…); its
+	// partition is the entity.
+	SpawnCancel
 )
 
 func (k Kind) String() string {
-	return [...]string{"assume", "callback", "move", "sweep", "expire", "show", "ask", "answer", "approval-show", "approval-expire", "guess", "guess-answer"}[k]
+	return [...]string{"assume", "callback", "move", "sweep", "expire", "show", "ask", "answer", "approval-show", "approval-expire", "guess", "guess-answer", "spawn-cancel"}[k]
 }
 
 // Input is one invocation. CallClock and RetClock are readings of the
@@ -88,6 +92,7 @@ type Output struct {
 	Applied   bool   // callback: resolution.applied
 	Outcome   string // callback / expire: the resolution's outcome
 	Won       bool   // expire: this call committed the timeout
+	Restored  bool   // cancel: the pre-spawn status came back
 	NotDue    bool   // expire: the spawn is not due yet
 	Warnings  []string
 	Entries   []SweepEntry // sweep
@@ -176,12 +181,16 @@ func equal(a, b any) bool {
 }
 
 // timeout is the state after the timeout resolver commits on s.pending.
-func timeout(s state) state {
+func timeout(s state) state { return closeSpawn(s, spawn.TimeoutRestored) }
+
+// closeSpawn ends s.pending without a callback (timeout or cancel): the
+// pre-spawn status comes back only if the entity did not move since.
+func closeSpawn(s state, outcome string) state {
 	n := s
 	if !s.moved && !s.guess {
 		n.status = s.pre
 	}
-	n.resolved = with(s.resolved, s.pending, spawn.TimeoutRestored)
+	n.resolved = with(s.resolved, s.pending, outcome)
 	n.pending, n.exp, n.pre, n.moved = "", 0, "", false
 	return n
 }
@@ -340,6 +349,24 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 
 	case Show:
 		return s, out.Err == "" && out.Status == s.status && out.Pending == s.pending
+
+	case SpawnCancel:
+		if in.RequestID == s.pending && s.pending != "" {
+			if out.Err != "" || !out.Applied || out.Outcome != spawn.Cancelled || out.Restored != !s.moved {
+				return s, false
+			}
+			n := closeSpawn(s, spawn.Cancelled)
+			return n, out.Status == n.status
+		}
+		won, ok := s.resolved[in.RequestID]
+		if !ok {
+			return s, out.Err == "spawn-not-found"
+		}
+		warn := "spawn-duplicate"
+		if won == spawn.TimeoutRestored {
+			warn = "spawn-lost-to-timeout"
+		}
+		return s, out.Err == "" && !out.Applied && out.Outcome == won && slices.Contains(out.Warnings, warn)
 
 	case Guess:
 		if s.guess || s.pending != "" || len(s.resolved) > 0 || out.Err != "" || out.RequestID == "" {

@@ -248,6 +248,9 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 		in.Entity = in.RequestID
 	}
 	switch st.Kind {
+	case SpawnCancel:
+		in.RequestID = reqs.pick(in.Entity, st.Target, client+i)
+		tool, args = "spawns.cancel", map[string]any{"request_id": in.RequestID, "reason": "superseded by a newer round"}
 	case Guess:
 		tool, args = "guess", map[string]any{"question": "what is the boiling point of water at sea level?", "n": 3, "mode": spawn.ModeHarness}
 	case GuessAnswer:
@@ -377,6 +380,12 @@ func parse(k Kind, env envelope.Envelope) (Output, error) {
 			return out, err
 		}
 		out.RequestID, out.ExpiresAt = r.RequestID, r.ExpiresAt.UnixNano()
+	case SpawnCancel:
+		var v service.CancelResult
+		if err := json.Unmarshal(env.Data, &v); err != nil {
+			return out, err
+		}
+		out.Applied, out.Outcome, out.Restored, out.Status = v.Applied, v.Outcome, v.Restored, v.Status
 	case GuessAnswer:
 		var v struct {
 			Resolution *service.Resolution `json:"resolution"`
@@ -486,6 +495,8 @@ func stats(ops []porcupine.Operation) map[string]int {
 			m["answer-lost-to:"+out.Verdict]++
 		case in.Kind == GuessAnswer && out.Applied:
 			m["guess-answer-applied"]++
+		case in.Kind == SpawnCancel && out.Applied:
+			m["cancel-applied"]++
 		}
 		for _, e := range out.Entries {
 			switch {

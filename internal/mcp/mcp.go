@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
@@ -50,7 +51,7 @@ func New(version string, open Opener) *Server {
 		s.srv.AddTool(&sdk.Tool{
 			Name:        ToolName(t.Name),
 			Description: t.Summary,
-			InputSchema: t.InputSchema(false),
+			InputSchema: t.ArgsSchema(true, false), // the legacy view: MCP clients do not confirm locally
 			Annotations: &sdk.ToolAnnotations{
 				ReadOnlyHint:    t.Annotations.ReadOnly,
 				IdempotentHint:  t.Annotations.ReadOnly,
@@ -124,7 +125,9 @@ func (s *Server) call(ctx context.Context, t *tools.Tool, raw json.RawMessage) (
 		return service.Result{}, mode, err
 	}
 	defer release()
-	res, err := tools.Call(ctx, svc, t.Name, args)
+	// The server-side contract: no prompts over MCP (stdin is the protocol);
+	// a gated call nobody confirmed is held for an approver.
+	res, err := tools.CallGated(ctx, svc, t.Name, args, confirm.Arrival{})
 	return res, mode, err
 }
 

@@ -975,27 +975,39 @@ func (s *Service) RunApprovalSweep(ctx context.Context, limit int) (Result, erro
 	return Result{Kind: "approvals_sweep", Data: rep}, nil
 }
 
+// ApprovalExpiry is what ExpireApproval found or did.
+type ApprovalExpiry struct {
+	ApprovalID string            `json:"approval_id"`
+	Verdict    approvals.Verdict `json:"verdict,omitempty"`
+	// Committed is true when this call ended the question as timed-out,
+	// false when another ending (or an earlier delivery) came first.
+	Committed bool `json:"-"`
+}
+
 // ExpireApproval is the queue-driven timeout of one question: it ends it
 // as timed-out if it is still pending and due. Not yet due reports the
-// time left, so a delayed-message scheduler can re-enqueue it.
-func (s *Service) ExpireApproval(ctx context.Context, id string) (approvals.Verdict, time.Duration, error) {
+// time left, so a delayed-message scheduler can re-enqueue it. Any number
+// of calls for one question commit at most one ending.
+func (s *Service) ExpireApproval(ctx context.Context, id string) (ApprovalExpiry, time.Duration, error) {
 	st, err := s.approvalStore()
 	if err != nil {
-		return "", 0, err
+		return ApprovalExpiry{}, 0, err
 	}
 	a, err := s.approvalRecord(ctx, st, id)
 	if err != nil {
-		return "", 0, err
+		return ApprovalExpiry{}, 0, err
 	}
 	now := s.now()
 	if a.State == approvals.Pending && !approvals.Expired(a, now) {
-		return "", approvals.Remaining(a, now), nil
+		return ApprovalExpiry{ApprovalID: id}, approvals.Remaining(a, now), nil
 	}
-	ended, _, _ := s.settle(ctx, st, a, approvals.Decision{Verdict: approvals.TimedOut, Cause: approvals.CauseDeadline}, now)
-	if approvals.NeedsAnnouncement(ended) {
+	ended, committed, warns := s.settle(ctx, st, a, approvals.Decision{Verdict: approvals.TimedOut, Cause: approvals.CauseDeadline}, now)
+	if (!committed || len(warns) > 0) && approvals.NeedsAnnouncement(ended) {
+		// Another ending whose announce is missing, or ours failed: try
+		// (again) now rather than at the next sweep.
 		s.announce(ctx, st, ended)
 	}
-	return ended.Verdict, 0, nil
+	return ApprovalExpiry{ApprovalID: id, Verdict: ended.Verdict, Committed: committed && ended.Verdict == approvals.TimedOut}, 0, nil
 }
 
 // ApprovalAudit runs the frame-log guard over the whole store: every

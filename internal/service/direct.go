@@ -232,24 +232,11 @@ func (s *Service) closeFailed(ctx context.Context, requestID string, cause *errs
 			"request_kind": string(sp.Kind), "provider": s.Provider.Name(), "code": string(cause.Code),
 			"error": cause.Message, "issued_at": sp.IssuedAt.Format(timeFormat), "failed_at": now.Format(timeFormat),
 		}
-		tx := Tx{Spawns: []SpawnPut{{Spawn: resolved(sp, spawn.Failed, now)}}}
-		if sp.EntityID != "" {
-			e, err := s.entity(ctx, sp.EntityID)
-			if err != nil {
-				return sp, false, err
-			}
-			e2 := e
-			e2.PendingSpawn, e2.Version, e2.UpdatedAt = clearIf(e.PendingSpawn, sp.ID), e.Version+1, now
-			restored := spawn.Restores(sp, e)
-			if restored {
-				e2.Status = sp.PreStatus
-				ev.From, ev.To = e.Status, sp.PreStatus
-			}
-			ev.Detail["restored"] = restored
-			tx.Entities = []EntityPut{{Entity: e2, PrevVersion: e.Version}}
+		tx, err := s.closeTx(ctx, sp, spawn.Failed, ev, now)
+		if err != nil {
+			return sp, false, err
 		}
-		tx.Events = []ledger.Event{ev}
-		err = s.Store.Commit(ctx, tx)
+		err = s.Store.Commit(ctx, tx.Tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue
 		}

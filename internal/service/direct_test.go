@@ -255,7 +255,14 @@ func TestDirectModeProviderFailureChangesNothing(t *testing.T) {
 			for _, pre := range []ledger.Status{ledger.Verified, ledger.Doubted, ledger.Unverified} {
 				e := newEnv(t)
 				srv := llmtest.New(t, tc.handler(t))
-				p, err := llm.New(llm.Config{Provider: tc.provider, BaseURL: srv.URL, Model: "m", APIKey: "sk-test-key", MaxRetries: -1, Timeout: 100 * time.Millisecond})
+				// Only the hanging provider should ever reach the timeout; the
+				// others get a generous one so a loaded machine cannot turn
+				// their answer into a timeout.
+				timeout := 5 * time.Second
+				if tc.code == service.ProviderTimeout {
+					timeout = 100 * time.Millisecond
+				}
+				p, err := llm.New(llm.Config{Provider: tc.provider, BaseURL: srv.URL, Model: "m", APIKey: "sk-test-key", MaxRetries: -1, Timeout: timeout})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -97,25 +97,12 @@ func (s *Service) expire(ctx context.Context, requestID string) (r TimeoutResult
 			"issued_at": sp.IssuedAt.Format(timeFormat), "expires_at": sp.ExpiresAt.Format(timeFormat),
 			"timed_out_at": now.Format(timeFormat), "request_kind": string(sp.Kind),
 		}
-		tx := Tx{Spawns: []SpawnPut{{Spawn: resolved(sp, spawn.TimeoutRestored, now)}}}
-		if sp.EntityID != "" {
-			e, err := s.entity(ctx, sp.EntityID)
-			if err != nil {
-				return r, false, err
-			}
-			e2 := e
-			e2.PendingSpawn, e2.Version, e2.UpdatedAt = clearIf(e.PendingSpawn, sp.ID), e.Version+1, now
-			r.Restored = spawn.Restores(sp, e)
-			if r.Restored {
-				e2.Status = sp.PreStatus
-				ev.From, ev.To = e.Status, sp.PreStatus
-			}
-			ev.Detail["restored"] = r.Restored
-			r.Status = e2.Status
-			tx.Entities = []EntityPut{{Entity: e2, PrevVersion: e.Version}}
+		tx, err := s.closeTx(ctx, sp, spawn.TimeoutRestored, ev, now)
+		if err != nil {
+			return r, false, err
 		}
-		tx.Events = []ledger.Event{ev}
-		err = s.Store.Commit(ctx, tx)
+		r.Restored, r.Status = tx.restored, tx.status
+		err = s.Store.Commit(ctx, tx.Tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue
 		}
@@ -125,6 +112,44 @@ func (s *Service) expire(ctx context.Context, requestID string) (r TimeoutResult
 		r.Outcome = spawn.TimeoutRestored
 		return r, true, nil
 	}
+}
+
+// closing is the write that ends a pending spawn without a callback, and
+// what it does to the entity.
+type closing struct {
+	Tx
+	restored bool
+	status   ledger.Status
+}
+
+// closeTx builds the write that ends a pending spawn without a callback —
+// a timeout, a cancel, a failed provider call: the spawn resolved with the
+// outcome, the entity's pending mark cleared and its pre-spawn status
+// restored only if nothing has moved it since the spawn did. ev is the
+// event that records it; closeTx fills in the status change.
+func (s *Service) closeTx(ctx context.Context, sp spawn.Spawn, outcome string, ev ledger.Event, now time.Time) (closing, error) {
+	c := closing{Tx: Tx{Spawns: []SpawnPut{{Spawn: resolved(sp, outcome, now)}}}}
+	if sp.EntityID != "" {
+		e, err := s.entity(ctx, sp.EntityID)
+		if err != nil {
+			return c, err
+		}
+		e2 := e
+		e2.PendingSpawn, e2.Version, e2.UpdatedAt = clearIf(e.PendingSpawn, sp.ID), e.Version+1, now
+		c.restored = spawn.Restores(sp, e)
+		if c.restored {
+			e2.Status = sp.PreStatus
+			ev.From, ev.To = e.Status, sp.PreStatus
+		}
+		if ev.Detail == nil {
+			ev.Detail = map[string]any{}
+		}
+		ev.Detail["restored"] = c.restored
+		c.status = e2.Status
+		c.Entities = []EntityPut{{Entity: e2, PrevVersion: e.Version}}
+	}
+	c.Events = []ledger.Event{ev}
+	return c, nil
 }
 
 // sweepFirst is the sweep every invocation runs before its own work. Its

@@ -35,6 +35,7 @@ const (
 	CallbackApplied = "callback-applied"
 	TimeoutRestored = "timeout-restored"
 	Failed          = "failed" // direct mode: the provider gave nothing usable
+	Cancelled       = "cancelled"
 )
 
 // Mode says who does the reasoning: the harness's subagent or a provider.

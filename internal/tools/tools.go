@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
 )
@@ -47,6 +48,9 @@ type Param struct {
 // Annotations tell clients how to treat a tool before calling it.
 type Annotations struct {
 	ReadOnly bool `json:"read_only,omitempty"`
+	// Gate: requires_confirmation, interactive_only, confirmation_exempt
+	// (see confirm.go).
+	confirm.Gate
 }
 
 // Tool is one verb. A name with a dot ("approvals.approve") is an action of
@@ -142,6 +146,7 @@ func register(t *Tool) {
 	if t.Roles == nil {
 		t.Roles = t.AllowedRoles()
 	}
+	applyGate(t)
 	if _, dup := registry[t.Name]; dup {
 		panic("tools: duplicate tool " + t.Name)
 	}

@@ -23,7 +23,19 @@ const (
 	EnvSpawnTimeout    = "DONT_SPAWN_TIMEOUT"
 	EnvSweepLimit      = "DONT_SWEEP_LIMIT"
 	EnvProjects        = "DONT_PROJECTS"
+	// Tier escalation: a question's deadline, the subscriber lease, how
+	// often waits re-read the table, and how long frames are kept.
+	EnvApprovalTimeout = "DONT_APPROVAL_TIMEOUT"
+	EnvSubscriberLease = "DONT_SUBSCRIBER_LEASE"
+	EnvApprovalPoll    = "DONT_APPROVAL_POLL"
+	EnvFrameRetention  = "DONT_FRAME_RETENTION"
 )
+
+// DefaultApprovalPoll is how often a long-poll of a session's frames, or a
+// requester's wait, re-reads the table in AWS: each read is a strongly
+// consistent Query or GetItem, so the embedded 25 ms would cost 40 reads a
+// second per open approvals page.
+const DefaultApprovalPoll = 200 * time.Millisecond
 
 // DefaultSweepLimit bounds each project's scheduled sweep.
 const DefaultSweepLimit = 1000
@@ -38,6 +50,16 @@ type Config struct {
 	SweepLimit int
 	// Projects are swept by the schedule in addition to the registry.
 	Projects []string
+	// ApprovalTimeout is a question's deadline (0: the service's 120 s).
+	ApprovalTimeout time.Duration
+	// SubscriberLease is how recently a reader of a session's frames
+	// makes it watched (0: the service's default).
+	SubscriberLease time.Duration
+	// ApprovalPoll is how often waits and long-polls re-read the table.
+	ApprovalPoll time.Duration
+	// FrameRetention lets DynamoDB's TTL delete frames this long after
+	// they were written (0: kept for good).
+	FrameRetention time.Duration
 }
 
 // ConfigFromEnv reads the configuration; getenv is os.Getenv in production.
@@ -67,6 +89,27 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s must be a positive integer, got %q", EnvSweepLimit, v)
 		}
 		c.SweepLimit = n
+	}
+	c.ApprovalPoll = DefaultApprovalPoll
+	for _, d := range []struct {
+		env  string
+		dst  *time.Duration
+		zero bool // 0 allowed
+	}{{EnvApprovalTimeout, &c.ApprovalTimeout, false}, {EnvSubscriberLease, &c.SubscriberLease, false},
+		{EnvApprovalPoll, &c.ApprovalPoll, false}, {EnvFrameRetention, &c.FrameRetention, true}} {
+		v := strings.TrimSpace(getenv(d.env))
+		if v == "" {
+			continue
+		}
+		if v == "0" && d.zero {
+			*d.dst = 0
+			continue
+		}
+		dur, err := time.ParseDuration(v)
+		if err != nil || dur < 0 || (dur == 0 && !d.zero) {
+			return c, fmt.Errorf("%s must be a positive Go duration such as 120s, got %q", d.env, v)
+		}
+		*d.dst = dur
 	}
 	for _, p := range strings.Split(getenv(EnvProjects), ",") {
 		if p = strings.TrimSpace(p); p != "" {

@@ -10,6 +10,7 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
+	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -34,8 +35,19 @@ func Connect(ctx context.Context, getenv func(string) string, author string, log
 		Author:   author,
 		Log:      log,
 		DynamoDB: ddb,
-		Open:     func(project string) Store { return dynamo.New(ddb, cfg.Table, project) },
+		Open: func(project string) Store {
+			st := dynamo.New(ddb, cfg.Table, project)
+			st.SetFrameRetention(cfg.FrameRetention)
+			return st
+		},
 		Queue:    &sqssched.Queue{Client: queue, URL: cfg.QueueURL},
 		Registry: &Registry{Client: ddb, Table: cfg.Table},
 	}, nil
+}
+
+// TableService is the service of the project st belongs to, for stores
+// the API's backend opens: frames kept as configured, then NewService.
+func (d *Deployment) TableService(st *dynamo.Store) *service.Service {
+	st.SetFrameRetention(d.Config.FrameRetention)
+	return d.NewService(st.Project(), st)
 }

@@ -17,6 +17,7 @@ import (
 type Store interface {
 	service.Store
 	service.TokenStore
+	service.ApprovalStore
 }
 
 // Deployment holds what lives for the whole life of a function's process
@@ -49,13 +50,16 @@ func (d *Deployment) Service(project string) *service.Service {
 }
 
 // NewService builds project's service over st: this deployment's clock,
-// spawn timeout, author and logger, and the SQS timeout scheduler (which
-// registers the project for the scheduled sweep).
+// spawn timeout, approval settings, author and logger, and the SQS timeout
+// scheduler for spawns and approval questions (which registers the
+// project for the scheduled sweep).
 func (d *Deployment) NewService(project string, st Store) *service.Service {
 	return &service.Service{
 		Store: st, Tokens: st, Now: d.Now, SpawnTimeout: d.Config.SpawnTimeout, Author: d.Author,
 		Log:       d.Log.With("project", project),
 		Scheduler: registering{registry: d.Registry, next: d.Queue.For(project), project: project, log: d.Log},
+		Approvals: service.Approvals{Store: st, Timeout: d.Config.ApprovalTimeout, Lease: d.Config.SubscriberLease,
+			Poll: d.Config.ApprovalPoll},
 	}
 }
 
@@ -93,8 +97,23 @@ type registering struct {
 }
 
 func (r registering) ScheduleTimeout(ctx context.Context, requestID string, expiresAt time.Time) error {
+	r.register(ctx, requestID)
+	return r.next.ScheduleTimeout(ctx, requestID, expiresAt)
+}
+
+// ScheduleApprovalTimeout implements service.ApprovalTimeoutScheduler: a
+// project that only ever asks questions is swept by the schedule too.
+func (r registering) ScheduleApprovalTimeout(ctx context.Context, approvalID string, deadline time.Time) error {
+	next, ok := r.next.(service.ApprovalTimeoutScheduler)
+	if !ok {
+		return nil
+	}
+	r.register(ctx, approvalID)
+	return next.ScheduleApprovalTimeout(ctx, approvalID, deadline)
+}
+
+func (r registering) register(ctx context.Context, requestID string) {
 	if err := r.registry.Ensure(ctx, r.project); err != nil {
 		r.log.Warn("register project", "project", r.project, "request_id", requestID, "err", err)
 	}
-	return r.next.ScheduleTimeout(ctx, requestID, expiresAt)
 }

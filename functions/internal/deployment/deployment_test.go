@@ -22,6 +22,8 @@ import (
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
+var ctx = context.Background()
+
 func TestConfigFromEnvironment(t *testing.T) {
 	env := func(kv ...string) func(string) string {
 		m := map[string]string{}
@@ -41,7 +43,21 @@ func TestConfigFromEnvironment(t *testing.T) {
 	if err != nil || c.SpawnTimeout != 90*time.Second || c.SweepLimit != 50 {
 		t.Fatalf("%+v %v", c, err)
 	}
+	if c.ApprovalPoll != DefaultApprovalPoll || c.ApprovalTimeout != 0 || c.SubscriberLease != 0 || c.FrameRetention != 0 {
+		t.Fatalf("approval defaults: %+v", c)
+	}
+	c, err = ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvApprovalTimeout, "3s", EnvSubscriberLease, "20s",
+		EnvApprovalPoll, "50ms", EnvFrameRetention, "720h"))
+	if err != nil || c.ApprovalTimeout != 3*time.Second || c.SubscriberLease != 20*time.Second || c.ApprovalPoll != 50*time.Millisecond || c.FrameRetention != 720*time.Hour {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if c, err := ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvFrameRetention, "0")); err != nil || c.FrameRetention != 0 {
+		t.Fatalf("a zero retention keeps frames: %+v %v", c, err)
+	}
 	for _, bad := range [][]string{
+		{EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvApprovalTimeout, "0"},
+		{EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvApprovalPoll, "fast"},
+		{EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvFrameRetention, "-1h"},
 		{EnvTimeoutQueueURL, "http://q"},
 		{EnvTable, "dont"},
 		{EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSpawnTimeout, "soon"},
@@ -183,5 +199,36 @@ func TestAFailedRegistrationStillSendsTheTimeoutMessage(t *testing.T) {
 	issue(t, d.Service("acme"))
 	if len(table.items) != 1 {
 		t.Fatal("the next spawn did not retry the registration")
+	}
+}
+
+// A project whose only use is tier escalation is registered with its
+// first question, and each question sends its delayed timeout message.
+func TestAQuestionRegistersTheProjectAndSendsItsTimeoutMessage(t *testing.T) {
+	table, q := &fakeTable{items: map[string]string{}}, &fakeQueue{}
+	d := testDeployment(t, table, q)
+	d.Config.ApprovalTimeout = 90 * time.Second
+	s := d.Service("acme")
+	if s.Approvals.Store == nil || s.Approvals.Timeout != 90*time.Second {
+		t.Fatalf("approvals not wired: %+v", s.Approvals)
+	}
+	res, err := s.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := res.Data.(service.SessionView).ID
+	if _, err := s.Frames(ctx, service.FramesInput{SessionID: session, Subscriber: "approver"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: "c-1", To: "workspace-write", Reason: "writes the build", NoWait: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Data.(service.ApprovalView).ID
+	if len(q.sent) != 1 || !strings.Contains(q.sent[0], `"request_id":"`+id+`"`) || !strings.Contains(q.sent[0], `"project":"acme"`) {
+		t.Fatalf("messages %v, want the question's", q.sent)
+	}
+	if _, ok := table.items["acme"]; !ok || table.puts != 1 {
+		t.Fatalf("registry %v after %d puts", table.items, table.puts)
 	}
 }

@@ -1,12 +1,15 @@
-// Package sqs is the AWS adapter of the service's TimeoutScheduler port
-// and its consumer. Every spawn becomes one SQS message, delayed until the
-// spawn's expires_at (at most SQS's 15 minutes at a time); the sweeper
-// function hands each delivered message to Sweeper, which resolves the
-// spawn by timeout or, if it is not yet due, sends the remainder on again.
+// Package sqs is the AWS adapter of the service's TimeoutScheduler and
+// ApprovalTimeoutScheduler ports and their consumer. Every spawn, and
+// every approval question, becomes one SQS message, delayed until the
+// spawn's expires_at or the question's deadline (at most SQS's 15 minutes
+// at a time); the sweeper function hands each delivered message to
+// Sweeper, which ends the spawn or question by timeout or, if it is not
+// yet due, sends the remainder on again.
 //
 // Delivery is at least once and messages may be lost; neither matters for
-// correctness: ExpireSpawn is idempotent (exactly one resolver commits per
-// request id) and the scheduled sweep is the backstop for lost messages.
+// correctness: ExpireSpawn and ExpireApproval are idempotent (exactly one
+// resolver commits per request id) and the scheduled sweep is the
+// backstop for lost messages.
 package sqs
 
 import (
@@ -31,7 +34,9 @@ const MaxDelay = 15 * time.Minute
 const MessageVersion = 1
 
 // Message is the body of one timeout message. It names the project
-// because one queue serves every project of a deployment.
+// because one queue serves every project of a deployment. RequestID is a
+// spawn id (spawn:…) or an approval id (apr:…); ExpiresAt is the spawn's
+// expiry or the question's deadline.
 type Message struct {
 	Version   int       `json:"v"`
 	Project   string    `json:"project"`
@@ -62,8 +67,8 @@ func Decode(body string) (Message, error) {
 		return m, fmt.Errorf("%w: version %d", ErrMalformed, m.Version)
 	case m.Project == "":
 		return m, fmt.Errorf("%w: no project", ErrMalformed)
-	case ids.Kind(m.RequestID) != ids.Spawn:
-		return m, fmt.Errorf("%w: %q is not a spawn request id", ErrMalformed, m.RequestID)
+	case ids.Kind(m.RequestID) != ids.Spawn && ids.Kind(m.RequestID) != ids.Approval:
+		return m, fmt.Errorf("%w: %q is neither a spawn nor an approval request id", ErrMalformed, m.RequestID)
 	case m.ExpiresAt.IsZero():
 		return m, fmt.Errorf("%w: no expires_at", ErrMalformed)
 	}
@@ -116,7 +121,9 @@ func (q *Queue) Send(ctx context.Context, m Message) error {
 }
 
 // For returns the project's TimeoutScheduler: the service calls it after
-// each spawn it issues.
+// each spawn it issues. It is also the project's
+// service.ApprovalTimeoutScheduler, which the service calls after each
+// question it asks.
 func (q *Queue) For(project string) service.TimeoutScheduler {
 	return projectScheduler{q: q, project: project}
 }
@@ -129,3 +136,9 @@ type projectScheduler struct {
 func (p projectScheduler) ScheduleTimeout(ctx context.Context, requestID string, expiresAt time.Time) error {
 	return p.q.Send(ctx, Message{Project: p.project, RequestID: requestID, ExpiresAt: expiresAt.UTC()})
 }
+
+func (p projectScheduler) ScheduleApprovalTimeout(ctx context.Context, approvalID string, deadline time.Time) error {
+	return p.q.Send(ctx, Message{Project: p.project, RequestID: approvalID, ExpiresAt: deadline.UTC()})
+}
+
+var _ service.ApprovalTimeoutScheduler = projectScheduler{}

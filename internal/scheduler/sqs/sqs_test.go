@@ -55,6 +55,7 @@ func TestMessageBodyNamesProjectRequestAndExpiry(t *testing.T) {
 		`{"v":1,"project":"","request_id":"spawn:01JDW0000000000000000000AA","expires_at":"2026-11-29T09:00:00Z"}`,
 		`{"v":1,"project":"a","request_id":"claim:01JDW0000000000000000000AA","expires_at":"2026-11-29T09:00:00Z"}`,
 		`{"v":1,"project":"a","request_id":"spawn:01JDW0000000000000000000AA"}`,
+		`{"v":1,"project":"a","request_id":"ses:01JDW0000000000000000000AA","expires_at":"2026-11-29T09:00:00Z"}`,
 	} {
 		if _, err := sqs.Decode(bad); !errors.Is(err, sqs.ErrMalformed) {
 			t.Errorf("Decode(%q) = %v, want ErrMalformed", bad, err)
@@ -128,7 +129,8 @@ func (w *world) svc(project string) *service.Service {
 		w.t.Fatal(err)
 	}
 	w.t.Cleanup(func() { st.Close() })
-	s := &service.Service{Store: st, Now: w.clock.Now, SpawnTimeout: w.timeout, Author: "test", Scheduler: w.queue.For(project)}
+	s := &service.Service{Store: st, Now: w.clock.Now, SpawnTimeout: w.timeout, Author: "test", Scheduler: w.queue.For(project),
+		Approvals: service.Approvals{Store: st}}
 	w.services[project], w.stores[project] = s, st
 	return s
 }

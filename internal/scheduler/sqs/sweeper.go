@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/service"
 )
 
@@ -18,7 +19,9 @@ import (
 // *service.Service implements it.
 type Timeouts interface {
 	ExpireSpawn(ctx context.Context, requestID string) (service.TimeoutResult, time.Duration, error)
+	ExpireApproval(ctx context.Context, approvalID string) (service.ApprovalExpiry, time.Duration, error)
 	Sweep(ctx context.Context, limit int) (service.SweepReport, error)
+	SweepApprovals(ctx context.Context, limit int) (service.ApprovalSweep, error)
 }
 
 // Projects opens a project's service and lists the projects the scheduled
@@ -106,28 +109,23 @@ func (s *Sweeper) handle(ctx context.Context, rec events.SQSMessage) string {
 	return out
 }
 
-// Expire handles one timeout message: it resolves the spawn by timeout if
-// it is due, does nothing if it is already resolved, and sends the
-// remainder on if it is not yet due. Any number of deliveries of the same
-// message commit at most one timeout.
+// Expire handles one timeout message: it ends the spawn or the approval
+// question by timeout if it is due, does nothing if it has already ended,
+// and sends the remainder on if it is not yet due. Any number of
+// deliveries of the same message commit at most one timeout.
 func (s *Sweeper) Expire(ctx context.Context, m Message) (string, error) {
 	svc, err := s.Projects.Project(ctx, m.Project)
 	if err != nil {
 		return OutcomeFailed, err
 	}
+	expire := expireSpawn
+	if ids.Kind(m.RequestID) == ids.Approval {
+		expire = expireApproval
+	}
 	for waited := false; ; waited = true {
-		res, left, err := svc.ExpireSpawn(ctx, m.RequestID)
-		switch {
-		case errs.Is(err, errs.SpawnNotFound):
-			return OutcomeUnknown, nil
-		case err != nil:
-			return OutcomeFailed, err
-		case left <= 0 && res.Outcome == "":
-			return OutcomeFailed, fmt.Errorf("spawn %s: not resolved and not due", m.RequestID)
-		case left <= 0 && res.Committed:
-			return OutcomeTimedOut, nil
-		case left <= 0:
-			return OutcomeResolved, nil
+		out, left, err := expire(ctx, svc, m.RequestID)
+		if err != nil || left <= 0 {
+			return out, err
 		}
 		if left <= s.maxWait() && !waited && s.fits(ctx, left) {
 			if err := sleep(ctx, left); err != nil {
@@ -140,6 +138,45 @@ func (s *Sweeper) Expire(ctx context.Context, m Message) (string, error) {
 		}
 		return OutcomeRequeued, nil
 	}
+}
+
+// expireSpawn is one attempt at a spawn's timeout: its outcome, or the
+// time left if it is not yet due.
+func expireSpawn(ctx context.Context, svc Timeouts, id string) (string, time.Duration, error) {
+	res, left, err := svc.ExpireSpawn(ctx, id)
+	switch {
+	case errs.Is(err, errs.SpawnNotFound):
+		return OutcomeUnknown, 0, nil
+	case err != nil:
+		return OutcomeFailed, 0, err
+	case left > 0:
+		return "", left, nil
+	case res.Outcome == "":
+		return OutcomeFailed, 0, fmt.Errorf("spawn %s: not resolved and not due", id)
+	case res.Committed:
+		return OutcomeTimedOut, 0, nil
+	}
+	return OutcomeResolved, 0, nil
+}
+
+// expireApproval is one attempt at a question's deadline: it ends as
+// timed-out (announced like every ending) unless an answer, a cancel or
+// an earlier delivery ended it first.
+func expireApproval(ctx context.Context, svc Timeouts, id string) (string, time.Duration, error) {
+	res, left, err := svc.ExpireApproval(ctx, id)
+	switch {
+	case errs.Is(err, service.ApprovalNotFound):
+		return OutcomeUnknown, 0, nil
+	case err != nil:
+		return OutcomeFailed, 0, err
+	case left > 0:
+		return "", left, nil
+	case res.Verdict == "":
+		return OutcomeFailed, 0, fmt.Errorf("approval %s: not ended and not due", id)
+	case res.Committed:
+		return OutcomeTimedOut, 0, nil
+	}
+	return OutcomeResolved, 0, nil
 }
 
 // fits reports whether waiting d leaves time before the invocation's deadline.
@@ -179,13 +216,19 @@ type ProjectSweep struct {
 	Project  string `json:"project"`
 	TimedOut int    `json:"timed_out"`
 	Lost     int    `json:"lost"`
-	Error    string `json:"error,omitempty"`
+	// ApprovalsTimedOut counts questions ended at their deadline,
+	// Announced endings whose missing frame was appended.
+	ApprovalsTimedOut int    `json:"approvals_timed_out"`
+	Announced         int    `json:"announced"`
+	Error             string `json:"error,omitempty"`
 }
 
-// SweepAll runs the bounded sweep (at most limit due spawns) of every
-// project, the backstop for lost or parked messages. One project's
-// failure does not stop the others; it is returned at the end so that
-// the invocation counts as failed and EventBridge retries it.
+// SweepAll runs the bounded sweeps of every project, the backstop for
+// lost or parked messages: at most limit due approval questions (ended as
+// timed-out, and missing ending frames appended), then at most limit due
+// spawns. One project's failure does not stop the others; it is returned
+// at the end so that the invocation counts as failed and EventBridge
+// retries it.
 func (s *Sweeper) SweepAll(ctx context.Context, limit int) (SweepReport, error) {
 	rep := SweepReport{Projects: []ProjectSweep{}}
 	names, err := s.Projects.List(ctx)
@@ -195,22 +238,41 @@ func (s *Sweeper) SweepAll(ctx context.Context, limit int) (SweepReport, error) 
 	var failed []error
 	for _, name := range names {
 		ps := ProjectSweep{Project: name}
-		svc, err := s.Projects.Project(ctx, name)
-		if err == nil {
-			var r service.SweepReport
-			r, err = svc.Sweep(ctx, limit)
-			ps.TimedOut, ps.Lost = len(r.TimedOut), len(r.Lost)
-		}
+		err := s.sweepProject(ctx, name, limit, &ps)
 		if err != nil {
 			ps.Error = err.Error()
 			failed = append(failed, fmt.Errorf("project %s: %w", name, err))
 			s.log().ErrorContext(ctx, "scheduled sweep", "project", name, "err", err)
-		} else if ps.TimedOut > 0 || ps.Lost > 0 {
-			s.log().InfoContext(ctx, "scheduled sweep", "project", name, "timed_out", ps.TimedOut, "lost", ps.Lost)
+		} else if ps.TimedOut > 0 || ps.Lost > 0 || ps.ApprovalsTimedOut > 0 || ps.Announced > 0 {
+			s.log().InfoContext(ctx, "scheduled sweep", "project", name, "timed_out", ps.TimedOut, "lost", ps.Lost,
+				"approvals_timed_out", ps.ApprovalsTimedOut, "announced", ps.Announced)
 		}
 		rep.Projects = append(rep.Projects, ps)
 	}
 	return rep, errors.Join(failed...)
+}
+
+// sweepProject sweeps one project. The approvals sweep runs on its own
+// first, so that its failure fails the project (the spawn sweep runs one
+// too, but only logs its errors); a project whose service keeps no
+// approvals has nothing to sweep there.
+func (s *Sweeper) sweepProject(ctx context.Context, name string, limit int, ps *ProjectSweep) error {
+	svc, err := s.Projects.Project(ctx, name)
+	if err != nil {
+		return err
+	}
+	a, err := svc.SweepApprovals(ctx, limit)
+	if err != nil && !errs.Is(err, service.ApprovalsUnavailable) {
+		return err
+	}
+	r, err := svc.Sweep(ctx, limit)
+	ps.TimedOut, ps.Lost = len(r.TimedOut), len(r.Lost)
+	ps.ApprovalsTimedOut, ps.Announced = len(a.TimedOut), len(a.Announced)
+	if r.Approvals != nil { // anything that came due between the two
+		ps.ApprovalsTimedOut += len(r.Approvals.TimedOut)
+		ps.Announced += len(r.Approvals.Announced)
+	}
+	return err
 }
 
 func (s *Sweeper) log() *slog.Logger {

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/ids"
@@ -260,5 +261,58 @@ func seedSweep(b *testing.B, client *dynamodb.Client, tbl string, st *dynamo.Sto
 	wg.Wait()
 	if b.Failed() {
 		b.FailNow()
+	}
+}
+
+// BenchmarkApprovalLifecycle runs tier-escalation questions through
+// service.Service on the DynamoDB store, each from the question to its
+// ending frame: "approved" asks without waiting and an approver answers;
+// "timed-out" asks and the queue-driven ExpireApproval (the sweeper
+// function's work) ends it at the deadline. The session is opened and
+// watched once (its subscriber lease outlives the run); every service
+// call includes its sweep-first, as in the api function.
+//
+//	go test ./internal/store/dynamo -run '^$' -bench ApprovalLifecycle -benchtime 200x
+func BenchmarkApprovalLifecycle(b *testing.B) {
+	for _, path := range []string{"approved", "timed-out"} {
+		b.Run(path, func(b *testing.B) {
+			needServer(b)
+			counter := dynamo.NewCounter()
+			st := dynamo.New(newClient(nil, counter), table, "bench-"+randomName())
+			now := t0
+			svc := &service.Service{Store: st, Tokens: st, Author: "bench", Now: func() time.Time { return now },
+				Approvals: service.Approvals{Store: st, Lease: 1000 * time.Hour}}
+			res, err := svc.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			session := res.Data.(service.SessionView).ID
+			if err := st.TouchSubscriber(ctx, session, "approver", now.Add(100*time.Hour)); err != nil {
+				b.Fatal(err)
+			}
+			counter.Reset()
+			b.ResetTimer()
+			for i := range b.N {
+				now = now.Add(time.Second)
+				r, err := svc.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: fmt.Sprintf("c-%d", i), To: "workspace-write",
+					Reason: "writes the build directory", Preview: "make", NoWait: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				id := r.Data.(service.ApprovalView).ID
+				if path == "approved" {
+					if _, err := svc.Approve(ctx, id, "approver"); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				now = now.Add(approvals.DefaultTimeout)
+				if e, _, err := svc.ExpireApproval(ctx, id); err != nil || !e.Committed {
+					b.Fatalf("timeout: %+v %v", e, err)
+				}
+			}
+			b.StopTimer()
+			report(b, counter, "question")
+		})
 	}
 }

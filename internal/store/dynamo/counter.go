@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sort"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -109,16 +108,6 @@ func (c *Counter) Total() Usage {
 		t.add(u)
 	}
 	return t
-}
-
-// Operations lists the operations seen, sorted.
-func (c *Counter) Operations() []string {
-	var ops []string
-	for op := range c.Usage() {
-		ops = append(ops, op)
-	}
-	sort.Strings(ops)
-	return ops
 }
 
 // Reset forgets every tally.

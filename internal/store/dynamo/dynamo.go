@@ -1,7 +1,8 @@
 // Package dynamo is dont's DynamoDB store: one table shared by every
 // project, with the real aws-sdk-go-v2 client. It implements
-// service.Store, service.TokenStore and httpapi.IdempotencyStore for one
-// project (New), and httpapi.Backend for all of them (NewBackend).
+// service.Store, service.TokenStore, service.ApprovalStore and
+// httpapi.IdempotencyStore for one project (New), and httpapi.Backend
+// for all of them (NewBackend).
 //
 // # Table
 //
@@ -22,14 +23,25 @@
 //	spawn                     P#<p>#S                    <spawn id>
 //	token (project's list)    P#<p>#T                    <token id>
 //	callback secret           P#<p>#M                    secret
+//	pending confirmation      P#<p>#C                    <confirmation id>
 //	Idempotency-Key record    P#<p>#I#<key>              I
 //	token (global)            T#<token id>               T
 //	spawn (global)            S#<spawn id>               S
+//	session + frame counter   P#<p>#SES                  <session id>
+//	approval                  P#<p>#APR                  <approval id>
+//	call lock                 P#<p>#CALL#<call id>       L
+//	a call's approval         P#<p>#CALL#<call id>       <approval id>
+//	frame                     P#<p>#FR#<session id>      <12-digit cursor>
+//	subscriber lease          P#<p>#SUB#<session id>     <subscriber>
 //
-// Entities, spawns, tokens and events are listed with Query, never Scan.
-// A spawn carries gsi1pk (P#<p>#S) and expires_at only while it is
-// pending, so DueSpawns reads the index range of pending spawns whose
-// expiry has passed: its cost follows the expired, not the stored.
+// Entities, spawns, tokens, events, sessions, approvals and frames are
+// listed with Query, never Scan. A spawn carries gsi1pk (P#<p>#S) and
+// expires_at only while it is pending, so DueSpawns reads the index range
+// of pending spawns whose expiry has passed: its cost follows the
+// expired, not the stored. Approvals use the same index under their own
+// partitions, P#<p>#APR#due (pending, by deadline) and
+// P#<p>#APR#unannounced (ended, ending frame not yet appended); see
+// approvals.go.
 //
 // All the events one commit writes about one entity share one item keyed
 // by the entity version that commit wrote: an entity's history is ordered
@@ -109,6 +121,8 @@ type Store struct {
 	project string
 	prefix  string
 	retry   backoff
+	// frameRetention is how long approval frames are kept (0: for good).
+	frameRetention time.Duration
 
 	secretMu sync.Mutex
 	secret   []byte
@@ -442,8 +456,12 @@ func (s *Store) transactItems(tx service.Tx) (items []types.TransactWriteItem, o
 		add(p.Entity.ID, types.TransactWriteItem{Put: put})
 		versions[p.Entity.ID] = p.Entity.Version
 		if p.PrevVersion == 0 {
+			seen := map[string]bool{}
 			for _, d := range p.Entity.DependsOn {
-				add(p.Entity.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: key(s.edgePK(d), p.Entity.ID)}})
+				if !seen[d] { // one operation per item in a transaction
+					seen[d] = true
+					add(p.Entity.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: key(s.edgePK(d), p.Entity.ID)}})
+				}
 			}
 		}
 	}

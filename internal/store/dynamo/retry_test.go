@@ -285,3 +285,20 @@ func clientToken(t *testing.T, body []byte) string {
 	}
 	return in.ClientRequestToken
 }
+
+// A claim whose first attempt landed but whose answer was lost is still
+// the claimer when the retry finds the record.
+func TestALostClaimResponseStillClaimsTheKey(t *testing.T) {
+	f := &faults{op: "PutItem", dropOnSuccess: 1}
+	s := faultyStore(t, f)
+	ex, err := s.Claim(ctx, "key", "fp", t0)
+	if err != nil || ex != nil {
+		t.Fatalf("claim: existing %+v, err %v; want the claim", ex, err)
+	}
+	if f.count() != 2 {
+		t.Fatalf("%d PutItem attempts, want 2", f.count())
+	}
+	if ex, _ := s.Claim(ctx, "key", "fp", t0); ex == nil || ex.Done {
+		t.Fatalf("a second request with the key: %+v, want the running claim", ex)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/storetest"
 )
@@ -41,4 +42,22 @@ func TestASpawnPayloadIsWrittenOnce(t *testing.T) {
 	if got, _ := s.GetSpawn(ctx, big.ID); string(got.Request) != string(big.Request) {
 		t.Fatalf("large payload came back as %d bytes, want %d", len(got.Request), len(big.Request))
 	}
+}
+
+func TestADependencyNamedTwiceIsOneEdge(t *testing.T) {
+	s := newStore(t)
+	root, child := newClaim(), newClaim()
+	child.DependsOn = []string{root.ID, root.ID}
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: root}, {Entity: child}}}); err != nil {
+		t.Fatal(err)
+	}
+	deps, err := s.Dependents(ctx, root.ID)
+	if err != nil || len(deps) != 1 || deps[0].ID != child.ID {
+		t.Fatalf("dependents = %v, %v", deps, err)
+	}
+}
+
+func newClaim() ledger.Entity {
+	return ledger.Entity{ID: ids.New(ids.Claim, t0), Kind: ledger.KindClaim, Statement: "a claim",
+		Status: ledger.Unverified, Version: 1, CreatedAt: t0, UpdatedAt: t0}
 }

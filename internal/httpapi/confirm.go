@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/confirm"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/tools"
+)
+
+// ToolView is one tool as GET /v1/tools describes it.
+type ToolView = tools.View
+
+// toolList answers GET /v1/tools for the caller's capabilities
+// (X-Dont-CLI-Caps) and the server-side gate:
+//
+//   - features.interactive_confirm is true only when the caller declares
+//     cli-confirm-v1 and the gate is on;
+//   - a caller declaring cli-confirm-v1 and cli-yes-only-v1, inside the
+//     gate, gets the new-contract view: gated tools without the deprecated
+//     skip parameters;
+//   - a CLI declaring only cli-confirm-v1, and every other caller, gets the
+//     legacy view, in which skip_confirmation and auto_skip_confirmation
+//     are visible parameters of every gated tool.
+func (s *server) toolList(w http.ResponseWriter, r *http.Request) {
+	caps := confirm.ParseCaps(r.Header.Get(confirm.CapsHeader))
+	on := !s.opts.DisableInteractiveConfirm
+	schema := tools.SchemaFor(on && caps.YesOnly(), on && caps.Confirms())
+	w.Header().Set("Vary", confirm.CapsHeader)
+	s.write(w, r, http.StatusOK, service.Result{Kind: "tools", Data: schema}, time.Now())
+}
+
+// arrival tells the server-side gate how a call came in: cli_confirmed
+// (a person confirmed it on the client: the CLI's [y/N] prompt or --yes,
+// a button on the approvals page) counts while the gate is on; with the
+// gate off it is ignored and the server's own flow applies.
+func (s *server) arrival(req callRequest) confirm.Arrival {
+	return confirm.Arrival{Contract: !s.opts.DisableInteractiveConfirm, CLIConfirmed: req.CLIConfirmed}
+}
+
+// actor names the caller on the records that keep it (who asked for a
+// held call, who confirmed it): a token id, never a secret.
+func (s *server) actor(ctx context.Context, p auth.Principal) context.Context {
+	switch {
+	case p.TokenID != "":
+		return service.WithActor(ctx, p.TokenID)
+	case p.RequestID != "":
+		return service.WithActor(ctx, "callback:"+p.RequestID)
+	}
+	return ctx
+}
+
+// okStatus is 202 for a held call (nothing ran yet), 200 otherwise.
+func okStatus(res service.Result) int {
+	if tools.Held(res) {
+		return http.StatusAccepted
+	}
+	return http.StatusOK
+}
+
+const heldDescription = `held: data.status is "pending_confirmation" and data.confirmation_id names the call; nothing ran. ` +
+	`An approver runs it once with POST /v1/tools/confirmations.confirm.`
+
+func capsParameter() map[string]any {
+	return map[string]any{"name": confirm.CapsHeader, "in": "header", "required": false,
+		"schema": map[string]any{"type": "string", "example": confirm.CLICaps},
+		"description": "CLI capabilities, comma-separated: cli-confirm-v1 (the CLI confirms gated calls itself and sends cli_confirmed), " +
+			"cli-yes-only-v1 (with cli-confirm-v1: the schema omits the deprecated skip parameters)"}
+}
+
+// callProperties are the fields of a POST /v1/tools/{name} body. The args
+// schema is the legacy view, which every caller may send.
+func callProperties(t *tools.Tool) map[string]any {
+	return map[string]any{
+		"args": t.ArgsSchema(true, true),
+		"cli_confirmed": map[string]any{"type": "boolean",
+			"description": "set by a CLI declaring cli-confirm-v1 after its own [y/N] prompt or --yes; a gated call then runs at once. " +
+				"Ignored from other callers and when the server's gate is off."},
+	}
+}

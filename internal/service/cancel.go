@@ -1,0 +1,79 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// CancelResult says what a cancel did.
+type CancelResult struct {
+	RequestID string        `json:"request_id"`
+	EntityID  string        `json:"entity_id,omitempty"`
+	Outcome   string        `json:"outcome"`
+	Applied   bool          `json:"applied"`
+	Restored  bool          `json:"restored"`
+	Status    ledger.Status `json:"status,omitempty"`
+}
+
+// CancelSpawn resolves a pending spawn as cancelled. It is one more
+// terminal resolver: it commits through the same conditional write as a
+// callback or a timeout (the spawn must still be pending), so exactly one
+// of them wins. Like a timeout it restores the entity's pre-spawn status
+// only if nothing has moved the entity since the spawn did, and it never
+// re-spawns. A cancel that loses changes nothing and says who won.
+func (s *Service) CancelSpawn(ctx context.Context, requestID, reason string) (Result, error) {
+	res := s.sweepFirst(ctx)
+	for attempt := 0; ; attempt++ {
+		sp, err := s.spawnRecord(ctx, requestID)
+		if err != nil {
+			return res, err
+		}
+		r := CancelResult{RequestID: sp.ID, EntityID: sp.EntityID, Outcome: sp.Outcome}
+		if sp.State != spawn.Pending {
+			w := loserWarning(sp)
+			w.Message = sp.ID + " was already resolved (" + sp.Outcome + "); the cancel changed nothing"
+			res.Warnings = append(res.Warnings, w)
+			res.Kind, res.Data = "spawn_cancel", r
+			return res, nil
+		}
+		now := s.now()
+		ev := s.event(ledger.EvSpawnCancelled, sp.EntityID, now)
+		ev.RequestID, ev.Outcome, ev.Reason = sp.ID, spawn.Cancelled, reason
+		ev.Detail = map[string]any{"issued_at": sp.IssuedAt.Format(timeFormat), "expires_at": sp.ExpiresAt.Format(timeFormat),
+			"cancelled_at": now.Format(timeFormat), "request_kind": string(sp.Kind)}
+		tx, err := s.closeTx(ctx, sp, spawn.Cancelled, ev, now)
+		if err != nil {
+			return res, err
+		}
+		r.Restored, r.Status = tx.restored, tx.status
+		err = s.Store.Commit(ctx, tx.Tx)
+		if isCondition(err) && attempt < maxAttempts {
+			continue // a resolver or a writer got there first: re-read and decide again
+		}
+		if err != nil {
+			return res, storeErr(err)
+		}
+		r.Outcome, r.Applied = spawn.Cancelled, true
+		res.Kind, res.Data = "spawn_cancel", r
+		return res, nil
+	}
+}
+
+// SpawnRecord shows one stored spawn request (spawns manage --op show).
+func (s *Service) SpawnRecord(ctx context.Context, requestID string) (Result, error) {
+	res := s.sweepFirst(ctx)
+	sp, err := s.spawnRecord(ctx, requestID)
+	if err != nil {
+		return res, err
+	}
+	res.Kind, res.Data = "spawn", spawnView{Spawn: sp, Request: sp.Request}
+	return res, nil
+}
+
+type spawnView struct {
+	spawn.Spawn
+	Request json.RawMessage `json:"request,omitempty"`
+}

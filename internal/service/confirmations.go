@@ -1,0 +1,214 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/dont-cli/dont/internal/confirm"
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ids"
+)
+
+// ConfirmationStore keeps the server's pending confirmations: gated calls
+// held until an approver confirms them. A store offers it by implementing
+// these methods beside Store; a store that does not answers
+// confirmations-unavailable.
+type ConfirmationStore interface {
+	// PutConfirmation creates p; ConditionFailed if its id exists.
+	PutConfirmation(ctx context.Context, p confirm.Pending) error
+	// GetConfirmation returns ErrNotFound for an unknown id.
+	GetConfirmation(ctx context.Context, id string) (confirm.Pending, error)
+	// ListConfirmations returns every confirmation, oldest first.
+	ListConfirmations(ctx context.Context) ([]confirm.Pending, error)
+	// UpdateConfirmation replaces p only if its stored state is still
+	// from; otherwise it returns ConditionFailed and writes nothing.
+	UpdateConfirmation(ctx context.Context, p confirm.Pending, from string) error
+}
+
+func (s *Service) confirmations() (ConfirmationStore, error) {
+	if cs, ok := s.Store.(ConfirmationStore); ok {
+		return cs, nil
+	}
+	return nil, errs.E(confirm.Unavailable, "this store keeps no pending confirmations")
+}
+
+type actorKey struct{}
+
+// WithActor names who is calling (a token id, a user), for the records
+// that keep it: who asked for a held call and who confirmed it.
+func WithActor(ctx context.Context, who string) context.Context {
+	return context.WithValue(ctx, actorKey{}, who)
+}
+
+func (s *Service) actor(ctx context.Context) string {
+	if who, _ := ctx.Value(actorKey{}).(string); who != "" {
+		return who
+	}
+	return s.Author
+}
+
+// KindConfirmation is the envelope_kind of a held call and of confirmation records.
+const KindConfirmation = "confirmation"
+
+// HeldView is the answer to a held call: data.status is
+// "pending_confirmation" and data.confirmation_id names it.
+type HeldView struct {
+	Status string `json:"status"`
+	confirm.Pending
+}
+
+// HoldCall stores a gated call that nobody confirmed as a pending
+// confirmation. It changes nothing else: the call runs only when an
+// approver confirms it.
+func (s *Service) HoldCall(ctx context.Context, tool string, args map[string]any) (Result, error) {
+	cs, err := s.confirmations()
+	if err != nil {
+		return Result{}, err
+	}
+	now := s.now()
+	p := confirm.Pending{ID: ids.New(ids.Confirmation, now), Tool: tool, Args: args, State: confirm.StatePending,
+		RequestedBy: s.actor(ctx), RequestedAt: now, ExpiresAt: now.Add(confirm.DefaultTTL)}
+	if p.Args == nil {
+		p.Args = map[string]any{}
+	}
+	if err := cs.PutConfirmation(ctx, p); err != nil {
+		return Result{}, storeErr(err)
+	}
+	return Result{Kind: KindConfirmation, Data: HeldView{Status: confirm.StatusPending, Pending: p},
+		Hints: []string{
+			"nothing ran yet: " + tool + " needs confirmation; an approver runs it once with: dont confirmations confirm " + p.ID,
+			"or drops it with: dont confirmations refuse " + p.ID + " (it expires at " + p.ExpiresAt.Format(time.RFC3339) + ")",
+		}}, nil
+}
+
+// ConfirmationView is a confirmation as listed: its state as of now.
+type ConfirmationView struct {
+	confirm.Pending
+}
+
+func (s *Service) confirmationView(p confirm.Pending) ConfirmationView {
+	p.State = p.StateAt(s.now())
+	return ConfirmationView{Pending: p}
+}
+
+// ListConfirmations lists the pending confirmations, or all of them.
+func (s *Service) ListConfirmations(ctx context.Context, all bool) (Result, error) {
+	cs, err := s.confirmations()
+	if err != nil {
+		return Result{}, err
+	}
+	list, err := cs.ListConfirmations(ctx)
+	if err != nil {
+		return Result{}, storeErr(err)
+	}
+	out := []ConfirmationView{}
+	for _, p := range list {
+		v := s.confirmationView(p)
+		if all || v.State == confirm.StatePending {
+			out = append(out, v)
+		}
+	}
+	view := "pending"
+	if all {
+		view = "all"
+	}
+	return Result{Kind: "confirmations", Data: map[string]any{"confirmations": out, "count": len(out), "view": view}}, nil
+}
+
+// ShowConfirmation shows one confirmation.
+func (s *Service) ShowConfirmation(ctx context.Context, id string) (Result, error) {
+	_, p, err := s.confirmation(ctx, id)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Kind: KindConfirmation, Data: s.confirmationView(p)}, nil
+}
+
+func (s *Service) confirmation(ctx context.Context, id string) (ConfirmationStore, confirm.Pending, error) {
+	cs, err := s.confirmations()
+	if err != nil {
+		return nil, confirm.Pending{}, err
+	}
+	if ids.Kind(id) != ids.Confirmation {
+		return cs, confirm.Pending{}, errs.E(errs.InvalidID, "not a confirmation id: "+quoteID(id),
+			errs.Step{Command: "dont confirmations list", Description: "list confirmation ids (conf:…)"}).Unmet("ids look like conf:<ULID>")
+	}
+	p, err := cs.GetConfirmation(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return cs, p, errs.E(confirm.NotFound, "no confirmation "+id+" in this project")
+	}
+	if err != nil {
+		return cs, p, storeErr(err)
+	}
+	return cs, p, nil
+}
+
+// ClaimConfirmation is the first half of a confirm: the conditional write
+// pending → executing. Exactly one confirm wins it; the winner gets the
+// held call to run (then calls FinishConfirmation). A confirm that loses
+// gets dup: the existing record with a warning, and changes nothing.
+func (s *Service) ClaimConfirmation(ctx context.Context, id string) (p confirm.Pending, dup *Result, err error) {
+	for attempt := 0; ; attempt++ {
+		cs, cur, err := s.confirmation(ctx, id)
+		if err != nil {
+			return cur, nil, err
+		}
+		now := s.now()
+		next, isDup, err := cur.Claim(s.actor(ctx), now)
+		if err != nil {
+			if cur.State == confirm.StatePending && cur.StateAt(now) == confirm.StateExpired {
+				_ = cs.UpdateConfirmation(ctx, cur.Expire(), confirm.StatePending) // a record of the expiry; best effort
+			}
+			return cur, nil, err
+		}
+		if isDup {
+			r := Result{Kind: KindConfirmation, Data: s.confirmationView(cur), Warnings: []envelope.Warning{{Code: "confirmation-duplicate",
+				Message: id + " was already confirmed by " + cur.DecidedBy + " (" + cur.State + "); this confirm changed nothing"}}}
+			return cur, &r, nil
+		}
+		err = cs.UpdateConfirmation(ctx, next, confirm.StatePending)
+		if isCondition(err) && attempt < maxAttempts {
+			continue // another confirm or refusal committed first: re-read
+		}
+		if err != nil {
+			return cur, nil, storeErr(err)
+		}
+		return next, nil, nil
+	}
+}
+
+// FinishConfirmation records what the claimed call did.
+func (s *Service) FinishConfirmation(ctx context.Context, p confirm.Pending, o confirm.Outcome) error {
+	cs, err := s.confirmations()
+	if err != nil {
+		return err
+	}
+	if err := cs.UpdateConfirmation(ctx, p.Finish(o), confirm.StateExecuting); err != nil {
+		return storeErr(err)
+	}
+	return nil
+}
+
+// RefuseConfirmation ends a pending confirmation without running it.
+func (s *Service) RefuseConfirmation(ctx context.Context, id, reason string) (Result, error) {
+	for attempt := 0; ; attempt++ {
+		cs, cur, err := s.confirmation(ctx, id)
+		if err != nil {
+			return Result{}, err
+		}
+		next, err := cur.Refuse(s.actor(ctx), reason, s.now())
+		if err != nil {
+			return Result{}, err
+		}
+		err = cs.UpdateConfirmation(ctx, next, confirm.StatePending)
+		if isCondition(err) && attempt < maxAttempts {
+			continue
+		}
+		if err != nil {
+			return Result{}, storeErr(err)
+		}
+		return Result{Kind: KindConfirmation, Data: s.confirmationView(next)}, nil
+	}
+}

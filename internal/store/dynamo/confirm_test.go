@@ -1,0 +1,12 @@
+package dynamo_test
+
+import (
+	"testing"
+
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/storetest"
+)
+
+func TestConfirmationConformance(t *testing.T) {
+	storetest.RunConfirmations(t, func(t *testing.T) service.ConfirmationStore { return newStore(t) })
+}

@@ -1,0 +1,135 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/service"
+)
+
+// The gated actions of the confirmation contract that are not plain
+// ledger verbs: cancelling a spawn, the --op dispatched management
+// actions, revoking every token, and the server's own confirmation flow.
+func init() {
+	RegisterGroup("spawns", "List spawn requests (--pending, --timed-out, --all), cancel one, or manage them with --op.")
+	RegisterGroup("confirmations", "Calls held for an approver: list, show, confirm (runs the call once) or refuse.")
+
+	spawnID := Param{Name: "request_id", Type: String, Required: true, Positional: true, Description: "the spawn request (spawn:…)"}
+	register(&Tool{Name: "spawns.cancel", Summary: "Cancel a pending spawn: it resolves as cancelled and the entity gets its pre-spawn status back.",
+		Params: []Param{spawnID, {Name: "reason", Type: String, Description: "why it is cancelled"}},
+		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
+			return s.CancelSpawn(ctx, a.Str("request_id"), a.Str("reason"))
+		}})
+	register(&Tool{Name: "spawns.manage", Summary: "One action for spawn requests: --op list, show or cancel (--op is required).",
+		Params: []Param{
+			{Name: "op", Type: String, Short: "o", Required: true, Enum: []string{"list", "show", "cancel"}, Description: "list, show or cancel"},
+			{Name: "request_id", Type: String, Description: "the spawn request (show, cancel)"},
+			{Name: "view", Type: String, Enum: []string{service.ViewPending, service.ViewTimedOut, service.ViewAll}, Description: "pending, timed-out or all (list; default all)"},
+			{Name: "reason", Type: String, Description: "why it is cancelled (cancel)"},
+		},
+		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
+			switch a.Str("op") {
+			case "list":
+				return s.Spawns(ctx, a.Str("view"))
+			case "show":
+				if err := need(a, "spawns.manage", "show", "request_id"); err != nil {
+					return service.Result{}, err
+				}
+				return s.SpawnRecord(ctx, a.Str("request_id"))
+			default:
+				if err := need(a, "spawns.manage", "cancel", "request_id"); err != nil {
+					return service.Result{}, err
+				}
+				return s.CancelSpawn(ctx, a.Str("request_id"), a.Str("reason"))
+			}
+		}})
+
+	admin := []string{auth.RoleAdmin}
+	register(&Tool{Name: "tokens.manage", Summary: "One action for bearer tokens: --op list (the default), create or revoke.", Roles: admin,
+		Params: []Param{
+			{Name: "op", Type: String, Short: "o", Enum: []string{"list", "create", "revoke"}, Default: "list", Description: "list (default), create or revoke"},
+			{Name: "role", Type: String, Enum: auth.Roles, Description: "harness, approver or admin (create)"},
+			{Name: "name", Type: String, Description: "a label (create)"},
+			{Name: "id", Type: String, Description: "token id tok:… (revoke)"},
+		},
+		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
+			switch a.Str("op") {
+			case "create":
+				if err := need(a, "tokens.manage", "create", "role"); err != nil {
+					return service.Result{}, err
+				}
+				return s.CreateToken(ctx, a.Str("role"), a.Str("name"))
+			case "revoke":
+				if err := need(a, "tokens.manage", "revoke", "id"); err != nil {
+					return service.Result{}, err
+				}
+				return s.RevokeToken(ctx, a.Str("id"))
+			default:
+				return s.ListTokens(ctx)
+			}
+		}})
+	register(&Tool{Name: "tokens.revoke-all", Summary: "Revoke every bearer token of the project at once (incident response; interactive only).", Roles: admin,
+		run: func(ctx context.Context, s *service.Service, _ Args) (service.Result, error) {
+			return s.RevokeAllTokens(ctx)
+		}})
+
+	confID := Param{Name: "id", Type: String, Required: true, Positional: true, Description: "the confirmation (conf:…)"}
+	deciders := []string{auth.RoleApprover, auth.RoleAdmin}
+	register(&Tool{Name: "confirmations.list", Summary: "List the calls waiting for confirmation (--all: every one ever held).", Annotations: Annotations{ReadOnly: true},
+		Params: []Param{{Name: "all", Type: Boolean, Description: "include confirmed, refused and expired ones"}},
+		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
+			return s.ListConfirmations(ctx, a.Bool("all"))
+		}})
+	register(&Tool{Name: "confirmations.show", Summary: "Show one held call and how it ended.", Annotations: Annotations{ReadOnly: true},
+		Params: []Param{confID},
+		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
+			return s.ShowConfirmation(ctx, a.Str("id"))
+		}})
+	register(&Tool{Name: "confirmations.confirm", Summary: "Confirm a held call: it runs now, exactly once (approver or admin).", Roles: deciders,
+		Params: []Param{confID},
+		run:    runConfirmed})
+	register(&Tool{Name: "confirmations.refuse", Summary: "Refuse a held call: it never runs (approver or admin).", Roles: deciders,
+		Params: []Param{confID, {Name: "reason", Type: String, Description: "why"}},
+		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
+			return s.RefuseConfirmation(ctx, a.Str("id"), a.Str("reason"))
+		}})
+}
+
+// runConfirmed is `confirmations confirm`: the conditional write
+// pending → executing decides the one confirm that runs the held call;
+// every other confirm changes nothing. The confirmer receives the call's
+// own result; the record keeps only a summary of it.
+func runConfirmed(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
+	p, dup, err := s.ClaimConfirmation(ctx, a.Str("id"))
+	if err != nil {
+		return service.Result{}, err
+	}
+	if dup != nil {
+		return *dup, nil
+	}
+	res, callErr := Call(ctx, s, p.Tool, p.Args)
+	o := outcomeOf(res, callErr)
+	if err := s.FinishConfirmation(context.WithoutCancel(ctx), p, o); err != nil {
+		res.Warnings = append(res.Warnings, warning("confirmation-record-failed", p.ID+" ran, but its record still says executing: "+errs.As(err).Message))
+	}
+	res.Hints = append(res.Hints, p.ID+" confirmed: "+p.Tool+" ran once (dont confirmations show "+p.ID+")")
+	return res, callErr
+}
+
+func need(a Args, tool, op, param string) error {
+	if a.Str(param) != "" {
+		return nil
+	}
+	msg := "--op " + op + " needs " + param
+	return errs.E(errs.Usage, tool+": "+msg, errs.Step{Command: "dont " + cliPath(tool) + " --help", Description: "see the parameters"}).Unmet(msg)
+}
+
+func cliPath(name string) string {
+	for i := 0; i < len(name); i++ {
+		if name[i] == '.' {
+			return name[:i] + " " + name[i+1:]
+		}
+	}
+	return name
+}
