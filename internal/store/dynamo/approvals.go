@@ -511,25 +511,11 @@ func (s *Store) Frames(ctx context.Context, sessionID string, after int64, limit
 	q.KeyConditionExpression = aws.String("#pk = :pk AND #sk > :after")
 	q.ExpressionAttributeNames["#sk"] = SortKey
 	q.ExpressionAttributeValues[":after"] = str(cursorKey(max(after, 0)))
-	var out []approvals.Frame
-	for {
-		q.Limit = aws.Int32(int32(min(limit-len(out), 1000)))
-		page, err := s.queryPage(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range page.Items {
-			f, err := decodeFrame(it)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, f)
-		}
-		if len(out) >= limit || len(page.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		q.ExclusiveStartKey = page.LastEvaluatedKey
+	out, err := queryUpTo(ctx, s, q, limit, decodeFrame)
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // TouchSubscriber implements service.ApprovalStore: one conditional
@@ -630,25 +616,7 @@ func (s *Store) indexedApprovals(ctx context.Context, partition, until string, l
 		q.ExpressionAttributeNames["#exp"] = ExpiresAtKey
 		q.ExpressionAttributeValues[":until"] = str(until)
 	}
-	var out []approvals.Approval
-	for {
-		q.Limit = aws.Int32(int32(min(limit-len(out), 1000)))
-		page, err := s.queryPage(ctx, q)
-		if err != nil {
-			return out, err
-		}
-		for _, it := range page.Items {
-			a, err := decodeApproval(it)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, a)
-		}
-		if len(out) >= limit || len(page.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		q.ExclusiveStartKey = page.LastEvaluatedKey
-	}
+	return queryUpTo(ctx, s, q, limit, decodeApproval)
 }
 
 var _ service.ApprovalStore = (*Store)(nil)

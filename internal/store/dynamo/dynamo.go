@@ -369,25 +369,7 @@ func (s *Store) DueSpawns(ctx context.Context, now time.Time, limit int) ([]spaw
 		ScanIndexForward:       aws.Bool(true),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
 	}
-	var out []spawn.Spawn
-	for {
-		q.Limit = aws.Int32(int32(min(limit-len(out), 1000)))
-		page, err := s.queryPage(ctx, q)
-		if err != nil {
-			return out, err
-		}
-		for _, it := range page.Items {
-			sp, err := decodeSpawn(it)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, sp)
-		}
-		if len(out) >= limit || len(page.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		q.ExclusiveStartKey = page.LastEvaluatedKey
-	}
+	return queryUpTo(ctx, s, q, limit, decodeSpawn)
 }
 
 // Commit implements service.Store: the whole Tx is one TransactWriteItems
@@ -634,6 +616,30 @@ func (s *Store) query(ctx context.Context, q *dynamodb.QueryInput, fn func(map[s
 		}
 		if len(page.LastEvaluatedKey) == 0 {
 			return nil
+		}
+		q.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// queryUpTo pages through q until it has decoded limit items or the
+// results end.
+func queryUpTo[T any](ctx context.Context, s *Store, q *dynamodb.QueryInput, limit int, decode func(map[string]types.AttributeValue) (T, error)) ([]T, error) {
+	var out []T
+	for {
+		q.Limit = aws.Int32(int32(min(limit-len(out), 1000)))
+		page, err := s.queryPage(ctx, q)
+		if err != nil {
+			return out, err
+		}
+		for _, it := range page.Items {
+			v, err := decode(it)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, v)
+		}
+		if len(out) >= limit || len(page.LastEvaluatedKey) == 0 {
+			return out, nil
 		}
 		q.ExclusiveStartKey = page.LastEvaluatedKey
 	}
