@@ -1,43 +1,39 @@
 package dynamo_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/dont-cli/dont/internal/standin"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
 // The tests run against a real DynamoDB-compatible server: the one named
 // by DONT_DYNAMO_ENDPOINT, AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL
 // (LocalStack, or the stand-in started by localstack/standins.sh), or else
-// the CI stand-in localstack/dynamostandin, built and started here on a
-// free loopback port. They skip only if there is neither; with CI=true
+// the CI stand-in localstack/dynamostandin, which standin.Dynamo builds and
+// starts on a free loopback port. They skip only if there is neither; with CI=true
 // they fail instead.
 var (
-	endpoint  string
-	table     string
-	noServer  string // why there is no server, if there is none
-	standinUp *exec.Cmd
+	endpoint string
+	table    string
+	noServer string // why there is no server, if there is none
 )
 
 func TestMain(m *testing.M) {
+	stop := func() {}
 	code := func() int {
 		var err error
-		endpoint, err = findEndpoint()
+		endpoint, stop, err = standin.Dynamo()
 		if err != nil {
 			noServer = err.Error()
 			return m.Run()
@@ -52,78 +48,11 @@ func TestMain(m *testing.M) {
 		defer newClient(nil, nil).DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 		return m.Run()
 	}()
-	if standinUp != nil {
-		stopStandin()
-	}
-	os.Exit(code)
-}
-
-func findEndpoint() (string, error) {
-	for _, v := range []string{"DONT_DYNAMO_ENDPOINT", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"} {
-		if e := os.Getenv(v); e != "" {
-			return e, nil
-		}
-	}
-	return startStandin()
-}
-
-// startStandin builds localstack/dynamostandin and starts it on a free
-// loopback port; it prints "listening http://HOST:PORT" when ready.
-func startStandin() (string, error) {
-	_, here, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(here), "..", "..", "..")
-	dir, err := os.MkdirTemp("", "dont-dynamostandin")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "dynamostandin")
-	build := exec.Command("go", "build", "-o", bin, "./localstack/dynamostandin")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("cannot build the DynamoDB stand-in: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("cannot start the DynamoDB stand-in: %v", err)
-	}
-	standinUp = cmd
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if url, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
-				line <- url
-			}
-		}
-	}()
-	select {
-	case url := <-line:
-		return url, nil
-	case <-time.After(30 * time.Second):
-		return "", fmt.Errorf("the DynamoDB stand-in did not print its address within 30s")
-	}
-}
-
-// stopStandin stops the stand-in this process started: SIGINT, then
-// SIGKILL if it has not exited within 10 seconds.
-func stopStandin() {
 	if t, ok := http.DefaultTransport.(*http.Transport); ok {
 		t.CloseIdleConnections()
 	}
-	standinUp.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { standinUp.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		standinUp.Process.Kill()
-		<-done
-	}
+	stop()
+	os.Exit(code)
 }
 
 // needServer skips (or, in CI, fails) a test when there is no server.
