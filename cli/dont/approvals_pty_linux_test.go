@@ -5,12 +5,8 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-	"unsafe"
-
-	"golang.org/x/term"
 )
 
 // terminal is the master side of a pseudo-terminal whose output is read as
@@ -25,26 +21,8 @@ type terminal struct {
 // stdout, and the master's output.
 func openTerminal(t *testing.T) (*os.File, *terminal) {
 	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
+	master, slave := openPTY(t)
 	t.Cleanup(func() { master.Close() })
-	var unlock int32
-	var n uint32
-	if err := ioctl(master, syscall.TIOCSPTLCK, unsafe.Pointer(&unlock)); err != nil {
-		t.Fatal(err)
-	}
-	if err := ioctl(master, syscall.TIOCGPTN, unsafe.Pointer(&n)); err != nil {
-		t.Fatal(err)
-	}
-	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := term.MakeRaw(int(slave.Fd())); err != nil {
-		t.Fatal(err)
-	}
 	tm := &terminal{new: make(chan struct{}, 1)}
 	go func() {
 		b := make([]byte, 4096)
