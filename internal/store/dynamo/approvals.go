@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -395,20 +394,7 @@ func (s *Store) ListApprovals(ctx context.Context, f service.ApprovalFilter) ([]
 		}
 	} else {
 		q := s.partitionQuery(s.approvalPK())
-		var filters []string
-		if f.SessionID != "" {
-			filters = append(filters, "#ses = :ses")
-			q.ExpressionAttributeNames["#ses"] = "ses"
-			q.ExpressionAttributeValues[":ses"] = str(f.SessionID)
-		}
-		if f.State != "" {
-			filters = append(filters, "#st = :st")
-			q.ExpressionAttributeNames["#st"] = "st"
-			q.ExpressionAttributeValues[":st"] = str(f.State)
-		}
-		if len(filters) > 0 {
-			q.FilterExpression = aws.String(strings.Join(filters, " AND "))
-		}
+		whereEqual(q, "ses", f.SessionID, "st", f.State)
 		if err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
 			a, err := decodeApproval(it)
 			if err == nil {

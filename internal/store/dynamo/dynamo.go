@@ -178,20 +178,7 @@ func (s *Store) GetEntity(ctx context.Context, id string) (ledger.Entity, error)
 // entities, ordered by id.
 func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
 	q := s.partitionQuery(s.entityPK())
-	var filters []string
-	if f.Status != "" {
-		filters = append(filters, "#st = :st")
-		q.ExpressionAttributeNames["#st"] = "st"
-		q.ExpressionAttributeValues[":st"] = str(string(f.Status))
-	}
-	if f.Kind != "" {
-		filters = append(filters, "#kind = :kind")
-		q.ExpressionAttributeNames["#kind"] = "kind"
-		q.ExpressionAttributeValues[":kind"] = str(f.Kind)
-	}
-	if len(filters) > 0 {
-		q.FilterExpression = aws.String(strings.Join(filters, " AND "))
-	}
+	whereEqual(q, "st", string(f.Status), "kind", f.Kind)
 	var out []ledger.Entity
 	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
 		e, err := decodeEntity(it)
@@ -312,20 +299,7 @@ func (s *Store) fillPayloads(ctx context.Context, spawns []spawn.Spawn) error {
 // spawns, ordered by issue time, then id.
 func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.Spawn, error) {
 	q := s.partitionQuery(s.spawnPK())
-	var filters []string
-	if f.State != "" {
-		filters = append(filters, "#st = :st")
-		q.ExpressionAttributeNames["#st"] = "st"
-		q.ExpressionAttributeValues[":st"] = str(f.State)
-	}
-	if f.EntityID != "" {
-		filters = append(filters, "#ent = :ent")
-		q.ExpressionAttributeNames["#ent"] = "ent"
-		q.ExpressionAttributeValues[":ent"] = str(f.EntityID)
-	}
-	if len(filters) > 0 {
-		q.FilterExpression = aws.String(strings.Join(filters, " AND "))
-	}
+	whereEqual(q, "st", f.State, "ent", f.EntityID)
 	var out []spawn.Spawn
 	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
 		sp, err := decodeSpawn(it)
@@ -618,6 +592,24 @@ func (s *Store) query(ctx context.Context, q *dynamodb.QueryInput, fn func(map[s
 			return nil
 		}
 		q.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// whereEqual filters q on attribute = value for each (attribute, value)
+// pair whose value is not empty, joined with AND.
+func whereEqual(q *dynamodb.QueryInput, pairs ...string) {
+	var filters []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		attr, value := pairs[i], pairs[i+1]
+		if value == "" {
+			continue
+		}
+		filters = append(filters, "#"+attr+" = :"+attr)
+		q.ExpressionAttributeNames["#"+attr] = attr
+		q.ExpressionAttributeValues[":"+attr] = str(value)
+	}
+	if len(filters) > 0 {
+		q.FilterExpression = aws.String(strings.Join(filters, " AND "))
 	}
 }
 
