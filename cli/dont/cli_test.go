@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,8 +78,16 @@ func (p *testProject) run(args ...string) result { return p.runEnv(nil, args...)
 
 func (p *testProject) runEnv(env []string, args ...string) result {
 	p.t.Helper()
+	return p.runIn(p.t, env, nil, args...)
+}
+
+// runIn runs the binary in the project with extra env and stdin (nil: none),
+// failing t if it cannot run or prints anything but one JSON envelope.
+func (p *testProject) runIn(t *testing.T, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
 	c := p.cmd(args...)
 	c.Env = append(c.Env, env...)
+	c.Stdin = stdin
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()
@@ -86,11 +95,11 @@ func (p *testProject) runEnv(env []string, args ...string) result {
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.exit = ee.ExitCode()
 	} else if err != nil {
-		p.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if out.Len() > 0 {
 		if err := json.Unmarshal(out.Bytes(), &r.env); err != nil {
-			p.t.Fatalf("stdout is not one JSON envelope: %q", out.String())
+			t.Fatalf("stdout is not one JSON envelope: %q", out.String())
 		}
 	}
 	return r

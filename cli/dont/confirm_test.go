@@ -161,24 +161,7 @@ func (g *gateEnv) token(role string) string {
 // run runs the binary with stdin; stdout is returned raw.
 func (g *gateEnv) run(stdin string, args ...string) result {
 	g.t.Helper()
-	c := g.p.cmd(args...)
-	c.Env = append(c.Env, g.env...)
-	c.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.exit = ee.ExitCode()
-	} else if err != nil {
-		g.t.Fatal(err)
-	}
-	if out.Len() > 0 {
-		if err := json.Unmarshal(out.Bytes(), &r.env); err != nil {
-			g.t.Fatalf("stdout is not one JSON envelope: %q", out.String())
-		}
-	}
-	return r
+	return g.p.runIn(g.t, g.env, strings.NewReader(stdin), args...)
 }
 
 // help runs `<args> --help` and returns everything it printed (help goes to stdout).
@@ -875,24 +858,7 @@ func TestInterruptAtThePromptSendsNothing(t *testing.T) {
 // [y/N] prompt (approvals approve is interactive-only: --yes does not do).
 func (p *testProject) answered(env []string, args ...string) result {
 	p.t.Helper()
-	c := p.cmd(args...)
-	c.Env = append(c.Env, env...)
-	c.Stdin = strings.NewReader("y\n")
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.exit = ee.ExitCode()
-	} else if err != nil {
-		p.t.Fatal(err)
-	}
-	if out.Len() > 0 {
-		if err := json.Unmarshal(out.Bytes(), &r.env); err != nil {
-			p.t.Fatalf("stdout is not one JSON envelope: %q", out.String())
-		}
-	}
-	return r
+	return p.runIn(p.t, env, strings.NewReader("y\n"), args...)
 }
 
 func (p *testProject) okAnswered(args ...string) result {
