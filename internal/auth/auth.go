@@ -94,25 +94,67 @@ func Matches(secret, hash string) bool {
 // CallbackToken is the token a spawn request carries: it names the request
 // and proves the project issued it.
 func CallbackToken(projectSecret []byte, requestID string) string {
-	return callbackPrefix + requestID + "_" + mac(projectSecret, requestID)
+	return CallbackTokenOf(projectSecret, "", requestID)
+}
+
+// CallbackTokenOf is CallbackToken for a store shared by many projects: the
+// token also names its project (hex-encoded, after the request id), so
+// that a deployment can route it without a lookup; the MAC covers both.
+func CallbackTokenOf(projectSecret []byte, project, requestID string) string {
+	if project == "" {
+		return callbackPrefix + requestID + "_" + mac(projectSecret, requestID)
+	}
+	return callbackPrefix + requestID + "." + hex.EncodeToString([]byte(project)) + "_" + macOf(projectSecret, project, requestID)
 }
 
 // ParseCallback checks a callback token's MAC and returns its request id.
 func ParseCallback(projectSecret []byte, tok string) (requestID string, ok bool) {
-	rest, found := strings.CutPrefix(tok, callbackPrefix)
+	requestID, project, sig, found := splitCallback(tok)
 	if !found {
 		return "", false
 	}
-	requestID, sig, found := strings.Cut(rest, "_")
-	if !found || requestID == "" {
-		return "", false
-	}
 	want := mac(projectSecret, requestID)
+	if project != "" {
+		want = macOf(projectSecret, project, requestID)
+	}
 	return requestID, subtle.ConstantTimeCompare([]byte(sig), []byte(want)) == 1
+}
+
+// CallbackProject is the project a callback token names, unverified (the
+// project's secret verifies it); "" if it names none.
+func CallbackProject(tok string) string {
+	_, project, _, _ := splitCallback(tok)
+	return project
+}
+
+func splitCallback(tok string) (requestID, project, sig string, ok bool) {
+	rest, found := strings.CutPrefix(tok, callbackPrefix)
+	if !found {
+		return "", "", "", false
+	}
+	head, sig, found := strings.Cut(rest, "_")
+	if !found {
+		return "", "", "", false
+	}
+	requestID, hexProject, named := strings.Cut(head, ".")
+	if named {
+		p, err := hex.DecodeString(hexProject)
+		if err != nil || len(p) == 0 {
+			return "", "", "", false
+		}
+		project = string(p)
+	}
+	return requestID, project, sig, requestID != ""
 }
 
 // IsCallback reports whether a presented token is shaped like a callback token.
 func IsCallback(tok string) bool { return strings.HasPrefix(tok, callbackPrefix) }
+
+func macOf(secret []byte, project, requestID string) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("dont-callback-v2\x00" + project + "\x00" + requestID))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
 
 func mac(secret []byte, requestID string) string {
 	m := hmac.New(sha256.New, secret)

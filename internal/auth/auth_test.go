@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"encoding/hex"
 	"strings"
 	"testing"
 )
@@ -35,5 +36,33 @@ func TestCallbackTokensNameTheirRequestAndCannotBeForged(t *testing.T) {
 	swapped := strings.Replace(tok, "0000000000000A", "0000000000000B", 1)
 	if _, ok := ParseCallback(secret, swapped); ok {
 		t.Fatal("a token for another request id verified")
+	}
+}
+
+func TestCallbackTokensOfSharedStoresNameTheirProjectUnderTheMAC(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	const rid = "spawn:01HX05A9K8VP0000000000000A"
+	tok := CallbackTokenOf(secret, "team_a#1", rid)
+	if got := CallbackProject(tok); got != "team_a#1" {
+		t.Fatalf("project = %q", got)
+	}
+	if got, ok := ParseCallback(secret, tok); !ok || got != rid {
+		t.Fatalf("parse: %q %v", got, ok)
+	}
+	// Renaming the project in the token breaks the MAC.
+	other := strings.Replace(tok, "."+hex.EncodeToString([]byte("team_a#1")), "."+hex.EncodeToString([]byte("team_b")), 1)
+	if CallbackProject(other) != "team_b" {
+		t.Fatalf("rewrite failed: %s", other)
+	}
+	if _, ok := ParseCallback(secret, other); ok {
+		t.Fatal("a token moved to another project verified")
+	}
+	if CallbackProject(CallbackToken(secret, rid)) != "" {
+		t.Fatal("a single-store token named a project")
+	}
+	for _, bad := range []string{"dontcb_" + rid + ".zz_sig", "dontcb_" + rid + "._sig", "dontcb_.6161_sig"} {
+		if _, ok := ParseCallback(secret, bad); ok {
+			t.Errorf("%q parsed", bad)
+		}
 	}
 }

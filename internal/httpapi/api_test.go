@@ -301,6 +301,63 @@ func TestIdempotencyKeyReturnsTheFirstResponseAndAppliesOnce(t *testing.T) {
 	}
 }
 
+// Calls the service applies at most once by its own conditions — a
+// callback, an assume — remember their first success without claiming
+// the key first: a retry replays it; concurrent duplicates apply once,
+// the others being refused by the spawn rules.
+func TestExclusiveCallsReplayTheirFirstSuccessAndApplyOnce(t *testing.T) {
+	a := newAPI(t)
+	h := a.tokens["harness"]
+	id := a.ok(h, "conclude", map[string]any{"statement": "retried callback"}).str("id")
+	first := a.call(h, "assume", map[string]any{"id": id}, "Idempotency-Key", "as-1")
+	retry := a.call(h, "assume", map[string]any{"id": id}, "Idempotency-Key", "as-1")
+	if first.status != 200 || !bytes.Equal(first.raw, retry.raw) || retry.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("assume retry did not replay:\n%s\n%s", first.raw, retry.raw)
+	}
+	req := first.data()
+	token := req["callback"].(map[string]any)["token"].(string)
+	args := map[string]any{"id": id, "evidence": []string{"https://example.org/e"}, "request_id": req["request_id"]}
+	done := a.call(token, "dismiss", args, "Idempotency-Key", "cb-1")
+	events := a.eventCount()
+	again := a.call(token, "dismiss", args, "Idempotency-Key", "cb-1")
+	if done.status != 200 || !bytes.Equal(done.raw, again.raw) || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("callback retry did not replay:\n%s\n%s", done.raw, again.raw)
+	}
+	if a.eventCount() != events {
+		t.Fatalf("the callback retry wrote %d events", a.eventCount()-events)
+	}
+	if r := a.call(token, "dismiss", map[string]any{"id": id, "evidence": []string{"https://example.org/other"}, "request_id": req["request_id"]}, "Idempotency-Key", "cb-1"); r.status != 422 {
+		t.Fatalf("same key, other body: %d %s", r.status, r.raw)
+	}
+
+	// Concurrent duplicates of one assume: one spawn; the others are told
+	// it is pending (or replay it).
+	other := a.ok(h, "conclude", map[string]any{"statement": "concurrent assume"}).str("id")
+	var wg sync.WaitGroup
+	replies := make([]reply, 8)
+	for i := range replies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			replies[i] = a.call(h, "assume", map[string]any{"id": other}, "Idempotency-Key", "as-2")
+		}()
+	}
+	wg.Wait()
+	issued := map[string]bool{}
+	for _, r := range replies {
+		switch {
+		case r.status == 200:
+			issued[r.str("request_id")] = true
+		case r.code() != "spawn-pending":
+			t.Fatalf("concurrent assume: %d %s", r.status, r.raw)
+		}
+	}
+	pending := a.ok(h, "spawns", map[string]any{"pending": true}).data()["spawns"].([]any)
+	if len(issued) != 1 || len(pending) != 1 {
+		t.Fatalf("concurrent assumes issued %v; pending %d", issued, len(pending))
+	}
+}
+
 func TestPerTokenRateLimitAnswers429WithRetryAfter(t *testing.T) {
 	a := newAPI(t, func(o *httpapi.Options) { o.RatePerSecond, o.Burst = 1, 3 })
 	h := a.tokens["harness"]

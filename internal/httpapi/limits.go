@@ -53,6 +53,12 @@ type IdempotencyStore interface {
 	Complete(ctx context.Context, key string, status int, body []byte) error
 	// Release forgets a claimed key whose request did not finish.
 	Release(ctx context.Context, key string) error
+	// Lookup returns the finished record of key, or nil: for calls that
+	// need no claim (see idempotency.exclusive). It may read a replica.
+	Lookup(ctx context.Context, key string, now time.Time) (*Stored, error)
+	// Remember stores the response of an unclaimed key unless a response
+	// is stored already: the first to finish is remembered.
+	Remember(ctx context.Context, key, fingerprint string, status int, body []byte, now time.Time) error
 }
 
 // Stored is a remembered request.
@@ -68,6 +74,13 @@ type idempotency struct {
 	key     string
 	scope   string
 	claimed bool
+	// exclusive calls are applied at most once by the service's own
+	// conditions (a callback resolves its spawn once; an entity has one
+	// pending verification spawn): a concurrent duplicate is refused
+	// there, so the key needs no claim before the call runs, only its
+	// successful response remembered after: one write instead of two.
+	exclusive   bool
+	fingerprint string
 }
 
 // begin claims the key, or returns the first response to replay.
@@ -80,6 +93,20 @@ func (i *idempotency) begin(ctx context.Context, body []byte) (*Stored, error) {
 	}
 	sum := sha256.Sum256(body)
 	fp := hex.EncodeToString(sum[:])
+	if i.exclusive {
+		i.fingerprint = fp
+		existing, err := i.store.Lookup(ctx, i.scope+"/"+i.key, time.Now())
+		if err != nil {
+			return nil, errs.E(errs.StoreError, "cannot read the Idempotency-Key").Wrap(err)
+		}
+		if existing == nil || !existing.Done {
+			return nil, nil
+		}
+		if existing.Fingerprint != fp {
+			return nil, errs.E(IdempotencyMismatch, "this Idempotency-Key was used for a different request")
+		}
+		return existing, nil
+	}
 	existing, err := i.store.Claim(ctx, i.scope+"/"+i.key, fp, time.Now())
 	if err != nil {
 		return nil, errs.E(errs.StoreError, "cannot record the Idempotency-Key").Wrap(err)
@@ -100,6 +127,12 @@ func (i *idempotency) begin(ctx context.Context, body []byte) (*Stored, error) {
 // finish stores the response. Responses of interrupted requests are not
 // remembered: the key is released so a retry runs again.
 func (i *idempotency) finish(ctx context.Context, status int, body []byte) {
+	if i.exclusive && i.fingerprint != "" && status/100 == 2 && ctx.Err() == nil {
+		// Only a success is remembered: a concurrent duplicate's refusal
+		// must not become the answer to the call that was applied.
+		i.store.Remember(context.WithoutCancel(ctx), i.scope+"/"+i.key, i.fingerprint, status, body, time.Now())
+		return
+	}
 	if !i.claimed {
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/readmemo"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
 )
@@ -147,6 +148,10 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errs.E(NotFoundRoute, "unknown tool "+quote(name), errs.Step{Command: "curl $DONT_ENDPOINT/v1/tools", Description: "list the tools"}))
 		return
 	}
+	// One call reads its token, entity and spawn several times over
+	// (authenticate, check the callback's powers, apply it); a store may
+	// answer the repeats from this request's memo.
+	r = r.WithContext(readmemo.With(r.Context()))
 	principal, project, err := s.opts.Backend.Authenticate(r.Context(), bearer(r))
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="dont"`)
@@ -171,6 +176,8 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	replay := idempotency{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: principal.TokenID + principal.RequestID + "/" + name}
+	// A callback token's calls resolve (or read) its one spawn.
+	replay.exclusive = t.Exclusive || principal.Role == auth.RoleCallback
 	if done, err := replay.begin(r.Context(), body); err != nil || done != nil {
 		if err != nil {
 			s.fail(w, r, err)

@@ -56,7 +56,10 @@ type EntityPut struct {
 	PrevVersion int64
 }
 
-// SpawnPut creates a spawn (Create) or replaces one that must still be pending.
+// SpawnPut creates a spawn (Create) or replaces one that must still be
+// pending. A spawn on an entity is written together with a write of that
+// entity (as its events are), and at most one spawn is pending on an
+// entity: a store may keep a spawn's state on its entity.
 type SpawnPut struct {
 	Spawn  spawn.Spawn
 	Create bool

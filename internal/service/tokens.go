@@ -196,7 +196,11 @@ func (s *Service) publicRequest(ctx context.Context, req spawn.Request) (json.Ra
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		req.Callback.Token = auth.CallbackToken(secret, req.RequestID)
+		project := ""
+		if shared, ok := s.Tokens.(interface{ Project() string }); ok {
+			project = shared.Project() // a store shared by many projects: the token names its own
+		}
+		req.Callback.Token = auth.CallbackTokenOf(secret, project, req.RequestID)
 	}
 	b, err := envelope.MarshalData(req)
 	if err != nil {

@@ -126,26 +126,51 @@ func updateVersioned(t *testing.T, s service.Store) {
 func spawnPending(t *testing.T, s service.Store) {
 	ctx := context.Background()
 	e := claim(ledger.Unverified)
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}))
 	sp := newSpawn(e.ID, base, base.Add(time.Hour))
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
-	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}), sp.ID)
+	issued := e
+	issued.Version, issued.PendingSpawn, issued.LastSpawn = 2, sp.ID, sp.ID
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: issued, PrevVersion: 1}},
+		Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
+	again := issued
+	again.Version = 3
+	wantCondition(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: again, PrevVersion: 2}},
+		Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}), sp.ID)
 	got, err := s.GetSpawn(ctx, sp.ID)
 	must(t, err)
-	if string(got.Request) != string(sp.Request) || got.State != spawn.Pending || !got.ExpiresAt.Equal(sp.ExpiresAt) {
+	if string(got.Request) != string(sp.Request) || got.State != spawn.Pending || !got.ExpiresAt.Equal(sp.ExpiresAt) || got.EntityID != e.ID {
 		t.Fatalf("read back %+v", got)
 	}
-	done := sp
-	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: done}}}))
-	again := sp
-	again.State, again.Outcome = spawn.Resolved, spawn.TimeoutRestored
-	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: again}}}), sp.ID)
+	resolve := func(outcome string, prev int64) error {
+		done := sp
+		done.State, done.Outcome = spawn.Resolved, outcome
+		e2 := issued
+		e2.Version, e2.PendingSpawn = prev+1, ""
+		return s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: prev}},
+			Spawns: []service.SpawnPut{{Spawn: done}}, Events: []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)}})
+	}
+	must(t, resolve(spawn.CallbackApplied, 2))
+	// A second resolver, whether it read the entity before the first
+	// committed or after, changes nothing.
+	if err := resolve(spawn.TimeoutRestored, 2); !service.FailedOn(err, sp.ID) && !service.FailedOn(err, e.ID) {
+		t.Fatalf("a resolver with a stale entity: want ConditionFailed, got %v", err)
+	}
+	wantCondition(t, resolve(spawn.TimeoutRestored, 3), sp.ID)
 	got, _ = s.GetSpawn(ctx, sp.ID)
-	if got.Outcome != spawn.CallbackApplied {
-		t.Fatalf("second resolver overwrote the first: %s", got.Outcome)
+	if got.State != spawn.Resolved || got.Outcome != spawn.CallbackApplied {
+		t.Fatalf("second resolver overwrote the first: %s %s", got.State, got.Outcome)
 	}
 	if string(got.Request) != string(sp.Request) {
 		t.Fatalf("resolution lost the request payload: %s", got.Request)
+	}
+	evs, err := s.Events(ctx, e.ID)
+	must(t, err)
+	var kinds []string
+	for _, x := range evs {
+		kinds = append(kinds, x.Kind)
+	}
+	if fmt.Sprint(kinds) != fmt.Sprint([]string{ledger.EvSpawnRequested, ledger.EvSpawnResolved}) {
+		t.Fatalf("history = %v", kinds)
 	}
 }
 
@@ -184,15 +209,21 @@ func dueSpawns(t *testing.T, s service.Store) {
 
 func listSpawns(t *testing.T, s service.Store) {
 	ctx := context.Background()
-	e := claim(ledger.Unverified)
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}))
 	var all []string
+	var second ledger.Entity
 	for i := 0; i < 3; i++ {
+		// One pending spawn per entity at most: three entities.
+		e := claim(ledger.Unverified)
+		if i == 1 {
+			second = e
+		}
 		sp := newSpawn(e.ID, base.Add(time.Duration(i)*time.Second), base.Add(time.Hour))
+		e.PendingSpawn, e.LastSpawn = sp.ID, sp.ID
 		if i == 1 {
 			sp.State, sp.Outcome = spawn.Resolved, spawn.TimeoutRestored
+			e.PendingSpawn = ""
 		}
-		must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
+		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
 		all = append(all, sp.ID)
 	}
 	got, err := s.ListSpawns(ctx, service.SpawnFilter{})
@@ -204,6 +235,11 @@ func listSpawns(t *testing.T, s service.Store) {
 	must(t, err)
 	if fmt.Sprint(spawnIDs(got)) != fmt.Sprint([]string{all[0], all[2]}) {
 		t.Fatalf("pending = %v", spawnIDs(got))
+	}
+	got, err = s.ListSpawns(ctx, service.SpawnFilter{State: spawn.Resolved, EntityID: second.ID})
+	must(t, err)
+	if len(got) != 1 || got[0].ID != all[1] || got[0].Outcome != spawn.TimeoutRestored {
+		t.Fatalf("resolved of %s = %+v", second.ID, got)
 	}
 	got, err = s.ListSpawns(ctx, service.SpawnFilter{EntityID: "claim:nobody"})
 	must(t, err)
@@ -267,6 +303,7 @@ func concurrentResolvers(t *testing.T, s service.Store) {
 	ctx := context.Background()
 	e := claim(ledger.Unverified)
 	sp := newSpawn(e.ID, base, base.Add(time.Hour))
+	e.PendingSpawn, e.LastSpawn = sp.ID, sp.ID
 	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
 	const n = 16
 	var wins, losses atomic.Int32

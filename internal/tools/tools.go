@@ -63,7 +63,12 @@ type Tool struct {
 	// Roles may call the tool over the API; nil means the default for its
 	// annotations (read-only: every role; otherwise harness and admin).
 	Roles []string `json:"roles"`
-	run   func(ctx context.Context, s *service.Service, a Args) (service.Result, error)
+	// Exclusive: the service applies the call at most once by its own
+	// conditions, so that a concurrent duplicate is refused there (one
+	// pending verification spawn per entity); an Idempotency-Key then
+	// needs no claim before the call runs.
+	Exclusive bool `json:"-"`
+	run       func(ctx context.Context, s *service.Service, a Args) (service.Result, error)
 }
 
 // Args are a call's arguments after validation.

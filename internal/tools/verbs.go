@@ -117,7 +117,7 @@ func transition(action ledger.Action, summary string, params ...Param) *Tool {
 }
 
 func spawner(kind spawn.Kind, summary string) *Tool {
-	return &Tool{Name: string(kind), Summary: summary, Params: []Param{entityParam, modeParam},
+	return &Tool{Name: string(kind), Summary: summary, Params: []Param{entityParam, modeParam}, Exclusive: kind != spawn.Guess,
 		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
 			return s.RequestSpawn(ctx, service.SpawnInput{Kind: kind, EntityID: a.Str("id"), Mode: a.Str("mode")})
 		}}

@@ -91,7 +91,7 @@ func (s *Store) CreateSession(ctx context.Context, ses approvals.Session) error 
 		ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes}
-	err = s.do(ctx, func(ctx context.Context) error {
+	err = s.write(ctx, func(ctx context.Context) error {
 		_, err := s.client.PutItem(ctx, in, noSDKRetries)
 		return err
 	})
@@ -513,7 +513,7 @@ func (s *Store) TouchSubscriber(ctx context.Context, sessionID, subscriber strin
 		ExpressionAttributeNames:  map[string]string{"#at": "at"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(timeText(at))},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes}
-	err := s.do(ctx, func(ctx context.Context) error {
+	err := s.write(ctx, func(ctx context.Context) error {
 		_, err := s.client.UpdateItem(ctx, in, noSDKRetries)
 		return err
 	})

@@ -12,8 +12,8 @@ import (
 )
 
 // Backend is the httpapi.Backend of many projects sharing one table. A
-// presented token leads to its project through a global item (T#<token
-// id> for bearer tokens, S#<spawn id> for callback tokens); the project's
+// presented token leads to its project: a bearer token through a global
+// item (T#<token id>), a callback token by naming it; the project's
 // own service then checks the token: the bearer secret against the stored
 // hash, the callback token's MAC against the project's secret. A token
 // of one project therefore only ever reaches that project's store.
@@ -77,25 +77,17 @@ func (b *Backend) Authenticate(ctx context.Context, presented string) (auth.Prin
 // the error an unknown token gets.
 func (b *Backend) owner(ctx context.Context, presented string) (string, error) {
 	if auth.IsCallback(presented) {
-		// The request id, before the MAC is checked (under the project's secret).
-		rid, _ := auth.ParseCallback(nil, presented)
-		if rid == "" {
-			return "", errs.E(service.Unauthenticated, "invalid callback token")
+		// The token names its project; that project's secret checks the MAC.
+		if project := auth.CallbackProject(presented); project != "" {
+			return project, nil
 		}
-		it, err := b.lookup.getItem(ctx, key(spawnOwnerPK(rid), "S"))
-		if err != nil {
-			return "", storeErr(err)
-		}
-		if it == nil || attrString(it, "project") == "" {
-			return "", errs.E(service.Unauthenticated, "invalid callback token")
-		}
-		return attrString(it, "project"), nil
+		return "", errs.E(service.Unauthenticated, "invalid callback token")
 	}
 	id, secret, ok := auth.ParseBearer(presented)
 	if !ok {
 		return "", errs.E(service.Unauthenticated, "malformed bearer token")
 	}
-	it, err := b.lookup.getItem(ctx, key(tokenPK(id), "T"))
+	it, err := b.lookup.readOnce(ctx, key(tokenPK(id), "T"))
 	if err != nil {
 		return "", storeErr(err)
 	}

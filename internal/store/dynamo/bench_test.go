@@ -226,7 +226,7 @@ func seedSweep(b *testing.B, client *dynamodb.Client, tbl string, st *dynamo.Sto
 			e := ledger.Entity{ID: ids.New(ids.Claim, now), Kind: ledger.KindClaim, Statement: "seeded claim", Status: ledger.Unverified,
 				Version: 2, CreatedAt: now, UpdatedAt: now, PendingSpawn: sp.ID, LastSpawn: sp.ID}
 			sp.Kind, sp.EntityID, sp.PreStatus, sp.EntityVersion, sp.ExpiresAt = spawn.Assume, e.ID, ledger.Verified, 2, now.Add(-time.Minute)
-			items = append(items, dynamo.EntityItem(st, e), dynamo.OwnerItem(st, sp))
+			items = append(items, dynamo.EntityItem(st, e, sp))
 		}
 		items = append(items, dynamo.SpawnItem(st, sp))
 	}

@@ -16,17 +16,16 @@
 // escaped so that it cannot forge another project's prefix.
 //
 //	item                      pk                         sk
-//	entity                    P#<p>#E                    <entity id>
-//	events of one commit      P#<p>#H#<entity id>        <12-digit entity version>
+//	entity (+ pending spawn)  P#<p>#E                    <entity id>
+//	history of one commit     P#<p>#H#<entity id>        <12-digit entity version>
 //	event with no entity      P#<p>#H#<request id>       X#<event id>
 //	dependency edge           P#<p>#D#<depends on>       <entity id>
-//	spawn                     P#<p>#S                    <spawn id>
+//	spawn (as issued)         P#<p>#S                    <spawn id>
 //	token (project's list)    P#<p>#T                    <token id>
 //	callback secret           P#<p>#M                    secret
 //	pending confirmation      P#<p>#C                    <confirmation id>
 //	Idempotency-Key record    P#<p>#I#<key>              I
 //	token (global)            T#<token id>               T
-//	spawn (global)            S#<spawn id>               S
 //	session + frame counter   P#<p>#SES                  <session id>
 //	approval                  P#<p>#APR                  <approval id>
 //	call lock                 P#<p>#CALL#<call id>       L
@@ -35,37 +34,54 @@
 //	subscriber lease          P#<p>#SUB#<session id>     <subscriber>
 //
 // Entities, spawns, tokens, events, sessions, approvals and frames are
-// listed with Query, never Scan. A spawn carries gsi1pk (P#<p>#S) and
-// expires_at only while it is pending, so DueSpawns reads the index range
-// of pending spawns whose expiry has passed: its cost follows the
-// expired, not the stored. Approvals use the same index under their own
-// partitions, P#<p>#APR#due (pending, by deadline) and
-// P#<p>#APR#unannounced (ended, ending frame not yet appended); see
+// listed with Query, never Scan.
+//
+// # Spawns live on their entities
+//
+// A verification spawn (assume, overlook) is pending on exactly one
+// entity, and an entity has at most one pending (the seed's rule), so the
+// spawn's state lives on the entity's item while it is pending: ps (its
+// id) and the index keys gsi1pk (P#<p>#S) and expires_at. DueSpawns reads
+// the index range of pending spawns whose expiry has passed: its cost
+// follows the expired, not the stored. The spawn's own item under P#<p>#S
+// holds it as issued, with its payload (the prompt), written once before
+// the commit that issues it; the history item of the commit that resolves
+// it records how it ended (sid, and the spawn in h). A spawn item that
+// neither its entity nor a history item confirms was left by a failed
+// commit, and reads treat it as absent. A guess spawn has no entity: its
+// item holds its state and index keys itself. Approvals use the same
+// index under their own partitions, P#<p>#APR#due (pending, by deadline)
+// and P#<p>#APR#unannounced (ended, ending frame not yet appended); see
 // approvals.go.
 //
-// All the events one commit writes about one entity share one item keyed
-// by the entity version that commit wrote: an entity's history is ordered
-// by commit, as service.Tx requires, and a callback's two events cost one
-// write, not two.
+// All the events one commit writes about one entity share one history
+// item keyed by the entity version that commit wrote, so an entity's
+// history is ordered by commit, as service.Tx requires. One exception
+// keeps a spawn's lifecycle to one transaction: the commit that issues a
+// spawn is one conditional put of the entity item, its events kept on
+// the item (tail) until the entity's next commit — at the latest the
+// spawn's resolution — moves them into that commit's history item, keyed
+// by the tail's version. Events reads the item's tail after the history.
 //
-// The two global items exist because a presented token must lead to its
-// project before anything else is known: a bearer token names its token
-// id, a callback token its spawn id. A spawn's global item also holds its
-// request payload (the prompt, about 1 KB), written once when the spawn is
-// issued: the project's spawn item, which is written twice in
-// transactions and copied into the index, stays small, one write unit.
+// A bearer token leads to its project through the global token item; a
+// callback token names its project itself (auth.CallbackTokenOf).
 //
 // # Writes
 //
-// Commit is one TransactWriteItems: entities conditioned on their version
-// (or absence), spawns on absence or on still being pending, event items
-// on absence. A TransactionCanceledException whose reasons include
-// ConditionalCheckFailed becomes service.ConditionFailed naming the item
-// at that index. Conflicts, throttling and server errors are retried with
-// capped exponential backoff and full jitter; every attempt of one Commit
-// carries the same ClientRequestToken, so a retry of a transaction that
-// committed but whose response was lost succeeds without writing again
-// (DynamoDB keeps the token for 10 minutes, far longer than the retries).
+// Commit is one TransactWriteItems, except for issuing a spawn on an
+// entity (above): entities conditioned on their version (or absence) —
+// the entity a spawn's resolution writes also on that spawn being the one
+// pending there, so that the spawn's condition and the entity's are one
+// item's — spawns on no entity on absence or on still being pending,
+// history items on absence. A TransactionCanceledException whose reasons
+// include ConditionalCheckFailed becomes service.ConditionFailed naming
+// the item at that index. Conflicts, throttling and server errors are
+// retried with capped exponential backoff and full jitter; every attempt
+// of one Commit carries the same ClientRequestToken, so a retry of a
+// transaction that committed but whose response was lost succeeds without
+// writing again (DynamoDB keeps the token for 10 minutes, far longer than
+// the retries). The single puts recognise their own earlier attempt in
+// the item a failed condition returns.
 //
 // # Consistency
 //
@@ -80,7 +96,6 @@ package dynamo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -92,6 +107,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/readmemo"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 )
@@ -126,6 +142,8 @@ type Store struct {
 
 	secretMu sync.Mutex
 	secret   []byte
+
+	states entityStates
 }
 
 // New returns the store of project in table. Every key it reads or writes
@@ -154,9 +172,8 @@ func (s *Store) idempotencyPK(key string) string { return s.prefix + "I#" + key 
 // pendingPK is the index partition of this project's pending spawns.
 func (s *Store) pendingPK() string { return s.spawnPK() }
 
-func tokenPK(id string) string      { return "T#" + id }
-func spawnOwnerPK(id string) string { return "S#" + id }
-func versionKey(v int64) string     { return fmt.Sprintf("%012d", v) }
+func tokenPK(id string) string  { return "T#" + id }
+func versionKey(v int64) string { return fmt.Sprintf("%012d", v) }
 func key(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{PartitionKey: str(pk), SortKey: str(sk)}
 }
@@ -164,14 +181,23 @@ func key(pk, sk string) map[string]types.AttributeValue {
 // GetEntity implements service.Store.
 func (s *Store) GetEntity(ctx context.Context, id string) (ledger.Entity, error) {
 	var e ledger.Entity
-	it, err := s.getItem(ctx, key(s.entityPK(), id))
+	it, err := s.readOnce(ctx, key(s.entityPK(), id))
 	if err != nil {
 		return e, err
 	}
 	if it == nil {
 		return e, service.ErrNotFound
 	}
-	return decodeEntity(it)
+	return s.readEntity(it)
+}
+
+// readEntity decodes an entity item and remembers the state beside it.
+func (s *Store) readEntity(it map[string]types.AttributeValue) (ledger.Entity, error) {
+	e, st, err := decodeEntity(it)
+	if err == nil {
+		s.states.put(e.ID, st)
+	}
+	return e, err
 }
 
 // ListEntities implements service.Store: one Query over the project's
@@ -181,7 +207,7 @@ func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]led
 	whereEqual(q, "st", string(f.Status), "kind", f.Kind)
 	var out []ledger.Entity
 	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
-		e, err := decodeEntity(it)
+		e, err := s.readEntity(it)
 		out = append(out, e)
 		return err
 	})
@@ -205,7 +231,7 @@ func (s *Store) Dependents(ctx context.Context, id string) ([]ledger.Entity, err
 	}
 	out := make([]ledger.Entity, 0, len(items))
 	for _, it := range items {
-		e, err := decodeEntity(it)
+		e, err := s.readEntity(it)
 		if err != nil {
 			return nil, err
 		}
@@ -217,288 +243,405 @@ func (s *Store) Dependents(ctx context.Context, id string) ([]ledger.Entity, err
 
 // Events implements service.Store: the entity's history partition in sort
 // key order, which is the order of the versions the events were written
-// with, which is commit order.
+// with, which is commit order; then the events of an inline commit, which
+// is always the latest. The entity is read first: a commit that moves
+// its tail into history between the two reads shows the tail twice, and
+// the second copy is dropped by event id.
 func (s *Store) Events(ctx context.Context, entityID string) ([]ledger.Event, error) {
+	var tail []ledger.Event
+	it, err := s.getItem(ctx, key(s.entityPK(), entityID))
+	if err != nil {
+		return nil, err
+	}
+	if it != nil {
+		_, st, err := decodeEntity(it)
+		if err != nil {
+			return nil, err
+		}
+		tail = st.tail
+	}
 	var out []ledger.Event
-	err := s.query(ctx, s.partitionQuery(s.historyPK(entityID)), func(it map[string]types.AttributeValue) error {
-		var evs []ledger.Event
-		if err := json.Unmarshal([]byte(attrString(it, "evs")), &evs); err != nil {
-			return fmt.Errorf("dynamo: decode events %s: %w", attrString(it, SortKey), err)
+	seen := map[string]bool{}
+	err = s.query(ctx, s.partitionQuery(s.historyPK(entityID)), func(it map[string]types.AttributeValue) error {
+		evs, _, err := decodeHistory(it)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			seen[ev.ID] = true
 		}
 		out = append(out, evs...)
 		return nil
 	})
+	for _, ev := range tail {
+		if !seen[ev.ID] {
+			out = append(out, ev)
+		}
+	}
 	return out, err
 }
 
-// GetSpawn implements service.Store: the spawn and its global item (for
-// the payload) in one strongly consistent BatchGetItem.
-func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
-	items, err := s.batchGet(ctx, []map[string]types.AttributeValue{key(s.spawnPK(), id), key(spawnOwnerPK(id), "S")})
-	if err != nil {
-		return spawn.Spawn{}, err
-	}
-	var sp spawn.Spawn
-	var owner map[string]types.AttributeValue
-	found := false
-	for _, it := range items {
-		if attrString(it, PartitionKey) == s.spawnPK() {
-			if sp, err = decodeSpawn(it); err != nil {
-				return sp, err
-			}
-			found = true
-		} else {
-			owner = it
-		}
-	}
-	if !found {
-		return spawn.Spawn{}, service.ErrNotFound
-	}
-	return sp, s.setPayload(&sp, owner)
-}
-
-// setPayload copies the payload of a spawn's global item, if it belongs
-// to this project.
-func (s *Store) setPayload(sp *spawn.Spawn, owner map[string]types.AttributeValue) error {
-	if owner == nil || attrString(owner, "project") != s.project {
-		return nil
-	}
-	var err error
-	if sp.Request, err = payload(owner); err != nil {
-		return fmt.Errorf("dynamo: decode spawn %s payload: %w", sp.ID, err)
-	}
-	return nil
-}
-
-// fillPayloads reads the global items of spawns for their payloads.
-func (s *Store) fillPayloads(ctx context.Context, spawns []spawn.Spawn) error {
-	if len(spawns) == 0 {
-		return nil
-	}
-	keys := make([]map[string]types.AttributeValue, len(spawns))
-	for i, sp := range spawns {
-		keys[i] = key(spawnOwnerPK(sp.ID), "S")
-	}
-	items, err := s.batchGet(ctx, keys)
+// Commit implements service.Store (see the package comment): the items
+// of new spawns on entities first, then the commit itself as one
+// conditional PutItem (a spawn issued on an entity) or one
+// TransactWriteItems (everything else).
+func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
+	p, err := s.plan(ctx, tx)
 	if err != nil {
 		return err
 	}
-	owners := make(map[string]map[string]types.AttributeValue, len(items))
-	for _, it := range items {
-		owners[strings.TrimPrefix(attrString(it, PartitionKey), "S#")] = it
-	}
-	for i := range spawns {
-		if err := s.setPayload(&spawns[i], owners[spawns[i].ID]); err != nil {
+	for _, sp := range p.spawnItems {
+		if err := s.putSpawnItem(ctx, sp); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-// ListSpawns implements service.Store: one Query over the project's
-// spawns, ordered by issue time, then id.
-func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.Spawn, error) {
-	q := s.partitionQuery(s.spawnPK())
-	whereEqual(q, "st", f.State, "ent", f.EntityID)
-	var out []spawn.Spawn
-	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
-		sp, err := decodeSpawn(it)
-		out = append(out, sp)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := s.fillPayloads(ctx, out); err != nil {
-		return nil, err
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].IssuedAt.Equal(out[j].IssuedAt) {
-			return out[i].IssuedAt.Before(out[j].IssuedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, nil
-}
-
-// DueSpawns implements service.Store by reading the sparse index range
-// gsi1pk = P#<p>#S AND expires_at <= now, earliest first, at most limit
-// items: only pending spawns are in the index, so the read is O(due).
-// The index is eventually consistent (see the package comment); the
-// service re-reads each spawn (GetSpawn) before resolving it. The spawns
-// come without their request payload, which lives in their global items
-// and which a sweep never needs.
-func (s *Store) DueSpawns(ctx context.Context, now time.Time, limit int) ([]spawn.Spawn, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	q := &dynamodb.QueryInput{
-		TableName:                aws.String(s.table),
-		IndexName:                aws.String(PendingExpiryIndex),
-		KeyConditionExpression:   aws.String("#p = :p AND #exp <= :now"),
-		ExpressionAttributeNames: map[string]string{"#p": PendingKey, "#exp": ExpiresAtKey},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":p": str(s.pendingPK()), ":now": str(timeText(now)),
-		},
-		ScanIndexForward:       aws.Bool(true),
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
-	}
-	return queryUpTo(ctx, s, q, limit, decodeSpawn)
-}
-
-// Commit implements service.Store: the whole Tx is one TransactWriteItems
-// (see the package comment). Created spawns first get their global item
-// (project and payload) with a put of its own: it is not part of any
-// state the service reads without the spawn, so one left behind by a
-// failed commit is harmless: it routes a callback token to a project
-// where the spawn does not exist.
-func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
-	items, owners, indexUnits, err := s.transactItems(tx)
-	if err != nil {
-		return err
-	}
-	for _, p := range tx.Spawns {
-		if p.Create {
-			if err := s.putSpawnOwner(ctx, p.Spawn); err != nil {
-				return err
-			}
-		}
+	if p.inline != nil {
+		return s.putInline(ctx, p.inline, p.inlineOwner)
 	}
 	in := &dynamodb.TransactWriteItemsInput{
-		TransactItems:          items,
+		TransactItems:          p.items,
 		ClientRequestToken:     aws.String(newRequestToken()),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
 	}
-	ctx = withIndexWrites(ctx, indexUnits)
-	err = s.do(ctx, func(ctx context.Context) error {
+	ctx = withIndexWrites(ctx, p.indexUnits)
+	err = s.write(ctx, func(ctx context.Context) error {
 		_, err := s.client.TransactWriteItems(ctx, in, noSDKRetries)
 		return err
 	})
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
 		for i, r := range tce.CancellationReasons {
-			if aws.ToString(r.Code) == "ConditionalCheckFailed" && i < len(owners) {
-				return &service.ConditionFailed{ID: owners[i]}
+			if aws.ToString(r.Code) == "ConditionalCheckFailed" && i < len(p.owners) {
+				return &service.ConditionFailed{ID: p.owners[i]}
 			}
 		}
 	}
 	return err
 }
 
-// transactItems turns a Tx into transaction items, in the order entities,
-// spawns, events, and names the id each item answers for. indexUnits are
-// the index writes the counter cannot see in the request: spawns leaving
-// (or rewritten in) the pending index.
-func (s *Store) transactItems(tx service.Tx) (items []types.TransactWriteItem, owners []string, indexUnits float64, err error) {
+// commitPlan is how one Tx is written.
+type commitPlan struct {
+	// spawnItems are spawns issued on entities: their items are written
+	// once, before the commit (see putSpawnItem).
+	spawnItems []spawn.Spawn
+	// inline, when set, is the whole commit: one conditional put of one
+	// entity item; inlineOwner is the id its condition answers for.
+	inline      *dynamodb.PutItemInput
+	inlineOwner string
+	// items is the transaction otherwise; owners names the id each item's
+	// condition answers for; indexUnits are the index writes the counter
+	// cannot see in the request (entries leaving the pending index).
+	items      []types.TransactWriteItem
+	owners     []string
+	indexUnits float64
+}
+
+// entitySpawns are the spawn writes of one commit on one entity.
+type entitySpawns struct {
+	opens  *spawn.Spawn // issued, pending
+	closes *spawn.Spawn // resolves the spawn pending on the entity
+	ended  *spawn.Spawn // issued already resolved
+}
+
+func (o entitySpawns) resolved() *spawn.Spawn {
+	if o.closes != nil {
+		return o.closes
+	}
+	return o.ended
+}
+
+// plan turns a Tx into writes. A spawn on an entity lives on that
+// entity's item while pending (ps, and the index keys), so a spawn write
+// must come with a write of its entity, like an event; the service always
+// does both in one commit.
+func (s *Store) plan(ctx context.Context, tx service.Tx) (commitPlan, error) {
+	var p commitPlan
+	written := map[string]bool{}
+	for _, put := range tx.Entities {
+		written[put.Entity.ID] = true
+	}
+	onEntity := map[string]*entitySpawns{}
+	for _, put := range tx.Spawns {
+		sp := put.Spawn
+		if sp.EntityID == "" {
+			continue
+		}
+		if !written[sp.EntityID] {
+			return p, fmt.Errorf("dynamo: spawn %s of %s is not committed with a write of that entity", sp.ID, sp.EntityID)
+		}
+		o := onEntity[sp.EntityID]
+		if o == nil {
+			o = &entitySpawns{}
+			onEntity[sp.EntityID] = o
+		}
+		switch {
+		case put.Create && sp.State == spawn.Pending && o.opens == nil:
+			o.opens = &sp
+		case put.Create && sp.State != spawn.Pending && o.ended == nil:
+			o.ended = &sp
+		case !put.Create && sp.State != spawn.Pending && o.closes == nil:
+			o.closes = &sp
+		default:
+			return p, fmt.Errorf("dynamo: unsupported spawn writes on %s in one commit (a spawn on an entity is issued, then resolved)", sp.EntityID)
+		}
+		if put.Create {
+			p.spawnItems = append(p.spawnItems, sp)
+		}
+	}
+	if ok, err := s.planInline(ctx, tx, onEntity, &p); ok || err != nil {
+		return p, err
+	}
+	return p, s.planTransaction(ctx, tx, onEntity, &p)
+}
+
+// planInline plans the commit that issues a spawn on an entity as one
+// conditional put of the entity item, its events kept on the item (the
+// tail) until the entity's next commit moves them into a history item in
+// its own transaction. The spawn's resolution is that next commit at the
+// latest, so a spawn lifecycle writes one transaction, not two.
+func (s *Store) planInline(ctx context.Context, tx service.Tx, onEntity map[string]*entitySpawns, p *commitPlan) (bool, error) {
+	if len(tx.Entities) != 1 || len(tx.Spawns) != 1 || tx.Entities[0].PrevVersion == 0 {
+		return false, nil
+	}
+	put := tx.Entities[0]
+	o := onEntity[put.Entity.ID]
+	if o == nil || o.opens == nil {
+		return false, nil
+	}
+	for _, ev := range tx.Events {
+		if ev.EntityID != put.Entity.ID {
+			return false, nil
+		}
+	}
+	st, err := s.stateOf(ctx, put.Entity.ID, put.PrevVersion)
+	if err != nil || len(st.tail) > 0 {
+		return false, err
+	}
+	if st.pending != "" {
+		return false, &service.ConditionFailed{ID: o.opens.ID}
+	}
+	it, err := s.entityItem(put.Entity, entityState{pending: o.opens.ID, expires: timeText(o.opens.ExpiresAt), tail: tx.Events})
+	if err != nil {
+		return false, err
+	}
+	p.inline = &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: it,
+		ConditionExpression:                 aws.String("#v = :v"),
+		ExpressionAttributeNames:            map[string]string{"#v": "v"},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":v": num(put.PrevVersion)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes}
+	p.inlineOwner = put.Entity.ID
+	return true, nil
+}
+
+// planTransaction plans a commit as one transaction, in the order
+// entities (each followed by its history item and, when new, its
+// dependency edges), spawns on no entity, events about no entity.
+func (s *Store) planTransaction(ctx context.Context, tx service.Tx, onEntity map[string]*entitySpawns, p *commitPlan) error {
 	add := func(owner string, it types.TransactWriteItem) {
-		items = append(items, it)
-		owners = append(owners, owner)
+		p.items = append(p.items, it)
+		p.owners = append(p.owners, owner)
 	}
-	versions := map[string]int64{}
-	for _, p := range tx.Entities {
-		it, err := s.entityItem(p.Entity)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		put := &types.Put{TableName: aws.String(s.table), Item: it}
-		if p.PrevVersion == 0 {
-			put.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-			put.ExpressionAttributeNames = map[string]string{"#pk": PartitionKey}
-		} else {
-			put.ConditionExpression = aws.String("#v = :v")
-			put.ExpressionAttributeNames = map[string]string{"#v": "v"}
-			put.ExpressionAttributeValues = map[string]types.AttributeValue{":v": num(p.PrevVersion)}
-		}
-		add(p.Entity.ID, types.TransactWriteItem{Put: put})
-		versions[p.Entity.ID] = p.Entity.Version
-		if p.PrevVersion == 0 {
-			seen := map[string]bool{}
-			for _, d := range p.Entity.DependsOn {
-				if !seen[d] { // one operation per item in a transaction
-					seen[d] = true
-					add(p.Entity.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: key(s.edgePK(d), p.Entity.ID)}})
-				}
-			}
+	written := map[string]bool{}
+	for _, put := range tx.Entities {
+		written[put.Entity.ID] = true
+	}
+	about := map[string][]ledger.Event{}
+	var loose []ledger.Event
+	for _, ev := range tx.Events {
+		switch {
+		case ev.EntityID == "":
+			loose = append(loose, ev)
+		case !written[ev.EntityID]:
+			return fmt.Errorf("dynamo: event %s about %s is not committed with a write of that entity", ev.ID, ev.EntityID)
+		default:
+			about[ev.EntityID] = append(about[ev.EntityID], ev)
 		}
 	}
-	for _, p := range tx.Spawns {
-		it, err := s.spawnItem(p.Spawn)
-		if err != nil {
-			return nil, nil, 0, err
+	for _, put := range tx.Entities {
+		if err := s.planEntity(ctx, put, onEntity[put.Entity.ID], about[put.Entity.ID], add, &p.indexUnits); err != nil {
+			return err
 		}
-		if p.Create {
-			add(p.Spawn.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
-				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames: map[string]string{"#pk": PartitionKey}}})
+	}
+	for _, put := range tx.Spawns {
+		if put.Spawn.EntityID != "" {
+			continue
+		}
+		it, err := s.spawnItem(put.Spawn)
+		if err != nil {
+			return err
+		}
+		if put.Create {
+			add(put.Spawn.ID, putNew(s.table, it))
 			continue
 		}
 		// The stored spawn was pending, so it is in the index: this write
 		// removes its index entry (or rewrites it, if it stays pending).
-		indexUnits += writeUnits(itemSize(it))
-		add(p.Spawn.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
+		p.indexUnits += writeUnits(itemSize(it))
+		add(put.Spawn.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
 			ConditionExpression:       aws.String("#st = :pending"),
 			ExpressionAttributeNames:  map[string]string{"#st": "st"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(spawn.Pending)}}})
 	}
-	// One item per entity per commit, keyed by the version it wrote.
-	byEntity := map[string][]ledger.Event{}
-	var order []string
-	for _, ev := range tx.Events {
-		if ev.EntityID == "" {
-			subject := ev.RequestID
-			if subject == "" {
-				subject = ev.ID
-			}
-			it, err := eventsItem(s.historyPK(subject), "X#"+ev.ID, []ledger.Event{ev})
-			if err != nil {
-				return nil, nil, 0, err
-			}
-			add(ev.ID, putNew(s.table, it))
-			continue
+	for _, ev := range loose {
+		subject := ev.RequestID
+		if subject == "" {
+			subject = ev.ID
 		}
-		if _, ok := versions[ev.EntityID]; !ok {
-			return nil, nil, 0, fmt.Errorf("dynamo: event %s about %s is not committed with a write of that entity", ev.ID, ev.EntityID)
-		}
-		if _, seen := byEntity[ev.EntityID]; !seen {
-			order = append(order, ev.EntityID)
-		}
-		byEntity[ev.EntityID] = append(byEntity[ev.EntityID], ev)
-	}
-	for _, id := range order {
-		it, err := eventsItem(s.historyPK(id), versionKey(versions[id]), byEntity[id])
+		it, err := eventsItem(s.historyPK(subject), "X#"+ev.ID, []ledger.Event{ev}, nil)
 		if err != nil {
-			return nil, nil, 0, err
+			return err
 		}
-		add(id, putNew(s.table, it))
+		add(ev.ID, putNew(s.table, it))
 	}
-	if len(items) == 0 {
-		return nil, nil, 0, errors.New("dynamo: empty transaction")
+	if len(p.items) == 0 {
+		return errors.New("dynamo: empty transaction")
 	}
-	if len(items) > maxTransactItems {
-		return nil, nil, 0, fmt.Errorf("dynamo: a commit of %d items exceeds DynamoDB's %d per transaction", len(items), maxTransactItems)
+	if len(p.items) > maxTransactItems {
+		return fmt.Errorf("dynamo: a commit of %d items exceeds DynamoDB's %d per transaction", len(p.items), maxTransactItems)
 	}
-	return items, owners, indexUnits, nil
+	return nil
 }
 
-func putNew(table string, it map[string]types.AttributeValue) types.TransactWriteItem {
-	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: it,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey}}}
+// planEntity adds one entity's writes to a transaction: its item,
+// conditioned on its version (and, when the commit resolves the spawn
+// pending on it, on that spawn still being the one pending: the spawn's
+// condition and the entity's in one item), then its history item — the
+// stored tail and this commit's events, keyed by the version of the first
+// of them, with the spawn this commit resolved — then, for a new entity,
+// its dependency edges.
+func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entitySpawns, evs []ledger.Event, add func(string, types.TransactWriteItem), indexUnits *float64) error {
+	e := put.Entity
+	if o == nil {
+		o = &entitySpawns{}
+	}
+	owner := e.ID
+	if o.closes != nil {
+		owner = o.closes.ID
+	}
+	var stored entityState
+	if put.PrevVersion > 0 {
+		var err error
+		if stored, err = s.stateOf(ctx, e.ID, put.PrevVersion); err != nil {
+			if isCondition(err) {
+				err = &service.ConditionFailed{ID: owner}
+			}
+			return err
+		}
+	}
+	next := entityState{pending: stored.pending, expires: stored.expires}
+	cond := &types.Put{TableName: aws.String(s.table)}
+	if put.PrevVersion == 0 {
+		cond.ConditionExpression = aws.String("attribute_not_exists(#pk)")
+		cond.ExpressionAttributeNames = map[string]string{"#pk": PartitionKey}
+	} else {
+		cond.ConditionExpression = aws.String("#v = :v")
+		cond.ExpressionAttributeNames = map[string]string{"#v": "v"}
+		cond.ExpressionAttributeValues = map[string]types.AttributeValue{":v": num(put.PrevVersion)}
+	}
+	if o.closes != nil {
+		if stored.pending != o.closes.ID {
+			return &service.ConditionFailed{ID: o.closes.ID} // resolved already, at this very version
+		}
+		next.pending, next.expires = "", ""
+		cond.ConditionExpression = aws.String("#v = :v AND #ps = :sid")
+		cond.ExpressionAttributeNames["#ps"] = "ps"
+		cond.ExpressionAttributeValues[":sid"] = str(o.closes.ID)
+	}
+	if o.opens != nil {
+		if next.pending != "" {
+			return &service.ConditionFailed{ID: o.opens.ID} // one pending spawn per entity
+		}
+		next.pending, next.expires = o.opens.ID, timeText(o.opens.ExpiresAt)
+	}
+	it, err := s.entityItem(e, next)
+	if err != nil {
+		return err
+	}
+	cond.Item = it
+	if stored.pending != "" && next.pending == "" {
+		*indexUnits += writeUnits(itemSize(it)) // the entry leaves the pending index
+	}
+	add(owner, types.TransactWriteItem{Put: cond})
+	history := append(append([]ledger.Event(nil), stored.tail...), evs...)
+	first := e.Version
+	if len(stored.tail) > 0 {
+		first = put.PrevVersion
+	}
+	if len(history) > 0 || o.resolved() != nil {
+		h, err := eventsItem(s.historyPK(e.ID), versionKey(first), history, o.resolved())
+		if err != nil {
+			return err
+		}
+		add(e.ID, putNew(s.table, h))
+	}
+	if put.PrevVersion == 0 {
+		seen := map[string]bool{}
+		for _, d := range e.DependsOn {
+			if !seen[d] { // one operation per item in a transaction
+				seen[d] = true
+				add(e.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: key(s.edgePK(d), e.ID)}})
+			}
+		}
+	}
+	return nil
 }
 
-// putSpawnOwner writes a new spawn's global item (project and payload)
-// before the transaction that creates the spawn. It is conditional on
-// absence, so that it never overwrites another spawn's payload; finding
-// its own item (a retry after a lost response, or an earlier commit of
-// the same spawn that failed) is fine, and the transaction decides.
-func (s *Store) putSpawnOwner(ctx context.Context, sp spawn.Spawn) error {
-	it := s.ownerItem(sp)
+// stateOf is the stored state beside entity id at version: remembered
+// from the read the caller just made, or read again. A different version
+// stored means the commit's condition cannot hold.
+func (s *Store) stateOf(ctx context.Context, id string, version int64) (entityState, error) {
+	if st, ok := s.states.get(id, version); ok {
+		return st, nil
+	}
+	it, err := s.getItem(ctx, key(s.entityPK(), id))
+	if err != nil {
+		return entityState{}, err
+	}
+	if it == nil {
+		return entityState{}, &service.ConditionFailed{ID: id}
+	}
+	e, st, err := decodeEntity(it)
+	if err != nil {
+		return st, err
+	}
+	s.states.put(e.ID, st)
+	if st.version != version {
+		return st, &service.ConditionFailed{ID: id}
+	}
+	return st, nil
+}
+
+// putSpawnItem writes the item of a spawn issued on an entity before the
+// commit that issues it. It is conditional on absence, so that it never
+// overwrites another spawn; finding its own item (a retry after a lost
+// response, or an earlier commit of the same spawn that failed) is fine,
+// and the commit decides. An item left by a failed commit names a spawn
+// its entity never had: reads treat it as absent.
+func (s *Store) putSpawnItem(ctx context.Context, sp spawn.Spawn) error {
+	it, err := s.spawnItem(sp)
+	if err != nil {
+		return err
+	}
 	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: it,
 		ConditionExpression:                 aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes}
-	err := s.do(ctx, func(ctx context.Context) error {
+	return s.putOnce(ctx, in, sp.ID)
+}
+
+// putInline writes an inline commit.
+func (s *Store) putInline(ctx context.Context, in *dynamodb.PutItemInput, owner string) error {
+	return s.putOnce(ctx, in, owner)
+}
+
+// putOnce runs a conditional PutItem. A failed condition is a
+// ConditionFailed on owner, unless the stored item is exactly the one
+// being written: then an earlier attempt, whose response was lost, wrote
+// it, and the put has succeeded.
+func (s *Store) putOnce(ctx context.Context, in *dynamodb.PutItemInput, owner string) error {
+	err := s.write(ctx, func(ctx context.Context) error {
 		_, err := s.client.PutItem(ctx, in, noSDKRetries)
 		return err
 	})
@@ -508,12 +651,13 @@ func (s *Store) putSpawnOwner(ctx context.Context, sp spawn.Spawn) error {
 	}
 	old := ccf.Item
 	if old == nil {
-		if old, err = s.getItem(ctx, key(spawnOwnerPK(sp.ID), "S")); err != nil {
+		// Servers that do not return the old item: read it.
+		if old, err = s.getItem(ctx, key(attrString(in.Item, PartitionKey), attrString(in.Item, SortKey))); err != nil {
 			return err
 		}
 	}
-	if !sameItem(old, it) {
-		return &service.ConditionFailed{ID: sp.ID}
+	if !sameItem(old, in.Item) {
+		return &service.ConditionFailed{ID: owner}
 	}
 	return nil
 }
@@ -560,6 +704,31 @@ func (s *Store) getItem(ctx context.Context, k map[string]types.AttributeValue) 
 		return nil, nil
 	}
 	return out.Item, nil
+}
+
+// readOnce is getItem for the items one request reads repeatedly — a
+// token, an entity, a spawn — while it authenticates, checks a callback's
+// powers and applies it: within one request (see readmemo) such an item
+// is read once, until the store's next write. Polls (an approval's
+// verdict, frames) use getItem: they wait for other requests' writes.
+func (s *Store) readOnce(ctx context.Context, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	memo := readmemo.From(ctx)
+	name := s.table + "\x00" + attrString(k, PartitionKey) + "\x00" + attrString(k, SortKey)
+	if v, ok := memo.Get(name); ok {
+		return v.(map[string]types.AttributeValue), nil
+	}
+	it, err := s.getItem(ctx, k)
+	if err == nil {
+		memo.Put(name, it)
+	}
+	return it, err
+}
+
+// write runs one write request (with retries): the request's remembered
+// reads are forgotten, whatever the outcome.
+func (s *Store) write(ctx context.Context, call func(context.Context) error) error {
+	defer readmemo.From(ctx).Forget()
+	return s.do(ctx, call)
 }
 
 // partitionQuery reads a whole partition, strongly consistent, in sort
@@ -688,3 +857,14 @@ var (
 	_ service.Store      = (*Store)(nil)
 	_ service.TokenStore = (*Store)(nil)
 )
+
+func putNew(table string, it map[string]types.AttributeValue) types.TransactWriteItem {
+	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: it,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey}}}
+}
+
+func isCondition(err error) bool {
+	var c *service.ConditionFailed
+	return errors.As(err, &c)
+}

@@ -25,14 +25,11 @@ func SpawnItem(s *Store, sp spawn.Spawn) map[string]types.AttributeValue {
 // ItemSize is an item's billed size.
 func ItemSize(it map[string]types.AttributeValue) int { return itemSize(it) }
 
-// EntityItem is the stored form of e, for seeding benchmarks.
-func EntityItem(s *Store, e ledger.Entity) map[string]types.AttributeValue {
-	it, err := s.entityItem(e)
+// EntityItem is the stored form of e with sp pending on it, for seeding benchmarks.
+func EntityItem(s *Store, e ledger.Entity, sp spawn.Spawn) map[string]types.AttributeValue {
+	it, err := s.entityItem(e, entityState{pending: sp.ID, expires: timeText(sp.ExpiresAt)})
 	if err != nil {
 		panic(err)
 	}
 	return it
 }
-
-// OwnerItem is the global item of sp (project and payload), for seeding benchmarks.
-func OwnerItem(s *Store, sp spawn.Spawn) map[string]types.AttributeValue { return s.ownerItem(sp) }

@@ -48,7 +48,7 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Tim
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes,
 	}
-	err := s.do(ctx, func(ctx context.Context) error {
+	err := s.write(ctx, func(ctx context.Context) error {
 		_, err := s.client.PutItem(ctx, in, noSDKRetries)
 		return err
 	})
@@ -69,16 +69,22 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Tim
 	if attrString(old, "n") == nonce {
 		return nil, nil
 	}
-	st := &httpapi.Stored{Fingerprint: attrString(old, "fp"), Done: attrString(old, "st") == "done"}
-	if v, ok := attrInt(old, "status"); ok {
+	return storedRecord(old)
+}
+
+// storedRecord decodes an Idempotency-Key record.
+func storedRecord(it map[string]types.AttributeValue) (*httpapi.Stored, error) {
+	st := &httpapi.Stored{Fingerprint: attrString(it, "fp"), Done: attrString(it, "st") == "done"}
+	if v, ok := attrInt(it, "status"); ok {
 		st.Status = int(v)
 	}
-	if z := attrBytes(old, "bz"); z != nil {
+	if z := attrBytes(it, "bz"); z != nil {
+		var err error
 		if st.Body, err = gunzip(z); err != nil {
 			return nil, err
 		}
 	} else {
-		st.Body = attrBytes(old, "b")
+		st.Body = attrBytes(it, "b")
 	}
 	return st, nil
 }
@@ -101,7 +107,7 @@ func (s *Store) Complete(ctx context.Context, key string, status int, body []byt
 		},
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
 	}
-	return ignoreCondition(s.do(ctx, func(ctx context.Context) error {
+	return ignoreCondition(s.write(ctx, func(ctx context.Context) error {
 		_, err := s.client.UpdateItem(ctx, in, noSDKRetries)
 		return err
 	}))
@@ -116,7 +122,7 @@ func (s *Store) Release(ctx context.Context, key string) error {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":claimed": str("claimed")},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
 	}
-	return ignoreCondition(s.do(ctx, func(ctx context.Context) error {
+	return ignoreCondition(s.write(ctx, func(ctx context.Context) error {
 		_, err := s.client.DeleteItem(ctx, in, noSDKRetries)
 		return err
 	}))
@@ -142,6 +148,49 @@ func packBody(body []byte) (string, []byte) {
 		return "bz", z
 	}
 	return "b", body
+}
+
+// Lookup implements httpapi.IdempotencyStore with an eventually
+// consistent read (half a read unit): a retry comes after the client's
+// backoff; one that still misses the record runs again, and the call's
+// own conditions refuse it as a duplicate.
+func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*httpapi.Stored, error) {
+	in := &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: s.idempotencyKey(key),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
+	var out *dynamodb.GetItemOutput
+	err := s.do(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = s.client.GetItem(ctx, in, noSDKRetries)
+		return err
+	})
+	if err != nil || len(out.Item) == 0 || attrString(out.Item, "c") < timeText(now.Add(-IdempotencyWindow)) {
+		return nil, err
+	}
+	return storedRecord(out.Item)
+}
+
+// Remember implements httpapi.IdempotencyStore with one conditional put:
+// the first response stored (or one past the window) stays.
+func (s *Store) Remember(ctx context.Context, key, fingerprint string, status int, body []byte, now time.Time) error {
+	if len(body) > maxStoredBody {
+		return nil
+	}
+	it := s.idempotencyKey(key)
+	name, stored := packBody(body)
+	it["st"], it["fp"], it["c"] = str("done"), str(fingerprint), str(timeText(now))
+	it["status"], it[name] = &types.AttributeValueMemberN{Value: strconv.Itoa(status)}, &types.AttributeValueMemberB{Value: stored}
+	it[TTLAttribute] = epoch(now.Add(IdempotencyWindow))
+	in := &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: it,
+		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #c < :expired"),
+		ExpressionAttributeNames:  map[string]string{"#pk": PartitionKey, "#c": "c"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": str(timeText(now.Add(-IdempotencyWindow)))},
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
+	}
+	return ignoreCondition(s.write(ctx, func(ctx context.Context) error {
+		_, err := s.client.PutItem(ctx, in, noSDKRetries)
+		return err
+	}))
 }
 
 var _ httpapi.IdempotencyStore = (*Store)(nil)

@@ -17,14 +17,18 @@ import (
 // Attributes beside the keys. Short names: DynamoDB bills attribute names
 // as part of every item's size.
 //
-//	doc   the JSON document (entity, spawn)
+//	doc   the JSON document (entity, spawn); docz: an entity's, gzip-compressed
 //	v     entity version (number; conditions compare it)
 //	st    entity status or spawn state
 //	kind  entity kind
+//	ps    the id of the spawn pending on an entity
+//	tail  an entity's events of an inline commit (JSON array), or tailz
 //	ent   a spawn's entity id
-//	project  the project of a global token or spawn item
+//	project  the project of a global token
 //	req   a spawn's request payload, or reqz: the same, gzip-compressed
-//	evs   the JSON array of one commit's events about one entity
+//	h     a history item: {"evs": one commit's events about one entity,
+//	      "sp": the spawn it resolved}, or hz: the same, gzip-compressed
+//	sid   the id of the spawn a history item's commit resolved
 
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 
@@ -54,64 +58,126 @@ func attrInt(it map[string]types.AttributeValue, name string) (int64, bool) {
 	return 0, false
 }
 
-func (s *Store) entityItem(e ledger.Entity) (map[string]types.AttributeValue, error) {
+// entityState is what an entity item holds beside the entity itself: the
+// spawn pending on it (at most one, the seed's rule) with its expiry, and
+// the events of an inline commit that no history item holds yet.
+type entityState struct {
+	version int64
+	pending string // ps: the id of the spawn pending on the entity
+	expires string // expires_at while a spawn is pending (index sort key)
+	tail    []ledger.Event
+}
+
+// entityItem is an entity's item in state st (version aside).
+func (s *Store) entityItem(e ledger.Entity, st entityState) (map[string]types.AttributeValue, error) {
 	doc, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
 	}
 	it := key(s.entityPK(), e.ID)
-	it["doc"], it["v"], it["st"], it["kind"] = str(string(doc)), num(e.Version), str(string(e.Status)), str(e.Kind)
+	it["v"], it["st"], it["kind"] = num(e.Version), str(string(e.Status)), str(e.Kind)
+	packText(it, "doc", doc)
+	if st.pending != "" {
+		it["ps"], it[PendingKey], it[ExpiresAtKey] = str(st.pending), str(s.pendingPK()), str(st.expires)
+	}
+	if len(st.tail) > 0 {
+		tail, err := json.Marshal(st.tail)
+		if err != nil {
+			return nil, err
+		}
+		packText(it, "tail", tail)
+	}
 	return it, nil
 }
 
-func decodeEntity(it map[string]types.AttributeValue) (ledger.Entity, error) {
-	var e ledger.Entity
-	if err := json.Unmarshal([]byte(attrString(it, "doc")), &e); err != nil {
-		return e, fmt.Errorf("dynamo: decode entity %s: %w", attrString(it, SortKey), err)
+// packText stores JSON text under name, or gzip-compressed under name+"z"
+// when that is smaller: an entity item with a statement of several
+// hundred characters and an inline commit's events then stays under 1 KB
+// (one write unit, and one for its copy in the pending index).
+func packText(it map[string]types.AttributeValue, name string, text []byte) {
+	if z, ok := gzipIfSmaller(text); ok {
+		it[name+"z"] = &types.AttributeValueMemberB{Value: z}
+		return
 	}
-	return e, nil
+	it[name] = str(string(text))
 }
 
-// spawnItem is the stored spawn, without its payload: in the pending
-// index while pending. It is small (one write unit) because it is written
-// twice, transactionally, and copied into the index.
-func (s *Store) spawnItem(sp spawn.Spawn) (map[string]types.AttributeValue, error) {
+// unpackText reads what packText stored under name.
+func unpackText(it map[string]types.AttributeValue, name string) ([]byte, error) {
+	if z := attrBytes(it, name+"z"); z != nil {
+		return gunzip(z)
+	}
+	return []byte(attrString(it, name)), nil
+}
+
+func decodeEntity(it map[string]types.AttributeValue) (ledger.Entity, entityState, error) {
+	var e ledger.Entity
+	st := entityState{pending: attrString(it, "ps"), expires: attrString(it, ExpiresAtKey)}
+	doc, err := unpackText(it, "doc")
+	if err == nil {
+		err = json.Unmarshal(doc, &e)
+	}
+	if err != nil {
+		return e, st, fmt.Errorf("dynamo: decode entity %s: %w", attrString(it, SortKey), err)
+	}
+	st.version = e.Version
+	tail, err := unpackText(it, "tail")
+	if err == nil && len(tail) > 0 {
+		err = json.Unmarshal(tail, &st.tail)
+	}
+	if err != nil {
+		return e, st, fmt.Errorf("dynamo: decode entity %s tail: %w", e.ID, err)
+	}
+	return e, st, nil
+}
+
+// spawnDoc is a spawn's JSON document, without its payload.
+func spawnDoc(sp spawn.Spawn) (string, error) {
 	doc, err := json.Marshal(sp)
+	return string(doc), err
+}
+
+// spawnItem is a spawn's item under P#<p>#S: its document and payload.
+// For a spawn on an entity it is the spawn as issued, written once; the
+// entity's item says whether it is pending, the history item of its
+// resolution how it ended. A spawn on no entity (guess) is all here: its
+// state, and its place in the pending index while pending.
+func (s *Store) spawnItem(sp spawn.Spawn) (map[string]types.AttributeValue, error) {
+	doc, err := spawnDoc(sp)
 	if err != nil {
 		return nil, err
 	}
 	it := key(s.spawnPK(), sp.ID)
-	it["doc"], it["st"] = str(string(doc)), str(sp.State)
+	it["doc"] = str(doc)
+	if len(sp.Request) > 0 {
+		name, payload := packRequest(sp.Request)
+		it[name] = &types.AttributeValueMemberB{Value: payload}
+	}
 	if sp.EntityID != "" {
 		it["ent"] = str(sp.EntityID)
+		return it, nil
 	}
+	it["st"] = str(sp.State)
 	if sp.State == spawn.Pending {
 		it[PendingKey], it[ExpiresAtKey] = str(s.pendingPK()), str(timeText(sp.ExpiresAt))
 	}
 	return it, nil
 }
 
+// decodeSpawn reads a spawn item, payload included.
 func decodeSpawn(it map[string]types.AttributeValue) (spawn.Spawn, error) {
 	var sp spawn.Spawn
 	if err := json.Unmarshal([]byte(attrString(it, "doc")), &sp); err != nil {
 		return sp, fmt.Errorf("dynamo: decode spawn %s: %w", attrString(it, SortKey), err)
 	}
+	var err error
+	if sp.Request, err = payload(it); err != nil {
+		return sp, fmt.Errorf("dynamo: decode spawn %s payload: %w", sp.ID, err)
+	}
 	return sp, nil
 }
 
-// ownerItem is the global, write-once item of a spawn: its project (where
-// a callback token leads) and its request payload.
-func (s *Store) ownerItem(sp spawn.Spawn) map[string]types.AttributeValue {
-	it := key(spawnOwnerPK(sp.ID), "S")
-	it["project"] = str(s.project)
-	if len(sp.Request) > 0 {
-		name, payload := packRequest(sp.Request)
-		it[name] = &types.AttributeValueMemberB{Value: payload}
-	}
-	return it
-}
-
-// payload reads the request payload of an owner item.
+// payload reads the request payload of a spawn item.
 func payload(it map[string]types.AttributeValue) ([]byte, error) {
 	if b := attrBytes(it, "req"); b != nil {
 		return b, nil
@@ -151,14 +217,50 @@ func gunzip(z []byte) ([]byte, error) {
 	return io.ReadAll(r)
 }
 
-func eventsItem(pk, sk string, evs []ledger.Event) (map[string]types.AttributeValue, error) {
-	doc, err := json.Marshal(evs)
+// eventsItem is one history item: the events of one commit (and of the
+// inline commit before it), and the spawn that commit resolved, if any.
+// A resolution's item holds three events and a spawn, about 1.3 KB of
+// JSON: it is stored compressed when that is smaller, so that it stays
+// within one write unit (two in its transaction).
+func eventsItem(pk, sk string, evs []ledger.Event, resolved *spawn.Spawn) (map[string]types.AttributeValue, error) {
+	var doc struct {
+		Events []ledger.Event `json:"evs"`
+		Spawn  *spawn.Spawn   `json:"sp,omitempty"`
+	}
+	doc.Events, doc.Spawn = evs, resolved
+	b, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
 	}
 	it := key(pk, sk)
-	it["evs"] = str(string(doc))
+	if z, ok := gzipIfSmaller(b); ok {
+		it["hz"] = &types.AttributeValueMemberB{Value: z}
+	} else {
+		it["h"] = str(string(b))
+	}
+	if resolved != nil {
+		it["sid"] = str(resolved.ID)
+	}
 	return it, nil
+}
+
+// decodeHistory reads a history item's events and resolved spawn.
+func decodeHistory(it map[string]types.AttributeValue) ([]ledger.Event, *spawn.Spawn, error) {
+	b := []byte(attrString(it, "h"))
+	if z := attrBytes(it, "hz"); z != nil {
+		var err error
+		if b, err = gunzip(z); err != nil {
+			return nil, nil, fmt.Errorf("dynamo: decode history %s: %w", attrString(it, SortKey), err)
+		}
+	}
+	var doc struct {
+		Events []ledger.Event `json:"evs"`
+		Spawn  *spawn.Spawn   `json:"sp,omitempty"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, nil, fmt.Errorf("dynamo: decode history %s: %w", attrString(it, SortKey), err)
+	}
+	return doc.Events, doc.Spawn, nil
 }
 
 // epoch is a TTL value: seconds since the Unix epoch.

@@ -265,12 +265,13 @@ func TestRetriesAreBoundedAndConditionFailuresAreNotRetried(t *testing.T) {
 	}
 
 	f.mu.Lock()
-	f.queue = []fault{cancelled("None", "ConditionalCheckFailed", "None")}
+	// The entity item (index 0) carries the spawn's condition.
+	f.queue = []fault{cancelled("ConditionalCheckFailed", "None")}
 	f.mu.Unlock()
 	before = f.count()
 	err = s.Commit(ctx, resolution(e, sp))
 	if !service.FailedOn(err, sp.ID) {
-		t.Fatalf("want ConditionFailed on the spawn (index 1), got %v", err)
+		t.Fatalf("want ConditionFailed on the spawn (index 0), got %v", err)
 	}
 	if n := f.count() - before; n != 1 {
 		t.Fatalf("a failed condition was retried: %d attempts", n)
@@ -300,5 +301,43 @@ func TestALostClaimResponseStillClaimsTheKey(t *testing.T) {
 	}
 	if ex, _ := s.Claim(ctx, "key", "fp", t0); ex == nil || ex.Done {
 		t.Fatalf("a second request with the key: %+v, want the running claim", ex)
+	}
+}
+
+// Issuing a spawn on an existing entity is two puts (the spawn's item,
+// then the entity's item with the spawn pending on it); when both land but
+// both answers are lost, the retries recognise their own writes.
+func TestALostIssueResponseIsAppliedOnce(t *testing.T) {
+	f := &faults{op: "PutItem"}
+	s := faultyStore(t, f)
+	e := newClaim()
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetEntity(ctx, e.ID); err != nil {
+		t.Fatal(err)
+	}
+	sp := spawn.Spawn{ID: ids.New(ids.Spawn, t0), Kind: spawn.Assume, EntityID: e.ID, State: spawn.Pending, Mode: spawn.ModeHarness,
+		PreStatus: ledger.Unverified, IssuedAt: t0, ExpiresAt: t0.Add(time.Hour), EntityVersion: 2, Request: []byte(`{"request_id":"x"}`)}
+	e2 := e
+	e2.Version, e2.PendingSpawn, e2.LastSpawn = 2, sp.ID, sp.ID
+	f.mu.Lock()
+	f.dropOnSuccess = 2
+	f.mu.Unlock()
+	before := f.count()
+	err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}},
+		Events: []ledger.Event{{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: sp.ID, At: t0}}})
+	if err != nil {
+		t.Fatalf("issue with lost answers: %v", err)
+	}
+	if n := f.count() - before; n != 4 {
+		t.Fatalf("%d PutItem attempts, want 4 (two writes, each answered only on its retry)", n)
+	}
+	got, err := s.GetSpawn(ctx, sp.ID)
+	if err != nil || got.State != spawn.Pending {
+		t.Fatalf("spawn after the issue: %+v %v", got, err)
+	}
+	if evs, _ := s.Events(ctx, e.ID); len(evs) != 1 || evs[0].Kind != ledger.EvSpawnRequested {
+		t.Fatalf("history after the issue: %+v", evs)
 	}
 }

@@ -1,12 +1,18 @@
 package dynamo_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store/dynamo"
 	"github.com/dont-cli/dont/internal/storetest"
 )
 
@@ -14,14 +20,16 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) service.Store { return newStore(t) })
 }
 
-// A spawn's payload lives in its global item, written once: a second
-// create of the same id with another payload fails and changes nothing.
+// A spawn's item (with its payload) is written once: a second create of
+// the same id with another payload fails and changes nothing.
 func TestASpawnPayloadIsWrittenOnce(t *testing.T) {
 	s := newStore(t)
-	_, sp := pendingSpawn(t, s)
+	e, sp := pendingSpawn(t, s)
 	again := sp
 	again.Request = []byte(`{"request_id":"overwritten"}`)
-	if err := s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: again, Create: true}}}); !service.FailedOn(err, sp.ID) {
+	e2 := e
+	e2.Version = 2
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: again, Create: true}}}); !service.FailedOn(err, sp.ID) {
 		t.Fatalf("second create: want ConditionFailed on %s, got %v", sp.ID, err)
 	}
 	got, err := s.GetSpawn(ctx, sp.ID)
@@ -33,15 +41,53 @@ func TestASpawnPayloadIsWrittenOnce(t *testing.T) {
 		t.Fatalf("ListSpawns payloads: %v %v", list, err)
 	}
 	// A large payload round-trips (it is stored compressed).
+	other := newClaim()
 	big := sp
-	big.ID = ids.New(ids.Spawn, t0)
+	big.ID, big.EntityID = ids.New(ids.Spawn, t0), other.ID
 	big.Request = []byte(`{"prompt":"` + strings.Repeat("Independently verify the claim below. ", 200) + `"}`)
-	if err := s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: big, Create: true}}}); err != nil {
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: other}}, Spawns: []service.SpawnPut{{Spawn: big, Create: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.GetSpawn(ctx, big.ID); string(got.Request) != string(big.Request) {
 		t.Fatalf("large payload came back as %d bytes, want %d", len(got.Request), len(big.Request))
 	}
+}
+
+// An issue whose commit fails after its spawn's item was written (a
+// concurrent writer moved the entity in between) leaves the item behind;
+// it names a spawn its entity never had, and reads do not show it.
+func TestASpawnItemOfAFailedIssueIsNotASpawn(t *testing.T) {
+	s := newStore(t)
+	e := newClaim()
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+		t.Fatal(err)
+	}
+	sp, _ := newPendingOn(e)
+	if _, err := newClient(nil, nil).PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: dynamo.SpawnItem(s, sp)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetSpawn(ctx, sp.ID); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("GetSpawn of the failed issue: want ErrNotFound, got %v", err)
+	}
+	if list, err := s.ListSpawns(ctx, service.SpawnFilter{}); err != nil || len(list) != 0 {
+		t.Fatalf("ListSpawns shows the failed issue: %v %v", list, err)
+	}
+	// The entity is untouched: a real issue still works.
+	real, e2 := newPendingOn(e)
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: real, Create: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := s.ListSpawns(ctx, service.SpawnFilter{}); err != nil || len(list) != 1 || list[0].ID != real.ID {
+		t.Fatalf("ListSpawns after a real issue: %v %v", list, err)
+	}
+}
+
+func newPendingOn(e ledger.Entity) (spawn.Spawn, ledger.Entity) {
+	sp := spawn.Spawn{ID: ids.New(ids.Spawn, t0), Kind: spawn.Assume, EntityID: e.ID, State: spawn.Pending, Mode: spawn.ModeHarness,
+		PreStatus: e.Status, IssuedAt: t0, ExpiresAt: t0.Add(time.Hour), EntityVersion: e.Version + 1, Request: []byte(`{"request_id":"x"}`)}
+	e2 := e
+	e2.Version, e2.PendingSpawn, e2.LastSpawn = e.Version+1, sp.ID, sp.ID
+	return sp, e2
 }
 
 func TestADependencyNamedTwiceIsOneEdge(t *testing.T) {

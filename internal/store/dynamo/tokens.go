@@ -66,7 +66,7 @@ func (s *Store) PutToken(ctx context.Context, t auth.Token) error {
 // GetToken implements service.TokenStore: the global item, if it belongs
 // to this project.
 func (s *Store) GetToken(ctx context.Context, id string) (auth.Token, error) {
-	it, err := s.getItem(ctx, key(tokenPK(id), "T"))
+	it, err := s.readOnce(ctx, key(tokenPK(id), "T"))
 	if err != nil {
 		return auth.Token{}, err
 	}
@@ -137,7 +137,7 @@ func (s *Store) ProjectSecret(ctx context.Context) ([]byte, error) {
 			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 			ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
 			ReturnConsumedCapacity:   types.ReturnConsumedCapacityIndexes}
-		err := s.do(ctx, func(ctx context.Context) error {
+		err := s.write(ctx, func(ctx context.Context) error {
 			_, err := s.client.PutItem(ctx, in, noSDKRetries)
 			return err
 		})
@@ -162,7 +162,7 @@ func (s *Store) ProjectSecret(ctx context.Context) ([]byte, error) {
 func (s *Store) transact(ctx context.Context, items ...types.TransactWriteItem) error {
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(newRequestToken()),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
-	return s.do(ctx, func(ctx context.Context) error {
+	return s.write(ctx, func(ctx context.Context) error {
 		_, err := s.client.TransactWriteItems(ctx, in, noSDKRetries)
 		return err
 	})

@@ -55,4 +55,29 @@ func (s *Store) Release(ctx context.Context, key string) error {
 	})
 }
 
+// Lookup implements httpapi.IdempotencyStore.
+func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*httpapi.Stored, error) {
+	var st httpapi.Stored
+	var state string
+	err := s.db.QueryRowContext(ctx, "SELECT state, fingerprint, status, body FROM idempotency WHERE key = ?", key).
+		Scan(&state, &st.Fingerprint, &st.Status, &st.Body)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st.Done = state == "done"
+	return &st, nil
+}
+
+// Remember implements httpapi.IdempotencyStore.
+func (s *Store) Remember(ctx context.Context, key, fingerprint string, status int, body []byte, now time.Time) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO idempotency(key, state, fingerprint, status, body, created_at) VALUES(?, 'done', ?, ?, ?, ?) "+
+			"ON CONFLICT(key) DO NOTHING", key, fingerprint, status, body, timeText(now))
+		return err
+	})
+}
+
 var _ httpapi.IdempotencyStore = (*Store)(nil)

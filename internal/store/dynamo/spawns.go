@@ -1,0 +1,225 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// GetSpawn implements service.Store. A spawn on no entity is its item. A
+// spawn on an entity is its item as issued, pending while its entity's
+// item names it (ps), and otherwise as the history item of the commit
+// that resolved it recorded it; a spawn item with neither is one a failed
+// commit left behind, and does not exist.
+func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
+	it, err := s.readOnce(ctx, key(s.spawnPK(), id))
+	if err != nil {
+		return spawn.Spawn{}, err
+	}
+	if it == nil {
+		return spawn.Spawn{}, service.ErrNotFound
+	}
+	sp, err := decodeSpawn(it)
+	if err != nil || sp.EntityID == "" {
+		return sp, err
+	}
+	eit, err := s.readOnce(ctx, key(s.entityPK(), sp.EntityID))
+	if err != nil {
+		return sp, err
+	}
+	if eit != nil {
+		if _, err := s.readEntity(eit); err != nil {
+			return sp, err
+		}
+		if attrString(eit, "ps") == id {
+			return asPending(sp), nil
+		}
+	}
+	ended, err := s.resolutions(ctx, sp.EntityID, id)
+	if err != nil {
+		return sp, err
+	}
+	done, ok := ended[id]
+	if !ok {
+		return spawn.Spawn{}, service.ErrNotFound
+	}
+	done.Request = sp.Request
+	return done, nil
+}
+
+// asPending is a spawn item's document as a pending spawn.
+func asPending(sp spawn.Spawn) spawn.Spawn {
+	sp.State, sp.Outcome, sp.ResolvedAt = spawn.Pending, "", nil
+	return sp
+}
+
+// resolutions reads the spawns that commits on entity resolved, from its
+// history items, by id; only, if given, the one with id only.
+func (s *Store) resolutions(ctx context.Context, entity, only string) (map[string]spawn.Spawn, error) {
+	q := s.partitionQuery(s.historyPK(entity))
+	if only != "" {
+		whereEqual(q, "sid", only)
+	} else {
+		q.FilterExpression = aws.String("attribute_exists(#sid)")
+		q.ExpressionAttributeNames["#sid"] = "sid"
+	}
+	out := map[string]spawn.Spawn{}
+	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
+		_, sp, err := decodeHistory(it)
+		if err == nil && sp != nil {
+			out[sp.ID] = *sp
+		}
+		return err
+	})
+	return out, err
+}
+
+// ListSpawns implements service.Store: one Query over the project's spawn
+// items; then, for spawns on entities, their entities' items (which are
+// pending) and the history of those with spawns that are not (how they
+// ended). Ordered by issue time, then id.
+func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.Spawn, error) {
+	q := s.partitionQuery(s.spawnPK())
+	whereEqual(q, "ent", f.EntityID)
+	var items []spawn.Spawn
+	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
+		sp, err := decodeSpawn(it)
+		items = append(items, sp)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	pendingOn, err := s.pendingOn(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	ended := map[string]map[string]spawn.Spawn{}
+	out := []spawn.Spawn{}
+	for _, sp := range items {
+		if sp.EntityID != "" {
+			if pendingOn[sp.EntityID] == sp.ID {
+				sp = asPending(sp)
+			} else {
+				if _, read := ended[sp.EntityID]; !read {
+					if ended[sp.EntityID], err = s.resolutions(ctx, sp.EntityID, ""); err != nil {
+						return nil, err
+					}
+				}
+				done, ok := ended[sp.EntityID][sp.ID]
+				if !ok {
+					continue // left by a failed commit
+				}
+				done.Request = sp.Request
+				sp = done
+			}
+		}
+		if f.State == "" || sp.State == f.State {
+			out = append(out, sp)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].IssuedAt.Equal(out[j].IssuedAt) {
+			return out[i].IssuedAt.Before(out[j].IssuedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// pendingOn reads the entities of spawns and says which spawn is pending
+// on each.
+func (s *Store) pendingOn(ctx context.Context, spawns []spawn.Spawn) (map[string]string, error) {
+	var keys []map[string]types.AttributeValue
+	seen := map[string]bool{}
+	for _, sp := range spawns {
+		if sp.EntityID != "" && !seen[sp.EntityID] {
+			seen[sp.EntityID] = true
+			keys = append(keys, key(s.entityPK(), sp.EntityID))
+		}
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(items))
+	for _, it := range items {
+		out[attrString(it, SortKey)] = attrString(it, "ps")
+	}
+	return out, nil
+}
+
+// DueSpawns implements service.Store by reading the sparse index range
+// gsi1pk = P#<p>#S AND expires_at <= now, earliest first, at most limit
+// items: only entities with a pending spawn and pending spawns on no
+// entity are in the index, so the read is O(due). The index is eventually
+// consistent (see the package comment); the service re-reads each spawn
+// (GetSpawn) before resolving it. An entity's entry yields the spawn's id,
+// entity and expiry, which is all a sweep needs.
+func (s *Store) DueSpawns(ctx context.Context, now time.Time, limit int) ([]spawn.Spawn, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	q := &dynamodb.QueryInput{
+		TableName:                aws.String(s.table),
+		IndexName:                aws.String(PendingExpiryIndex),
+		KeyConditionExpression:   aws.String("#p = :p AND #exp <= :now"),
+		ExpressionAttributeNames: map[string]string{"#p": PendingKey, "#exp": ExpiresAtKey},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":p": str(s.pendingPK()), ":now": str(timeText(now)),
+		},
+		ScanIndexForward:       aws.Bool(true),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
+	}
+	return queryUpTo(ctx, s, q, limit, decodeDue)
+}
+
+func decodeDue(it map[string]types.AttributeValue) (spawn.Spawn, error) {
+	ps := attrString(it, "ps")
+	if ps == "" {
+		return decodeSpawn(it)
+	}
+	expires, err := time.Parse(timeKey, attrString(it, ExpiresAtKey))
+	if err != nil || ids.Kind(ps) != ids.Spawn {
+		return spawn.Spawn{}, errors.New("dynamo: malformed pending index entry " + attrString(it, SortKey))
+	}
+	return spawn.Spawn{ID: ps, EntityID: attrString(it, SortKey), State: spawn.Pending, ExpiresAt: expires}, nil
+}
+
+// entityStates remembers, by entity id, the state beside the entity of the
+// entity items this store read last: a commit needs the stored tail and
+// pending spawn of the version it replaces, and has usually just read
+// them. A version names one state, so a remembered state is used only
+// for exactly the version a commit expects.
+type entityStates struct {
+	mu sync.Mutex
+	m  map[string]entityState
+}
+
+// maxRememberedEntities bounds the memory; forgetting costs a read.
+const maxRememberedEntities = 4096
+
+func (k *entityStates) put(id string, st entityState) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil || len(k.m) >= maxRememberedEntities {
+		k.m = map[string]entityState{}
+	}
+	k.m[id] = st
+}
+
+func (k *entityStates) get(id string, version int64) (entityState, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	st, ok := k.m[id]
+	return st, ok && st.version == version
+}
