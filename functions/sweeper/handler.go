@@ -47,13 +47,14 @@ func (h handler) invoke(ctx context.Context, raw json.RawMessage) (any, error) {
 		return resp, nil
 	case p.Source == "aws.events" && p.DetailType == "Scheduled Event":
 		rep, err := h.sweeper.SweepAll(ctx, h.limit)
-		timedOut, questions := 0, 0
+		timedOut, questions, scheduled := 0, 0, 0
 		for _, ps := range rep.Projects {
 			timedOut += ps.TimedOut
 			questions += ps.ApprovalsTimedOut
+			scheduled += ps.Scheduled
 		}
 		h.log.InfoContext(ctx, "scheduled sweep", "projects", len(rep.Projects), "timed_out", timedOut,
-			"approvals_timed_out", questions, "failed", err != nil)
+			"approvals_timed_out", questions, "scheduled", scheduled, "failed", err != nil)
 		return rep, err
 	}
 	return nil, fmt.Errorf("unknown event: neither SQS records nor a scheduled EventBridge event")

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -44,6 +46,12 @@ func (p *project) ExpireSpawn(_ context.Context, id string) (service.TimeoutResu
 func (p *project) Sweep(_ context.Context, limit int) (service.SweepReport, error) {
 	p.swept = append(p.swept, "sweep")
 	return service.SweepReport{TimedOut: []service.TimeoutResult{{RequestID: "spawn:x"}}}, nil
+}
+
+// ScheduleComingDue hands over one spawn per tick.
+func (p *project) ScheduleComingDue(_ context.Context, horizon, period time.Duration, limit int) (int, error) {
+	p.swept = append(p.swept, fmt.Sprintf("horizon %v every %v", horizon, period))
+	return 1, nil
 }
 
 type projects map[string]*project
@@ -88,15 +96,27 @@ func TestAnSQSBatchAnswersOnlyItsFailedRecords(t *testing.T) {
 	}
 }
 
-func TestTheScheduledEventSweepsEveryProject(t *testing.T) {
+func TestTheScheduledEventSweepsEveryProjectThenSendsWhatCameWithinTheHorizon(t *testing.T) {
 	h, ps := newTestHandler()
+	var logged bytes.Buffer
+	h.log = slog.New(slog.NewJSONHandler(&logged, nil))
 	out, err := h.invoke(context.Background(), json.RawMessage(scheduledEvent))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep := out.(sqssched.SweepReport)
-	if len(rep.Projects) != 2 || len(ps["acme"].swept) != 2 || len(ps["globex"].swept) != 2 || rep.Projects[0].ApprovalsTimedOut != 1 {
-		t.Fatalf("report %+v, sweeps %v %v: want the approvals and the spawns of each project", rep, ps["acme"].swept, ps["globex"].swept)
+	want := []string{"approvals", "sweep", "horizon 15m0s every 1m0s"}
+	if len(rep.Projects) != 2 || !slices.Equal(ps["acme"].swept, want) || !slices.Equal(ps["globex"].swept, want) ||
+		rep.Projects[0].ApprovalsTimedOut != 1 || rep.Projects[0].Scheduled != 1 || rep.Projects[1].Scheduled != 1 {
+		t.Fatalf("report %+v, sweeps %q %q: want %q in each project", rep, ps["acme"].swept, ps["globex"].swept, want)
+	}
+	var line struct {
+		Msg       string `json:"msg"`
+		TimedOut  int    `json:"timed_out"`
+		Scheduled *int   `json:"scheduled"`
+	}
+	if err := json.Unmarshal(logged.Bytes(), &line); err != nil || line.Msg != "scheduled sweep" || line.TimedOut != 2 || line.Scheduled == nil || *line.Scheduled != 2 {
+		t.Fatalf("log line %s (%v): want the sweep's totals, scheduled 2", logged.Bytes(), err)
 	}
 }
 

@@ -198,14 +198,18 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	s.API.AddToRolePolicy(tablePolicy)
 	s.Sweeper.AddToRolePolicy(tablePolicy)
 	s.TimeoutQueue.GrantSendMessages(s.API)
-	// The sweeper re-enqueues the remainder of delays longer than SQS's 15
-	// minutes; the event source grants it the consume actions.
+	// The sweeper sends the messages of spawns and questions whose expiry
+	// came within SQS's 15-minute delay limit (the scheduled sweep), and
+	// re-enqueues the remainder of a message that arrives early; the event
+	// source grants it the consume actions.
 	s.TimeoutQueue.GrantSendMessages(s.Sweeper)
 	s.Sweeper.AddEventSource(awslambdaeventsources.NewSqsEventSource(s.TimeoutQueue, &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(10),
 		ReportBatchItemFailures: jsii.Bool(true),
 	}))
 
+	// The rate is sqs.Sweeper.Period's default: each run sends the messages
+	// of what came within 15 minutes of expiry since the previous one.
 	awsevents.NewRule(s.Stack, jsii.String("SweepSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("Backstop sweep of expired pending spawns and approvals (bounded GSI query)"),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),

@@ -194,10 +194,11 @@ func TestAMessageThatIsNotYetDueIsReenqueued(t *testing.T) {
 	s := setup(t)
 	p := s.newProject(t)
 	id := p.verifiedClaim(s.api)
-	req := p.assume(s.api, id) // due in 24h: its own message waits 15 minutes
+	req := p.assume(s.api, id) // due in 24h: beyond the 15-minute horizon, so no message of its own yet
 	_, delayedBefore, _ := s.queueCounts(t)
 
-	// The message as it arrives after a 15-minute leg: due now, spawn not.
+	// The message an older build sent when it issued the spawn, as it
+	// arrives after a 15-minute leg: due now, spawn not.
 	body := sqssched.Message{Project: p.name, RequestID: req.RequestID, ExpiresAt: req.ExpiresAt}.Encode()
 	if _, err := s.sqs.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(s.queueURL), MessageBody: aws.String(body)}); err != nil {
 		t.Fatal(err)

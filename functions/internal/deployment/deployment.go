@@ -85,10 +85,12 @@ func (d *Deployment) Sweeper() *sqssched.Sweeper {
 	return &sqssched.Sweeper{Queue: d.Queue, Projects: d, Log: d.Log}
 }
 
-// registering registers the project before the first timeout message of
-// each process is sent, so that the scheduled sweep knows to visit it.
-// A failed registration does not stop the message: it is logged, and the
-// next spawn tries again.
+// registering registers the project the first time each process
+// schedules one of its timeouts, so that the scheduled sweep knows to
+// visit it: whether or not the queue sends a message then, since a spawn
+// beyond the queue's 15-minute horizon gets its message from the
+// scheduled sweep. A failed registration does not stop the message: it
+// is logged, and the next spawn tries again.
 type registering struct {
 	registry *Registry
 	next     service.TimeoutScheduler

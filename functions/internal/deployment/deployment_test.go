@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -134,7 +135,8 @@ func (q *fakeQueue) SendMessage(_ context.Context, in *awssqs.SendMessageInput, 
 func testDeployment(t *testing.T, table *fakeTable, q *fakeQueue) *Deployment {
 	dir := t.TempDir()
 	return &Deployment{
-		Config: Config{Table: "dont", QueueURL: "http://q", SpawnTimeout: time.Hour, Projects: []string{"configured", "acme"}},
+		// Within the 15-minute horizon, so that every spawn sends its message at once.
+		Config: Config{Table: "dont", QueueURL: "http://q", SpawnTimeout: 10 * time.Minute, Projects: []string{"configured", "acme"}},
 		Author: "api", Log: slog.New(slog.DiscardHandler),
 		Open: func(project string) Store {
 			st, err := sqlite.Create(context.Background(), filepath.Join(dir, project+".db"))
@@ -185,6 +187,23 @@ func TestAProjectIsRegisteredWithItsFirstSpawnAndListedForTheSweep(t *testing.T)
 	}
 	if want := []string{"acme", "configured", "globex"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("List = %v, want %v", names, want)
+	}
+}
+
+// A spawn beyond the horizon sends no message when it is issued; the
+// scheduled sweep sends it one later, so its project must be registered
+// all the same.
+func TestASpawnBeyondTheHorizonRegistersItsProjectWithoutAMessage(t *testing.T) {
+	table, q := &fakeTable{items: map[string]string{}}, &fakeQueue{}
+	d := testDeployment(t, table, q)
+	d.Config.SpawnTimeout = 24 * time.Hour
+	issue(t, d.Service("globex"))
+	if _, ok := table.items["globex"]; !ok || table.puts != 1 || len(q.sent) != 0 {
+		t.Fatalf("registry %v after %d puts, %d messages: want globex registered and no message", table.items, table.puts, len(q.sent))
+	}
+	names, err := d.List(context.Background())
+	if err != nil || !slices.Contains(names, "globex") {
+		t.Fatalf("List = %v %v, want globex for the scheduled sweep", names, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/scheduler/sqs"
@@ -17,6 +18,19 @@ import (
 // would deliver it, with the DelaySeconds it was sent with noted in its
 // attributes under "delay" (a note for the test, not an SQS attribute).
 func (w *world) ask(project string) (session, id string, msg events.SQSMessage) {
+	w.t.Helper()
+	session, id, sent := w.asking(project)
+	if len(sent) != 1 {
+		w.t.Fatalf("asking a question sent %d messages, want 1", len(sent))
+	}
+	msg = delivered(sent[0], id)
+	msg.Attributes = map[string]string{"delay": strconv.Itoa(int(sent[0].DelaySeconds))}
+	return session, id, msg
+}
+
+// asking opens a session in project, reads its frames and escalates
+// without waiting: the question and the messages asking it sent.
+func (w *world) asking(project string) (session, id string, sent []*awssqs.SendMessageInput) {
 	w.t.Helper()
 	s := w.svc(project)
 	res, err := s.OpenSession(ctx, service.OpenSessionInput{Tier: string(approvals.ReadOnly)})
@@ -32,14 +46,7 @@ func (w *world) ask(project string) (session, id string, msg events.SQSMessage) 
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	id = res.Data.(service.ApprovalView).ID
-	sent := w.sqs.take()
-	if len(sent) != 1 {
-		w.t.Fatalf("asking a question sent %d messages, want 1", len(sent))
-	}
-	msg = delivered(sent[0], id)
-	msg.Attributes = map[string]string{"delay": strconv.Itoa(int(sent[0].DelaySeconds))}
-	return session, id, msg
+	return session, res.Data.(service.ApprovalView).ID, w.sqs.take()
 }
 
 func (w *world) approval(project, id string) approvals.Approval {
@@ -67,7 +74,7 @@ func (w *world) endings(project, session string) []approvals.Frame {
 	return out
 }
 
-func TestEveryQuestionSendsOneMessageDelayedUntilItsDeadline(t *testing.T) {
+func TestAQuestionDueWithinFifteenMinutesSendsOneMessageDelayedUntilItsDeadline(t *testing.T) {
 	w := newWorld(t, time.Hour)
 	s := w.svc("acme")
 	s.Approvals.Timeout = 90 * time.Second

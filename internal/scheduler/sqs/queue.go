@@ -1,10 +1,15 @@
 // Package sqs is the AWS adapter of the service's TimeoutScheduler and
-// ApprovalTimeoutScheduler ports and their consumer. Every spawn, and
-// every approval question, becomes one SQS message, delayed until the
-// spawn's expires_at or the question's deadline (at most SQS's 15 minutes
-// at a time); the sweeper function hands each delivered message to
-// Sweeper, which ends the spawn or question by timeout or, if it is not
-// yet due, sends the remainder on again.
+// ApprovalTimeoutScheduler ports and their consumer. A spawn, or an
+// approval question, becomes one SQS message delayed until the spawn's
+// expires_at or the question's deadline, sent once that is within SQS's
+// 15-minute delay limit (the horizon): at once if it already is when the
+// spawn is issued, else by the scheduled sweep when it comes within the
+// horizon (Sweeper.SweepAll, Service.ScheduleComingDue). A spawn resolved
+// before its expiry comes within the horizon costs no message. The
+// sweeper function hands each delivered message to Sweeper, which ends
+// the spawn or question by timeout or, if it is not yet due (clock skew,
+// or a message sent by an older build for a later expiry), sends the
+// remainder on again.
 //
 // Delivery is at least once and messages may be lost; neither matters for
 // correctness: ExpireSpawn and ExpireApproval are idempotent (exactly one
@@ -102,17 +107,26 @@ type Queue struct {
 	Now func() time.Time
 }
 
+func (q *Queue) now() time.Time {
+	if q.Now != nil {
+		return q.Now()
+	}
+	return time.Now()
+}
+
+// within reports whether at is at most MaxDelay away by the queue's
+// clock: whether one message can wait until then.
+func (q *Queue) within(at time.Time) bool {
+	return at.Sub(q.now()) <= MaxDelay
+}
+
 // Send enqueues m, delayed until its expires_at or by MaxDelay, whichever
 // is sooner.
 func (q *Queue) Send(ctx context.Context, m Message) error {
-	now := time.Now
-	if q.Now != nil {
-		now = q.Now
-	}
 	_, err := q.Client.SendMessage(ctx, &awssqs.SendMessageInput{
 		QueueUrl:     aws.String(q.URL),
 		MessageBody:  aws.String(m.Encode()),
-		DelaySeconds: Delay(m.ExpiresAt.Sub(now())),
+		DelaySeconds: Delay(m.ExpiresAt.Sub(q.now())),
 	})
 	if err != nil {
 		return fmt.Errorf("send timeout message for %s: %w", m.RequestID, err)
@@ -133,12 +147,25 @@ type projectScheduler struct {
 	project string
 }
 
+// ScheduleTimeout sends the spawn's message if it expires within
+// MaxDelay, so that one message carries it to its expiry. A spawn due
+// later gets nothing now: the scheduled sweep sends its message once its
+// expiry comes within MaxDelay (Service.ScheduleComingDue), and a spawn
+// resolved before then never costs a message.
 func (p projectScheduler) ScheduleTimeout(ctx context.Context, requestID string, expiresAt time.Time) error {
-	return p.q.Send(ctx, Message{Project: p.project, RequestID: requestID, ExpiresAt: expiresAt.UTC()})
+	return p.sendWithin(ctx, requestID, expiresAt)
 }
 
+// ScheduleApprovalTimeout is ScheduleTimeout for a question's deadline.
 func (p projectScheduler) ScheduleApprovalTimeout(ctx context.Context, approvalID string, deadline time.Time) error {
-	return p.q.Send(ctx, Message{Project: p.project, RequestID: approvalID, ExpiresAt: deadline.UTC()})
+	return p.sendWithin(ctx, approvalID, deadline)
+}
+
+func (p projectScheduler) sendWithin(ctx context.Context, requestID string, at time.Time) error {
+	if !p.q.within(at) {
+		return nil
+	}
+	return p.q.Send(ctx, Message{Project: p.project, RequestID: requestID, ExpiresAt: at.UTC()})
 }
 
 var _ service.ApprovalTimeoutScheduler = projectScheduler{}

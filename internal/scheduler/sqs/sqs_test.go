@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/dont-cli/dont/internal/ledger"
@@ -160,25 +161,17 @@ func (w *world) List(context.Context) ([]string, error) {
 // message is returned as SQS would deliver it.
 func (w *world) assume(project string) (entityID, requestID string, msg events.SQSMessage) {
 	w.t.Helper()
-	s := w.svc(project)
-	res, err := s.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	entityID = res.Data.(service.EntityView).ID
-	if _, err := s.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: entityID, Evidence: []string{"https://example.org/a"}}); err != nil {
-		w.t.Fatal(err)
-	}
-	res, err = s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: entityID})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	requestID = request(w.t, res).RequestID
-	sent := w.sqs.take()
+	entityID, req, sent := w.issue(project)
 	if len(sent) != 1 {
 		w.t.Fatalf("issuing a spawn sent %d messages, want 1", len(sent))
 	}
-	return entityID, requestID, delivered(sent[0], requestID)
+	return entityID, req.RequestID, delivered(sent[0], req.RequestID)
+}
+
+// issue is issueFor with the project's spawn timeout.
+func (w *world) issue(project string) (entityID string, req spawn.Request, sent []*awssqs.SendMessageInput) {
+	w.t.Helper()
+	return w.issueFor(project, w.svc(project).SpawnTimeout)
 }
 
 var msgSeq atomic.Int64
@@ -218,23 +211,15 @@ func failures(r events.SQSEventResponse) []string {
 	return out
 }
 
-func TestEverySpawnSendsOneMessageDelayedUntilExpiryAtMostFifteenMinutes(t *testing.T) {
+func TestASpawnDueWithinFifteenMinutesSendsOneMessageDelayedUntilItsExpiry(t *testing.T) {
 	for _, c := range []struct {
 		timeout time.Duration
 		delay   int32
-	}{{90 * time.Second, 90}, {1500 * time.Millisecond, 2}, {24 * time.Hour, 900}} {
+	}{{90 * time.Second, 90}, {1500 * time.Millisecond, 2}, {2 * time.Minute, 120}, {15 * time.Minute, 900}} {
 		w := newWorld(t, c.timeout)
-		s := w.svc("acme")
-		res, _ := s.Conclude(ctx, service.ConcludeInput{Statement: "s"})
-		id := res.Data.(service.EntityView).ID
-		res, err := s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		req := request(w.t, res)
-		sent := w.sqs.take()
+		_, req, sent := w.issue("acme")
 		if len(sent) != 1 {
-			t.Fatalf("%d messages", len(sent))
+			t.Fatalf("timeout %v: %d messages, want exactly 1", c.timeout, len(sent))
 		}
 		if sent[0].DelaySeconds != c.delay || *sent[0].QueueUrl != w.queue.URL {
 			t.Errorf("timeout %v: DelaySeconds %d (want %d), queue %s", c.timeout, sent[0].DelaySeconds, c.delay, *sent[0].QueueUrl)
@@ -242,6 +227,19 @@ func TestEverySpawnSendsOneMessageDelayedUntilExpiryAtMostFifteenMinutes(t *test
 		m, err := sqs.Decode(*sent[0].MessageBody)
 		if err != nil || m.Project != "acme" || m.RequestID != req.RequestID || !m.ExpiresAt.Equal(req.ExpiresAt) {
 			t.Errorf("message %+v %v, want acme %s %v", m, err, req.RequestID, req.ExpiresAt)
+		}
+	}
+}
+
+// Beyond the horizon a spawn costs no message when it is issued: the
+// scheduled sweep sends it one when its expiry comes within 15 minutes
+// (TestA24HourSpawnIsTimedOutByTheOneMessageTheScheduledSweepSends), and
+// a callback before then means it never gets one.
+func TestASpawnIssuedWithA24HourTimeoutSendsNoMessage(t *testing.T) {
+	for _, timeout := range []time.Duration{24 * time.Hour, 15*time.Minute + time.Second} {
+		w := newWorld(t, timeout)
+		if _, req, sent := w.issue("acme"); len(sent) != 0 || req.ExpiresAt.Sub(req.IssuedAt) != timeout {
+			t.Fatalf("timeout %v (expires_at %v): %d messages, want none", timeout, req.ExpiresAt, len(sent))
 		}
 	}
 }
@@ -309,9 +307,14 @@ func TestAMessageAfterTheCallbackChangesNothing(t *testing.T) {
 	}
 }
 
+// A message can still arrive before its spawn is due: one an older build
+// sent when the spawn was issued, a day ahead, or one a clock behind the
+// queue's finds early. It is sent on for the remainder.
 func TestAMessageThatIsNotYetDueIsSentOnForTheRemainder(t *testing.T) {
 	w := newWorld(t, 24*time.Hour)
-	eid, rid, msg := w.assume("acme")
+	eid, req, _ := w.issue("acme")
+	rid := req.RequestID
+	msg := delivered(&awssqs.SendMessageInput{MessageBody: aws.String(sqs.Message{Project: "acme", RequestID: rid, ExpiresAt: req.ExpiresAt}.Encode())}, rid)
 	for i, left := range []time.Duration{24*time.Hour - 15*time.Minute, 24*time.Hour - 30*time.Minute} {
 		w.clock.Advance(15 * time.Minute) // each delivery arrives after the maximum delay
 		resp := w.sweeper.HandleSQS(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})

@@ -22,6 +22,7 @@ type Timeouts interface {
 	ExpireApproval(ctx context.Context, approvalID string) (service.ApprovalExpiry, time.Duration, error)
 	Sweep(ctx context.Context, limit int) (service.SweepReport, error)
 	SweepApprovals(ctx context.Context, limit int) (service.ApprovalSweep, error)
+	ScheduleComingDue(ctx context.Context, horizon, period time.Duration, limit int) (int, error)
 }
 
 // Projects opens a project's service and lists the projects the scheduled
@@ -43,6 +44,10 @@ type Sweeper struct {
 	MaxWait time.Duration
 	// Concurrency bounds the records of one batch handled at once (default 10).
 	Concurrency int
+	// Period is how often SweepAll runs (default 1 minute, the EventBridge
+	// rule's rate(1 minute)): each run sends the messages of the spawns and
+	// questions that came within MaxDelay of their expiry since the last.
+	Period time.Duration
 }
 
 // Outcome of one message.
@@ -55,6 +60,7 @@ const (
 	OutcomeMalformed  = "malformed"    // not a timeout message: left for the dead-letter queue
 	defaultMaxWait    = time.Second
 	defaultConcurrent = 10
+	defaultPeriod     = time.Minute
 )
 
 // HandleSQS handles one batch as Lambda's SQS poller delivers it. It
@@ -218,17 +224,23 @@ type ProjectSweep struct {
 	Lost     int    `json:"lost"`
 	// ApprovalsTimedOut counts questions ended at their deadline,
 	// Announced endings whose missing frame was appended.
-	ApprovalsTimedOut int    `json:"approvals_timed_out"`
-	Announced         int    `json:"announced"`
-	Error             string `json:"error,omitempty"`
+	ApprovalsTimedOut int `json:"approvals_timed_out"`
+	Announced         int `json:"announced"`
+	// Scheduled counts the timeout messages sent for spawns and questions
+	// that came within MaxDelay of their expiry since the last sweep.
+	Scheduled int    `json:"scheduled"`
+	Error     string `json:"error,omitempty"`
 }
 
 // SweepAll runs the bounded sweeps of every project, the backstop for
 // lost or parked messages: at most limit due approval questions (ended as
 // timed-out, and missing ending frames appended), then at most limit due
-// spawns. One project's failure does not stop the others; it is returned
-// at the end so that the invocation counts as failed and EventBridge
-// retries it.
+// spawns. Then it sends the messages of the spawns and questions whose
+// expiry came within MaxDelay since the last run (the horizon: a spawn
+// issued further from its expiry got no message then; see
+// Service.ScheduleComingDue). One project's failure does not stop the
+// others; it is returned at the end so that the invocation counts as
+// failed and EventBridge retries it.
 func (s *Sweeper) SweepAll(ctx context.Context, limit int) (SweepReport, error) {
 	rep := SweepReport{Projects: []ProjectSweep{}}
 	names, err := s.Projects.List(ctx)
@@ -243,9 +255,9 @@ func (s *Sweeper) SweepAll(ctx context.Context, limit int) (SweepReport, error) 
 			ps.Error = err.Error()
 			failed = append(failed, fmt.Errorf("project %s: %w", name, err))
 			s.log().ErrorContext(ctx, "scheduled sweep", "project", name, "err", err)
-		} else if ps.TimedOut > 0 || ps.Lost > 0 || ps.ApprovalsTimedOut > 0 || ps.Announced > 0 {
+		} else if ps.TimedOut > 0 || ps.Lost > 0 || ps.ApprovalsTimedOut > 0 || ps.Announced > 0 || ps.Scheduled > 0 {
 			s.log().InfoContext(ctx, "scheduled sweep", "project", name, "timed_out", ps.TimedOut, "lost", ps.Lost,
-				"approvals_timed_out", ps.ApprovalsTimedOut, "announced", ps.Announced)
+				"approvals_timed_out", ps.ApprovalsTimedOut, "announced", ps.Announced, "scheduled", ps.Scheduled)
 		}
 		rep.Projects = append(rep.Projects, ps)
 	}
@@ -255,7 +267,8 @@ func (s *Sweeper) SweepAll(ctx context.Context, limit int) (SweepReport, error) 
 // sweepProject sweeps one project. The approvals sweep runs on its own
 // first, so that its failure fails the project (the spawn sweep runs one
 // too, but only logs its errors); a project whose service keeps no
-// approvals has nothing to sweep there.
+// approvals has nothing to sweep there. The horizon's messages come last,
+// after the due sweeps, and even when the spawn sweep failed.
 func (s *Sweeper) sweepProject(ctx context.Context, name string, limit int, ps *ProjectSweep) error {
 	svc, err := s.Projects.Project(ctx, name)
 	if err != nil {
@@ -272,7 +285,16 @@ func (s *Sweeper) sweepProject(ctx context.Context, name string, limit int, ps *
 		ps.ApprovalsTimedOut += len(r.Approvals.TimedOut)
 		ps.Announced += len(r.Approvals.Announced)
 	}
-	return err
+	n, serr := svc.ScheduleComingDue(ctx, MaxDelay, s.period(), limit)
+	ps.Scheduled = n
+	return errors.Join(err, serr)
+}
+
+func (s *Sweeper) period() time.Duration {
+	if s.Period > 0 {
+		return s.Period
+	}
+	return defaultPeriod
 }
 
 func (s *Sweeper) log() *slog.Logger {

@@ -1,0 +1,111 @@
+package service
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/dont-cli/dont/internal/errs"
+)
+
+// ScheduleFailed: the scheduler refused a coming-due spawn or question.
+// Nothing is lost: the due sweep still times it out, at most one sweep
+// period late.
+const ScheduleFailed errs.Code = "schedule-failed"
+
+func init() {
+	errs.Register(ScheduleFailed, errs.ExitState, http.StatusServiceUnavailable, errs.Step{Command: "dont sweep", Description: "the due sweep times the request out when it is due; check the timeout queue"})
+}
+
+// ScheduleComingDue is the horizon of a scheduler that can only wait so
+// long (an SQS message waits at most 15 minutes): it hands the Scheduler
+// the pending spawns whose expires_at, and the pending approval questions
+// whose deadline, lies in (now+horizon-period, now+horizon], and returns
+// how many it handed over. It is meant to run every period (the scheduled
+// sweep), with the scheduler declining anything further away than horizon
+// when it is issued. It reads at most limit spawns and limit questions;
+// the store returns them earliest first, already-due ones included.
+//
+// Why that window: each tick hands over exactly the slice that entered
+// the horizon since the previous tick, so consecutive ticks tile the
+// future without overlap and each pending spawn is handed over at most
+// once. A lost or late tick only leaves its slice to the due sweep, which
+// times those spawns out at most one period late. A spawn already due is
+// skipped: ending it is the due sweep's job, not the scheduler's. Handing
+// a spawn over twice is harmless, its expiry being idempotent; it happens
+// to a spawn issued with its expiry between horizon-period and horizon
+// away, which the scheduler took when it was issued and the next tick's
+// window may hold as well.
+//
+// A scheduler failure stops the tick (what is left falls to the due
+// sweep) and is returned as ScheduleFailed with the count so far.
+func (s *Service) ScheduleComingDue(ctx context.Context, horizon, period time.Duration, limit int) (int, error) {
+	if s.Scheduler == nil {
+		return 0, nil
+	}
+	if limit <= 0 {
+		limit = sweepBatch
+	}
+	now := s.now()
+	w := window{now: now, from: now.Add(horizon - period), to: now.Add(horizon)}
+	n, err := s.scheduleSpawns(ctx, w, limit)
+	if err != nil {
+		return n, err
+	}
+	m, err := s.scheduleApprovals(ctx, w, limit)
+	return n + m, err
+}
+
+// window is one tick's slice of the future: (from, to], never due by now.
+type window struct{ now, from, to time.Time }
+
+func (w window) holds(t time.Time) bool {
+	return t.After(w.from) && t.After(w.now) && !t.After(w.to)
+}
+
+func (s *Service) scheduleSpawns(ctx context.Context, w window, limit int) (int, error) {
+	due, err := s.Store.DueSpawns(ctx, w.to, limit)
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	n := 0
+	for _, sp := range due {
+		if !w.holds(sp.ExpiresAt) {
+			continue
+		}
+		if err := s.Scheduler.ScheduleTimeout(ctx, sp.ID, sp.ExpiresAt); err != nil {
+			return n, scheduleErr(sp.ID, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// scheduleApprovals is scheduleSpawns for question deadlines; a service
+// that keeps no approvals, or whose scheduler does not drive deadlines,
+// has none to hand over.
+func (s *Service) scheduleApprovals(ctx context.Context, w window, limit int) (int, error) {
+	sched, ok := s.Scheduler.(ApprovalTimeoutScheduler)
+	if !ok || s.Approvals.Store == nil {
+		return 0, nil
+	}
+	due, err := s.Approvals.Store.DueApprovals(ctx, w.to, limit)
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	n := 0
+	for _, a := range due {
+		if !w.holds(a.Deadline) {
+			continue
+		}
+		if err := sched.ScheduleApprovalTimeout(ctx, a.ID, a.Deadline); err != nil {
+			return n, scheduleErr(a.ID, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+func scheduleErr(id string, err error) error {
+	return errs.E(ScheduleFailed, "could not schedule the timeout of "+id+": "+err.Error()).Wrap(err)
+}
