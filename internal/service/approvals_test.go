@@ -772,3 +772,34 @@ func TestTheFrameLogGuardFailsABadLog(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Where a scheduled sweep ends due questions (AWS), a call's sweep-first
+// covers spawns only; the scheduled sweep ends the question. Elsewhere
+// the call's sweep-first ends it.
+func TestAScheduledDeploymentLeavesDueQuestionsToItsSweep(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	for i, scheduled := range []bool{true, false} {
+		a := e.ask(ses, fmt.Sprint("c", i), approvals.WorkspaceWrite)
+		late := newClock()
+		late.ns.Store(a.Deadline.Add(time.Second).UnixNano())
+		svc := e.other(late)
+		svc.Approvals.Scheduled = scheduled
+		if _, err := svc.List(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.store.GetApproval(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if open := got.State == approvals.Pending; open != scheduled {
+			t.Fatalf("scheduled=%v: after a call's sweep-first the question is %s", scheduled, got.State)
+		}
+		if scheduled {
+			if rep, err := svc.SweepApprovals(ctx, 10); err != nil || len(rep.TimedOut) != 1 {
+				t.Fatalf("the scheduled sweep: %+v %v", rep, err)
+			}
+		}
+	}
+}

@@ -59,7 +59,7 @@ func (d *Deployment) NewService(project string, st Store) *service.Service {
 		Log:       d.Log.With("project", project),
 		Scheduler: registering{registry: d.Registry, next: d.Queue.For(project), project: project, log: d.Log},
 		Approvals: service.Approvals{Store: st, Timeout: d.Config.ApprovalTimeout, Lease: d.Config.SubscriberLease,
-			Poll: d.Config.ApprovalPoll},
+			Poll: d.Config.ApprovalPoll, Scheduled: true},
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/readmemo"
 	"github.com/dont-cli/dont/internal/service"
 )
 
@@ -96,6 +97,7 @@ func (s *Sweeper) HandleSQS(ctx context.Context, ev events.SQSEvent) events.SQSE
 }
 
 func (s *Sweeper) handle(ctx context.Context, rec events.SQSMessage) string {
+	ctx = readmemo.With(ctx) // one message is one request: its spawn and entity are read once
 	log := s.log().With("message_id", rec.MessageId)
 	m, err := Decode(rec.Body)
 	if err != nil {

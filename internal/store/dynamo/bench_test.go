@@ -20,6 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/readmemo"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/dynamo"
@@ -74,7 +75,8 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 					continue
 				}
 				now = now.Add(2 * time.Hour)
-				if r, _, err := svc.ExpireSpawn(ctx, rid); err != nil || r.Outcome != spawn.TimeoutRestored {
+				// As the sweeper function handles one message: one request.
+				if r, _, err := svc.ExpireSpawn(readmemo.With(ctx), rid); err != nil || r.Outcome != spawn.TimeoutRestored {
 					b.Fatalf("timeout: %+v %v", r, err)
 				}
 			}
