@@ -23,8 +23,9 @@ func init() {
 // whose deadline, lies in (now+horizon-period, now+horizon], and returns
 // how many it handed over. It is meant to run every period (the scheduled
 // sweep), with the scheduler declining anything further away than horizon
-// when it is issued. It reads at most limit spawns and limit questions;
-// the store returns them earliest first, already-due ones included.
+// when it is issued. It reads at most limit spawns (the window's, from the
+// store's index range) and limit questions (the store returns those due
+// by the window's end, earliest first, already-due ones included).
 //
 // Why that window: each tick hands over exactly the slice that entered
 // the horizon since the previous tick, so consecutive ticks tile the
@@ -64,7 +65,7 @@ func (w window) holds(t time.Time) bool {
 }
 
 func (s *Service) scheduleSpawns(ctx context.Context, w window, limit int) (int, error) {
-	due, err := s.Store.DueSpawns(ctx, w.to, limit)
+	due, err := s.Store.ExpiringSpawns(ctx, w.from, w.to, limit)
 	if err != nil {
 		return 0, storeErr(err)
 	}

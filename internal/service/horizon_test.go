@@ -203,3 +203,21 @@ func TestASchedulerFailureEndsTheTickWithScheduleFailed(t *testing.T) {
 		t.Fatalf("%s without remediation", service.ScheduleFailed)
 	}
 }
+
+// A busy project: more spawns come due within the horizon than one tick
+// reads; the window is still reached, because the store reads its range
+// and not everything due before its end.
+func TestATickReachesItsWindowWhateverIsDueBeforeIt(t *testing.T) {
+	e := newEnv(t)
+	h := &handOvers{}
+	e.svc.Scheduler = h
+	for range 5 {
+		e.issue(5 * time.Minute) // inside the horizon, before the window
+	}
+	inWindow := e.issue(15*time.Minute - 30*time.Second).RequestID
+	h.take()
+	n, err := e.svc.ScheduleComingDue(ctx, 15*time.Minute, time.Minute, 2)
+	if got := h.take(); err != nil || n != 1 || !slices.Equal(got, []string{inWindow}) {
+		t.Fatalf("handed over %v (%d, %v), want only %s", got, n, err, inWindow)
+	}
+}

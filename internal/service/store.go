@@ -21,10 +21,12 @@ type Store interface {
 	Events(ctx context.Context, entityID string) ([]ledger.Event, error)
 	GetSpawn(ctx context.Context, id string) (spawn.Spawn, error)
 	ListSpawns(ctx context.Context, f SpawnFilter) ([]spawn.Spawn, error)
-	// DueSpawns returns up to limit pending spawns with expires_at <= now,
-	// earliest expiry first. Its cost must grow with the number due, not
-	// the number stored.
-	DueSpawns(ctx context.Context, now time.Time, limit int) ([]spawn.Spawn, error)
+	// ExpiringSpawns returns up to limit pending spawns with after <
+	// expires_at <= until, earliest expiry first: the due ones (after
+	// zero, until now) for a sweep, the next slice of the future for a
+	// scheduler's horizon. Its cost must grow with the number returned,
+	// not the number stored.
+	ExpiringSpawns(ctx context.Context, after, until time.Time, limit int) ([]spawn.Spawn, error)
 	Commit(ctx context.Context, tx Tx) error
 }
 

@@ -38,7 +38,7 @@ type TimeoutResult struct {
 func (s *Service) Sweep(ctx context.Context, limit int) (SweepReport, error) {
 	rep := SweepReport{TimedOut: []TimeoutResult{}, Lost: []TimeoutResult{}}
 	rep.Approvals = s.sweepApprovalsQuietly(ctx, limit)
-	due, err := s.Store.DueSpawns(ctx, s.now(), limit)
+	due, err := s.Store.ExpiringSpawns(ctx, time.Time{}, s.now(), limit)
 	if err != nil {
 		return rep, storeErr(err)
 	}

@@ -27,7 +27,7 @@ func Run(t *testing.T, newStore func(t *testing.T) service.Store) {
 		{"create is conditional on absence", createOnce},
 		{"update is conditional on version and all-or-nothing", updateVersioned},
 		{"spawn resolution is conditional on pending", spawnPending},
-		{"due spawns are pending and expired, earliest first, bounded", dueSpawns},
+		{"expiring spawns are pending and in range, earliest first, bounded", dueSpawns},
 		{"list spawns filters and orders by issue time", listSpawns},
 		{"dependents and entity filters", dependents},
 		{"an entity's events keep commit order", eventOrder},
@@ -190,20 +190,31 @@ func dueSpawns(t *testing.T, s service.Store) {
 	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: done}}}))
 
 	now := base.Add(10 * time.Minute)
-	got, err := s.DueSpawns(ctx, now, 100)
+	got, err := s.ExpiringSpawns(ctx, time.Time{}, now, 100)
 	must(t, err)
 	if fmt.Sprint(spawnIDs(got)) != fmt.Sprint(due) {
 		t.Fatalf("due = %v, want %v (earliest expiry first, pending only)", spawnIDs(got), due)
 	}
-	got, err = s.DueSpawns(ctx, now, 2)
+	got, err = s.ExpiringSpawns(ctx, time.Time{}, now, 2)
 	must(t, err)
 	if len(got) != 2 || got[0].ID != due[0] {
 		t.Fatalf("limit 2 gave %v", spawnIDs(got))
 	}
-	got, err = s.DueSpawns(ctx, base.Add(time.Minute), 100)
+	got, err = s.ExpiringSpawns(ctx, time.Time{}, base.Add(time.Minute), 100)
 	must(t, err)
 	if len(got) != 1 || got[0].ID != due[0] {
 		t.Fatalf("expires_at == now must be due: got %v", spawnIDs(got))
+	}
+	// A slice of the future: after < expires_at <= until.
+	got, err = s.ExpiringSpawns(ctx, base.Add(2*time.Minute), base.Add(4*time.Minute), 100)
+	must(t, err)
+	if fmt.Sprint(spawnIDs(got)) != fmt.Sprint(due[2:4]) {
+		t.Fatalf("(2m, 4m] = %v, want %v", spawnIDs(got), due[2:4])
+	}
+	got, err = s.ExpiringSpawns(ctx, now, base.Add(2*time.Hour), 100)
+	must(t, err)
+	if len(got) != 1 || got[0].ID != future.ID {
+		t.Fatalf("(10m, 2h] = %v, want [%s]", spawnIDs(got), future.ID)
 	}
 }
 

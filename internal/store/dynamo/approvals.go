@@ -541,7 +541,7 @@ func (s *Store) LastRead(ctx context.Context, sessionID string) (time.Time, erro
 // DueApprovals implements service.ApprovalStore by reading the index range
 // gsi1pk = P#<p>#APR#due AND expires_at <= now, earliest deadline first:
 // only pending approvals are in that partition, so the read is O(due).
-// Like DueSpawns it reads an eventually consistent index; the service
+// Like ExpiringSpawns it reads an eventually consistent index; the service
 // resolves each one with a write conditioned on it still being pending.
 func (s *Store) DueApprovals(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error) {
 	return s.indexedApprovals(ctx, s.dueApprovalsPK(), timeText(now), limit)

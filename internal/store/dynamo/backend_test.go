@@ -188,7 +188,7 @@ func TestProjectsSharingATableAreIsolated(t *testing.T) {
 		if evs, _ := stA.Events(ctx, claimB); len(evs) != 0 {
 			t.Errorf("Events across projects: %d", len(evs))
 		}
-		due, _ := stB.DueSpawns(ctx, t0.Add(48*time.Hour), 100)
+		due, _ := stB.ExpiringSpawns(ctx, time.Time{}, t0.Add(48*time.Hour), 100)
 		if len(due) != 1 || due[0].ID != ridB {
 			t.Errorf("B's due spawns = %v, want only %s", due, ridB)
 		}
@@ -287,7 +287,7 @@ func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 	if got, _ := s.GetSpawn(ctx, req.RequestID); got.State != spawn.Resolved {
 		t.Fatalf("spawn is %s", got.State)
 	}
-	if due, _ := s.DueSpawns(ctx, now.Add(3*time.Hour), 10); len(due) != 0 {
+	if due, _ := s.ExpiringSpawns(ctx, time.Time{}, now.Add(3*time.Hour), 10); len(due) != 0 {
 		t.Fatalf("a resolved spawn is still in the pending index: %v", due)
 	}
 }

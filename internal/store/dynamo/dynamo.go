@@ -41,7 +41,7 @@
 // A verification spawn (assume, overlook) is pending on exactly one
 // entity, and an entity has at most one pending (the seed's rule), so the
 // spawn's state lives on the entity's item while it is pending: ps (its
-// id) and the index keys gsi1pk (P#<p>#S) and expires_at. DueSpawns reads
+// id) and the index keys gsi1pk (P#<p>#S) and expires_at. ExpiringSpawns reads
 // the index range of pending spawns whose expiry has passed: its cost
 // follows the expired, not the stored. The spawn's own item under P#<p>#S
 // holds it as issued, with its payload (the prompt), written once before
@@ -85,7 +85,7 @@
 //
 // # Consistency
 //
-// Every read of the base table is strongly consistent. DueSpawns reads the
+// Every read of the base table is strongly consistent. ExpiringSpawns reads the
 // global secondary index, which is eventually consistent: it can miss a
 // spawn that has just become pending or return one that was just
 // resolved. Both are safe. A missed spawn is found by a later sweep; a

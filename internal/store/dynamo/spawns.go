@@ -158,24 +158,25 @@ func (s *Store) pendingOn(ctx context.Context, spawns []spawn.Spawn) (map[string
 	return out, nil
 }
 
-// DueSpawns implements service.Store by reading the sparse index range
-// gsi1pk = P#<p>#S AND expires_at <= now, earliest first, at most limit
-// items: only entities with a pending spawn and pending spawns on no
-// entity are in the index, so the read is O(due). The index is eventually
+// ExpiringSpawns implements service.Store by reading the sparse index
+// range gsi1pk = P#<p>#S AND expires_at BETWEEN after+1ns AND until,
+// earliest first, at most limit items: only entities with a pending spawn
+// and pending spawns on no entity are in the index, so the read is
+// O(returned). The index is eventually
 // consistent (see the package comment); the service re-reads each spawn
 // (GetSpawn) before resolving it. An entity's entry yields the spawn's id,
 // entity and expiry, which is all a sweep needs.
-func (s *Store) DueSpawns(ctx context.Context, now time.Time, limit int) ([]spawn.Spawn, error) {
+func (s *Store) ExpiringSpawns(ctx context.Context, after, until time.Time, limit int) ([]spawn.Spawn, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	q := &dynamodb.QueryInput{
 		TableName:                aws.String(s.table),
 		IndexName:                aws.String(PendingExpiryIndex),
-		KeyConditionExpression:   aws.String("#p = :p AND #exp <= :now"),
+		KeyConditionExpression:   aws.String("#p = :p AND #exp BETWEEN :after AND :until"),
 		ExpressionAttributeNames: map[string]string{"#p": PendingKey, "#exp": ExpiresAtKey},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":p": str(s.pendingPK()), ":now": str(timeText(now)),
+			":p": str(s.pendingPK()), ":after": str(timeText(after.Add(time.Nanosecond))), ":until": str(timeText(until)),
 		},
 		ScanIndexForward:       aws.Bool(true),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,

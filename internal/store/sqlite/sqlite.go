@@ -168,12 +168,12 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 	return s.spawns(ctx, q+" ORDER BY issued_at, id", args...)
 }
 
-// DueSpawns implements service.Store through the partial index spawns_due.
-func (s *Store) DueSpawns(ctx context.Context, now time.Time, limit int) ([]spawn.Spawn, error) {
-	return s.spawns(ctx, dueQuery, timeText(now), limit)
+// ExpiringSpawns implements service.Store through the partial index spawns_due.
+func (s *Store) ExpiringSpawns(ctx context.Context, after, until time.Time, limit int) ([]spawn.Spawn, error) {
+	return s.spawns(ctx, dueQuery, timeText(after), timeText(until), limit)
 }
 
-const dueQuery = "SELECT doc, request FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at <= ? ORDER BY expires_at LIMIT ?"
+const dueQuery = "SELECT doc, request FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at > ? AND expires_at <= ? ORDER BY expires_at LIMIT ?"
 
 func (s *Store) spawns(ctx context.Context, q string, args ...any) ([]spawn.Spawn, error) {
 	rows, err := s.db.QueryContext(ctx, q, args...)

@@ -30,7 +30,7 @@ func TestConformance(t *testing.T) {
 // pending expiries, so its cost grows with the number expired.
 func TestSweepFindsDueSpawnsThroughTheExpiryIndex(t *testing.T) {
 	s := newStore(t)
-	rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+sqlite.DueQuery, "2026-01-01T00:00:00.000000000Z", 10)
+	rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+sqlite.DueQuery, "0001-01-01T00:00:00.000000000Z", "2026-01-01T00:00:00.000000000Z", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestSweepFindsDueSpawnsThroughTheExpiryIndex(t *testing.T) {
 		rows.Scan(&id, &parent, &notused, &detail)
 		plan = append(plan, detail)
 	}
-	if len(plan) != 1 || !strings.Contains(plan[0], "SEARCH spawns USING INDEX spawns_due (expires_at<?)") {
+	if len(plan) != 1 || !strings.Contains(plan[0], "SEARCH spawns USING INDEX spawns_due (expires_at>? AND expires_at<?)") {
 		t.Fatalf("due-spawn query plan = %q, want a range search on spawns_due", plan)
 	}
 }
