@@ -190,7 +190,7 @@ func payload(it map[string]types.AttributeValue) ([]byte, error) {
 
 // packRequest names and encodes a spawn payload: compressed when that
 // makes the item smaller (the prompt and tool lists compress to about
-// half), so that the owner item usually stays under 1 KB: one write unit.
+// half), so that the spawn item usually stays under 1 KB: one write unit.
 func packRequest(req []byte) (string, []byte) {
 	if z, ok := gzipIfSmaller(req); ok {
 		return "reqz", z
