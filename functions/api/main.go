@@ -6,6 +6,9 @@
 // to the timeout queue. Sessions, approvals and their frames live in the
 // same table (the service's Approvals store is the project's store).
 //
+// An operator invoking the function directly (not through API Gateway)
+// can create a project's first token; see operator.go.
+//
 // Everything is built once per cold start, before the first event.
 package main
 
@@ -29,7 +32,7 @@ func main() {
 		os.Exit(1)
 	}
 	backend := dynamo.NewBackend(d.DynamoDB, d.Config.Table, d.TableService)
-	handler := newHandler(backend, log)
+	handler := newFunction(backend, newHandler(backend, log), log)
 	log.Info("init", "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	lambda.Start(handler)
 }

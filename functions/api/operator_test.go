@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store/sqlite"
+)
+
+// oneProject opens the same project whatever the name, and records the names.
+type oneProject struct {
+	p     httpapi.Project
+	names []string
+}
+
+func (o *oneProject) Project(name string) httpapi.Project {
+	o.names = append(o.names, name)
+	return o.p
+}
+
+func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *testing.T) {
+	st, err := sqlite.Create(context.Background(), filepath.Join(t.TempDir(), "dont.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc := &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api"}
+	proj := httpapi.Project{Service: svc, Idempotency: st}
+	backend := &oneProject{p: proj}
+	log := slog.New(slog.DiscardHandler)
+	invoke := newFunction(backend, newHandler(httpapi.SingleProject{Project: proj}, log), log)
+	call := func(payload string) map[string]any {
+		t.Helper()
+		out, err := invoke(context.Background(), json.RawMessage(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(out)
+		var env map[string]any
+		if err := json.Unmarshal(b, &env); err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	tokens := func() int {
+		list, err := st.ListTokens(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list)
+	}
+
+	for _, bad := range []string{
+		`{"dont_operator":{}}`,
+		`{"dont_operator":{"create_token":{"role":"admin"}}}`,
+		`{"dont_operator":{"create_token":{"project":"p1","role":"root"}}}`,
+	} {
+		env := call(bad)
+		data, _ := env["data"].(map[string]any)
+		if env["ok"] != false || len(data["remediation"].([]any)) == 0 {
+			t.Fatalf("%s: want an error envelope with remediation, got %v", bad, env)
+		}
+		if n := tokens(); n != 0 {
+			t.Fatalf("%s: %d tokens stored", bad, n)
+		}
+	}
+
+	env := call(`{"dont_operator":{"create_token":{"project":"p1"}}}`)
+	data, _ := env["data"].(map[string]any)
+	secret, _ := data["token"].(string)
+	if env["ok"] != true || data["role"] != "admin" || secret == "" || backend.names[len(backend.names)-1] != "p1" {
+		t.Fatalf("create_token: %v (projects opened %v)", env, backend.names)
+	}
+	// The token works through the API, as an HTTP API event to the same function.
+	ev, _ := json.Marshal(event("POST", "/v1/tools/tokens.list", secret, `{"args":{}}`, nil))
+	out, err := invoke(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := out.(events.APIGatewayV2HTTPResponse); resp.StatusCode != 200 {
+		t.Fatalf("the operator's token through the API: %d %s", resp.StatusCode, resp.Body)
+	}
+}
