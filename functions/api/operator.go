@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
 // operatorEvent is what an operator sends by invoking the function
@@ -24,12 +26,20 @@ type operatorEvent struct {
 			Role    string `json:"role"`
 			Name    string `json:"name"`
 		} `json:"create_token"`
+		// SetProject sets a project's own settings (DESIGN §5: the spawn
+		// timeout is per project; the deployment's DONT_SPAWN_TIMEOUT is
+		// the default).
+		SetProject *struct {
+			Project      string `json:"project"`
+			SpawnTimeout string `json:"spawn_timeout"`
+		} `json:"set_project"`
 	} `json:"dont_operator"`
 }
 
-// projects opens a project's service (dynamo.Backend does).
+// projects opens a project's service and keeps its settings (dynamo.Backend does).
 type projects interface {
 	Project(name string) httpapi.Project
+	PutSettings(ctx context.Context, project string, ps dynamo.ProjectSettings) error
 }
 
 // newFunction is the Lambda handler: an HTTP API event goes to the API
@@ -49,15 +59,30 @@ func newFunction(backend projects, api func(context.Context, events.APIGatewayV2
 	}
 }
 
-var createTokenStep = errs.Step{
-	Command:     `aws lambda invoke --function-name "$DONT_API_FUNCTION" --cli-binary-format raw-in-base64-out --payload '{"dont_operator":{"create_token":{"project":"<project>","role":"admin"}}}' /dev/stdout`,
-	Description: "create a project's token: project is required; role is admin (default), harness or approver",
-}
+const invoke = `aws lambda invoke --function-name "$DONT_API_FUNCTION" --cli-binary-format raw-in-base64-out --payload `
+
+var (
+	createTokenStep = errs.Step{
+		Command:     invoke + `'{"dont_operator":{"create_token":{"project":"<project>","role":"admin"}}}' /dev/stdout`,
+		Description: "create a project's token: project is required; role is admin (default), harness or approver",
+	}
+	setProjectStep = errs.Step{
+		Command:     invoke + `'{"dont_operator":{"set_project":{"project":"<project>","spawn_timeout":"2h"}}}' /dev/stdout`,
+		Description: "set a project's spawn timeout (a Go duration, 1s to 720h)",
+	}
+)
+
+// maxSpawnTimeout bounds a project's spawn timeout (30 days).
+const maxSpawnTimeout = 720 * time.Hour
 
 func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.Logger) json.RawMessage {
+	if op.Operator.SetProject != nil {
+		return setProject(ctx, backend, op, log)
+	}
 	in := op.Operator.CreateToken
 	if in == nil {
-		return failure(errs.E(errs.InvalidArgument, "unknown operator action: the one action is create_token", createTokenStep).Unmet("dont_operator.create_token"))
+		return failure(errs.E(errs.InvalidArgument, "unknown operator action: the actions are create_token and set_project", createTokenStep, setProjectStep).
+			Unmet("dont_operator.create_token or dont_operator.set_project"))
 	}
 	if in.Project == "" {
 		return failure(errs.E(errs.InvalidArgument, "create_token needs a project", createTokenStep).Unmet("project must not be empty"))
@@ -76,6 +101,29 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 	}
 	log.InfoContext(ctx, "operator", "action", "create_token", "project", in.Project, "role", role)
 	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
+	if err != nil {
+		return failure(errs.E(errs.Internal, "cannot encode the result").Wrap(err))
+	}
+	return envelope.Marshal(env)
+}
+
+func setProject(ctx context.Context, backend projects, op operatorEvent, log *slog.Logger) json.RawMessage {
+	in := op.Operator.SetProject
+	if in.Project == "" {
+		return failure(errs.E(errs.InvalidArgument, "set_project needs a project", setProjectStep).Unmet("project must not be empty"))
+	}
+	d, err := time.ParseDuration(in.SpawnTimeout)
+	if err != nil || d < time.Second || d > maxSpawnTimeout {
+		return failure(errs.E(errs.InvalidArgument, fmt.Sprintf("spawn_timeout must be a Go duration from 1s to 720h, got %q", in.SpawnTimeout), setProjectStep).
+			Unmet("1s <= spawn_timeout <= 720h"))
+	}
+	ps := dynamo.ProjectSettings{SpawnTimeout: d}
+	if err := backend.PutSettings(ctx, in.Project, ps); err != nil {
+		return failure(errs.E(errs.StoreError, "cannot store the project's settings: "+err.Error()).Wrap(err))
+	}
+	log.InfoContext(ctx, "operator", "action", "set_project", "project", in.Project, "spawn_timeout", d.String())
+	env, err := envelope.New("project_settings", map[string]any{"project": in.Project, "spawn_timeout": d.String()}, nil,
+		[]string{"warm function instances apply it within a minute"})
 	if err != nil {
 		return failure(errs.E(errs.Internal, "cannot encode the result").Wrap(err))
 	}

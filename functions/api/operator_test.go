@@ -12,13 +12,24 @@ import (
 
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store/dynamo"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
-// oneProject opens the same project whatever the name, and records the names.
+// oneProject opens the same project whatever the name, and records the
+// names and the settings put.
 type oneProject struct {
-	p     httpapi.Project
-	names []string
+	p        httpapi.Project
+	names    []string
+	settings map[string]dynamo.ProjectSettings
+}
+
+func (o *oneProject) PutSettings(_ context.Context, project string, ps dynamo.ProjectSettings) error {
+	if o.settings == nil {
+		o.settings = map[string]dynamo.ProjectSettings{}
+	}
+	o.settings[project] = ps
+	return nil
 }
 
 func (o *oneProject) Project(name string) httpapi.Project {
@@ -87,5 +98,38 @@ func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *te
 	}
 	if resp := out.(events.APIGatewayV2HTTPResponse); resp.StatusCode != 200 {
 		t.Fatalf("the operator's token through the API: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+func TestAnOperatorSetsAProjectsSpawnTimeoutAndBadValuesChangeNothing(t *testing.T) {
+	backend := &oneProject{}
+	invoke := newFunction(backend, nil, slog.New(slog.DiscardHandler))
+	call := func(payload string) map[string]any {
+		t.Helper()
+		out, err := invoke(context.Background(), json.RawMessage(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env map[string]any
+		if err := json.Unmarshal(out.(json.RawMessage), &env); err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	for _, bad := range []string{
+		`{"dont_operator":{"set_project":{"spawn_timeout":"2h"}}}`,
+		`{"dont_operator":{"set_project":{"project":"p1","spawn_timeout":"soon"}}}`,
+		`{"dont_operator":{"set_project":{"project":"p1","spawn_timeout":"0s"}}}`,
+		`{"dont_operator":{"set_project":{"project":"p1","spawn_timeout":"1000h"}}}`,
+	} {
+		env := call(bad)
+		data, _ := env["data"].(map[string]any)
+		if env["ok"] != false || len(data["remediation"].([]any)) == 0 || len(backend.settings) != 0 {
+			t.Fatalf("%s: want an error envelope with remediation and nothing stored, got %v, stored %v", bad, env, backend.settings)
+		}
+	}
+	env := call(`{"dont_operator":{"set_project":{"project":"p1","spawn_timeout":"90m"}}}`)
+	if env["ok"] != true || backend.settings["p1"].SpawnTimeout != 90*time.Minute {
+		t.Fatalf("set_project: %v, stored %v", env, backend.settings)
 	}
 }

@@ -286,3 +286,30 @@ func TestTheScheduledSweepExpiresASpawnWhoseMessageWasLost(t *testing.T) {
 		t.Fatalf("second sweep timed out %d more", rep.Projects[i].TimedOut)
 	}
 }
+
+// A project's own spawn timeout (DESIGN §5), set by an operator's direct
+// invoke of the API function, governs the spawns the function issues for
+// that project; other projects keep the deployment's default (24 h).
+func TestAnOperatorSetsAProjectsSpawnTimeoutThroughTheAPIFunction(t *testing.T) {
+	s := setup(t)
+	p, other := s.newProject(t), s.newProject(t)
+	var env map[string]any
+	op := map[string]any{"dont_operator": map[string]any{"set_project": map[string]any{"project": p.name, "spawn_timeout": "90m"}}}
+	if err := s.api.invoke(ctx, op, &env); err != nil || env["ok"] != true {
+		t.Fatalf("set_project: %v %v", env, err)
+	}
+	bad := map[string]any{"dont_operator": map[string]any{"set_project": map[string]any{"project": p.name, "spawn_timeout": "forever"}}}
+	if err := s.api.invoke(ctx, bad, &env); err != nil || env["ok"] != false {
+		t.Fatalf("set_project with a bad timeout: %v %v", env, err)
+	}
+	for _, c := range []struct {
+		p    *project
+		want time.Duration
+	}{{p, 90 * time.Minute}, {other, 24 * time.Hour}} {
+		req := c.p.assume(s.api, c.p.verifiedClaim(s.api))
+		sp := c.p.spawn(req.RequestID)
+		if got := sp.ExpiresAt.Sub(sp.IssuedAt); got != c.want {
+			t.Fatalf("project %s: a spawn of %v, want %v", c.p.name, got, c.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -46,8 +47,21 @@ func Connect(ctx context.Context, getenv func(string) string, author string, log
 }
 
 // TableService is the service of the project st belongs to, for stores
-// the API's backend opens: frames kept as configured, then NewService.
+// the API's backend opens: frames kept as configured, then NewService,
+// with the project's own spawn timeout if it has one (an operator sets it;
+// see functions/api). A failed read of the settings keeps the
+// deployment's default: it never fails a request.
 func (d *Deployment) TableService(st *dynamo.Store) *service.Service {
 	st.SetFrameRetention(d.Config.FrameRetention)
-	return d.NewService(st.Project(), st)
+	svc := d.NewService(st.Project(), st)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ps, err := st.Settings(ctx)
+	switch {
+	case err != nil:
+		d.Log.Warn("project settings", "project", st.Project(), "err", err)
+	case ps.SpawnTimeout > 0:
+		svc.SpawnTimeout = ps.SpawnTimeout
+	}
+	return svc
 }

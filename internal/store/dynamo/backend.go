@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/dont-cli/dont/internal/auth"
@@ -24,11 +25,21 @@ type Backend struct {
 	lookup  *Store // reads the global items; its own project is never used
 
 	mu       sync.Mutex
-	projects map[string]httpapi.Project
+	projects map[string]cachedProject
+}
+
+type cachedProject struct {
+	httpapi.Project
+	built time.Time
 }
 
 // maxCachedProjects bounds the per-process cache of project services.
 const maxCachedProjects = 1024
+
+// projectRefresh is how long a process keeps a project's service before
+// building it again: a project's settings (PutSettings) reach every warm
+// function instance within it.
+const projectRefresh = time.Minute
 
 // NewBackend returns the backend of every project in table. newService
 // builds a project's service around that project's store (the wiring sets
@@ -36,23 +47,35 @@ const maxCachedProjects = 1024
 // it wants); it is called once per project and process.
 func NewBackend(client *dynamodb.Client, table string, newService func(st *Store) *service.Service) *Backend {
 	return &Backend{client: client, table: table, service: newService, lookup: New(client, table, ""),
-		projects: map[string]httpapi.Project{}}
+		projects: map[string]cachedProject{}}
 }
 
 // Project returns the service and idempotency store of a project.
 func (b *Backend) Project(name string) httpapi.Project {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if p, ok := b.projects[name]; ok {
-		return p
+	if p, ok := b.projects[name]; ok && time.Since(p.built) < projectRefresh {
+		return p.Project
 	}
 	if len(b.projects) >= maxCachedProjects {
-		b.projects = map[string]httpapi.Project{}
+		b.projects = map[string]cachedProject{}
 	}
 	st := New(b.client, b.table, name)
 	p := httpapi.Project{Service: b.service(st), Idempotency: st}
-	b.projects[name] = p
+	b.projects[name] = cachedProject{Project: p, built: time.Now()}
 	return p
+}
+
+// PutSettings replaces a project's settings; this process applies them at
+// once, the others within projectRefresh.
+func (b *Backend) PutSettings(ctx context.Context, project string, ps ProjectSettings) error {
+	if err := New(b.client, b.table, project).PutSettings(ctx, ps); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	delete(b.projects, project)
+	b.mu.Unlock()
+	return nil
 }
 
 // Authenticate implements httpapi.Backend.

@@ -23,6 +23,7 @@
 //	spawn (as issued)         P#<p>#S                    <spawn id>
 //	token (project's list)    P#<p>#T                    <token id>
 //	callback secret           P#<p>#M                    secret
+//	project settings          P#<p>#M                    settings
 //	pending confirmation      P#<p>#C                    <confirmation id>
 //	Idempotency-Key record    P#<p>#I#<key>              I
 //	token (global)            T#<token id>               T

@@ -107,3 +107,19 @@ func newClaim() ledger.Entity {
 	return ledger.Entity{ID: ids.New(ids.Claim, t0), Kind: ledger.KindClaim, Statement: "a claim",
 		Status: ledger.Unverified, Version: 1, CreatedAt: t0, UpdatedAt: t0}
 }
+
+func TestProjectSettingsRoundTripAndStayInTheirProject(t *testing.T) {
+	a, b := newStore(t), newStore(t)
+	if ps, err := a.Settings(ctx); err != nil || ps.SpawnTimeout != 0 {
+		t.Fatalf("settings of a new project: %+v %v", ps, err)
+	}
+	if err := a.PutSettings(ctx, dynamo.ProjectSettings{SpawnTimeout: 90 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := a.Settings(ctx); err != nil || ps.SpawnTimeout != 90*time.Minute {
+		t.Fatalf("read back: %+v %v", ps, err)
+	}
+	if ps, err := b.Settings(ctx); err != nil || ps.SpawnTimeout != 0 {
+		t.Fatalf("another project sees them: %+v %v", ps, err)
+	}
+}

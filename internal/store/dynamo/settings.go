@@ -1,0 +1,47 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// ProjectSettings are one project's settings in a table shared by many
+// (an embedded project keeps them in .dont/config.toml). Zero values
+// leave the deployment's defaults.
+type ProjectSettings struct {
+	// SpawnTimeout is how long the project's spawns wait for a callback.
+	SpawnTimeout time.Duration `json:"spawn_timeout,omitempty"`
+}
+
+// Settings reads the project's settings: item P#<p>#M / settings.
+func (s *Store) Settings(ctx context.Context) (ProjectSettings, error) {
+	var ps ProjectSettings
+	it, err := s.getItem(ctx, key(s.metaPK(), "settings"))
+	if err != nil || it == nil {
+		return ps, err
+	}
+	if v := attrString(it, "spawn_timeout"); v != "" {
+		if ps.SpawnTimeout, err = time.ParseDuration(v); err != nil {
+			return ps, fmt.Errorf("dynamo: project %s: stored spawn_timeout %q: %w", s.project, v, err)
+		}
+	}
+	return ps, nil
+}
+
+// PutSettings replaces the project's settings.
+func (s *Store) PutSettings(ctx context.Context, ps ProjectSettings) error {
+	it := key(s.metaPK(), "settings")
+	if ps.SpawnTimeout > 0 {
+		it["spawn_timeout"] = str(ps.SpawnTimeout.String())
+	}
+	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: it, ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
+	return s.write(ctx, func(ctx context.Context) error {
+		_, err := s.client.PutItem(ctx, in, noSDKRetries)
+		return err
+	})
+}
