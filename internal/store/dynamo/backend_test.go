@@ -221,6 +221,26 @@ func TestIdempotencyKeysReplayThroughTheAPI(t *testing.T) {
 	}
 }
 
+// An assume (the spawn rules apply it at most once) remembers its first
+// success with one write, and a retry with the same key replays it.
+func TestAnExclusiveCallReplaysItsFirstSuccessThroughTheAPI(t *testing.T) {
+	a := newAPI(t)
+	p := "idem-x-" + randomName()
+	h := a.token(p, auth.RoleHarness)
+	id := a.call(h, "conclude", map[string]any{"statement": "assumed once"}).str("id")
+	first := a.call(h, "assume", map[string]any{"id": id}, "Idempotency-Key", "a-1")
+	again := a.call(h, "assume", map[string]any{"id": id}, "Idempotency-Key", "a-1")
+	if first.status != 200 || again.status != 200 || again.str("request_id") != first.str("request_id") {
+		t.Fatalf("replay: %d %v then %d %v", first.status, first.env.Data, again.status, again.env.Data)
+	}
+	if r := a.call(h, "assume", map[string]any{"id": id}, "Idempotency-Key", "a-2"); r.status == 200 {
+		t.Fatalf("a second assume with a new key issued a spawn: %v", r.env.Data)
+	}
+	if list := a.call(h, "spawns", map[string]any{"pending": true}); list.env.Data["count"] != float64(1) {
+		t.Fatalf("pending spawns: %v", list.env.Data)
+	}
+}
+
 // Many resolvers of one spawn, callbacks and sweeps at once, after its
 // expiry: exactly one commits; every other is told who won.
 func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {

@@ -690,7 +690,12 @@ func valueKey(v types.AttributeValue) string {
 
 // getItem reads one item with a strongly consistent read; nil if absent.
 func (s *Store) getItem(ctx context.Context, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
-	in := &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: k, ConsistentRead: aws.Bool(true),
+	return s.readItem(ctx, k, true)
+}
+
+// readItem reads one item, strongly consistent or not; nil if absent.
+func (s *Store) readItem(ctx context.Context, k map[string]types.AttributeValue, consistent bool) (map[string]types.AttributeValue, error) {
+	in := &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: k, ConsistentRead: aws.Bool(consistent),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
 	var out *dynamodb.GetItemOutput
 	err := s.do(ctx, func(ctx context.Context) error {

@@ -155,18 +155,11 @@ func packBody(body []byte) (string, []byte) {
 // backoff; one that still misses the record runs again, and the call's
 // own conditions refuse it as a duplicate.
 func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*httpapi.Stored, error) {
-	in := &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: s.idempotencyKey(key),
-		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
-	var out *dynamodb.GetItemOutput
-	err := s.do(ctx, func(ctx context.Context) error {
-		var err error
-		out, err = s.client.GetItem(ctx, in, noSDKRetries)
-		return err
-	})
-	if err != nil || len(out.Item) == 0 || attrString(out.Item, "c") < timeText(now.Add(-IdempotencyWindow)) {
+	it, err := s.readItem(ctx, s.idempotencyKey(key), false)
+	if err != nil || it == nil || attrString(it, "c") < timeText(now.Add(-IdempotencyWindow)) {
 		return nil, err
 	}
-	return storedRecord(out.Item)
+	return storedRecord(it)
 }
 
 // Remember implements httpapi.IdempotencyStore with one conditional put:
