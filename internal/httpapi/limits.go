@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"sync"
 	"time"
 
@@ -44,33 +45,8 @@ func (l *limiter) allow(key string) (time.Duration, bool) {
 	return 0, true
 }
 
-// IdempotencyStore keeps the first response to each Idempotency-Key.
-type IdempotencyStore interface {
-	// Claim reserves key for a request whose body hashes to fingerprint. If
-	// the key is already known it returns the stored record instead.
-	Claim(ctx context.Context, key, fingerprint string, now time.Time) (existing *Stored, err error)
-	// Complete stores the response of the claimed key.
-	Complete(ctx context.Context, key string, status int, body []byte) error
-	// Release forgets a claimed key whose request did not finish.
-	Release(ctx context.Context, key string) error
-	// Lookup returns the finished record of key, or nil: for calls that
-	// need no claim (see idempotency.exclusive). It may read a replica.
-	Lookup(ctx context.Context, key string, now time.Time) (*Stored, error)
-	// Remember stores the response of an unclaimed key unless a response
-	// is stored already: the first to finish is remembered.
-	Remember(ctx context.Context, key, fingerprint string, status int, body []byte, now time.Time) error
-}
-
-// Stored is a remembered request.
-type Stored struct {
-	Fingerprint string
-	Done        bool
-	Status      int
-	Body        []byte
-}
-
-type idempotency struct {
-	store   IdempotencyStore
+type idempotentCall struct {
+	store   idempotency.Store
 	key     string
 	scope   string
 	claimed bool
@@ -84,7 +60,7 @@ type idempotency struct {
 }
 
 // begin claims the key, or returns the first response to replay.
-func (i *idempotency) begin(ctx context.Context, body []byte) (*Stored, error) {
+func (i *idempotentCall) begin(ctx context.Context, body []byte) (*idempotency.Record, error) {
 	if i.store == nil || i.key == "" {
 		return nil, nil
 	}
@@ -126,7 +102,7 @@ func (i *idempotency) begin(ctx context.Context, body []byte) (*Stored, error) {
 
 // finish stores the response. Responses of interrupted requests are not
 // remembered: the key is released so a retry runs again.
-func (i *idempotency) finish(ctx context.Context, status int, body []byte) {
+func (i *idempotentCall) finish(ctx context.Context, status int, body []byte) {
 	if i.exclusive && i.fingerprint != "" && status/100 == 2 && ctx.Err() == nil {
 		// Only a success is remembered: a concurrent duplicate's refusal
 		// must not become the answer to the call that was applied.

@@ -7,6 +7,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -26,7 +27,7 @@ import (
 // Project is what one authenticated caller works on.
 type Project struct {
 	Service     *service.Service
-	Idempotency IdempotencyStore // optional
+	Idempotency idempotency.Store // optional
 }
 
 // Backend resolves a presented token to its principal and project.
@@ -175,7 +176,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	replay := idempotency{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: principal.TokenID + principal.RequestID + "/" + name}
+	replay := idempotentCall{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: principal.TokenID + principal.RequestID + "/" + name}
 	// A callback token's calls resolve (or read) its one spawn.
 	replay.exclusive = t.Exclusive || principal.Role == auth.RoleCallback
 	if done, err := replay.begin(r.Context(), body); err != nil || done != nil {
@@ -221,7 +222,7 @@ func (s *server) authorise(ctx context.Context, p auth.Principal, svc *service.S
 	return nil
 }
 
-func (s *server) respond(w http.ResponseWriter, r *http.Request, replay idempotency, status int, env envelope.Envelope, start time.Time) {
+func (s *server) respond(w http.ResponseWriter, r *http.Request, replay idempotentCall, status int, env envelope.Envelope, start time.Time) {
 	env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: requestID(r)}
 	body := envelope.Marshal(env)
 	replay.finish(r.Context(), status, body)
@@ -238,11 +239,11 @@ func (s *server) write(w http.ResponseWriter, r *http.Request, status int, res s
 		s.fail(w, r, errs.E(errs.Internal, "cannot encode the result").Wrap(err))
 		return
 	}
-	s.respond(w, r, idempotency{}, status, env, start)
+	s.respond(w, r, idempotentCall{}, status, env, start)
 }
 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	s.respond(w, r, idempotency{}, errStatus(err), envelope.Fail(err, nil), time.Now())
+	s.respond(w, r, idempotentCall{}, errStatus(err), envelope.Fail(err, nil), time.Now())
 }
 
 func errStatus(err error) int { return errs.HTTPStatus(err) }

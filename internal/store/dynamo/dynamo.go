@@ -1,7 +1,7 @@
 // Package dynamo is dont's DynamoDB store: one table shared by every
 // project, with the real aws-sdk-go-v2 client. It implements
 // service.Store, service.TokenStore, service.ApprovalStore and
-// httpapi.IdempotencyStore for one project (New), and httpapi.Backend
+// idempotency.Store for one project (New), and httpapi.Backend
 // for all of them (NewBackend).
 //
 // # Table

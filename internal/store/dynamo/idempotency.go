@@ -9,7 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/dont-cli/dont/internal/httpapi"
+
+	"github.com/dont-cli/dont/internal/idempotency"
 )
 
 // Idempotency-Key records live under P#<p>#I#<key> and carry ttl, so
@@ -27,12 +28,12 @@ const (
 	maxStoredBody = 350 << 10
 )
 
-// Claim implements httpapi.IdempotencyStore with one conditional put:
+// Claim implements idempotency.Store with one conditional put:
 // it succeeds if the key is new, abandoned or past the window, and
 // otherwise returns the stored record. Each claim carries a random nonce,
 // so that a retry whose first attempt did claim the key (and lost the
 // response) recognises its own claim.
-func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Time) (*httpapi.Stored, error) {
+func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Time) (*idempotency.Record, error) {
 	nonce := newRequestToken()
 	it := s.idempotencyKey(key)
 	it["st"], it["fp"], it["c"], it["n"] = str("claimed"), str(fingerprint), str(timeText(now)), str(nonce)
@@ -73,8 +74,8 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Tim
 }
 
 // storedRecord decodes an Idempotency-Key record.
-func storedRecord(it map[string]types.AttributeValue) (*httpapi.Stored, error) {
-	st := &httpapi.Stored{Fingerprint: attrString(it, "fp"), Done: attrString(it, "st") == "done"}
+func storedRecord(it map[string]types.AttributeValue) (*idempotency.Record, error) {
+	st := &idempotency.Record{Fingerprint: attrString(it, "fp"), Done: attrString(it, "st") == "done"}
 	if v, ok := attrInt(it, "status"); ok {
 		st.Status = int(v)
 	}
@@ -89,7 +90,7 @@ func storedRecord(it map[string]types.AttributeValue) (*httpapi.Stored, error) {
 	return st, nil
 }
 
-// Complete implements httpapi.IdempotencyStore.
+// Complete implements idempotency.Store.
 func (s *Store) Complete(ctx context.Context, key string, status int, body []byte) error {
 	if len(body) > maxStoredBody {
 		return s.Release(ctx, key)
@@ -113,7 +114,7 @@ func (s *Store) Complete(ctx context.Context, key string, status int, body []byt
 	}))
 }
 
-// Release implements httpapi.IdempotencyStore.
+// Release implements idempotency.Store.
 func (s *Store) Release(ctx context.Context, key string) error {
 	in := &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.table), Key: s.idempotencyKey(key),
@@ -150,11 +151,11 @@ func packBody(body []byte) (string, []byte) {
 	return "b", body
 }
 
-// Lookup implements httpapi.IdempotencyStore with an eventually
+// Lookup implements idempotency.Store with an eventually
 // consistent read (half a read unit): a retry comes after the client's
 // backoff; one that still misses the record runs again, and the call's
 // own conditions refuse it as a duplicate.
-func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*httpapi.Stored, error) {
+func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempotency.Record, error) {
 	it, err := s.readItem(ctx, s.idempotencyKey(key), false)
 	if err != nil || it == nil || attrString(it, "c") < timeText(now.Add(-IdempotencyWindow)) {
 		return nil, err
@@ -162,7 +163,7 @@ func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*httpapi
 	return storedRecord(it)
 }
 
-// Remember implements httpapi.IdempotencyStore with one conditional put:
+// Remember implements idempotency.Store with one conditional put:
 // the first response stored (or one past the window) stays.
 func (s *Store) Remember(ctx context.Context, key, fingerprint string, status int, body []byte, now time.Time) error {
 	if len(body) > maxStoredBody {
@@ -186,4 +187,4 @@ func (s *Store) Remember(ctx context.Context, key, fingerprint string, status in
 	}))
 }
 
-var _ httpapi.IdempotencyStore = (*Store)(nil)
+var _ idempotency.Store = (*Store)(nil)

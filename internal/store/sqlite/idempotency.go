@@ -5,18 +5,18 @@ import (
 	"database/sql"
 	"time"
 
-	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/idempotency"
 )
 
 // staleClaim is how long a claimed key whose request never finished blocks
 // retries before it may be claimed again (a crashed server).
 const staleClaim = time.Minute
 
-// Claim implements httpapi.IdempotencyStore.
-func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Time) (*httpapi.Stored, error) {
-	var existing *httpapi.Stored
+// Claim implements idempotency.Store.
+func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Time) (*idempotency.Record, error) {
+	var existing *idempotency.Record
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var st httpapi.Stored
+		var st idempotency.Record
 		var state, created string
 		err := tx.QueryRowContext(ctx, "SELECT state, fingerprint, status, body, created_at FROM idempotency WHERE key = ?", key).
 			Scan(&state, &st.Fingerprint, &st.Status, &st.Body, &created)
@@ -39,7 +39,7 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Tim
 	return existing, err
 }
 
-// Complete implements httpapi.IdempotencyStore.
+// Complete implements idempotency.Store.
 func (s *Store) Complete(ctx context.Context, key string, status int, body []byte) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "UPDATE idempotency SET state = 'done', status = ?, body = ? WHERE key = ? AND state = 'claimed'", status, body, key)
@@ -47,7 +47,7 @@ func (s *Store) Complete(ctx context.Context, key string, status int, body []byt
 	})
 }
 
-// Release implements httpapi.IdempotencyStore.
+// Release implements idempotency.Store.
 func (s *Store) Release(ctx context.Context, key string) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "DELETE FROM idempotency WHERE key = ? AND state = 'claimed'", key)
@@ -55,9 +55,9 @@ func (s *Store) Release(ctx context.Context, key string) error {
 	})
 }
 
-// Lookup implements httpapi.IdempotencyStore.
-func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*httpapi.Stored, error) {
-	var st httpapi.Stored
+// Lookup implements idempotency.Store.
+func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempotency.Record, error) {
+	var st idempotency.Record
 	var state string
 	err := s.db.QueryRowContext(ctx, "SELECT state, fingerprint, status, body FROM idempotency WHERE key = ?", key).
 		Scan(&state, &st.Fingerprint, &st.Status, &st.Body)
@@ -71,7 +71,7 @@ func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*httpapi
 	return &st, nil
 }
 
-// Remember implements httpapi.IdempotencyStore.
+// Remember implements idempotency.Store.
 func (s *Store) Remember(ctx context.Context, key, fingerprint string, status int, body []byte, now time.Time) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "INSERT INTO idempotency(key, state, fingerprint, status, body, created_at) VALUES(?, 'done', ?, ?, ?, ?) "+
@@ -80,4 +80,4 @@ func (s *Store) Remember(ctx context.Context, key, fingerprint string, status in
 	})
 }
 
-var _ httpapi.IdempotencyStore = (*Store)(nil)
+var _ idempotency.Store = (*Store)(nil)
