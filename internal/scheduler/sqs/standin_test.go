@@ -113,7 +113,7 @@ func TestTheHorizonOnTheDynamoDBStoreAndFauxqs(t *testing.T) {
 	// The scheduled sweep when the first has 14m59.5s left and the second
 	// 15m0.5s: its window (14m, 15m] holds only the first, whose message
 	// waits on the queue, delayed.
-	offset.Store(int64(first.ExpiresAt.Sub(time.Now()) - (15*time.Minute - 500*time.Millisecond)))
+	offset.Store(int64(time.Until(first.ExpiresAt) - (15*time.Minute - 500*time.Millisecond)))
 	rep, err := sweeper.SweepAll(ctx, 100)
 	if err != nil || len(rep.Projects) != 1 || rep.Projects[0].Scheduled != 1 {
 		t.Fatalf("scheduled sweep %+v %v, want 1 scheduled", rep, err)
@@ -125,7 +125,7 @@ func TestTheHorizonOnTheDynamoDBStoreAndFauxqs(t *testing.T) {
 	// The second, handed over with a horizon short enough to wait out here
 	// (the first, due by then, is not): its message comes due on the queue
 	// and the sweeper times the spawn out.
-	offset.Store(int64(second.ExpiresAt.Sub(time.Now()) - 800*time.Millisecond))
+	offset.Store(int64(time.Until(second.ExpiresAt) - 800*time.Millisecond))
 	if n, err := svc.ScheduleComingDue(ctx, time.Second, time.Second, 100); err != nil || n != 1 {
 		t.Fatalf("ScheduleComingDue = %d, %v, want the second spawn only", n, err)
 	}
