@@ -23,20 +23,11 @@ type anthropic struct {
 
 func newAnthropic(cfg Config) *anthropic {
 	key := cfg.APIKey
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
-	}
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	url := base + "/v1/messages"
-	if strings.HasSuffix(base, "/v1") {
-		url = base + "/messages"
-	}
 	return &anthropic{
-		url: url,
+		url: apiURL(cfg.BaseURL, "/messages"),
 		http: &httpJSON{
 			settings: newSettings(cfg),
-			client:   client,
+			client:   clientOf(cfg),
 			key:      key,
 			headers: func(h http.Header) {
 				if key != "" {

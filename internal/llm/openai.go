@@ -19,21 +19,12 @@ type openAI struct {
 
 func newOpenAI(cfg Config) *openAI {
 	key := cfg.APIKey
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
-	}
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	url := base + "/v1/chat/completions"
-	if strings.HasSuffix(base, "/v1") {
-		url = base + "/chat/completions"
-	}
 	return &openAI{
-		baseURL: base,
-		url:     url,
+		baseURL: strings.TrimRight(cfg.BaseURL, "/"),
+		url:     apiURL(cfg.BaseURL, "/chat/completions"),
 		http: &httpJSON{
 			settings: newSettings(cfg),
-			client:   client,
+			client:   clientOf(cfg),
 			key:      key,
 			headers: func(h http.Header) {
 				if key != "" {

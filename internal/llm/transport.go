@@ -272,3 +272,22 @@ func checkCandidateArgs(prompt string, n int, temperature float64) error {
 	}
 	return nil
 }
+
+// apiURL is a provider's endpoint: path under the base URL's /v1, which
+// a base URL may already end with (https://api.openai.com/v1 or
+// http://localhost:11434).
+func apiURL(baseURL, path string) string {
+	base := strings.TrimRight(baseURL, "/")
+	if strings.HasSuffix(base, "/v1") {
+		return base + path
+	}
+	return base + "/v1" + path
+}
+
+// clientOf is the configured HTTP client, or a default one.
+func clientOf(cfg Config) *http.Client {
+	if cfg.HTTPClient != nil {
+		return cfg.HTTPClient
+	}
+	return &http.Client{}
+}
