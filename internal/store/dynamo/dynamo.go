@@ -42,9 +42,9 @@
 // A verification spawn (assume, overlook) is pending on exactly one
 // entity, and an entity has at most one pending (the seed's rule), so the
 // spawn's state lives on the entity's item while it is pending: ps (its
-// id) and the index keys gsi1pk (P#<p>#S) and expires_at. ExpiringSpawns reads
-// the index range of pending spawns whose expiry has passed: its cost
-// follows the expired, not the stored. The spawn's own item under P#<p>#S
+// id) and the index keys gsi1pk (P#<p>#S) and expires_at. ExpiringSpawns
+// reads a range of that index (for a sweep, the spawns whose expiry has
+// passed): its cost follows what it returns, not what is stored. The spawn's own item under P#<p>#S
 // holds it as issued, with its payload (the prompt), written once before
 // the commit that issues it; the history item of the commit that resolves
 // it records how it ended (sid, and the spawn in h). A spawn item that
@@ -86,13 +86,17 @@
 //
 // # Consistency
 //
-// Every read of the base table is strongly consistent. ExpiringSpawns reads the
+// Every read of the base table is strongly consistent, except an
+// Idempotency-Key lookup (see Lookup). ExpiringSpawns reads the
 // global secondary index, which is eventually consistent: it can miss a
 // spawn that has just become pending or return one that was just
 // resolved. Both are safe. A missed spawn is found by a later sweep; a
 // stale one is re-read with a consistent GetItem by the service before it
 // commits a timeout, and the commit is conditioned on the spawn still
-// being pending.
+// being pending. Within one request (internal/readmemo) a token, entity or
+// spawn item is read once, until the request's first write: a commit
+// built on that read is conditioned on what it read, so a stale one fails
+// and its retry reads afresh.
 package dynamo
 
 import (
