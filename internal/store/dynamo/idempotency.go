@@ -79,15 +79,9 @@ func storedRecord(it map[string]types.AttributeValue) (*idempotency.Record, erro
 	if v, ok := attrInt(it, "status"); ok {
 		st.Status = int(v)
 	}
-	if z := attrBytes(it, "bz"); z != nil {
-		var err error
-		if st.Body, err = gunzip(z); err != nil {
-			return nil, err
-		}
-	} else {
-		st.Body = attrBytes(it, "b")
-	}
-	return st, nil
+	var err error
+	st.Body, err = unpacked(it, "b")
+	return st, err
 }
 
 // Complete implements idempotency.Store.
@@ -95,7 +89,7 @@ func (s *Store) Complete(ctx context.Context, key string, status int, body []byt
 	if len(body) > maxStoredBody {
 		return s.Release(ctx, key)
 	}
-	name, stored := packBody(body)
+	name, stored := packed("b", body)
 	in := &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table), Key: s.idempotencyKey(key),
 		UpdateExpression:         aws.String("SET #st = :done, #status = :status, #body = :body"),
@@ -143,14 +137,6 @@ func ignoreCondition(err error) error {
 	return err
 }
 
-// packBody compresses a response body when that makes it smaller.
-func packBody(body []byte) (string, []byte) {
-	if z, ok := gzipIfSmaller(body); ok {
-		return "bz", z
-	}
-	return "b", body
-}
-
 // Lookup implements idempotency.Store with an eventually
 // consistent read (half a read unit): a retry comes after the client's
 // backoff; one that still misses the record runs again, and the call's
@@ -170,7 +156,7 @@ func (s *Store) Remember(ctx context.Context, key, fingerprint string, status in
 		return nil
 	}
 	it := s.idempotencyKey(key)
-	name, stored := packBody(body)
+	name, stored := packed("b", body)
 	it["st"], it["fp"], it["c"] = str("done"), str(fingerprint), str(timeText(now))
 	it["status"], it[name] = &types.AttributeValueMemberN{Value: strconv.Itoa(status)}, &types.AttributeValueMemberB{Value: stored}
 	it[TTLAttribute] = epoch(now.Add(IdempotencyWindow))

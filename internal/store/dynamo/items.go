@@ -131,26 +131,22 @@ func decodeEntity(it map[string]types.AttributeValue) (ledger.Entity, entityStat
 	return e, st, nil
 }
 
-// spawnDoc is a spawn's JSON document, without its payload.
-func spawnDoc(sp spawn.Spawn) (string, error) {
-	doc, err := json.Marshal(sp)
-	return string(doc), err
-}
-
 // spawnItem is a spawn's item under P#<p>#S: its document and payload.
 // For a spawn on an entity it is the spawn as issued, written once; the
 // entity's item says whether it is pending, the history item of its
 // resolution how it ended. A spawn on no entity (guess) is all here: its
 // state, and its place in the pending index while pending.
 func (s *Store) spawnItem(sp spawn.Spawn) (map[string]types.AttributeValue, error) {
-	doc, err := spawnDoc(sp)
+	doc, err := json.Marshal(sp) // without the payload (json:"-")
 	if err != nil {
 		return nil, err
 	}
 	it := key(s.spawnPK(), sp.ID)
-	it["doc"] = str(doc)
+	it["doc"] = str(string(doc))
 	if len(sp.Request) > 0 {
-		name, payload := packRequest(sp.Request)
+		// The prompt and tool lists compress to about half, so that the
+		// item usually stays under 1 KB: one write unit.
+		name, payload := packed("req", sp.Request)
 		it[name] = &types.AttributeValueMemberB{Value: payload}
 	}
 	if sp.EntityID != "" {
@@ -171,31 +167,27 @@ func decodeSpawn(it map[string]types.AttributeValue) (spawn.Spawn, error) {
 		return sp, fmt.Errorf("dynamo: decode spawn %s: %w", attrString(it, SortKey), err)
 	}
 	var err error
-	if sp.Request, err = payload(it); err != nil {
+	if sp.Request, err = unpacked(it, "req"); err != nil {
 		return sp, fmt.Errorf("dynamo: decode spawn %s payload: %w", sp.ID, err)
 	}
 	return sp, nil
 }
 
-// payload reads the request payload of a spawn item.
-func payload(it map[string]types.AttributeValue) ([]byte, error) {
-	if b := attrBytes(it, "req"); b != nil {
-		return b, nil
+// packed names and encodes bytes stored under name: gzip-compressed
+// under name+"z" when that is smaller.
+func packed(name string, b []byte) (string, []byte) {
+	if z, ok := gzipIfSmaller(b); ok {
+		return name + "z", z
 	}
-	if z := attrBytes(it, "reqz"); z != nil {
-		return gunzip(z)
-	}
-	return nil, nil
+	return name, b
 }
 
-// packRequest names and encodes a spawn payload: compressed when that
-// makes the item smaller (the prompt and tool lists compress to about
-// half), so that the spawn item usually stays under 1 KB: one write unit.
-func packRequest(req []byte) (string, []byte) {
-	if z, ok := gzipIfSmaller(req); ok {
-		return "reqz", z
+// unpacked reads what packed stored under name; nil if nothing.
+func unpacked(it map[string]types.AttributeValue, name string) ([]byte, error) {
+	if z := attrBytes(it, name+"z"); z != nil {
+		return gunzip(z)
 	}
-	return "req", req
+	return attrBytes(it, name), nil
 }
 
 func gzipIfSmaller(b []byte) ([]byte, bool) {
@@ -233,11 +225,7 @@ func eventsItem(pk, sk string, evs []ledger.Event, resolved *spawn.Spawn) (map[s
 		return nil, err
 	}
 	it := key(pk, sk)
-	if z, ok := gzipIfSmaller(b); ok {
-		it["hz"] = &types.AttributeValueMemberB{Value: z}
-	} else {
-		it["h"] = str(string(b))
-	}
+	packText(it, "h", b)
 	if resolved != nil {
 		it["sid"] = str(resolved.ID)
 	}
@@ -246,12 +234,9 @@ func eventsItem(pk, sk string, evs []ledger.Event, resolved *spawn.Spawn) (map[s
 
 // decodeHistory reads a history item's events and resolved spawn.
 func decodeHistory(it map[string]types.AttributeValue) ([]ledger.Event, *spawn.Spawn, error) {
-	b := []byte(attrString(it, "h"))
-	if z := attrBytes(it, "hz"); z != nil {
-		var err error
-		if b, err = gunzip(z); err != nil {
-			return nil, nil, fmt.Errorf("dynamo: decode history %s: %w", attrString(it, SortKey), err)
-		}
+	b, err := unpackText(it, "h")
+	if err != nil {
+		return nil, nil, fmt.Errorf("dynamo: decode history %s: %w", attrString(it, SortKey), err)
 	}
 	var doc struct {
 		Events []ledger.Event `json:"evs"`
