@@ -59,15 +59,15 @@ func newFunction(backend projects, api func(context.Context, events.APIGatewayV2
 	}
 }
 
-const invoke = `aws lambda invoke --function-name "$DONT_API_FUNCTION" --cli-binary-format raw-in-base64-out --payload `
+const invokeCommand = `aws lambda invoke --function-name "$DONT_API_FUNCTION" --cli-binary-format raw-in-base64-out --payload `
 
 var (
 	createTokenStep = errs.Step{
-		Command:     invoke + `'{"dont_operator":{"create_token":{"project":"<project>","role":"admin"}}}' /dev/stdout`,
+		Command:     invokeCommand + `'{"dont_operator":{"create_token":{"project":"<project>","role":"admin"}}}' /dev/stdout`,
 		Description: "create a project's token: project is required; role is admin (default), harness or approver",
 	}
 	setProjectStep = errs.Step{
-		Command:     invoke + `'{"dont_operator":{"set_project":{"project":"<project>","spawn_timeout":"2h"}}}' /dev/stdout`,
+		Command:     invokeCommand + `'{"dont_operator":{"set_project":{"project":"<project>","spawn_timeout":"2h"}}}' /dev/stdout`,
 		Description: "set a project's spawn timeout (a Go duration, 1s to 720h)",
 	}
 )
