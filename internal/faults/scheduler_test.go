@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/dont-cli/dont/internal/faults"
 	"github.com/dont-cli/dont/internal/invariants"
@@ -58,9 +56,7 @@ func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 	dynFaults := faults.New(nil, uint64(time.Now().UnixNano()), faults.Mixed()...)
 	sqsFaults := faults.New(nil, uint64(time.Now().UnixNano())+1, faults.Mixed()...)
 	sqsFaults.Enable(false)
-	client := awssqs.New(awssqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsEndpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-		HTTPClient:  &http.Client{Transport: sqsFaults, Timeout: 30 * time.Second}, RetryMaxAttempts: 10})
+	client := standin.SQSClient(sqsEndpoint, sqsFaults, func(o *awssqs.Options) { o.RetryMaxAttempts = 10 })
 	q, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(table), Attributes: map[string]string{"VisibilityTimeout": "2"}})
 	if err != nil {
 		t.Fatal(err)

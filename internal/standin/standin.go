@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 // Dynamo returns an endpoint and a stop function (a no-op for an endpoint
@@ -88,6 +89,20 @@ func Client(endpoint string, transport http.RoundTripper, optFns ...func(*dynamo
 		transport = http.DefaultTransport
 	}
 	return dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		HTTPClient:   &http.Client{Transport: transport, Timeout: 30 * time.Second},
+	}, optFns...)
+}
+
+// SQSClient is an SQS client for endpoint (fauxqs, LocalStack) through
+// transport (nil: the default), with test credentials.
+func SQSClient(endpoint string, transport http.RoundTripper, optFns ...func(*awssqs.Options)) *awssqs.Client {
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
+	return awssqs.New(awssqs.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),

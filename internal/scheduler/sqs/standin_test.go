@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -55,8 +53,7 @@ func TestTheHorizonOnTheDynamoDBStoreAndFauxqs(t *testing.T) {
 	if err := dynamo.CreateTable(ctx, standin.Client(dynEndpoint, nil), name); err != nil {
 		t.Fatal(err)
 	}
-	client := awssqs.New(awssqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(sqsEndpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""), HTTPClient: &http.Client{Timeout: 30 * time.Second}})
+	client := standin.SQSClient(sqsEndpoint, nil)
 	q, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name)})
 	if err != nil {
 		t.Fatal(err)
