@@ -69,27 +69,24 @@ func (i *idempotentCall) begin(ctx context.Context, body []byte) (*idempotency.R
 	}
 	sum := sha256.Sum256(body)
 	fp := hex.EncodeToString(sum[:])
+	var existing *idempotency.Record
+	var err error
 	if i.exclusive {
 		i.fingerprint = fp
-		existing, err := i.store.Lookup(ctx, i.scope+"/"+i.key, time.Now())
-		if err != nil {
+		if existing, err = i.store.Lookup(ctx, i.name(), time.Now()); err != nil {
 			return nil, errs.E(errs.StoreError, "cannot read the Idempotency-Key").Wrap(err)
 		}
 		if existing == nil || !existing.Done {
 			return nil, nil
 		}
-		if existing.Fingerprint != fp {
-			return nil, errs.E(IdempotencyMismatch, "this Idempotency-Key was used for a different request")
+	} else {
+		if existing, err = i.store.Claim(ctx, i.name(), fp, time.Now()); err != nil {
+			return nil, errs.E(errs.StoreError, "cannot record the Idempotency-Key").Wrap(err)
 		}
-		return existing, nil
-	}
-	existing, err := i.store.Claim(ctx, i.scope+"/"+i.key, fp, time.Now())
-	if err != nil {
-		return nil, errs.E(errs.StoreError, "cannot record the Idempotency-Key").Wrap(err)
-	}
-	if existing == nil {
-		i.claimed = true
-		return nil, nil
+		if existing == nil {
+			i.claimed = true
+			return nil, nil
+		}
 	}
 	if existing.Fingerprint != fp {
 		return nil, errs.E(IdempotencyMismatch, "this Idempotency-Key was used for a different request")
@@ -100,21 +97,24 @@ func (i *idempotentCall) begin(ctx context.Context, body []byte) (*idempotency.R
 	return existing, nil
 }
 
+// name is the key as stored: scoped to the principal and the tool.
+func (i *idempotentCall) name() string { return i.scope + "/" + i.key }
+
 // finish stores the response. Responses of interrupted requests are not
 // remembered: the key is released so a retry runs again.
 func (i *idempotentCall) finish(ctx context.Context, status int, body []byte) {
 	if i.exclusive && i.fingerprint != "" && status/100 == 2 && ctx.Err() == nil {
 		// Only a success is remembered: a concurrent duplicate's refusal
 		// must not become the answer to the call that was applied.
-		i.store.Remember(context.WithoutCancel(ctx), i.scope+"/"+i.key, i.fingerprint, status, body, time.Now())
+		i.store.Remember(context.WithoutCancel(ctx), i.name(), i.fingerprint, status, body, time.Now())
 		return
 	}
 	if !i.claimed {
 		return
 	}
 	if status == 499 || ctx.Err() != nil {
-		i.store.Release(context.WithoutCancel(ctx), i.scope+"/"+i.key)
+		i.store.Release(context.WithoutCancel(ctx), i.name())
 		return
 	}
-	i.store.Complete(context.WithoutCancel(ctx), i.scope+"/"+i.key, status, body)
+	i.store.Complete(context.WithoutCancel(ctx), i.name(), status, body)
 }

@@ -254,7 +254,7 @@ func (s *Store) Dependents(ctx context.Context, id string) ([]ledger.Entity, err
 // the second copy is dropped by event id.
 func (s *Store) Events(ctx context.Context, entityID string) ([]ledger.Event, error) {
 	var tail []ledger.Event
-	it, err := s.getItem(ctx, key(s.entityPK(), entityID))
+	it, err := s.readOnce(ctx, key(s.entityPK(), entityID))
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +301,7 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 		}
 	}
 	if p.inline != nil {
-		return s.putInline(ctx, p.inline, p.inlineOwner)
+		return s.putOnce(ctx, p.inline, p.inlineOwner)
 	}
 	in := &dynamodb.TransactWriteItemsInput{
 		TransactItems:          p.items,
@@ -396,7 +396,7 @@ func (s *Store) plan(ctx context.Context, tx service.Tx) (commitPlan, error) {
 	if ok, err := s.planInline(ctx, tx, onEntity, &p); ok || err != nil {
 		return p, err
 	}
-	return p, s.planTransaction(ctx, tx, onEntity, &p)
+	return p, s.planTransaction(ctx, tx, written, onEntity, &p)
 }
 
 // planInline plans the commit that issues a spawn on an entity as one
@@ -442,14 +442,10 @@ func (s *Store) planInline(ctx context.Context, tx service.Tx, onEntity map[stri
 // planTransaction plans a commit as one transaction, in the order
 // entities (each followed by its history item and, when new, its
 // dependency edges), spawns on no entity, events about no entity.
-func (s *Store) planTransaction(ctx context.Context, tx service.Tx, onEntity map[string]*entitySpawns, p *commitPlan) error {
+func (s *Store) planTransaction(ctx context.Context, tx service.Tx, written map[string]bool, onEntity map[string]*entitySpawns, p *commitPlan) error {
 	add := func(owner string, it types.TransactWriteItem) {
 		p.items = append(p.items, it)
 		p.owners = append(p.owners, owner)
-	}
-	written := map[string]bool{}
-	for _, put := range tx.Entities {
-		written[put.Entity.ID] = true
 	}
 	about := map[string][]ledger.Event{}
 	var loose []ledger.Event
@@ -603,18 +599,15 @@ func (s *Store) stateOf(ctx context.Context, id string, version int64) (entitySt
 	if err != nil {
 		return entityState{}, err
 	}
-	if it == nil {
-		return entityState{}, &service.ConditionFailed{ID: id}
+	if it != nil {
+		if _, err := s.readEntity(it); err != nil {
+			return entityState{}, err
+		}
+		if st, ok := s.states.get(id, version); ok {
+			return st, nil
+		}
 	}
-	e, st, err := decodeEntity(it)
-	if err != nil {
-		return st, err
-	}
-	s.states.put(e.ID, st)
-	if st.version != version {
-		return st, &service.ConditionFailed{ID: id}
-	}
-	return st, nil
+	return entityState{}, &service.ConditionFailed{ID: id}
 }
 
 // putSpawnItem writes the item of a spawn issued on an entity before the
@@ -634,11 +627,6 @@ func (s *Store) putSpawnItem(ctx context.Context, sp spawn.Spawn) error {
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes}
 	return s.putOnce(ctx, in, sp.ID)
-}
-
-// putInline writes an inline commit.
-func (s *Store) putInline(ctx context.Context, in *dynamodb.PutItemInput, owner string) error {
-	return s.putOnce(ctx, in, owner)
 }
 
 // putOnce runs a conditional PutItem. A failed condition is a
