@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // ScheduleFailed: the scheduler refused a coming-due spawn or question.
@@ -69,17 +71,8 @@ func (s *Service) scheduleSpawns(ctx context.Context, w window, limit int) (int,
 	if err != nil {
 		return 0, storeErr(err)
 	}
-	n := 0
-	for _, sp := range due {
-		if !w.holds(sp.ExpiresAt) {
-			continue
-		}
-		if err := s.Scheduler.ScheduleTimeout(ctx, sp.ID, sp.ExpiresAt); err != nil {
-			return n, scheduleErr(sp.ID, err)
-		}
-		n++
-	}
-	return n, nil
+	return handOver(due, w, func(sp spawn.Spawn) (string, time.Time) { return sp.ID, sp.ExpiresAt },
+		func(id string, at time.Time) error { return s.Scheduler.ScheduleTimeout(ctx, id, at) })
 }
 
 // scheduleApprovals is scheduleSpawns for question deadlines; a service
@@ -94,13 +87,21 @@ func (s *Service) scheduleApprovals(ctx context.Context, w window, limit int) (i
 	if err != nil {
 		return 0, storeErr(err)
 	}
+	return handOver(due, w, func(a approvals.Approval) (string, time.Time) { return a.ID, a.Deadline },
+		func(id string, at time.Time) error { return sched.ScheduleApprovalTimeout(ctx, id, at) })
+}
+
+// handOver sends the items whose time lies in w, in order, stopping at the
+// first refusal; it returns how many it sent.
+func handOver[T any](items []T, w window, when func(T) (string, time.Time), send func(id string, at time.Time) error) (int, error) {
 	n := 0
-	for _, a := range due {
-		if !w.holds(a.Deadline) {
+	for _, it := range items {
+		id, at := when(it)
+		if !w.holds(at) {
 			continue
 		}
-		if err := sched.ScheduleApprovalTimeout(ctx, a.ID, a.Deadline); err != nil {
-			return n, scheduleErr(a.ID, err)
+		if err := send(id, at); err != nil {
+			return n, scheduleErr(id, err)
 		}
 		n++
 	}
