@@ -12,6 +12,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -100,11 +101,7 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 		return failure(err)
 	}
 	log.InfoContext(ctx, "operator", "action", "create_token", "project", in.Project, "role", role)
-	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
-	if err != nil {
-		return failure(errs.E(errs.Internal, "cannot encode the result").Wrap(err))
-	}
-	return envelope.Marshal(env)
+	return success(res)
 }
 
 func setProject(ctx context.Context, backend projects, op operatorEvent, log *slog.Logger) json.RawMessage {
@@ -122,8 +119,12 @@ func setProject(ctx context.Context, backend projects, op operatorEvent, log *sl
 		return failure(errs.E(errs.StoreError, "cannot store the project's settings: "+err.Error()).Wrap(err))
 	}
 	log.InfoContext(ctx, "operator", "action", "set_project", "project", in.Project, "spawn_timeout", d.String())
-	env, err := envelope.New("project_settings", map[string]any{"project": in.Project, "spawn_timeout": d.String()}, nil,
-		[]string{"warm function instances apply it within a minute"})
+	return success(service.Result{Kind: "project_settings", Data: map[string]any{"project": in.Project, "spawn_timeout": d.String()},
+		Hints: []string{"warm function instances apply it within a minute"}})
+}
+
+func success(res service.Result) json.RawMessage {
+	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
 	if err != nil {
 		return failure(errs.E(errs.Internal, "cannot encode the result").Wrap(err))
 	}
