@@ -151,13 +151,16 @@ func splitCallback(tok string) (requestID, project, sig string, ok bool) {
 func IsCallback(tok string) bool { return strings.HasPrefix(tok, callbackPrefix) }
 
 func macOf(secret []byte, project, requestID string) string {
+	return sign(secret, "dont-callback-v2\x00"+project+"\x00"+requestID)
+}
+
+// sign is the base64url HMAC-SHA256 of msg under secret.
+func sign(secret []byte, msg string) string {
 	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("dont-callback-v2\x00" + project + "\x00" + requestID))
+	m.Write([]byte(msg))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 func mac(secret []byte, requestID string) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("dont-callback-v1\x00" + requestID))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	return sign(secret, "dont-callback-v1\x00"+requestID)
 }
