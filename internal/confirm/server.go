@@ -65,6 +65,9 @@ const (
 	StateExecuted  = "executed"
 	StateRefused   = "refused"
 	StateExpired   = "expired"
+	// StateRevoked: the token that asked was revoked before anyone
+	// confirmed; the held call never runs.
+	StateRevoked = "revoked"
 )
 
 // DefaultTTL is how long a pending confirmation waits for an approver.
@@ -100,11 +103,19 @@ const (
 	NotFound    errs.Code = "confirmation-not-found"
 	Closed      errs.Code = "confirmation-closed"
 	Unavailable errs.Code = "confirmations-unavailable"
+	// Revoked: the held call's requester lost its token; nothing ran.
+	Revoked errs.Code = "confirmation-revoked"
+	// NeverHeld: an interactive-only action reached the server with no
+	// person's confirmation. Such calls are refused, never held: only a
+	// person at a client may confirm them.
+	NeverHeld errs.Code = "interactive-only"
 )
 
 func init() {
 	errs.Register(NotFound, errs.ExitState, http.StatusNotFound, errs.Step{Command: "dont confirmations list --all", Description: "list the pending confirmations (conf:…)"})
 	errs.Register(Closed, errs.ExitRefusal, http.StatusConflict, errs.Step{Command: "dont confirmations show <id>", Description: "see how it ended; send the call again if it is still wanted"})
+	errs.Register(Revoked, errs.ExitRefusal, http.StatusConflict, errs.Step{Command: "dont confirmations show <id>", Description: "the token that asked was revoked, so its held call was dropped; a live principal sends the call again if it is still wanted"})
+	errs.Register(NeverHeld, errs.ExitUsage, http.StatusPreconditionRequired, errs.Step{Command: "dont <command> … (at a terminal, answering its [y/N] prompt)", Description: "an interactive-only action runs only when a person confirms it at a client; it is never held for later"})
 	errs.Register(Unavailable, errs.ExitState, http.StatusServiceUnavailable, errs.Step{Command: "dont serve", Description: "use a store that keeps pending confirmations"})
 }
 
@@ -127,6 +138,9 @@ func (p Pending) Claim(by string, now time.Time) (next Pending, dup bool, err er
 		return next, false, nil
 	case StateExecuting, StateExecuted:
 		return p, true, nil
+	case StateRevoked:
+		return p, false, errs.E(Revoked, p.ID+" was dropped when "+p.RequestedBy+", the token that asked, was revoked; nothing ran",
+			errs.Step{Command: "dont confirmations show " + p.ID, Description: "see how it ended"}).Unmet("the requester's token is live")
 	case StateExpired:
 		return p, false, errs.E(Closed, p.ID+" expired at "+p.ExpiresAt.Format(time.RFC3339)+" before anyone confirmed it; nothing ran",
 			errs.Step{Command: "dont " + cliName(p.Tool) + " …", Description: "send the call again if it is still wanted"}).Unmet("confirmed before expires_at")
@@ -147,6 +161,13 @@ func (p Pending) Refuse(by, reason string, now time.Time) (Pending, error) {
 		return p, errs.E(Closed, p.ID+" is already "+st+"; a refusal cannot undo it",
 			errs.Step{Command: "dont confirmations show " + p.ID, Description: "see how it ended"}).Unmet("state pending")
 	}
+}
+
+// Revoke records that the requester's token was revoked (a conditional
+// write from pending).
+func (p Pending) Revoke(now time.Time) Pending {
+	p.State, p.DecidedAt, p.Reason = StateRevoked, &now, "the token that asked was revoked"
+	return p
 }
 
 // Expire records that the deadline passed (a conditional write from pending).

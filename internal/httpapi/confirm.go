@@ -1,11 +1,9 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"time"
 
-	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
@@ -35,22 +33,12 @@ func (s *server) toolList(w http.ResponseWriter, r *http.Request) {
 
 // arrival tells the server-side gate how a call came in: cli_confirmed
 // (a person confirmed it on the client: the CLI's [y/N] prompt or --yes,
-// a button on the approvals page) counts while the gate is on; with the
-// gate off it is ignored and the server's own flow applies.
-func (s *server) arrival(req callRequest) confirm.Arrival {
-	return confirm.Arrival{Contract: !s.opts.DisableInteractiveConfirm, CLIConfirmed: req.CLIConfirmed}
-}
-
-// actor names the caller on the records that keep it (who asked for a
-// held call, who confirmed it): a token id, never a secret.
-func (s *server) actor(ctx context.Context, p auth.Principal) context.Context {
-	switch {
-	case p.TokenID != "":
-		return service.WithActor(ctx, p.TokenID)
-	case p.RequestID != "":
-		return service.WithActor(ctx, "callback:"+p.RequestID)
-	}
-	return ctx
+// a button on the approvals page) counts only from a caller that declared
+// cli-confirm-v1 in X-Dont-CLI-Caps, while the gate is on. From anyone
+// else, or with the gate off, it is ignored and the call is held.
+func (s *server) arrival(r *http.Request, req callRequest) confirm.Arrival {
+	caps := confirm.ParseCaps(r.Header.Get(confirm.CapsHeader))
+	return confirm.Arrival{Contract: !s.opts.DisableInteractiveConfirm && caps.Confirms(), CLIConfirmed: req.CLIConfirmed}
 }
 
 // okStatus is 202 for a held call (nothing ran yet), 200 otherwise.
@@ -77,7 +65,7 @@ func callProperties(t *tools.Tool) map[string]any {
 	return map[string]any{
 		"args": t.ArgsSchema(true, true),
 		"cli_confirmed": map[string]any{"type": "boolean",
-			"description": "set by a CLI declaring cli-confirm-v1 after its own [y/N] prompt or --yes; a gated call then runs at once. " +
-				"Ignored from other callers and when the server's gate is off."},
+			"description": "set by a client declaring cli-confirm-v1 in X-Dont-CLI-Caps after its own [y/N] prompt or --yes; a gated call then runs at once. " +
+				"Ignored (the call is held, or refused if interactive-only) when the request does not declare cli-confirm-v1 and when the server's gate is off."},
 	}
 }

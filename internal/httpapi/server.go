@@ -190,13 +190,9 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		w.Write(done.Body)
 		return
 	}
-	ctx := service.WithCaller(r.Context(), service.Caller{ID: principal.TokenID + principal.RequestID, Role: principal.Role})
-	r = r.WithContext(ctx)
-	if err := s.authorise(ctx, principal, project.Service, t, req.Args); err != nil {
-		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, nil), start)
-		return
-	}
-	res, err := tools.CallGated(s.actor(r.Context(), principal), project.Service, name, req.Args, s.arrival(req))
+	// The one place HTTP (and so Lambda) decides who the call runs as.
+	r = r.WithContext(service.WithPrincipal(r.Context(), principal))
+	res, err := tools.CallGated(r.Context(), project.Service, name, req.Args, s.arrival(r, req))
 	if err != nil {
 		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, res.Warnings), start)
 		return
@@ -207,19 +203,6 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.respond(w, r, replay, okStatus(res), env, start)
-}
-
-// authorise applies the principal's powers: a role list for bearer
-// tokens, the spawn's own rules for callback tokens.
-func (s *server) authorise(ctx context.Context, p auth.Principal, svc *service.Service, t *tools.Tool, args map[string]any) error {
-	if p.Role == auth.RoleCallback {
-		return svc.CheckCallback(ctx, p, t.Name, args)
-	}
-	if !auth.RoleAllows(p.Role, t.AllowedRoles()) {
-		return errs.E(service.Forbidden, "role "+p.Role+" may not call "+t.Name+" (allowed: "+strings.Join(t.AllowedRoles(), ", ")+")").
-			Unmet("role in " + strings.Join(t.AllowedRoles(), ", "))
-	}
-	return nil
 }
 
 func (s *server) respond(w http.ResponseWriter, r *http.Request, replay idempotentCall, status int, env envelope.Envelope, start time.Time) {

@@ -260,10 +260,7 @@ func (s *Service) by(ctx context.Context, who string) string {
 	if who != "" {
 		return who
 	}
-	if c, ok := CallerOf(ctx); ok && c.ID != "" {
-		return c.ID
-	}
-	return s.Author
+	return s.actor(ctx)
 }
 
 // ApprovalView is an approval as callers see it.
@@ -860,10 +857,11 @@ func (s *Service) Frames(ctx context.Context, in FramesInput) (Result, error) {
 		sub = "anonymous"
 	}
 	touched := time.Time{}
-	// Only a reader who could answer makes the session "watched": over the
-	// API that is an approver token; embedded readers are the project's own user.
-	c, viaAPI := CallerOf(ctx)
-	canAnswer := !viaAPI || c.Role == auth.RoleApprover
+	// Only a reader who could answer makes the session "watched": a
+	// principal holding the approver role (an approver token, the owner at
+	// the embedded CLI). A harness (MCP, a harness token, the embedded CLI
+	// under a harness signal) never does, so it cannot stand in for a person.
+	canAnswer := s.PrincipalOf(ctx).Holds(auth.RoleApprover)
 	touch := func() error {
 		if !canAnswer || time.Since(touched) < s.subscriberLease()/4 {
 			return nil

@@ -1,23 +1,33 @@
 package service
 
-import "context"
+import (
+	"context"
 
-// Caller is who an API request acts for: the token's id and role. Embedded
-// callers (the CLI on the project's own file) have none.
-type Caller struct {
-	ID   string
-	Role string
+	"github.com/dont-cli/dont/internal/auth"
+)
+
+type principalKey struct{}
+
+// WithPrincipal records who a call runs as. Each transport sets it once,
+// before the call reaches the tool surface (docs/security.md).
+func WithPrincipal(ctx context.Context, p auth.Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
 }
 
-type callerKey struct{}
-
-// WithCaller records the authenticated caller of a request.
-func WithCaller(ctx context.Context, c Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, c)
+// PrincipalOf returns the call's principal. A call no transport labelled
+// (the service's own tests, in-process sweeps) runs as the owner, under
+// the service's author.
+func (s *Service) PrincipalOf(ctx context.Context) auth.Principal {
+	if p, ok := ctx.Value(principalKey{}).(auth.Principal); ok {
+		return p
+	}
+	return auth.Owner(s.Author)
 }
 
-// CallerOf returns the request's caller, if the request came through the API.
-func CallerOf(ctx context.Context) (Caller, bool) {
-	c, ok := ctx.Value(callerKey{}).(Caller)
-	return c, ok
+// actor names who acts on the records that keep it.
+func (s *Service) actor(ctx context.Context) string {
+	if id := s.PrincipalOf(ctx).ID(); id != "" {
+		return id
+	}
+	return s.Author
 }

@@ -34,21 +34,6 @@ func (s *Service) confirmations() (ConfirmationStore, error) {
 	return nil, errs.E(confirm.Unavailable, "this store keeps no pending confirmations")
 }
 
-type actorKey struct{}
-
-// WithActor names who is calling (a token id, a user), for the records
-// that keep it: who asked for a held call and who confirmed it.
-func WithActor(ctx context.Context, who string) context.Context {
-	return context.WithValue(ctx, actorKey{}, who)
-}
-
-func (s *Service) actor(ctx context.Context) string {
-	if who, _ := ctx.Value(actorKey{}).(string); who != "" {
-		return who
-	}
-	return s.Author
-}
-
 // KindConfirmation is the envelope_kind of a held call and of confirmation records.
 const KindConfirmation = "confirmation"
 
@@ -143,6 +128,58 @@ func (s *Service) confirmation(ctx context.Context, id string) (ConfirmationStor
 		return cs, p, storeErr(err)
 	}
 	return cs, p, nil
+}
+
+// HeldCall returns a held call as stored, for the checks a confirmer
+// must pass before it claims it (tools.runConfirmed).
+func (s *Service) HeldCall(ctx context.Context, id string) (confirm.Pending, error) {
+	_, p, err := s.confirmation(ctx, id)
+	return p, err
+}
+
+// CheckRequesterLive refuses to run a held call whose requester's token
+// was revoked, and records it as revoked. A revocation drops the token's
+// held calls itself (dropHeldCalls); this catches one held in between.
+func (s *Service) CheckRequesterLive(ctx context.Context, p confirm.Pending) error {
+	if ids.Kind(p.RequestedBy) != ids.Token || s.Tokens == nil || p.StateAt(s.now()) != confirm.StatePending {
+		return nil
+	}
+	t, err := s.Tokens.GetToken(ctx, p.RequestedBy)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return storeErr(err)
+	}
+	if err == nil && t.RevokedAt == nil {
+		return nil
+	}
+	if cs, cerr := s.confirmations(); cerr == nil {
+		_ = cs.UpdateConfirmation(ctx, p.Revoke(s.now()), confirm.StatePending) // the record; best effort
+	}
+	_, _, err = p.Revoke(s.now()).Claim(s.actor(ctx), s.now())
+	return err
+}
+
+// dropHeldCalls ends the pending held calls of revoked tokens: a call
+// held for confirmation acts with its requester's powers, which a
+// revocation takes away. Best effort: CheckRequesterLive is the backstop.
+func (s *Service) dropHeldCalls(ctx context.Context, tokenIDs ...string) {
+	cs, err := s.confirmations()
+	if err != nil || len(tokenIDs) == 0 {
+		return
+	}
+	list, err := cs.ListConfirmations(ctx)
+	if err != nil {
+		return
+	}
+	gone := map[string]bool{}
+	for _, id := range tokenIDs {
+		gone[id] = true
+	}
+	now := s.now()
+	for _, p := range list {
+		if gone[p.RequestedBy] && p.StateAt(now) == confirm.StatePending {
+			_ = cs.UpdateConfirmation(ctx, p.Revoke(now), confirm.StatePending)
+		}
+	}
 }
 
 // ClaimConfirmation is the first half of a confirm: the conditional write

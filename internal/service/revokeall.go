@@ -29,6 +29,7 @@ func (s *Service) RevokeAllTokens(ctx context.Context) (Result, error) {
 		}
 		revoked = append(revoked, t.ID)
 	}
+	s.dropHeldCalls(ctx, revoked...)
 	return Result{Kind: "tokens_revoked", Data: map[string]any{"revoked": revoked, "count": len(revoked)},
 		Hints: []string{"dont tokens create --role <role>  # on the project's machine, to issue new tokens"}}, nil
 }

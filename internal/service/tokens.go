@@ -107,6 +107,7 @@ func (s *Service) RevokeToken(ctx context.Context, id string) (Result, error) {
 		}
 		return Result{}, storeErr(err)
 	}
+	s.dropHeldCalls(ctx, id)
 	t, err := ts.GetToken(ctx, id)
 	if err != nil {
 		return Result{}, storeErr(err)
@@ -154,7 +155,12 @@ func (s *Service) Authenticate(ctx context.Context, presented string) (auth.Prin
 
 // CheckCallback decides whether a callback token may make this call: only
 // the spawn's own callback actions (its allowed_tools, by construction) on
-// its own entity, while the spawn is unresolved.
+// its own entity. A terminal action must name the token's request id, so
+// that it resolves the spawn rather than acting beside it. While the spawn
+// is pending every allowed tool may run; once it resolved, only a retry of
+// a terminal action on its own entity and request may (the service answers
+// it with the duplicate warning and changes nothing), and anything else is
+// refused.
 func (s *Service) CheckCallback(ctx context.Context, p auth.Principal, tool string, args map[string]any) error {
 	sp, err := s.spawnRecord(ctx, p.RequestID)
 	if err != nil {
@@ -167,23 +173,24 @@ func (s *Service) CheckCallback(ctx context.Context, p auth.Principal, tool stri
 	if !allowed {
 		return errs.E(Forbidden, "a callback token of "+sp.ID+" may only call "+joinList(spawn.AllowedTools(sp.Kind))).Unmet("tool in allowed_tools")
 	}
-	if sp.State != spawn.Pending {
+	terminal := false
+	for _, t := range spawn.CallbackActions(sp.Kind) {
+		terminal = terminal || t == tool
+	}
+	if terminal {
+		if rid, _ := args["request_id"].(string); rid != sp.ID {
+			return errs.E(Forbidden, "a callback token of "+sp.ID+" resolves only that spawn: pass request_id "+sp.ID,
+				errs.Step{Command: "dont " + tool + " … --request-id " + sp.ID, Description: "name the spawn this verdict resolves"}).Unmet("request_id = " + sp.ID)
+		}
+	}
+	if sp.Kind != spawn.Guess {
+		if id, _ := args["id"].(string); id != sp.EntityID {
+			return errs.E(Forbidden, "a callback token of "+sp.ID+" acts only on "+sp.EntityID).Unmet("id = " + sp.EntityID)
+		}
+	}
+	if sp.State != spawn.Pending && !terminal {
 		return errs.E(Forbidden, "the callback token of "+sp.ID+" ended with its resolution ("+sp.Outcome+")",
 			errs.Step{Command: "dont show " + sp.EntityID, Description: "read the outcome with a harness token"}).Unmet("spawn pending")
-	}
-	if sp.Kind == spawn.Guess {
-		if rid, _ := args["request_id"].(string); rid != sp.ID {
-			return errs.E(Forbidden, "a callback token of "+sp.ID+" answers only that spawn").Unmet("request_id = " + sp.ID)
-		}
-		return nil
-	}
-	if id, _ := args["id"].(string); id != sp.EntityID {
-		return errs.E(Forbidden, "a callback token of "+sp.ID+" acts only on "+sp.EntityID).Unmet("id = " + sp.EntityID)
-	}
-	if tool != "show" {
-		if rid, _ := args["request_id"].(string); rid != "" && rid != sp.ID {
-			return errs.E(Forbidden, "a callback token of "+sp.ID+" resolves only that spawn").Unmet("request_id = " + sp.ID)
-		}
 	}
 	return nil
 }

@@ -65,10 +65,17 @@ func applyGate(t *Tool) {
 // confirmed, a pending confirmation that an approver confirms later. The
 // HTTP API, MCP and the embedded CLI (after its own prompt) call this;
 // Call is the ungated execution a confirmed call ends in.
+//
+// The call runs as the principal its transport put on ctx
+// (service.WithPrincipal), whose powers are checked here, for every
+// transport at once.
 func CallGated(ctx context.Context, s *service.Service, name string, raw map[string]any, a confirm.Arrival) (service.Result, error) {
 	t, ok := Lookup(name)
 	if !ok {
 		return Call(ctx, s, name, raw)
+	}
+	if err := Authorize(ctx, s, t, raw); err != nil {
+		return service.Result{}, err
 	}
 	args, verdict, err := confirm.Admit(t.Annotations.Gate, raw, a)
 	if err != nil {
@@ -76,6 +83,12 @@ func CallGated(ctx context.Context, s *service.Service, name string, raw map[str
 	}
 	if verdict == confirm.Execute {
 		return Call(ctx, s, name, args)
+	}
+	if t.Annotations.InteractiveOnly {
+		// Held, it could be confirmed later by someone who is not at a
+		// client; an interactive-only action waits for no one.
+		return service.Result{}, errs.E(confirm.NeverHeld, name+" is interactive-only: a person confirms it at a client; it is never held for later, and nothing ran",
+			errs.Step{Command: "dont " + cliPath(name) + " … (at a terminal)", Description: "answer the CLI's [y/N] prompt as a person"}).Unmet("a person's confirmation at a client")
 	}
 	// A held call must be a valid call: a bad one is refused now, not
 	// when somebody confirms it.

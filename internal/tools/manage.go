@@ -76,17 +76,18 @@ func init() {
 
 	confID := Param{Name: "id", Type: String, Required: true, Positional: true, Description: "the confirmation (conf:…)"}
 	deciders := []string{auth.RoleApprover, auth.RoleAdmin}
-	register(&Tool{Name: "confirmations.list", Summary: "List the calls waiting for confirmation (--all: every one ever held).", Annotations: Annotations{ReadOnly: true},
+	register(&Tool{Name: "confirmations.list", Summary: "List the calls waiting for confirmation (--all: every one ever held).", Annotations: Annotations{ReadOnly: true}, Roles: deciders,
 		Params: []Param{{Name: "all", Type: Boolean, Description: "include confirmed, refused and expired ones"}},
 		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
 			return s.ListConfirmations(ctx, a.Bool("all"))
 		}})
-	register(&Tool{Name: "confirmations.show", Summary: "Show one held call and how it ended.", Annotations: Annotations{ReadOnly: true},
+	register(&Tool{Name: "confirmations.show", Summary: "Show one held call and how it ended.", Annotations: Annotations{ReadOnly: true}, Roles: deciders,
 		Params: []Param{confID},
 		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
 			return s.ShowConfirmation(ctx, a.Str("id"))
 		}})
-	register(&Tool{Name: "confirmations.confirm", Summary: "Confirm a held call: it runs now, exactly once (approver or admin).", Roles: deciders,
+	register(&Tool{Name: "confirmations.confirm", Summary: "Confirm a held call: it runs now, exactly once (an approver or admin who may call it, never the token that asked).", Roles: deciders,
+		Annotations: Annotations{Presence: true},
 		Params: []Param{confID},
 		run:    runConfirmed})
 	register(&Tool{Name: "confirmations.refuse", Summary: "Refuse a held call: it never runs (approver or admin).", Roles: deciders,
@@ -100,7 +101,20 @@ func init() {
 // pending → executing decides the one confirm that runs the held call;
 // every other confirm changes nothing. The confirmer receives the call's
 // own result; the record keeps only a summary of it.
+//
+// Before it claims anything, the confirmer must pass MayConfirm and the
+// requester's token must still be live; a refused confirm changes nothing.
 func runConfirmed(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
+	held, err := s.HeldCall(ctx, a.Str("id"))
+	if err != nil {
+		return service.Result{}, err
+	}
+	if err := MayConfirm(s.PrincipalOf(ctx), held); err != nil {
+		return service.Result{}, err
+	}
+	if err := s.CheckRequesterLive(ctx, held); err != nil {
+		return service.Result{}, err
+	}
 	p, dup, err := s.ClaimConfirmation(ctx, a.Str("id"))
 	if err != nil {
 		return service.Result{}, err

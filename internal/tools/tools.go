@@ -48,6 +48,15 @@ type Param struct {
 // Annotations tell clients how to treat a tool before calling it.
 type Annotations struct {
 	ReadOnly bool `json:"read_only,omitempty"`
+	// Destructive: the call ends something for good or takes a power away
+	// (lock, ignore, cancelling a spawn, revoking tokens). The ledger keeps
+	// every event, but the effect cannot be taken back by the caller.
+	Destructive bool `json:"destructive,omitempty"`
+	// Presence: answering it is a person's decision (approving or refusing
+	// an escalation, confirming a held call). At the embedded CLI the answer
+	// is read from the controlling terminal, never from stdin, and never
+	// under a harness signal (docs/security.md).
+	Presence bool `json:"presence,omitempty"`
 	// Gate: requires_confirmation, interactive_only, confirmation_exempt
 	// (see confirm.go).
 	confirm.Gate
@@ -152,6 +161,7 @@ func register(t *Tool) {
 		t.Roles = t.AllowedRoles()
 	}
 	applyGate(t)
+	t.Annotations.Destructive = t.Annotations.Destructive || destructive[t.Name]
 	if _, dup := registry[t.Name]; dup {
 		panic("tools: duplicate tool " + t.Name)
 	}
