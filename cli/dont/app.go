@@ -34,6 +34,8 @@ type app struct {
 	mode     string
 	exit     int
 	confirm  confirmState
+	// mcpServing: this process is `dont mcp`, a harness signal.
+	mcpServing bool
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -248,7 +250,7 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 		return err
 	}
 	defer closeStore()
-	res, err := tools.CallGated(ctx, svc, t.Name, args, a.arrival())
+	res, err := tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, args, a.arrival())
 	if err != nil {
 		a.failWith(err, res.Warnings)
 		return nil

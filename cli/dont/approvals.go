@@ -18,6 +18,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/client"
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
@@ -188,9 +189,11 @@ func (a *app) watchCaller() (toolCaller, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	principal := a.principal()
 	return func(ctx context.Context, tool string, args map[string]any) envelope.Envelope {
 		start := time.Now()
-		res, err := tools.Call(ctx, svc, tool, args)
+		// A line typed at the controlling terminal is a person's answer.
+		res, err := tools.CallGated(service.WithPrincipal(ctx, principal), svc, tool, args, confirm.Arrival{Contract: true, CLIConfirmed: true})
 		return a.envelopeOf(res, err, start)
 	}, closeStore, nil
 }
@@ -211,12 +214,23 @@ func (a *app) watchCommand() *cobra.Command {
 			if subscriber == "" {
 				subscriber = "watch:" + a.author()
 			}
+			answers := io.Reader(a.stdin)
+			if a.remote() == "" {
+				// Embedded, answers are a person's: read them from the
+				// controlling terminal, never from stdin.
+				tty, err := a.personTerminal("answering escalations with dont approvals watch")
+				if err != nil {
+					return err
+				}
+				defer tty.Close()
+				answers = tty
+			}
 			call, closeCall, err := a.watchCaller()
 			if err != nil {
 				return err
 			}
 			defer closeCall()
-			return a.watch(c.Context(), call, session, subscriber, a.stdin)
+			return a.watch(c.Context(), call, session, subscriber, answers)
 		},
 	}
 	c.Flags().StringVar(&session, "session", "", "session id (ses:…; default $DONT_SESSION)")

@@ -69,7 +69,7 @@ func TestWatchOnARealTerminalCountsDownAndNeverSendsAKeystrokeToADeadRequest(t *
 	slave, screen := openTerminal(t)
 	w := p.cmd("approvals", "watch", "--session", ses)
 	w.Stdout = slave
-	stdin, _ := w.StdinPipe()
+	keys := withControllingTerminal(t, w) // where a person's answers are typed
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +85,12 @@ func TestWatchOnARealTerminalCountsDownAndNeverSendsAKeystrokeToADeadRequest(t *
 	at = screen.expect(t, at, "left] approve workspace-write for call c1? [y/n] ")
 	at = screen.expect(t, at, apr+": ")
 	at = screen.expect(t, at, "cleared")
-	fmt.Fprintln(stdin, "y")
+	fmt.Fprint(keys, "y\n")
 	screen.expect(t, at, "no open request; the input was not sent")
 	if r := p.ok("approvals", "show", apr); r.str("verdict") != "timed-out" || r.str("answered_by") != "" {
 		t.Fatalf("a dead request was answered: %s", r.stdout)
 	}
-	stdin.Close()
+	fmt.Fprint(keys, "\x04") // Ctrl-D
 	done := make(chan error, 1)
 	go func() { done <- w.Wait() }()
 	select {

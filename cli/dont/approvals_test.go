@@ -146,7 +146,7 @@ func TestEscalateBlocksWhileAnotherProcessRefusesAndExitsOne(t *testing.T) {
 	ses := p.session("workspace-write")
 	p.frames("--session", ses)
 	c, out, apr := p.startEscalate(nil, "--session", ses, "--call", "build-7", "--to", "danger-full-access", "--reason", "needs the docker socket", "--", "docker", "build", ".")
-	p.ok("approvals", "refuse", apr, "--reason", "not on this host", "--yes")
+	p.okAnswered("approvals", "refuse", apr, "--reason", "not on this host")
 	exit, env := waitExit(t, c, out)
 	if exit != 1 || code(env) != "approval-refused" || env["data"].(map[string]any)["entity_id"] != apr {
 		t.Fatalf("escalate after a refusal: exit %d %v", exit, env)
@@ -194,7 +194,7 @@ func TestManyProcessesAnswerOneRequestAndTheFirstAnswerWins(t *testing.T) {
 			if i%2 == 0 {
 				results[i] = p.answered(nil, "approvals", "approve", apr)
 			} else {
-				results[i] = p.run("approvals", "refuse", apr, "--reason", "no", "--yes")
+				results[i] = p.answered(nil, "approvals", "refuse", apr, "--reason", "no")
 			}
 		}(i)
 	}
@@ -316,7 +316,7 @@ func TestWatchAnswersFromTheTerminalAndNeverSendsAKeystrokeToADeadRequest(t *tes
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	w := p.cmd("approvals", "watch", "--session", ses)
-	stdin, _ := w.StdinPipe()
+	keys := withControllingTerminal(t, w) // answers are typed at the terminal, never read from stdin
 	stdout, _ := w.StdoutPipe()
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -327,7 +327,7 @@ func TestWatchAnswersFromTheTerminalAndNeverSendsAKeystrokeToADeadRequest(t *tes
 
 	apr := p.ok("escalate", "--session", ses, "--call", "c1", "--to", "danger-full-access", "--reason", "installs", "--no-wait", "--", "make", "install").str("approval_id")
 	out.expect(t, apr+" [")
-	fmt.Fprintln(stdin, "y")
+	fmt.Fprint(keys, "y\n")
 	out.expect(t, apr+": approved (your answer decided)")
 	if r := p.ok("approvals", "wait", apr); r.str("granted_tier") != "danger-full-access" {
 		t.Fatalf("wait: %s", r.stdout)
@@ -340,12 +340,12 @@ func TestWatchAnswersFromTheTerminalAndNeverSendsAKeystrokeToADeadRequest(t *tes
 	if !strings.Contains(cleared, "cleared") {
 		t.Fatalf("not cleared: %q", cleared)
 	}
-	fmt.Fprintln(stdin, "y")
+	fmt.Fprint(keys, "y\n")
 	out.expect(t, "no open request; the input was not sent")
 	if r := p.ok("approvals", "show", dead); r.str("verdict") != "timed-out" || r.str("answered_by") != "" {
 		t.Fatalf("a dead request was answered: %s", r.stdout)
 	}
-	stdin.Close() // Ctrl-D
+	fmt.Fprint(keys, "\x04") // Ctrl-D
 	done := make(chan error, 1)
 	go func() { done <- w.Wait() }()
 	select {

@@ -71,6 +71,10 @@ func (p *testProject) cmd(args ...string) *exec.Cmd {
 		"DONT_LLM_PROVIDER=", "DONT_LLM_MODEL=", "DONT_LLM_BASE_URL=", "DONT_LLM_API_KEY=", "DONT_LLM_REGION=", "NO_COLOR=",
 		"XDG_CACHE_HOME="+filepath.Join(p.dir, ".cache")) // the tool schema cache stays in the test's folder
 	c.Env = append(c.Env, p.env...)
+	// Its own session, so no test inherits the terminal go test runs in:
+	// a person's answer is read from a controlling terminal, which only
+	// the tests that type one give (typedAtTerminal).
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return c
 }
 
@@ -85,7 +89,12 @@ func (p *testProject) runEnv(env []string, args ...string) result {
 // failing t if it cannot run or prints anything but one JSON envelope.
 func (p *testProject) runIn(t *testing.T, env []string, stdin io.Reader, args ...string) result {
 	t.Helper()
-	c := p.cmd(args...)
+	return p.runCmd(t, p.cmd(args...), env, stdin)
+}
+
+// runCmd is runIn for a command already built (and perhaps given a terminal).
+func (p *testProject) runCmd(t *testing.T, c *exec.Cmd, env []string, stdin io.Reader) result {
+	t.Helper()
 	c.Env = append(c.Env, env...)
 	c.Stdin = stdin
 	var out, errb bytes.Buffer

@@ -161,6 +161,21 @@ func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map
 			args[name] = b
 		}
 	}
+	if t.Annotations.Presence && a.remote() == "" {
+		// Embedded, the answer is the person's at the controlling terminal
+		// (docs/security.md); over the API the token decides.
+		yes, err := a.askPerson(ctx, t, args)
+		if err != nil {
+			return err
+		}
+		if !yes {
+			fmt.Fprintln(a.stderr, confirm.AbortedLine)
+			a.exit = errs.ExitRefusal
+			return nil
+		}
+		a.confirm.confirmed = true
+		return a.callEach(ctx, t, confirm.WithoutSkip(args))
+	}
 	s, err := a.toolSchema(ctx)
 	if err != nil {
 		return err

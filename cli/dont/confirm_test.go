@@ -854,11 +854,15 @@ func TestInterruptAtThePromptSendsNothing(t *testing.T) {
 	}
 }
 
-// answered runs the binary with "y" on stdin: a person confirming at the
-// [y/N] prompt (approvals approve is interactive-only: --yes does not do).
+// answered runs the binary as a person confirming at the [y/N] prompt
+// (approvals approve is interactive-only: --yes does not do): "y" typed at
+// its controlling terminal, where the embedded CLI reads a person's
+// answer, and on stdin, where the CLI reads it over the API.
 func (p *testProject) answered(env []string, args ...string) result {
 	p.t.Helper()
-	return p.runIn(p.t, env, strings.NewReader("y\n"), args...)
+	c := p.cmd(args...)
+	typedAtTerminal(p.t, c, "y\n")
+	return p.runCmd(p.t, c, env, strings.NewReader("y\n"))
 }
 
 func (p *testProject) okAnswered(args ...string) result {
@@ -885,17 +889,14 @@ func TestMCPKeepsTheServerSideContract(t *testing.T) {
 	if after := g.snapshot(); !strings.HasPrefix(after, strings.Split(before, " ")[0]+" ") {
 		t.Fatalf("the held call changed the ledger: %s -> %s", before, after)
 	}
-	if r := s.call("tokens_manage", map[string]any{}); r.isError || r.env["envelope_kind"] != "tokens" {
-		t.Fatalf("an exempt read over MCP: %s", r.text)
+	if r := s.call("list", map[string]any{}); r.isError || r.env["envelope_kind"] != "list" {
+		t.Fatalf("a read over MCP: %s", r.text)
 	}
-	if r := s.call("ignore", map[string]any{"id": g.other, "reason": "out of scope here", "skip_confirmation": true}); r.isError || r.data()["status"] != "ignored" {
-		t.Fatalf("legacy skip_confirmation over MCP: %s", r.text)
+	if r := s.call("ignore", map[string]any{"id": g.other, "reason": "out of scope here", "skip_confirmation": true}); !r.isError || r.data()["code"] != "usage" {
+		t.Fatalf("skip_confirmation over MCP must be an unknown parameter: %s", r.text)
 	}
-	if r := s.call("tokens_revoke-all", map[string]any{"skip_confirmation": true}); r.data()["status"] != confirm.StatusPending {
-		t.Fatalf("interactive-only over MCP with a skip parameter: %s", r.text)
-	}
-	// An approver confirms the held lock with the CLI (not itself gated); it runs.
-	if r := g.run("", "confirmations", "confirm", conf); r.exit != 0 || r.str("status") != "locked" {
+	// The owner confirms the held lock at a terminal of the CLI; it runs.
+	if r := g.p.answered(nil, "confirmations", "confirm", conf); r.exit != 0 || r.str("status") != "locked" {
 		t.Fatalf("confirm: %d %s", r.exit, r.stdout)
 	}
 }

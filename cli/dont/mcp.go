@@ -22,6 +22,7 @@ func (a *app) mcpCommand() *cobra.Command {
 		Args:  a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
 			a.mode = spawn.ModeHarness // never direct: no provider is built
+			a.mcpServing = true
 			srv := mcp.New(envelope.CLIVersion, func(_ context.Context, t *tools.Tool) (*service.Service, func(), error) {
 				return a.embedded(t)
 			})

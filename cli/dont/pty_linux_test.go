@@ -48,6 +48,17 @@ func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
 // bytes read from the master are the program's own. Callers close both.
 func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
+	master, slave = openCookedPTY(t)
+	if _, err := term.MakeRaw(int(slave.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	return master, slave
+}
+
+// openCookedPTY opens a pseudo-terminal pair in the line discipline a
+// person types into: lines end at Enter, Ctrl-D at a line's start is EOF.
+func openCookedPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)
@@ -64,8 +75,28 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := term.MakeRaw(int(slave.Fd())); err != nil {
+	return master, slave
+}
+
+// withControllingTerminal makes a pseudo-terminal c's controlling terminal
+// (as a login shell's is) without touching its stdin, stdout or stderr, and
+// returns the master: what is written to it is typed at that terminal.
+func withControllingTerminal(t *testing.T, c *exec.Cmd) (master *os.File) {
+	t.Helper()
+	master, slave := openCookedPTY(t)
+	t.Cleanup(func() { master.Close(); slave.Close() })
+	c.ExtraFiles = append(c.ExtraFiles, slave)
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 2 + len(c.ExtraFiles)}
+	// Drain what the program writes to the terminal so it never blocks.
+	go io.Copy(io.Discard, master)
+	return master
+}
+
+// typedAtTerminal runs c with answer typed at its controlling terminal.
+func typedAtTerminal(t *testing.T, c *exec.Cmd, answer string) {
+	t.Helper()
+	master := withControllingTerminal(t, c)
+	if _, err := master.Write([]byte(answer)); err != nil {
 		t.Fatal(err)
 	}
-	return master, slave
 }

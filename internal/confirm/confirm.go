@@ -55,12 +55,17 @@ const (
 	ConfirmationRequired errs.Code = "confirmation-required"
 	// InvalidSkip: a deprecated skip parameter that is not a JSON boolean.
 	InvalidSkip errs.Code = "invalid-skip-confirmation"
+	// PersonRequired: an answer that only a person may give (approving,
+	// confirming) was asked of the embedded CLI under a harness signal or
+	// with no controlling terminal to read it from.
+	PersonRequired errs.Code = "person-required"
 	// SchemaStale: the server held a call this CLI thought it could send.
 	SchemaStale errs.Code = "schema-cache-stale"
 )
 
 func init() {
 	errs.Register(ConfirmationRequired, errs.ExitUsage, http.StatusBadRequest, errs.Step{Command: "dont <command> … --yes", Description: "confirm the action on the command line"})
+	errs.Register(PersonRequired, errs.ExitUsage, http.StatusPreconditionRequired, errs.Step{Command: "dont approvals watch --session <session>  # in a terminal of your own", Description: "a person answers at a terminal; an agent (DONT_HARNESS, DONT_REQUEST_ID, dont mcp) never does"})
 	errs.Register(InvalidSkip, errs.ExitRefusal, http.StatusBadRequest, errs.Step{Command: "dont <command> … --yes", Description: "drop skip_confirmation and pass --yes instead"})
 	errs.Register(SchemaStale, errs.ExitRefusal, http.StatusConflict, errs.Step{Command: "dont --refresh tools", Description: "re-fetch the tool schema, then run the command again"})
 }

@@ -128,7 +128,8 @@ func TestGatedCallsOverHTTP(t *testing.T) {
 		{"unconfirmed, non-CLI: held", h, "lock", `{"args":{"id":"` + id + `"}}`, nil, 202, true},
 		{"unconfirmed CLI under the contract (stale cache): held", h, "lock", `{"args":{"id":"` + id + `"}}`, caps, 202, true},
 		{"skip_confirmation false: held", h, "lock", `{"args":{"id":"` + id + `","skip_confirmation":false}}`, nil, 202, true},
-		{"skip_confirmation on interactive-only: stripped, held", admin, "tokens.revoke-all", `{"args":{"skip_confirmation":true}}`, nil, 202, true},
+		{"skip_confirmation on interactive-only: refused, never held", admin, "tokens.revoke-all", `{"args":{"skip_confirmation":true}}`, nil, 428, false},
+		{"cli_confirmed without declaring cli-confirm-v1: held", admin, "tokens.create", `{"args":{"role":"admin"},"cli_confirmed":true}`, nil, 202, true},
 		{"skip_confirmation not a boolean", h, "lock", `{"args":{"id":"` + id + `","skip_confirmation":"true"}}`, nil, 400, false},
 		{"skip_confirmation on an ungated tool is an unknown parameter", h, "conclude", `{"args":{"statement":"x","skip_confirmation":true}}`, nil, 400, false},
 		{"cli_confirmed must be a boolean", h, "lock", `{"args":{"id":"` + id + `"},"cli_confirmed":"yes"}`, caps, 400, false},
@@ -157,10 +158,10 @@ func TestGatedCallsOverHTTP(t *testing.T) {
 	if r := a.confirmed(h, "lock", map[string]any{"id": id}); r.status != 200 || r.str("status") != "locked" {
 		t.Fatalf("cli_confirmed under the contract: %d %s", r.status, r.raw)
 	}
-	// A client that confirmed with a person without declaring capabilities
-	// (the approvals web page) is honoured too while the gate is on.
-	if r := a.raw(admin, "tokens.create", `{"args":{"role":"harness"},"cli_confirmed":true}`); r.status != 200 || r.str("token") == "" {
-		t.Fatalf("cli_confirmed without the capability header: %d %s", r.status, r.raw)
+	// cli_confirmed counts only from a caller that declared cli-confirm-v1
+	// (the CLI, the approvals web page).
+	if r := a.raw(admin, "tokens.create", `{"args":{"role":"harness"},"cli_confirmed":true}`, confirm.CapsHeader, confirm.CapConfirm); r.status != 200 || r.str("token") == "" {
+		t.Fatalf("cli_confirmed with the capability header: %d %s", r.status, r.raw)
 	}
 	if r := a.raw(admin, "tokens.create", `{"args":{"role":"harness","auto_skip_confirmation":true}}`); r.status != 200 || r.str("token") == "" {
 		t.Fatalf("legacy auto_skip_confirmation: %d %s", r.status, r.raw)
@@ -216,7 +217,7 @@ func TestAnApproverConfirmsAHeldCallOnceOverHTTP(t *testing.T) {
 	if ran != 1 || a.eventCount() != before+1 {
 		t.Fatalf("ran %d times, %d new events; want exactly once", ran, a.eventCount()-before)
 	}
-	shown := a.ok(h, "confirmations.show", map[string]any{"id": conf})
+	shown := a.ok(a.tokens["approver"], "confirmations.show", map[string]any{"id": conf})
 	if shown.str("state") != "executed" || shown.str("requested_by") == "" || shown.str("decided_by") == "" {
 		t.Fatalf("record %s", shown.raw)
 	}

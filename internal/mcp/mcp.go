@@ -5,6 +5,13 @@
 // goes through tools.Call, and every result is the envelope — as structured
 // content and as JSON text, with isError set on failures. Spawn verbs always
 // run in harness mode: an MCP client is a harness.
+//
+// An MCP client is always a harness principal (it is how agents connect):
+// the server lists and runs only the tools a harness may call, so the
+// approver and admin tools (answering approvals, confirming held calls,
+// tokens) do not exist here; its frame reads never make a session
+// answerable; gated tools never advertise the deprecated skip parameters
+// and refuse them as unknown (docs/security.md).
 package mcp
 
 import (
@@ -15,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
@@ -46,21 +54,45 @@ func New(version string, open Opener) *Server {
 		Instructions: instructions,
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
-	notDestructive, closedWorld := false, false
-	for _, t := range tools.All() {
+	for _, t := range Tools() {
 		s.srv.AddTool(&sdk.Tool{
 			Name:        ToolName(t.Name),
 			Description: t.Summary,
-			InputSchema: t.ArgsSchema(true, false), // the legacy view: MCP clients do not confirm locally
-			Annotations: &sdk.ToolAnnotations{
-				ReadOnlyHint:    t.Annotations.ReadOnly,
-				IdempotentHint:  t.Annotations.ReadOnly,
-				DestructiveHint: &notDestructive, // the ledger is append-only
-				OpenWorldHint:   &closedWorld,
-			},
+			// The new-contract view: no skip parameters to teach a model.
+			InputSchema: t.ArgsSchema(false, false),
+			Annotations: Annotations(t),
 		}, s.handler(t))
 	}
 	return s
+}
+
+// Principal is who every MCP call runs as.
+func Principal(author string) auth.Principal { return auth.Harness("mcp:" + author) }
+
+// Tools are the tools an MCP client may list and call: those a harness
+// principal may call.
+func Tools() []*tools.Tool {
+	var out []*tools.Tool
+	for _, t := range tools.All() {
+		if t.ForPrincipal(auth.Harness("")) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Annotations are a tool's MCP hints, true to what it does: reads are
+// read-only and idempotent; lock, ignore, cancels and revocations are
+// destructive (their effect cannot be taken back by the caller); nothing
+// reaches outside dont.
+func Annotations(t *tools.Tool) *sdk.ToolAnnotations {
+	destructive, openWorld := t.Annotations.Destructive, false
+	return &sdk.ToolAnnotations{
+		ReadOnlyHint:    t.Annotations.ReadOnly,
+		IdempotentHint:  t.Annotations.ReadOnly,
+		DestructiveHint: &destructive,
+		OpenWorldHint:   &openWorld,
+	}
 }
 
 // ToolName is the MCP name of a registry tool: "approvals.approve" becomes
@@ -107,6 +139,12 @@ func (s *Server) call(ctx context.Context, t *tools.Tool, raw json.RawMessage) (
 			return service.Result{}, "", errs.E(errs.Usage, ToolName(t.Name)+": arguments must be a JSON object").Unmet("arguments is an object")
 		}
 	}
+	for _, name := range confirm.SkipParams {
+		if _, set := args[name]; set {
+			return service.Result{}, "", errs.E(errs.Usage, ToolName(t.Name)+": unknown parameter \""+name+"\"",
+				errs.Step{Command: "tools/list", Description: "send only the parameters of the tool's input schema"}).Unmet("only the parameters of the input schema")
+		}
+	}
 	mode := ""
 	for _, p := range t.Params {
 		if !p.Internal {
@@ -126,8 +164,9 @@ func (s *Server) call(ctx context.Context, t *tools.Tool, raw json.RawMessage) (
 	}
 	defer release()
 	// The server-side contract: no prompts over MCP (stdin is the protocol);
-	// a gated call nobody confirmed is held for an approver.
-	res, err := tools.CallGated(ctx, svc, t.Name, args, confirm.Arrival{})
+	// a gated call nobody confirmed is held for an approver, and an
+	// interactive-only one is refused.
+	res, err := tools.CallGated(service.WithPrincipal(ctx, Principal(svc.Author)), svc, t.Name, args, confirm.Arrival{})
 	return res, mode, err
 }
 

@@ -132,8 +132,10 @@ func (s *Service) confirmation(ctx context.Context, id string) (ConfirmationStor
 
 // HeldCall returns a held call as stored, for the checks a confirmer
 // must pass before it claims it (tools.runConfirmed).
+// Its state is as of now (a pending call past its deadline is expired).
 func (s *Service) HeldCall(ctx context.Context, id string) (confirm.Pending, error) {
 	_, p, err := s.confirmation(ctx, id)
+	p.State = p.StateAt(s.now())
 	return p, err
 }
 
@@ -141,7 +143,7 @@ func (s *Service) HeldCall(ctx context.Context, id string) (confirm.Pending, err
 // was revoked, and records it as revoked. A revocation drops the token's
 // held calls itself (dropHeldCalls); this catches one held in between.
 func (s *Service) CheckRequesterLive(ctx context.Context, p confirm.Pending) error {
-	if ids.Kind(p.RequestedBy) != ids.Token || s.Tokens == nil || p.StateAt(s.now()) != confirm.StatePending {
+	if ids.Kind(p.RequestedBy) != ids.Token || s.Tokens == nil || p.State != confirm.StatePending {
 		return nil
 	}
 	t, err := s.Tokens.GetToken(ctx, p.RequestedBy)

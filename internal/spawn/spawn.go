@@ -97,9 +97,19 @@ type Request struct {
 	Temperature *float64  `json:"temperature,omitempty"`
 }
 
-// Verbs of the dont tool surface, the universe allowed/forbidden lists draw from.
+// Verbs are the ledger verbs, the universe of allowed/forbidden lists
+// when no tool registry is linked in (the service's own tests).
 var Verbs = []string{"init", "conclude", "define", "trust", "dismiss", "lock", "ignore", "reopen",
 	"show", "list", "assume", "overlook", "guess", "answer", "spawns", "sweep"}
+
+// toolNames returns every tool of the surface. The tool registry sets it
+// (internal/tools), so that every tool that exists is either allowed or
+// forbidden in every spawn request: a harness enforcing forbidden_tools
+// then keeps a subagent from escalate, approvals.*, tokens.* and the rest.
+var toolNames = func() []string { return Verbs }
+
+// UseToolNames makes the registry's names the universe of forbidden_tools.
+func UseToolNames(names func() []string) { toolNames = names }
 
 // AllowedTools is the only tool list a subagent of this kind may use; the
 // callback token's powers are this same list.
@@ -120,7 +130,7 @@ func CallbackActions(k Kind) []string {
 
 func forbidden(allowed []string) []string {
 	var out []string
-	for _, v := range Verbs {
+	for _, v := range toolNames() {
 		ok := false
 		for _, a := range allowed {
 			ok = ok || a == v

@@ -71,13 +71,13 @@ func init() {
 		}})
 	register(&Tool{Name: "approvals.approve", Summary: "Approve a request: its call runs at the wider tier. The first answer wins.", Roles: answerers,
 		Annotations: Annotations{Presence: true},
-		Params: []Param{approvalID},
+		Params:      []Param{approvalID},
 		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
 			return s.Approve(ctx, a.Str("id"), "")
 		}})
 	register(&Tool{Name: "approvals.refuse", Summary: "Refuse a request: its command does not run. The first answer wins.", Roles: answerers,
 		Annotations: Annotations{Presence: true},
-		Params: []Param{approvalID, {Name: "reason", Type: String, Description: "why, for the requester"}},
+		Params:      []Param{approvalID, {Name: "reason", Type: String, Description: "why, for the requester"}},
 		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
 			return s.Refuse(ctx, a.Str("id"), a.Str("reason"), "")
 		}})

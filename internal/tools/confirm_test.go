@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ledger"
@@ -113,7 +114,7 @@ func TestAHeldCallChangesNothingUntilConfirmedThenRunsExactlyOnce(t *testing.T) 
 		wg.Add(1)
 		go func(svc *service.Service) {
 			defer wg.Done()
-			r, err := tools.Call(service.WithActor(ctx, "tok:approver"), svc, "confirmations.confirm", map[string]any{"id": conf})
+			r, err := tools.Call(service.WithPrincipal(ctx, auth.Principal{Role: auth.RoleApprover, TokenID: "tok:approver"}), svc, "confirmations.confirm", map[string]any{"id": conf})
 			switch {
 			case err != nil:
 				t.Error(err)
@@ -205,8 +206,8 @@ func TestTheServerGateRunsConfirmedExemptAndLegacySkipCalls(t *testing.T) {
 	if tools.Held(run("tokens.create", map[string]any{"role": "harness", "skip_confirmation": true}, confirm.Arrival{})) {
 		t.Fatal("legacy skip_confirmation was held")
 	}
-	if !tools.Held(run("tokens.revoke-all", map[string]any{"auto_skip_confirmation": true}, confirm.Arrival{})) {
-		t.Fatal("a skip parameter ran an interactive-only action")
+	if _, err := tools.CallGated(ctx, f.svc, "tokens.revoke-all", map[string]any{"auto_skip_confirmation": true}, confirm.Arrival{}); !errs.Is(err, confirm.NeverHeld) {
+		t.Fatalf("a skip parameter on an interactive-only action: %v, want it refused and never held", err)
 	}
 	if tools.Held(run("tokens.manage", map[string]any{}, confirm.Arrival{})) || tools.Held(run("tokens.manage", map[string]any{"op": "list"}, confirm.Arrival{})) {
 		t.Fatal("an exempt read was held")

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
 )
@@ -88,8 +89,8 @@ func init() {
 		}})
 	register(&Tool{Name: "confirmations.confirm", Summary: "Confirm a held call: it runs now, exactly once (an approver or admin who may call it, never the token that asked).", Roles: deciders,
 		Annotations: Annotations{Presence: true},
-		Params: []Param{confID},
-		run:    runConfirmed})
+		Params:      []Param{confID},
+		run:         runConfirmed})
 	register(&Tool{Name: "confirmations.refuse", Summary: "Refuse a held call: it never runs (approver or admin).", Roles: deciders,
 		Params: []Param{confID, {Name: "reason", Type: String, Description: "why"}},
 		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
@@ -109,8 +110,10 @@ func runConfirmed(ctx context.Context, s *service.Service, a Args) (service.Resu
 	if err != nil {
 		return service.Result{}, err
 	}
-	if err := MayConfirm(s.PrincipalOf(ctx), held); err != nil {
-		return service.Result{}, err
+	if held.State == confirm.StatePending { // a closed one only reports how it ended
+		if err := MayConfirm(s.PrincipalOf(ctx), held); err != nil {
+			return service.Result{}, err
+		}
 	}
 	if err := s.CheckRequesterLive(ctx, held); err != nil {
 		return service.Result{}, err

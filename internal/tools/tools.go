@@ -16,6 +16,7 @@ import (
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // Param types, as JSON Schema names them.
@@ -147,6 +148,18 @@ func Lookup(name string) (*Tool, bool) {
 }
 
 var registry = map[string]*Tool{}
+
+// Every spawn request forbids every registered tool it does not allow.
+var _ = func() bool {
+	spawn.UseToolNames(func() []string {
+		names := make([]string, 0, len(registry))
+		for _, t := range All() {
+			names = append(names, t.Name)
+		}
+		return names
+	})
+	return true
+}()
 
 var groupSummaries = map[string]string{}
 
