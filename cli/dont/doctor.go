@@ -18,9 +18,31 @@ import (
 // the protocol promises.
 const InvariantViolation errs.Code = "invariant-violation"
 
+// StoreNotPrivate is doctor's warning, and doctor --strict's refusal, when
+// .dont/ or a database file lets the group or others in: the store holds
+// token hashes, the project secret and remembered responses.
+const StoreNotPrivate errs.Code = "store-not-private"
+
 func init() {
 	errs.Register(InvariantViolation, errs.ExitState, http.StatusInternalServerError,
 		errs.Step{Command: "dont doctor --json", Description: "list the violations with the entity or request each concerns"})
+	errs.Register(StoreNotPrivate, errs.ExitState, http.StatusInternalServerError,
+		errs.Step{Command: project.MakePrivate, Description: "in the project folder: only the owner may read the store"})
+}
+
+// privacy reads the modes of .dont/ and the database files: what lets the
+// group or others in, and doctor's warning about each.
+func privacy(p project.Project) ([]project.Exposure, []envelope.Warning, error) {
+	exposed, err := p.Exposed()
+	if err != nil {
+		return nil, nil, errs.E(errs.StoreError, "doctor could not read the modes of "+p.StateDir()+": "+err.Error()).Wrap(err)
+	}
+	var out []envelope.Warning
+	for _, x := range exposed {
+		out = append(out, envelope.Warning{Code: string(StoreNotPrivate), Message: fmt.Sprintf(
+			"%s has mode %04o: the group or others may read it, want %04o (next: cd %s && %s)", x.Path, x.Mode, x.Want, p.Root, project.MakePrivate)})
+	}
+	return exposed, out, nil
 }
 
 // doctorCommand checks the embedded store's invariants after a sweep.
@@ -29,7 +51,7 @@ func (a *app) doctorCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use: "doctor",
 		Short: "Check the store: one terminal event per spawn or approval, status = fold of events, nothing pending past its deadline " +
-			"(sweeps first). --strict exits non-zero on any violation.",
+			"(sweeps first), and that only the owner may read .dont/ and dont.db. --strict exits non-zero on any violation.",
 		Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if a.remote() != "" {
@@ -64,6 +86,11 @@ func (a *app) doctorCommand() *cobra.Command {
 			for _, v := range rep.Violations {
 				warnings = append(warnings, envelope.Warning{Code: v.Rule, Message: v.ID + ": " + v.Message + " (next: " + v.Remediate + ")"})
 			}
+			exposed, private, err := privacy(p)
+			if err != nil {
+				return err
+			}
+			warnings = append(warnings, private...)
 			if strict && !rep.OK() {
 				first := rep.Violations[0]
 				e := errs.E(InvariantViolation, fmt.Sprintf("%d invariant violation(s); first: %s on %s: %s", len(rep.Violations), first.Rule, first.ID, first.Message),
@@ -75,11 +102,21 @@ func (a *app) doctorCommand() *cobra.Command {
 				a.failWith(e, warnings)
 				return nil
 			}
+			if strict && len(exposed) > 0 {
+				e := errs.E(StoreNotPrivate, fmt.Sprintf("%d file(s) of the store may be read by the group or others; first: %s (mode %04o)",
+					len(exposed), exposed[0].Path, exposed[0].Mode),
+					errs.Step{Command: "cd " + p.Root + " && " + project.MakePrivate, Description: "only the owner may read the store"})
+				for _, x := range exposed {
+					e.Unmet(fmt.Sprintf("%s mode %04o, at most %04o", x.Path, x.Mode, x.Want))
+				}
+				a.failWith(e, warnings)
+				return nil
+			}
 			a.emit(service.Result{Kind: "doctor", Data: rep, Warnings: warnings})
 			return nil
 		},
 	}
-	c.Flags().BoolVar(&strict, "strict", false, "exit 3 with an error envelope if any invariant is broken")
+	c.Flags().BoolVar(&strict, "strict", false, "exit 3 with an error envelope if any invariant is broken or the store is readable by others")
 	c.Flags().BoolVar(&noSweep, "no-sweep", false, "check without sweeping first (overdue pending spawns are then reported)")
 	return c
 }

@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/dont-cli/dont/internal/ledger"
@@ -52,5 +57,56 @@ func TestDoctorPassesAHealthyProjectAndStrictFailsACorruptOne(t *testing.T) {
 	}
 	if rem := r.data()["remediation"].([]any); len(rem) < 2 {
 		t.Fatalf("remediation: %v", rem)
+	}
+}
+
+// The attack: another account reads a store whose folder or files were
+// made wider than init makes them (a copy, a restore, a chmod): doctor
+// says so with the command that fixes it, and --strict fails on it.
+func TestDoctorWarnsAboutAWorldReadableStore(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("mode bits do not describe access on Windows")
+	}
+	p := newProject(t)
+	p.ok("conclude", "water boils at 100 C at sea level")
+	dir := filepath.Join(p.dir, ".dont")
+	for path, mode := range map[string]os.FileMode{dir: 0o755, filepath.Join(dir, "dont.db"): 0o644} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The folder and the database (and the -wal and -shm that SQLite makes
+	// with the database's mode while doctor has it open).
+	r := p.run("doctor")
+	if r.exit != 0 || r.env["ok"] != true || len(warnings(r)) < 2 {
+		t.Fatalf("doctor on a readable store: exit %d %s", r.exit, r.stdout)
+	}
+	named := map[string]bool{}
+	for _, w := range r.env["warnings"].([]any) {
+		w := w.(map[string]any)
+		msg := w["message"].(string)
+		if w["code"] != "store-not-private" || !strings.Contains(msg, "chmod 700 .dont && chmod 600 .dont/dont.db*") {
+			t.Fatalf("the warning does not say how to fix it: %v", w)
+		}
+		path, _, _ := strings.Cut(msg, " has mode ")
+		named[path] = true
+	}
+	if !named[dir] || !named[filepath.Join(dir, "dont.db")] {
+		t.Fatalf("doctor names %v", named)
+	}
+	r = p.run("doctor", "--strict")
+	if r.exit != 3 || r.env["ok"] != false || r.str("code") != "store-not-private" ||
+		!strings.Contains(fmt.Sprint(r.data()["remediation"]), "chmod 700 .dont && chmod 600 .dont/dont.db*") {
+		t.Fatalf("doctor --strict on a readable store: exit %d %s", r.exit, r.stdout)
+	}
+	// The remediation, run as told: doctor is content (and so is the
+	// closing doctor --strict of every test).
+	fix := exec.Command("sh", "-c", "chmod 700 .dont && chmod 600 .dont/dont.db*")
+	fix.Dir = p.dir
+	if out, err := fix.CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if r := p.ok("doctor", "--strict"); len(warnings(r)) != 0 {
+		t.Fatalf("doctor after the remediation: %s", r.stdout)
 	}
 }

@@ -26,6 +26,7 @@ type api struct {
 	t      *testing.T
 	srv    *httptest.Server
 	store  *sqlite.Store
+	path   string // the store's file
 	svc    *service.Service
 	now    atomic.Int64
 	tokens map[string]string // role -> bearer
@@ -39,7 +40,7 @@ func newAPI(t *testing.T, opts ...func(*httpapi.Options)) *api {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	a := &api{t: t, store: st, tokens: map[string]string{}}
+	a := &api{t: t, store: st, path: path, tokens: map[string]string{}}
 	a.now.Store(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixNano())
 	a.svc = &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api",
 		Now: func() time.Time { return time.Unix(0, a.now.Load()).UTC() }}

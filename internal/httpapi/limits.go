@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/dont-cli/dont/internal/idempotency"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/idempotency"
+	"github.com/dont-cli/dont/internal/tools"
 	"golang.org/x/time/rate"
 )
 
@@ -45,9 +47,13 @@ func (l *limiter) allow(key string) (time.Duration, bool) {
 	return 0, true
 }
 
+// idempotentCall is one call's Idempotency-Key. What the store keeps is
+// the package comment of internal/idempotency: read-only tools skip it,
+// a response carrying a secret is stored redacted (idempotency.StoredForm).
 type idempotentCall struct {
-	store   idempotency.Store
-	key     string
+	store idempotency.Store
+	key   string
+	// scope is the principal and the tool: "<principal>/<tool name>".
 	scope   string
 	claimed bool
 	// exclusive calls are applied at most once by the service's own
@@ -66,6 +72,11 @@ func (i *idempotentCall) begin(ctx context.Context, body []byte) (*idempotency.R
 	}
 	if len(i.key) > 255 {
 		return nil, errs.E(errs.InvalidArgument, "Idempotency-Key is longer than 255 bytes")
+	}
+	if i.readOnly() {
+		// A read changes nothing, so a retry may simply run again; a
+		// replayed read would answer stale data. No record, no writes.
+		return nil, nil
 	}
 	sum := sha256.Sum256(body)
 	fp := hex.EncodeToString(sum[:])
@@ -100,13 +111,31 @@ func (i *idempotentCall) begin(ctx context.Context, body []byte) (*idempotency.R
 // name is the key as stored: scoped to the principal and the tool.
 func (i *idempotentCall) name() string { return i.scope + "/" + i.key }
 
-// finish stores the response. Responses of interrupted requests are not
-// remembered: the key is released so a retry runs again.
+// idempotencyKeyDescription is the Idempotency-Key header of t in the
+// OpenAPI document.
+func idempotencyKeyDescription(t *tools.Tool) string {
+	if t.Annotations.ReadOnly {
+		return "ignored: a read-only call is not remembered, and a retry reads again"
+	}
+	return "for 24 h, a retried request with the same key returns the first response and is not applied twice; " +
+		"a secret in it (data.token of a token envelope) is replayed as \"" + idempotency.Redacted + "\" with the warning " + idempotency.SecretNotReplayed
+}
+
+// readOnly says whether the call's tool (the last element of its scope;
+// a tool name has no slash, being one path segment) is annotated read-only.
+func (i *idempotentCall) readOnly() bool {
+	t, ok := tools.Lookup(i.scope[strings.LastIndexByte(i.scope, '/')+1:])
+	return ok && t.Annotations.ReadOnly
+}
+
+// finish stores the response, in the form that may be replayed
+// (idempotency.StoredForm: no secret). Responses of interrupted requests
+// are not remembered: the key is released so a retry runs again.
 func (i *idempotentCall) finish(ctx context.Context, status int, body []byte) {
 	if i.exclusive && i.fingerprint != "" && status/100 == 2 && ctx.Err() == nil {
 		// Only a success is remembered: a concurrent duplicate's refusal
 		// must not become the answer to the call that was applied.
-		i.store.Remember(context.WithoutCancel(ctx), i.name(), i.fingerprint, status, body, time.Now())
+		i.store.Remember(context.WithoutCancel(ctx), i.name(), i.fingerprint, status, idempotency.StoredForm(body), time.Now())
 		return
 	}
 	if !i.claimed {
@@ -116,5 +145,5 @@ func (i *idempotentCall) finish(ctx context.Context, status int, body []byte) {
 		i.store.Release(context.WithoutCancel(ctx), i.name())
 		return
 	}
-	i.store.Complete(context.WithoutCancel(ctx), i.name(), status, body)
+	i.store.Complete(context.WithoutCancel(ctx), i.name(), status, idempotency.StoredForm(body))
 }

@@ -65,7 +65,7 @@ func OpenAPI() map[string]any {
 			"security":    []any{map[string]any{"bearer": []any{}}},
 			"parameters": []any{
 				map[string]any{"name": "Idempotency-Key", "in": "header", "required": false, "schema": map[string]any{"type": "string", "maxLength": 255},
-					"description": "a retried request with the same key returns the first response and is not applied twice"},
+					"description": idempotencyKeyDescription(t)},
 				map[string]any{"name": "X-Request-Id", "in": "header", "required": false, "schema": map[string]any{"type": "string"}},
 				capsParameter(),
 			},

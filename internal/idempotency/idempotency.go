@@ -1,28 +1,54 @@
 // Package idempotency holds the port through which the HTTP API remembers
 // the first response to each Idempotency-Key, so that every store (SQLite,
 // DynamoDB) implements it without depending on the transport.
+//
+// What a store keeps, and for how long:
+//
+//   - A record lives Window (24 h) on every store: a key older than that is
+//     absent (it may be claimed again), and the store deletes it — DynamoDB
+//     by its ttl attribute, SQLite a bounded batch on each write.
+//   - Read-only tools never reach the store (internal/httpapi): replaying a
+//     read would answer stale data, and recording one costs writes.
+//   - A response that carries a secret is never stored in replayable form.
+//     StoredForm, the one place that knows which responses those are
+//     (SecretFields), replaces the secret with Redacted and adds the warning
+//     SecretNotReplayed. A replay of the key returns that redacted body with
+//     the first response's status, ok and everything else: the secret was
+//     shown once, to the first response, and is nowhere at rest. A client
+//     that lost it revokes the token and creates another.
 package idempotency
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"strings"
 	"time"
+
+	"github.com/dont-cli/dont/internal/envelope"
 )
 
-// Store keeps the first response to each Idempotency-Key.
+// Window is how long a key's first response is replayed.
+const Window = 24 * time.Hour
+
+// Store keeps the first response to each Idempotency-Key, for Window.
 type Store interface {
 	// Claim reserves key for a request whose body hashes to fingerprint. If
-	// the key is already known it returns the stored record instead.
+	// the key is already known (and younger than Window) it returns the
+	// stored record instead.
 	Claim(ctx context.Context, key, fingerprint string, now time.Time) (existing *Record, err error)
 	// Complete stores the response of the claimed key.
 	Complete(ctx context.Context, key string, status int, body []byte) error
 	// Release forgets a claimed key whose request did not finish.
 	Release(ctx context.Context, key string) error
-	// Lookup returns the finished record of key, or nil: for calls that
-	// need no claim, because the service applies them at most once by its
-	// own conditions (see internal/httpapi). It may read a replica.
+	// Lookup returns the finished record of key, or nil (also for a record
+	// older than Window): for calls that need no claim, because the service
+	// applies them at most once by its own conditions (see internal/httpapi).
+	// It may read a replica.
 	Lookup(ctx context.Context, key string, now time.Time) (*Record, error)
 	// Remember stores the response of an unclaimed key unless a response
-	// is stored already: the first to finish is remembered.
+	// younger than Window is stored already: the first to finish is
+	// remembered.
 	Remember(ctx context.Context, key, fingerprint string, status int, body []byte, now time.Time) error
 }
 
@@ -32,4 +58,70 @@ type Record struct {
 	Done        bool
 	Status      int
 	Body        []byte
+}
+
+// SecretFields names, per envelope_kind, the fields of data that carry a
+// secret shown once: a bearer token's (tokens.create, tokens.manage --op
+// create, and confirmations.confirm of a held create all answer a "token"
+// envelope with data.token). A spawn request's callback.token is not one:
+// it is derived again from the project secret, which the same store keeps,
+// and spawns.show returns it on demand, so storing it exposes nothing more
+// and a retried assume still gets a usable token.
+var SecretFields = map[string][]string{
+	"token": {"token"},
+}
+
+// SecretNotReplayed is the warning code of a replayed response whose
+// secret was not stored.
+const SecretNotReplayed = "secret-not-replayed"
+
+// Redacted stands where a secret was in a stored response.
+const Redacted = "[redacted]"
+
+// StoredForm is the form of a response body to store under its key: body
+// itself unless it carries a secret (SecretFields); then a copy in which
+// every occurrence of the secret is Redacted, with the warning
+// SecretNotReplayed, to be replayed as it is.
+func StoredForm(body []byte) []byte {
+	var env envelope.Envelope
+	if json.Unmarshal(body, &env) != nil {
+		return body
+	}
+	fields := SecretFields[env.Kind]
+	if len(fields) == 0 {
+		return body
+	}
+	var data map[string]json.RawMessage
+	if json.Unmarshal(env.Data, &data) != nil {
+		return body
+	}
+	var secrets, names []string
+	for _, f := range fields {
+		var s string
+		if json.Unmarshal(data[f], &s) == nil && s != "" && s != Redacted {
+			secrets, names = append(secrets, s), append(names, "data."+f)
+		}
+	}
+	if len(secrets) == 0 {
+		return body
+	}
+	var id string
+	_ = json.Unmarshal(data["id"], &id)
+	msg := "this replays the first response to this Idempotency-Key without its secret (" + strings.Join(names, ", ") +
+		"): a secret is shown once and never stored"
+	if id != "" {
+		msg += "; if it was lost, revoke " + id + " and create another"
+	}
+	env.Warnings = append(env.Warnings, envelope.Warning{Code: SecretNotReplayed, Message: msg})
+	out := envelope.Marshal(env)
+	for _, s := range secrets {
+		out = bytes.ReplaceAll(out, jsonText(s), jsonText(Redacted))
+	}
+	return out
+}
+
+// jsonText is s as it appears inside a JSON string, without the quotes.
+func jsonText(s string) []byte {
+	b, _ := envelope.MarshalData(s)
+	return b[1 : len(b)-1]
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -59,6 +60,14 @@ type Project struct {
 	Root string // the folder holding .dont/
 }
 
+// DirMode is the mode of .dont/: only the owner enters it. The database
+// files in it have sqlite.FileMode (0600); `dont doctor` warns when
+// either is wider.
+const DirMode os.FileMode = 0o700
+
+// StateDir is .dont/ itself.
+func (p Project) StateDir() string { return filepath.Join(p.Root, Dir) }
+
 // DBPath is the SQLite file.
 func (p Project) DBPath() string { return filepath.Join(p.Root, Dir, "dont.db") }
 
@@ -100,11 +109,15 @@ func Init(ctx context.Context, root string) (Project, error) {
 	if _, err := os.Stat(p.DBPath()); err == nil {
 		return p, errs.E(errs.AlreadyInitialised, "a dont project already exists at "+root)
 	}
-	if err := os.MkdirAll(filepath.Join(root, Dir), 0o755); err != nil {
+	if err := os.MkdirAll(p.StateDir(), DirMode); err != nil {
 		return p, errs.E(errs.StoreError, "cannot create "+Dir+": "+err.Error()).Wrap(err)
 	}
+	// MkdirAll leaves an existing folder as it is and obeys the umask.
+	if err := os.Chmod(p.StateDir(), DirMode); err != nil {
+		return p, errs.E(errs.StoreError, "cannot make "+Dir+" private: "+err.Error()).Wrap(err)
+	}
 	if _, err := os.Stat(p.ConfigPath()); errors.Is(err, os.ErrNotExist) {
-		if err := os.WriteFile(p.ConfigPath(), []byte(defaultConfig), 0o644); err != nil {
+		if err := os.WriteFile(p.ConfigPath(), []byte(defaultConfig), 0o600); err != nil {
 			return p, errs.E(errs.StoreError, "cannot write config.toml: "+err.Error()).Wrap(err)
 		}
 	}
@@ -124,6 +137,45 @@ func Init(ctx context.Context, root string) (Project, error) {
 		os.Remove(tmp + side)
 	}
 	return p, nil
+}
+
+// MakePrivate is the command, run in the project folder, that gives .dont/
+// and the database files the modes Init gives them.
+const MakePrivate = "chmod 700 .dont && chmod 600 .dont/dont.db*"
+
+// Exposure is a file of the project's state whose mode lets the group or
+// others in.
+type Exposure struct {
+	Path string
+	Mode os.FileMode // its permission bits
+	Want os.FileMode
+}
+
+// Exposed lists .dont/ and the database files (dont.db and SQLite's -wal
+// and -shm beside it) whose mode grants the group or others any
+// permission. Files that do not exist are fine. On Windows, where the
+// mode bits do not describe access, it reports nothing.
+func (p Project) Exposed() ([]Exposure, error) {
+	if runtime.GOOS == "windows" {
+		return nil, nil
+	}
+	var out []Exposure
+	for _, f := range []struct {
+		path string
+		want os.FileMode
+	}{{p.StateDir(), DirMode}, {p.DBPath(), sqlite.FileMode}, {p.DBPath() + "-wal", sqlite.FileMode}, {p.DBPath() + "-shm", sqlite.FileMode}} {
+		fi, err := os.Stat(f.path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if m := fi.Mode().Perm(); m&0o077 != 0 {
+			out = append(out, Exposure{Path: f.path, Mode: m, Want: f.want})
+		}
+	}
+	return out, nil
 }
 
 // LoadConfig reads config.toml (missing file: defaults).

@@ -17,8 +17,9 @@ import (
 // DynamoDB deletes them some time after the window; until it does, a
 // record older than the window counts as absent.
 const (
-	// IdempotencyWindow is how long a key's first response is replayed.
-	IdempotencyWindow = 24 * time.Hour
+	// IdempotencyWindow is how long a key's first response is replayed:
+	// idempotency.Window, as on every store.
+	IdempotencyWindow = idempotency.Window
 	// staleClaim is how long a claimed key whose request never finished
 	// blocks retries before it may be claimed again (a crashed function).
 	staleClaim = time.Minute

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -85,8 +86,18 @@ func Open(path string) (*Store, error) {
 	return &Store{db: db}, nil
 }
 
-// Create initialises a new database file: WAL mode and the schema.
+// FileMode is the mode of the database file and of the -wal and -shm
+// files SQLite makes beside it (it gives them the database's mode): only
+// the owner reads the store, which holds token hashes, the project secret
+// and the remembered responses.
+const FileMode os.FileMode = 0o600
+
+// Create initialises a new database file: mode FileMode whatever the
+// umask, WAL mode and the schema.
 func Create(ctx context.Context, path string) (*Store, error) {
+	if err := createPrivate(path); err != nil {
+		return nil, err
+	}
 	s, err := Open(path)
 	if err != nil {
 		return nil, err
@@ -95,11 +106,31 @@ func Create(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	if _, err := s.db.ExecContext(ctx, schema+approvalSchema+fmt.Sprintf("PRAGMA user_version=%d;", schemaVersion)); err != nil {
+	if _, err := s.db.ExecContext(ctx, schema+approvalSchema+idempotencySchema+fmt.Sprintf("PRAGMA user_version=%d;", schemaVersion)); err != nil {
 		s.Close()
 		return nil, err
 	}
+	for _, side := range []string{"-wal", "-shm"} {
+		// SQLite copies the database's mode; this holds even if it did not.
+		if err := os.Chmod(path+side, FileMode); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// createPrivate makes path (if absent) with mode FileMode, set after the
+// open so that the umask cannot widen or narrow it.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(path, FileMode)
 }
 
 // Close closes the database.

@@ -1,0 +1,57 @@
+package idempotency_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/idempotency"
+)
+
+func body(t *testing.T, kind string, data any, hints ...string) []byte {
+	t.Helper()
+	env, err := envelope.New(kind, data, nil, hints)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return envelope.Marshal(env)
+}
+
+func TestStoredFormRedactsOnlyResponsesThatCarryASecret(t *testing.T) {
+	const secret = "dont_tok:01M8K8GPM0MSBJJGEQ30XQ84KA_166ojpeskWzvZTMZmV9eUoCoAanzMavpO3gTvPnbbBg"
+	kept := map[string][]byte{
+		"another kind":               body(t, "tokens", map[string]any{"tokens": []any{}, "count": 0}),
+		"a token without its secret": body(t, "token", map[string]any{"id": "tok:1", "role": "admin"}),
+		"an error":                   envelope.Marshal(envelope.Fail(errs.E(errs.NotFound, "no such token"), nil)),
+		"not an envelope":            []byte("not json"),
+		"a spawn request":            body(t, "spawn_request", map[string]any{"callback": map[string]any{"token": "dontcb_x"}}),
+	}
+	for name, b := range kept {
+		if got := idempotency.StoredForm(b); !bytes.Equal(got, b) {
+			t.Errorf("%s was changed: %s", name, got)
+		}
+	}
+
+	first := body(t, "token", map[string]any{"id": "tok:1", "role": "admin", "token": secret}, "echoed "+secret)
+	stored := idempotency.StoredForm(first)
+	if bytes.Contains(stored, []byte(secret)) {
+		t.Fatalf("the stored form holds the secret: %s", stored)
+	}
+	var env envelope.Envelope
+	if err := json.Unmarshal(stored, &env); err != nil {
+		t.Fatal(err)
+	}
+	var data map[string]string
+	json.Unmarshal(env.Data, &data)
+	if !env.OK || env.Kind != "token" || data["token"] != idempotency.Redacted || data["id"] != "tok:1" || data["role"] != "admin" {
+		t.Fatalf("stored form: %s", stored)
+	}
+	if len(env.Warnings) != 1 || env.Warnings[0].Code != idempotency.SecretNotReplayed {
+		t.Fatalf("warnings: %+v", env.Warnings)
+	}
+	if again := idempotency.StoredForm(stored); !bytes.Equal(again, stored) {
+		t.Fatalf("a stored form is stored again as it is: %s", again)
+	}
+}
