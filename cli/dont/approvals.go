@@ -23,6 +23,7 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
+	"github.com/dont-cli/dont/internal/visible"
 	"github.com/spf13/cobra"
 )
 
@@ -96,7 +97,7 @@ func (a *app) escalateCommand(c *cobra.Command) {
 		c.SetContext(service.WithAskedNotice(c.Context(), func(ap approvals.Approval) {
 			if wait, _ := c.Flags().GetBool("no-wait"); !wait {
 				fmt.Fprintf(a.stderr, "asked %s: %s → %s for call %s; waiting until %s for an answer (dont approvals watch --session %s). Ctrl-C cancels the request.\n",
-					ap.ID, ap.From, ap.To, ap.CallID, ap.Deadline.Local().Format("15:04:05"), ap.SessionID)
+					ap.ID, visible.Line(string(ap.From)), visible.Line(ap.To), visible.Line(ap.CallID), ap.Deadline.Local().Format("15:04:05"), visible.Line(ap.SessionID))
 			}
 		}))
 		return run(c, nil)
@@ -156,15 +157,26 @@ func (a *app) framesCommand(c *cobra.Command) {
 	}
 }
 
+// frameLine is one frame for a person: its agent-written fields (call id,
+// tiers, preview, who answered) are made visible, never obeyed.
 func frameLine(f approvals.Frame) string {
 	if f.Kind == approvals.FrameRequested {
-		return fmt.Sprintf("#%d %s asked: %s → %s for call %s, until %s: %s", f.Cursor, f.RequestID, f.From, f.To, f.CallID, f.Deadline.Local().Format("15:04:05"), f.Preview)
+		until := "-"
+		if f.Deadline != nil {
+			until = f.Deadline.Local().Format("15:04:05")
+		}
+		return fmt.Sprintf("#%d %s asked: %s → %s for call %s, until %s: %s", f.Cursor, visible.Line(f.RequestID), visible.Line(string(f.From)),
+			visible.Line(f.To), visible.Line(f.CallID), until, visible.Line(f.Preview))
 	}
-	by := ""
-	if f.By != "" {
-		by = " by " + f.By
+	return fmt.Sprintf("#%d %s %s%s", f.Cursor, visible.Line(f.RequestID), visible.Line(string(f.Verdict)), byLine(f.By))
+}
+
+// byLine is " by <who answered>", or "" when nobody did.
+func byLine(by string) string {
+	if by == "" {
+		return ""
 	}
-	return fmt.Sprintf("#%d %s %s%s", f.Cursor, f.RequestID, f.Verdict, by)
+	return " by " + visible.Line(by)
 }
 
 // toolCaller runs any tool and returns its envelope: in-process on the
@@ -282,7 +294,7 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 			return nil
 		}
 	}
-	out([]string{fmt.Sprintf("watching %s as %s: y approves, n refuses the oldest open request; Ctrl-D or Ctrl-C quits", session, subscriber)})
+	out([]string{fmt.Sprintf("watching %s as %s: y approves, n refuses the oldest open request; Ctrl-D or Ctrl-C quits", visible.Line(session), visible.Line(subscriber))})
 	for _, it := range m.items() {
 		out([]string{m.describe(it.frame)})
 	}
@@ -380,14 +392,14 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 func answerLine(env envelope.Envelope, act *watchAnswer) string {
 	if !env.OK {
 		e := client.ErrorOf(env)
-		return fmt.Sprintf("%s: not answered: %s: %s", act.RequestID, e.Code, e.Message)
+		return fmt.Sprintf("%s: not answered: %s: %s", act.RequestID, visible.Line(string(e.Code)), visible.Line(e.Message))
 	}
 	var v service.ApprovalView
 	json.Unmarshal(env.Data, &v)
 	if v.Applied != nil && *v.Applied {
-		return fmt.Sprintf("%s: %s (your answer decided)", v.ID, v.Verdict)
+		return fmt.Sprintf("%s: %s (your answer decided)", visible.Line(v.ID), visible.Line(string(v.Verdict)))
 	}
-	return fmt.Sprintf("%s: already %s; your answer changed nothing", v.ID, v.Verdict)
+	return fmt.Sprintf("%s: already %s; your answer changed nothing", visible.Line(v.ID), visible.Line(string(v.Verdict)))
 }
 
 // watchModel is the watch client's state, kept apart from I/O so that its
@@ -437,25 +449,24 @@ func (m *watchModel) Frame(f approvals.Frame, now time.Time) []string {
 			return nil
 		}
 		delete(m.pending, f.RequestID)
-		by := ""
-		if f.By != "" {
-			by = " by " + f.By
-		}
-		return []string{fmt.Sprintf("%s: %s%s (cleared)", f.RequestID, f.Verdict, by)}
+		return []string{fmt.Sprintf("%s: %s%s (cleared)", visible.Line(f.RequestID), visible.Line(string(f.Verdict)), byLine(f.By))}
 	}
 	return nil
 }
 
+// describe shows a question. The reason and the preview are one line each,
+// control characters made visible: neither can fake a line of its own,
+// return the cursor or erase what the person is about to approve.
 func (m *watchModel) describe(f approvals.Frame) string {
 	reason := ""
 	if f.Reason != "" {
-		reason = "\n  reason: " + f.Reason
+		reason = "\n  reason: " + visible.Line(f.Reason)
 	}
 	cmd := ""
 	if f.Preview != "" {
-		cmd = "\n  $ " + f.Preview
+		cmd = "\n  $ " + visible.Line(f.Preview)
 	}
-	return fmt.Sprintf("%s: call %s asks %s → %s%s%s", f.RequestID, f.CallID, f.From, f.To, reason, cmd)
+	return fmt.Sprintf("%s: call %s asks %s → %s%s%s", visible.Line(f.RequestID), visible.Line(f.CallID), visible.Line(string(f.From)), visible.Line(f.To), reason, cmd)
 }
 
 // Tick clears every request whose deadline has passed on the client's clock.
@@ -464,7 +475,7 @@ func (m *watchModel) Tick(now time.Time) []string {
 	for _, it := range m.items() {
 		if !now.Before(it.deadline) {
 			delete(m.pending, it.frame.RequestID)
-			out = append(out, fmt.Sprintf("%s: deadline passed; cleared (nothing was sent)", it.frame.RequestID))
+			out = append(out, fmt.Sprintf("%s: deadline passed; cleared (nothing was sent)", visible.Line(it.frame.RequestID)))
 		}
 	}
 	return out
@@ -510,7 +521,7 @@ func (m *watchModel) Key(line string, now time.Time) (*watchAnswer, []string) {
 		approve = true
 	case "n", "no":
 	default:
-		return nil, append(said, "type y to approve or n to refuse "+it.frame.RequestID)
+		return nil, append(said, "type y to approve or n to refuse "+visible.Line(it.frame.RequestID))
 	}
 	it.answered = true
 	return &watchAnswer{RequestID: it.frame.RequestID, Approve: approve}, said
@@ -527,7 +538,7 @@ func (m *watchModel) Prompt(now time.Time) string {
 	if n := len(m.pending) - 1; n > 0 {
 		more = fmt.Sprintf(" (+%d waiting)", n)
 	}
-	return fmt.Sprintf("%s [%s left] approve %s for call %s? [y/n]%s ", it.frame.RequestID, left, it.frame.To, it.frame.CallID, more)
+	return fmt.Sprintf("%s [%s left] approve %s for call %s? [y/n]%s ", visible.Line(it.frame.RequestID), left, visible.Line(it.frame.To), visible.Line(it.frame.CallID), more)
 }
 
 // promptKey identifies what the prompt is about, so that a terminal that

@@ -22,6 +22,7 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
+	"github.com/dont-cli/dont/internal/visible"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -267,7 +268,8 @@ func (a *app) ask(ctx context.Context, t *tools.Tool, args map[string]any) bool 
 }
 
 // preview lists the typed arguments, one per line, values as JSON (so a
-// value cannot fake a line of its own): the tool's parameters in order,
+// value cannot fake a line of its own) with every control and bidi
+// character escaped (package visible): the tool's parameters in order,
 // then any other key. dont has no attachments; were there any, they would
 // be listed by name only.
 func preview(t *tools.Tool, args map[string]any) []string {
@@ -275,7 +277,7 @@ func preview(t *tools.Tool, args map[string]any) []string {
 	seen := map[string]bool{}
 	line := func(k string) {
 		b, _ := json.Marshal(args[k])
-		out = append(out, "  "+k+": "+string(b))
+		out = append(out, "  "+visible.Line(k)+": "+string(visible.JSON(b)))
 		seen[k] = true
 	}
 	for _, p := range t.Params {

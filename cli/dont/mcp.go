@@ -10,6 +10,7 @@ import (
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/tools"
+	"github.com/dont-cli/dont/internal/visible"
 	"github.com/spf13/cobra"
 )
 
@@ -35,7 +36,7 @@ func (a *app) mcpCommand() *cobra.Command {
 			if c.Context().Err() != nil {
 				e = errs.E(errs.Interrupted, "mcp: interrupted").Wrap(err)
 			}
-			fmt.Fprintln(a.stderr, "error:", e.Message)
+			fmt.Fprintln(a.stderr, "error:", visible.Line(e.Message))
 			a.exit = errs.ExitCode(e)
 			return nil
 		},

@@ -2,14 +2,22 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf16"
 
 	"github.com/chromedp/chromedp"
+	"github.com/dont-cli/dont/internal/visible"
 )
 
 // browser is one headless Chromium with the approvals page open.
@@ -198,4 +206,105 @@ func TestWebPageDismissesTheDialogAtTheDeadline(t *testing.T) {
 	if got := p.ok("approvals", "show", apr).data()["verdict"]; got != "timed-out" {
 		t.Fatalf("verdict %v, want timed-out", got)
 	}
+}
+
+// An agent's preview cannot hide its command on the page: the card shows
+// the preview, the reason and the call id with their control and bidi
+// characters made visible, as the CLI shows them.
+func TestAPreviewWithCarriageReturnCannotHideItsCommandOnTheApprovalsPage(t *testing.T) {
+	p := newApprovalProject(t)
+	approver, harness := p.token("approver"), p.token("harness")
+	srv := p.serve(t)
+	ses := p.session("read-only")
+	a := openPage(t, srv.endpoint, ses, approver)
+	apr := p.runEnv([]string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + harness}, "escalate", "--session", ses, "--call", concealingCall,
+		"--to", "workspace-write", "--reason", forgingReason, "--preview", hidingPreview, "--no-wait").str("approval_id")
+	card := `.request[data-request="` + apr + `"]`
+	a.waitCount(t, card, 1)
+	for _, c := range []struct{ sel, want string }{
+		{" .preview", shownPreview},
+		{" .reason", `needs the build cache\n  $ make test`},
+		{" .call", `c1\x1b[8m`},
+	} {
+		got, err := chromedp.Run(a.ctx, chromedp.Evaluate[string](fmt.Sprintf("document.querySelector(%q).textContent", card+c.sel)))
+		if err != nil || got != c.want {
+			t.Errorf("%s shows %q (%v), want %q", c.sel, got, err, c.want)
+		}
+	}
+	if err := a.click(card + " button.refuse"); err != nil {
+		t.Fatal(err)
+	}
+	a.waitCount(t, card, 0)
+
+	// The page never turns text into HTML.
+	resp, err := http.Get(srv.endpoint + "/approvals")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "DOMParser"} {
+		if strings.Contains(string(page), sink) {
+			t.Errorf("the approvals page uses %s", sink)
+		}
+	}
+}
+
+// The page's visible() is package visible's Line, reimplemented in
+// JavaScript: the same characters are hidden, and the same strings render
+// the same, across every code point and a few thousand mixed strings.
+func TestThePagesEscapingIsPackageVisible(t *testing.T) {
+	p := newApprovalProject(t)
+	approver := p.token("approver")
+	srv := p.serve(t)
+	a := openPage(t, srv.endpoint, p.session("read-only"), approver)
+
+	var want []int
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if !utf16.IsSurrogate(r) && visible.Hidden(r) {
+			want = append(want, int(r))
+		}
+	}
+	got, err := chromedp.Run(a.ctx, chromedp.Evaluate[[]int](`(() => { const out = [];
+		for (let cp = 0; cp <= 0x10ffff; cp++) if ((cp < 0xd800 || cp > 0xdfff) && hidden(String.fromCodePoint(cp))) out.push(cp);
+		return out; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		onlyPage, onlyGo := difference(got, want), difference(want, got)
+		t.Errorf("the page hides %d code points, package visible %d; only the page: %U; only Go: %U", len(got), len(want), onlyPage, onlyGo)
+	}
+
+	alphabet := []rune("\\nrtxuU a\n\r\t\x00\x1b\x7f\u0085\u009b\u00ad\u034f\u061c\u200b\u200d\u200e\u202e\u2028\u2066\u3164\ufe0f\ufeff\ufffd\U0001f600\U000e0041é日")
+	rng := rand.New(rand.NewPCG(12, 7))
+	inputs := []string{hidingPreview, forgingReason, concealingCall, `grep 'a\|b' C:\dir\`, ""}
+	for range 3000 {
+		s := make([]rune, rng.IntN(10))
+		for i := range s {
+			s[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		inputs = append(inputs, string(s))
+	}
+	raw, _ := json.Marshal(inputs)
+	rendered, err := chromedp.Run(a.ctx, chromedp.Evaluate[[]string](string(raw)+".map(visible)"))
+	if err != nil || len(rendered) != len(inputs) {
+		t.Fatalf("visible() on the page: %v (%d results)", err, len(rendered))
+	}
+	for i, s := range inputs {
+		if rendered[i] != visible.Line(s) {
+			t.Errorf("the page renders %q as %q, package visible as %q", s, rendered[i], visible.Line(s))
+		}
+	}
+}
+
+// difference is what a has and b lacks (both sorted).
+func difference(a, b []int) []rune {
+	var out []rune
+	for _, x := range a {
+		if _, found := slices.BinarySearch(b, x); !found {
+			out = append(out, rune(x))
+		}
+	}
+	return out
 }
