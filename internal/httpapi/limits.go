@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +62,8 @@ type idempotentCall struct {
 	// successful response remembered after: one write instead of two.
 	exclusive   bool
 	fingerprint string
+	// readOnly: the tool is annotated read-only, so the key is ignored.
+	readOnly bool
 }
 
 // begin claims the key, or returns the first response to replay.
@@ -73,7 +74,7 @@ func (i *idempotentCall) begin(ctx context.Context, body []byte) (*idempotency.R
 	if len(i.key) > 255 {
 		return nil, errs.E(errs.InvalidArgument, "Idempotency-Key is longer than 255 bytes")
 	}
-	if i.readOnly() {
+	if i.readOnly {
 		// A read changes nothing, so a retry may simply run again; a
 		// replayed read would answer stale data. No record, no writes.
 		return nil, nil
@@ -119,13 +120,6 @@ func idempotencyKeyDescription(t *tools.Tool) string {
 	}
 	return "for 24 h, a retried request with the same key returns the first response and is not applied twice; " +
 		"a secret in it (data.token of a token envelope) is replayed as \"" + idempotency.Redacted + "\" with the warning " + idempotency.SecretNotReplayed
-}
-
-// readOnly says whether the call's tool (the last element of its scope;
-// a tool name has no slash, being one path segment) is annotated read-only.
-func (i *idempotentCall) readOnly() bool {
-	t, ok := tools.Lookup(i.scope[strings.LastIndexByte(i.scope, '/')+1:])
-	return ok && t.Annotations.ReadOnly
 }
 
 // finish stores the response, in the form that may be replayed

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/idempotency"
+	"github.com/dont-cli/dont/internal/service"
 )
 
 // tokenCreate is a call that answers a new bearer token over HTTP, with
@@ -20,11 +22,11 @@ type tokenCreate struct{ name, token, tool, body, key string }
 
 func (c tokenCreate) send(a *api) reply {
 	a.t.Helper()
-	return a.raw(c.token, c.tool, c.body, "Idempotency-Key", c.key)
+	return a.raw(c.token, c.tool, c.body, "Idempotency-Key", c.key, confirm.CapsHeader, confirm.CLICaps)
 }
 
 // tokenCreates are every way to create a token over HTTP: tokens.create,
-// tokens.manage --op create, and an approver's confirm of a held create
+// tokens.manage --op create, and another admin's confirm of a held create
 // (the confirm answers the held call's result).
 func tokenCreates(t *testing.T, a *api) []tokenCreate {
 	t.Helper()
@@ -36,8 +38,19 @@ func tokenCreates(t *testing.T, a *api) []tokenCreate {
 	return []tokenCreate{
 		{"tokens.create", admin, "tokens.create", `{"args":{"role":"harness","name":"ci"},"cli_confirmed":true}`, "tc-1"},
 		{"tokens.manage --op create", admin, "tokens.manage", `{"args":{"op":"create","role":"harness"},"cli_confirmed":true}`, "tm-1"},
-		{"confirmations.confirm", a.tokens["approver"], "confirmations.confirm", `{"args":{"id":"` + held.str("confirmation_id") + `"}}`, "cc-1"},
+		{"confirmations.confirm", anotherAdmin(t, a), "confirmations.confirm", `{"args":{"id":"` + held.str("confirmation_id") + `"}}`, "cc-1"},
 	}
+}
+
+// anotherAdmin is a second admin token: only an admin other than the one
+// that asked may confirm a held tokens.create.
+func anotherAdmin(t *testing.T, a *api) string {
+	t.Helper()
+	res, err := a.svc.CreateToken(context.Background(), "admin", "second admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Data.(service.TokenView).Secret
 }
 
 // created sends c and checks that it answered a token.
@@ -112,9 +125,9 @@ func TestAReplayedTokenCreateDoesNotShowTheSecretAgain(t *testing.T) {
 			t.Fatalf("%s: the replay does not say the secret was left out: %s", c.name, again.raw)
 		}
 	}
-	// 3 of newAPI, 3 created once each: the replays created none.
-	if list := a.ok(a.tokens["admin"], "tokens.list", nil); list.data()["count"] != 6.0 {
-		t.Fatalf("%v tokens, want 6", list.data()["count"])
+	// 3 of newAPI, the second admin, 3 created once each: the replays created none.
+	if list := a.ok(a.tokens["admin"], "tokens.list", nil); list.data()["count"] != 7.0 {
+		t.Fatalf("%v tokens, want 7", list.data()["count"])
 	}
 }
 

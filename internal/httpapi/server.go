@@ -176,7 +176,8 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	replay := idempotentCall{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: principal.TokenID + principal.RequestID + "/" + name}
+	replay := idempotentCall{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: principal.TokenID + principal.RequestID + "/" + name,
+		readOnly: t.Annotations.ReadOnly}
 	// A callback token's calls resolve (or read) its one spawn.
 	replay.exclusive = t.Exclusive || principal.Role == auth.RoleCallback
 	if done, err := replay.begin(r.Context(), body); err != nil || done != nil {
