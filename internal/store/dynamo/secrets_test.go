@@ -23,6 +23,7 @@ func (a *api) post(token, tool, body, key string) (status int, raw []byte, repla
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("X-Dont-CLI-Caps", "cli-confirm-v1,cli-yes-only-v1") // as the CLI sends
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		a.t.Fatal(err)
