@@ -47,7 +47,7 @@ func TestAPreviewWithCarriageReturnCannotHideItsCommandInWatch(t *testing.T) {
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	w := p.cmd("approvals", "watch", "--session", ses)
-	stdin, _ := w.StdinPipe()
+	keys := withControllingTerminal(t, w)
 	stdout, _ := w.StdoutPipe()
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -71,9 +71,9 @@ func TestAPreviewWithCarriageReturnCannotHideItsCommandInWatch(t *testing.T) {
 	if prompt := out.expect(t, apr+" ["); !strings.Contains(prompt, `for call c1\x1b[8m? [y/n]`) {
 		t.Fatalf("the prompt is %q", prompt)
 	}
-	fmt.Fprintln(stdin, "n")
+	fmt.Fprint(keys, "n\n")
 	out.expect(t, apr+": refused (your answer decided)")
-	stdin.Close()
+	fmt.Fprint(keys, "\x04") // Ctrl-D
 	w.Wait()
 	nothingHidden(t, "approvals watch", out.all.String())
 }
@@ -146,7 +146,7 @@ func TestAgentWrittenTextKeepsItsExactBytesInJSON(t *testing.T) {
 	p.frames("--session", ses) // a live subscriber
 	apr := p.ok("escalate", "--session", ses, "--call", concealingCall, "--to", "workspace-write", "--reason", forgingReason,
 		"--preview", hidingPreview, "--no-wait").str("approval_id")
-	p.ok("approvals", "refuse", apr, "--reason", hidingPreview, "--yes")
+	p.okAnswered("approvals", "refuse", apr, "--reason", hidingPreview)
 
 	exact := func(where string, got any, want string) {
 		t.Helper()
