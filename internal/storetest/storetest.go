@@ -76,6 +76,17 @@ func missing(t *testing.T, s service.Store) {
 	if _, err := s.GetSpawn(ctx, "spawn:01HX05A9K8VP0000000000000A"); !errors.Is(err, service.ErrNotFound) {
 		t.Fatalf("GetSpawn: want ErrNotFound, got %v", err)
 	}
+	// An empty id names nothing (DynamoDB refuses an empty key), and the
+	// events about no entity are read under it.
+	if _, err := s.GetEntity(ctx, ""); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("GetEntity(\"\"): want ErrNotFound, got %v", err)
+	}
+	if _, err := s.GetSpawn(ctx, ""); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("GetSpawn(\"\"): want ErrNotFound, got %v", err)
+	}
+	if evs, err := s.Events(ctx, ""); err != nil || len(evs) != 0 {
+		t.Fatalf("Events(\"\") of an empty store: %v %v", evs, err)
+	}
 }
 
 func createOnce(t *testing.T, s service.Store) {

@@ -685,8 +685,13 @@ func (s *Store) getItem(ctx context.Context, k map[string]types.AttributeValue) 
 	return s.readItem(ctx, k, true)
 }
 
-// readItem reads one item, strongly consistent or not; nil if absent.
+// readItem reads one item, strongly consistent or not; nil if absent. An
+// empty key names no item (DynamoDB refuses it with a ValidationException,
+// e.g. the entity of Events(""), the entity-less events): nil, unread.
 func (s *Store) readItem(ctx context.Context, k map[string]types.AttributeValue, consistent bool) (map[string]types.AttributeValue, error) {
+	if attrString(k, PartitionKey) == "" || attrString(k, SortKey) == "" {
+		return nil, nil
+	}
 	in := &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: k, ConsistentRead: aws.Bool(consistent),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
 	var out *dynamodb.GetItemOutput
