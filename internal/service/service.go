@@ -119,7 +119,10 @@ func (s *Service) Conclude(ctx context.Context, in ConcludeInput) (Result, error
 	return res, nil
 }
 
-// Define records a new term.
+// Define records a new term. A CURIE names one term: the check before the
+// commit refuses a CURIE already held, and the commit's condition on the
+// CURIE (CurieKey) refuses the same to the loser of two defines that both
+// passed the check, with the same error; nothing is written.
 func (s *Service) Define(ctx context.Context, curie, doc string) (Result, error) {
 	res := s.sweepFirst(ctx)
 	if err := ledger.CheckCurie(curie); err != nil {
@@ -128,15 +131,8 @@ func (s *Service) Define(ctx context.Context, curie, doc string) (Result, error)
 	if len(doc) == 0 || len(doc) > 8192 {
 		return res, errs.E(errs.InvalidArgument, "a --doc of 1 to 8192 bytes is required").Unmet("definition must not be empty")
 	}
-	terms, err := s.Store.ListEntities(ctx, EntityFilter{Kind: ledger.KindTerm})
-	if err != nil {
-		return res, storeErr(err)
-	}
-	for _, t := range terms {
-		if t.Curie == curie {
-			return res, errs.E(errs.AlreadyExists, "term "+curie+" is already defined as "+t.ID,
-				errs.Step{Command: "dont show " + t.ID, Description: "see the existing definition"}).On(t.ID)
-		}
+	if err := s.curieFree(ctx, curie); err != nil {
+		return res, err
 	}
 	now := s.now()
 	e := ledger.Entity{
@@ -145,11 +141,37 @@ func (s *Service) Define(ctx context.Context, curie, doc string) (Result, error)
 	}
 	ev := s.event(ledger.EvDefined, e.ID, now)
 	ev.To = ledger.Unverified
-	if err := s.Store.Commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); err != nil {
+	err := s.Store.Commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}})
+	if FailedOn(err, CurieKey(curie)) {
+		// Another define committed the CURIE after the check: it is
+		// committed, so a read now finds its term.
+		if err := s.curieFree(ctx, curie); err != nil {
+			return res, err
+		}
+		return res, errs.E(errs.AlreadyExists, "term "+curie+" is already defined",
+			errs.Step{Command: "dont list --json", Description: "find the term that holds it"}).Wrap(err)
+	}
+	if err != nil {
 		return res, storeErr(err)
 	}
 	res.Kind, res.Data = ledger.KindTerm, EntityView{Entity: e}
 	return res, nil
+}
+
+// curieFree refuses a CURIE that a stored term holds, naming the oldest
+// such term (ids begin with their creation time).
+func (s *Service) curieFree(ctx context.Context, curie string) error {
+	terms, err := s.Store.ListEntities(ctx, EntityFilter{Kind: ledger.KindTerm})
+	if err != nil {
+		return storeErr(err)
+	}
+	for _, t := range terms {
+		if t.Curie == curie {
+			return errs.E(errs.AlreadyExists, "term "+curie+" is already defined as "+t.ID,
+				errs.Step{Command: "dont show " + t.ID, Description: "see the existing definition"}).On(t.ID)
+		}
+	}
+	return nil
 }
 
 // Show returns one entity, with its history if asked; for a spawn id, the

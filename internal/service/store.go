@@ -44,7 +44,9 @@ type SpawnFilter struct {
 
 // Tx is one atomic, conditional write. An event about an entity is always
 // committed together with a write of that entity; an entity's history is
-// ordered by the versions its events were written with.
+// ordered by the versions its events were written with. A term's CURIE
+// names one term: a Tx that creates a term whose CURIE another term holds
+// fails with a ConditionFailed on CurieKey(curie), whatever races.
 type Tx struct {
 	Entities []EntityPut
 	Spawns   []SpawnPut
@@ -74,6 +76,10 @@ type ConditionFailed struct {
 }
 
 func (c *ConditionFailed) Error() string { return fmt.Sprintf("condition failed on %s", c.ID) }
+
+// CurieKey is the ID of the ConditionFailed a store returns when a new
+// term's CURIE is held by another term. Entity ids never look like it.
+func CurieKey(curie string) string { return "curie#" + curie }
 
 // FailedOn reports whether err is a ConditionFailed on id.
 func FailedOn(err error, id string) bool {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,6 +33,8 @@ func Run(t *testing.T, newStore func(t *testing.T) service.Store) {
 		{"dependents and entity filters", dependents},
 		{"an entity's events keep commit order", eventOrder},
 		{"concurrent resolvers: exactly one commits", concurrentResolvers},
+		{"a CURIE is held by one term", curieHeldOnce},
+		{"concurrent terms of one CURIE: exactly one commits", concurrentCuries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -43,6 +46,11 @@ var base = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 func claim(status ledger.Status) ledger.Entity {
 	return ledger.Entity{ID: ids.New(ids.Claim, base), Kind: ledger.KindClaim, Statement: "water boils at 100 C at sea level",
 		Status: status, Version: 1, CreatedAt: base, UpdatedAt: base}
+}
+
+func term(curie string) ledger.Entity {
+	return ledger.Entity{ID: ids.New(ids.Term, base), Kind: ledger.KindTerm, Curie: curie, Definition: "a thing",
+		Status: ledger.Unverified, Version: 1, CreatedAt: base, UpdatedAt: base}
 }
 
 func ev(kind, entity string) ledger.Event {
@@ -75,6 +83,17 @@ func missing(t *testing.T, s service.Store) {
 	}
 	if _, err := s.GetSpawn(ctx, "spawn:01HX05A9K8VP0000000000000A"); !errors.Is(err, service.ErrNotFound) {
 		t.Fatalf("GetSpawn: want ErrNotFound, got %v", err)
+	}
+	// An empty id names nothing (DynamoDB refuses an empty key), and the
+	// events about no entity are read under it.
+	if _, err := s.GetEntity(ctx, ""); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("GetEntity(\"\"): want ErrNotFound, got %v", err)
+	}
+	if _, err := s.GetSpawn(ctx, ""); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("GetSpawn(\"\"): want ErrNotFound, got %v", err)
+	}
+	if evs, err := s.Events(ctx, ""); err != nil || len(evs) != 0 {
+		t.Fatalf("Events(\"\") of an empty store: %v %v", evs, err)
 	}
 }
 
@@ -350,6 +369,96 @@ func concurrentResolvers(t *testing.T, s service.Store) {
 	must(t, err)
 	if len(evs) != 1 {
 		t.Fatalf("%d resolution events, want 1", len(evs))
+	}
+}
+
+// curieHeldOnce: a new term whose CURIE another term holds fails on the
+// CURIE's key and writes nothing; other CURIEs, claims and later writes of
+// the holder are not affected, and a CURIE longer than any key limit is
+// held like a short one.
+func curieHeldOnce(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	long := "ex:" + strings.Repeat("Widget", 400)
+	for _, curie := range []string{"ex:Widget", long} {
+		first := term(curie)
+		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: first}}, Events: []ledger.Event{ev(ledger.EvDefined, first.ID)}}))
+		dup := term(curie)
+		dup.Definition = "another thing"
+		err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: dup}}, Events: []ledger.Event{ev(ledger.EvDefined, dup.ID)}})
+		wantCondition(t, err, service.CurieKey(curie))
+		if _, err := s.GetEntity(ctx, dup.ID); !errors.Is(err, service.ErrNotFound) {
+			t.Fatalf("the refused term was written: %v", err)
+		}
+		if evs, err := s.Events(ctx, dup.ID); err != nil || len(evs) != 0 {
+			t.Fatalf("the refused term's events: %v %v", evs, err)
+		}
+		// A claim beside a refused term is refused with it.
+		c := claim(ledger.Unverified)
+		err = s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: c}, {Entity: term(curie)}}})
+		wantCondition(t, err, service.CurieKey(curie))
+		if _, err := s.GetEntity(ctx, c.ID); !errors.Is(err, service.ErrNotFound) {
+			t.Fatalf("partial write: the claim beside a refused term landed: %v", err)
+		}
+		// The holder still moves.
+		next := first
+		next.Status, next.Version = ledger.Verified, 2
+		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: next, PrevVersion: 1}}, Events: []ledger.Event{ev(ledger.EvDismissed, first.ID)}}))
+	}
+	other := term("ex:Gadget")
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: other}, {Entity: claim(ledger.Unverified)}}}))
+	// The CURIE is the whole key: neither a prefix nor a case variant of it.
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: term("ex:Widge")}, {Entity: term("ex:widget")}, {Entity: term("ex:" + strings.Repeat("Widget", 399))}}}))
+	terms, err := s.ListEntities(ctx, service.EntityFilter{Kind: ledger.KindTerm})
+	must(t, err)
+	if len(terms) != 6 {
+		t.Fatalf("%d terms stored, want 6", len(terms))
+	}
+}
+
+// concurrentCuries: writers race, each creating its own term of one of a
+// few CURIEs; for each CURIE exactly one commits, the others fail on its
+// key, and one term of it is stored.
+func concurrentCuries(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	const curies, racers = 3, 8
+	var wins [curies]atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for c := 0; c < curies; c++ {
+		curie := fmt.Sprintf("ex:Raced%d", c)
+		for r := 0; r < racers; r++ {
+			e := term(curie)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev(ledger.EvDefined, e.ID)}})
+				switch {
+				case err == nil:
+					wins[c].Add(1)
+				case service.FailedOn(err, service.CurieKey(curie)):
+				default:
+					t.Errorf("term %s of %s: %v", e.ID, curie, err)
+				}
+			}()
+		}
+	}
+	close(start)
+	wg.Wait()
+	terms, err := s.ListEntities(ctx, service.EntityFilter{Kind: ledger.KindTerm})
+	must(t, err)
+	held := map[string]int{}
+	for _, e := range terms {
+		held[e.Curie]++
+		if evs, err := s.Events(ctx, e.ID); err != nil || len(evs) != 1 {
+			t.Errorf("term %s: events %v %v", e.ID, evs, err)
+		}
+	}
+	for c := range curies {
+		curie := fmt.Sprintf("ex:Raced%d", c)
+		if wins[c].Load() != 1 || held[curie] != 1 {
+			t.Errorf("%s: %d commits, %d terms stored; want exactly one", curie, wins[c].Load(), held[curie])
+		}
 	}
 }
 

@@ -139,6 +139,9 @@ func (s *Standin) serve(r *http.Request) *response {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
+	if resp := s.checkKeys(op, body); resp != nil {
+		return resp
+	}
 	var resp *response
 	switch op {
 	case "UpdateTimeToLive":

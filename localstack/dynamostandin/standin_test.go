@@ -392,6 +392,66 @@ func due(t *testing.T, ctx context.Context, ddb *dynamodb.Client, now time.Time,
 	return nil
 }
 
+// Keys DynamoDB refuses are refused in every operation that names an
+// item, before anything is written; the largest keys it accepts are kept.
+func TestKeysBeyondDynamoDBLimitsAreValidationErrors(t *testing.T) {
+	ctx := context.Background()
+	ddb := client(t, New("us-east-1"))
+	createTable(t, ctx, ddb)
+	wantValidation := func(what string, err error, detail string) {
+		t.Helper()
+		apiErr, ok := errors.AsType[smithy.APIError](err)
+		if !ok || apiErr.ErrorCode() != "ValidationException" || !strings.Contains(apiErr.ErrorMessage(), detail) {
+			t.Errorf("%s: err = %v, want a ValidationException about %q", what, err, detail)
+		}
+	}
+	longSK, longPK := strings.Repeat("k", 1025), strings.Repeat("p", 2049)
+	wideSK := strings.Repeat("€", 342) // 342 runes, 1026 bytes
+	for _, tc := range []struct {
+		what, pk, sk, detail string
+	}{
+		{"sort key of 1025 bytes", "p", longSK, "range keys has exceeded the size limit of 1024 bytes"},
+		{"sort key of 1026 UTF-8 bytes", "p", wideSK, "range keys has exceeded the size limit of 1024 bytes"},
+		{"partition key of 2049 bytes", longPK, "s", "hashkey has exceeded the maximum size limit of 2048 bytes"},
+		{"empty sort key", "p", "", "cannot contain an empty string value. Key: sk"},
+		{"empty partition key", "", "s", "cannot contain an empty string value. Key: pk"},
+	} {
+		_, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: key(tc.pk, tc.sk)})
+		wantValidation("PutItem, "+tc.what, err, tc.detail)
+		_, err = ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key(tc.pk, tc.sk)})
+		wantValidation("GetItem, "+tc.what, err, tc.detail)
+		_, err = ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key(tc.pk, tc.sk)})
+		wantValidation("DeleteItem, "+tc.what, err, tc.detail)
+		_, err = ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key(tc.pk, tc.sk),
+			UpdateExpression: aws.String("SET v = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": n(1)}})
+		wantValidation("UpdateItem, "+tc.what, err, tc.detail)
+		_, err = ddb.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{
+			table: {{PutRequest: &types.PutRequest{Item: key("fine", "fine")}}, {PutRequest: &types.PutRequest{Item: key(tc.pk, tc.sk)}}}}})
+		wantValidation("BatchWriteItem, "+tc.what, err, tc.detail)
+		_, err = ddb.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+			table: {Keys: []map[string]types.AttributeValue{key(tc.pk, tc.sk)}}}})
+		wantValidation("BatchGetItem, "+tc.what, err, tc.detail)
+		_, err = ddb.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: aws.String(table), Item: key("fine", "fine")}},
+			{Put: &types.Put{TableName: aws.String(table), Item: key(tc.pk, tc.sk), ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+		}})
+		wantValidation("TransactWriteItems, "+tc.what, err, tc.detail)
+		_, err = ddb.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
+			{Get: &types.Get{TableName: aws.String(table), Key: key(tc.pk, tc.sk)}}}})
+		wantValidation("TransactGetItems, "+tc.what, err, tc.detail)
+	}
+	// Nothing of a refused request was written.
+	if got, err := ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key("fine", "fine")}); err != nil || got.Item != nil {
+		t.Errorf("an item of a refused request was written: %v %v", got.Item, err)
+	}
+	// The limits themselves are accepted.
+	for _, k := range []map[string]types.AttributeValue{key("p", strings.Repeat("k", 1024)), key(strings.Repeat("p", 2048), "s")} {
+		if _, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: k}); err != nil {
+			t.Errorf("PutItem at the limit: %v", err)
+		}
+	}
+}
+
 func TestTransactWriteItemsClientRequestToken(t *testing.T) {
 	ctx := context.Background()
 	ddb := client(t, New("us-east-1"))

@@ -20,6 +20,7 @@
 //	history of one commit     P#<p>#H#<entity id>        <12-digit entity version>
 //	event with no entity      P#<p>#H#<request id>       X#<event id>
 //	dependency edge           P#<p>#D#<depends on>       <entity id>
+//	a term's CURIE            P#<p>#CURIE                <curie> (see curieSortKey)
 //	spawn (as issued)         P#<p>#S                    <spawn id>
 //	token (project's list)    P#<p>#T                    <token id>
 //	callback secret           P#<p>#M                    secret
@@ -74,7 +75,12 @@
 // the entity a spawn's resolution writes also on that spawn being the one
 // pending there, so that the spawn's condition and the entity's are one
 // item's — spawns on no entity on absence or on still being pending,
-// history items on absence. A TransactionCanceledException whose reasons
+// history items on absence; a new term's transaction also puts its
+// CURIE's item (which names the term) on absence, so that of two terms of
+// one CURIE only the first commits. Terms written before CURIE items
+// existed have none: the service's read before a define finds those, as
+// they are committed; only defines that have not committed yet can race,
+// and each carries its item. A TransactionCanceledException whose reasons
 // include ConditionalCheckFailed becomes service.ConditionFailed naming
 // the item at that index. Conflicts, throttling and server errors are
 // retried with capped exponential backoff and full jitter; every attempt
@@ -101,6 +107,8 @@ package dynamo
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -173,6 +181,20 @@ func (s *Store) spawnPK() string                 { return s.prefix + "S" }
 func (s *Store) tokenListPK() string             { return s.prefix + "T" }
 func (s *Store) metaPK() string                  { return s.prefix + "M" }
 func (s *Store) idempotencyPK(key string) string { return s.prefix + "I#" + key }
+func (s *Store) curiePK() string                 { return s.prefix + "CURIE" }
+
+// maxCurieKey keeps a CURIE's sort key within DynamoDB's 1024 bytes.
+const maxCurieKey = 512
+
+// curieSortKey is a CURIE's sort key: the CURIE, or, past maxCurieKey
+// bytes, "#" and its SHA-256 in hex (a CURIE never starts with "#").
+func curieSortKey(curie string) string {
+	if len(curie) <= maxCurieKey {
+		return curie
+	}
+	sum := sha256.Sum256([]byte(curie))
+	return "#" + hex.EncodeToString(sum[:])
+}
 
 // pendingPK is the index partition of this project's pending spawns.
 func (s *Store) pendingPK() string { return s.spawnPK() }
@@ -509,8 +531,8 @@ func (s *Store) planTransaction(ctx context.Context, tx service.Tx, written map[
 // pending on it, on that spawn still being the one pending: the spawn's
 // condition and the entity's in one item), then its history item — the
 // stored tail and this commit's events, keyed by the version of the first
-// of them, with the spawn this commit resolved — then, for a new entity,
-// its dependency edges.
+// of them, with the spawn this commit resolved — then, for a new term, its
+// CURIE's item, and for a new entity its dependency edges.
 func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entitySpawns, evs []ledger.Event, add func(string, types.TransactWriteItem), indexUnits *float64) error {
 	e := put.Entity
 	if o == nil {
@@ -575,6 +597,11 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 			return err
 		}
 		add(e.ID, putNew(s.table, h))
+	}
+	if put.PrevVersion == 0 && e.Kind == ledger.KindTerm && e.Curie != "" {
+		c := key(s.curiePK(), curieSortKey(e.Curie))
+		c["ent"] = str(e.ID)
+		add(service.CurieKey(e.Curie), putNew(s.table, c))
 	}
 	if put.PrevVersion == 0 {
 		seen := map[string]bool{}
@@ -685,8 +712,13 @@ func (s *Store) getItem(ctx context.Context, k map[string]types.AttributeValue) 
 	return s.readItem(ctx, k, true)
 }
 
-// readItem reads one item, strongly consistent or not; nil if absent.
+// readItem reads one item, strongly consistent or not; nil if absent. An
+// empty key names no item (DynamoDB refuses it with a ValidationException,
+// e.g. the entity of Events(""), the entity-less events): nil, unread.
 func (s *Store) readItem(ctx context.Context, k map[string]types.AttributeValue, consistent bool) (map[string]types.AttributeValue, error) {
+	if attrString(k, PartitionKey) == "" || attrString(k, SortKey) == "" {
+		return nil, nil
+	}
 	in := &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: k, ConsistentRead: aws.Bool(consistent),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
 	var out *dynamodb.GetItemOutput

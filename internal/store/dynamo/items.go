@@ -23,7 +23,7 @@ import (
 //	kind  entity kind
 //	ps    the id of the spawn pending on an entity
 //	tail  an entity's events of an inline commit (JSON array), or tailz
-//	ent   a spawn's entity id
+//	ent   a spawn's entity id, or the term that holds a CURIE item's CURIE
 //	project  the project of a global token
 //	req   a spawn's request payload, or reqz: the same, gzip-compressed
 //	h     a history item: {"evs": one commit's events about one entity,

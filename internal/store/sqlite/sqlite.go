@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
@@ -24,7 +25,8 @@ import (
 	sqlite3lib "modernc.org/sqlite/lib"
 )
 
-const schemaVersion = 1
+// schemaVersion 2 added the term CURIE key (curieSchema).
+const schemaVersion = 2
 
 const schema = `
 CREATE TABLE IF NOT EXISTS entities(
@@ -52,6 +54,32 @@ CREATE TABLE IF NOT EXISTS idempotency(
 	status INTEGER NOT NULL DEFAULT 0, body BLOB, created_at TEXT NOT NULL);
 `
 
+// curieSchema makes a term's CURIE a unique key: the column entities.curie,
+// set on a term's row when it is inserted, and a unique index over it.
+// Create adds both after schema (the version 1 tables); a database made
+// before them is migrated on first commit by ensureCurieKey, in one
+// immediate transaction: the column is added and filled from the stored
+// documents. Such a database may already hold several terms of one CURIE
+// (defines that raced before the key existed); the oldest of them — the
+// least id, ids beginning with their creation time — holds the key, and
+// the others keep their rows and history with no curie, outside the
+// partial index. They are read as before, and the service, which reports
+// the oldest term of a CURIE, refuses any new term of it.
+const curieSchema = `
+CREATE UNIQUE INDEX IF NOT EXISTS entities_curie ON entities(curie) WHERE curie IS NOT NULL;
+`
+
+// curieVersion is the schema version that added the CURIE key.
+const curieVersion = 2
+
+// curieBackfill gives each CURIE's oldest term the key.
+const curieBackfill = `
+UPDATE entities SET curie = held.c FROM (
+	SELECT min(id) AS id, json_extract(CAST(doc AS TEXT), '$.curie') AS c FROM entities
+	WHERE kind = 'term' GROUP BY c HAVING c IS NOT NULL AND c <> ''
+) AS held WHERE entities.id = held.id;
+`
+
 // timeKey is fixed-width so that text order is time order.
 const timeKey = "2006-01-02T15:04:05.000000000Z"
 
@@ -71,6 +99,8 @@ type Store struct {
 
 	secretMu sync.Mutex
 	secret   []byte
+
+	curieReady atomic.Bool // the CURIE key exists (ensureCurieKey)
 }
 
 // Open opens an existing database file without touching its schema.
@@ -117,6 +147,10 @@ func Create(ctx context.Context, path string) (*Store, error) {
 			return nil, err
 		}
 	}
+	if err := s.ensureCurieKey(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -131,6 +165,53 @@ func createPrivate(path string) error {
 		return err
 	}
 	return os.Chmod(path, FileMode)
+}
+
+// ensureCurieKey makes sure the CURIE key exists (see curieSchema): a read
+// once per Store when it does, a migration in one immediate transaction
+// when it does not. Another process may migrate first: the transaction
+// checks again.
+func (s *Store) ensureCurieKey(ctx context.Context) error {
+	if s.curieReady.Load() {
+		return nil
+	}
+	const probe = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'entities_curie'"
+	var n int
+	if err := s.db.QueryRowContext(ctx, probe).Scan(&n); err != nil {
+		return classify(err)
+	}
+	if n == 0 {
+		if err := s.write(ctx, func(tx *sql.Tx) error {
+			if err := tx.QueryRowContext(ctx, probe).Scan(&n); err != nil || n > 0 {
+				return err
+			}
+			var cols int
+			if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info('entities') WHERE name = 'curie'").Scan(&cols); err != nil {
+				return err
+			}
+			if cols == 0 {
+				if _, err := tx.ExecContext(ctx, "ALTER TABLE entities ADD COLUMN curie TEXT"); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, curieBackfill); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, curieSchema); err != nil {
+				return err
+			}
+			var version int
+			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil || version >= curieVersion {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version=%d", curieVersion))
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	s.curieReady.Store(true)
+	return nil
 }
 
 // Close closes the database.
@@ -252,6 +333,9 @@ func queryDocs[T any](ctx context.Context, db *sql.DB, q string, args ...any) ([
 // Commit implements service.Store: all writes in one immediate
 // transaction, each conditional, retried while another process holds the lock.
 func (s *Store) Commit(ctx context.Context, t service.Tx) error {
+	if err := s.ensureCurieKey(ctx); err != nil {
+		return err
+	}
 	return s.write(ctx, func(tx *sql.Tx) error { return s.commit(ctx, tx, t) })
 }
 
@@ -287,8 +371,17 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {
 		}
 		var res sql.Result
 		if p.PrevVersion == 0 {
-			res, err = tx.ExecContext(ctx, "INSERT INTO entities(id, kind, status, version, doc) VALUES(?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
-				p.Entity.ID, p.Entity.Kind, string(p.Entity.Status), p.Entity.Version, doc)
+			// A term's CURIE is its unique key (curieSchema); a taken one
+			// fails the insert with a constraint error, not a conflict on id.
+			var curie sql.NullString
+			if p.Entity.Kind == ledger.KindTerm && p.Entity.Curie != "" {
+				curie = sql.NullString{String: p.Entity.Curie, Valid: true}
+			}
+			res, err = tx.ExecContext(ctx, "INSERT INTO entities(id, kind, status, version, doc, curie) VALUES(?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
+				p.Entity.ID, p.Entity.Kind, string(p.Entity.Status), p.Entity.Version, doc, curie)
+			if curie.Valid && isUnique(err) {
+				return &service.ConditionFailed{ID: service.CurieKey(curie.String)}
+			}
 		} else {
 			res, err = tx.ExecContext(ctx, "UPDATE entities SET status = ?, version = ?, doc = ? WHERE id = ? AND version = ?",
 				string(p.Entity.Status), p.Entity.Version, doc, p.Entity.ID, p.PrevVersion)
@@ -356,6 +449,12 @@ func affectedOne(res sql.Result, err error, id string) error {
 		return &service.ConditionFailed{ID: id}
 	}
 	return nil
+}
+
+// isUnique reports a UNIQUE constraint failure.
+func isUnique(err error) bool {
+	var se *sqlite3.Error
+	return errors.As(err, &se) && se.Code() == sqlite3lib.SQLITE_CONSTRAINT_UNIQUE
 }
 
 func isBusy(err error) bool {

@@ -2,15 +2,24 @@ package sqlite_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/storetest"
 )
+
+var ctx = context.Background()
 
 func newStore(t *testing.T) *sqlite.Store {
 	t.Helper()
@@ -59,5 +68,124 @@ func TestPathsWithURIMetacharactersOpen(t *testing.T) {
 	s.Close()
 	if _, err := os.Stat(filepath.Join(dir, "dont.db")); err != nil {
 		t.Fatalf("database not created at the literal path: %v", err)
+	}
+}
+
+// legacyDB is a database made before the CURIE key, holding what racing
+// defines could leave then: two terms of ex:Widget (the older first), one
+// of ex:Gadget and a claim, each with its defining event.
+func legacyDB(t *testing.T) (path string, older, newer, gadget ledger.Entity) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "dont.db")
+	s, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.DB().Exec("PRAGMA journal_mode=WAL;" + sqlite.V1Schema + "PRAGMA user_version=1;"); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	newTerm := func(curie string, at time.Time) ledger.Entity {
+		return ledger.Entity{ID: ids.New(ids.Term, at), Kind: ledger.KindTerm, Curie: curie, Definition: "defined before the key",
+			Status: ledger.Unverified, Version: 1, CreatedAt: at, UpdatedAt: at}
+	}
+	older, newer, gadget = newTerm("ex:Widget", at), newTerm("ex:Widget", at.Add(time.Millisecond)), newTerm("ex:Gadget", at)
+	c := ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Statement: "a claim", Status: ledger.Unverified, Version: 1, CreatedAt: at, UpdatedAt: at}
+	for _, e := range []ledger.Entity{newer, c, gadget, older} { // insertion order is not age
+		doc, _ := json.Marshal(e)
+		ev, _ := json.Marshal(ledger.Event{ID: ids.New(ids.Event, at), Kind: ledger.EvDefined, EntityID: e.ID, At: at})
+		if _, err := s.DB().Exec("INSERT INTO entities(id, kind, status, version, doc) VALUES(?,?,?,?,?)", e.ID, e.Kind, e.Status, e.Version, doc); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.DB().Exec("INSERT INTO events(id, entity_id, kind, doc) VALUES(?,?,?,?)", ids.New(ids.Event, at), e.ID, ledger.EvDefined, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path, older, newer, gadget
+}
+
+// A database made before the CURIE key is migrated on its first commit:
+// the oldest term of each CURIE holds the key, a later duplicate keeps its
+// row and history outside the key, and no new term of a held CURIE is
+// written — the service refuses it naming the oldest.
+func TestADatabaseMadeBeforeTheCurieKeyIsMigratedKeepingTheOldestTerm(t *testing.T) {
+	path, older, newer, gadget := legacyDB(t)
+	s, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	svc := &service.Service{Store: s}
+	for curie, holder := range map[string]string{"ex:Widget": older.ID, "ex:Gadget": gadget.ID} {
+		_, err := svc.Define(ctx, curie, "defined again")
+		if e := errs.As(err); e.Code != errs.AlreadyExists || e.EntityID != holder {
+			t.Fatalf("define %s: %v, want already-exists on %s", curie, err, holder)
+		}
+	}
+	if _, err := svc.Define(ctx, "ex:Sprocket", "a new term"); err != nil {
+		t.Fatal(err)
+	}
+	var version int
+	if err := s.DB().QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != 2 {
+		t.Fatalf("user_version = %d %v, want 2", version, err)
+	}
+	held := map[string]string{}
+	rows, err := s.DB().Query("SELECT id, coalesce(curie, '') FROM entities")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, curie string
+		rows.Scan(&id, &curie)
+		held[id] = curie
+	}
+	rows.Close()
+	if held[older.ID] != "ex:Widget" || held[newer.ID] != "" || held[gadget.ID] != "ex:Gadget" {
+		t.Fatalf("keys after the migration: %v", held)
+	}
+	// The duplicate is still read as before.
+	if e, err := s.GetEntity(ctx, newer.ID); err != nil || e.Curie != "ex:Widget" {
+		t.Fatalf("the later duplicate: %+v %v", e, err)
+	}
+	if evs, err := s.Events(ctx, newer.ID); err != nil || len(evs) != 1 {
+		t.Fatalf("the later duplicate's history: %v %v", evs, err)
+	}
+	terms, err := s.ListEntities(ctx, service.EntityFilter{Kind: ledger.KindTerm})
+	if err != nil || len(terms) != 4 {
+		t.Fatalf("terms after the migration: %d %v", len(terms), err)
+	}
+	// The store itself refuses a new term of a held CURIE.
+	dup := older
+	dup.ID = ids.New(ids.Term, time.Now())
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: dup}}}); !service.FailedOn(err, service.CurieKey("ex:Widget")) {
+		t.Fatalf("commit of a third ex:Widget: %v", err)
+	}
+}
+
+// Processes that open a database made before the CURIE key all commit at
+// once: one migrates, the others find it migrated inside their transaction.
+func TestConcurrentFirstCommitsMigrateOnce(t *testing.T) {
+	path, _, _, _ := legacyDB(t)
+	const n = 6
+	var wg sync.WaitGroup
+	fails := make([]error, n)
+	for i := range n {
+		s, err := sqlite.Open(path) // one store per process
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, fails[i] = (&service.Service{Store: s}).Define(ctx, fmt.Sprintf("ex:Part%d", i), "a part")
+		}()
+	}
+	wg.Wait()
+	for i, err := range fails {
+		if err != nil {
+			t.Errorf("first commit %d: %v", i, err)
+		}
 	}
 }
