@@ -175,8 +175,15 @@ func TestStdinIDsWorkAgainstTheRemoteAPI(t *testing.T) {
 
 func TestSIGPIPEExitsZero(t *testing.T) {
 	p := newProject(t)
-	for i := range 300 {
-		p.ok("conclude", fmt.Sprintf("claim number %d with enough words to make the listing long", i))
+	// The listing must outgrow a pipe's buffer (64 KiB on Linux) for
+	// `| head -c1` below to close the pipe under dont's write: 30 claims of
+	// about 3 KB each, a tenth of the processes 300 short claims took.
+	words := strings.Repeat(" with enough words to make the listing long", 70)
+	for i := range 30 {
+		p.ok("conclude", fmt.Sprintf("claim number %d%s", i, words))
+	}
+	if out, err := p.cmd("list").Output(); err != nil || len(out) < 80<<10 {
+		t.Fatalf("the listing is %d bytes (%v), not longer than a pipe's buffer", len(out), err)
 	}
 	// The reader is gone before dont writes a byte.
 	r, w, err := os.Pipe()

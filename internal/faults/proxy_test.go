@@ -50,7 +50,10 @@ func TestDynamoStoreThroughTheFaultProxy(t *testing.T) {
 		st := dynamo.New(standin.Client(url, nil), table, "faults")
 		return &service.Service{Store: st, Tokens: st, Now: clock, SpawnTimeout: time.Minute, Author: "faults"}
 	}
-	const workers, rounds = 4, 15
+	workers, rounds := 4, 15
+	if testing.Short() { // go test -short: a third of the lifecycles; CI runs the full count
+		rounds = 5
+	}
 	var wg sync.WaitGroup
 	errc := make(chan error, workers)
 	for w := 0; w < workers; w++ {

@@ -20,17 +20,26 @@ import (
 	"pgregory.net/rapid"
 )
 
-// The operation budget per backend: CI runs the default; a long run is
+// The operation budget per backend: CI runs the default (go test without
+// -short); go test -short runs a tenth of it, at least shortBudget
+// operations per backend, so every backend's histories are still checked;
+// a long run is
 //
 //	DONT_LINEARIZE_OPS=100000 go test ./internal/linearize/ -run Linearizable -v -timeout 2h
 //
 // and DONT_LINEARIZE_BACKENDS=sqlite,http,serve picks backends.
+// DONT_LINEARIZE_OPS wins over -short.
 func budget(def int) int {
 	if n, err := strconv.Atoi(os.Getenv("DONT_LINEARIZE_OPS")); err == nil && n > 0 {
 		return n
 	}
+	if testing.Short() {
+		return max(def/10, shortBudget)
+	}
 	return def
 }
+
+const shortBudget = 100
 
 func wanted(name string) bool {
 	list := os.Getenv("DONT_LINEARIZE_BACKENDS")
