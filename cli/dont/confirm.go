@@ -144,7 +144,7 @@ func skipFlagValue(argv []string) []string {
 	return out
 }
 
-// gatedCall is the CLI gate (seed "Flags and exit codes"): merge the final
+// gatedCall is the CLI gate (docs/design.md §7.2): merge the final
 // arguments, decide, preview and prompt if needed, then send one request —
 // or nothing at all.
 func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map[string]any) error {

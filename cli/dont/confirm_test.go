@@ -1,10 +1,9 @@
 package main
 
-// The rows of both tables of ../shared/seeds/client-side-confirmation.md
-// ("Flags and exit codes" and "Per-operation actions", mapped onto dont's
-// actions), each run through the real binary twice: against the real API
-// handler behind a counting middleware (remote mode) and on the embedded
-// store (no server). Every row checks the exit code, stdout (empty on a
+// The rows of both tables of client-side confirmation (docs/design.md §7.1,
+// the gated actions, and §7.2, flags and exit codes), each run through the
+// real binary twice: against the real API handler behind a counting
+// middleware (remote mode) and on the embedded store (no server). Every row checks the exit code, stdout (empty on a
 // decline), the exact stderr lines, and what reached the server / the store.
 
 import (
@@ -205,7 +204,7 @@ func stderrLines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
-// gateRow is one row of a seed table.
+// gateRow is one row of a table of docs/design.md §7.1 or §7.2.
 type gateRow struct {
 	name string
 	// build returns the command line, stdin and the exact stderr lines.
@@ -486,8 +485,8 @@ func skipFile(value string) func(g *gateEnv) ([]string, string, []string) {
 	}
 }
 
-// The "Per-operation actions" table, mapped onto dont: actions dispatched
-// on --op, with their exempt read values, plus the actions gated as a whole.
+// The gated actions (docs/design.md §7.1): actions dispatched on --op,
+// with their exempt read values, plus the actions gated as a whole.
 func TestPerOperationActionsTable(t *testing.T) {
 	asked := func(command string, preview ...string) []string {
 		return cat(pv(preview...), "About to execute "+command+". Proceed? [y/N] ")

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The attack of issue 12 through the CLI: eight dont define processes of
+// Attack 9 of docs/security.md through the CLI: eight dont define processes of
 // one CURIE on one embedded project, started together, each holding its
 // write transaction open for a second before it commits
 // (DONT_FAULT_COMMIT_DELAY), so that all have read that no term holds the

@@ -27,7 +27,7 @@ type operatorEvent struct {
 			Role    string `json:"role"`
 			Name    string `json:"name"`
 		} `json:"create_token"`
-		// SetProject sets a project's own settings (DESIGN §5: the spawn
+		// SetProject sets a project's own settings (docs/design.md §5.5: the spawn
 		// timeout is per project; the deployment's DONT_SPAWN_TIMEOUT is
 		// the default).
 		SetProject *struct {

@@ -1,5 +1,5 @@
 // Package approvals holds the rules of tier escalation with human approval
-// (seed tier-escalation-story.txt): the three confinement tiers and their
+// (docs/design.md §6): the three confinement tiers and their
 // hop table, which escalations may become questions at all (ValidateHop),
 // how an answer becomes a verdict before anything acts on it, the
 // deadline, first-answer-wins, the one constructor of ending frames and
@@ -26,7 +26,7 @@ const (
 // Tiers lists every tier, narrowest first.
 var Tiers = []Tier{ReadOnly, WorkspaceWrite, DangerFullAccess}
 
-// hops is the hop table of the seed, exactly:
+// hops is the hop table of docs/design.md §6.1, exactly:
 //
 //	read-only          -> workspace-write, danger-full-access
 //	workspace-write    -> danger-full-access
@@ -170,8 +170,8 @@ type Approval struct {
 
 // Grant is the tier an approval grants to its one call. Only an approved
 // approval yields a tier: a refusal never does, so a refused command is
-// never run at all (running it at the narrower tier is the accident the
-// seed warns about).
+// never run at all (running it at the narrower tier would do the wider
+// tier's work by accident: docs/design.md §6.2).
 func (a Approval) Grant() (Tier, bool) {
 	if a.State == Resolved && a.Verdict == Approved && Tier(a.To).Valid() {
 		return Tier(a.To), true

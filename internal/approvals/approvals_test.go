@@ -1,6 +1,6 @@
 package approvals
 
-// Tests named after the rules of ../../../shared/seeds/tier-escalation-story.txt.
+// Tests named after the rules of tier escalation, docs/design.md §6.
 
 import (
 	"fmt"
@@ -29,7 +29,7 @@ func TestTheHopTableIsTheSeedsTable(t *testing.T) {
 	if Hops("root") != nil {
 		t.Fatal("an unknown tier has a row")
 	}
-	// Every pair, against the table as the seed prints it.
+	// Every pair, against the table as docs/design.md §6.1 prints it.
 	for _, from := range Tiers {
 		for _, to := range Tiers {
 			in := false
@@ -71,8 +71,8 @@ func TestTargetMustBeInTheRowOfTheCallsCurrentTier(t *testing.T) {
 }
 
 func TestANonWideningTargetIsRefused(t *testing.T) {
-	// The seed: a call running at workspace-write that asks for read-only
-	// passes a name-shape check and is still nonsense.
+	// docs/design.md §6.1: a call running at workspace-write that asks for
+	// read-only passes a name-shape check and is still nonsense.
 	r := ValidateHop("ses:a", CallOf("ses:a", WorkspaceWrite, "c1", nil), string(ReadOnly))
 	if r == nil || r.Rule != RuleNotInRow || !strings.Contains(r.Message, "workspace-write") {
 		t.Fatalf("workspace-write -> read-only: %v", r)

@@ -54,7 +54,7 @@ type Plan struct {
 	Err        *errs.Error
 }
 
-// Decide applies the seed's "Flags and exit codes" table to one call.
+// Decide applies the table of docs/design.md §7.2 to one call.
 func Decide(c Call) Plan {
 	skips, err := SkipValues(c.Args)
 	if err != nil && c.Gate.Gated() {

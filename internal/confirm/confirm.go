@@ -1,5 +1,5 @@
-// Package confirm holds the rules of client-side confirmation (seed
-// client-side-confirmation.md, DESIGN §7): which calls a tool's
+// Package confirm holds the rules of client-side confirmation
+// (docs/design.md §7): which calls a tool's
 // annotations gate, how a confirmation exemption is matched on the final
 // merged arguments, what the CLI does with --yes, --no-input, --args-file -
 // and the deprecated skip parameters, what the server does with a call
@@ -41,7 +41,7 @@ var SkipParams = []string{SkipParam, AutoSkipParam}
 // StatusPending is data.status of the answer to a held call.
 const StatusPending = "pending_confirmation"
 
-// The fixed lines of the CLI gate, exactly as the seed words them.
+// The fixed lines of the CLI gate, exactly as docs/design.md §7.2 words them.
 const (
 	AbortedLine    = "Aborted, nothing was sent."
 	DeprecatedLine = "[DEPRECATED] --skip_confirmation / --auto_skip_confirmation still work but are deprecated on this CLI — use --yes instead."

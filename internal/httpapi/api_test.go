@@ -377,7 +377,7 @@ func TestPerTokenRateLimitAnswers429WithRetryAfter(t *testing.T) {
 	}
 }
 
-// The race scenarios of the spawn seed, through the API: concurrent
+// The race scenarios of docs/design.md §5.4, through the API: concurrent
 // callbacks and sweeps over HTTP, exactly one resolver.
 func TestRaceScenariosOverHTTPResolveOnce(t *testing.T) {
 	a := newAPI(t)

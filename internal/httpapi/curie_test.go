@@ -11,7 +11,7 @@ import (
 	"github.com/dont-cli/dont/internal/storetest"
 )
 
-// The attack of issue 12 over HTTP: eight concurrent POST
+// Attack 9 of docs/security.md over HTTP: eight concurrent POST
 // /v1/tools/define of one CURIE, every one of them having read that no
 // term holds it before any commits (storetest.Rendezvous). One term is
 // stored; the other seven get 409 already-exists naming it, as any define

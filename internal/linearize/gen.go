@@ -66,10 +66,11 @@ func GenScenario(t *rapid.T, m Mix) Scenario {
 	return sc
 }
 
-// GenRace draws the seed's race scenarios on one entity: a spawn is issued
-// (perhaps after the entity was verified or doubted), its deadline perhaps
-// passes, and then 2–6 clients race callbacks, sweeps, expiries, moves and
-// reads — timeout against callback, duplicate callbacks, late callbacks.
+// GenRace draws the race scenarios of docs/design.md §5.4 on one entity:
+// a spawn is issued (perhaps after the entity was verified or doubted), its
+// deadline perhaps passes, and then 2–6 clients race callbacks, sweeps,
+// expiries, moves and reads — timeout against callback, duplicate
+// callbacks, late callbacks.
 func GenRace(t *rapid.T, m Mix) Scenario {
 	if rapid.IntRange(0, 3).Draw(t, "guess race?") == 0 {
 		return genGuessRace(t, m)

@@ -2,7 +2,7 @@
 // records the invocations and responses of concurrent clients against a
 // backend (SQLite in-process, the HTTP API, a real `dont serve`) and checks
 // the history with porcupine against a sequential model of the resolver
-// rules. The model is the seed's rules written as a state machine:
+// rules. The model is docs/design.md §5.4 written as a state machine:
 //
 //   - exactly one terminal resolver (callback or timeout) per request id;
 //   - a resolver that loses changes nothing and sees the winner's outcome;

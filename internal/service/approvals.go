@@ -1,7 +1,7 @@
 package service
 
-// Tier escalation with human approval (seed tier-escalation-story.txt,
-// DESIGN §6). The rules live in internal/approvals; this file orders them
+// Tier escalation with human approval, as docs/design.md §6 describes
+// it. The rules live in internal/approvals; this file orders them
 // so that the escalation fails closed: the hop is validated before any
 // question exists, a question exists only if someone can answer it, an
 // answer is mapped to a verdict before anything acts on it, the first

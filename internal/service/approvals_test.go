@@ -1,8 +1,8 @@
 package service_test
 
-// Tests named after the rules of ../shared/seeds/tier-escalation-story.txt
-// and DESIGN §6. Every test's final state passes the frame-log guard
-// (auditClean, registered by newApprovalEnv): the guard fails tests.
+// Tests named after the rules of tier escalation, docs/design.md §6. Every
+// test's final state passes the frame-log guard (auditClean, registered by
+// newApprovalEnv): the guard fails tests.
 
 import (
 	"context"

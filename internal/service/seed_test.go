@@ -1,6 +1,6 @@
 package service_test
 
-// Tests named after the scenarios of ../shared/seeds/spawn-protocol-spec.txt.
+// Tests named after the scenarios of the spawn protocol, docs/design.md §5.
 
 import (
 	"context"

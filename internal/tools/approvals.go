@@ -25,7 +25,7 @@ func init() {
 	sessionParam := Param{Name: "session", Type: String, Env: "DONT_SESSION", Description: "session id (ses:…)"}
 	requiredSession := sessionParam
 	requiredSession.Required = true
-	// Only approvers answer (DESIGN §9): the harness that asked cannot answer its own request.
+	// Only approvers answer (docs/design.md §6.3): the harness that asked cannot answer its own request.
 	answerers := []string{auth.RoleApprover}
 
 	register(&Tool{Name: "sessions.open", Summary: "Open a session at its default tier; prints its id (ses:…).",

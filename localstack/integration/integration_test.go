@@ -287,7 +287,7 @@ func TestTheScheduledSweepExpiresASpawnWhoseMessageWasLost(t *testing.T) {
 	}
 }
 
-// A project's own spawn timeout (DESIGN §5), set by an operator's direct
+// A project's own spawn timeout (docs/design.md §5.5), set by an operator's direct
 // invoke of the API function, governs the spawns the function issues for
 // that project; other projects keep the deployment's default (24 h).
 func TestAnOperatorSetsAProjectsSpawnTimeoutThroughTheAPIFunction(t *testing.T) {

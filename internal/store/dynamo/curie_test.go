@@ -12,7 +12,7 @@ import (
 	"github.com/dont-cli/dont/internal/storetest"
 )
 
-// The attack of issue 12 on the DynamoDB path: eight defines of one CURIE
+// Attack 9 of docs/security.md on the DynamoDB path: eight defines of one CURIE
 // race, every one of them having read that no term holds it before any
 // commits (storetest.Rendezvous). The CURIE's item in the term's
 // transaction lets one commit; the others get the refusal a define of a

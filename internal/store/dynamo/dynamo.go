@@ -41,7 +41,7 @@
 // # Spawns live on their entities
 //
 // A verification spawn (assume, overlook) is pending on exactly one
-// entity, and an entity has at most one pending (the seed's rule), so the
+// entity, and an entity has at most one pending (docs/design.md §5.3), so the
 // spawn's state lives on the entity's item while it is pending: ps (its
 // id) and the index keys gsi1pk (P#<p>#S) and expires_at. ExpiringSpawns
 // reads a range of that index (for a sweep, the spawns whose expiry has

@@ -59,7 +59,7 @@ func attrInt(it map[string]types.AttributeValue, name string) (int64, bool) {
 }
 
 // entityState is what an entity item holds beside the entity itself: the
-// spawn pending on it (at most one, the seed's rule) with its expiry, and
+// spawn pending on it (at most one, docs/design.md §5.3) with its expiry, and
 // the events of an inline commit that no history item holds yet.
 type entityState struct {
 	version int64

@@ -1,0 +1,305 @@
+package repocheck
+
+import (
+	"bytes"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// outside are the strings that cite a document this repository does not
+// hold: the product design and house style that lived beside the checkout,
+// and the source documents the protocols were built from. Each is split so
+// that this file does not cite them itself. What they meant is
+// docs/design.md now; cite its section, or the test that proves the rule.
+var outside = []string{
+	"DESIGN" + " §",
+	"DESIGN" + ".md",
+	"STYLE" + ".md",
+	"../" + "shared",
+	"seeds" + "/",
+	"spawn-protocol" + "-spec",
+	"tier-escalation" + "-story",
+	"client-side-confirmation" + ".md",
+}
+
+func TestNoReferenceToDocumentsOutsideTheRepository(t *testing.T) {
+	root, files := tracked(t)
+	read, found := 0, 0
+	for _, f := range files {
+		text, ok := readText(t, root, f)
+		if !ok {
+			continue
+		}
+		read++
+		for i, line := range strings.Split(text, "\n") {
+			for _, s := range outside {
+				if strings.Contains(line, s) {
+					found++
+					t.Errorf("%s:%d cites %q, a document outside the repository: point it at docs/design.md's section or at the test that proves the rule", f, i+1, s)
+				}
+			}
+		}
+	}
+	t.Logf("%d tracked text files read, %d references outside the repository", read, found)
+}
+
+var (
+	headingRe = regexp.MustCompile(`^#{1,6} +(.+?) *$`)
+	numberRe  = regexp.MustCompile(`^(\d+(?:\.\d+)*)\.? `)
+	idRe      = regexp.MustCompile(`<a id="([^"]+)"></a>`)
+	sectionRe = regexp.MustCompile(`§ ?(\d+(?:\.\d+)*)`)
+	anchorRe  = regexp.MustCompile(`design\.md#([A-Za-z0-9_-]+)`)
+	localRe   = regexp.MustCompile(`\]\(#([A-Za-z0-9_-]+)\)`)
+)
+
+// TestDesignCitationsNameSectionsThatExist: code and docs cite
+// docs/design.md by section number (docs/design.md §5.4) or by anchor
+// (docs/design.md#spawn-protocol); every such citation, and every one
+// inside docs/design.md, must name a section or anchor the page has.
+func TestDesignCitationsNameSectionsThatExist(t *testing.T) {
+	root, files := tracked(t)
+	design, ok := readText(t, root, "docs/design.md")
+	if !ok {
+		t.Fatal("docs/design.md is missing or not text")
+	}
+	sections, anchors := map[string]bool{}, map[string]bool{}
+	for _, line := range strings.Split(design, "\n") {
+		for _, m := range idRe.FindAllStringSubmatch(line, -1) {
+			anchors[m[1]] = true
+		}
+		h := headingRe.FindStringSubmatch(line)
+		if h == nil {
+			continue
+		}
+		anchors[slug(h[1])] = true
+		if n := numberRe.FindStringSubmatch(h[1]); n != nil {
+			sections[n[1]] = true
+		}
+	}
+	if len(sections) == 0 || len(anchors) == 0 {
+		t.Fatalf("docs/design.md has %d numbered sections and %d anchors", len(sections), len(anchors))
+	}
+	cited := 0
+	check := func(f string, line int, kind, ref string, known map[string]bool) {
+		cited++
+		if !known[ref] {
+			t.Errorf("%s:%d cites docs/design.md %s%s, which does not exist", f, line, kind, ref)
+		}
+	}
+	for _, f := range files {
+		text, ok := readText(t, root, f)
+		if !ok {
+			continue
+		}
+		self := f == "docs/design.md"
+		for i, line := range strings.Split(text, "\n") {
+			for _, m := range anchorRe.FindAllStringSubmatch(line, -1) {
+				check(f, i+1, "#", m[1], anchors)
+			}
+			if self {
+				for _, m := range localRe.FindAllStringSubmatch(line, -1) {
+					check(f, i+1, "#", m[1], anchors)
+				}
+			}
+			// Elsewhere a section number counts as a citation of the
+			// design on a line that names it.
+			if self || strings.Contains(line, "design.md") {
+				for _, m := range sectionRe.FindAllStringSubmatch(line, -1) {
+					check(f, i+1, "§", m[1], sections)
+				}
+			}
+		}
+	}
+	t.Logf("%d citations of docs/design.md checked against %d sections and %d anchors", cited, len(sections), len(anchors))
+}
+
+// slug is the anchor GitHub gives a heading.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 0x7f:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// domain are the packages that hold the rules (docs/design.md §3.1): they
+// import the standard library and one another, nothing else, except what
+// is listed for them here.
+var domain = map[string][]string{
+	"internal/errs":      nil,
+	"internal/ids":       {"github.com/oklog/ulid/v2"},
+	"internal/envelope":  nil,
+	"internal/ledger":    nil,
+	"internal/spawn":     nil,
+	"internal/approvals": nil,
+	"internal/confirm":   nil,
+	"internal/auth":      nil,
+	"internal/visible":   nil,
+}
+
+func TestDomainPackagesImportOnlyTheStandardLibrary(t *testing.T) {
+	root, _ := tracked(t)
+	module := modulePath(t, root)
+	dirs := make([]string, 0, len(domain))
+	for d := range domain {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, dir := range dirs {
+		matches, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, path := range matches {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			n++
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, spec := range f.Imports {
+				imp, _ := strconv.Unquote(spec.Path.Value)
+				if !allowed(module, dir, imp) {
+					rel, _ := filepath.Rel(root, path)
+					t.Errorf("%s imports %s: a domain package imports only the standard library and the other domain packages (docs/design.md §3.1)", filepath.ToSlash(rel), imp)
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s has no Go files: update the list of domain packages", dir)
+		}
+	}
+}
+
+func allowed(module, dir, imp string) bool {
+	first, _, _ := strings.Cut(imp, "/")
+	if !strings.Contains(first, ".") {
+		return true // the standard library
+	}
+	if _, ok := domain[strings.TrimPrefix(imp, module+"/")]; ok && strings.HasPrefix(imp, module+"/") {
+		return true
+	}
+	for _, extra := range domain[dir] {
+		if imp == extra {
+			return true
+		}
+	}
+	return false
+}
+
+func modulePath(t *testing.T, root string) string {
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if m, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.TrimSpace(m)
+		}
+	}
+	t.Fatal("go.mod names no module")
+	return ""
+}
+
+// tracked returns the repository's root and its tracked files (slash
+// paths relative to the root): what `git ls-files` lists, or, outside a
+// git checkout, every file under the root but version control, installed
+// node modules and build outputs.
+func tracked(t *testing.T) (string, []string) {
+	t.Helper()
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			t.Fatal("no go.mod above the working directory")
+		}
+		root = parent
+	}
+	cmd := exec.Command("git", "ls-files", "-z")
+	cmd.Dir = root
+	if out, err := cmd.Output(); err == nil {
+		var files []string
+		for _, f := range strings.Split(string(out), "\x00") {
+			if f != "" {
+				files = append(files, f)
+			}
+		}
+		return root, files
+	}
+	var files []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "node_modules", "build", "bin", "cdk.out":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Name() == ".git" { // a worktree's link to its repository
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		files = append(files, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, files
+}
+
+// readText returns a file's contents, or false for a file that is gone
+// from the work tree or is binary (a NUL byte in its first 8 KiB).
+func readText(t *testing.T, root, rel string) (string, bool) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return "", false
+		}
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return "", false
+	}
+	head := make([]byte, 8<<10)
+	n, _ := f.Read(head)
+	if bytes.IndexByte(head[:n], 0) >= 0 {
+		return "", false
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), true
+}
