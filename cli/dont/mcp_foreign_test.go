@@ -1,0 +1,213 @@
+package main
+
+// `dont mcp` driven by a foreign client: the official MCP TypeScript SDK,
+// through testdata/mcpclient/client.mjs (its own Node project, installed
+// with `npm ci --prefix cli/dont/testdata/mcpclient`; never from here).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dont-cli/dont/internal/mcp"
+)
+
+const mcpClientDir = "testdata/mcpclient"
+
+// tsSummary is the script's one JSON line on stdout.
+type tsSummary struct {
+	OK       bool     `json:"ok"`
+	Failures []string `json:"failures"`
+	Checks   int      `json:"checks"`
+	SDK      string   `json:"sdk"`
+	Server   struct {
+		Name string `json:"name"`
+	} `json:"server"`
+	Tools           []string `json:"tools"`
+	ApproverOrAdmin []string `json:"approver_or_admin_tools"`
+	SchemasWithSkip []string `json:"schemas_with_skip"`
+	Session         struct {
+		Claim          string   `json:"claim"`
+		RequestID      string   `json:"request_id"`
+		Mode           string   `json:"mode"`
+		AllowedTools   []string `json:"allowed_tools"`
+		ForbiddenTools []string `json:"forbidden_tools"`
+		DismissOK      bool     `json:"dismiss_ok"`
+		Status         string   `json:"status"`
+		Outcome        string   `json:"outcome"`
+	} `json:"session"`
+	Calls map[string]struct {
+		Rejected bool   `json:"rejected"`
+		How      string `json:"how"`
+		Message  string `json:"message"`
+	} `json:"calls"`
+	IgnoreSkip struct {
+		IsError     bool   `json:"isError"`
+		Code        string `json:"code"`
+		StatusAfter string `json:"status_after"`
+	} `json:"ignore_skip_confirmation"`
+	EscalateAfterFrames struct {
+		IsError bool   `json:"isError"`
+		Code    string `json:"code"`
+	} `json:"escalate_after_frames"`
+}
+
+// tsSDKMissing fails under CI (which installs the client) and skips
+// elsewhere, with the command that installs it.
+func tsSDKMissing(t *testing.T, why string) {
+	t.Helper()
+	msg := why + "; install the TypeScript MCP client with: npm ci --prefix cli/dont/testdata/mcpclient"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg + " (.ci/run does this before the tests)")
+	}
+	t.Skip(msg + " (CI installs it and fails instead of skipping)")
+}
+
+// runTypeScriptClient runs the script against `dont mcp` in a fresh
+// project and returns its summary; any failed expectation fails t with the
+// script's own messages.
+func runTypeScriptClient(t *testing.T, p *testProject) tsSummary {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		tsSDKMissing(t, "node is not on PATH")
+	}
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	b, err := os.ReadFile(filepath.Join(mcpClientDir, "package.json"))
+	if err != nil || json.Unmarshal(b, &pkg) != nil {
+		t.Fatalf("%s/package.json: %v", mcpClientDir, err)
+	}
+	pinned := pkg.Dependencies["@modelcontextprotocol/sdk"]
+	var installed struct {
+		Version string `json:"version"`
+	}
+	b, err = os.ReadFile(filepath.Join(mcpClientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	if err != nil {
+		tsSDKMissing(t, mcpClientDir+"/node_modules has no @modelcontextprotocol/sdk")
+	}
+	if json.Unmarshal(b, &installed) != nil || installed.Version != pinned {
+		tsSDKMissing(t, "the installed @modelcontextprotocol/sdk is "+installed.Version+", package.json pins "+pinned)
+	}
+	script, err := filepath.Abs(filepath.Join(mcpClientDir, "client.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := p.cmd("mcp") // the test environment: DONT_* cleared, the schema cache in the project
+	c := exec.CommandContext(ctx, node, script, binary, p.dir)
+	c.Dir, c.Env, c.SysProcAttr = base.Dir, base.Env, base.SysProcAttr
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	runErr := c.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("the TypeScript client timed out\nstderr:\n%s\nstdout:\n%s", errb.String(), out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var s tsSummary
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &s); err != nil {
+		t.Fatalf("the TypeScript client printed no JSON summary (%v)\nstderr:\n%s\nstdout:\n%s", runErr, errb.String(), out.String())
+	}
+	var ee *exec.ExitError
+	if runErr != nil && !errors.As(runErr, &ee) {
+		t.Fatal(runErr)
+	}
+	if runErr != nil || !s.OK || len(s.Failures) > 0 {
+		t.Fatalf("the TypeScript MCP SDK's expectations failed (%v):\n%s\nsummary: %s", runErr, errb.String(), lines[len(lines)-1])
+	}
+	if s.SDK != pinned {
+		t.Fatalf("the script ran SDK %s, package.json pins %s", s.SDK, pinned)
+	}
+	t.Logf("@modelcontextprotocol/sdk %s: %d expectations held", s.SDK, s.Checks)
+	return s
+}
+
+func TestTheTypeScriptMCPSDKSeesOnlyHarnessToolsAndCannotApprove(t *testing.T) {
+	p := newProject(t)
+	s := runTypeScriptClient(t, p)
+	if s.Server.Name != "dont" {
+		t.Fatalf("server name %q", s.Server.Name)
+	}
+	var want []string
+	for _, tl := range mcp.Tools() {
+		want = append(want, mcp.ToolName(tl.Name))
+	}
+	sort.Strings(want)
+	got := slices.Clone(s.Tools)
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the TypeScript SDK lists %v, the registry's harness tools are %v", got, want)
+	}
+	for _, name := range got {
+		if name == "approvals_approve" || name == "approvals_refuse" || strings.HasPrefix(name, "confirmations_") || strings.HasPrefix(name, "tokens_") {
+			t.Errorf("the TypeScript SDK lists %s", name)
+		}
+	}
+	if len(s.ApproverOrAdmin) != 0 || len(s.SchemasWithSkip) != 0 {
+		t.Fatalf("approver/admin tools %v, schemas with skip_confirmation %v", s.ApproverOrAdmin, s.SchemasWithSkip)
+	}
+	for _, name := range []string{"approvals_approve", "tokens_create"} {
+		r, ran := s.Calls[name]
+		if !ran || !r.Rejected || !strings.Contains(r.Message, `unknown tool "`+name+`"`) {
+			t.Fatalf("%s over the TypeScript SDK: %+v, want an unknown tool error", name, r)
+		}
+	}
+	if r := s.IgnoreSkip; !r.IsError || r.Code != "usage" || r.StatusAfter != "unverified" {
+		t.Fatalf("ignore with skip_confirmation: %+v", r)
+	}
+	if r := s.EscalateAfterFrames; !r.IsError || r.Code != "no-subscriber" {
+		t.Fatalf("escalate after approvals_frames: %+v", r)
+	}
+	// Nothing was minted, and the store agrees with what the client saw.
+	if n := p.ok("tokens", "list").data()["count"]; n != 0.0 {
+		t.Fatalf("%v tokens exist", n)
+	}
+	// The escalation is on record as refused unasked, never as a question.
+	apr := p.ok("approvals", "list").data()["approvals"].([]any)
+	if len(apr) != 1 {
+		t.Fatalf("%d approvals after one escalation", len(apr))
+	}
+	if a := apr[0].(map[string]any); a["verdict"] != "refused" || a["cause"] != "no-subscriber" || a["asked"] != false {
+		t.Fatalf("the escalation is on record as %v", a)
+	}
+}
+
+func TestTheTypeScriptMCPSDKRunsAHarnessSession(t *testing.T) {
+	p := newProject(t, "DONT_HARNESS=0") // MCP is a harness whatever the environment says
+	s := runTypeScriptClient(t, p).Session
+	if s.Mode != "harness" || !strings.HasPrefix(s.RequestID, "spawn:") {
+		t.Fatalf("assume over the TypeScript SDK: %+v", s)
+	}
+	if !slices.Contains(s.AllowedTools, "dismiss") || !slices.Contains(s.ForbiddenTools, "approvals.approve") || !slices.Contains(s.ForbiddenTools, "tokens.create") {
+		t.Fatalf("spawn context: allowed %v, forbidden %v", s.AllowedTools, s.ForbiddenTools)
+	}
+	for _, a := range s.AllowedTools {
+		if slices.Contains(s.ForbiddenTools, a) {
+			t.Fatalf("%s is both allowed and forbidden", a)
+		}
+	}
+	if !s.DismissOK || s.Status != "verified" || s.Outcome != "callback-applied" {
+		t.Fatalf("dismiss with the request id: %+v", s)
+	}
+	// The same store as the CLI.
+	if st := p.ok("show", s.Claim).str("status"); st != "verified" {
+		t.Fatalf("the CLI sees %s", st)
+	}
+	sp := p.ok("spawns", "--all").data()["spawns"].([]any)
+	if len(sp) != 1 || sp[0].(map[string]any)["request_id"] != s.RequestID || sp[0].(map[string]any)["outcome"] != "callback-applied" {
+		t.Fatalf("the CLI sees the spawns as %v", sp)
+	}
+}
