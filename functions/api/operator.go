@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
@@ -19,7 +20,8 @@ import (
 // operatorEvent is what an operator sends by invoking the function
 // directly (aws lambda invoke): IAM decides who may, and API Gateway never
 // sends it. It makes a project's first token, which nothing else can: the
-// API needs a token to create one.
+// API needs a token to create one; and with it the project's callback
+// secret, which nothing a request sends can make.
 type operatorEvent struct {
 	Operator *struct {
 		CreateToken *struct {
@@ -96,12 +98,32 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 	if name == "" {
 		name = "operator"
 	}
-	res, err := backend.Project(in.Project).Service.CreateToken(ctx, role, name)
+	p := backend.Project(in.Project)
+	// This is what creates a project: its callback secret is made here,
+	// and only here (authenticating a request only ever reads it). A bad
+	// role is CreateToken's error, before anything is written.
+	if auth.ValidRole(role) {
+		if err := createSecret(ctx, p.Service); err != nil {
+			return failure(err)
+		}
+	}
+	res, err := p.Service.CreateToken(ctx, role, name)
 	if err != nil {
 		return failure(err)
 	}
 	log.InfoContext(ctx, "operator", "action", "create_token", "project", in.Project, "role", role)
 	return success(res)
+}
+
+// createSecret makes the project's callback secret unless it has one.
+func createSecret(ctx context.Context, svc *service.Service) error {
+	if svc.Tokens == nil {
+		return errs.E(service.TokensDisabled, "this store keeps no tokens")
+	}
+	if _, err := svc.Tokens.CreateProjectSecret(ctx); err != nil {
+		return errs.E(errs.StoreError, "cannot create the project's callback secret: "+err.Error()).Wrap(err)
+	}
+	return nil
 }
 
 func setProject(ctx context.Context, backend projects, op operatorEvent, log *slog.Logger) json.RawMessage {

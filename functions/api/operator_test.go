@@ -37,13 +37,25 @@ func (o *oneProject) Project(name string) httpapi.Project {
 	return o.p
 }
 
+// secretsCreated counts the project secrets created through it.
+type secretsCreated struct {
+	*sqlite.Store
+	n int
+}
+
+func (s *secretsCreated) CreateProjectSecret(ctx context.Context) ([]byte, error) {
+	s.n++
+	return s.Store.CreateProjectSecret(ctx)
+}
+
 func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *testing.T) {
 	st, err := sqlite.Create(context.Background(), filepath.Join(t.TempDir(), "dont.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api"}
+	secrets := &secretsCreated{Store: st}
+	svc := &service.Service{Store: st, Tokens: secrets, SpawnTimeout: time.Hour, Author: "api"}
 	proj := httpapi.Project{Service: svc, Idempotency: st}
 	backend := &oneProject{p: proj}
 	log := slog.New(slog.DiscardHandler)
@@ -79,8 +91,8 @@ func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *te
 		if env["ok"] != false || len(data["remediation"].([]any)) == 0 {
 			t.Fatalf("%s: want an error envelope with remediation, got %v", bad, env)
 		}
-		if n := tokens(); n != 0 {
-			t.Fatalf("%s: %d tokens stored", bad, n)
+		if n := tokens(); n != 0 || secrets.n != 0 {
+			t.Fatalf("%s: %d tokens stored, %d project secrets created", bad, n, secrets.n)
 		}
 	}
 
@@ -89,6 +101,9 @@ func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *te
 	secret, _ := data["token"].(string)
 	if env["ok"] != true || data["role"] != "admin" || secret == "" || backend.names[len(backend.names)-1] != "p1" {
 		t.Fatalf("create_token: %v (projects opened %v)", env, backend.names)
+	}
+	if secrets.n != 1 {
+		t.Fatalf("create_token created the project's callback secret %d times, want once", secrets.n)
 	}
 	// The token works through the API, as an HTTP API event to the same function.
 	ev, _ := json.Marshal(event("POST", "/v1/tools/tokens.list", secret, `{"args":{}}`, nil))

@@ -21,8 +21,15 @@ type TokenStore interface {
 	ListTokens(ctx context.Context) ([]auth.Token, error)
 	// RevokeToken marks a token revoked; ErrNotFound if it does not exist.
 	RevokeToken(ctx context.Context, id string, at time.Time) error
-	// ProjectSecret returns the project's secret, creating it on first use.
+	// ProjectSecret returns the project's secret, or ErrNotFound if it has
+	// none; it never writes (a store of one project may make its one
+	// secret on first use instead).
 	ProjectSecret(ctx context.Context) ([]byte, error)
+	// CreateProjectSecret makes the project's secret if it has none and
+	// returns it: when an operator creates the project (or at an
+	// authenticated caller's first spawn in a project older than that),
+	// never while a request is being authenticated.
+	CreateProjectSecret(ctx context.Context) ([]byte, error)
 }
 
 // Auth error codes: exit 3 on the CLI (like other state errors), 401/403 over HTTP.
@@ -125,7 +132,11 @@ func (s *Service) Authenticate(ctx context.Context, presented string) (auth.Prin
 		return auth.Principal{}, errs.E(Unauthenticated, "no bearer token")
 	}
 	if auth.IsCallback(presented) {
+		// Reads only: a project without a secret issued no callback token.
 		secret, err := ts.ProjectSecret(ctx)
+		if errors.Is(err, ErrNotFound) {
+			return auth.Principal{}, errs.E(Unauthenticated, "invalid callback token")
+		}
 		if err != nil {
 			return auth.Principal{}, storeErr(err)
 		}
@@ -196,10 +207,15 @@ func (s *Service) CheckCallback(ctx context.Context, p auth.Principal, tool stri
 }
 
 // publicRequest is the payload a caller receives: the stored request with
-// its callback token, when the store keeps a project secret.
+// its callback token, when the store keeps a project secret. Only an
+// authenticated caller gets here; a project made before its operator
+// action created the secret gets one now.
 func (s *Service) publicRequest(ctx context.Context, req spawn.Request) (json.RawMessage, error) {
 	if s.Tokens != nil {
 		secret, err := s.Tokens.ProjectSecret(ctx)
+		if errors.Is(err, ErrNotFound) {
+			secret, err = s.Tokens.CreateProjectSecret(ctx)
+		}
 		if err != nil {
 			return nil, storeErr(err)
 		}

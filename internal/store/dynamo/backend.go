@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"container/list"
 	"context"
 	"sync"
 	"time"
@@ -18,17 +19,26 @@ import (
 // own service then checks the token: the bearer secret against the stored
 // hash, the callback token's MAC against the project's secret. A token
 // of one project therefore only ever reaches that project's store.
+// Checking a token only reads: a request that fails it writes nothing
+// (a project's secret is made by the operator action that creates it).
 type Backend struct {
 	client  *dynamodb.Client
 	table   string
 	service func(st *Store) *service.Service
 	lookup  *Store // reads the global items; its own project is never used
 
-	mu       sync.Mutex
-	projects map[string]cachedProject
+	// The projects this process has served, most recently used first:
+	// only projects a request authenticated to (or an operator named)
+	// enter, and the least recently used leaves when it is full, so
+	// tokens naming made-up projects can neither grow it nor empty it.
+	mu        sync.Mutex
+	projects  map[string]*list.Element // of *cachedProject
+	recent    *list.List
+	maxCached int
 }
 
 type cachedProject struct {
+	name string
 	httpapi.Project
 	built time.Time
 }
@@ -44,25 +54,55 @@ const projectRefresh = time.Minute
 // NewBackend returns the backend of every project in table. newService
 // builds a project's service around that project's store (the wiring sets
 // Store and Tokens to st, and the clock, scheduler, timeout and logger
-// it wants); it is called once per project and process.
+// it wants); it is called once per project and process, after a request
+// authenticated to the project.
 func NewBackend(client *dynamodb.Client, table string, newService func(st *Store) *service.Service) *Backend {
 	return &Backend{client: client, table: table, service: newService, lookup: New(client, table, ""),
-		projects: map[string]cachedProject{}}
+		projects: map[string]*list.Element{}, recent: list.New(), maxCached: maxCachedProjects}
 }
 
-// Project returns the service and idempotency store of a project.
+// Project returns the service and idempotency store of a project, and
+// keeps it: for callers that name a real project (the operator).
 func (b *Backend) Project(name string) httpapi.Project {
+	if p, ok := b.cached(name); ok {
+		return p
+	}
+	return b.keep(name, b.build(New(b.client, b.table, name)))
+}
+
+func (b *Backend) build(st *Store) httpapi.Project {
+	return httpapi.Project{Service: b.service(st), Idempotency: st}
+}
+
+// cached is the kept project name if it is fresh, now the most recent.
+func (b *Backend) cached(name string) (httpapi.Project, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if p, ok := b.projects[name]; ok && time.Since(p.built) < projectRefresh {
-		return p.Project
+	e, ok := b.projects[name]
+	if !ok || time.Since(e.Value.(*cachedProject).built) >= projectRefresh {
+		return httpapi.Project{}, false
 	}
-	if len(b.projects) >= maxCachedProjects {
-		b.projects = map[string]cachedProject{}
+	b.recent.MoveToFront(e)
+	return e.Value.(*cachedProject).Project, true
+}
+
+// keep caches p as name's project, evicting the least recently used
+// project if the cache is full.
+func (b *Backend) keep(name string, p httpapi.Project) httpapi.Project {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := &cachedProject{name: name, Project: p, built: time.Now()}
+	if e, ok := b.projects[name]; ok {
+		e.Value = c
+		b.recent.MoveToFront(e)
+		return p
 	}
-	st := New(b.client, b.table, name)
-	p := httpapi.Project{Service: b.service(st), Idempotency: st}
-	b.projects[name] = cachedProject{Project: p, built: time.Now()}
+	for b.recent.Len() >= b.maxCached {
+		oldest := b.recent.Back()
+		b.recent.Remove(oldest)
+		delete(b.projects, oldest.Value.(*cachedProject).name)
+	}
+	b.projects[name] = b.recent.PushFront(c)
 	return p
 }
 
@@ -73,7 +113,10 @@ func (b *Backend) PutSettings(ctx context.Context, project string, ps ProjectSet
 		return err
 	}
 	b.mu.Lock()
-	delete(b.projects, project)
+	if e, ok := b.projects[project]; ok {
+		b.recent.Remove(e)
+		delete(b.projects, project)
+	}
 	b.mu.Unlock()
 	return nil
 }
@@ -87,10 +130,22 @@ func (b *Backend) Authenticate(ctx context.Context, presented string) (auth.Prin
 	if err != nil || project == "" {
 		return auth.Principal{}, httpapi.Project{}, err
 	}
-	p := b.Project(project)
-	principal, err := p.Service.Authenticate(ctx, presented)
+	// A project this process keeps checks the token with its service; any
+	// other with a bare service over its store (reads only), and its own
+	// service is built and kept only once the token passed.
+	p, warm := b.cached(project)
+	var st *Store
+	check := p.Service
+	if !warm {
+		st = New(b.client, b.table, project)
+		check = &service.Service{Tokens: st}
+	}
+	principal, err := check.Authenticate(ctx, presented)
 	if err != nil {
 		return auth.Principal{}, httpapi.Project{}, err
+	}
+	if !warm {
+		p = b.keep(project, b.build(st))
 	}
 	principal.Project = project
 	return principal, p, nil

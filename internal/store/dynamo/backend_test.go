@@ -26,14 +26,22 @@ type api struct {
 	srv     *httptest.Server
 	backend *dynamo.Backend
 	now     atomic.Int64
+	// counter tallies the backend's DynamoDB requests.
+	counter *dynamo.Counter
+
+	mu    sync.Mutex
+	built map[string]int // project -> services the backend built for it
 }
 
 func newAPI(t *testing.T) *api {
 	t.Helper()
 	needServer(t)
-	a := &api{t: t}
+	a := &api{t: t, counter: dynamo.NewCounter(), built: map[string]int{}}
 	a.now.Store(t0.UnixNano())
-	a.backend = dynamo.NewBackend(newClient(nil, nil), table, func(st *dynamo.Store) *service.Service {
+	a.backend = dynamo.NewBackend(newClient(nil, a.counter), table, func(st *dynamo.Store) *service.Service {
+		a.mu.Lock()
+		a.built[st.Project()]++
+		a.mu.Unlock()
 		return &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api",
 			Now: func() time.Time { return time.Unix(0, a.now.Load()).UTC() }}
 	})

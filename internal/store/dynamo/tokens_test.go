@@ -73,7 +73,15 @@ func TestTokensAreStoredHashedListedAndRevoked(t *testing.T) {
 
 func TestProjectSecretIsMadeOncePerProject(t *testing.T) {
 	s := newStore(t)
-	client := newClient(nil, nil)
+	counter := dynamo.NewCounter()
+	client := newClient(nil, counter)
+	// Reading a project's secret never makes one.
+	if _, err := dynamo.New(client, table, s.Project()).ProjectSecret(ctx); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("the secret of a project that has none: want ErrNotFound, got %v", err)
+	}
+	if u := counter.Usage(); u["PutItem"].Requests != 0 || u["GetItem"].Requests != 1 {
+		t.Fatalf("reading a missing secret sent %v, want one GetItem", u)
+	}
 	// Several processes of one project race to make the secret.
 	secrets := make([][]byte, 8)
 	var wg sync.WaitGroup
@@ -81,7 +89,7 @@ func TestProjectSecretIsMadeOncePerProject(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sec, err := dynamo.New(client, table, s.Project()).ProjectSecret(ctx)
+			sec, err := dynamo.New(client, table, s.Project()).CreateProjectSecret(ctx)
 			if err != nil {
 				t.Error(err)
 			}
@@ -94,7 +102,10 @@ func TestProjectSecretIsMadeOncePerProject(t *testing.T) {
 			t.Fatalf("secrets differ or are short: %x vs %x", sec, secrets[0])
 		}
 	}
-	other, err := newStore(t).ProjectSecret(ctx)
+	if sec, err := dynamo.New(client, table, s.Project()).ProjectSecret(ctx); err != nil || !bytes.Equal(sec, secrets[0]) {
+		t.Fatalf("read back %x %v, want %x", sec, err, secrets[0])
+	}
+	other, err := newStore(t).CreateProjectSecret(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,8 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 }
 
 // ProjectSecret implements service.TokenStore: 256 random bits made once
-// per project and kept in the database.
+// per project and kept in the database. The database is one project, run
+// by its owner (the CLI, dont serve), so the secret is made on first use.
 func (s *Store) ProjectSecret(ctx context.Context) ([]byte, error) {
 	s.secretMu.Lock()
 	defer s.secretMu.Unlock()
@@ -99,6 +100,11 @@ func (s *Store) ProjectSecret(ctx context.Context) ([]byte, error) {
 	}
 	s.secret = v
 	return v, nil
+}
+
+// CreateProjectSecret implements service.TokenStore: ProjectSecret.
+func (s *Store) CreateProjectSecret(ctx context.Context) ([]byte, error) {
+	return s.ProjectSecret(ctx)
 }
 
 var _ service.TokenStore = (*Store)(nil)
