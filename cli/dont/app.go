@@ -300,19 +300,14 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	return svc, func() { store.Close() }, nil
 }
 
-// openStore opens the project's SQLite file, with the fault injection
-// tests ask for through DONT_FAULT_COMMIT_DELAY.
+// openStore opens the project's SQLite file, with the fault hooks of a
+// test build (storeHooks; none in the binary as shipped).
 func (a *app) openStore(p project.Project) (*sqlite.Store, error) {
 	store, err := sqlite.Open(p.DBPath())
 	if err != nil {
 		return nil, errs.E(errs.StoreError, "cannot open "+p.DBPath()).Wrap(err)
 	}
-	if d := a.getenv("DONT_FAULT_COMMIT_DELAY"); d != "" {
-		store.CommitDelay, _ = time.ParseDuration(d)
-		store.OnHold = func() {
-			fmt.Fprintf(a.stderr, "fault-injection: holding the write transaction open for %s\n", store.CommitDelay)
-		}
-	}
+	store.Hooks = a.storeHooks()
 	return store, nil
 }
 

@@ -1,6 +1,18 @@
 // Command dont is the CLI: ledger verbs, the spawn protocol and (later)
 // serve, mcp and sweep. It only wires flags to the tool surface and
 // encodes the envelope; rules live in internal/.
+//
+// # Fault hooks
+//
+// The tests of this package drive the real binary and need some of its
+// commands to hold a write transaction open (a signal mid-command, a
+// server shut down with a request in flight, racing defines). They build
+// it with -tags faulthooks, which compiles faulthooks.go: there
+// DONT_FAULT_COMMIT_DELAY (a Go duration) sets the embedded store's
+// sqlite.Hooks to wait that long before each commit. The binary built
+// without the tag (go build ./cli/dont, cli/demo.sh, .ci/run) compiles
+// nofaulthooks.go instead, reads no such variable and sets no hook;
+// TestTheShippedBinaryReadsNoFaultVariable checks both builds.
 package main
 
 import (

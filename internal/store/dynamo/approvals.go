@@ -208,9 +208,8 @@ func decodeFrame(it map[string]types.AttributeValue) (approvals.Frame, error) {
 // condition on it answers for ("" for the frame counter and the frame:
 // another appender got there first, so try again).
 type writeSet struct {
-	items      []types.TransactWriteItem
-	owners     []string
-	indexUnits float64
+	items  []types.TransactWriteItem
+	owners []string
 }
 
 func (w *writeSet) add(owner string, it types.TransactWriteItem) {
@@ -325,7 +324,7 @@ var errCounterMoved = errors.New("dynamo: the frame counter moved")
 // its retries). A failed condition on an owned item is a ConditionFailed
 // naming the first such item's owner.
 func (s *Store) commitSet(ctx context.Context, w writeSet) error {
-	err := s.transact(withIndexWrites(ctx, w.indexUnits), w.items...)
+	err := s.transact(ctx, w.items...)
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
 		return err
@@ -432,9 +431,6 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		ConditionExpression:       aws.String("#st = :pending"),
 		ExpressionAttributeNames:  map[string]string{"#st": "st"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(approvals.Pending)}}})
-	// The stored record was pending, so in the index: this write moves
-	// (or removes) its entry, which the request does not show.
-	w.indexUnits = writeUnits(itemSize(it))
 	if a.State != approvals.Pending && a.Verdict != approvals.Approved {
 		w.add(lockOwner, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table),
 			Key:                       key(s.callPK(a.CallID), callLockKey),
@@ -480,7 +476,6 @@ func (s *Store) AnnounceEnding(ctx context.Context, f approvals.Frame) (approval
 			ConditionExpression:       aws.String("#st = :resolved AND attribute_not_exists(#ann)"),
 			ExpressionAttributeNames:  map[string]string{"#ann": "ann", "#st": "st", "#g": PendingKey, "#e": ExpiresAtKey},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":resolved": str(approvals.Resolved)}}})
-		w.indexUnits = writeUnits(itemSize(it)) // its entry leaves the index
 		return w, nil
 	}
 	err := s.appendFrame(ctx, &f, build)

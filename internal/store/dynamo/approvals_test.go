@@ -14,6 +14,7 @@ import (
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/dynamo"
+	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
 	"github.com/dont-cli/dont/internal/storetest"
 )
 
@@ -29,7 +30,7 @@ func TestApprovalConformance(t *testing.T) {
 
 // approvalService is a project's service over its own client of the
 // shared table, as one Lambda invocation would have it.
-func approvalService(project string, counter *dynamo.Counter) (*service.Service, *dynamo.Store) {
+func approvalService(project string, counter *capacity.Counter) (*service.Service, *dynamo.Store) {
 	st := dynamo.New(newClient(nil, counter), table, project)
 	return &service.Service{Store: st, Tokens: st, Author: "test", Approvals: service.Approvals{Store: st}}, st
 }
@@ -138,7 +139,7 @@ func hasWarning(r service.Result, code string) bool {
 // follows what is due or missing, not what is stored.
 func TestDueAndUnannouncedApprovalsReadOnlyTheirIndexRange(t *testing.T) {
 	needServer(t)
-	counter := dynamo.NewCounter()
+	counter := newCounter()
 	st := dynamo.New(newClient(nil, counter), table, "test-"+randomName())
 	ses := approvals.Session{ID: ids.New(ids.Session, t0), Tier: approvals.ReadOnly, OpenedAt: t0}
 	if err := st.CreateSession(ctx, ses); err != nil {

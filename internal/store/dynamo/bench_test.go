@@ -24,13 +24,14 @@ import (
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/dynamo"
+	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
 )
 
 // The benchmarks count DynamoDB capacity with the client middleware
-// (dynamo.Counter). Against a server that reports ConsumedCapacity the
+// capacity.Counter. Against a server that reports ConsumedCapacity the
 // numbers are the server's; against the stand-in they are computed by the
-// counter from the requests (see Counter). Time per op measures the
-// stand-in, not DynamoDB.
+// counter from the requests and the items they replace (see
+// capacity.Counter). Time per op measures the stand-in, not DynamoDB.
 //
 //	go test ./internal/store/dynamo -run '^$' -bench . -benchtime 200x
 
@@ -45,7 +46,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 	for _, path := range []string{"callback", "timeout"} {
 		b.Run(path, func(b *testing.B) {
 			needServer(b)
-			counter := dynamo.NewCounter()
+			counter := newCounter()
 			st := dynamo.New(newClient(nil, counter), table, "bench-"+randomName())
 			now := t0
 			svc := &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench", Now: func() time.Time { return now }}
@@ -86,7 +87,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 	}
 	b.Run("api", func(b *testing.B) {
 		needServer(b)
-		counter := dynamo.NewCounter()
+		counter := newCounter()
 		backend := dynamo.NewBackend(newClient(nil, counter), table, func(st *dynamo.Store) *service.Service {
 			return &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench"}
 		})
@@ -144,7 +145,10 @@ func post(b *testing.B, base, token, tool string, args map[string]any, header ..
 }
 
 // report divides the counter's totals by b.N and logs the breakdown by operation.
-func report(b *testing.B, c *dynamo.Counter, per string) {
+func report(b *testing.B, c *capacity.Counter, per string) {
+	if err := c.Err(); err != nil {
+		b.Fatalf("the counter could not read what the writes replaced: %v", err)
+	}
 	n := float64(b.N)
 	t := c.Total()
 	b.ReportMetric(t.WriteUnits/n, "WRU/"+per)
@@ -180,11 +184,11 @@ func BenchmarkSweep(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer seeder.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(tbl)})
-			counter := dynamo.NewCounter()
+			counter := newCounter()
 			st := dynamo.New(newClient(nil, counter), tbl, "sweep")
 			now := t0
 			svc := &service.Service{Store: st, Now: func() time.Time { return now }}
-			var total dynamo.Usage
+			var total capacity.Usage
 			index := 0.0
 			b.StopTimer()
 			for i := range b.N {
@@ -199,6 +203,9 @@ func BenchmarkSweep(b *testing.B) {
 				b.StopTimer()
 				if err != nil || len(rep.TimedOut) != c.expired {
 					b.Fatalf("swept %d of %d: %v", len(rep.TimedOut), c.expired, err)
+				}
+				if err := counter.Err(); err != nil {
+					b.Fatal(err)
 				}
 				u := counter.Total()
 				total.ItemsRead += u.ItemsRead
@@ -279,7 +286,7 @@ func BenchmarkApprovalLifecycle(b *testing.B) {
 	for _, path := range []string{"approved", "timed-out"} {
 		b.Run(path, func(b *testing.B) {
 			needServer(b)
-			counter := dynamo.NewCounter()
+			counter := newCounter()
 			st := dynamo.New(newClient(nil, counter), table, "bench-"+randomName())
 			now := t0
 			svc := &service.Service{Store: st, Tokens: st, Author: "bench", Now: func() time.Time { return now },

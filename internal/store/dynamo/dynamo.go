@@ -330,7 +330,6 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 		ClientRequestToken:     aws.String(newRequestToken()),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
 	}
-	ctx = withIndexWrites(ctx, p.indexUnits)
 	err = s.write(ctx, func(ctx context.Context) error {
 		_, err := s.client.TransactWriteItems(ctx, in, noSDKRetries)
 		return err
@@ -356,11 +355,9 @@ type commitPlan struct {
 	inline      *dynamodb.PutItemInput
 	inlineOwner string
 	// items is the transaction otherwise; owners names the id each item's
-	// condition answers for; indexUnits are the index writes the counter
-	// cannot see in the request (entries leaving the pending index).
-	items      []types.TransactWriteItem
-	owners     []string
-	indexUnits float64
+	// condition answers for.
+	items  []types.TransactWriteItem
+	owners []string
 }
 
 // entitySpawns are the spawn writes of one commit on one entity.
@@ -482,7 +479,7 @@ func (s *Store) planTransaction(ctx context.Context, tx service.Tx, written map[
 		}
 	}
 	for _, put := range tx.Entities {
-		if err := s.planEntity(ctx, put, onEntity[put.Entity.ID], about[put.Entity.ID], add, &p.indexUnits); err != nil {
+		if err := s.planEntity(ctx, put, onEntity[put.Entity.ID], about[put.Entity.ID], add); err != nil {
 			return err
 		}
 	}
@@ -498,9 +495,6 @@ func (s *Store) planTransaction(ctx context.Context, tx service.Tx, written map[
 			add(put.Spawn.ID, putNew(s.table, it))
 			continue
 		}
-		// The stored spawn was pending, so it is in the index: this write
-		// removes its index entry (or rewrites it, if it stays pending).
-		p.indexUnits += writeUnits(itemSize(it))
 		add(put.Spawn.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
 			ConditionExpression:       aws.String("#st = :pending"),
 			ExpressionAttributeNames:  map[string]string{"#st": "st"},
@@ -533,7 +527,7 @@ func (s *Store) planTransaction(ctx context.Context, tx service.Tx, written map[
 // stored tail and this commit's events, keyed by the version of the first
 // of them, with the spawn this commit resolved — then, for a new term, its
 // CURIE's item, and for a new entity its dependency edges.
-func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entitySpawns, evs []ledger.Event, add func(string, types.TransactWriteItem), indexUnits *float64) error {
+func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entitySpawns, evs []ledger.Event, add func(string, types.TransactWriteItem)) error {
 	e := put.Entity
 	if o == nil {
 		o = &entitySpawns{}
@@ -582,9 +576,6 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 		return err
 	}
 	cond.Item = it
-	if stored.pending != "" && next.pending == "" {
-		*indexUnits += writeUnits(itemSize(it)) // the entry leaves the pending index
-	}
 	add(owner, types.TransactWriteItem{Put: cond})
 	history := append(append([]ledger.Event(nil), stored.tail...), evs...)
 	first := e.Version

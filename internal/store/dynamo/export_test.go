@@ -22,9 +22,6 @@ func SpawnItem(s *Store, sp spawn.Spawn) map[string]types.AttributeValue {
 	return it
 }
 
-// ItemSize is an item's billed size.
-func ItemSize(it map[string]types.AttributeValue) int { return itemSize(it) }
-
 // EntityItem is the stored form of e with sp pending on it, for seeding benchmarks.
 func EntityItem(s *Store, e ledger.Entity, sp spawn.Spawn) map[string]types.AttributeValue {
 	it, err := s.entityItem(e, entityState{pending: sp.ID, expires: timeText(sp.ExpiresAt)})

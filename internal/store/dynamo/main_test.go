@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/dont-cli/dont/internal/standin"
 	"github.com/dont-cli/dont/internal/store/dynamo"
+	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
 )
 
 // The tests run against a real DynamoDB-compatible server: the one named
@@ -75,7 +76,7 @@ func randomName() string {
 
 // newClient is a DynamoDB client for the test server, through transport
 // (nil: the default) and with counter's middleware (optional).
-func newClient(transport http.RoundTripper, counter *dynamo.Counter) *dynamodb.Client {
+func newClient(transport http.RoundTripper, counter *capacity.Counter) *dynamodb.Client {
 	region := os.Getenv("AWS_REGION")
 	if region == "" {
 		region = "us-east-1"
@@ -98,6 +99,10 @@ func newClient(transport http.RoundTripper, counter *dynamo.Counter) *dynamodb.C
 	}
 	return dynamodb.New(o)
 }
+
+// newCounter is a capacity counter that reads the items writes replace
+// through a client of its own.
+func newCounter() *capacity.Counter { return capacity.NewCounter(newClient(nil, nil)) }
 
 // newStore is a store of a fresh project on the shared test table.
 func newStore(t testing.TB) *dynamo.Store {

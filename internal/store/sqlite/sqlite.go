@@ -91,16 +91,25 @@ type Store struct {
 	// writeMu serialises this process's writers so they queue in Go rather
 	// than spin on SQLITE_BUSY; other processes are kept out by BEGIN IMMEDIATE.
 	writeMu sync.Mutex
-	// CommitDelay holds every write transaction open this long before it
-	// commits. It exists for fault-injection tests (signals mid-command).
-	CommitDelay time.Duration
-	// OnHold is called when a delayed transaction starts to wait.
-	OnHold func()
+	// Hooks are for tests; production code leaves them unset.
+	Hooks Hooks
 
 	secretMu sync.Mutex
 	secret   []byte
 
 	curieReady atomic.Bool // the CURIE key exists (ensureCurieKey)
+}
+
+// Hooks are the points at which tests inject faults into the store's
+// writes. They are set by tests only: the dont binary sets them only when
+// built with -tags faulthooks, which its tests do (cli/dont).
+type Hooks struct {
+	// BeforeCommit runs inside the write transaction of every Commit,
+	// after its writes and before it commits; an error rolls the
+	// transaction back and is Commit's error. Tests hold a transaction
+	// open with it (a signal mid-command, writers that all read before
+	// any commits).
+	BeforeCommit func(ctx context.Context) error
 }
 
 // Open opens an existing database file without touching its schema.
@@ -424,15 +433,8 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {
 			return err
 		}
 	}
-	if s.CommitDelay > 0 {
-		if s.OnHold != nil {
-			s.OnHold()
-		}
-		select {
-		case <-time.After(s.CommitDelay):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if s.Hooks.BeforeCommit != nil {
+		return s.Hooks.BeforeCommit(ctx)
 	}
 	return nil
 }

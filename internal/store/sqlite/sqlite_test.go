@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -187,5 +188,37 @@ func TestConcurrentFirstCommitsMigrateOnce(t *testing.T) {
 		if err != nil {
 			t.Errorf("first commit %d: %v", i, err)
 		}
+	}
+}
+
+// A BeforeCommit hook runs inside the commit's transaction, after its
+// writes: what it returns is the commit's error, and an error leaves
+// nothing written. With no hook the same commit goes through.
+func TestBeforeCommitHookHoldsTheTransaction(t *testing.T) {
+	s := newStore(t)
+	at := time.Now()
+	e := ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Statement: "held", Status: ledger.Unverified, Version: 1, CreatedAt: at, UpdatedAt: at}
+	tx := service.Tx{Entities: []service.EntityPut{{Entity: e}}}
+	stop := context.Canceled
+	calls := 0
+	s.Hooks.BeforeCommit = func(hctx context.Context) error {
+		calls++
+		if hctx != ctx {
+			t.Error("the hook did not get the commit's context")
+		}
+		return stop
+	}
+	if err := s.Commit(ctx, tx); !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("commit through a failing hook: %v after %d calls, want the hook's error after 1", err, calls)
+	}
+	if _, err := s.GetEntity(ctx, e.ID); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("after the hook failed: %v, want nothing written", err)
+	}
+	s.Hooks = sqlite.Hooks{}
+	if err := s.Commit(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetEntity(ctx, e.ID); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,32 @@
+//go:build faulthooks
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dont-cli/dont/internal/store/sqlite"
+)
+
+// storeHooks is the embedded store's fault hooks in a test build (see the
+// package comment): with DONT_FAULT_COMMIT_DELAY set to a Go duration,
+// every commit holds its write transaction open that long, after a line
+// on stderr saying so; a signal ends the wait and the transaction rolls
+// back.
+func (a *app) storeHooks() sqlite.Hooks {
+	d, _ := time.ParseDuration(a.getenv("DONT_FAULT_COMMIT_DELAY"))
+	if d <= 0 {
+		return sqlite.Hooks{}
+	}
+	return sqlite.Hooks{BeforeCommit: func(ctx context.Context) error {
+		fmt.Fprintf(a.stderr, "fault-injection: holding the write transaction open for %s\n", d)
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
+}

@@ -1,0 +1,9 @@
+//go:build !faulthooks
+
+package main
+
+import "github.com/dont-cli/dont/internal/store/sqlite"
+
+// storeHooks is the embedded store's fault hooks: none in the binary as
+// shipped (see the package comment and faulthooks.go).
+func (a *app) storeHooks() sqlite.Hooks { return sqlite.Hooks{} }
