@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,7 +28,7 @@ type api struct {
 	backend *dynamo.Backend
 	now     atomic.Int64
 	// counter tallies the backend's DynamoDB requests.
-	counter *dynamo.Counter
+	counter *capacity.Counter
 
 	mu    sync.Mutex
 	built map[string]int // project -> services the backend built for it
@@ -36,7 +37,7 @@ type api struct {
 func newAPI(t *testing.T) *api {
 	t.Helper()
 	needServer(t)
-	a := &api{t: t, counter: dynamo.NewCounter(), built: map[string]int{}}
+	a := &api{t: t, counter: newCounter(), built: map[string]int{}}
 	a.now.Store(t0.UnixNano())
 	a.backend = dynamo.NewBackend(newClient(nil, a.counter), table, func(st *dynamo.Store) *service.Service {
 		a.mu.Lock()

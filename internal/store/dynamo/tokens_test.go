@@ -73,7 +73,7 @@ func TestTokensAreStoredHashedListedAndRevoked(t *testing.T) {
 
 func TestProjectSecretIsMadeOncePerProject(t *testing.T) {
 	s := newStore(t)
-	counter := dynamo.NewCounter()
+	counter := newCounter()
 	client := newClient(nil, counter)
 	// Reading a project's secret never makes one.
 	if _, err := dynamo.New(client, table, s.Project()).ProjectSecret(ctx); !errors.Is(err, service.ErrNotFound) {
