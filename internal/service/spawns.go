@@ -151,7 +151,12 @@ func (s *Service) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spaw
 		target = &e2
 	}
 	req := spawn.NewRequest(sp, target)
-	stored, err := envelope.MarshalData(req) // stored without its callback token
+	// Stored without its callback token, and without forbidden_tools:
+	// the registry's other tools, which publicRequest adds back. Kept, the
+	// list would make every spawn item dearer to write (docs/aws-cost.md).
+	bare := req
+	bare.Context.ForbiddenTools = nil
+	stored, err := envelope.MarshalData(bare)
 	if err != nil {
 		return sp, req, tx, errs.E(errs.Internal, "encode spawn request").Wrap(err)
 	}

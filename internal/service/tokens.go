@@ -211,6 +211,9 @@ func (s *Service) CheckCallback(ctx context.Context, p auth.Principal, tool stri
 // authenticated caller gets here; a project made before its operator
 // action created the secret gets one now.
 func (s *Service) publicRequest(ctx context.Context, req spawn.Request) (json.RawMessage, error) {
+	if req.Context.ForbiddenTools == nil {
+		req.Context.ForbiddenTools = spawn.ForbiddenTools(req.Context.AllowedTools)
+	}
 	if s.Tokens != nil {
 		secret, err := s.Tokens.ProjectSecret(ctx)
 		if errors.Is(err, ErrNotFound) {

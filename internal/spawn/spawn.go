@@ -128,7 +128,8 @@ func CallbackActions(k Kind) []string {
 	return []string{"dismiss", "trust"}
 }
 
-func forbidden(allowed []string) []string {
+// ForbiddenTools is every tool of the surface not in allowed.
+func ForbiddenTools(allowed []string) []string {
 	var out []string
 	for _, v := range toolNames() {
 		ok := false
@@ -165,7 +166,7 @@ func NewRequest(sp Spawn, e *ledger.Entity) Request {
 		RequestID: sp.ID, RequestKind: sp.Kind, EntityID: sp.EntityID, Mode: sp.Mode,
 		Context: Context{
 			Clean: true, Prompt: Prompt(sp, e), AllowedTools: allowed,
-			ForbiddenTools: forbidden(allowed), MaxToolCalls: 20,
+			ForbiddenTools: ForbiddenTools(allowed), MaxToolCalls: 20,
 		},
 		Callback:  Callback{Actions: CallbackActions(sp.Kind), RequestID: sp.ID},
 		IssuedAt:  sp.IssuedAt,
