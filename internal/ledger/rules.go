@@ -22,7 +22,7 @@ const (
 )
 
 // EventKind is the event an action records.
-func (a Action) EventKind() string {
+func (a Action) EventKind() EventKind {
 	switch a {
 	case Trust:
 		return EvTrusted

@@ -3,6 +3,7 @@ package linearize
 import (
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/ledger"
 	"pgregory.net/rapid"
 )
@@ -127,7 +128,7 @@ func GenApprovalRace(t *rapid.T, m Mix) Scenario {
 	if m.Expire {
 		kinds = append(kinds, ApprovalExpire, ApprovalExpire)
 	}
-	verdicts := []ledger.Action{"approved", "refused", "cancelled"}
+	verdicts := []ledger.Action{verdictAction(approvals.Approved), verdictAction(approvals.Refused), verdictAction(approvals.Cancelled)}
 	clients := rapid.IntRange(2, 6).Draw(t, "clients")
 	for c := 0; c < clients; c++ {
 		n := rapid.IntRange(1, 4).Draw(t, "steps")
@@ -167,3 +168,6 @@ func genGuessRace(t *rapid.T, m Mix) Scenario {
 	}
 	return sc
 }
+
+// verdictAction carries an Answer step's verdict in its Action.
+func verdictAction(v approvals.Verdict) ledger.Action { return ledger.Action(v) }

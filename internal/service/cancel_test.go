@@ -37,7 +37,7 @@ func TestCancellingAPendingSpawnRestoresThePreSpawnStatusLikeATimeout(t *testing
 				t.Fatalf("cancel: %+v, status %s, want %s", r, e.status(id), pre)
 			}
 			evs := e.events(id, ledger.EvSpawnCancelled)
-			if len(evs) != 1 || evs[0].RequestID != req.RequestID || evs[0].Outcome != spawn.Cancelled || evs[0].Reason != "no longer needed" {
+			if len(evs) != 1 || evs[0].RequestID != req.RequestID || evs[0].Outcome != string(spawn.Cancelled) || evs[0].Reason != "no longer needed" {
 				t.Fatalf("spawn_cancelled events: %+v", evs)
 			}
 			sp, _ := e.store.GetSpawn(ctx, req.RequestID)

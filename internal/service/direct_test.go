@@ -88,7 +88,7 @@ func TestDirectModeCallsTheProviderWithTheSpawnPromptAndResolvesThroughTheCallba
 	for _, tc := range []struct {
 		provider, fixture, path string
 		kind                    spawn.Kind
-		action                  string
+		action                  ledger.EventKind
 		want                    ledger.Status
 	}{
 		{"openai", "openai/judge_dismiss.json", "/v1/chat/completions", spawn.Assume, ledger.EvDismissed, ledger.Verified},
@@ -96,7 +96,7 @@ func TestDirectModeCallsTheProviderWithTheSpawnPromptAndResolvesThroughTheCallba
 		{"anthropic", "anthropic/judge_tool_use.json", "/v1/messages", spawn.Assume, ledger.EvDismissed, ledger.Verified},
 		{"anthropic", "anthropic/judge_tool_use.json", "/v1/messages", spawn.Overlook, ledger.EvDismissed, ledger.Verified},
 	} {
-		t.Run(tc.provider+"/"+string(tc.kind)+"/"+tc.action, func(t *testing.T) {
+		t.Run(tc.provider+"/"+string(tc.kind)+"/"+string(tc.action), func(t *testing.T) {
 			e := newEnv(t)
 			srv := llmtest.New(t, llmtest.Reply(t, 200, tc.fixture))
 			e.withProvider(tc.provider, srv)
@@ -294,7 +294,7 @@ func TestDirectModeProviderFailureChangesNothing(t *testing.T) {
 					t.Fatalf("events added: %v", added)
 				}
 				failed := added[1]
-				if !failed.Direct || failed.Outcome != spawn.Failed || failed.Detail["code"] != string(tc.code) || failed.Detail["restored"] != true {
+				if !failed.Direct || failed.Outcome != string(spawn.Failed) || failed.Detail["code"] != string(tc.code) || failed.Detail["restored"] != true {
 					t.Fatalf("spawn_failed event %+v", failed)
 				}
 				if ledger.Fold(after) != pre {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/ledger"
@@ -122,7 +123,7 @@ func (e *env) status(id string) ledger.Status {
 	return ent.Status
 }
 
-func (e *env) events(id string, kind string) []ledger.Event {
+func (e *env) events(id string, kind ledger.EventKind) []ledger.Event {
 	e.t.Helper()
 	evs, err := e.store.Events(ctx, id)
 	if err != nil {
@@ -143,15 +144,15 @@ func (e *env) verified(statement string) string {
 	return id
 }
 
-func warningCodes(res service.Result) []string {
-	var out []string
+func warningCodes(res service.Result) []envelope.WarningCode {
+	var out []envelope.WarningCode
 	for _, w := range res.Warnings {
 		out = append(out, w.Code)
 	}
 	return out
 }
 
-func hasWarning(res service.Result, code string) bool {
+func hasWarning(res service.Result, code envelope.WarningCode) bool {
 	for _, w := range res.Warnings {
 		if w.Code == code {
 			return true
@@ -466,7 +467,7 @@ func TestDuplicateTerminalCallbackDoesNotReApplyTransition(t *testing.T) {
 	req := e.spawnReq(spawn.Assume, id)
 	e.transition(ledger.Dismiss, id, req.RequestID)
 	res := e.transition(ledger.Trust, id, req.RequestID)
-	if !hasWarning(res, "spawn-duplicate") || res.Warnings[0].Outcome != spawn.CallbackApplied {
+	if !hasWarning(res, "spawn-duplicate") || res.Warnings[0].Outcome != string(spawn.CallbackApplied) {
 		t.Fatalf("warnings = %+v, want spawn-duplicate naming callback-applied", res.Warnings)
 	}
 	if st := e.status(id); st != ledger.Verified {
@@ -504,7 +505,7 @@ func TestTimeoutWinsIfCommittedFirst(t *testing.T) {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
 	res := e.transition(ledger.Trust, id, req.RequestID)
-	if !hasWarning(res, "spawn-lost-to-timeout") || res.Warnings[0].Outcome != spawn.TimeoutRestored {
+	if !hasWarning(res, "spawn-lost-to-timeout") || res.Warnings[0].Outcome != string(spawn.TimeoutRestored) {
 		t.Fatalf("warnings = %+v, want spawn-lost-to-timeout", res.Warnings)
 	}
 	if st := e.status(id); st != ledger.Verified {

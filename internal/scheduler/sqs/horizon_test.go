@@ -215,7 +215,7 @@ func TestA24HourSpawnIsTimedOutByTheOneMessageTheScheduledSweepSends(t *testing.
 		t.Fatalf("the message was sent %v before expiry, want within the last 15 minutes but not the last 14", ahead)
 	}
 	to := w.timeouts("acme", eid)
-	if len(to) != 1 || to[0].RequestID != req.RequestID || to[0].Outcome != spawn.TimeoutRestored {
+	if len(to) != 1 || to[0].RequestID != req.RequestID || to[0].Outcome != string(spawn.TimeoutRestored) {
 		t.Fatalf("timeouts %+v", to)
 	}
 	if at, _ := time.Parse(time.RFC3339Nano, to[0].Detail["timed_out_at"].(string)); at.Before(req.ExpiresAt) || at.Sub(req.ExpiresAt) >= time.Second {

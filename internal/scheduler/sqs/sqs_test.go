@@ -256,7 +256,7 @@ func TestADueMessageTimesOutTheSpawnAndRestoresItsStatus(t *testing.T) {
 		t.Fatalf("failures %v", f)
 	}
 	to := w.timeouts("acme", eid)
-	if len(to) != 1 || to[0].RequestID != rid || to[0].Outcome != spawn.TimeoutRestored {
+	if len(to) != 1 || to[0].RequestID != rid || to[0].Outcome != string(spawn.TimeoutRestored) {
 		t.Fatalf("timeouts %+v", to)
 	}
 	if st := w.status("acme", eid); st != ledger.Verified {

@@ -145,7 +145,7 @@ func resolution(e ledger.Entity, sp spawn.Spawn) service.Tx {
 		Spawns:   []service.SpawnPut{{Spawn: done}},
 		Events: []ledger.Event{
 			{ID: ids.New(ids.Event, t0), Kind: ledger.EvDismissed, EntityID: e.ID, RequestID: sp.ID, From: ledger.Unverified, To: ledger.Verified, At: t0},
-			{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnResolved, EntityID: e.ID, RequestID: sp.ID, Outcome: spawn.CallbackApplied, At: t0},
+			{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnResolved, EntityID: e.ID, RequestID: sp.ID, Outcome: string(spawn.CallbackApplied), At: t0},
 		},
 	}
 }
