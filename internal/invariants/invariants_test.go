@@ -66,7 +66,7 @@ func requestID(t *testing.T, res service.Result) string {
 }
 
 func (f *fixture) dismiss(id, requestID string) {
-	if _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id,
+	if _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 		Evidence: []string{"https://example.org/boiling"}, RequestID: requestID}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func (f *fixture) healthy() (claimA, claimB, won, timedOut string) {
 	if _, err := f.svc.Sweep(ctx, 100); err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Trust, EntityID: claimB, Reason: "the boiling point depends on pressure"}); err != nil {
+	if _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: claimB, Reason: "the boiling point depends on pressure"}); err != nil {
 		f.t.Fatal(err)
 	}
 	g, err := f.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "what is the boiling point of water?", N: 3, Mode: spawn.ModeHarness})

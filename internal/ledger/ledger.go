@@ -77,8 +77,8 @@ type EventKind string
 const (
 	EvConcluded         EventKind = "concluded"
 	EvDefined           EventKind = "defined"
-	EvTrusted           EventKind = "trusted"
-	EvDismissed         EventKind = "dismissed"
+	EvTrusted           EventKind = "trusted"   // recorded by Doubt
+	EvDismissed         EventKind = "dismissed" // recorded by Verify
 	EvLocked            EventKind = "locked"
 	EvIgnored           EventKind = "ignored"
 	EvReopened          EventKind = "reopened"

@@ -12,8 +12,8 @@ func TestStatusLattice(t *testing.T) {
 		a    Action
 		to   Status // "" means refused
 	}{
-		{Unverified, Trust, Doubted}, {Verified, Trust, Doubted}, {Stale, Trust, Doubted}, {Locked, Trust, ""}, {Ignored, Trust, ""},
-		{Unverified, Dismiss, Verified}, {Doubted, Dismiss, Verified}, {Stale, Dismiss, Verified}, {Locked, Dismiss, ""}, {Ignored, Dismiss, ""},
+		{Unverified, Doubt, Doubted}, {Verified, Doubt, Doubted}, {Stale, Doubt, Doubted}, {Locked, Doubt, ""}, {Ignored, Doubt, ""},
+		{Unverified, Verify, Verified}, {Doubted, Verify, Verified}, {Stale, Verify, Verified}, {Locked, Verify, ""}, {Ignored, Verify, ""},
 		{Verified, Lock, Locked}, {Unverified, Lock, ""}, {Doubted, Lock, ""}, {Locked, Lock, ""},
 		{Unverified, Ignore, Ignored}, {Doubted, Ignore, Ignored}, {Locked, Ignore, ""}, {Ignored, Ignore, ""},
 		{Ignored, Reopen, Unverified}, {Doubted, Reopen, Unverified}, {Unverified, Reopen, ""}, {Locked, Reopen, ""},

@@ -56,9 +56,9 @@ func GenScenario(t *rapid.T, m Mix) Scenario {
 			}
 			switch st.Kind {
 			case Callback:
-				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust}).Draw(t, "verdict")
+				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Verify, ledger.Doubt}).Draw(t, "verdict")
 			case Move:
-				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust, ledger.Reopen, ledger.Dismiss, ledger.Trust, ledger.Lock}).Draw(t, "action")
+				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Verify, ledger.Doubt, ledger.Reopen, ledger.Verify, ledger.Doubt, ledger.Lock}).Draw(t, "action")
 			}
 			steps = append(steps, st)
 		}
@@ -76,11 +76,11 @@ func GenRace(t *rapid.T, m Mix) Scenario {
 		return genGuessRace(t, m)
 	}
 	sc := Scenario{Entities: 1}
-	if before := rapid.SampledFrom([]ledger.Action{"", ledger.Dismiss, ledger.Trust}).Draw(t, "before"); before != "" {
+	if before := rapid.SampledFrom([]ledger.Action{"", ledger.Verify, ledger.Doubt}).Draw(t, "before"); before != "" {
 		sc.Prelude = append(sc.Prelude, Step{Kind: Move, Action: before})
 	}
 	sc.Prelude = append(sc.Prelude, Step{Kind: Assume})
-	if moved := rapid.SampledFrom([]ledger.Action{"", "", ledger.Dismiss, ledger.Trust}).Draw(t, "moved under the spawn"); moved != "" {
+	if moved := rapid.SampledFrom([]ledger.Action{"", "", ledger.Verify, ledger.Doubt}).Draw(t, "moved under the spawn"); moved != "" {
 		sc.Prelude = append(sc.Prelude, Step{Kind: Move, Action: moved})
 	}
 	if rapid.IntRange(0, 3).Draw(t, "expired?") > 0 {
@@ -103,9 +103,9 @@ func GenRace(t *rapid.T, m Mix) Scenario {
 			st := Step{Kind: rapid.SampledFrom(kinds).Draw(t, "kind"), Target: rapid.SampledFrom([]Target{Latest, Latest, Latest, Older}).Draw(t, "target")}
 			switch st.Kind {
 			case Callback:
-				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust}).Draw(t, "verdict")
+				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Verify, ledger.Doubt}).Draw(t, "verdict")
 			case Move:
-				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust, ledger.Reopen}).Draw(t, "action")
+				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Verify, ledger.Doubt, ledger.Reopen}).Draw(t, "action")
 			}
 			steps = append(steps, st)
 		}

@@ -273,9 +273,9 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 	case Callback, Move:
 		tool = string(st.Action)
 		switch st.Action {
-		case ledger.Dismiss:
+		case ledger.Verify:
 			args["evidence"] = []string{"https://example.org/boiling-point"}
-		case ledger.Trust, ledger.Reopen:
+		case ledger.Doubt, ledger.Reopen:
 			args["reason"] = "ITS-90 puts the boiling point at 99.97 C"
 		}
 		if st.Kind == Callback {

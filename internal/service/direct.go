@@ -98,9 +98,9 @@ func (s *Service) directJudge(ctx context.Context, sp spawn.Spawn, prompt string
 	in := TransitionInput{EntityID: sp.EntityID, RequestID: sp.ID, Reason: v.Reason, Direct: true}
 	switch v.Action {
 	case llm.ActionDismiss:
-		in.Action, in.Evidence = ledger.Dismiss, v.Evidence
+		in.Action, in.Evidence = ledger.Verify, v.Evidence
 	case llm.ActionTrust:
-		in.Action = ledger.Trust
+		in.Action = ledger.Doubt
 	default:
 		return s.failDirect(ctx, sp, s.unusable(sp, "verdict action "+strconv.Quote(v.Action)+" is neither dismiss nor trust"))
 	}

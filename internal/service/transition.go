@@ -59,16 +59,16 @@ func (s *Service) Transition(ctx context.Context, in TransitionInput) (Result, e
 
 func (s *Service) checkTransitionInput(in TransitionInput) error {
 	switch in.Action {
-	case ledger.Trust, ledger.Ignore, ledger.Reopen:
+	case ledger.Doubt, ledger.Ignore, ledger.Reopen:
 		if err := ledger.CheckReason(in.EntityID, in.Reason); err != nil {
 			return err
 		}
-	case ledger.Dismiss:
+	case ledger.Verify:
 		if err := ledger.CheckEvidence(in.EntityID, in.Evidence); err != nil {
 			return err
 		}
 	}
-	if in.RequestID != "" && in.Action != ledger.Trust && in.Action != ledger.Dismiss {
+	if in.RequestID != "" && in.Action != ledger.Doubt && in.Action != ledger.Verify {
 		return errs.E(errs.Usage, "only dismiss and trust resolve a spawn; "+string(in.Action)+" takes no --request-id").On(in.EntityID)
 	}
 	return nil

@@ -208,7 +208,7 @@ func TestALostCallbackResponseDoesNotTurnTheWinnerIntoADuplicate(t *testing.T) {
 	f.mu.Lock()
 	f.dropOnSuccess = 1
 	f.mu.Unlock()
-	out, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id,
+	out, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 		Evidence: []string{"https://example.org/evidence"}, RequestID: req.RequestID})
 	if err != nil {
 		t.Fatal(err)
