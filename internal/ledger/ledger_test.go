@@ -67,3 +67,18 @@ func TestFoldReplaysStatusChanges(t *testing.T) {
 		t.Fatalf("Fold = %s", got)
 	}
 }
+
+func TestActionsAreNamedByEffectAndKeepTheirWireNames(t *testing.T) {
+	// `dont trust` = doubt it; `dont dismiss` (the doubt) = verify it.
+	if Doubt != "trust" || Verify != "dismiss" || Doubt.EventKind() != "trusted" || Verify.EventKind() != "dismissed" {
+		t.Fatalf("wire names changed: %s→%s, %s→%s", Doubt, Doubt.EventKind(), Verify, Verify.EventKind())
+	}
+	for _, k := range EventKinds {
+		if !k.Valid() {
+			t.Errorf("%s is not valid", k)
+		}
+	}
+	if EventKind("trust").Valid() || EntityKind("spawn").Valid() {
+		t.Error("an unknown kind is valid")
+	}
+}
