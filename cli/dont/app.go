@@ -31,7 +31,7 @@ type app struct {
 	direct   bool
 	plain    bool
 	endpoint string
-	mode     string
+	mode     spawn.Mode
 	exit     int
 	confirm  confirmState
 	// mcpServing: this process is `dont mcp`, a harness signal.
@@ -194,7 +194,7 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 		}
 		if hasParam(t, "mode") {
 			a.mode = spawn.DetectMode(spawn.Signals{Direct: a.direct, HarnessEnv: a.getenv("DONT_HARNESS"), StdoutTTY: a.stdoutTTY()})
-			args["mode"] = a.mode
+			args["mode"] = string(a.mode)
 		}
 		return a.gatedCall(c, t, argv, args)
 	}
@@ -322,7 +322,7 @@ func (a *app) author() string {
 }
 
 func (a *app) meta() envelope.Meta {
-	return envelope.Meta{DurationMS: time.Since(a.start).Milliseconds(), RequestID: ids.New(ids.Request, a.start), Mode: a.mode}
+	return envelope.Meta{DurationMS: time.Since(a.start).Milliseconds(), RequestID: ids.New(ids.Request, a.start), Mode: string(a.mode)}
 }
 
 // emit prints a success envelope (or its human rendering).

@@ -97,7 +97,7 @@ func (a *app) escalateCommand(c *cobra.Command) {
 		c.SetContext(service.WithAskedNotice(c.Context(), func(ap approvals.Approval) {
 			if wait, _ := c.Flags().GetBool("no-wait"); !wait {
 				fmt.Fprintf(a.stderr, "asked %s: %s → %s for call %s; waiting until %s for an answer (dont approvals watch --session %s). Ctrl-C cancels the request.\n",
-					ap.ID, visible.Line(string(ap.From)), visible.Line(ap.To), visible.Line(ap.CallID), ap.Deadline.Local().Format("15:04:05"), visible.Line(ap.SessionID))
+					ap.ID, visible.Line(string(ap.From)), visible.Line(string(ap.To)), visible.Line(ap.CallID), ap.Deadline.Local().Format("15:04:05"), visible.Line(ap.SessionID))
 			}
 		}))
 		return run(c, nil)
@@ -166,7 +166,7 @@ func frameLine(f approvals.Frame) string {
 			until = f.Deadline.Local().Format("15:04:05")
 		}
 		return fmt.Sprintf("#%d %s asked: %s → %s for call %s, until %s: %s", f.Cursor, visible.Line(f.RequestID), visible.Line(string(f.From)),
-			visible.Line(f.To), visible.Line(f.CallID), until, visible.Line(f.Preview))
+			visible.Line(string(f.To)), visible.Line(f.CallID), until, visible.Line(f.Preview))
 	}
 	return fmt.Sprintf("#%d %s %s%s", f.Cursor, visible.Line(f.RequestID), visible.Line(string(f.Verdict)), byLine(f.By))
 }
@@ -466,7 +466,7 @@ func (m *watchModel) describe(f approvals.Frame) string {
 	if f.Preview != "" {
 		cmd = "\n  $ " + visible.Line(f.Preview)
 	}
-	return fmt.Sprintf("%s: call %s asks %s → %s%s%s", visible.Line(f.RequestID), visible.Line(f.CallID), visible.Line(string(f.From)), visible.Line(f.To), reason, cmd)
+	return fmt.Sprintf("%s: call %s asks %s → %s%s%s", visible.Line(f.RequestID), visible.Line(f.CallID), visible.Line(string(f.From)), visible.Line(string(f.To)), reason, cmd)
 }
 
 // Tick clears every request whose deadline has passed on the client's clock.
@@ -538,7 +538,7 @@ func (m *watchModel) Prompt(now time.Time) string {
 	if n := len(m.pending) - 1; n > 0 {
 		more = fmt.Sprintf(" (+%d waiting)", n)
 	}
-	return fmt.Sprintf("%s [%s left] approve %s for call %s? [y/n]%s ", visible.Line(it.frame.RequestID), left, visible.Line(it.frame.To), visible.Line(it.frame.CallID), more)
+	return fmt.Sprintf("%s [%s left] approve %s for call %s? [y/n]%s ", visible.Line(it.frame.RequestID), left, visible.Line(string(it.frame.To)), visible.Line(it.frame.CallID), more)
 }
 
 // promptKey identifies what the prompt is about, so that a terminal that

@@ -123,7 +123,7 @@ func newGateEnv(t *testing.T, mode string, gateOn bool) *gateEnv {
 			t.Fatal(err)
 		}
 		id := res.Data.(service.EntityView).ID
-		if _, err := g.svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id, Evidence: []string{"https://example.org/bp"}}); err != nil {
+		if _, err := g.svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/bp"}}); err != nil {
 			t.Fatal(err)
 		}
 		return id

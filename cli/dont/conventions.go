@@ -253,7 +253,7 @@ func (a *app) envelopeOf(res service.Result, err error, start time.Time) envelop
 	if err != nil {
 		env = envelope.Fail(err, res.Warnings)
 	}
-	env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: ids.New(ids.Request, start), Mode: a.mode}
+	env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: ids.New(ids.Request, start), Mode: string(a.mode)}
 	return env
 }
 

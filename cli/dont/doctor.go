@@ -39,7 +39,7 @@ func privacy(p project.Project) ([]project.Exposure, []envelope.Warning, error) 
 	}
 	var out []envelope.Warning
 	for _, x := range exposed {
-		out = append(out, envelope.Warning{Code: string(StoreNotPrivate), Message: fmt.Sprintf(
+		out = append(out, envelope.Warning{Code: envelope.CodeOf(StoreNotPrivate), Message: fmt.Sprintf(
 			"%s has mode %04o: the group or others may read it, want %04o (next: cd %s && %s)", x.Path, x.Mode, x.Want, p.Root, project.MakePrivate)})
 	}
 	return exposed, out, nil
@@ -84,7 +84,7 @@ func (a *app) doctorCommand() *cobra.Command {
 			}
 			var warnings []envelope.Warning
 			for _, v := range rep.Violations {
-				warnings = append(warnings, envelope.Warning{Code: v.Rule, Message: v.ID + ": " + v.Message + " (next: " + v.Remediate + ")"})
+				warnings = append(warnings, envelope.Warning{Code: envelope.WarningCode(v.Rule), Message: v.ID + ": " + v.Message + " (next: " + v.Remediate + ")"})
 			}
 			exposed, private, err := privacy(p)
 			if err != nil {

@@ -41,7 +41,7 @@ func renderHuman(out, errOut io.Writer, env envelope.Envelope, st styles) {
 		fmt.Fprintln(out, string(visible.JSON(b)))
 	}
 	for _, w := range env.Warnings {
-		fmt.Fprintf(errOut, "%s %s: %s\n", st.err.yellow("warning:"), visible.Line(w.Code), visible.Line(w.Message))
+		fmt.Fprintf(errOut, "%s %s: %s\n", st.err.yellow("warning:"), visible.Line(string(w.Code)), visible.Line(w.Message))
 	}
 	for _, h := range env.Hints {
 		fmt.Fprintf(errOut, "%s %s\n", st.err.dim("hint:"), visible.Line(h))

@@ -121,21 +121,40 @@ func (v Verdict) Valid() bool {
 	return false
 }
 
+// State is where an approval record stands.
+type State string
+
 // States of an approval record.
 const (
-	Pending  = "pending"
-	Resolved = "resolved"
+	Pending  State = "pending"
+	Resolved State = "resolved"
 )
+
+// Valid reports whether s is one of the states.
+func (s State) Valid() bool { return s == Pending || s == Resolved }
+
+// Cause says why a verdict was reached.
+type Cause string
 
 // Causes say why a verdict was reached. Hop refusals use their Rule as cause.
 const (
-	CauseAnswer       = "answer"            // a person answered
-	CauseUnreadable   = "unreadable-answer" // the answer could not be read: a refusal
-	CauseNoSubscriber = "no-subscriber"     // nobody could have answered: a refusal
-	CauseChannelError = "channel-error"     // the store failed while asking or waiting: a refusal
-	CauseDeadline     = "deadline"          // nobody answered in time
-	CauseRequester    = "requester"         // the requester withdrew (Ctrl-C, approvals cancel)
+	CauseAnswer       Cause = "answer"            // a person answered
+	CauseUnreadable   Cause = "unreadable-answer" // the answer could not be read: a refusal
+	CauseNoSubscriber Cause = "no-subscriber"     // nobody could have answered: a refusal
+	CauseChannelError Cause = "channel-error"     // the store failed while asking or waiting: a refusal
+	CauseDeadline     Cause = "deadline"          // nobody answered in time
+	CauseRequester    Cause = "requester"         // the requester withdrew (Ctrl-C, approvals cancel)
 )
+
+// Valid reports whether c is one of the causes or one of the hop rules.
+func (c Cause) Valid() bool {
+	switch c {
+	case CauseAnswer, CauseUnreadable, CauseNoSubscriber, CauseChannelError, CauseDeadline, CauseRequester,
+		RuleUnknownTier, RuleOtherSession, RuleRatchet, RulePending, RuleNotInRow:
+		return true
+	}
+	return false
+}
 
 // Approval is the stored record of one escalation request. When Asked it
 // was a question: delivered to the session's subscribers with a deadline.
@@ -149,17 +168,17 @@ type Approval struct {
 	// From is the tier the call stood at when it asked.
 	From Tier `json:"from_tier,omitempty"`
 	// To is the target as requested (it may be no tier at all).
-	To        string    `json:"to_tier"`
+	To        Tier      `json:"to_tier"`
 	Preview   string    `json:"preview,omitempty"`
 	Reason    string    `json:"reason,omitempty"`
 	Requester string    `json:"requester,omitempty"`
 	Asked     bool      `json:"asked"`
-	State     string    `json:"state"`
+	State     State     `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
 	Deadline  time.Time `json:"deadline"`
 
 	Verdict    Verdict    `json:"verdict,omitempty"`
-	Cause      string     `json:"cause,omitempty"`
+	Cause      Cause      `json:"cause,omitempty"`
 	Detail     string     `json:"detail,omitempty"`
 	AnsweredBy string     `json:"answered_by,omitempty"`
 	Answer     string     `json:"answer,omitempty"` // the raw answer as received, bounded
@@ -173,8 +192,8 @@ type Approval struct {
 // never run at all (running it at the narrower tier would do the wider
 // tier's work by accident: docs/design.md §6.2).
 func (a Approval) Grant() (Tier, bool) {
-	if a.State == Resolved && a.Verdict == Approved && Tier(a.To).Valid() {
-		return Tier(a.To), true
+	if a.State == Resolved && a.Verdict == Approved && a.To.Valid() {
+		return a.To, true
 	}
 	return "", false
 }
@@ -198,7 +217,7 @@ func Remaining(a Approval, now time.Time) time.Duration {
 // Decision is an answer already mapped to a verdict.
 type Decision struct {
 	Verdict Verdict
-	Cause   string
+	Cause   Cause
 	By      string
 	Detail  string
 	Answer  string

@@ -51,7 +51,7 @@ func TestTheSchemaAdvertisesTheReachableInPrincipleSet(t *testing.T) {
 
 func TestReadOnlyToDangerFullAccessIsOneHopAndMayBeAsked(t *testing.T) {
 	c := CallOf("ses:a", ReadOnly, "c1", nil)
-	if r := ValidateHop("ses:a", c, string(DangerFullAccess)); r != nil {
+	if r := ValidateHop("ses:a", c, DangerFullAccess); r != nil {
 		t.Fatalf("read-only -> danger-full-access refused: %v", r)
 	}
 }
@@ -59,7 +59,7 @@ func TestReadOnlyToDangerFullAccessIsOneHopAndMayBeAsked(t *testing.T) {
 func TestTargetMustBeInTheRowOfTheCallsCurrentTier(t *testing.T) {
 	for _, from := range Tiers {
 		for _, to := range Tiers {
-			r := ValidateHop("ses:a", CallOf("ses:a", from, "c1", nil), string(to))
+			r := ValidateHop("ses:a", CallOf("ses:a", from, "c1", nil), to)
 			if Reachable(from, to) != (r == nil) {
 				t.Errorf("%s -> %s: refusal %v", from, to, r)
 			}
@@ -73,14 +73,14 @@ func TestTargetMustBeInTheRowOfTheCallsCurrentTier(t *testing.T) {
 func TestANonWideningTargetIsRefused(t *testing.T) {
 	// docs/design.md §6.1: a call running at workspace-write that asks for
 	// read-only passes a name-shape check and is still nonsense.
-	r := ValidateHop("ses:a", CallOf("ses:a", WorkspaceWrite, "c1", nil), string(ReadOnly))
+	r := ValidateHop("ses:a", CallOf("ses:a", WorkspaceWrite, "c1", nil), ReadOnly)
 	if r == nil || r.Rule != RuleNotInRow || !strings.Contains(r.Message, "workspace-write") {
 		t.Fatalf("workspace-write -> read-only: %v", r)
 	}
 }
 
 func approved(session, call string, from, to Tier, at time.Time) Approval {
-	a := Approval{ID: "apr:" + call + "-" + string(to), SessionID: session, CallID: call, From: from, To: string(to),
+	a := Approval{ID: "apr:" + call + "-" + string(to), SessionID: session, CallID: call, From: from, To: to,
 		Asked: true, State: Pending, CreatedAt: at, Deadline: at.Add(DefaultTimeout)}
 	a, _ = Resolve(a, VerdictOf("approve"), at.Add(time.Second))
 	return a
@@ -94,19 +94,19 @@ func TestATwoHopRatchetForOneCallIsRefused(t *testing.T) {
 	}
 	// danger-full-access is in workspace-write's row, and still refused:
 	// two consecutive widenings for one call is the ratchet.
-	r := ValidateHop("ses:a", c, string(DangerFullAccess))
+	r := ValidateHop("ses:a", c, DangerFullAccess)
 	if r == nil || r.Rule != RuleRatchet {
 		t.Fatalf("second widening: %v", r)
 	}
 	// Another call of the same session stands at the default again.
-	if r := ValidateHop("ses:a", CallOf("ses:a", ReadOnly, "c2", []Approval{first}), string(WorkspaceWrite)); r != nil {
+	if r := ValidateHop("ses:a", CallOf("ses:a", ReadOnly, "c2", []Approval{first}), WorkspaceWrite); r != nil {
 		t.Fatalf("the grant leaked to another call: %v", r)
 	}
 }
 
 func TestAnotherSessionsCallIsRefused(t *testing.T) {
 	first := approved("ses:a", "c1", ReadOnly, WorkspaceWrite, t0)
-	r := ValidateHop("ses:b", CallOf("ses:b", ReadOnly, "c1", []Approval{first}), string(WorkspaceWrite))
+	r := ValidateHop("ses:b", CallOf("ses:b", ReadOnly, "c1", []Approval{first}), WorkspaceWrite)
 	if r == nil || r.Rule != RuleOtherSession {
 		t.Fatalf("another session's call: %v", r)
 	}
@@ -117,13 +117,13 @@ func TestAnotherSessionsCallIsRefused(t *testing.T) {
 	}
 	// Even a refused record binds the call to its session.
 	refused := Approval{ID: "apr:r", SessionID: "ses:a", CallID: "c3", State: Resolved, Verdict: Refused, Cause: CauseAnswer, CreatedAt: t0}
-	if r := ValidateHop("ses:b", CallOf("ses:b", ReadOnly, "c3", []Approval{refused}), string(WorkspaceWrite)); r == nil || r.Rule != RuleOtherSession {
+	if r := ValidateHop("ses:b", CallOf("ses:b", ReadOnly, "c3", []Approval{refused}), WorkspaceWrite); r == nil || r.Rule != RuleOtherSession {
 		t.Fatalf("call bound by a refused record: %v", r)
 	}
 }
 
 func TestAnUnknownTierIsRefused(t *testing.T) {
-	for _, to := range []string{"", "root", "Read-Only", "danger_full_access", " workspace-write"} {
+	for _, to := range []Tier{"", "root", "Read-Only", "danger_full_access", " workspace-write"} {
 		r := ValidateHop("ses:a", CallOf("ses:a", ReadOnly, "c1", nil), to)
 		if r == nil || r.Rule != RuleUnknownTier {
 			t.Errorf("%q: %v", to, r)
@@ -133,13 +133,13 @@ func TestAnUnknownTierIsRefused(t *testing.T) {
 
 func TestAnOpenQuestionBlocksASecondQuestionForTheSameCall(t *testing.T) {
 	open := Approval{ID: "apr:open", SessionID: "ses:a", CallID: "c1", Asked: true, State: Pending, CreatedAt: t0, Deadline: t0.Add(DefaultTimeout)}
-	r := ValidateHop("ses:a", CallOf("ses:a", ReadOnly, "c1", []Approval{open}), string(WorkspaceWrite))
+	r := ValidateHop("ses:a", CallOf("ses:a", ReadOnly, "c1", []Approval{open}), WorkspaceWrite)
 	if r == nil || r.Rule != RulePending || !strings.Contains(r.Message, "apr:open") {
 		t.Fatalf("second question: %v", r)
 	}
 	// After a non-grant ending the call stands at its default and may ask again.
 	ended, _ := Resolve(open, VerdictOf("no"), t0.Add(time.Second))
-	if r := ValidateHop("ses:a", CallOf("ses:a", ReadOnly, "c1", []Approval{ended}), string(WorkspaceWrite)); r != nil {
+	if r := ValidateHop("ses:a", CallOf("ses:a", ReadOnly, "c1", []Approval{ended}), WorkspaceWrite); r != nil {
 		t.Fatalf("after a refusal: %v", r)
 	}
 }
@@ -148,7 +148,7 @@ func TestTheAnswerIsMappedToAVerdictBeforeAnythingActs(t *testing.T) {
 	for _, tc := range []struct {
 		answer any
 		want   Verdict
-		cause  string
+		cause  Cause
 	}{
 		{"approve", Approved, CauseAnswer}, {"Y", Approved, CauseAnswer}, {" yes\n", Approved, CauseAnswer}, {true, Approved, CauseAnswer},
 		{"refuse", Refused, CauseAnswer}, {"n", Refused, CauseAnswer}, {false, Refused, CauseAnswer},
@@ -167,7 +167,7 @@ func TestTheAnswerIsMappedToAVerdictBeforeAnythingActs(t *testing.T) {
 }
 
 func question() Approval {
-	return Approval{ID: "apr:q", SessionID: "ses:a", CallID: "c1", From: ReadOnly, To: string(WorkspaceWrite),
+	return Approval{ID: "apr:q", SessionID: "ses:a", CallID: "c1", From: ReadOnly, To: WorkspaceWrite,
 		Asked: true, State: Pending, CreatedAt: t0, Deadline: t0.Add(DefaultTimeout)}
 }
 

@@ -6,32 +6,38 @@ import (
 	"time"
 )
 
+// FrameKind says what a frame announces.
+type FrameKind string
+
 // Frame kinds on a session's stream.
 const (
-	FrameRequested = "approval_requested" // a question for the session's subscribers
-	FrameResolved  = "approval_resolved"  // the one ending of a question: approved, refused, timed-out or cancelled
+	FrameRequested FrameKind = "approval_requested" // a question for the session's subscribers
+	FrameResolved  FrameKind = "approval_resolved"  // the one ending of a question: approved, refused, timed-out or cancelled
 )
+
+// Valid reports whether k is one of the frame kinds.
+func (k FrameKind) Valid() bool { return k == FrameRequested || k == FrameResolved }
 
 // Frame is one entry of a session's frame log. Clients read it with a
 // cursor: the store numbers a session's frames 1, 2, 3, … in commit order.
 type Frame struct {
 	SessionID string    `json:"session_id"`
 	Cursor    int64     `json:"cursor"`
-	Kind      string    `json:"kind"`
+	Kind      FrameKind `json:"kind"`
 	RequestID string    `json:"request_id"`
 	At        time.Time `json:"at"`
 
 	// Question frames.
 	CallID   string     `json:"call_id,omitempty"`
 	From     Tier       `json:"from_tier,omitempty"`
-	To       string     `json:"to_tier,omitempty"`
+	To       Tier       `json:"to_tier,omitempty"`
 	Preview  string     `json:"preview,omitempty"`
 	Reason   string     `json:"reason,omitempty"`
 	Deadline *time.Time `json:"deadline,omitempty"`
 
 	// Ending frames.
 	Verdict     Verdict `json:"verdict,omitempty"`
-	Cause       string  `json:"cause,omitempty"`
+	Cause       Cause   `json:"cause,omitempty"`
 	GrantedTier Tier    `json:"granted_tier,omitempty"`
 	By          string  `json:"by,omitempty"`
 }
@@ -156,7 +162,7 @@ func Audit(records []Approval, frames []Frame) AuditReport {
 				add(f, fmt.Sprintf("ending frame says %q but the recorded verdict is %q", f.Verdict, a.Verdict))
 			}
 		default:
-			add(f, "unknown frame kind "+quote(f.Kind))
+			add(f, "unknown frame kind "+quote(string(f.Kind)))
 		}
 	}
 	ids := make([]string, 0, len(byID))

@@ -5,11 +5,11 @@ import "sort"
 // Rules a hop check can refuse by. Each is also the error code the
 // requester receives and the cause recorded on the refused request.
 const (
-	RuleUnknownTier  = "unknown-tier"            // the target names no tier
-	RuleOtherSession = "call-of-another-session" // the call belongs to another session
-	RuleRatchet      = "hop-ratchet"             // the call was already widened once
-	RulePending      = "escalation-pending"      // the call already has an open question
-	RuleNotInRow     = "hop-not-allowed"         // the target is not in the row of the call's current tier
+	RuleUnknownTier  Cause = "unknown-tier"            // the target names no tier
+	RuleOtherSession Cause = "call-of-another-session" // the call belongs to another session
+	RuleRatchet      Cause = "hop-ratchet"             // the call was already widened once
+	RulePending      Cause = "escalation-pending"      // the call already has an open question
+	RuleNotInRow     Cause = "hop-not-allowed"         // the target is not in the row of the call's current tier
 )
 
 // Call is what is known about one call id when an escalation for it
@@ -58,11 +58,11 @@ func CallOf(session string, sessionTier Tier, callID string, records []Approval)
 // Refusal is a hop check's "no". It happens before any question exists:
 // there is nothing to approve.
 type Refusal struct {
-	Rule    string
+	Rule    Cause
 	Message string
 }
 
-func (r *Refusal) Error() string { return r.Rule + ": " + r.Message }
+func (r *Refusal) Error() string { return string(r.Rule) + ": " + r.Message }
 
 // ValidateHop decides whether session may ask to widen call to target.
 // It runs before the channel is consulted, at execution: the value is
@@ -71,11 +71,10 @@ func (r *Refusal) Error() string { return r.Rule + ": " + r.Message }
 // widening of a call already widened (the ratchet), a call whose question
 // is still open, and a target outside the row of the call's current tier
 // (which includes every non-widening target).
-func ValidateHop(session string, call Call, target string) *Refusal {
-	to := Tier(target)
+func ValidateHop(session string, call Call, to Tier) *Refusal {
 	switch {
 	case !to.Valid():
-		return &Refusal{RuleUnknownTier, "unknown tier " + quote(target) + "; tiers are " + TierNames(Tiers)}
+		return &Refusal{RuleUnknownTier, "unknown tier " + quote(string(to)) + "; tiers are " + TierNames(Tiers)}
 	case call.Owner != "" && call.Owner != session:
 		return &Refusal{RuleOtherSession, "call " + quote(call.ID) + " belongs to another session; a grant never crosses sessions"}
 	case call.Widened != "":
@@ -83,7 +82,7 @@ func ValidateHop(session string, call Call, target string) *Refusal {
 	case call.Pending != "":
 		return &Refusal{RulePending, "call " + quote(call.ID) + " already has an open question " + call.Pending}
 	case !Reachable(call.Current, to):
-		return &Refusal{RuleNotInRow, "the call stands at " + string(call.Current) + ", whose row reaches " + TierNames(hops[call.Current]) + ", not " + target}
+		return &Refusal{RuleNotInRow, "the call stands at " + string(call.Current) + ", whose row reaches " + TierNames(hops[call.Current]) + ", not " + string(to)}
 	}
 	return nil
 }

@@ -159,7 +159,7 @@ func approverCannotConfirmAdminTool(r run) {
 	if rep.Str("token") != "" {
 		r.t.Fatal("the approver received a token")
 	}
-	if st := r.ok(admin, "confirmations.show", map[string]any{"id": conf}).Str("state"); st != confirm.StatePending {
+	if st := r.ok(admin, "confirmations.show", map[string]any{"id": conf}).Str("state"); st != string(confirm.StatePending) {
 		r.t.Fatalf("the refused confirm changed the held call: %s", st)
 	}
 	// Another admin may; the secret goes to that admin.

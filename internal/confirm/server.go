@@ -55,20 +55,32 @@ func Admit(g Gate, args map[string]any, a Arrival) (map[string]any, Verdict, err
 	return run, Hold, nil
 }
 
+// State is where a pending confirmation stands.
+type State string
+
 // States of a pending confirmation. pending → executing → executed is the
 // confirm path (the first conditional write from pending wins, so the call
 // runs at most once); pending → refused and pending → expired end it
 // without running anything.
 const (
-	StatePending   = "pending"
-	StateExecuting = "executing"
-	StateExecuted  = "executed"
-	StateRefused   = "refused"
-	StateExpired   = "expired"
+	StatePending   State = "pending"
+	StateExecuting State = "executing"
+	StateExecuted  State = "executed"
+	StateRefused   State = "refused"
+	StateExpired   State = "expired"
 	// StateRevoked: the token that asked was revoked before anyone
 	// confirmed; the held call never runs.
-	StateRevoked = "revoked"
+	StateRevoked State = "revoked"
 )
+
+// Valid reports whether s is one of the states.
+func (s State) Valid() bool {
+	switch s {
+	case StatePending, StateExecuting, StateExecuted, StateRefused, StateExpired, StateRevoked:
+		return true
+	}
+	return false
+}
 
 // DefaultTTL is how long a pending confirmation waits for an approver.
 const DefaultTTL = time.Hour
@@ -78,7 +90,7 @@ type Pending struct {
 	ID          string         `json:"confirmation_id"`
 	Tool        string         `json:"tool"`
 	Args        map[string]any `json:"args"`
-	State       string         `json:"state"`
+	State       State          `json:"state"`
 	RequestedBy string         `json:"requested_by,omitempty"`
 	RequestedAt time.Time      `json:"requested_at"`
 	ExpiresAt   time.Time      `json:"expires_at"`
@@ -120,7 +132,7 @@ func init() {
 }
 
 // StateAt is the state as of now: a pending confirmation past its deadline is expired.
-func (p Pending) StateAt(now time.Time) string {
+func (p Pending) StateAt(now time.Time) State {
 	if p.State == StatePending && !now.Before(p.ExpiresAt) {
 		return StateExpired
 	}
@@ -145,7 +157,7 @@ func (p Pending) Claim(by string, now time.Time) (next Pending, dup bool, err er
 		return p, false, errs.E(Closed, p.ID+" expired at "+p.ExpiresAt.Format(time.RFC3339)+" before anyone confirmed it; nothing ran",
 			errs.Step{Command: "dont " + cliName(p.Tool) + " …", Description: "send the call again if it is still wanted"}).Unmet("confirmed before expires_at")
 	}
-	return p, false, errs.E(Closed, p.ID+" was "+p.State+" by "+orSomeone(p.DecidedBy)+"; nothing ran",
+	return p, false, errs.E(Closed, p.ID+" was "+string(p.State)+" by "+orSomeone(p.DecidedBy)+"; nothing ran",
 		errs.Step{Command: "dont confirmations show " + p.ID, Description: "see how it ended"}).Unmet("state pending")
 }
 
@@ -158,7 +170,7 @@ func (p Pending) Refuse(by, reason string, now time.Time) (Pending, error) {
 	case StateExpired:
 		return p, errs.E(Closed, p.ID+" already expired; nothing ran").Unmet("state pending")
 	default:
-		return p, errs.E(Closed, p.ID+" is already "+st+"; a refusal cannot undo it",
+		return p, errs.E(Closed, p.ID+" is already "+string(st)+"; a refusal cannot undo it",
 			errs.Step{Command: "dont confirmations show " + p.ID, Description: "see how it ended"}).Unmet("state pending")
 	}
 }

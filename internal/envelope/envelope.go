@@ -14,11 +14,33 @@ const Version = "1"
 
 // Warning is a non-fatal note about what happened, with a stable code.
 type Warning struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	RequestID string `json:"request_id,omitempty"`
-	Outcome   string `json:"outcome,omitempty"`
+	Code      WarningCode `json:"code"`
+	Message   string      `json:"message"`
+	RequestID string      `json:"request_id,omitempty"`
+	Outcome   string      `json:"outcome,omitempty"`
 }
+
+// WarningCode is a warning's stable code. A warning that reports an error
+// the call survived carries that error's code (CodeOf); doctor's warnings
+// carry the invariant rule they report.
+type WarningCode string
+
+// Warning codes.
+const (
+	WarnSpawnDuplicate           WarningCode = "spawn-duplicate"
+	WarnSpawnLostToTimeout       WarningCode = "spawn-lost-to-timeout"
+	WarnSpawnNotClosed           WarningCode = "spawn-not-closed"
+	WarnSweepFailed              WarningCode = "sweep-failed"
+	WarnConfirmationDuplicate    WarningCode = "confirmation-duplicate"
+	WarnConfirmationRecordFailed WarningCode = "confirmation-record-failed"
+	WarnAnnounceFailed           WarningCode = "announce-failed"
+	WarnApprovalExpired          WarningCode = "approval-expired"
+	WarnApprovalAlreadyResolved  WarningCode = "approval-already-resolved"
+	WarnSecretNotReplayed        WarningCode = "secret-not-replayed"
+)
+
+// CodeOf is the code of a warning that reports an error the call survived.
+func CodeOf(c errs.Code) WarningCode { return WarningCode(c) }
 
 // Meta describes the invocation.
 type Meta struct {

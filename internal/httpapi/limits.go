@@ -119,7 +119,7 @@ func idempotencyKeyDescription(t *tools.Tool) string {
 		return "ignored: a read-only call is not remembered, and a retry reads again"
 	}
 	return "for 24 h, a retried request with the same key returns the first response and is not applied twice; " +
-		"a secret in it (data.token of a token envelope) is replayed as \"" + idempotency.Redacted + "\" with the warning " + idempotency.SecretNotReplayed
+		"a secret in it (data.token of a token envelope) is replayed as \"" + idempotency.Redacted + "\" with the warning " + string(idempotency.SecretNotReplayed)
 }
 
 // finish stores the response, in the form that may be replayed

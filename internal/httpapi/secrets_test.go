@@ -108,7 +108,7 @@ func TestAReplayedTokenCreateDoesNotShowTheSecretAgain(t *testing.T) {
 		first := created(t, a, c)
 		again := c.send(a)
 		secret := first.str("token")
-		if hasWarning(first, idempotency.SecretNotReplayed) {
+		if hasWarning(first, string(idempotency.SecretNotReplayed)) {
 			t.Fatalf("%s: the first response warns it is a replay: %s", c.name, first.raw)
 		}
 		if again.header.Get("Idempotent-Replayed") != "true" {
@@ -121,7 +121,7 @@ func TestAReplayedTokenCreateDoesNotShowTheSecretAgain(t *testing.T) {
 			again.str("token") != idempotency.Redacted || again.str("id") != first.str("id") || again.str("role") != first.str("role") {
 			t.Fatalf("%s: the replay is not the first response redacted:\n%s\n%s", c.name, first.raw, again.raw)
 		}
-		if !hasWarning(again, idempotency.SecretNotReplayed) {
+		if !hasWarning(again, string(idempotency.SecretNotReplayed)) {
 			t.Fatalf("%s: the replay does not say the secret was left out: %s", c.name, again.raw)
 		}
 	}

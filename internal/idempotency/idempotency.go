@@ -73,7 +73,7 @@ var SecretFields = map[string][]string{
 
 // SecretNotReplayed is the warning code of a replayed response whose
 // secret was not stored.
-const SecretNotReplayed = "secret-not-replayed"
+const SecretNotReplayed = envelope.WarnSecretNotReplayed
 
 // Redacted stands where a secret was in a stored response.
 const Redacted = "[redacted]"

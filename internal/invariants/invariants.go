@@ -35,7 +35,7 @@ const (
 )
 
 // TerminalKinds are the event kinds that end a spawn or an approval.
-var TerminalKinds = map[string]bool{
+var TerminalKinds = map[ledger.EventKind]bool{
 	ledger.EvSpawnResolved:    true,
 	ledger.EvSpawnTimeout:     true,
 	ledger.EvSpawnFailed:      true,
@@ -120,7 +120,7 @@ func Check(d Data, now time.Time) Report {
 		if evs := terminal[id]; len(evs) > 1 {
 			kinds := make([]string, len(evs))
 			for i, ev := range evs {
-				kinds[i] = ev.Kind + "(" + ev.Outcome + ")"
+				kinds[i] = string(ev.Kind) + "(" + ev.Outcome + ")"
 			}
 			add(RuleOneTerminal, id, "dont show "+evs[0].EntityID+" --history",
 				"%d terminal events %v; exactly one resolver may commit per request id", len(evs), kinds)
@@ -160,7 +160,7 @@ func Check(d Data, now time.Time) Report {
 		case spawn.Resolved:
 			if len(evs) == 0 {
 				add(RuleResolvedHasEvent, sp.ID, "dont spawns --all --json", "resolved (%s) with no terminal event: a half-applied resolution", sp.Outcome)
-			} else if evs[0].Outcome != sp.Outcome && !(sp.Outcome == spawn.Failed && evs[0].Kind == ledger.EvSpawnFailed) {
+			} else if evs[0].Outcome != string(sp.Outcome) && !(sp.Outcome == spawn.Failed && evs[0].Kind == ledger.EvSpawnFailed) {
 				add(RuleResolvedHasEvent, sp.ID, "dont spawns --all --json", "resolved as %s but its terminal event says %s", sp.Outcome, evs[0].Outcome)
 			}
 		default:

@@ -66,7 +66,7 @@ func requestID(t *testing.T, res service.Result) string {
 }
 
 func (f *fixture) dismiss(id, requestID string) {
-	if _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id,
+	if _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 		Evidence: []string{"https://example.org/boiling"}, RequestID: requestID}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func (f *fixture) healthy() (claimA, claimB, won, timedOut string) {
 	if _, err := f.svc.Sweep(ctx, 100); err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Trust, EntityID: claimB, Reason: "the boiling point depends on pressure"}); err != nil {
+	if _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: claimB, Reason: "the boiling point depends on pressure"}); err != nil {
 		f.t.Fatal(err)
 	}
 	g, err := f.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "what is the boiling point of water?", N: 3, Mode: spawn.ModeHarness})
@@ -135,7 +135,7 @@ func TestADuplicatedTerminalEventIsCaught(t *testing.T) {
 	claimA, _, won, _ := f.healthy()
 	// A second resolver's event lands for a request that already has one.
 	now := f.svc.Now()
-	dup := ledger.Event{ID: ids.New(ids.Event, now), Kind: ledger.EvSpawnTimeout, EntityID: claimA, RequestID: won, At: now, Outcome: spawn.TimeoutRestored}
+	dup := ledger.Event{ID: ids.New(ids.Event, now), Kind: ledger.EvSpawnTimeout, EntityID: claimA, RequestID: won, At: now, Outcome: string(spawn.TimeoutRestored)}
 	if err := f.store.Commit(ctx, service.Tx{Events: []ledger.Event{dup}}); err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +201,8 @@ func TestPureCheckOverHandMadeData(t *testing.T) {
 		Entities: []ledger.Entity{e},
 		Events: []ledger.Event{
 			{Kind: ledger.EvConcluded, EntityID: e.ID, To: ledger.Unverified},
-			{Kind: ledger.EvSpawnResolved, EntityID: e.ID, RequestID: "spawn:1", Outcome: spawn.CallbackApplied},
-			{Kind: ledger.EvSpawnTimeout, EntityID: e.ID, RequestID: "spawn:1", Outcome: spawn.TimeoutRestored},
+			{Kind: ledger.EvSpawnResolved, EntityID: e.ID, RequestID: "spawn:1", Outcome: string(spawn.CallbackApplied)},
+			{Kind: ledger.EvSpawnTimeout, EntityID: e.ID, RequestID: "spawn:1", Outcome: string(spawn.TimeoutRestored)},
 		},
 		Spawns: []spawn.Spawn{
 			{ID: "spawn:1", EntityID: e.ID, State: spawn.Resolved, Outcome: spawn.CallbackApplied, ExpiresAt: at},

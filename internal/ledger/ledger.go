@@ -35,27 +35,33 @@ func (s Status) Valid() bool {
 // Terminal statuses accept no transition but reopen (ignored) or none (locked).
 func (s Status) Terminal() bool { return s == Locked || s == Ignored }
 
+// EntityKind says whether an entity is a claim or a term.
+type EntityKind string
+
 // Entity kinds.
 const (
-	KindClaim = "claim"
-	KindTerm  = "term"
+	KindClaim EntityKind = "claim"
+	KindTerm  EntityKind = "term"
 )
+
+// Valid reports whether k is one of the entity kinds.
+func (k EntityKind) Valid() bool { return k == KindClaim || k == KindTerm }
 
 // Entity is a claim or a term.
 type Entity struct {
-	ID         string    `json:"id"`
-	Kind       string    `json:"kind"`
-	Statement  string    `json:"statement,omitempty"`
-	Curie      string    `json:"curie,omitempty"`
-	Definition string    `json:"definition,omitempty"`
-	Atoms      []string  `json:"atoms,omitempty"`
-	Refs       []string  `json:"refs,omitempty"`
-	Confidence *float64  `json:"confidence,omitempty"`
-	DependsOn  []string  `json:"depends_on,omitempty"`
-	Status     Status    `json:"status"`
-	Author     string    `json:"author,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	ID         string     `json:"id"`
+	Kind       EntityKind `json:"kind"`
+	Statement  string     `json:"statement,omitempty"`
+	Curie      string     `json:"curie,omitempty"`
+	Definition string     `json:"definition,omitempty"`
+	Atoms      []string   `json:"atoms,omitempty"`
+	Refs       []string   `json:"refs,omitempty"`
+	Confidence *float64   `json:"confidence,omitempty"`
+	DependsOn  []string   `json:"depends_on,omitempty"`
+	Status     Status     `json:"status"`
+	Author     string     `json:"author,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
 	// Version increases on every write; conditional writes compare it.
 	Version int64 `json:"version"`
 	// PendingSpawn is the verification spawn under way, if any.
@@ -64,31 +70,49 @@ type Entity struct {
 	LastSpawn string `json:"last_spawn,omitempty"`
 }
 
+// EventKind names what an event records.
+type EventKind string
+
 // Event kinds. Parsers ignore kinds they do not know.
 const (
-	EvConcluded         = "concluded"
-	EvDefined           = "defined"
-	EvTrusted           = "trusted"
-	EvDismissed         = "dismissed"
-	EvLocked            = "locked"
-	EvIgnored           = "ignored"
-	EvReopened          = "reopened"
-	EvStaleCascaded     = "stale_cascaded"
-	EvSpawnRequested    = "spawn_requested"
-	EvSpawnResolved     = "spawn_resolved"
-	EvSpawnTimeout      = "spawn_timeout"
-	EvSpawnCancelled    = "spawn_cancelled"
-	EvSpawnFailed       = "spawn_failed"
-	EvAnswered          = "answered"
-	EvApprovalRequested = "approval_requested"
-	EvApprovalResolved  = "approval_resolved"
+	EvConcluded         EventKind = "concluded"
+	EvDefined           EventKind = "defined"
+	EvTrusted           EventKind = "trusted"   // recorded by Doubt
+	EvDismissed         EventKind = "dismissed" // recorded by Verify
+	EvLocked            EventKind = "locked"
+	EvIgnored           EventKind = "ignored"
+	EvReopened          EventKind = "reopened"
+	EvStaleCascaded     EventKind = "stale_cascaded"
+	EvSpawnRequested    EventKind = "spawn_requested"
+	EvSpawnResolved     EventKind = "spawn_resolved"
+	EvSpawnTimeout      EventKind = "spawn_timeout"
+	EvSpawnCancelled    EventKind = "spawn_cancelled"
+	EvSpawnFailed       EventKind = "spawn_failed"
+	EvAnswered          EventKind = "answered"
+	EvApprovalRequested EventKind = "approval_requested"
+	EvApprovalResolved  EventKind = "approval_resolved"
 )
+
+// EventKinds lists every event kind.
+var EventKinds = []EventKind{EvConcluded, EvDefined, EvTrusted, EvDismissed, EvLocked, EvIgnored, EvReopened,
+	EvStaleCascaded, EvSpawnRequested, EvSpawnResolved, EvSpawnTimeout, EvSpawnCancelled, EvSpawnFailed,
+	EvAnswered, EvApprovalRequested, EvApprovalResolved}
+
+// Valid reports whether k is a known event kind.
+func (k EventKind) Valid() bool {
+	for _, v := range EventKinds {
+		if k == v {
+			return true
+		}
+	}
+	return false
+}
 
 // Event is one append-only fact. When it changes an entity's status, From
 // and To say how; folding an entity's events gives its status.
 type Event struct {
 	ID        string    `json:"id"`
-	Kind      string    `json:"kind"`
+	Kind      EventKind `json:"kind"`
 	EntityID  string    `json:"entity_id,omitempty"`
 	RequestID string    `json:"request_id,omitempty"`
 	Author    string    `json:"author,omitempty"`

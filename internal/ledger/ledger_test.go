@@ -12,8 +12,8 @@ func TestStatusLattice(t *testing.T) {
 		a    Action
 		to   Status // "" means refused
 	}{
-		{Unverified, Trust, Doubted}, {Verified, Trust, Doubted}, {Stale, Trust, Doubted}, {Locked, Trust, ""}, {Ignored, Trust, ""},
-		{Unverified, Dismiss, Verified}, {Doubted, Dismiss, Verified}, {Stale, Dismiss, Verified}, {Locked, Dismiss, ""}, {Ignored, Dismiss, ""},
+		{Unverified, Doubt, Doubted}, {Verified, Doubt, Doubted}, {Stale, Doubt, Doubted}, {Locked, Doubt, ""}, {Ignored, Doubt, ""},
+		{Unverified, Verify, Verified}, {Doubted, Verify, Verified}, {Stale, Verify, Verified}, {Locked, Verify, ""}, {Ignored, Verify, ""},
 		{Verified, Lock, Locked}, {Unverified, Lock, ""}, {Doubted, Lock, ""}, {Locked, Lock, ""},
 		{Unverified, Ignore, Ignored}, {Doubted, Ignore, Ignored}, {Locked, Ignore, ""}, {Ignored, Ignore, ""},
 		{Ignored, Reopen, Unverified}, {Doubted, Reopen, Unverified}, {Unverified, Reopen, ""}, {Locked, Reopen, ""},
@@ -65,5 +65,20 @@ func TestFoldReplaysStatusChanges(t *testing.T) {
 	evs := []Event{{To: Unverified}, {Kind: EvSpawnRequested}, {To: Verified}, {Kind: EvSpawnResolved}, {To: Doubted}}
 	if got := Fold(evs); got != Doubted {
 		t.Fatalf("Fold = %s", got)
+	}
+}
+
+func TestActionsAreNamedByEffectAndKeepTheirWireNames(t *testing.T) {
+	// `dont trust` = doubt it; `dont dismiss` (the doubt) = verify it.
+	if Doubt != "trust" || Verify != "dismiss" || Doubt.EventKind() != "trusted" || Verify.EventKind() != "dismissed" {
+		t.Fatalf("wire names changed: %s→%s, %s→%s", Doubt, Doubt.EventKind(), Verify, Verify.EventKind())
+	}
+	for _, k := range EventKinds {
+		if !k.Valid() {
+			t.Errorf("%s is not valid", k)
+		}
+	}
+	if EventKind("trust").Valid() || EntityKind("spawn").Valid() {
+		t.Error("an unknown kind is valid")
 	}
 }

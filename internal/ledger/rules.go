@@ -12,21 +12,22 @@ import (
 // Action is a status-changing verb.
 type Action string
 
-// Status-changing verbs.
+// Status-changing verbs, named by their effect; the values are the CLI
+// verbs. `dont trust` = doubt it; `dont dismiss` (the doubt) = verify it.
 const (
-	Trust   Action = "trust"
-	Dismiss Action = "dismiss"
-	Lock    Action = "lock"
-	Ignore  Action = "ignore"
-	Reopen  Action = "reopen"
+	Doubt  Action = "trust"
+	Verify Action = "dismiss"
+	Lock   Action = "lock"
+	Ignore Action = "ignore"
+	Reopen Action = "reopen"
 )
 
 // EventKind is the event an action records.
-func (a Action) EventKind() string {
+func (a Action) EventKind() EventKind {
 	switch a {
-	case Trust:
+	case Doubt:
 		return EvTrusted
-	case Dismiss:
+	case Verify:
 		return EvDismissed
 	case Lock:
 		return EvLocked
@@ -41,9 +42,9 @@ func Next(id string, from Status, a Action) (Status, error) {
 	var to Status
 	allowed := false
 	switch a {
-	case Trust:
+	case Doubt:
 		to, allowed = Doubted, !from.Terminal()
-	case Dismiss:
+	case Verify:
 		to, allowed = Verified, !from.Terminal()
 	case Lock:
 		to, allowed = Locked, from == Verified

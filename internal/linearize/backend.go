@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/httpapi"
@@ -33,7 +34,7 @@ type Backend interface {
 	Expire(ctx context.Context, client int, requestID string) (r service.TimeoutResult, left time.Duration, ok bool, err error)
 	// ExpireApproval is the queue-driven timeout of a question; ok is false
 	// where the backend has none (or keeps no approvals).
-	ExpireApproval(ctx context.Context, client int, id string) (verdict string, left time.Duration, ok bool, err error)
+	ExpireApproval(ctx context.Context, client int, id string) (verdict approvals.Verdict, left time.Duration, ok bool, err error)
 	// Approvals reports whether the backend keeps sessions and approvals.
 	Approvals() bool
 	Clock() Clock
@@ -143,9 +144,9 @@ func (b *inProcess) Expire(ctx context.Context, client int, requestID string) (s
 	return r, left, true, err
 }
 
-func (b *inProcess) ExpireApproval(ctx context.Context, client int, id string) (string, time.Duration, bool, error) {
+func (b *inProcess) ExpireApproval(ctx context.Context, client int, id string) (approvals.Verdict, time.Duration, bool, error) {
 	v, left, err := b.services[client%len(b.services)].ExpireApproval(ctx, id)
-	return string(v.Verdict), left, true, err
+	return v.Verdict, left, true, err
 }
 
 func (b *inProcess) Approvals() bool { return true }
@@ -301,7 +302,7 @@ func (b *httpBackend) Expire(context.Context, int, string) (service.TimeoutResul
 	return service.TimeoutResult{}, 0, false, nil
 }
 
-func (b *httpBackend) ExpireApproval(context.Context, int, string) (string, time.Duration, bool, error) {
+func (b *httpBackend) ExpireApproval(context.Context, int, string) (approvals.Verdict, time.Duration, bool, error) {
 	return "", 0, false, nil
 }
 

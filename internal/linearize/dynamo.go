@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/faults"
 	"github.com/dont-cli/dont/internal/service"
@@ -77,9 +78,9 @@ func (b *dynamoBackend) Expire(ctx context.Context, client int, requestID string
 	return r, left, true, err
 }
 
-func (b *dynamoBackend) ExpireApproval(ctx context.Context, client int, id string) (string, time.Duration, bool, error) {
+func (b *dynamoBackend) ExpireApproval(ctx context.Context, client int, id string) (approvals.Verdict, time.Duration, bool, error) {
 	v, left, err := b.services[client%len(b.services)].ExpireApproval(ctx, id)
-	return string(v.Verdict), left, true, err
+	return v.Verdict, left, true, err
 }
 
 func (b *dynamoBackend) Approvals() bool { return true }

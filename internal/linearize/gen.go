@@ -3,6 +3,7 @@ package linearize
 import (
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/ledger"
 	"pgregory.net/rapid"
 )
@@ -55,9 +56,9 @@ func GenScenario(t *rapid.T, m Mix) Scenario {
 			}
 			switch st.Kind {
 			case Callback:
-				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust}).Draw(t, "verdict")
+				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Verify, ledger.Doubt}).Draw(t, "verdict")
 			case Move:
-				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust, ledger.Reopen, ledger.Dismiss, ledger.Trust, ledger.Lock}).Draw(t, "action")
+				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Verify, ledger.Doubt, ledger.Reopen, ledger.Verify, ledger.Doubt, ledger.Lock}).Draw(t, "action")
 			}
 			steps = append(steps, st)
 		}
@@ -76,11 +77,11 @@ func GenRace(t *rapid.T, m Mix) Scenario {
 		return genGuessRace(t, m)
 	}
 	sc := Scenario{Entities: 1}
-	if before := rapid.SampledFrom([]ledger.Action{"", ledger.Dismiss, ledger.Trust}).Draw(t, "before"); before != "" {
+	if before := rapid.SampledFrom([]ledger.Action{"", ledger.Verify, ledger.Doubt}).Draw(t, "before"); before != "" {
 		sc.Prelude = append(sc.Prelude, Step{Kind: Move, Action: before})
 	}
 	sc.Prelude = append(sc.Prelude, Step{Kind: Assume})
-	if moved := rapid.SampledFrom([]ledger.Action{"", "", ledger.Dismiss, ledger.Trust}).Draw(t, "moved under the spawn"); moved != "" {
+	if moved := rapid.SampledFrom([]ledger.Action{"", "", ledger.Verify, ledger.Doubt}).Draw(t, "moved under the spawn"); moved != "" {
 		sc.Prelude = append(sc.Prelude, Step{Kind: Move, Action: moved})
 	}
 	if rapid.IntRange(0, 3).Draw(t, "expired?") > 0 {
@@ -103,9 +104,9 @@ func GenRace(t *rapid.T, m Mix) Scenario {
 			st := Step{Kind: rapid.SampledFrom(kinds).Draw(t, "kind"), Target: rapid.SampledFrom([]Target{Latest, Latest, Latest, Older}).Draw(t, "target")}
 			switch st.Kind {
 			case Callback:
-				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust}).Draw(t, "verdict")
+				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Verify, ledger.Doubt}).Draw(t, "verdict")
 			case Move:
-				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Dismiss, ledger.Trust, ledger.Reopen}).Draw(t, "action")
+				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Verify, ledger.Doubt, ledger.Reopen}).Draw(t, "action")
 			}
 			steps = append(steps, st)
 		}
@@ -128,7 +129,7 @@ func GenApprovalRace(t *rapid.T, m Mix) Scenario {
 	if m.Expire {
 		kinds = append(kinds, ApprovalExpire, ApprovalExpire)
 	}
-	verdicts := []ledger.Action{"approved", "refused", "cancelled"}
+	verdicts := []ledger.Action{verdictAction(approvals.Approved), verdictAction(approvals.Refused), verdictAction(approvals.Cancelled)}
 	clients := rapid.IntRange(2, 6).Draw(t, "clients")
 	for c := 0; c < clients; c++ {
 		n := rapid.IntRange(1, 4).Draw(t, "steps")
@@ -168,3 +169,6 @@ func genGuessRace(t *rapid.T, m Mix) Scenario {
 	}
 	return sc
 }
+
+// verdictAction carries an Answer step's verdict in its Action.
+func verdictAction(v approvals.Verdict) ledger.Action { return ledger.Action(v) }

@@ -25,6 +25,9 @@ import (
 	"strings"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
 )
@@ -88,18 +91,18 @@ type Output struct {
 	RequestID string // assume: the issued request id
 	ExpiresAt int64  // assume: expires_at (ns)
 	Status    ledger.Status
-	Pending   string // show: pending_spawn
-	Applied   bool   // callback: resolution.applied
-	Outcome   string // callback / expire: the resolution's outcome
-	Won       bool   // expire: this call committed the timeout
-	Restored  bool   // cancel: the pre-spawn status came back
-	NotDue    bool   // expire: the spawn is not due yet
-	Warnings  []string
+	Pending   string        // show: pending_spawn
+	Applied   bool          // callback: resolution.applied
+	Outcome   spawn.Outcome // callback / expire: the resolution's outcome
+	Won       bool          // expire: this call committed the timeout
+	Restored  bool          // cancel: the pre-spawn status came back
+	NotDue    bool          // expire: the spawn is not due yet
+	Warnings  []envelope.WarningCode
 	Entries   []SweepEntry // sweep
 	// Tier escalation.
-	Approval string // ask: the approval id
-	State    string // pending | resolved
-	Verdict  string
+	Approval string          // ask: the approval id
+	State    approvals.State // pending | resolved
+	Verdict  approvals.Verdict
 	Asked    bool
 	Deadline int64
 }
@@ -110,13 +113,13 @@ type state struct {
 	pending  string
 	exp      int64
 	pre      ledger.Status
-	moved    bool              // the entity moved since the pending spawn moved it
-	resolved map[string]string // request id -> winning outcome
-	guess    bool              // a guess spawn's partition: no entity to restore
+	moved    bool                     // the entity moved since the pending spawn moved it
+	resolved map[string]spawn.Outcome // request id -> winning outcome
+	guess    bool                     // a guess spawn's partition: no entity to restore
 
 	// An approval partition: "" before its ask, then pending or resolved.
-	aState   string
-	verdict  string
+	aState   approvals.State
+	verdict  approvals.Verdict
 	deadline int64
 }
 
@@ -131,7 +134,7 @@ func (m Model) porcupine() porcupine.Model {
 	nd := porcupine.NondeterministicModel{
 		Partition: partition,
 		Init: func() []any {
-			return []any{state{status: ledger.Unverified, resolved: map[string]string{}}}
+			return []any{state{status: ledger.Unverified, resolved: map[string]spawn.Outcome{}}}
 		},
 		Step: func(st, in, out any) []any {
 			return m.step(st.(state), in.(Input), out.(Output))
@@ -185,7 +188,7 @@ func timeout(s state) state { return closeSpawn(s, spawn.TimeoutRestored) }
 
 // closeSpawn ends s.pending without a callback (timeout or cancel): the
 // pre-spawn status comes back only if the entity did not move since.
-func closeSpawn(s state, outcome string) state {
+func closeSpawn(s state, outcome spawn.Outcome) state {
 	n := s
 	if !s.moved && !s.guess {
 		n.status = s.pre
@@ -195,8 +198,8 @@ func closeSpawn(s state, outcome string) state {
 	return n
 }
 
-func with(m map[string]string, k, v string) map[string]string {
-	out := make(map[string]string, len(m)+1)
+func with(m map[string]spawn.Outcome, k string, v spawn.Outcome) map[string]spawn.Outcome {
+	out := make(map[string]spawn.Outcome, len(m)+1)
 	for a, b := range m {
 		out[a] = b
 	}
@@ -265,7 +268,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 			if out.Err != "" || !out.Applied || out.Outcome != spawn.CallbackApplied || out.Status != to {
 				return s, false
 			}
-			late := slices.Contains(out.Warnings, "spawn-expired")
+			late := slices.Contains(out.Warnings, envelope.CodeOf(errs.SpawnExpired))
 			if late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp {
 				return s, false
 			}
@@ -279,9 +282,9 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		if !ok {
 			return s, out.Err == "spawn-not-found"
 		}
-		warn := "spawn-duplicate"
+		warn := envelope.WarnSpawnDuplicate
 		if won == spawn.TimeoutRestored {
-			warn = "spawn-lost-to-timeout"
+			warn = envelope.WarnSpawnLostToTimeout
 		}
 		return s, out.Err == "" && !out.Applied && out.Outcome == won && out.Status == s.status && slices.Contains(out.Warnings, warn)
 
@@ -304,7 +307,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		}
 		if s.aState != "" { // an approval's share of the sweep
 			for _, e := range out.Entries {
-				if !e.Approval || s.aState != "pending" || !m.approvalMayBeDue(s, in) {
+				if !e.Approval || s.aState != approvals.Pending || !m.approvalMayBeDue(s, in) {
 					return s, false
 				}
 				s = approvalTimeout(s)
@@ -313,12 +316,12 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		}
 		for _, e := range out.Entries {
 			if e.Lost {
-				if won, ok := s.resolved[e.RequestID]; !ok || won != e.Outcome {
+				if won, ok := s.resolved[e.RequestID]; !ok || string(won) != e.Outcome {
 					return s, false
 				}
 				continue
 			}
-			if e.RequestID != s.pending || !m.mayBeDue(s, in) || e.Outcome != spawn.TimeoutRestored || e.Restored != (!s.moved && !s.guess) {
+			if e.RequestID != s.pending || !m.mayBeDue(s, in) || e.Outcome != string(spawn.TimeoutRestored) || e.Restored != (!s.moved && !s.guess) {
 				return s, false
 			}
 			s = timeout(s)
@@ -362,9 +365,9 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		if !ok {
 			return s, out.Err == "spawn-not-found"
 		}
-		warn := "spawn-duplicate"
+		warn := envelope.WarnSpawnDuplicate
 		if won == spawn.TimeoutRestored {
-			warn = "spawn-lost-to-timeout"
+			warn = envelope.WarnSpawnLostToTimeout
 		}
 		return s, out.Err == "" && !out.Applied && out.Outcome == won && slices.Contains(out.Warnings, warn)
 
@@ -386,7 +389,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 			return s, false
 		}
 		if in.RequestID == s.pending {
-			late := slices.Contains(out.Warnings, "spawn-expired")
+			late := slices.Contains(out.Warnings, envelope.CodeOf(errs.SpawnExpired))
 			if !out.Applied || out.Outcome != spawn.CallbackApplied || late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp {
 				return s, false
 			}
@@ -396,9 +399,9 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 			return n, true
 		}
 		won, ok := s.resolved[in.RequestID]
-		warn := "spawn-duplicate"
+		warn := envelope.WarnSpawnDuplicate
 		if won == spawn.TimeoutRestored {
-			warn = "spawn-lost-to-timeout"
+			warn = envelope.WarnSpawnLostToTimeout
 		}
 		return s, ok && !out.Applied && out.Outcome == won && slices.Contains(out.Warnings, warn)
 
@@ -406,13 +409,13 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		switch {
 		case s.aState != "" || out.Err != "":
 			return s, false
-		case out.State == "pending":
+		case out.State == approvals.Pending:
 			if !out.Asked || out.Deadline < in.CallClock+m.Timeout-m.Tolerance || out.Deadline > in.RetClock+m.Timeout+m.Tolerance {
 				return s, false
 			}
-			s.aState, s.deadline = "pending", out.Deadline
+			s.aState, s.deadline = approvals.Pending, out.Deadline
 		default: // refused before it was asked (no live subscriber): already ended
-			s.aState, s.verdict = "resolved", out.Verdict
+			s.aState, s.verdict = approvals.Resolved, out.Verdict
 		}
 		return s, true
 
@@ -421,18 +424,18 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 			return s, false
 		}
 		switch s.aState {
-		case "resolved":
-			return s, !out.Applied && out.Verdict == s.verdict && slices.Contains(out.Warnings, "approval-already-resolved")
-		case "pending":
+		case approvals.Resolved:
+			return s, !out.Applied && out.Verdict == s.verdict && slices.Contains(out.Warnings, envelope.WarnApprovalAlreadyResolved)
+		case approvals.Pending:
 			if out.Applied {
-				if out.Verdict != string(in.Action) || in.CallClock-m.Tolerance >= s.deadline {
+				if string(out.Verdict) != string(in.Action) || in.CallClock-m.Tolerance >= s.deadline {
 					return s, false
 				}
-				s.aState, s.verdict = "resolved", out.Verdict
+				s.aState, s.verdict = approvals.Resolved, out.Verdict
 				return s, true
 			}
 			// The answer came at or after the deadline: it ended the question as timed-out.
-			if out.Verdict != "timed-out" || !slices.Contains(out.Warnings, "approval-expired") || !m.approvalMayBeDue(s, in) {
+			if out.Verdict != approvals.TimedOut || !slices.Contains(out.Warnings, envelope.WarnApprovalExpired) || !m.approvalMayBeDue(s, in) {
 				return s, false
 			}
 			return approvalTimeout(s), true
@@ -447,29 +450,29 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		case out.Err != "":
 			return s, false
 		case out.NotDue:
-			return s, s.aState == "pending" && !m.approvalMustBeDue(s, in)
-		case s.aState == "pending":
-			if out.Verdict != "timed-out" || !m.approvalMayBeDue(s, in) {
+			return s, s.aState == approvals.Pending && !m.approvalMustBeDue(s, in)
+		case s.aState == approvals.Pending:
+			if out.Verdict != approvals.TimedOut || !m.approvalMayBeDue(s, in) {
 				return s, false
 			}
 			return approvalTimeout(s), true
 		}
-		return s, s.aState == "resolved" && out.Verdict == s.verdict
+		return s, s.aState == approvals.Resolved && out.Verdict == s.verdict
 	}
 	return s, false
 }
 
 func (m Model) approvalMayBeDue(s state, in Input) bool {
-	return s.aState == "pending" && in.RetClock+m.Tolerance >= s.deadline
+	return s.aState == approvals.Pending && in.RetClock+m.Tolerance >= s.deadline
 }
 
 func (m Model) approvalMustBeDue(s state, in Input) bool {
-	return s.aState == "pending" && in.CallClock-m.Tolerance >= s.deadline
+	return s.aState == approvals.Pending && in.CallClock-m.Tolerance >= s.deadline
 }
 
 // approvalTimeout is the state after a question ends at its deadline.
 func approvalTimeout(s state) state {
-	s.aState, s.verdict = "resolved", "timed-out"
+	s.aState, s.verdict = approvals.Resolved, approvals.TimedOut
 	return s
 }
 

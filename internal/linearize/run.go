@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
@@ -252,7 +253,7 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 		in.RequestID = reqs.pick(in.Entity, st.Target, client+i)
 		tool, args = "spawns.cancel", map[string]any{"request_id": in.RequestID, "reason": "superseded by a newer round"}
 	case Guess:
-		tool, args = "guess", map[string]any{"question": "what is the boiling point of water at sea level?", "n": 3, "mode": spawn.ModeHarness}
+		tool, args = "guess", map[string]any{"question": "what is the boiling point of water at sea level?", "n": 3, "mode": string(spawn.ModeHarness)}
 	case GuessAnswer:
 		tool, args = "answer", map[string]any{"request_id": in.RequestID, "candidate": []any{"100 C", "100 c", "99.97 C"}}
 	case Ask:
@@ -260,21 +261,21 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 		args = map[string]any{"session": reqs.session, "call": fmt.Sprintf("%s-call-%d", reqs.session, reqs.calls.Add(1)), "to": "workspace-write",
 			"reason": "the build installs into /usr/local", "preview": "make install", "no_wait": true}
 	case Answer:
-		tool = map[ledger.Action]string{"approved": "approvals.approve", "refused": "approvals.refuse", "cancelled": "approvals.cancel"}[st.Action]
-		if st.Action != "approved" {
+		tool = map[ledger.Action]string{verdictAction(approvals.Approved): "approvals.approve", verdictAction(approvals.Refused): "approvals.refuse", verdictAction(approvals.Cancelled): "approvals.cancel"}[st.Action]
+		if st.Action != verdictAction(approvals.Approved) {
 			args["reason"] = "not for this call"
 		}
 	case ApprovalShow:
 		tool = "approvals.show"
 	case ApprovalExpire:
 	case Assume:
-		tool, args["mode"] = "assume", spawn.ModeHarness
+		tool, args["mode"] = "assume", string(spawn.ModeHarness)
 	case Callback, Move:
 		tool = string(st.Action)
 		switch st.Action {
-		case ledger.Dismiss:
+		case ledger.Verify:
 			args["evidence"] = []string{"https://example.org/boiling-point"}
-		case ledger.Trust, ledger.Reopen:
+		case ledger.Doubt, ledger.Reopen:
 			args["reason"] = "ITS-90 puts the boiling point at 99.97 C"
 		}
 		if st.Kind == Callback {
@@ -295,7 +296,7 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 	var out Output
 	var err error
 	if st.Kind == ApprovalExpire {
-		var v string
+		var v approvals.Verdict
 		var left time.Duration
 		var ok bool
 		v, left, ok, err = b.ExpireApproval(ctx, client, in.Entity)
@@ -401,7 +402,7 @@ func parse(k Kind, env envelope.Envelope) (Output, error) {
 		if err := json.Unmarshal(env.Data, &v); err != nil {
 			return out, err
 		}
-		out.Approval, out.State, out.Verdict, out.Asked = v.ID, v.State, string(v.Verdict), v.Asked
+		out.Approval, out.State, out.Verdict, out.Asked = v.ID, v.State, v.Verdict, v.Asked
 		if v.Asked {
 			out.Deadline = v.Deadline.UnixNano()
 		}
@@ -415,7 +416,7 @@ func parse(k Kind, env envelope.Envelope) (Output, error) {
 		}
 		if rep.Approvals != nil {
 			for _, id := range rep.Approvals.TimedOut {
-				out.Entries = append(out.Entries, SweepEntry{Approval: true, Entity: id, RequestID: id, Outcome: "timed-out"})
+				out.Entries = append(out.Entries, SweepEntry{Approval: true, Entity: id, RequestID: id, Outcome: string(approvals.TimedOut)})
 			}
 		}
 		partition := func(t service.TimeoutResult) string {
@@ -425,10 +426,10 @@ func parse(k Kind, env envelope.Envelope) (Output, error) {
 			return t.EntityID
 		}
 		for _, t := range rep.TimedOut {
-			out.Entries = append(out.Entries, SweepEntry{Entity: partition(t), RequestID: t.RequestID, Outcome: t.Outcome, Restored: t.Restored, Status: t.Status})
+			out.Entries = append(out.Entries, SweepEntry{Entity: partition(t), RequestID: t.RequestID, Outcome: string(t.Outcome), Restored: t.Restored, Status: t.Status})
 		}
 		for _, t := range rep.Lost {
-			out.Entries = append(out.Entries, SweepEntry{Entity: partition(t), RequestID: t.RequestID, Outcome: t.Outcome, Lost: true})
+			out.Entries = append(out.Entries, SweepEntry{Entity: partition(t), RequestID: t.RequestID, Outcome: string(t.Outcome), Lost: true})
 		}
 	default:
 		var v service.EntityView
@@ -480,7 +481,7 @@ func stats(ops []porcupine.Operation) map[string]int {
 			m["error:"+out.Err]++
 		}
 		for _, w := range out.Warnings {
-			m["warning:"+w]++
+			m["warning:"+string(w)]++
 		}
 		switch {
 		case in.Kind == Callback && out.Applied:
@@ -490,9 +491,9 @@ func stats(ops []porcupine.Operation) map[string]int {
 		case in.Kind == Expire && out.NotDue:
 			m["expire-not-due"]++
 		case in.Kind == Answer && out.Applied:
-			m["answer-applied:"+out.Verdict]++
+			m["answer-applied:"+string(out.Verdict)]++
 		case in.Kind == Answer:
-			m["answer-lost-to:"+out.Verdict]++
+			m["answer-lost-to:"+string(out.Verdict)]++
 		case in.Kind == GuessAnswer && out.Applied:
 			m["guess-answer-applied"]++
 		case in.Kind == SpawnCancel && out.Applied:

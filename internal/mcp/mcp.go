@@ -154,7 +154,7 @@ func (s *Server) call(ctx context.Context, t *tools.Tool, raw json.RawMessage) (
 			return service.Result{}, "", errs.E(errs.Usage, ToolName(t.Name)+": unknown parameter \""+p.Name+"\"").Unmet("only the parameters of the input schema")
 		}
 		if p.Name == "mode" {
-			mode = spawn.ModeHarness
+			mode = string(spawn.ModeHarness)
 			args["mode"] = mode
 		}
 	}

@@ -164,7 +164,7 @@ func TestTimersTimeOutARealSpawnWithoutASweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := res.Data.(service.EntityView).ID
-	if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id, Evidence: []string{"https://example.org/source"}}); err != nil {
+	if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/source"}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})

@@ -77,7 +77,7 @@ type ApprovalStore interface {
 type ApprovalFilter struct {
 	SessionID string
 	CallID    string
-	State     string
+	State     approvals.State
 }
 
 // Approvals configures tier escalation: its store and its timings.
@@ -110,12 +110,12 @@ const (
 const (
 	SessionNotFound      errs.Code = "session-not-found"
 	ApprovalNotFound     errs.Code = "approval-not-found"
-	UnknownTier          errs.Code = approvals.RuleUnknownTier
-	HopNotAllowed        errs.Code = approvals.RuleNotInRow
-	HopRatchet           errs.Code = approvals.RuleRatchet
-	CallOfAnotherSession errs.Code = approvals.RuleOtherSession
-	EscalationPending    errs.Code = approvals.RulePending
-	NoSubscriber         errs.Code = approvals.CauseNoSubscriber
+	UnknownTier          errs.Code = errs.Code(approvals.RuleUnknownTier)
+	HopNotAllowed        errs.Code = errs.Code(approvals.RuleNotInRow)
+	HopRatchet           errs.Code = errs.Code(approvals.RuleRatchet)
+	CallOfAnotherSession errs.Code = errs.Code(approvals.RuleOtherSession)
+	EscalationPending    errs.Code = errs.Code(approvals.RulePending)
+	NoSubscriber         errs.Code = errs.Code(approvals.CauseNoSubscriber)
 	ApprovalRefused      errs.Code = "approval-refused"
 	ApprovalTimedOut     errs.Code = "approval-timed-out"
 	ApprovalCancelled    errs.Code = "approval-cancelled"
@@ -339,7 +339,7 @@ func (s *Service) Escalate(ctx context.Context, in EscalateInput) (Result, error
 		}
 		call := approvals.CallOf(ses.ID, ses.Tier, in.CallID, records)
 		// 1. The hop table, before the channel is consulted.
-		if r := approvals.ValidateHop(ses.ID, call, in.To); r != nil {
+		if r := approvals.ValidateHop(ses.ID, call, approvals.Tier(in.To)); r != nil {
 			return res, s.refuseUnasked(ctx, st, ses, in, call, r.Rule, r)
 		}
 		// 2. A question needs someone who can answer it.
@@ -353,7 +353,7 @@ func (s *Service) Escalate(ctx context.Context, in EscalateInput) (Result, error
 		// 3. The question, created together with its delivery.
 		now := s.now()
 		a = approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
-			To: in.To, Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
+			To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
 			State: approvals.Pending, CreatedAt: now, Deadline: now.Add(s.approvalTimeout())}
 		q := approvals.RequestFrame(a)
 		err = st.CreateApproval(ctx, a, &q)
@@ -415,10 +415,10 @@ func checkEscalateInput(in EscalateInput) error {
 // refuseUnasked records a request that was refused before it became a
 // question and returns the refusal. Recording is best-effort: the refusal
 // stands even if the store cannot record it.
-func (s *Service) refuseUnasked(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, cause string, why error) error {
+func (s *Service) refuseUnasked(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, cause approvals.Cause, why error) error {
 	now := s.now()
 	a := approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
-		To: in.To, Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, State: approvals.Pending,
+		To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, State: approvals.Pending,
 		CreatedAt: now, Deadline: now}
 	d := approvals.Decision{Verdict: approvals.Refused, Cause: cause}
 	if why != nil {
@@ -624,12 +624,12 @@ func (s *Service) settle(ctx context.Context, st ApprovalStore, a approvals.Appr
 		}
 		if !isCondition(err) {
 			s.logWarn("resolve approval", "approval_id", a.ID, "err", err)
-			return a, false, []envelope.Warning{{Code: string(ApprovalChannelError), RequestID: a.ID,
+			return a, false, []envelope.Warning{{Code: envelope.CodeOf(ApprovalChannelError), RequestID: a.ID,
 				Message: "could not record the verdict " + string(r.Verdict) + ": " + errs.As(storeErr(err)).Message}}
 		}
 		cur, err := st.GetApproval(ctx, a.ID)
 		if err != nil {
-			return a, false, []envelope.Warning{{Code: string(ApprovalChannelError), RequestID: a.ID, Message: "could not re-read " + a.ID}}
+			return a, false, []envelope.Warning{{Code: envelope.CodeOf(ApprovalChannelError), RequestID: a.ID, Message: "could not re-read " + a.ID}}
 		}
 		a = cur
 	}
@@ -654,7 +654,7 @@ func (s *Service) announce(ctx context.Context, st ApprovalStore, a approvals.Ap
 		return nil
 	}
 	s.logWarn("announce ending", "approval_id", a.ID, "verdict", string(a.Verdict), "err", err)
-	return []envelope.Warning{{Code: "announce-failed", RequestID: a.ID, Outcome: string(a.Verdict),
+	return []envelope.Warning{{Code: envelope.WarnAnnounceFailed, RequestID: a.ID, Outcome: string(a.Verdict),
 		Message: "the verdict " + string(a.Verdict) + " stands, but its ending frame could not be appended yet (" + errs.As(storeErr(err)).Message + "); the next sweep announces it"}}
 }
 
@@ -722,13 +722,13 @@ func (s *Service) decide(ctx context.Context, id string, d approvals.Decision) (
 	applied := committed && ended.Verdict == d.Verdict
 	switch {
 	case d.Cause == approvals.CauseUnreadable && applied:
-		res.Warnings = append(res.Warnings, envelope.Warning{Code: approvals.CauseUnreadable, RequestID: id, Outcome: string(ended.Verdict),
+		res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.WarningCode(approvals.CauseUnreadable), RequestID: id, Outcome: string(ended.Verdict),
 			Message: "the answer " + quoteID(d.Answer) + " could not be read as approve or refuse; it was recorded as a refusal"})
 	case committed && !applied:
-		res.Warnings = append(res.Warnings, envelope.Warning{Code: "approval-expired", RequestID: id, Outcome: string(ended.Verdict),
+		res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.WarnApprovalExpired, RequestID: id, Outcome: string(ended.Verdict),
 			Message: id + " reached its deadline " + ended.Deadline.Format(timeFormat) + " before this answer; it ended as timed-out and the answer was not applied"})
 	case !committed && ended.State == approvals.Resolved:
-		res.Warnings = append(res.Warnings, envelope.Warning{Code: "approval-already-resolved", RequestID: id, Outcome: string(ended.Verdict),
+		res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.WarnApprovalAlreadyResolved, RequestID: id, Outcome: string(ended.Verdict),
 			Message: id + " had already ended (" + string(ended.Verdict) + "); the first answer wins and this one changed nothing"})
 	case !committed:
 		return res, errs.E(ApprovalChannelError, "the answer could not be recorded (the store failed); "+id+" is still open",

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/sqlite"
@@ -207,7 +208,7 @@ func TestHopRefusalsAreRefusedAtOnceWithNoQuestionAndRecorded(t *testing.T) {
 				t.Fatalf("a refused hop reached the subscribers: %d frames, was %d", after, before)
 			}
 			rec := e.record(ee.EntityID)
-			if rec.Asked || rec.State != approvals.Resolved || rec.Verdict != approvals.Refused || rec.Cause != string(tc.code) {
+			if rec.Asked || rec.State != approvals.Resolved || rec.Verdict != approvals.Refused || string(rec.Cause) != string(tc.code) {
 				t.Fatalf("recorded refusal %+v", rec)
 			}
 			if _, ok := rec.Grant(); ok {
@@ -328,7 +329,7 @@ func TestAnUnreadableAnswerIsARefusal(t *testing.T) {
 		e.subscribe(ses)
 		a := e.ask(ses, fmt.Sprint("c", i), approvals.WorkspaceWrite)
 		res, err := e.svc.AnswerApproval(ctx, service.AnswerInput{ApprovalID: a.ID, Answer: answer, By: "bob"})
-		if err != nil || !hasWarning(res, approvals.CauseUnreadable) {
+		if err != nil || !hasWarning(res, envelope.WarningCode(approvals.CauseUnreadable)) {
 			t.Fatalf("%v: %v %v", answer, warningCodes(res), err)
 		}
 		_, err = e.svc.WaitApproval(ctx, a.ID)

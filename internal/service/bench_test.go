@@ -39,7 +39,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 				return
 			}
 			rid := requestID(r)
-			if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id,
+			if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 				Evidence: []string{"https://example.org/x"}, RequestID: rid}); err != nil {
 				b.Error(err)
 				return

@@ -12,7 +12,7 @@ import (
 type CancelResult struct {
 	RequestID string        `json:"request_id"`
 	EntityID  string        `json:"entity_id,omitempty"`
-	Outcome   string        `json:"outcome"`
+	Outcome   spawn.Outcome `json:"outcome"`
 	Applied   bool          `json:"applied"`
 	Restored  bool          `json:"restored"`
 	Status    ledger.Status `json:"status,omitempty"`
@@ -34,14 +34,14 @@ func (s *Service) CancelSpawn(ctx context.Context, requestID, reason string) (Re
 		r := CancelResult{RequestID: sp.ID, EntityID: sp.EntityID, Outcome: sp.Outcome}
 		if sp.State != spawn.Pending {
 			w := loserWarning(sp)
-			w.Message = sp.ID + " was already resolved (" + sp.Outcome + "); the cancel changed nothing"
+			w.Message = sp.ID + " was already resolved (" + string(sp.Outcome) + "); the cancel changed nothing"
 			res.Warnings = append(res.Warnings, w)
 			res.Kind, res.Data = "spawn_cancel", r
 			return res, nil
 		}
 		now := s.now()
 		ev := s.event(ledger.EvSpawnCancelled, sp.EntityID, now)
-		ev.RequestID, ev.Outcome, ev.Reason = sp.ID, spawn.Cancelled, reason
+		ev.RequestID, ev.Outcome, ev.Reason = sp.ID, string(spawn.Cancelled), reason
 		ev.Detail = map[string]any{"issued_at": sp.IssuedAt.Format(timeFormat), "expires_at": sp.ExpiresAt.Format(timeFormat),
 			"cancelled_at": now.Format(timeFormat), "request_kind": string(sp.Kind)}
 		tx, err := s.closeTx(ctx, sp, spawn.Cancelled, ev, now)

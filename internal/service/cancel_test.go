@@ -27,9 +27,9 @@ func TestCancellingAPendingSpawnRestoresThePreSpawnStatusLikeATimeout(t *testing
 			id := e.conclude("water boils at 100 C at sea level")
 			switch pre {
 			case ledger.Verified:
-				e.transition(ledger.Dismiss, id, "")
+				e.transition(ledger.Verify, id, "")
 			case ledger.Doubted:
-				e.transition(ledger.Trust, id, "")
+				e.transition(ledger.Doubt, id, "")
 			}
 			req := e.spawnReq(spawn.Assume, id)
 			r, _ := e.cancel(e.svc, req.RequestID)
@@ -37,7 +37,7 @@ func TestCancellingAPendingSpawnRestoresThePreSpawnStatusLikeATimeout(t *testing
 				t.Fatalf("cancel: %+v, status %s, want %s", r, e.status(id), pre)
 			}
 			evs := e.events(id, ledger.EvSpawnCancelled)
-			if len(evs) != 1 || evs[0].RequestID != req.RequestID || evs[0].Outcome != spawn.Cancelled || evs[0].Reason != "no longer needed" {
+			if len(evs) != 1 || evs[0].RequestID != req.RequestID || evs[0].Outcome != string(spawn.Cancelled) || evs[0].Reason != "no longer needed" {
 				t.Fatalf("spawn_cancelled events: %+v", evs)
 			}
 			sp, _ := e.store.GetSpawn(ctx, req.RequestID)
@@ -48,7 +48,7 @@ func TestCancellingAPendingSpawnRestoresThePreSpawnStatusLikeATimeout(t *testing
 				t.Fatal("the entity still names the cancelled spawn as pending")
 			}
 			// Cancelled is terminal: the callback changes nothing, the sweep never touches it.
-			res := e.transition(ledger.Dismiss, id, req.RequestID)
+			res := e.transition(ledger.Verify, id, req.RequestID)
 			if !hasWarning(res, "spawn-duplicate") || e.status(id) != pre {
 				t.Fatalf("late callback after cancel: %v, status %s", warningCodes(res), e.status(id))
 			}
@@ -65,7 +65,7 @@ func TestCancelLeavesAMovedEntityAlone(t *testing.T) {
 	e := newEnv(t)
 	id := e.verified("water boils at 100 C at sea level")
 	req := e.spawnReq(spawn.Assume, id)
-	e.transition(ledger.Trust, id, "") // someone doubts it meanwhile, without the request id
+	e.transition(ledger.Doubt, id, "") // someone doubts it meanwhile, without the request id
 	r, _ := e.cancel(e.svc, req.RequestID)
 	if !r.Applied || r.Restored || e.status(id) != ledger.Doubted {
 		t.Fatalf("cancel overwrote a newer status: %+v, status %s", r, e.status(id))
@@ -100,7 +100,7 @@ func TestCancelCallbackAndTimeoutRaceYieldsOneResolution(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Add(3)
 		go func() { defer wg.Done(); a.CancelSpawn(ctx, req.RequestID, "race") }()
-		go func() { defer wg.Done(); b.Transition(ctx, callbackInput(ledger.Trust, id, req.RequestID)) }()
+		go func() { defer wg.Done(); b.Transition(ctx, callbackInput(ledger.Doubt, id, req.RequestID)) }()
 		go func() { defer wg.Done(); c.Sweep(ctx, 10) }()
 		wg.Wait()
 		resolutions := len(e.events(id, ledger.EvSpawnCancelled)) + len(e.events(id, ledger.EvSpawnTimeout)) + len(e.events(id, ledger.EvSpawnResolved))

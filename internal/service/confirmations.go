@@ -24,7 +24,7 @@ type ConfirmationStore interface {
 	ListConfirmations(ctx context.Context) ([]confirm.Pending, error)
 	// UpdateConfirmation replaces p only if its stored state is still
 	// from; otherwise it returns ConditionFailed and writes nothing.
-	UpdateConfirmation(ctx context.Context, p confirm.Pending, from string) error
+	UpdateConfirmation(ctx context.Context, p confirm.Pending, from confirm.State) error
 }
 
 func (s *Service) confirmations() (ConfirmationStore, error) {
@@ -203,8 +203,8 @@ func (s *Service) ClaimConfirmation(ctx context.Context, id string) (p confirm.P
 			return cur, nil, err
 		}
 		if isDup {
-			r := Result{Kind: KindConfirmation, Data: s.confirmationView(cur), Warnings: []envelope.Warning{{Code: "confirmation-duplicate",
-				Message: id + " was already confirmed by " + cur.DecidedBy + " (" + cur.State + "); this confirm changed nothing"}}}
+			r := Result{Kind: KindConfirmation, Data: s.confirmationView(cur), Warnings: []envelope.Warning{{Code: envelope.WarnConfirmationDuplicate,
+				Message: id + " was already confirmed by " + cur.DecidedBy + " (" + string(cur.State) + "); this confirm changed nothing"}}}
 			return cur, &r, nil
 		}
 		err = cs.UpdateConfirmation(ctx, next, confirm.StatePending)

@@ -98,9 +98,9 @@ func (s *Service) directJudge(ctx context.Context, sp spawn.Spawn, prompt string
 	in := TransitionInput{EntityID: sp.EntityID, RequestID: sp.ID, Reason: v.Reason, Direct: true}
 	switch v.Action {
 	case llm.ActionDismiss:
-		in.Action, in.Evidence = ledger.Dismiss, v.Evidence
+		in.Action, in.Evidence = ledger.Verify, v.Evidence
 	case llm.ActionTrust:
-		in.Action = ledger.Trust
+		in.Action = ledger.Doubt
 	default:
 		return s.failDirect(ctx, sp, s.unusable(sp, "verdict action "+strconv.Quote(v.Action)+" is neither dismiss nor trust"))
 	}
@@ -112,7 +112,7 @@ func (s *Service) directJudge(ctx context.Context, sp spawn.Spawn, prompt string
 	if err != nil {
 		return s.failDirect(ctx, sp, err)
 	}
-	res.Hints = append(res.Hints, "dont show "+sp.EntityID+" --history  # the "+s.Provider.Name()+" verdict is on the "+in.Action.EventKind()+" event")
+	res.Hints = append(res.Hints, "dont show "+sp.EntityID+" --history  # the "+s.Provider.Name()+" verdict is on the "+string(in.Action.EventKind())+" event")
 	return res, nil
 }
 
@@ -205,7 +205,7 @@ func (s *Service) failDirect(ctx context.Context, sp spawn.Spawn, cause error) (
 	final, closed, err := s.closeFailed(ctx, sp.ID, errs.As(cause))
 	switch {
 	case err != nil:
-		res.Warnings = append(res.Warnings, envelope.Warning{Code: "spawn-not-closed", RequestID: sp.ID,
+		res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.WarnSpawnNotClosed, RequestID: sp.ID,
 			Message: "could not close " + sp.ID + " as failed (" + errs.As(err).Message + "); it stays pending until it times out at " + sp.ExpiresAt.Format(timeFormat)})
 	case !closed && final.State != spawn.Pending:
 		// Another resolver committed first; what it did stands.
@@ -227,7 +227,7 @@ func (s *Service) closeFailed(ctx context.Context, requestID string, cause *errs
 		}
 		now := s.now()
 		ev := s.event(ledger.EvSpawnFailed, sp.EntityID, now)
-		ev.RequestID, ev.Outcome, ev.Direct = sp.ID, spawn.Failed, true
+		ev.RequestID, ev.Outcome, ev.Direct = sp.ID, string(spawn.Failed), true
 		ev.Detail = map[string]any{
 			"request_kind": string(sp.Kind), "provider": s.Provider.Name(), "code": string(cause.Code),
 			"error": cause.Message, "issued_at": sp.IssuedAt.Format(timeFormat), "failed_at": now.Format(timeFormat),

@@ -88,7 +88,7 @@ func TestDirectModeCallsTheProviderWithTheSpawnPromptAndResolvesThroughTheCallba
 	for _, tc := range []struct {
 		provider, fixture, path string
 		kind                    spawn.Kind
-		action                  string
+		action                  ledger.EventKind
 		want                    ledger.Status
 	}{
 		{"openai", "openai/judge_dismiss.json", "/v1/chat/completions", spawn.Assume, ledger.EvDismissed, ledger.Verified},
@@ -96,7 +96,7 @@ func TestDirectModeCallsTheProviderWithTheSpawnPromptAndResolvesThroughTheCallba
 		{"anthropic", "anthropic/judge_tool_use.json", "/v1/messages", spawn.Assume, ledger.EvDismissed, ledger.Verified},
 		{"anthropic", "anthropic/judge_tool_use.json", "/v1/messages", spawn.Overlook, ledger.EvDismissed, ledger.Verified},
 	} {
-		t.Run(tc.provider+"/"+string(tc.kind)+"/"+tc.action, func(t *testing.T) {
+		t.Run(tc.provider+"/"+string(tc.kind)+"/"+string(tc.action), func(t *testing.T) {
 			e := newEnv(t)
 			srv := llmtest.New(t, llmtest.Reply(t, 200, tc.fixture))
 			e.withProvider(tc.provider, srv)
@@ -104,9 +104,9 @@ func TestDirectModeCallsTheProviderWithTheSpawnPromptAndResolvesThroughTheCallba
 			// The same entity history, once through a harness subagent's callback ...
 			harnessID := e.verified("go 1.22 gives each loop iteration its own variable")
 			req := e.spawnReq(tc.kind, harnessID)
-			action := ledger.Dismiss
+			action := ledger.Verify
 			if tc.action == ledger.EvTrusted {
-				action = ledger.Trust
+				action = ledger.Doubt
 			}
 			e.transition(action, harnessID, req.RequestID)
 
@@ -270,9 +270,9 @@ func TestDirectModeProviderFailureChangesNothing(t *testing.T) {
 				id := e.conclude("water boils at 100 C at sea level")
 				switch pre {
 				case ledger.Verified:
-					e.transition(ledger.Dismiss, id, "")
+					e.transition(ledger.Verify, id, "")
 				case ledger.Doubted:
-					e.transition(ledger.Trust, id, "")
+					e.transition(ledger.Doubt, id, "")
 				}
 				before := e.history(id)
 				res, err := e.direct(spawn.Assume, id)
@@ -294,7 +294,7 @@ func TestDirectModeProviderFailureChangesNothing(t *testing.T) {
 					t.Fatalf("events added: %v", added)
 				}
 				failed := added[1]
-				if !failed.Direct || failed.Outcome != spawn.Failed || failed.Detail["code"] != string(tc.code) || failed.Detail["restored"] != true {
+				if !failed.Direct || failed.Outcome != string(spawn.Failed) || failed.Detail["code"] != string(tc.code) || failed.Detail["restored"] != true {
 					t.Fatalf("spawn_failed event %+v", failed)
 				}
 				if ledger.Fold(after) != pre {
@@ -422,7 +422,7 @@ func TestDirectFailureAfterAnotherResolverLeavesItsResolution(t *testing.T) {
 	id := e.verified("water boils at 100 C at sea level")
 	srv := llmtest.New(t, func(w http.ResponseWriter, r *http.Request, i int) {
 		ent, _ := e.store.GetEntity(ctx, id)
-		if _, err := e.svc.Transition(ctx, callbackInput(ledger.Trust, id, ent.PendingSpawn)); err != nil {
+		if _, err := e.svc.Transition(ctx, callbackInput(ledger.Doubt, id, ent.PendingSpawn)); err != nil {
 			t.Errorf("callback: %v", err)
 		}
 		llmtest.Reply(t, 503, "openai/error_503.json")(w, r, i)

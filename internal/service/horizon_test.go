@@ -89,7 +89,7 @@ func TestEachTickHandsOverExactlyTheSpawnsThatEnteredTheHorizonSinceThePreviousO
 	for tick := 1; tick <= 30; tick++ {
 		e.clock.Advance(time.Minute)
 		if tick == 2 {
-			e.transition(ledger.Trust, e.spawnEntity(ids[len(ids)-1]), ids[len(ids)-1])
+			e.transition(ledger.Doubt, e.spawnEntity(ids[len(ids)-1]), ids[len(ids)-1])
 			h.take()
 		}
 		n, err := e.svc.ScheduleComingDue(ctx, 15*time.Minute, time.Minute, 100)

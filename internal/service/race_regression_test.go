@@ -32,10 +32,10 @@ func TestALoserThatFindsTheEntityLockedIsToldWhoWon(t *testing.T) {
 	id := e.conclude("water boils at 100 C at sea level")
 	rid := e.spawnReq("assume", id).RequestID
 	racer := e.clock.service(&beforeEntityRead{Store: e.store, hook: func() {
-		e.transition(ledger.Dismiss, id, rid) // the winner
-		e.transition(ledger.Lock, id, "")     // and the entity moves on to a terminal status
+		e.transition(ledger.Verify, id, rid) // the winner
+		e.transition(ledger.Lock, id, "")    // and the entity moves on to a terminal status
 	}})
-	res, err := racer.Transition(ctx, callbackInput(ledger.Trust, id, rid))
+	res, err := racer.Transition(ctx, callbackInput(ledger.Doubt, id, rid))
 	if err != nil {
 		t.Fatalf("the losing callback failed instead of being told who won: %v", err)
 	}

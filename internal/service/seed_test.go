@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/ledger"
@@ -89,7 +90,7 @@ func (e *env) transition(action ledger.Action, id, requestID string) service.Res
 
 func callbackInput(action ledger.Action, id, requestID string) service.TransitionInput {
 	in := service.TransitionInput{Action: action, EntityID: id, RequestID: requestID}
-	if action == ledger.Dismiss {
+	if action == ledger.Verify {
 		in.Evidence = []string{"https://example.org/source"}
 	} else {
 		in.Reason = "the cited table gives 99.97 C at 1 atm, not 100 C"
@@ -122,7 +123,7 @@ func (e *env) status(id string) ledger.Status {
 	return ent.Status
 }
 
-func (e *env) events(id string, kind string) []ledger.Event {
+func (e *env) events(id string, kind ledger.EventKind) []ledger.Event {
 	e.t.Helper()
 	evs, err := e.store.Events(ctx, id)
 	if err != nil {
@@ -139,19 +140,19 @@ func (e *env) events(id string, kind string) []ledger.Event {
 
 func (e *env) verified(statement string) string {
 	id := e.conclude(statement)
-	e.transition(ledger.Dismiss, id, "")
+	e.transition(ledger.Verify, id, "")
 	return id
 }
 
-func warningCodes(res service.Result) []string {
-	var out []string
+func warningCodes(res service.Result) []envelope.WarningCode {
+	var out []envelope.WarningCode
 	for _, w := range res.Warnings {
 		out = append(out, w.Code)
 	}
 	return out
 }
 
-func hasWarning(res service.Result, code string) bool {
+func hasWarning(res service.Result, code envelope.WarningCode) bool {
 	for _, w := range res.Warnings {
 		if w.Code == code {
 			return true
@@ -186,7 +187,7 @@ func TestOverlookEmitsAdversarialSpawnRequest(t *testing.T) {
 
 func (e *env) spawnReqAfterResolve(id string) string {
 	pending, _ := e.store.GetEntity(ctx, id)
-	e.transition(ledger.Dismiss, id, pending.PendingSpawn)
+	e.transition(ledger.Verify, id, pending.PendingSpawn)
 	return e.spawnReq(spawn.Assume, id).Context.Prompt
 }
 
@@ -312,9 +313,9 @@ func TestTimeoutRestoresPreSpawnStatus(t *testing.T) {
 			id := e.conclude("water boils at 100 C at sea level")
 			switch pre {
 			case ledger.Verified:
-				e.transition(ledger.Dismiss, id, "")
+				e.transition(ledger.Verify, id, "")
 			case ledger.Doubted:
-				e.transition(ledger.Trust, id, "")
+				e.transition(ledger.Doubt, id, "")
 			}
 			e.spawnReq(spawn.Assume, id)
 			if st := e.status(id); st != ledger.Unverified {
@@ -353,7 +354,7 @@ func TestTimeoutLeavesAMovedEntityAlone(t *testing.T) {
 	e := newEnv(t)
 	id := e.verified("water boils at 100 C at sea level")
 	req := e.spawnReq(spawn.Assume, id)
-	e.transition(ledger.Trust, id, "") // someone doubts it meanwhile, without the request id
+	e.transition(ledger.Doubt, id, "") // someone doubts it meanwhile, without the request id
 	e.clock.Advance(2 * time.Hour)
 	e.svc.List(ctx, "")
 	if st := e.status(id); st != ledger.Doubted {
@@ -407,7 +408,7 @@ func TestTimedOutViewIsolatesUnresolvedExpiries(t *testing.T) {
 	rk := e.spawnReq(spawn.Assume, kept)
 	e.spawnReq(spawn.Assume, reassumed)
 	ra := e.spawnReq(spawn.Assume, answered)
-	e.transition(ledger.Dismiss, answered, ra.RequestID)
+	e.transition(ledger.Verify, answered, ra.RequestID)
 	e.clock.Advance(2 * time.Hour)
 	e.svc.List(ctx, "")
 	e.spawnReq(spawn.Assume, reassumed) // re-assumed since timeout: no longer relevant
@@ -429,7 +430,7 @@ func TestUnknownRequestIdRefusesCallback(t *testing.T) {
 	e := newEnv(t)
 	id := e.conclude("water boils at 100 C at sea level")
 	for _, rid := range []string{"spawn:01HX05A9K8VP0000000000000A", "spawn:not-a-ulid", "claim:01HX05A9K8VP0000000000000A"} {
-		_, err := e.svc.Transition(ctx, callbackInput(ledger.Dismiss, id, rid))
+		_, err := e.svc.Transition(ctx, callbackInput(ledger.Verify, id, rid))
 		if !errs.Is(err, errs.SpawnNotFound) || errs.ExitCode(err) != 3 {
 			t.Fatalf("%s: %v (exit %d), want spawn-not-found exit 3", rid, err, errs.ExitCode(err))
 		}
@@ -444,7 +445,7 @@ func TestExpiredCallbackStillAppliesWhenUnresolved(t *testing.T) {
 	id := e.verified("water boils at 100 C at sea level")
 	req := e.spawnReq(spawn.Assume, id)
 	e.clock.Advance(time.Hour + time.Minute) // expired, and nothing has swept yet
-	res := e.transition(ledger.Trust, id, req.RequestID)
+	res := e.transition(ledger.Doubt, id, req.RequestID)
 	if !hasWarning(res, "spawn-expired") {
 		t.Fatalf("warnings = %v, want spawn-expired", warningCodes(res))
 	}
@@ -464,9 +465,9 @@ func TestDuplicateTerminalCallbackDoesNotReApplyTransition(t *testing.T) {
 	e := newEnv(t)
 	id := e.conclude("water boils at 100 C at sea level")
 	req := e.spawnReq(spawn.Assume, id)
-	e.transition(ledger.Dismiss, id, req.RequestID)
-	res := e.transition(ledger.Trust, id, req.RequestID)
-	if !hasWarning(res, "spawn-duplicate") || res.Warnings[0].Outcome != spawn.CallbackApplied {
+	e.transition(ledger.Verify, id, req.RequestID)
+	res := e.transition(ledger.Doubt, id, req.RequestID)
+	if !hasWarning(res, "spawn-duplicate") || res.Warnings[0].Outcome != string(spawn.CallbackApplied) {
 		t.Fatalf("warnings = %+v, want spawn-duplicate naming callback-applied", res.Warnings)
 	}
 	if st := e.status(id); st != ledger.Verified {
@@ -482,7 +483,7 @@ func TestCallbackWinsIfCommittedFirst(t *testing.T) {
 	id := e.verified("water boils at 100 C at sea level")
 	req := e.spawnReq(spawn.Assume, id)
 	e.clock.Advance(2 * time.Hour)
-	e.transition(ledger.Trust, id, req.RequestID) // commits first (late, unresolved)
+	e.transition(ledger.Doubt, id, req.RequestID) // commits first (late, unresolved)
 	rep, err := e.svc.Sweep(ctx, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -503,8 +504,8 @@ func TestTimeoutWinsIfCommittedFirst(t *testing.T) {
 	if rep, err := e.svc.Sweep(ctx, 100); err != nil || len(rep.TimedOut) != 1 {
 		t.Fatalf("sweep: %+v %v", rep, err)
 	}
-	res := e.transition(ledger.Trust, id, req.RequestID)
-	if !hasWarning(res, "spawn-lost-to-timeout") || res.Warnings[0].Outcome != spawn.TimeoutRestored {
+	res := e.transition(ledger.Doubt, id, req.RequestID)
+	if !hasWarning(res, "spawn-lost-to-timeout") || res.Warnings[0].Outcome != string(spawn.TimeoutRestored) {
 		t.Fatalf("warnings = %+v, want spawn-lost-to-timeout", res.Warnings)
 	}
 	if st := e.status(id); st != ledger.Verified {
@@ -538,7 +539,7 @@ func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 					timedOut.Add(int32(len(rep.TimedOut)))
 					return
 				}
-				res, err := svc.Transition(ctx, callbackInput(ledger.Trust, id, req.RequestID))
+				res, err := svc.Transition(ctx, callbackInput(ledger.Doubt, id, req.RequestID))
 				if err != nil {
 					t.Error(err)
 					return
@@ -596,9 +597,9 @@ func TestConcurrentDuplicateCallbacksResolveOnce(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			<-start
-			action := ledger.Dismiss
+			action := ledger.Verify
 			if i%2 == 1 {
-				action = ledger.Trust
+				action = ledger.Doubt
 			}
 			res, err := svc.Transition(ctx, callbackInput(action, id, req.RequestID))
 			if err != nil {
@@ -630,10 +631,10 @@ func TestDoubtCascadesStaleToDependents(t *testing.T) {
 		t.Fatal(err)
 	}
 	midID := mid.Data.(service.EntityView).ID
-	e.transition(ledger.Dismiss, midID, "")
+	e.transition(ledger.Verify, midID, "")
 	leaf, _ := e.svc.Conclude(ctx, service.ConcludeInput{Statement: "so water boiled", DependsOn: []string{midID}})
 	leafID := leaf.Data.(service.EntityView).ID
-	e.transition(ledger.Trust, root, "")
+	e.transition(ledger.Doubt, root, "")
 	if e.status(midID) != ledger.Stale || e.status(leafID) != ledger.Stale {
 		t.Fatalf("after doubting the root: mid %s, leaf %s; want both stale", e.status(midID), e.status(leafID))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // DefaultSpawnTimeout applies when the project configures none.
@@ -69,9 +70,9 @@ type EntityView struct {
 
 // Resolution tells a callback caller what its callback did.
 type Resolution struct {
-	RequestID string `json:"request_id"`
-	Outcome   string `json:"outcome"`
-	Applied   bool   `json:"applied"`
+	RequestID string        `json:"request_id"`
+	Outcome   spawn.Outcome `json:"outcome"`
+	Applied   bool          `json:"applied"`
 }
 
 // ConcludeInput is a new claim.
@@ -114,7 +115,7 @@ func (s *Service) Conclude(ctx context.Context, in ConcludeInput) (Result, error
 	if err := s.Store.Commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); err != nil {
 		return res, storeErr(err)
 	}
-	res.Kind, res.Data = ledger.KindClaim, EntityView{Entity: e}
+	res.Kind, res.Data = string(ledger.KindClaim), EntityView{Entity: e}
 	res.Hints = append(res.Hints, "dont assume "+e.ID+" --json  # ask a clean-context subagent to verify it")
 	return res, nil
 }
@@ -154,7 +155,7 @@ func (s *Service) Define(ctx context.Context, curie, doc string) (Result, error)
 	if err != nil {
 		return res, storeErr(err)
 	}
-	res.Kind, res.Data = ledger.KindTerm, EntityView{Entity: e}
+	res.Kind, res.Data = string(ledger.KindTerm), EntityView{Entity: e}
 	return res, nil
 }
 
@@ -191,7 +192,7 @@ func (s *Service) Show(ctx context.Context, id string, history bool) (Result, er
 			return res, storeErr(err)
 		}
 	}
-	res.Kind, res.Data = e.Kind, v
+	res.Kind, res.Data = string(e.Kind), v
 	return res, nil
 }
 
@@ -227,7 +228,7 @@ func (s *Service) entity(ctx context.Context, id string) (ledger.Entity, error) 
 	return e, nil
 }
 
-func (s *Service) event(kind, entityID string, now time.Time) ledger.Event {
+func (s *Service) event(kind ledger.EventKind, entityID string, now time.Time) ledger.Event {
 	return ledger.Event{ID: ids.New(ids.Event, now), Kind: kind, EntityID: entityID, Author: s.Author, At: now}
 }
 

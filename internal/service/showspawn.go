@@ -27,9 +27,9 @@ func (s *Service) showSpawn(ctx context.Context, id string, res Result) (Result,
 		return res, err
 	}
 	res.Kind, res.Data = KindSpawnRequest, payload
-	state := sp.ID + " is " + sp.State
+	state := sp.ID + " is " + string(sp.State)
 	if sp.Outcome != "" {
-		state += " (" + sp.Outcome + ")"
+		state += " (" + string(sp.Outcome) + ")"
 	}
 	if sp.State == spawn.Pending {
 		state += "; it expires at " + sp.ExpiresAt.Format(timeFormat)

@@ -26,7 +26,7 @@ type SpawnInput struct {
 	Question    string
 	N           int
 	Temperature *float64
-	Mode        string // spawn.ModeHarness or spawn.ModeDirect
+	Mode        spawn.Mode // spawn.ModeHarness or spawn.ModeDirect
 }
 
 // ErrNoProvider is returned in direct mode when no provider is configured.
@@ -103,6 +103,9 @@ func checkSpawnInput(in *SpawnInput) error {
 	if in.Mode == "" {
 		in.Mode = spawn.ModeHarness
 	}
+	if !in.Mode.Valid() {
+		return errs.E(errs.InvalidArgument, "unknown mode "+quoteID(string(in.Mode))).Unmet("mode is harness or direct")
+	}
 	return nil
 }
 
@@ -115,7 +118,7 @@ func (s *Service) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spaw
 	}
 	ev := s.event(ledger.EvSpawnRequested, "", now)
 	ev.RequestID, ev.Direct = sp.ID, in.Mode == spawn.ModeDirect
-	ev.Detail = map[string]any{"request_kind": string(in.Kind), "expires_at": sp.ExpiresAt.Format(timeFormat), "mode": in.Mode}
+	ev.Detail = map[string]any{"request_kind": string(in.Kind), "expires_at": sp.ExpiresAt.Format(timeFormat), "mode": string(in.Mode)}
 	var tx Tx
 	var target *ledger.Entity
 	if in.Kind == spawn.Guess {
@@ -204,7 +207,7 @@ func (s *Service) answer(ctx context.Context, requestID string, candidates []str
 		concluded := s.event(ledger.EvConcluded, e.ID, now)
 		concluded.To, concluded.RequestID, concluded.Direct = ledger.Unverified, sp.ID, direct
 		done := s.event(ledger.EvSpawnResolved, e.ID, now)
-		done.RequestID, done.Outcome, done.Direct = sp.ID, spawn.CallbackApplied, direct
+		done.RequestID, done.Outcome, done.Direct = sp.ID, string(spawn.CallbackApplied), direct
 		err = s.Store.Commit(ctx, Tx{
 			Entities: []EntityPut{{Entity: e}},
 			Spawns:   []SpawnPut{{Spawn: resolved(sp, spawn.CallbackApplied, now)}},
@@ -217,7 +220,7 @@ func (s *Service) answer(ctx context.Context, requestID string, candidates []str
 			return s.withSweep(ctx, res), storeErr(err)
 		}
 		if now.After(sp.ExpiresAt) {
-			res.Warnings = append(res.Warnings, envelope.Warning{Code: string(errs.SpawnExpired), RequestID: sp.ID,
+			res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
 				Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; the answer was applied late"})
 		}
 		res.Kind = "answer"
@@ -251,7 +254,7 @@ func (s *Service) spawnRecord(ctx context.Context, id string) (spawn.Spawn, erro
 	return sp, nil
 }
 
-func resolved(sp spawn.Spawn, outcome string, now time.Time) spawn.Spawn {
+func resolved(sp spawn.Spawn, outcome spawn.Outcome, now time.Time) spawn.Spawn {
 	sp.State, sp.Outcome = spawn.Resolved, outcome
 	sp.ResolvedAt = &now
 	return sp
@@ -263,11 +266,11 @@ func loserWarning(sp spawn.Spawn) envelope.Warning {
 		when = " at " + sp.ResolvedAt.Format(timeFormat)
 	}
 	if sp.Outcome == spawn.TimeoutRestored {
-		return envelope.Warning{Code: "spawn-lost-to-timeout", RequestID: sp.ID, Outcome: sp.Outcome,
+		return envelope.Warning{Code: envelope.WarnSpawnLostToTimeout, RequestID: sp.ID, Outcome: string(sp.Outcome),
 			Message: sp.ID + " had already timed out (timeout-restored" + when + "); nothing was changed — run dont assume again for a new round"}
 	}
-	return envelope.Warning{Code: "spawn-duplicate", RequestID: sp.ID, Outcome: sp.Outcome,
-		Message: sp.ID + " was already resolved (" + sp.Outcome + when + "); this duplicate changed nothing"}
+	return envelope.Warning{Code: envelope.WarnSpawnDuplicate, RequestID: sp.ID, Outcome: string(sp.Outcome),
+		Message: sp.ID + " was already resolved (" + string(sp.Outcome) + when + "); this duplicate changed nothing"}
 }
 
 func isCondition(err error) bool {

@@ -33,12 +33,12 @@ type Store interface {
 // EntityFilter narrows ListEntities; zero values match everything.
 type EntityFilter struct {
 	Status ledger.Status
-	Kind   string
+	Kind   ledger.EntityKind
 }
 
 // SpawnFilter narrows ListSpawns; results are ordered by issued_at, oldest first.
 type SpawnFilter struct {
-	State    string
+	State    spawn.State
 	EntityID string
 }
 

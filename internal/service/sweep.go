@@ -24,7 +24,7 @@ type SweepReport struct {
 type TimeoutResult struct {
 	RequestID string        `json:"request_id"`
 	EntityID  string        `json:"entity_id,omitempty"`
-	Outcome   string        `json:"outcome"`
+	Outcome   spawn.Outcome `json:"outcome"`
 	Restored  bool          `json:"restored"`
 	Status    ledger.Status `json:"status,omitempty"`
 	// Committed is true when this call committed the timeout, false when
@@ -92,7 +92,7 @@ func (s *Service) expire(ctx context.Context, requestID string) (r TimeoutResult
 			return r, false, nil
 		}
 		ev := s.event(ledger.EvSpawnTimeout, sp.EntityID, now)
-		ev.RequestID, ev.Outcome = sp.ID, spawn.TimeoutRestored
+		ev.RequestID, ev.Outcome = sp.ID, string(spawn.TimeoutRestored)
 		ev.Detail = map[string]any{
 			"issued_at": sp.IssuedAt.Format(timeFormat), "expires_at": sp.ExpiresAt.Format(timeFormat),
 			"timed_out_at": now.Format(timeFormat), "request_kind": string(sp.Kind),
@@ -127,7 +127,7 @@ type closing struct {
 // outcome, the entity's pending mark cleared and its pre-spawn status
 // restored only if nothing has moved it since the spawn did. ev is the
 // event that records it; closeTx fills in the status change.
-func (s *Service) closeTx(ctx context.Context, sp spawn.Spawn, outcome string, ev ledger.Event, now time.Time) (closing, error) {
+func (s *Service) closeTx(ctx context.Context, sp spawn.Spawn, outcome spawn.Outcome, ev ledger.Event, now time.Time) (closing, error) {
 	c := closing{Tx: Tx{Spawns: []SpawnPut{{Spawn: resolved(sp, outcome, now)}}}}
 	if sp.EntityID != "" {
 		e, err := s.entity(ctx, sp.EntityID)
@@ -158,19 +158,19 @@ func (s *Service) sweepFirst(ctx context.Context) Result {
 	var res Result
 	rep, err := s.Sweep(ctx, sweepBatch)
 	if err != nil {
-		res.Warnings = append(res.Warnings, envelope.Warning{Code: "sweep-failed", Message: errs.As(err).Message})
+		res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.WarnSweepFailed, Message: errs.As(err).Message})
 		return res
 	}
 	for _, t := range rep.TimedOut {
-		h := t.RequestID + " timed out (" + t.Outcome + ")"
+		h := t.RequestID + " timed out (" + string(t.Outcome) + ")"
 		if t.EntityID != "" {
 			h += "; " + t.EntityID + " is " + string(t.Status) + " — run dont assume " + t.EntityID + " for a new round"
 		}
 		res.Hints = append(res.Hints, h)
 	}
 	for _, t := range rep.Lost {
-		res.Warnings = append(res.Warnings, envelope.Warning{Code: "spawn-duplicate", RequestID: t.RequestID, Outcome: t.Outcome,
-			Message: "the sweep found " + t.RequestID + " already resolved (" + t.Outcome + "); the timeout changed nothing"})
+		res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.WarnSpawnDuplicate, RequestID: t.RequestID, Outcome: string(t.Outcome),
+			Message: "the sweep found " + t.RequestID + " already resolved (" + string(t.Outcome) + "); the timeout changed nothing"})
 	}
 	return res
 }

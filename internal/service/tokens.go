@@ -200,7 +200,7 @@ func (s *Service) CheckCallback(ctx context.Context, p auth.Principal, tool stri
 		}
 	}
 	if sp.State != spawn.Pending && !terminal {
-		return errs.E(Forbidden, "the callback token of "+sp.ID+" ended with its resolution ("+sp.Outcome+")",
+		return errs.E(Forbidden, "the callback token of "+sp.ID+" ended with its resolution ("+string(sp.Outcome)+")",
 			errs.Step{Command: "dont show " + sp.EntityID, Description: "read the outcome with a harness token"}).Unmet("spawn pending")
 	}
 	return nil

@@ -52,23 +52,23 @@ func (s *Service) Transition(ctx context.Context, in TransitionInput) (Result, e
 		if err != nil {
 			return res, storeErr(err)
 		}
-		res.Kind, res.Data = e2.Kind, EntityView{Entity: e2}
+		res.Kind, res.Data = string(e2.Kind), EntityView{Entity: e2}
 		return res, nil
 	}
 }
 
 func (s *Service) checkTransitionInput(in TransitionInput) error {
 	switch in.Action {
-	case ledger.Trust, ledger.Ignore, ledger.Reopen:
+	case ledger.Doubt, ledger.Ignore, ledger.Reopen:
 		if err := ledger.CheckReason(in.EntityID, in.Reason); err != nil {
 			return err
 		}
-	case ledger.Dismiss:
+	case ledger.Verify:
 		if err := ledger.CheckEvidence(in.EntityID, in.Evidence); err != nil {
 			return err
 		}
 	}
-	if in.RequestID != "" && in.Action != ledger.Trust && in.Action != ledger.Dismiss {
+	if in.RequestID != "" && in.Action != ledger.Doubt && in.Action != ledger.Verify {
 		return errs.E(errs.Usage, "only dismiss and trust resolve a spawn; "+string(in.Action)+" takes no --request-id").On(in.EntityID)
 	}
 	return nil
@@ -167,7 +167,7 @@ func (s *Service) callback(ctx context.Context, in TransitionInput) (Result, err
 		tx.Entities[0].Entity = e2
 		tx.Spawns = []SpawnPut{{Spawn: resolved(sp, spawn.CallbackApplied, now)}}
 		done := s.event(ledger.EvSpawnResolved, e.ID, now)
-		done.RequestID, done.Outcome, done.Direct = sp.ID, spawn.CallbackApplied, in.Direct
+		done.RequestID, done.Outcome, done.Direct = sp.ID, string(spawn.CallbackApplied), in.Direct
 		tx.Events = append(tx.Events, done)
 		err = s.Store.Commit(ctx, tx)
 		if isCondition(err) && attempt < maxAttempts {
@@ -177,10 +177,10 @@ func (s *Service) callback(ctx context.Context, in TransitionInput) (Result, err
 			return res, storeErr(err)
 		}
 		if now.After(sp.ExpiresAt) {
-			res.Warnings = append(res.Warnings, envelope.Warning{Code: string(errs.SpawnExpired), RequestID: sp.ID,
+			res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
 				Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; the callback was applied late"})
 		}
-		res.Kind = e2.Kind
+		res.Kind = string(e2.Kind)
 		res.Data = EntityView{Entity: e2, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}
 		return res, nil
 	}
@@ -198,7 +198,7 @@ func (s *Service) alreadyResolved(ctx context.Context, sp spawn.Spawn) (Result, 
 		if err != nil {
 			return res, err
 		}
-		res.Kind = e.Kind
+		res.Kind = string(e.Kind)
 		res.Data = EntityView{Entity: e, Resolution: &Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}}
 		return res, nil
 	}

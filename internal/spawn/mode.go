@@ -12,7 +12,7 @@ type Signals struct {
 
 // DetectMode resolves harness mode in the documented priority order:
 // --direct; a truthy DONT_HARNESS; dont mcp; non-terminal stdout; else direct.
-func DetectMode(s Signals) string {
+func DetectMode(s Signals) Mode {
 	switch {
 	case s.Direct:
 		return ModeDirect

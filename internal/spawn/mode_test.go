@@ -6,7 +6,7 @@ func TestHarnessModeDetectionOrder(t *testing.T) {
 	cases := []struct {
 		name string
 		sig  Signals
-		want string
+		want Mode
 	}{
 		{"direct flag overrides environment", Signals{Direct: true, HarnessEnv: "1", StdoutTTY: false}, ModeDirect},
 		{"direct flag overrides mcp", Signals{Direct: true, MCP: true}, ModeDirect},

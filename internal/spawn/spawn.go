@@ -23,35 +23,59 @@ const (
 	Guess    Kind = "guess"
 )
 
+// State is where a spawn stands.
+type State string
+
 // States of a spawn. A spawn is pending until exactly one terminal resolver
 // commits, after which it is resolved with an outcome.
 const (
-	Pending  = "pending"
-	Resolved = "resolved"
+	Pending  State = "pending"
+	Resolved State = "resolved"
 )
+
+// Valid reports whether s is one of the states.
+func (s State) Valid() bool { return s == Pending || s == Resolved }
+
+// Outcome says which terminal resolver committed.
+type Outcome string
 
 // Terminal resolver outcomes.
 const (
-	CallbackApplied = "callback-applied"
-	TimeoutRestored = "timeout-restored"
-	Failed          = "failed" // direct mode: the provider gave nothing usable
-	Cancelled       = "cancelled"
+	CallbackApplied Outcome = "callback-applied"
+	TimeoutRestored Outcome = "timeout-restored"
+	Failed          Outcome = "failed" // direct mode: the provider gave nothing usable
+	Cancelled       Outcome = "cancelled"
 )
 
+// Valid reports whether o is one of the outcomes.
+func (o Outcome) Valid() bool {
+	switch o {
+	case CallbackApplied, TimeoutRestored, Failed, Cancelled:
+		return true
+	}
+	return false
+}
+
 // Mode says who does the reasoning: the harness's subagent or a provider.
+type Mode string
+
+// Modes.
 const (
-	ModeHarness = "harness"
-	ModeDirect  = "direct"
+	ModeHarness Mode = "harness"
+	ModeDirect  Mode = "direct"
 )
+
+// Valid reports whether m is one of the modes.
+func (m Mode) Valid() bool { return m == ModeHarness || m == ModeDirect }
 
 // Spawn is the stored record of one request.
 type Spawn struct {
 	ID          string        `json:"request_id"`
 	Kind        Kind          `json:"request_kind"`
 	EntityID    string        `json:"entity_id,omitempty"`
-	State       string        `json:"state"`
-	Outcome     string        `json:"outcome,omitempty"`
-	Mode        string        `json:"mode"`
+	State       State         `json:"state"`
+	Outcome     Outcome       `json:"outcome,omitempty"`
+	Mode        Mode          `json:"mode"`
 	PreStatus   ledger.Status `json:"pre_status,omitempty"`
 	Question    string        `json:"question,omitempty"`
 	N           int           `json:"n,omitempty"`
@@ -88,7 +112,7 @@ type Request struct {
 	RequestID   string    `json:"request_id"`
 	RequestKind Kind      `json:"request_kind"`
 	EntityID    string    `json:"entity_id,omitempty"`
-	Mode        string    `json:"mode"`
+	Mode        Mode      `json:"mode"`
 	Context     Context   `json:"context"`
 	Callback    Callback  `json:"callback"`
 	IssuedAt    time.Time `json:"issued_at"`

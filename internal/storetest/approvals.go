@@ -57,7 +57,7 @@ func newSession(t *testing.T, s service.ApprovalStore, tier approvals.Tier) appr
 
 func newQuestion(ses approvals.Session, call string, deadline time.Time) (approvals.Approval, *approvals.Frame) {
 	a := approvals.Approval{ID: ids.New(ids.Approval, base), SessionID: ses.ID, CallID: call, From: ses.Tier,
-		To: string(approvals.DangerFullAccess), Preview: "make install", Reason: "writes /usr/local", Asked: true,
+		To: approvals.DangerFullAccess, Preview: "make install", Reason: "writes /usr/local", Asked: true,
 		State: approvals.Pending, CreatedAt: base, Deadline: deadline}
 	f := approvals.RequestFrame(a)
 	return a, &f

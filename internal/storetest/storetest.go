@@ -53,7 +53,7 @@ func term(curie string) ledger.Entity {
 		Status: ledger.Unverified, Version: 1, CreatedAt: base, UpdatedAt: base}
 }
 
-func ev(kind, entity string) ledger.Event {
+func ev(kind ledger.EventKind, entity string) ledger.Event {
 	return ledger.Event{ID: ids.New(ids.Event, base), Kind: kind, EntityID: entity, At: base}
 }
 
@@ -160,7 +160,7 @@ func spawnPending(t *testing.T, s service.Store) {
 	if string(got.Request) != string(sp.Request) || got.State != spawn.Pending || !got.ExpiresAt.Equal(sp.ExpiresAt) || got.EntityID != e.ID {
 		t.Fatalf("read back %+v", got)
 	}
-	resolve := func(outcome string, prev int64) error {
+	resolve := func(outcome spawn.Outcome, prev int64) error {
 		done := sp
 		done.State, done.Outcome = spawn.Resolved, outcome
 		e2 := issued
@@ -184,11 +184,11 @@ func spawnPending(t *testing.T, s service.Store) {
 	}
 	evs, err := s.Events(ctx, e.ID)
 	must(t, err)
-	var kinds []string
+	var kinds []ledger.EventKind
 	for _, x := range evs {
 		kinds = append(kinds, x.Kind)
 	}
-	if fmt.Sprint(kinds) != fmt.Sprint([]string{ledger.EvSpawnRequested, ledger.EvSpawnResolved}) {
+	if fmt.Sprint(kinds) != fmt.Sprint([]ledger.EventKind{ledger.EvSpawnRequested, ledger.EvSpawnResolved}) {
 		t.Fatalf("history = %v", kinds)
 	}
 }
@@ -305,14 +305,14 @@ func eventOrder(t *testing.T, s service.Store) {
 	ctx := context.Background()
 	e := claim(ledger.Unverified)
 	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev("kind00", e.ID)}}))
-	want := []string{"kind00"}
+	want := []ledger.EventKind{"kind00"}
 	for v := int64(1); v < 10; v++ {
 		// Each event is written with the entity version it produced (as the
 		// service always does); ids deliberately run backwards in time:
 		// history order is commit order, not id order.
 		next := e
 		next.Version = v + 1
-		a, b := ev(fmt.Sprintf("kind%02da", v), e.ID), ev(fmt.Sprintf("kind%02db", v), e.ID)
+		a, b := ev(ledger.EventKind(fmt.Sprintf("kind%02da", v)), e.ID), ev(ledger.EventKind(fmt.Sprintf("kind%02db", v)), e.ID)
 		a.ID = ids.New(ids.Event, base.Add(-time.Duration(v)*time.Hour))
 		b.ID = ids.New(ids.Event, base.Add(-time.Duration(v)*time.Hour-time.Minute))
 		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: next, PrevVersion: v}}, Events: []ledger.Event{a, b}}))
@@ -320,7 +320,7 @@ func eventOrder(t *testing.T, s service.Store) {
 	}
 	got, err := s.Events(ctx, e.ID)
 	must(t, err)
-	var kinds []string
+	var kinds []ledger.EventKind
 	for _, x := range got {
 		kinds = append(kinds, x.Kind)
 	}
@@ -343,7 +343,7 @@ func concurrentResolvers(t *testing.T, s service.Store) {
 		go func(i int) {
 			defer wg.Done()
 			done := sp
-			done.State, done.Outcome = spawn.Resolved, fmt.Sprintf("resolver-%d", i)
+			done.State, done.Outcome = spawn.Resolved, spawn.Outcome(fmt.Sprintf("resolver-%d", i))
 			e2 := e
 			e2.Version, e2.Status = 2, ledger.Verified
 			err := s.Commit(ctx, service.Tx{

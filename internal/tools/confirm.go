@@ -167,4 +167,6 @@ func outcomeOf(res service.Result, err error) confirm.Outcome {
 	return confirm.Outcome{OK: true, Kind: res.Kind}
 }
 
-func warning(code, msg string) envelope.Warning { return envelope.Warning{Code: code, Message: msg} }
+func warning(code envelope.WarningCode, msg string) envelope.Warning {
+	return envelope.Warning{Code: code, Message: msg}
+}

@@ -120,7 +120,7 @@ func TestAHeldCallChangesNothingUntilConfirmedThenRunsExactlyOnce(t *testing.T) 
 				t.Error(err)
 			case len(r.Warnings) == 1 && r.Warnings[0].Code == "confirmation-duplicate":
 				dups.Add(1)
-			case r.Kind == ledger.KindClaim:
+			case r.Kind == string(ledger.KindClaim):
 				ran.Add(1)
 			default:
 				t.Errorf("unexpected result %+v", r)

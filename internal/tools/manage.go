@@ -5,6 +5,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
 )
@@ -128,7 +129,7 @@ func runConfirmed(ctx context.Context, s *service.Service, a Args) (service.Resu
 	res, callErr := Call(ctx, s, p.Tool, p.Args)
 	o := outcomeOf(res, callErr)
 	if err := s.FinishConfirmation(context.WithoutCancel(ctx), p, o); err != nil {
-		res.Warnings = append(res.Warnings, warning("confirmation-record-failed", p.ID+" ran, but its record still says executing: "+errs.As(err).Message))
+		res.Warnings = append(res.Warnings, warning(envelope.WarnConfirmationRecordFailed, p.ID+" ran, but its record still says executing: "+errs.As(err).Message))
 	}
 	res.Hints = append(res.Hints, p.ID+" confirmed: "+p.Tool+" ran once (dont confirmations show "+p.ID+")")
 	return res, callErr

@@ -24,8 +24,8 @@ func TestEverySpawnRequestAllowsOrForbidsEveryTool(t *testing.T) {
 		tool string
 		args map[string]any
 	}{
-		{"assume", map[string]any{"id": claim, "mode": spawn.ModeHarness}},
-		{"guess", map[string]any{"question": "what boils water?", "mode": spawn.ModeHarness}},
+		{"assume", map[string]any{"id": claim, "mode": string(spawn.ModeHarness)}},
+		{"guess", map[string]any{"question": "what boils water?", "mode": string(spawn.ModeHarness)}},
 	} {
 		res := f.call(c.tool, c.args)
 		var req spawn.Request

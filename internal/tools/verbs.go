@@ -14,7 +14,7 @@ var (
 	entityParam    = Param{Name: "id", Type: String, Required: true, Positional: true, Description: "entity id (claim:… or term:…)"}
 	requestIDParam = Param{Name: "request_id", Type: String, Env: "DONT_REQUEST_ID", Description: "spawn request id this call resolves (spawn:…)"}
 	reasonParam    = Param{Name: "reason", Type: String, Required: true, Description: "a specific reason (hedges are refused)"}
-	modeParam      = Param{Name: "mode", Type: String, Enum: []string{spawn.ModeHarness, spawn.ModeDirect}, Internal: true, Description: "harness or direct; front ends detect it"}
+	modeParam      = Param{Name: "mode", Type: String, Enum: []string{string(spawn.ModeHarness), string(spawn.ModeDirect)}, Internal: true, Description: "harness or direct; front ends detect it"}
 )
 
 func init() {
@@ -38,9 +38,10 @@ func init() {
 		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
 			return s.Define(ctx, a.Str("curie"), a.Str("doc"))
 		}})
-	register(transition(ledger.Trust, "Doubt an entity with a specific reason (or resolve a spawn as not holding).",
+	// The tool names are the CLI verbs: `dont trust` = doubt it; `dont dismiss` (the doubt) = verify it.
+	register(transition(ledger.Doubt, "Doubt an entity with a specific reason (or resolve a spawn as not holding).",
 		reasonParam, requestIDParam))
-	register(transition(ledger.Dismiss, "Verify an entity with evidence URIs (or resolve a spawn as holding).",
+	register(transition(ledger.Verify, "Verify an entity with evidence URIs (or resolve a spawn as holding).",
 		Param{Name: "evidence", Type: Strings, Required: true, Description: "a URI or CURIE (repeatable); never fetched"}, requestIDParam))
 	register(transition(ledger.Lock, "Lock a verified entity (final).",
 		Param{Name: "reason", Type: String, Description: "why it is final"}))
@@ -70,7 +71,7 @@ func init() {
 		},
 		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
 			return s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: a.Str("question"),
-				N: a.Int("n"), Temperature: a.Float("temperature"), Mode: a.Str("mode")})
+				N: a.Int("n"), Temperature: a.Float("temperature"), Mode: spawn.Mode(a.Str("mode"))})
 		}})
 	register(&Tool{Name: "answer", Summary: "Resolve a guess spawn with candidate answers.",
 		Params: []Param{
@@ -119,7 +120,7 @@ func transition(action ledger.Action, summary string, params ...Param) *Tool {
 func spawner(kind spawn.Kind, summary string) *Tool {
 	return &Tool{Name: string(kind), Summary: summary, Params: []Param{entityParam, modeParam}, Exclusive: kind != spawn.Guess,
 		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.RequestSpawn(ctx, service.SpawnInput{Kind: kind, EntityID: a.Str("id"), Mode: a.Str("mode")})
+			return s.RequestSpawn(ctx, service.SpawnInput{Kind: kind, EntityID: a.Str("id"), Mode: spawn.Mode(a.Str("mode"))})
 		}}
 }
 

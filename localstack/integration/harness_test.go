@@ -331,7 +331,7 @@ func (p *project) spawn(id string) spawn.Spawn {
 	return sp
 }
 
-func (p *project) events(entityID, kind string) []ledger.Event {
+func (p *project) events(entityID string, kind ledger.EventKind) []ledger.Event {
 	p.t.Helper()
 	evs, err := p.store.Events(ctx, entityID)
 	if err != nil {

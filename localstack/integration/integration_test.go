@@ -46,7 +46,7 @@ func TestCallbackResolvesTheSpawnThroughTheAPIFunction(t *testing.T) {
 	}
 	e := p.ok(s.api, "dismiss", map[string]any{"id": id, "evidence": []string{"https://example.org/its-90"}, "request_id": req.RequestID}, req.Callback.Token)
 	res, _ := e.data()["resolution"].(map[string]any)
-	if res["outcome"] != spawn.CallbackApplied || res["applied"] != true {
+	if res["outcome"] != string(spawn.CallbackApplied) || res["applied"] != true {
 		t.Fatalf("resolution %v", res)
 	}
 	if sp := p.spawn(req.RequestID); sp.State != spawn.Resolved || sp.Outcome != spawn.CallbackApplied {
@@ -121,7 +121,7 @@ func TestATimeoutMessageComesDueAndTheSweeperRestoresTheStatus(t *testing.T) {
 		t.Fatalf("outcome %s", sp.Outcome)
 	}
 	to := p.events(id, ledger.EvSpawnTimeout)
-	if len(to) != 1 || to[0].RequestID != req.RequestID || to[0].Outcome != spawn.TimeoutRestored || to[0].To != ledger.Verified {
+	if len(to) != 1 || to[0].RequestID != req.RequestID || to[0].Outcome != string(spawn.TimeoutRestored) || to[0].To != ledger.Verified {
 		t.Fatalf("spawn_timeout events %+v", to)
 	}
 	at, _ := time.Parse(time.RFC3339Nano, to[0].Detail["timed_out_at"].(string))

@@ -71,7 +71,7 @@ func (p *project) escalation(fn *function, approver string) (session, id string)
 	e := p.ok(fn, "escalate", map[string]any{"session": session, "call": "c-17", "to": "danger-full-access",
 		"reason": "installs into /usr/local", "preview": "make install", "no_wait": true})
 	id = e.str("approval_id")
-	if e.str("state") != approvals.Pending || id == "" {
+	if e.str("state") != string(approvals.Pending) || id == "" {
 		p.t.Fatalf("escalate --no-wait answered %s", e.Raw)
 	}
 	return session, id

@@ -29,7 +29,7 @@ func (w *world) issueFor(project string, timeout time.Duration) (entityID string
 		w.t.Fatal(err)
 	}
 	entityID = res.Data.(service.EntityView).ID
-	if _, err := s.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: entityID, Evidence: []string{"https://example.org/a"}}); err != nil {
+	if _, err := s.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: entityID, Evidence: []string{"https://example.org/a"}}); err != nil {
 		w.t.Fatal(err)
 	}
 	res, err = s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: entityID})
@@ -75,7 +75,7 @@ func TestTheScheduledSweepSendsEachSpawnOneMessageOnceItsExpiryIsWithinFifteenMi
 	for minute := 1; minute <= 30; minute++ {
 		w.clock.Advance(time.Minute)
 		if minute == 2 {
-			if _, err := w.svc("acme").Transition(ctx, service.TransitionInput{Action: ledger.Trust, EntityID: entities[4], RequestID: ids[4],
+			if _, err := w.svc("acme").Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: entities[4], RequestID: ids[4],
 				Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
 				t.Fatal(err)
 			}
@@ -215,7 +215,7 @@ func TestA24HourSpawnIsTimedOutByTheOneMessageTheScheduledSweepSends(t *testing.
 		t.Fatalf("the message was sent %v before expiry, want within the last 15 minutes but not the last 14", ahead)
 	}
 	to := w.timeouts("acme", eid)
-	if len(to) != 1 || to[0].RequestID != req.RequestID || to[0].Outcome != spawn.TimeoutRestored {
+	if len(to) != 1 || to[0].RequestID != req.RequestID || to[0].Outcome != string(spawn.TimeoutRestored) {
 		t.Fatalf("timeouts %+v", to)
 	}
 	if at, _ := time.Parse(time.RFC3339Nano, to[0].Detail["timed_out_at"].(string)); at.Before(req.ExpiresAt) || at.Sub(req.ExpiresAt) >= time.Second {
@@ -233,7 +233,7 @@ func TestA24HourSpawnResolvedByItsCallbackNeverSendsAMessage(t *testing.T) {
 	w := newWorld(t, 24*time.Hour)
 	eid, req, sent := w.issue("acme")
 	w.simulate(w.clock.Now().Add(time.Hour), sent)
-	if _, err := w.svc("acme").Transition(ctx, service.TransitionInput{Action: ledger.Trust, EntityID: eid, RequestID: req.RequestID,
+	if _, err := w.svc("acme").Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: eid, RequestID: req.RequestID,
 		Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
 		t.Fatal(err)
 	}

@@ -256,7 +256,7 @@ func TestADueMessageTimesOutTheSpawnAndRestoresItsStatus(t *testing.T) {
 		t.Fatalf("failures %v", f)
 	}
 	to := w.timeouts("acme", eid)
-	if len(to) != 1 || to[0].RequestID != rid || to[0].Outcome != spawn.TimeoutRestored {
+	if len(to) != 1 || to[0].RequestID != rid || to[0].Outcome != string(spawn.TimeoutRestored) {
 		t.Fatalf("timeouts %+v", to)
 	}
 	if st := w.status("acme", eid); st != ledger.Verified {
@@ -291,7 +291,7 @@ func TestAMessageAfterTheCallbackChangesNothing(t *testing.T) {
 	w := newWorld(t, 90*time.Second)
 	eid, rid, msg := w.assume("acme")
 	s := w.svc("acme")
-	if _, err := s.Transition(ctx, service.TransitionInput{Action: ledger.Trust, EntityID: eid, RequestID: rid, Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
+	if _, err := s.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: eid, RequestID: rid, Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
 		t.Fatal(err)
 	}
 	w.clock.Advance(2 * time.Minute)

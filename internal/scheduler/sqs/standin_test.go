@@ -85,7 +85,7 @@ func TestTheHorizonOnTheDynamoDBStoreAndFauxqs(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := res.Data.(service.EntityView).ID
-		if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id, Evidence: []string{"https://example.org/a"}}); err != nil {
+		if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/a"}}); err != nil {
 			t.Fatal(err)
 		}
 		res, err = svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})

@@ -163,7 +163,7 @@ func (s *Store) approvalItem(a approvals.Approval) (map[string]types.AttributeVa
 		return nil, err
 	}
 	it := key(s.approvalPK(), a.ID)
-	it["doc"], it["st"], it["ses"], it["call"] = str(string(doc)), str(a.State), str(a.SessionID), str(a.CallID)
+	it["doc"], it["st"], it["ses"], it["call"] = str(string(doc)), str(string(a.State)), str(a.SessionID), str(a.CallID)
 	switch {
 	case a.State == approvals.Pending:
 		it[PendingKey], it[ExpiresAtKey] = str(s.dueApprovalsPK()), str(timeText(a.Deadline))
@@ -393,7 +393,7 @@ func (s *Store) ListApprovals(ctx context.Context, f service.ApprovalFilter) ([]
 		}
 	} else {
 		q := s.partitionQuery(s.approvalPK())
-		whereEqual(q, "ses", f.SessionID, "st", f.State)
+		whereEqual(q, "ses", f.SessionID, "st", string(f.State))
 		if err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
 			a, err := decodeApproval(it)
 			if err == nil {
@@ -430,7 +430,7 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 	w.add(a.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
 		ConditionExpression:       aws.String("#st = :pending"),
 		ExpressionAttributeNames:  map[string]string{"#st": "st"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(approvals.Pending)}}})
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending))}}})
 	if a.State != approvals.Pending && a.Verdict != approvals.Approved {
 		w.add(lockOwner, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table),
 			Key:                       key(s.callPK(a.CallID), callLockKey),
@@ -475,7 +475,7 @@ func (s *Store) AnnounceEnding(ctx context.Context, f approvals.Frame) (approval
 			UpdateExpression:          aws.String("SET #ann = :one REMOVE #g, #e"),
 			ConditionExpression:       aws.String("#st = :resolved AND attribute_not_exists(#ann)"),
 			ExpressionAttributeNames:  map[string]string{"#ann": "ann", "#st": "st", "#g": PendingKey, "#e": ExpiresAtKey},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":resolved": str(approvals.Resolved)}}})
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":resolved": str(string(approvals.Resolved))}}})
 		return w, nil
 	}
 	err := s.appendFrame(ctx, &f, build)

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/dynamo"
@@ -125,7 +126,7 @@ func TestManyApproversAnsweringOneRequestExactlyOneWins(t *testing.T) {
 	}
 }
 
-func hasWarning(r service.Result, code string) bool {
+func hasWarning(r service.Result, code envelope.WarningCode) bool {
 	for _, w := range r.Warnings {
 		if w.Code == code {
 			return true
@@ -147,7 +148,7 @@ func TestDueAndUnannouncedApprovalsReadOnlyTheirIndexRange(t *testing.T) {
 	}
 	ask := func(call string, deadline time.Time) approvals.Approval {
 		a := approvals.Approval{ID: ids.New(ids.Approval, t0), SessionID: ses.ID, CallID: call, From: approvals.ReadOnly,
-			To: string(approvals.WorkspaceWrite), Reason: "r", Asked: true, State: approvals.Pending, CreatedAt: t0, Deadline: deadline}
+			To: approvals.WorkspaceWrite, Reason: "r", Asked: true, State: approvals.Pending, CreatedAt: t0, Deadline: deadline}
 		q := approvals.RequestFrame(a)
 		if err := st.CreateApproval(ctx, a, &q); err != nil {
 			t.Fatal(err)
@@ -210,7 +211,7 @@ func TestOnlyFramesCarryTTLAndOnlyWhenRetentionIsSet(t *testing.T) {
 		if err := st.CreateSession(ctx, ses); err != nil {
 			t.Fatal(err)
 		}
-		a := approvals.Approval{ID: ids.New(ids.Approval, t0), SessionID: ses.ID, CallID: "c-" + ses.ID, To: string(approvals.WorkspaceWrite),
+		a := approvals.Approval{ID: ids.New(ids.Approval, t0), SessionID: ses.ID, CallID: "c-" + ses.ID, To: approvals.WorkspaceWrite,
 			Asked: true, State: approvals.Pending, CreatedAt: t0, Deadline: t0.Add(2 * time.Minute)}
 		q := approvals.RequestFrame(a)
 		if err := st.CreateApproval(ctx, a, &q); err != nil {
@@ -259,7 +260,7 @@ func TestALostResponseAndACounterConflictStillGiveGapFreeCursors(t *testing.T) {
 		t.Fatal(err)
 	}
 	question := func(call string) (approvals.Approval, *approvals.Frame) {
-		a := approvals.Approval{ID: ids.New(ids.Approval, t0), SessionID: ses.ID, CallID: call, To: string(approvals.WorkspaceWrite),
+		a := approvals.Approval{ID: ids.New(ids.Approval, t0), SessionID: ses.ID, CallID: call, To: approvals.WorkspaceWrite,
 			Asked: true, State: approvals.Pending, CreatedAt: t0, Deadline: t0.Add(2 * time.Minute)}
 		q := approvals.RequestFrame(a)
 		return a, &q

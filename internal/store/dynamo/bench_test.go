@@ -68,7 +68,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 				}
 				rid := requestOf(b, r).RequestID
 				if path == "callback" {
-					out, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id,
+					out, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 						Evidence: []string{"https://example.org/boiling"}, RequestID: rid})
 					if err != nil || out.Data.(service.EntityView).Resolution == nil {
 						b.Fatalf("callback: %v", err)

@@ -26,7 +26,7 @@ func (s *Store) confirmationItem(p confirm.Pending) (map[string]types.AttributeV
 		return nil, err
 	}
 	it := key(s.confirmationPK(), p.ID)
-	it["doc"], it["st"] = str(string(doc)), str(p.State)
+	it["doc"], it["st"] = str(string(doc)), str(string(p.State))
 	return it, nil
 }
 
@@ -76,7 +76,7 @@ func (s *Store) ListConfirmations(ctx context.Context) ([]confirm.Pending, error
 
 // UpdateConfirmation implements service.ConfirmationStore: the item is
 // replaced only if its stored state is still from.
-func (s *Store) UpdateConfirmation(ctx context.Context, p confirm.Pending, from string) error {
+func (s *Store) UpdateConfirmation(ctx context.Context, p confirm.Pending, from confirm.State) error {
 	it, err := s.confirmationItem(p)
 	if err != nil {
 		return err
@@ -84,7 +84,7 @@ func (s *Store) UpdateConfirmation(ctx context.Context, p confirm.Pending, from 
 	err = s.transact(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
 		ConditionExpression:       aws.String("#st = :from"),
 		ExpressionAttributeNames:  map[string]string{"#st": "st"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":from": str(from)}}})
+		ExpressionAttributeValues: map[string]types.AttributeValue{":from": str(string(from))}}})
 	if isCancelled(err) {
 		return &service.ConditionFailed{ID: p.ID}
 	}

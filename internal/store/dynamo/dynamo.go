@@ -231,7 +231,7 @@ func (s *Store) readEntity(it map[string]types.AttributeValue) (ledger.Entity, e
 // entities, ordered by id.
 func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
 	q := s.partitionQuery(s.entityPK())
-	whereEqual(q, "st", string(f.Status), "kind", f.Kind)
+	whereEqual(q, "st", string(f.Status), "kind", string(f.Kind))
 	var out []ledger.Entity
 	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
 		e, err := s.readEntity(it)
@@ -498,7 +498,7 @@ func (s *Store) planTransaction(ctx context.Context, tx service.Tx, written map[
 		add(put.Spawn.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
 			ConditionExpression:       aws.String("#st = :pending"),
 			ExpressionAttributeNames:  map[string]string{"#st": "st"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(spawn.Pending)}}})
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(spawn.Pending))}}})
 	}
 	for _, ev := range loose {
 		subject := ev.RequestID

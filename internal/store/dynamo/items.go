@@ -75,7 +75,7 @@ func (s *Store) entityItem(e ledger.Entity, st entityState) (map[string]types.At
 		return nil, err
 	}
 	it := key(s.entityPK(), e.ID)
-	it["v"], it["st"], it["kind"] = num(e.Version), str(string(e.Status)), str(e.Kind)
+	it["v"], it["st"], it["kind"] = num(e.Version), str(string(e.Status)), str(string(e.Kind))
 	packText(it, "doc", doc)
 	if st.pending != "" {
 		it["ps"], it[PendingKey], it[ExpiresAtKey] = str(st.pending), str(s.pendingPK()), str(st.expires)
@@ -153,7 +153,7 @@ func (s *Store) spawnItem(sp spawn.Spawn) (map[string]types.AttributeValue, erro
 		it["ent"] = str(sp.EntityID)
 		return it, nil
 	}
-	it["st"] = str(sp.State)
+	it["st"] = str(string(sp.State))
 	if sp.State == spawn.Pending {
 		it[PendingKey], it[ExpiresAtKey] = str(s.pendingPK()), str(timeText(sp.ExpiresAt))
 	}

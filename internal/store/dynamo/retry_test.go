@@ -145,7 +145,7 @@ func resolution(e ledger.Entity, sp spawn.Spawn) service.Tx {
 		Spawns:   []service.SpawnPut{{Spawn: done}},
 		Events: []ledger.Event{
 			{ID: ids.New(ids.Event, t0), Kind: ledger.EvDismissed, EntityID: e.ID, RequestID: sp.ID, From: ledger.Unverified, To: ledger.Verified, At: t0},
-			{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnResolved, EntityID: e.ID, RequestID: sp.ID, Outcome: spawn.CallbackApplied, At: t0},
+			{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnResolved, EntityID: e.ID, RequestID: sp.ID, Outcome: string(spawn.CallbackApplied), At: t0},
 		},
 	}
 }
@@ -208,7 +208,7 @@ func TestALostCallbackResponseDoesNotTurnTheWinnerIntoADuplicate(t *testing.T) {
 	f.mu.Lock()
 	f.dropOnSuccess = 1
 	f.mu.Unlock()
-	out, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Dismiss, EntityID: id,
+	out, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 		Evidence: []string{"https://example.org/evidence"}, RequestID: req.RequestID})
 	if err != nil {
 		t.Fatal(err)

@@ -97,7 +97,7 @@ func TestATokenCreatedOverHTTPIsNotStoredInPlaintext(t *testing.T) {
 		t.Fatalf("replay: %d %v %s", status, replayed, again)
 	}
 	if bytes.Contains(again, []byte(secret)) || env.Data.Token != idempotency.Redacted || env.Data.ID != first.Data.ID ||
-		len(env.Warnings) != 1 || env.Warnings[0].Code != idempotency.SecretNotReplayed {
+		len(env.Warnings) != 1 || env.Warnings[0].Code != string(idempotency.SecretNotReplayed) {
 		t.Fatalf("the replay is not the first response redacted: %s", again)
 	}
 }

@@ -137,7 +137,7 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO approvals(id, session_id, call_id, state, verdict, asked, created_at, deadline, doc)
 			VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING`,
-			a.ID, a.SessionID, a.CallID, a.State, string(a.Verdict), a.Asked, timeText(a.CreatedAt), timeText(a.Deadline), doc)
+			a.ID, a.SessionID, a.CallID, string(a.State), string(a.Verdict), a.Asked, timeText(a.CreatedAt), timeText(a.Deadline), doc)
 		if err := affectedOne(res, err, a.ID); err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func appendFrame(ctx context.Context, tx *sql.Tx, f *approvals.Frame) (int64, er
 		return 0, err
 	}
 	_, err = tx.ExecContext(ctx, "INSERT INTO approval_frames(session_id, cursor, request_id, kind, doc) VALUES(?,?,?,?,?)",
-		f.SessionID, f.Cursor, f.RequestID, f.Kind, doc)
+		f.SessionID, f.Cursor, f.RequestID, string(f.Kind), doc)
 	return f.Cursor, err
 }
 
@@ -190,7 +190,7 @@ func (s *Store) ListApprovals(ctx context.Context, f service.ApprovalFilter) ([]
 		q, args = q+" AND call_id = ?", append(args, f.CallID)
 	}
 	if f.State != "" {
-		q, args = q+" AND state = ?", append(args, f.State)
+		q, args = q+" AND state = ?", append(args, string(f.State))
 	}
 	return s.approvals(ctx, q+" ORDER BY created_at, id", args...)
 }
@@ -207,7 +207,7 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, "UPDATE approvals SET state = ?, verdict = ?, doc = ? WHERE id = ? AND state = 'pending'",
-			a.State, string(a.Verdict), doc, a.ID)
+			string(a.State), string(a.Verdict), doc, a.ID)
 		return affectedOne(res, err, a.ID)
 	})
 }
@@ -229,7 +229,7 @@ func (s *Store) AnnounceEnding(ctx context.Context, f approvals.Frame) (approval
 		if err != nil {
 			return err
 		}
-		if session != f.SessionID || state != approvals.Resolved || !asked || announced {
+		if session != f.SessionID || approvals.State(state) != approvals.Resolved || !asked || announced {
 			return &service.ConditionFailed{ID: f.RequestID}
 		}
 		if _, err := appendFrame(ctx, tx, &f); err != nil {

@@ -41,7 +41,7 @@ func (s *Store) PutConfirmation(ctx context.Context, p confirm.Pending) error {
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, "INSERT INTO confirmations(id, state, requested_at, doc) VALUES(?,?,?,?) ON CONFLICT(id) DO NOTHING",
-			p.ID, p.State, timeText(p.RequestedAt), doc)
+			p.ID, string(p.State), timeText(p.RequestedAt), doc)
 		return affectedOne(res, err, p.ID)
 	})
 }
@@ -69,7 +69,7 @@ func (s *Store) ListConfirmations(ctx context.Context) ([]confirm.Pending, error
 
 // UpdateConfirmation implements service.ConfirmationStore: one conditional
 // UPDATE, so of two writers that read the same state only one commits.
-func (s *Store) UpdateConfirmation(ctx context.Context, p confirm.Pending, from string) error {
+func (s *Store) UpdateConfirmation(ctx context.Context, p confirm.Pending, from confirm.State) error {
 	if err := s.ensureConfirmations(ctx); err != nil {
 		return err
 	}
@@ -78,7 +78,7 @@ func (s *Store) UpdateConfirmation(ctx context.Context, p confirm.Pending, from 
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, "UPDATE confirmations SET state = ?, doc = ? WHERE id = ? AND state = ?", p.State, doc, p.ID, from)
+		res, err := tx.ExecContext(ctx, "UPDATE confirmations SET state = ?, doc = ? WHERE id = ? AND state = ?", string(p.State), doc, p.ID, string(from))
 		return affectedOne(res, err, p.ID)
 	})
 }

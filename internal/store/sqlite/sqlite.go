@@ -244,7 +244,7 @@ func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]led
 		q, args = q+" AND status = ?", append(args, string(f.Status))
 	}
 	if f.Kind != "" {
-		q, args = q+" AND kind = ?", append(args, f.Kind)
+		q, args = q+" AND kind = ?", append(args, string(f.Kind))
 	}
 	return queryDocs[ledger.Entity](ctx, s.db, q+" ORDER BY id", args...)
 }
@@ -281,7 +281,7 @@ func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
 func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.Spawn, error) {
 	q, args := "SELECT doc, request FROM spawns WHERE 1=1", []any{}
 	if f.State != "" {
-		q, args = q+" AND state = ?", append(args, f.State)
+		q, args = q+" AND state = ?", append(args, string(f.State))
 	}
 	if f.EntityID != "" {
 		q, args = q+" AND entity_id = ?", append(args, f.EntityID)
@@ -387,7 +387,7 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {
 				curie = sql.NullString{String: p.Entity.Curie, Valid: true}
 			}
 			res, err = tx.ExecContext(ctx, "INSERT INTO entities(id, kind, status, version, doc, curie) VALUES(?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
-				p.Entity.ID, p.Entity.Kind, string(p.Entity.Status), p.Entity.Version, doc, curie)
+				p.Entity.ID, string(p.Entity.Kind), string(p.Entity.Status), p.Entity.Version, doc, curie)
 			if curie.Valid && isUnique(err) {
 				return &service.ConditionFailed{ID: service.CurieKey(curie.String)}
 			}
@@ -415,9 +415,9 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {
 		sp := p.Spawn
 		if p.Create {
 			res, err = tx.ExecContext(ctx, "INSERT INTO spawns(id, entity_id, state, issued_at, expires_at, doc, request) VALUES(?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
-				sp.ID, sp.EntityID, sp.State, timeText(sp.IssuedAt), timeText(sp.ExpiresAt), doc, []byte(sp.Request))
+				sp.ID, sp.EntityID, string(sp.State), timeText(sp.IssuedAt), timeText(sp.ExpiresAt), doc, []byte(sp.Request))
 		} else {
-			res, err = tx.ExecContext(ctx, "UPDATE spawns SET state = ?, doc = ? WHERE id = ? AND state = 'pending'", sp.State, doc, sp.ID)
+			res, err = tx.ExecContext(ctx, "UPDATE spawns SET state = ?, doc = ? WHERE id = ? AND state = 'pending'", string(sp.State), doc, sp.ID)
 		}
 		if err := affectedOne(res, err, sp.ID); err != nil {
 			return err
@@ -429,7 +429,7 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO events(id, entity_id, request_id, kind, doc) VALUES(?,?,?,?,?)",
-			ev.ID, ev.EntityID, ev.RequestID, ev.Kind, doc); err != nil {
+			ev.ID, ev.EntityID, ev.RequestID, string(ev.Kind), doc); err != nil {
 			return err
 		}
 	}
