@@ -210,9 +210,12 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 	}
 	env := append(os.Environ(), "DONT_PROJECT_DIR="+dir, "DONT_SPAWN_TIMEOUT="+timeout.String(), "DONT_HARNESS=1",
 		"DONT_APPROVAL_TIMEOUT="+timeout.String(), "DONT_SUBSCRIBER_LEASE=1h")
+	// The project's owner sets it up (a harness may not mint tokens);
+	// the server then runs as the harnesses' endpoint.
+	owner := append(append([]string{}, env...), "DONT_HARNESS=", "DONT_REQUEST_ID=")
 	run := func(args ...string) (map[string]any, error) {
 		c := exec.Command(bin, args...)
-		c.Dir, c.Env = dir, env
+		c.Dir, c.Env = dir, owner
 		out, err := c.Output()
 		if err != nil {
 			return nil, fmt.Errorf("dont %v: %v %s", args, err, out)
