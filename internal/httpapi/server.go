@@ -188,7 +188,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Idempotent-Replayed", "true")
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(done.Status)
-		w.Write(done.Body)
+		w.Write(idempotency.ReplayForm(done.Body))
 		return
 	}
 	// The one place HTTP (and so Lambda) decides who the call runs as.

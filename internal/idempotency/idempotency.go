@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // Window is how long a key's first response is replayed.
@@ -82,7 +83,13 @@ const Redacted = "[redacted]"
 // itself unless it carries a secret (SecretFields); then a copy in which
 // every occurrence of the secret is Redacted, with the warning
 // SecretNotReplayed, to be replayed as it is.
+//
+// A spawn request's forbidden_tools, every tool of the registry that the
+// request does not allow, is stored as null and derived again by
+// ReplayForm: it is long, and kept it would make a remembered assume
+// cost a second write unit on DynamoDB (docs/aws-cost.md).
 func StoredForm(body []byte) []byte {
+	body = withoutDerived(body)
 	var env envelope.Envelope
 	if json.Unmarshal(body, &env) != nil {
 		return body
@@ -118,6 +125,54 @@ func StoredForm(body []byte) []byte {
 		out = bytes.ReplaceAll(out, jsonText(s), jsonText(Redacted))
 	}
 	return out
+}
+
+const (
+	forbiddenList   = `"forbidden_tools":[`
+	forbiddenStored = `"forbidden_tools":null`
+)
+
+// withoutDerived stores a spawn request's forbidden_tools as null.
+func withoutDerived(body []byte) []byte {
+	i := bytes.Index(body, []byte(forbiddenList))
+	if i < 0 {
+		return body
+	}
+	end := bytes.IndexByte(body[i:], ']')
+	if end < 0 {
+		return body
+	}
+	out := append([]byte{}, body[:i]...)
+	out = append(out, forbiddenStored...)
+	return append(out, body[i+end+1:]...)
+}
+
+// ReplayForm is a stored body as it is sent again: a spawn request's
+// forbidden_tools derived from its allowed_tools, byte for byte as the
+// first response had it.
+func ReplayForm(stored []byte) []byte {
+	i := bytes.Index(stored, []byte(forbiddenStored))
+	if i < 0 {
+		return stored
+	}
+	var env struct {
+		Data struct {
+			Context struct {
+				AllowedTools []string `json:"allowed_tools"`
+			} `json:"context"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(stored, &env) != nil {
+		return stored
+	}
+	list, err := envelope.MarshalData(spawn.ForbiddenTools(env.Data.Context.AllowedTools))
+	if err != nil {
+		return stored
+	}
+	out := append([]byte{}, stored[:i]...)
+	out = append(out, `"forbidden_tools":`...)
+	out = append(out, list...)
+	return append(out, stored[i+len(forbiddenStored):]...)
 }
 
 // jsonText is s as it appears inside a JSON string, without the quotes.
