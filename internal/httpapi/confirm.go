@@ -50,7 +50,8 @@ func okStatus(res service.Result) int {
 }
 
 const heldDescription = `held: data.status is "pending_confirmation" and data.confirmation_id names the call; nothing ran. ` +
-	`An approver runs it once with POST /v1/tools/confirmations.confirm.`
+	`An approver or admin runs it once with POST /v1/tools/confirmations.confirm: never the token that asked, and for a tool a harness may not call, only a principal that may call it; ` +
+	`revoking the requester's token drops it.`
 
 func capsParameter() map[string]any {
 	return map[string]any{"name": confirm.CapsHeader, "in": "header", "required": false,

@@ -56,7 +56,14 @@ func OpenAPI() map[string]any {
 	for _, t := range tools.All() {
 		responses := errorResponses("400", "401", "403", "404", "409", "410", "413", "415", "422", "429", "500", "503")
 		responses["200"] = map[string]any{"description": "success envelope", "content": jsonBody(ref("Envelope"))}
-		if t.Annotations.Gated() {
+		switch {
+		case t.Annotations.InteractiveOnly:
+			// Never held: without a person's confirmation at a client it is refused.
+			for c, r := range errorResponses("428") {
+				r.(map[string]any)["description"] = "interactive-only: no person confirmed it at a client (cli_confirmed from a caller declaring cli-confirm-v1); nothing ran and nothing is held"
+				responses[c] = r
+			}
+		case t.Annotations.Gated():
 			responses["202"] = map[string]any{"description": heldDescription, "content": jsonBody(ref("Envelope"))}
 		}
 		paths["/v1/tools/"+t.Name] = map[string]any{"post": map[string]any{
