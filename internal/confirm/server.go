@@ -143,13 +143,13 @@ func (p Pending) Claim(by string, now time.Time) (next Pending, dup bool, err er
 		return p, true, nil
 	case StateRevoked:
 		return p, false, errs.E(Revoked, p.ID+" was dropped when "+p.RequestedBy+", the token that asked, was revoked; nothing ran").
-			On(p.ID).Unmet("the requester's token is live")
+			On(p.ID).In("confirm.claim").Unmet("the requester's token is live")
 	case StateExpired:
 		return p, false, errs.E(Closed, p.ID+" expired at "+p.ExpiresAt.Format(time.RFC3339)+" before anyone confirmed it; nothing ran").
-			On(p.ID).Unmet("confirmed before expires_at")
+			On(p.ID).In("confirm.claim").Unmet("confirmed before expires_at")
 	}
 	return p, false, errs.E(Closed, p.ID+" was "+string(p.State)+" by "+orSomeone(p.DecidedBy)+"; nothing ran").
-		On(p.ID).Unmet("state pending")
+		On(p.ID).In("confirm.claim").Unmet("state pending")
 }
 
 // Refuse ends a pending confirmation without running it.
@@ -159,10 +159,10 @@ func (p Pending) Refuse(by, reason string, now time.Time) (Pending, error) {
 		p.State, p.DecidedBy, p.DecidedAt, p.Reason = StateRefused, by, &now, reason
 		return p, nil
 	case StateExpired:
-		return p, errs.E(Closed, p.ID+" already expired; nothing ran").On(p.ID).Unmet("state pending")
+		return p, errs.E(Closed, p.ID+" already expired; nothing ran").On(p.ID).In("confirm.refuse").Unmet("state pending")
 	default:
 		return p, errs.E(Closed, p.ID+" is already "+string(st)+"; a refusal cannot undo it").
-			On(p.ID).Unmet("state pending")
+			On(p.ID).In("confirm.refuse").Unmet("state pending")
 	}
 }
 
