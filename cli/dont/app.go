@@ -12,6 +12,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -241,7 +242,7 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 		}
 		a.print(env)
 		if !env.OK {
-			a.exit = errs.ExitCode(client.ErrorOf(env))
+			a.exit = present.Exit(client.ErrorOf(env))
 		}
 		return nil
 	}
@@ -355,6 +356,6 @@ func (a *app) fail(err error) { a.failWith(err, nil) }
 func (a *app) failWith(err error, warnings []envelope.Warning) {
 	env := envelope.Fail(err, warnings)
 	env.Meta = a.meta()
-	a.exit = errs.ExitCode(err)
+	a.exit = present.Exit(err)
 	a.print(env)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/dont-cli/dont/internal/visible"
@@ -273,7 +274,7 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 	env := call(ctx, "approvals.frames", map[string]any{"session": session, "subscriber": subscriber})
 	if !env.OK {
 		a.print(env)
-		a.exit = errs.ExitCode(client.ErrorOf(env))
+		a.exit = present.Exit(client.ErrorOf(env))
 		return nil
 	}
 	// Catch up silently with the session's history; then show what is open.
@@ -290,7 +291,7 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 		}
 		if env = call(ctx, "approvals.frames", map[string]any{"session": session, "after": float64(cursor), "subscriber": subscriber}); !env.OK {
 			a.print(env)
-			a.exit = errs.ExitCode(client.ErrorOf(env))
+			a.exit = present.Exit(client.ErrorOf(env))
 			return nil
 		}
 	}
@@ -362,7 +363,7 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 		case env := <-failures:
 			erase()
 			a.print(env)
-			a.exit = errs.ExitCode(client.ErrorOf(env))
+			a.exit = present.Exit(client.ErrorOf(env))
 			return nil
 		case f := <-frames:
 			out(m.Frame(f, time.Now()))

@@ -20,6 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/dont-cli/dont/internal/visible"
@@ -171,7 +172,7 @@ func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map
 		}
 		if !yes {
 			fmt.Fprintln(a.stderr, confirm.AbortedLine)
-			a.exit = errs.ExitRefusal
+			a.exit = present.ExitRefusal
 			return nil
 		}
 		a.confirm.confirmed = true
@@ -184,7 +185,8 @@ func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map
 	path := "dont " + strings.ReplaceAll(t.Name, ".", " ")
 	// Ids read from stdin (`dont lock -`) take stdin just as --args-file - does.
 	stdinIDs := args["id"] == "-"
-	plan := confirm.Decide(confirm.Call{Path: path, Gate: s.gate(t.Name), Feature: s.Schema.Features.InteractiveConfirm,
+	gate := s.gate(t.Name)
+	plan := confirm.Decide(confirm.Call{Path: path, Gate: gate, Feature: s.Schema.Features.InteractiveConfirm,
 		Args: args, Yes: a.confirm.yes, NoInput: a.confirm.noInput, StdinArgs: stdinArgs || stdinIDs})
 	a.confirm.feature = s.Schema.Features.InteractiveConfirm
 	if plan.Warning != "" {
@@ -192,11 +194,11 @@ func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map
 	}
 	switch plan.Step {
 	case confirm.Refuse:
-		return plan.Err
+		return gateRefusal(plan.Err, path, gate.InteractiveOnly, a.confirm.noInput, stdinArgs || stdinIDs)
 	case confirm.Ask:
 		if !a.ask(ctx, t, plan.Args) {
 			fmt.Fprintln(a.stderr, confirm.AbortedLine)
-			a.exit = errs.ExitRefusal
+			a.exit = present.ExitRefusal
 			return nil
 		}
 		plan.CLIConfirmed = true
@@ -534,4 +536,26 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// gateRefusal gives a refusal of the CLI gate what to type next: the gate
+// says which rule is unmet, the CLI knows the command line (path). The
+// cases follow confirm.Decide's: --no-input comes before stdin.
+func gateRefusal(e *errs.Error, path string, interactiveOnly, noInput, stdin bool) *errs.Error {
+	if e.Code != confirm.ConfirmationRequired {
+		return e // an invalid skip parameter: its code's default says it all
+	}
+	var step errs.Step
+	switch {
+	case interactiveOnly && !noInput && stdin:
+		step = errs.Step{Command: path + " --args-file <file>", Description: "pass the arguments in a file and answer the prompt"}
+	case interactiveOnly:
+		step = errs.Step{Command: path + " …", Description: "run it at a terminal and answer the prompt (--yes does not skip it)"}
+	case !noInput && stdin:
+		step = errs.Step{Command: path + " --args-file - --yes", Description: "confirm on the command line"}
+	default:
+		step = errs.Step{Command: path + " … --yes", Description: "confirm on the command line"}
+	}
+	e.Remediation = []errs.Step{step}
+	return e
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/spf13/cobra"
@@ -174,7 +175,7 @@ func (a *app) callEach(ctx context.Context, t *tools.Tool, args map[string]any) 
 			}
 		}
 	}()
-	n, worst := 0, errs.ExitOK
+	n, worst := 0, present.ExitOK
 	for {
 		var line string
 		var more bool
@@ -197,7 +198,7 @@ func (a *app) callEach(ctx context.Context, t *tools.Tool, args map[string]any) 
 	}
 	switch {
 	case ctx.Err() != nil:
-		a.exit = max(worst, errs.ExitInterrupt)
+		a.exit = max(worst, present.ExitInterrupt)
 	case n == 0:
 		return errs.E(errs.Usage, t.Name+" -: no ids on stdin", errs.Step{Command: "dont list --json | jq -r '.data.entities[].id' | dont " + t.Name + " -", Description: "pipe entity ids, one per line"})
 	default:
@@ -216,16 +217,16 @@ func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (enve
 			start := time.Now()
 			env, err := c.CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)
 			if err != nil {
-				return a.envelopeOf(service.Result{}, err, start), errs.ExitCode(err)
+				return a.envelopeOf(service.Result{}, err, start), present.Exit(err)
 			}
 			if id, held := heldID(env); held && a.confirm.feature {
 				err := a.staleError(id)
-				return a.envelopeOf(service.Result{}, err, start), errs.ExitCode(err)
+				return a.envelopeOf(service.Result{}, err, start), present.Exit(err)
 			}
 			if !env.OK {
-				return env, errs.ExitCode(client.ErrorOf(env))
+				return env, present.Exit(client.ErrorOf(env))
 			}
-			return env, errs.ExitOK
+			return env, present.ExitOK
 		}, func() {}, nil
 	}
 	svc, release, err := a.embedded(t)
@@ -238,7 +239,7 @@ func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (enve
 		if err == nil && tools.Held(res) {
 			err = a.staleError(res.Data.(service.HeldView).ID)
 		}
-		return a.envelopeOf(res, err, start), errs.ExitCode(err)
+		return a.envelopeOf(res, err, start), present.Exit(err)
 	}, release, nil
 }
 

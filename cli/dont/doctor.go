@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"time"
 
@@ -22,13 +21,6 @@ const InvariantViolation errs.Code = "invariant-violation"
 // .dont/ or a database file lets the group or others in: the store holds
 // token hashes, the project secret and remembered responses.
 const StoreNotPrivate errs.Code = "store-not-private"
-
-func init() {
-	errs.Register(InvariantViolation, errs.ExitState, http.StatusInternalServerError,
-		errs.Step{Command: "dont doctor --json", Description: "list the violations with the entity or request each concerns"})
-	errs.Register(StoreNotPrivate, errs.ExitState, http.StatusInternalServerError,
-		errs.Step{Command: project.MakePrivate, Description: "in the project folder: only the owner may read the store"})
-}
 
 // privacy reads the modes of .dont/ and the database files: what lets the
 // group or others in, and doctor's warning about each.

@@ -7,6 +7,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/mcp"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/tools"
@@ -37,7 +38,7 @@ func (a *app) mcpCommand() *cobra.Command {
 				e = errs.E(errs.Interrupted, "mcp: interrupted").Wrap(err)
 			}
 			fmt.Fprintln(a.stderr, "error:", visible.Line(e.Message))
-			a.exit = errs.ExitCode(e)
+			a.exit = present.Exit(e)
 			return nil
 		},
 	}

@@ -31,10 +31,6 @@ type Client struct {
 // Unreachable is the code for a server that cannot be reached.
 const Unreachable errs.Code = "endpoint-unreachable"
 
-func init() {
-	errs.Register(Unreachable, errs.ExitState, http.StatusBadGateway, errs.Step{Command: "curl $DONT_ENDPOINT/v1/health", Description: "check DONT_ENDPOINT and that dont serve is running"})
-}
-
 // Call posts a tool call and returns the server's envelope. Retries reuse
 // one Idempotency-Key, so a retried call is applied at most once.
 func (c *Client) Call(ctx context.Context, tool string, args map[string]any) (envelope.Envelope, error) {

@@ -80,12 +80,10 @@ func Decide(c Call) Plan {
 		}
 		switch {
 		case c.NoInput:
-			p.Step, p.Err = Refuse, errs.E(ConfirmationRequired, c.Path+" is interactive-only and --no-input forbids its prompt; nothing was sent",
-				errs.Step{Command: c.Path + " …", Description: "run it at a terminal and answer the prompt (--yes does not skip it)"}).
+			p.Step, p.Err = Refuse, errs.E(ConfirmationRequired, c.Path+" is interactive-only and --no-input forbids its prompt; nothing was sent").
 				Unmet("a person answers the prompt")
 		case c.StdinArgs:
-			p.Step, p.Err = Refuse, errs.E(ConfirmationRequired, c.Path+" is interactive-only and --args-file - took stdin, so nobody can answer its prompt; nothing was sent",
-				errs.Step{Command: c.Path + " --args-file <file>", Description: "pass the arguments in a file and answer the prompt"}).
+			p.Step, p.Err = Refuse, errs.E(ConfirmationRequired, c.Path+" is interactive-only and --args-file - took stdin, so nobody can answer its prompt; nothing was sent").
 				Unmet("a person answers the prompt")
 		}
 		return p
@@ -97,11 +95,9 @@ func Decide(c Call) Plan {
 		// Deprecated: forwarded verbatim, no cli_confirmed; the server honours it.
 		return Plan{Step: Send, Args: c.Args, Deprecated: true}
 	case c.NoInput:
-		return Plan{Step: Refuse, Err: errs.E(ConfirmationRequired, c.Path+" needs confirmation and --no-input forbids the prompt; nothing was sent",
-			errs.Step{Command: c.Path + " … --yes", Description: "confirm on the command line"}).Unmet("--yes or an answer to the prompt")}
+		return Plan{Step: Refuse, Err: errs.E(ConfirmationRequired, c.Path+" needs confirmation and --no-input forbids the prompt; nothing was sent").Unmet("--yes or an answer to the prompt")}
 	case c.StdinArgs:
-		return Plan{Step: Refuse, Err: errs.E(ConfirmationRequired, c.Path+" needs confirmation and --args-file - took stdin, so nobody can answer the prompt; nothing was sent — pass --yes",
-			errs.Step{Command: c.Path + " --args-file - --yes", Description: "confirm on the command line"}).Unmet("--yes or an answer to the prompt")}
+		return Plan{Step: Refuse, Err: errs.E(ConfirmationRequired, c.Path+" needs confirmation and --args-file - took stdin, so nobody can answer the prompt; nothing was sent — pass --yes").Unmet("--yes or an answer to the prompt")}
 	}
 	return Plan{Step: Ask, Args: args}
 }

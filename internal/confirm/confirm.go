@@ -9,7 +9,6 @@ package confirm
 
 import (
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 
@@ -62,13 +61,6 @@ const (
 	// SchemaStale: the server held a call this CLI thought it could send.
 	SchemaStale errs.Code = "schema-cache-stale"
 )
-
-func init() {
-	errs.Register(ConfirmationRequired, errs.ExitUsage, http.StatusBadRequest, errs.Step{Command: "dont <command> … --yes", Description: "confirm the action on the command line"})
-	errs.Register(PersonRequired, errs.ExitUsage, http.StatusPreconditionRequired, errs.Step{Command: "dont approvals watch --session <session>  # in a terminal of your own", Description: "a person answers at a terminal; an agent (DONT_HARNESS, DONT_REQUEST_ID, dont mcp) never does"})
-	errs.Register(InvalidSkip, errs.ExitRefusal, http.StatusBadRequest, errs.Step{Command: "dont <command> … --yes", Description: "drop skip_confirmation and pass --yes instead"})
-	errs.Register(SchemaStale, errs.ExitRefusal, http.StatusConflict, errs.Step{Command: "dont --refresh tools", Description: "re-fetch the tool schema, then run the command again"})
-}
 
 // Exempt names the read values of the argument an action dispatches on.
 // Default is the value the server substitutes for an omitted argument; an
@@ -183,8 +175,7 @@ func SkipValues(args map[string]any) (present map[string]bool, err error) {
 		}
 		b, isBool := v.(bool)
 		if !isBool {
-			return nil, errs.E(InvalidSkip, fmt.Sprintf("%s must be a JSON boolean (true or false), got %s; prefer --yes", name, describe(v)),
-				errs.Step{Command: "dont <command> … --yes", Description: "drop " + name + " from the arguments and pass --yes instead"}).
+			return nil, errs.E(InvalidSkip, fmt.Sprintf("%s must be a JSON boolean (true or false), got %s; prefer --yes", name, describe(v))).
 				Unmet(name + " is true or false")
 		}
 		if present == nil {

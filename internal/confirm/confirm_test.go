@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/present"
 )
 
 func str(s string) *string { return &s }
@@ -103,10 +103,10 @@ func TestDecideFollowsTheFlagsAndExitCodesTable(t *testing.T) {
 				t.Fatalf("plan %+v", p)
 			}
 			if c.step == Refuse {
-				if errs.ExitCode(p.Err) != c.exit {
-					t.Fatalf("exit %d, want %d (%v)", errs.ExitCode(p.Err), c.exit, p.Err)
+				if present.Exit(p.Err) != c.exit {
+					t.Fatalf("exit %d, want %d (%v)", present.Exit(p.Err), c.exit, p.Err)
 				}
-				if len(p.Err.Remediation) == 0 {
+				if len(present.Remediation(p.Err)) == 0 {
 					t.Fatal("no remediation")
 				}
 				return
@@ -188,7 +188,7 @@ func TestServerAdmitsConfirmedExemptAndLegacySkipCallsAndHoldsTheRest(t *testing
 			}
 		})
 	}
-	if _, _, err := Admit(whole, with(SkipParam, "yes"), Arrival{}); errs.ExitCode(err) != 1 {
+	if _, _, err := Admit(whole, with(SkipParam, "yes"), Arrival{}); present.Exit(err) != 1 {
 		t.Fatalf("non-boolean skip: %v", err)
 	}
 	if run, v, err := Admit(Gate{}, with(SkipParam, "yes"), Arrival{}); err != nil || v != Execute || run[SkipParam] != "yes" {
@@ -210,7 +210,7 @@ func TestPendingConfirmationLifecycle(t *testing.T) {
 	if _, dup, _ := done.Claim("tok:b", t0); !dup {
 		t.Fatal("a claim after execution must be a duplicate")
 	}
-	if _, err := done.Refuse("tok:b", "", t0); errs.ExitCode(err) != 1 {
+	if _, err := done.Refuse("tok:b", "", t0); present.Exit(err) != 1 {
 		t.Fatal("an executed call cannot be refused")
 	}
 	if _, _, err := p.Claim("tok:a", t0.Add(DefaultTTL)); err == nil || p.StateAt(t0.Add(DefaultTTL)) != StateExpired {
@@ -220,7 +220,7 @@ func TestPendingConfirmationLifecycle(t *testing.T) {
 	if err != nil || refused.State != StateRefused {
 		t.Fatal(err)
 	}
-	if _, _, err := refused.Claim("tok:b", t0); errs.ExitCode(err) != 1 {
+	if _, _, err := refused.Claim("tok:b", t0); present.Exit(err) != 1 {
 		t.Fatal("a refused confirmation must not run")
 	}
 }

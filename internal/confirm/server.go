@@ -1,7 +1,6 @@
 package confirm
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
@@ -123,14 +122,6 @@ const (
 	NeverHeld errs.Code = "interactive-only"
 )
 
-func init() {
-	errs.Register(NotFound, errs.ExitState, http.StatusNotFound, errs.Step{Command: "dont confirmations list --all", Description: "list the pending confirmations (conf:…)"})
-	errs.Register(Closed, errs.ExitRefusal, http.StatusConflict, errs.Step{Command: "dont confirmations show <id>", Description: "see how it ended; send the call again if it is still wanted"})
-	errs.Register(Revoked, errs.ExitRefusal, http.StatusConflict, errs.Step{Command: "dont confirmations show <id>", Description: "the token that asked was revoked, so its held call was dropped; a live principal sends the call again if it is still wanted"})
-	errs.Register(NeverHeld, errs.ExitUsage, http.StatusPreconditionRequired, errs.Step{Command: "dont <command> … (at a terminal, answering its [y/N] prompt)", Description: "an interactive-only action runs only when a person confirms it at a client; it is never held for later"})
-	errs.Register(Unavailable, errs.ExitState, http.StatusServiceUnavailable, errs.Step{Command: "dont serve", Description: "use a store that keeps pending confirmations"})
-}
-
 // StateAt is the state as of now: a pending confirmation past its deadline is expired.
 func (p Pending) StateAt(now time.Time) State {
 	if p.State == StatePending && !now.Before(p.ExpiresAt) {
@@ -151,14 +142,14 @@ func (p Pending) Claim(by string, now time.Time) (next Pending, dup bool, err er
 	case StateExecuting, StateExecuted:
 		return p, true, nil
 	case StateRevoked:
-		return p, false, errs.E(Revoked, p.ID+" was dropped when "+p.RequestedBy+", the token that asked, was revoked; nothing ran",
-			errs.Step{Command: "dont confirmations show " + p.ID, Description: "see how it ended"}).Unmet("the requester's token is live")
+		return p, false, errs.E(Revoked, p.ID+" was dropped when "+p.RequestedBy+", the token that asked, was revoked; nothing ran").
+			On(p.ID).In("confirm.claim").Unmet("the requester's token is live")
 	case StateExpired:
-		return p, false, errs.E(Closed, p.ID+" expired at "+p.ExpiresAt.Format(time.RFC3339)+" before anyone confirmed it; nothing ran",
-			errs.Step{Command: "dont " + cliName(p.Tool) + " …", Description: "send the call again if it is still wanted"}).Unmet("confirmed before expires_at")
+		return p, false, errs.E(Closed, p.ID+" expired at "+p.ExpiresAt.Format(time.RFC3339)+" before anyone confirmed it; nothing ran").
+			On(p.ID).In("confirm.claim").Unmet("confirmed before expires_at")
 	}
-	return p, false, errs.E(Closed, p.ID+" was "+string(p.State)+" by "+orSomeone(p.DecidedBy)+"; nothing ran",
-		errs.Step{Command: "dont confirmations show " + p.ID, Description: "see how it ended"}).Unmet("state pending")
+	return p, false, errs.E(Closed, p.ID+" was "+string(p.State)+" by "+orSomeone(p.DecidedBy)+"; nothing ran").
+		On(p.ID).In("confirm.claim").Unmet("state pending")
 }
 
 // Refuse ends a pending confirmation without running it.
@@ -168,10 +159,10 @@ func (p Pending) Refuse(by, reason string, now time.Time) (Pending, error) {
 		p.State, p.DecidedBy, p.DecidedAt, p.Reason = StateRefused, by, &now, reason
 		return p, nil
 	case StateExpired:
-		return p, errs.E(Closed, p.ID+" already expired; nothing ran").Unmet("state pending")
+		return p, errs.E(Closed, p.ID+" already expired; nothing ran").On(p.ID).In("confirm.refuse").Unmet("state pending")
 	default:
-		return p, errs.E(Closed, p.ID+" is already "+string(st)+"; a refusal cannot undo it",
-			errs.Step{Command: "dont confirmations show " + p.ID, Description: "see how it ended"}).Unmet("state pending")
+		return p, errs.E(Closed, p.ID+" is already "+string(st)+"; a refusal cannot undo it").
+			On(p.ID).In("confirm.refuse").Unmet("state pending")
 	}
 }
 
@@ -199,13 +190,4 @@ func orSomeone(s string) string {
 		return "someone"
 	}
 	return s
-}
-
-func cliName(tool string) string {
-	for i := 0; i < len(tool); i++ {
-		if tool[i] == '.' {
-			return tool[:i] + " " + tool[i+1:]
-		}
-	}
-	return tool
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/present"
 )
 
 // Version of the envelope shape; bump on breaking changes.
@@ -81,9 +82,10 @@ func New(kind string, data any, warnings []Warning, hints []string) (Envelope, e
 	}, nil
 }
 
-// Fail builds the error envelope for err.
+// Fail builds the error envelope for err, presented through the one
+// table (internal/present): its remediation is never empty.
 func Fail(err error, warnings []Warning) Envelope {
-	e := errs.As(err)
+	e := present.Explain(err)
 	b, _ := json.Marshal(e)
 	return Envelope{
 		EnvelopeVersion: Version, CLIVersion: CLIVersion, OK: false, Kind: KindError,

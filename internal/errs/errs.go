@@ -1,15 +1,25 @@
-// Package errs is dont's one error type. Every error carries a stable
-// kebab-case code, a one-line message, the entity it concerns and the
-// remediation the caller can run next. Exit codes and HTTP statuses derive
-// from the code here and nowhere else.
+// Package errs is dont's one error type, after upspin's errors.E. An error
+// explains itself and says nothing about how it is shown: a stable
+// kebab-case code, a one-line message, the entity it concerns, the clauses
+// of a rule the input did not meet, and the operation that failed (Op).
+//
+// Presentation lives in internal/present: one table maps every code to its
+// exit code, HTTP status and default remediation, and every transport reads
+// it. Nothing registers codes at init.
+//
+// Remediation is the presentation table's, with <id> filled from the
+// error's entity. An Error may carry an explicit override (Remediation, the
+// steps given to E) when the next step depends on the call itself — a
+// request id, a command path, a cursor — and only the service and the
+// transports set one; the domain packages (ledger, spawn, approvals,
+// confirm, auth) never write CLI syntax (internal/repocheck keeps them so).
+// An error decoded from another process's envelope keeps the remediation
+// that process presented.
 package errs
 
 import (
 	"errors"
 	"fmt"
-	"net/http"
-	"sort"
-	"strings"
 )
 
 // Code is a stable, kebab-case error code. Callers match on codes, never on text.
@@ -27,40 +37,45 @@ type Error struct {
 	Message      string   `json:"message"`
 	EntityID     string   `json:"entity_id,omitempty"`
 	UnmetClauses []string `json:"unmet_clauses"`
-	Remediation  []Step   `json:"remediation"`
+	// Remediation overrides the code's default remediation; empty means the
+	// default (internal/present). See the package comment for who sets it.
+	Remediation []Step `json:"remediation"`
+	// Op is the operation that failed ("spawn.resolve", "tools.lock"); it is
+	// for logs and is never shown to callers.
+	Op string `json:"-"`
 	// Err is the underlying cause; it is never shown to callers.
 	Err error `json:"-"`
 }
 
 func (e *Error) Error() string {
+	s := string(e.Code) + ": " + e.Message
 	if e.EntityID != "" {
-		return fmt.Sprintf("%s: %s (%s)", e.Code, e.Message, e.EntityID)
+		s = fmt.Sprintf("%s (%s)", s, e.EntityID)
 	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+	if e.Op != "" {
+		s = e.Op + ": " + s
+	}
+	return s
 }
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// E builds an error. Remediation must not be empty: if the call site gives
-// none, the code's default remediation is used.
+// E builds an error. Steps, if any, override the code's default
+// remediation; only the service and the transports give them.
 func E(code Code, msg string, steps ...Step) *Error {
-	e := &Error{Code: code, Message: msg, UnmetClauses: []string{}, Remediation: steps}
-	if len(e.Remediation) == 0 {
-		e.Remediation = []Step{catalogue[code].fallback}
-	}
+	return &Error{Code: code, Message: msg, UnmetClauses: []string{}, Remediation: steps}
+}
+
+// On sets the entity the error concerns. Remediation that says <id> is
+// filled in with it when the error is presented.
+func (e *Error) On(entityID string) *Error {
+	e.EntityID = entityID
 	return e
 }
 
-// On sets the entity the error concerns.
-// Generic remediation that says <id> is filled in with it.
-func (e *Error) On(entityID string) *Error {
-	e.EntityID = entityID
-	steps := make([]Step, len(e.Remediation))
-	for i, s := range e.Remediation {
-		s.Command = strings.ReplaceAll(s.Command, "<id>", entityID)
-		steps[i] = s
-	}
-	e.Remediation = steps
+// In sets the operation that failed, such as "spawn.resolve".
+func (e *Error) In(op string) *Error {
+	e.Op = op
 	return e
 }
 
@@ -91,24 +106,9 @@ func Is(err error, code Code) bool {
 	return errors.As(err, &e) && e.Code == code
 }
 
-// Exit codes, documented in the README.
-const (
-	ExitOK        = 0
-	ExitRefusal   = 1
-	ExitUsage     = 2
-	ExitState     = 3
-	ExitInternal  = 4
-	ExitInterrupt = 130
-	ExitTerminate = 143
-)
-
-type class struct {
-	exit     int
-	status   int
-	fallback Step
-}
-
-// The codes dont can emit.
+// The codes of errors any layer may return. Packages declare the codes
+// only they return beside the code that returns them (confirm, service,
+// httpapi, …); internal/present holds every one.
 const (
 	Usage              Code = "usage"
 	InvalidArgument    Code = "invalid-argument"
@@ -134,66 +134,3 @@ const (
 	Interrupted        Code = "interrupted"
 	Internal           Code = "internal"
 )
-
-var catalogue = map[Code]class{
-	Usage:              {ExitUsage, http.StatusBadRequest, Step{"dont help", "show the commands and their flags"}},
-	InvalidArgument:    {ExitUsage, http.StatusBadRequest, Step{"dont help", "check the command's arguments"}},
-	InvalidID:          {ExitUsage, http.StatusBadRequest, Step{"dont list --json", "list entity ids (they look like claim:01HX…)"}},
-	EmptyReason:        {ExitRefusal, http.StatusUnprocessableEntity, Step{"dont trust <id> --reason \"<the specific flaw>\"", "give a specific, non-empty reason"}},
-	HedgeReason:        {ExitRefusal, http.StatusUnprocessableEntity, Step{"dont trust <id> --reason \"<the specific flaw>\"", "name the concrete problem instead of hedging"}},
-	InvalidEvidence:    {ExitRefusal, http.StatusUnprocessableEntity, Step{"dont dismiss <id> --evidence https://…", "cite evidence as a URI (scheme:…) or CURIE (prefix:local)"}},
-	InvalidTransition:  {ExitRefusal, http.StatusConflict, Step{"dont show <id> --history", "see the entity's status and history"}},
-	NotFound:           {ExitState, http.StatusNotFound, Step{"dont list --json", "list the entities that exist"}},
-	AlreadyExists:      {ExitRefusal, http.StatusConflict, Step{"dont show <id>", "inspect the existing entity"}},
-	DependencyNotFound: {ExitRefusal, http.StatusUnprocessableEntity, Step{"dont list --json", "depend only on entities that exist"}},
-	SpawnPending:       {ExitRefusal, http.StatusConflict, Step{"dont spawns --pending --json", "wait for or resolve the pending spawn"}},
-	SpawnNotFound:      {ExitState, http.StatusNotFound, Step{"dont spawns --all --json", "list known spawn request ids"}},
-	SpawnExpired:       {ExitState, http.StatusGone, Step{"dont assume <id>", "request a new verification round"}},
-	SpawnMismatch:      {ExitRefusal, http.StatusConflict, Step{"dont spawns --all --json", "use the request id issued for this entity"}},
-	NotInitialised:     {ExitState, http.StatusServiceUnavailable, Step{"dont init", "create .dont/ in the project folder (or set DONT_PROJECT_DIR)"}},
-	AlreadyInitialised: {ExitRefusal, http.StatusConflict, Step{"dont list", "the project is ready; use it"}},
-	ConfigMissing:      {ExitState, http.StatusServiceUnavailable, Step{"dont help config", "set the missing settings in .dont/config.toml or the environment"}},
-	ConfigInvalid:      {ExitState, http.StatusServiceUnavailable, Step{"dont help config", "fix .dont/config.toml or the environment variable"}},
-	DBLocked:           {ExitState, http.StatusServiceUnavailable, Step{"dont list", "retry: another process holds the database"}},
-	StoreError:         {ExitState, http.StatusInternalServerError, Step{"dont doctor", "check the store; retry the command"}},
-	Conflict:           {ExitState, http.StatusConflict, Step{"dont show <id>", "re-read the entity and retry"}},
-	Interrupted:        {ExitInterrupt, 499, Step{"dont show <id>", "nothing was written; re-run the command"}},
-	Internal:           {ExitInternal, http.StatusInternalServerError, Step{"dont doctor", "report the bug with the request id from meta"}},
-}
-
-// Register adds codes from other packages (approvals, tokens, …) so that the
-// exit code and HTTP status still come from one table.
-func Register(code Code, exit, status int, fallback Step) {
-	catalogue[code] = class{exit, status, fallback}
-}
-
-// ExitCode maps an error to the process exit code.
-func ExitCode(err error) int {
-	if err == nil {
-		return ExitOK
-	}
-	c, ok := catalogue[As(err).Code]
-	if !ok {
-		return ExitInternal
-	}
-	return c.exit
-}
-
-// HTTPStatus maps an error to the HTTP status of an API response.
-func HTTPStatus(err error) int {
-	c, ok := catalogue[As(err).Code]
-	if !ok {
-		return http.StatusInternalServerError
-	}
-	return c.status
-}
-
-// Codes lists every registered code, sorted; tests walk it.
-func Codes() []Code {
-	out := make([]Code, 0, len(catalogue))
-	for c := range catalogue {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/tools"
 )
 
@@ -17,14 +18,14 @@ func FuzzDecodeCall(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := decodeCall(body)
 		if err != nil {
-			if e := errs.As(err); e.Code != BadJSON || len(e.Remediation) == 0 {
+			if e := present.Explain(err); e.Code != BadJSON || len(e.Remediation) == 0 {
 				t.Fatalf("decode error without remediation: %+v", e)
 			}
 			return
 		}
 		for _, tool := range tools.All() {
 			if _, err := tool.Validate(req.Args); err != nil {
-				if e := errs.As(err); e.Code != errs.Usage || len(e.Remediation) == 0 {
+				if e := present.Explain(err); e.Code != errs.Usage || len(e.Remediation) == 0 {
 					t.Fatalf("%s: validation error %+v", tool.Name, e)
 				}
 			}

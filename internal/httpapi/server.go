@@ -19,6 +19,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/readmemo"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
@@ -107,17 +108,6 @@ const (
 	UnsupportedMediaType errs.Code = "unsupported-media-type"
 )
 
-func init() {
-	openapiStep := errs.Step{Command: "curl $DONT_ENDPOINT/v1/openapi.json", Description: "read the API description"}
-	errs.Register(NotFoundRoute, errs.ExitUsage, http.StatusNotFound, openapiStep)
-	errs.Register(MethodNotAllowed, errs.ExitUsage, http.StatusMethodNotAllowed, openapiStep)
-	errs.Register(BodyTooLarge, errs.ExitUsage, http.StatusRequestEntityTooLarge, errs.Step{Command: "dont <tool> --args-file <smaller file>", Description: "send a body under 64 KiB"})
-	errs.Register(BadJSON, errs.ExitUsage, http.StatusBadRequest, errs.Step{Command: `curl -d '{"args":{…}}' $DONT_ENDPOINT/v1/tools/<name>`, Description: `send one JSON object {"args": {…}}`})
-	errs.Register(UnsupportedMediaType, errs.ExitUsage, http.StatusUnsupportedMediaType, errs.Step{Command: "curl -H 'Content-Type: application/json' …", Description: "send application/json"})
-	errs.Register(IdempotencyConflict, errs.ExitState, http.StatusConflict, errs.Step{Command: "retry with the same Idempotency-Key after a second", Description: "the first request with this key is still running"})
-	errs.Register(IdempotencyMismatch, errs.ExitUsage, http.StatusUnprocessableEntity, errs.Step{Command: "use a fresh Idempotency-Key", Description: "a key may only be reused for the identical request"})
-}
-
 func (s *server) method(m string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != m {
@@ -195,7 +185,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(service.WithPrincipal(r.Context(), principal))
 	res, err := tools.CallGated(r.Context(), project.Service, name, req.Args, s.arrival(r, req))
 	if err != nil {
-		s.respond(w, r, replay, errStatus(err), envelope.Fail(err, res.Warnings), start)
+		s.respond(w, r, replay, present.Status(err), envelope.Fail(err, res.Warnings), start)
 		return
 	}
 	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
@@ -227,10 +217,8 @@ func (s *server) write(w http.ResponseWriter, r *http.Request, status int, res s
 }
 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	s.respond(w, r, idempotentCall{}, errStatus(err), envelope.Fail(err, nil), time.Now())
+	s.respond(w, r, idempotentCall{}, present.Status(err), envelope.Fail(err, nil), time.Now())
 }
-
-func errStatus(err error) int { return errs.HTTPStatus(err) }
 
 func bearer(r *http.Request) string {
 	h := r.Header.Get("Authorization")

@@ -7,6 +7,7 @@ import (
 	"unicode"
 
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/present"
 )
 
 // FuzzCheckEvidence: evidence is accepted only when it is a URI or CURIE
@@ -23,7 +24,7 @@ func FuzzCheckEvidence(f *testing.F) {
 		err := CheckEvidence("claim:X", []string{ev})
 		if err != nil {
 			e := errs.As(err)
-			if e.Code != errs.InvalidEvidence || len(e.Remediation) == 0 || e.EntityID != "claim:X" {
+			if e.Code != errs.InvalidEvidence || len(present.Remediation(e)) == 0 || e.EntityID != "claim:X" {
 				t.Fatalf("refusal of %q does not explain itself: %+v", ev, e)
 			}
 			return

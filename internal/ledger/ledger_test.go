@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/present"
 )
 
 func TestStatusLattice(t *testing.T) {
@@ -21,7 +22,7 @@ func TestStatusLattice(t *testing.T) {
 	for _, c := range cases {
 		got, err := Next("claim:x", c.from, c.a)
 		if c.to == "" {
-			if !errs.Is(err, errs.InvalidTransition) || len(errs.As(err).Remediation) == 0 {
+			if !errs.Is(err, errs.InvalidTransition) || len(present.Explain(err).Remediation) == 0 {
 				t.Errorf("%s from %s: got %s %v, want invalid-transition with remediation", c.a, c.from, got, err)
 			}
 			continue

@@ -37,6 +37,14 @@ func (a Action) EventKind() EventKind {
 	return EvReopened
 }
 
+// The clauses an invalid transition reports unmet first; what the caller
+// can run next for each is internal/present's.
+const (
+	UnmetVerifiedFirst = "status must be verified"
+	UnmetLockedIsFinal = "locked entities are final"
+	UnmetReopenFirst   = "ignored entities must be reopened first"
+)
+
 // Next returns the status an action moves from to, or an invalid-transition error.
 func Next(id string, from Status, a Action) (Status, error) {
 	var to Status
@@ -56,16 +64,16 @@ func Next(id string, from Status, a Action) (Status, error) {
 	if allowed {
 		return to, nil
 	}
-	e := errs.E(errs.InvalidTransition, string(a)+" is not allowed from "+string(from)).On(id)
+	e := errs.E(errs.InvalidTransition, string(a)+" is not allowed from "+string(from)).On(id).In("ledger.next")
 	switch {
 	case a == Lock && !from.Terminal():
-		e.Unmet("status must be verified").Remediation = []errs.Step{{Command: "dont dismiss " + id + " --evidence <uri>", Description: "verify it first, then lock"}}
+		e.Unmet(UnmetVerifiedFirst)
 	case from == Locked:
-		e.Unmet("locked entities are final").Remediation = []errs.Step{{Command: "dont conclude \"<corrected statement>\"", Description: "record a new claim instead"}}
+		e.Unmet(UnmetLockedIsFinal)
 	case from == Ignored:
-		e.Unmet("ignored entities must be reopened first").Remediation = []errs.Step{{Command: "dont reopen " + id + " --reason \"<why>\"", Description: "reopen it, then act"}}
+		e.Unmet(UnmetReopenFirst)
 	default:
-		e.Unmet("status must not already be " + string(from)).Remediation = []errs.Step{{Command: "dont show " + id + " --history", Description: "see how it got here"}}
+		e.Unmet("status must not already be " + string(from))
 	}
 	return "", e
 }

@@ -2,6 +2,7 @@ package repocheck
 
 import (
 	"bytes"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -149,6 +150,9 @@ var domain = map[string][]string{
 	"internal/confirm":   nil,
 	"internal/auth":      nil,
 	"internal/visible":   nil,
+	// not a domain package but held to the same rule, so that envelope
+	// and every transport reach it: the presentation table
+	"internal/present": nil,
 }
 
 func TestDomainPackagesImportOnlyTheStandardLibrary(t *testing.T) {
@@ -184,6 +188,73 @@ func TestDomainPackagesImportOnlyTheStandardLibrary(t *testing.T) {
 		}
 		if n == 0 {
 			t.Errorf("%s has no Go files: update the list of domain packages", dir)
+		}
+	}
+}
+
+// The domain does not pull in HTTP, not even through another package:
+// statuses are the presentation table's, and plain numbers there.
+func TestDomainPackagesDoNotDependOnNetHTTP(t *testing.T) {
+	root, _ := tracked(t)
+	module := modulePath(t, root)
+	args := []string{"list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`}
+	for d := range domain {
+		args = append(args, module+"/"+d)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(domain) {
+		t.Fatalf("go list answered for %d packages, want %d", len(lines), len(domain))
+	}
+	for _, line := range lines {
+		deps := strings.Fields(line)
+		for _, dep := range deps[1:] {
+			if dep == "net/http" {
+				t.Errorf("%s depends on net/http: a domain package pulls in no transport (docs/design.md §3.1)", strings.TrimPrefix(deps[0], module+"/"))
+			}
+		}
+	}
+}
+
+// The domain says what went wrong, never what to type next: no domain
+// package but errs and present builds a remediation step, so none writes
+// CLI syntax into an error (docs/design.md §4.4).
+func TestDomainPackagesWriteNoRemediation(t *testing.T) {
+	root, _ := tracked(t)
+	for dir := range domain {
+		if dir == "internal/errs" || dir == "internal/present" {
+			continue
+		}
+		matches, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range matches {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				x, isIdent := sel.X.(*ast.Ident)
+				if sel.Sel.Name == "Remediation" || isIdent && x.Name == "errs" && sel.Sel.Name == "Step" {
+					rel, _ := filepath.Rel(root, path)
+					t.Errorf("%s:%d builds a remediation: the presentation table (internal/present) says what to run next", filepath.ToSlash(rel), fset.Position(sel.Pos()).Line)
+				}
+				return true
+			})
 		}
 	}
 }

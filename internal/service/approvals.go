@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/dont-cli/dont/internal/auth"
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -22,6 +21,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/present"
 )
 
 // ApprovalStore is the persistence port of tier escalation. Every write is
@@ -123,23 +123,6 @@ const (
 	ApprovalsUnavailable errs.Code = "approvals-unavailable"
 	FrameLogInconsistent errs.Code = "frame-log-inconsistent"
 )
-
-func init() {
-	errs.Register(SessionNotFound, errs.ExitState, http.StatusNotFound, errs.Step{Command: "dont sessions open --tier read-only", Description: "open a session; escalations name it with --session ses:…"})
-	errs.Register(ApprovalNotFound, errs.ExitState, http.StatusNotFound, errs.Step{Command: "dont approvals list --json", Description: "list the approval requests (apr:…)"})
-	errs.Register(UnknownTier, errs.ExitRefusal, http.StatusUnprocessableEntity, errs.Step{Command: "dont escalate --session <session> --call <call> --to danger-full-access --reason \"…\"", Description: "name a tier: read-only, workspace-write or danger-full-access"})
-	errs.Register(HopNotAllowed, errs.ExitRefusal, http.StatusForbidden, errs.Step{Command: "dont sessions show <session>", Description: "a call may reach only its current tier's row: read-only → workspace-write, danger-full-access; workspace-write → danger-full-access"})
-	errs.Register(HopRatchet, errs.ExitRefusal, http.StatusForbidden, errs.Step{Command: "dont sessions open --tier <the tier the task needs>", Description: "a call is widened at most once; run the task in a session opened at the tier it needs"})
-	errs.Register(CallOfAnotherSession, errs.ExitRefusal, http.StatusForbidden, errs.Step{Command: "dont escalate --session <your session> --call <a call id of that session> …", Description: "a grant never crosses sessions; ask for your own session's call"})
-	errs.Register(EscalationPending, errs.ExitRefusal, http.StatusConflict, errs.Step{Command: "dont approvals wait <id>", Description: "wait for the call's open question instead of asking again"})
-	errs.Register(NoSubscriber, errs.ExitRefusal, http.StatusConflict, errs.Step{Command: "dont approvals watch --session <session>", Description: "nobody could have answered: start a client for the session (in another terminal), then ask again"})
-	errs.Register(ApprovalRefused, errs.ExitRefusal, http.StatusForbidden, errs.Step{Command: "dont approvals show <id>", Description: "the escalation was refused: do not run the command, at this tier or any other"})
-	errs.Register(ApprovalTimedOut, errs.ExitRefusal, http.StatusGone, errs.Step{Command: "dont approvals watch --session <session>", Description: "nobody answered before the deadline; make sure someone is watching, then ask again"})
-	errs.Register(ApprovalCancelled, errs.ExitRefusal, http.StatusConflict, errs.Step{Command: "dont approvals show <id>", Description: "the request was withdrawn; ask again if the command is still needed"})
-	errs.Register(ApprovalChannelError, errs.ExitRefusal, http.StatusServiceUnavailable, errs.Step{Command: "dont approvals audit", Description: "the store failed while asking, which is a refusal; check the store and ask again"})
-	errs.Register(ApprovalsUnavailable, errs.ExitState, http.StatusServiceUnavailable, errs.Step{Command: "dont init", Description: "use a store that keeps sessions and approvals"})
-	errs.Register(FrameLogInconsistent, errs.ExitState, http.StatusInternalServerError, errs.Step{Command: "dont approvals sweep", Description: "announce endings a failed announce left out, then audit again; anything left is a bug"})
-}
 
 func (s *Service) approvalStore() (ApprovalStore, error) {
 	if s.Approvals.Store == nil {
@@ -456,13 +439,16 @@ func channelRefusal(id string, err error) *errs.Error {
 }
 
 // verdictError is the error a requester receives for every ending but an
-// approval. Its remediation names the request's session.
+// approval. Its remediation names the request's session: the session is
+// not the error's entity, so the code's default is filled in here and
+// carried as an explicit override.
 func verdictError(a approvals.Approval) *errs.Error {
 	e := verdictErrorOf(a)
-	for i, st := range e.Remediation {
-		st.Command = strings.ReplaceAll(st.Command, "<session>", a.SessionID)
-		e.Remediation[i] = st
+	steps := present.Remediation(e)
+	for i, st := range steps {
+		steps[i].Command = strings.ReplaceAll(st.Command, "<session>", a.SessionID)
 	}
+	e.Remediation = steps
 	return e
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	_ "modernc.org/sqlite"
@@ -163,11 +164,11 @@ func wantCode(t *testing.T, err error, code errs.Code, exit int) *errs.Error {
 	if !errs.Is(err, code) {
 		t.Fatalf("got %v, want %s", err, code)
 	}
-	if got := errs.ExitCode(err); got != exit {
+	if got := present.Exit(err); got != exit {
 		t.Fatalf("%s exits %d, want %d", code, got, exit)
 	}
 	e := errs.As(err)
-	if len(e.Remediation) == 0 || e.Remediation[0].Command == "" {
+	if rem := present.Remediation(e); len(rem) == 0 || rem[0].Command == "" {
 		t.Fatalf("%s without remediation", code)
 	}
 	return e
@@ -200,7 +201,7 @@ func TestHopRefusalsAreRefusedAtOnceWithNoQuestionAndRecorded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(e.frames(tc.ses))
 			res, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: tc.ses, CallID: tc.call, To: tc.to, Reason: "needs it", Preview: "make install"})
-			ee := wantCode(t, err, tc.code, errs.ExitRefusal)
+			ee := wantCode(t, err, tc.code, present.ExitRefusal)
 			if res.Data != nil {
 				t.Fatalf("a refusal carried data: %+v", res.Data)
 			}
@@ -227,7 +228,7 @@ func TestTheHopTableIsCheckedBeforeTheChannel(t *testing.T) {
 	ses := e.open(approvals.WorkspaceWrite) // nobody subscribed, and the channel is broken too
 	e.faults.failLastRead.Store(true)
 	_, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "read-only", Reason: "r"})
-	wantCode(t, err, service.HopNotAllowed, errs.ExitRefusal)
+	wantCode(t, err, service.HopNotAllowed, present.ExitRefusal)
 }
 
 func TestReadOnlyToDangerFullAccessIsOneHopAndIsAsked(t *testing.T) {
@@ -257,7 +258,7 @@ func TestNoLiveSubscriberIsARefusal(t *testing.T) {
 	ses := e.open(approvals.ReadOnly)
 	try := func() *errs.Error {
 		_, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"})
-		return wantCode(t, err, service.NoSubscriber, errs.ExitRefusal)
+		return wantCode(t, err, service.NoSubscriber, present.ExitRefusal)
 	}
 	never := try()
 	e.subscribe(ses)
@@ -283,7 +284,7 @@ func TestADeadlinePassedIsTimedOut(t *testing.T) {
 	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
 	e.clock.Advance(approvals.DefaultTimeout)
 	_, err := e.svc.WaitApproval(ctx, a.ID)
-	wantCode(t, err, service.ApprovalTimedOut, errs.ExitRefusal)
+	wantCode(t, err, service.ApprovalTimedOut, present.ExitRefusal)
 	// The sweep every invocation runs ends an unattended one.
 	e.subscribe(ses)
 	b := e.ask(ses, "c2", approvals.WorkspaceWrite)
@@ -333,7 +334,7 @@ func TestAnUnreadableAnswerIsARefusal(t *testing.T) {
 			t.Fatalf("%v: %v %v", answer, warningCodes(res), err)
 		}
 		_, err = e.svc.WaitApproval(ctx, a.ID)
-		ee := wantCode(t, err, service.ApprovalRefused, errs.ExitRefusal)
+		ee := wantCode(t, err, service.ApprovalRefused, present.ExitRefusal)
 		if rec := e.record(ee.EntityID); rec.Cause != approvals.CauseUnreadable || rec.AnsweredBy != "bob" {
 			t.Fatalf("%v: recorded %+v", answer, rec)
 		}
@@ -349,18 +350,18 @@ func TestAStoreErrorWhileAskingIsARefusal(t *testing.T) {
 	}
 	e.faults.failAsk.Store(true)
 	_, err := esc("c1")
-	ee := wantCode(t, err, service.ApprovalChannelError, errs.ExitRefusal)
+	ee := wantCode(t, err, service.ApprovalChannelError, present.ExitRefusal)
 	if rec := e.record(ee.EntityID); rec.Asked || rec.Cause != approvals.CauseChannelError {
 		t.Fatalf("recorded %+v", rec)
 	}
 	e.faults.failAsk.Store(false)
 	e.faults.failLastRead.Store(true)
 	_, err = esc("c2")
-	wantCode(t, err, service.ApprovalChannelError, errs.ExitRefusal)
+	wantCode(t, err, service.ApprovalChannelError, present.ExitRefusal)
 	// Even when the refusal cannot be recorded, it is a refusal.
 	e.faults.failRecord.Store(true)
 	_, err = esc("c3")
-	if ee := wantCode(t, err, service.ApprovalChannelError, errs.ExitRefusal); ee.EntityID != "" {
+	if ee := wantCode(t, err, service.ApprovalChannelError, present.ExitRefusal); ee.EntityID != "" {
 		t.Fatalf("names an unrecorded refusal %s", ee.EntityID)
 	}
 	if pending, _ := e.store.ListApprovals(ctx, service.ApprovalFilter{State: approvals.Pending}); len(pending) != 0 || len(e.frames(ses)) != 0 {
@@ -376,7 +377,7 @@ func TestAStoreErrorWhileWaitingIsARefusal(t *testing.T) {
 	// The question exists; then the requester's first read of it fails.
 	cctx := service.WithAskedNotice(ctx, func(a approvals.Approval) { asked = a; e.faults.failGets.Store(1) })
 	_, err := e.svc.Escalate(cctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"})
-	wantCode(t, err, service.ApprovalChannelError, errs.ExitRefusal)
+	wantCode(t, err, service.ApprovalChannelError, present.ExitRefusal)
 	// The requester ended its question as refused, so nobody can approve a
 	// request nobody waits for; the ending is announced like any other.
 	rec := e.record(asked.ID)
@@ -602,7 +603,7 @@ func TestARefusalNeverYieldsATier(t *testing.T) {
 		t.Fatalf("refusal: %+v %v", res.Data, err)
 	}
 	w, err := e.svc.WaitApproval(ctx, a.ID)
-	wantCode(t, err, service.ApprovalRefused, errs.ExitRefusal)
+	wantCode(t, err, service.ApprovalRefused, present.ExitRefusal)
 	if w.Data != nil {
 		t.Fatalf("a refused requester got data %+v", w.Data)
 	}
@@ -661,7 +662,7 @@ func TestEscalateBlocksUntilTheAnswer(t *testing.T) {
 		approver.Refuse(ctx, f.RequestID, "no", "alice")
 	}()
 	_, err = e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c2", To: "workspace-write", Reason: "r"})
-	wantCode(t, err, service.ApprovalRefused, errs.ExitRefusal)
+	wantCode(t, err, service.ApprovalRefused, present.ExitRefusal)
 	<-refused // the audit reads the final, quiescent state
 }
 
@@ -674,7 +675,7 @@ func TestAnInterruptedRequesterCancelsItsQuestion(t *testing.T) {
 	// Ctrl-C arrives once the question exists.
 	cctx = service.WithAskedNotice(cctx, func(a approvals.Approval) { asked = a; cancel() })
 	_, err := e.svc.Escalate(cctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"})
-	wantCode(t, err, service.ApprovalCancelled, errs.ExitRefusal)
+	wantCode(t, err, service.ApprovalCancelled, present.ExitRefusal)
 	if rec := e.record(asked.ID); rec.Verdict != approvals.Cancelled || rec.Cause != approvals.CauseRequester {
 		t.Fatalf("recorded %+v", rec)
 	}
@@ -687,7 +688,7 @@ func TestAnInterruptedRequesterCancelsItsQuestion(t *testing.T) {
 	stopped, stop := context.WithCancel(ctx)
 	stop()
 	_, err = e.svc.WaitApproval(stopped, b.ID)
-	wantCode(t, err, errs.Interrupted, errs.ExitInterrupt)
+	wantCode(t, err, errs.Interrupted, present.ExitInterrupt)
 	if e.record(b.ID).State != approvals.Pending {
 		t.Fatal("an interrupted resumed wait ended the question")
 	}
@@ -737,9 +738,9 @@ func TestApprovalErrorCodesExplainThemselves(t *testing.T) {
 		{service.ApprovalCancelled, 1}, {service.ApprovalChannelError, 1},
 		{service.SessionNotFound, 3}, {service.ApprovalNotFound, 3}, {service.ApprovalsUnavailable, 3}, {service.FrameLogInconsistent, 3},
 	} {
-		e := errs.E(c.code, "x")
-		if errs.ExitCode(e) != c.exit || len(e.Remediation) == 0 || e.Remediation[0].Description == "" || errs.HTTPStatus(e) < 400 {
-			t.Errorf("%s: exit %d, remediation %v, status %d", c.code, errs.ExitCode(e), e.Remediation, errs.HTTPStatus(e))
+		e := present.Explain(errs.E(c.code, "x"))
+		if present.Exit(e) != c.exit || len(e.Remediation) == 0 || e.Remediation[0].Description == "" || present.Status(e) < 400 {
+			t.Errorf("%s: exit %d, remediation %v, status %d", c.code, present.Exit(e), e.Remediation, present.Status(e))
 		}
 	}
 }
@@ -765,7 +766,7 @@ func TestTheFrameLogGuardFailsABadLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.svc.AuditApprovals(ctx)
-	ee := wantCode(t, err, service.FrameLogInconsistent, errs.ExitState)
+	ee := wantCode(t, err, service.FrameLogInconsistent, present.ExitState)
 	if len(ee.UnmetClauses) != 1 || ee.UnmetClauses[0] != "apr:ghost: frame names an unknown request (frame "+ses+"#3)" {
 		t.Fatalf("findings %q", ee.UnmetClauses)
 	}

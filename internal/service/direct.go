@@ -49,15 +49,6 @@ const (
 	ProviderUnusable errs.Code = "provider-unusable"
 )
 
-func init() {
-	harness := errs.Step{Command: "DONT_HARNESS=1 dont assume <id> --json", Description: "or let your harness's subagent do the reasoning (harness mode)"}
-	errs.Register(ProviderError, errs.ExitState, 502,
-		errs.Step{Command: "dont assume <id> --direct", Description: "retry; check DONT_LLM_* or [llm] in .dont/config.toml if it keeps failing"})
-	errs.Register(ProviderTimeout, errs.ExitState, 504,
-		errs.Step{Command: "dont assume <id> --direct", Description: "retry, or raise timeout in [llm] of .dont/config.toml"})
-	errs.Register(ProviderUnusable, errs.ExitState, 502, harness)
-}
-
 // directInput fixes what direct mode sends before the spawn is issued, so
 // that the stored spawn says exactly what the provider was asked.
 func directInput(in SpawnInput) SpawnInput {

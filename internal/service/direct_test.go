@@ -16,6 +16,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/llm"
 	"github.com/dont-cli/dont/internal/llm/llmtest"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 )
@@ -279,8 +280,8 @@ func TestDirectModeProviderFailureChangesNothing(t *testing.T) {
 				if !errs.Is(err, tc.code) {
 					t.Fatalf("from %s: err %v, want %s", pre, err, tc.code)
 				}
-				if ee := errs.As(err); errs.ExitCode(err) != errs.ExitState || len(ee.Remediation) == 0 || ee.EntityID != id {
-					t.Fatalf("error %+v: exit %d", ee, errs.ExitCode(err))
+				if ee := present.Explain(err); present.Exit(err) != present.ExitState || len(ee.Remediation) == 0 || ee.EntityID != id {
+					t.Fatalf("error %+v: exit %d", ee, present.Exit(err))
 				}
 				if res.Kind == service.KindSpawnRequest {
 					t.Fatal("a failed direct call fell back to a spawn_request")
@@ -445,9 +446,9 @@ func TestDirectFailureAfterAnotherResolverLeavesItsResolution(t *testing.T) {
 
 func TestProviderErrorCodesExitThreeWithRemediation(t *testing.T) {
 	for _, c := range []errs.Code{service.ProviderError, service.ProviderTimeout, service.ProviderUnusable} {
-		e := errs.E(c, "x")
-		if errs.ExitCode(e) != errs.ExitState || len(e.Remediation) == 0 || errs.HTTPStatus(e) < 500 {
-			t.Fatalf("%s: exit %d status %d remediation %v", c, errs.ExitCode(e), errs.HTTPStatus(e), e.Remediation)
+		e := present.Explain(errs.E(c, "x"))
+		if present.Exit(e) != present.ExitState || len(e.Remediation) == 0 || present.Status(e) < 500 {
+			t.Fatalf("%s: exit %d status %d remediation %v", c, present.Exit(e), present.Status(e), e.Remediation)
 		}
 	}
 }

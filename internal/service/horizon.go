@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
@@ -14,10 +13,6 @@ import (
 // Nothing is lost: the due sweep still times it out, at most one sweep
 // period late.
 const ScheduleFailed errs.Code = "schedule-failed"
-
-func init() {
-	errs.Register(ScheduleFailed, errs.ExitState, http.StatusServiceUnavailable, errs.Step{Command: "dont sweep", Description: "the due sweep times the request out when it is due; check the timeout queue"})
-}
 
 // ScheduleComingDue is the horizon of a scheduler that can only wait so
 // long (an SQS message waits at most 15 minutes): it hands the Scheduler

@@ -12,6 +12,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 )
@@ -199,7 +200,7 @@ func TestASchedulerFailureEndsTheTickWithScheduleFailed(t *testing.T) {
 	if n != 0 || !errs.Is(err, service.ScheduleFailed) {
 		t.Fatalf("%d %v, want 0 and %s", n, err, service.ScheduleFailed)
 	}
-	if e := errs.As(err); len(e.Remediation) == 0 || e.Remediation[0].Command == "" {
+	if e := present.Explain(err); len(e.Remediation) == 0 || e.Remediation[0].Command == "" {
 		t.Fatalf("%s without remediation", service.ScheduleFailed)
 	}
 }

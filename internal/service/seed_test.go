@@ -16,6 +16,7 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/sqlite"
@@ -375,11 +376,11 @@ func TestAtMostOnePendingVerificationSpawnPerEntity(t *testing.T) {
 		t.Fatalf("second spawn: %v, want spawn-pending", err)
 	}
 	found := false
-	for _, r := range errs.As(err).Remediation {
+	for _, r := range present.Explain(err).Remediation {
 		found = found || strings.Contains(r.Command+r.Description, first.RequestID)
 	}
 	if !found {
-		t.Fatalf("spawn-pending remediation does not name %s: %+v", first.RequestID, errs.As(err).Remediation)
+		t.Fatalf("spawn-pending remediation does not name %s: %+v", first.RequestID, present.Explain(err).Remediation)
 	}
 }
 
@@ -431,8 +432,8 @@ func TestUnknownRequestIdRefusesCallback(t *testing.T) {
 	id := e.conclude("water boils at 100 C at sea level")
 	for _, rid := range []string{"spawn:01HX05A9K8VP0000000000000A", "spawn:not-a-ulid", "claim:01HX05A9K8VP0000000000000A"} {
 		_, err := e.svc.Transition(ctx, callbackInput(ledger.Verify, id, rid))
-		if !errs.Is(err, errs.SpawnNotFound) || errs.ExitCode(err) != 3 {
-			t.Fatalf("%s: %v (exit %d), want spawn-not-found exit 3", rid, err, errs.ExitCode(err))
+		if !errs.Is(err, errs.SpawnNotFound) || present.Exit(err) != 3 {
+			t.Fatalf("%s: %v (exit %d), want spawn-not-found exit 3", rid, err, present.Exit(err))
 		}
 	}
 	if st := e.status(id); st != ledger.Unverified {

@@ -40,13 +40,6 @@ const (
 	TokensDisabled  errs.Code = "tokens-unavailable"
 )
 
-func init() {
-	errs.Register(Unauthenticated, errs.ExitState, 401, errs.Step{Command: "export DONT_TOKEN=<token from dont tokens create>", Description: "send a valid bearer token"})
-	errs.Register(Forbidden, errs.ExitState, 403, errs.Step{Command: "dont tokens create --role <role>", Description: "use a token whose role (or spawn) allows this call"})
-	errs.Register(RateLimited, errs.ExitState, 429, errs.Step{Command: "sleep <Retry-After seconds>", Description: "retry after the interval the server gave"})
-	errs.Register(TokensDisabled, errs.ExitState, 503, errs.Step{Command: "dont serve", Description: "tokens need a store that keeps them"})
-}
-
 // TokenView is a token as listed: never its secret.
 type TokenView struct {
 	auth.Token

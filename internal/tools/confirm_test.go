@@ -12,6 +12,7 @@ import (
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
@@ -159,7 +160,7 @@ func TestARefusedOrExpiredHeldCallNeverRuns(t *testing.T) {
 	if r := f.call("confirmations.refuse", map[string]any{"id": refused, "reason": "keep it"}); r.Data.(service.ConfirmationView).State != confirm.StateRefused {
 		t.Fatalf("%+v", r)
 	}
-	if _, err := tools.Call(ctx, f.svc, "confirmations.confirm", map[string]any{"id": refused}); !errs.Is(err, confirm.Closed) || errs.ExitCode(err) != 1 {
+	if _, err := tools.Call(ctx, f.svc, "confirmations.confirm", map[string]any{"id": refused}); !errs.Is(err, confirm.Closed) || present.Exit(err) != 1 {
 		t.Fatalf("confirming a refused call: %v", err)
 	}
 	f.now.Add(int64(confirm.DefaultTTL + time.Second))

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/present"
 )
 
 // FuzzValidate: for every tool, any JSON arguments either validate into
@@ -25,7 +26,7 @@ func FuzzValidate(f *testing.F) {
 		tool := tools[int(which)%len(tools)]
 		a, err := tool.Validate(raw)
 		if err != nil {
-			if e := errs.As(err); e.Code != errs.Usage || len(e.Remediation) == 0 {
+			if e := present.Explain(err); e.Code != errs.Usage || len(e.Remediation) == 0 {
 				t.Fatalf("%s: refusal without usage code or remediation: %+v", tool.Name, e)
 			}
 			return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/storetest"
 )
@@ -49,8 +50,8 @@ func TestConcurrentDefinesOfOneCurieLeaveOneTerm(t *testing.T) {
 			}
 			continue
 		}
-		e := errs.As(err)
-		if e.Code != errs.AlreadyExists || e.EntityID != winner || errs.ExitCode(err) != errs.ExitRefusal ||
+		e := present.Explain(err)
+		if e.Code != errs.AlreadyExists || e.EntityID != winner || present.Exit(err) != present.ExitRefusal ||
 			len(e.Remediation) != 1 || e.Remediation[0].Command != "dont show "+winner || !strings.Contains(e.Message, winner) {
 			t.Errorf("define %d: %+v, want already-exists on %s", i, e, winner)
 		}
