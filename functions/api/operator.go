@@ -39,7 +39,7 @@ type operatorEvent struct {
 	} `json:"dont_operator"`
 }
 
-// projects opens a project's service and keeps its settings (dynamo.Backend does).
+// projects opens a project's service and keeps its settings (deployment.Backend does).
 type projects interface {
 	Project(name string) httpapi.Project
 	PutSettings(ctx context.Context, project string, ps dynamo.ProjectSettings) error

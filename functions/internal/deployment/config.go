@@ -1,7 +1,8 @@
 // Package deployment is what both Lambda functions share: their
 // configuration from the environment, the AWS clients (built once per
-// cold start), one service per project over the DynamoDB store, and the
-// project registry the scheduled sweep walks.
+// cold start), one service per project over the DynamoDB store, the
+// project registry the scheduled sweep walks, and the API function's
+// backend, which leads a presented token to its project (Backend).
 package deployment
 
 import (
