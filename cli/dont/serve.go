@@ -15,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/scheduler"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/settings"
 	"github.com/spf13/cobra"
 )
 
@@ -48,7 +49,7 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	if err != nil {
 		return err
 	}
-	timeout, err := cfg.Timeout(a.getenv("DONT_SPAWN_TIMEOUT"))
+	timeout, err := cfg.Timeout(a.getenv(settings.EnvSpawnTimeout))
 	if err != nil {
 		return err
 	}

@@ -149,6 +149,7 @@ var domain = map[string][]string{
 	"internal/confirm":   nil,
 	"internal/auth":      nil,
 	"internal/visible":   nil,
+	"internal/settings":  nil,
 }
 
 func TestDomainPackagesImportOnlyTheStandardLibrary(t *testing.T) {
