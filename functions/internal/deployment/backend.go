@@ -48,8 +48,8 @@ type cachedProject struct {
 const maxCachedProjects = 1024
 
 // projectRefresh is how long a process keeps a project's service before
-// building it again: a project's settings (PutSettings) reach every warm
-// function instance within it.
+// building it again: a project's settings (service.SetProjectSettings)
+// reach every warm function instance within it.
 const projectRefresh = time.Minute
 
 // NewBackend returns the backend of every project in table. newService
@@ -107,19 +107,17 @@ func (b *Backend) keep(name string, p httpapi.Project) httpapi.Project {
 	return p
 }
 
-// PutSettings replaces a project's settings; this process applies them at
-// once, the others within projectRefresh.
-func (b *Backend) PutSettings(ctx context.Context, project string, ps dynamo.ProjectSettings) error {
-	if err := dynamo.New(b.client, b.table, project).PutSettings(ctx, ps); err != nil {
-		return err
-	}
+// Refresh forgets the service kept for project, so that this process
+// builds it again on its next request: after an operator changed the
+// project's settings, this process applies them at once, the others
+// within projectRefresh.
+func (b *Backend) Refresh(project string) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if e, ok := b.projects[project]; ok {
 		b.recent.Remove(e)
 		delete(b.projects, project)
 	}
-	b.mu.Unlock()
-	return nil
 }
 
 // Authenticate implements httpapi.Backend.
