@@ -88,20 +88,7 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	sweepDone := make(chan struct{})
 	go func() {
 		defer close(sweepDone)
-		tick := time.NewTicker(sweepEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if rep, err := svc.Sweep(ctx, 1000); err != nil && ctx.Err() == nil {
-					log.Warn("sweep", "err", err)
-				} else if len(rep.TimedOut) > 0 {
-					log.Info("sweep", "timed_out", len(rep.TimedOut))
-				}
-			}
-		}
+		scheduler.Backstop{Every: sweepEvery, Log: log}.Run(ctx, svc)
 	}()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
