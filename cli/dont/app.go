@@ -15,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
@@ -287,7 +288,7 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 			store.Close()
 			return nil, nil, err
 		}
-		if svc.SpawnTimeout, err = cfg.Timeout(a.getenv("DONT_SPAWN_TIMEOUT")); err != nil {
+		if svc.SpawnTimeout, err = cfg.Timeout(a.getenv(settings.EnvSpawnTimeout)); err != nil {
 			store.Close()
 			return nil, nil, err
 		}

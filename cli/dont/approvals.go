@@ -23,6 +23,7 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/dont-cli/dont/internal/visible"
 	"github.com/spf13/cobra"
@@ -31,25 +32,27 @@ import (
 // approvalsConfig reads the escalation settings from the environment:
 // DONT_APPROVAL_TIMEOUT (a question's deadline, default 120s) and
 // DONT_SUBSCRIBER_LEASE (how recently a client must have read a session's
-// frames to count as live, default 10s). A malformed value fails the
-// commands that use it (strict) and is ignored by the others.
+// frames to count as live, default 10s), each held to its setting's rule
+// (internal/settings), as the Lambda functions hold them. A malformed
+// value fails the commands that use it (strict) and is ignored by the
+// others.
 func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service.Approvals, error) {
 	cfg := service.Approvals{Store: store}
 	for _, v := range []struct {
-		env string
-		dst *time.Duration
-	}{{"DONT_APPROVAL_TIMEOUT", &cfg.Timeout}, {"DONT_SUBSCRIBER_LEASE", &cfg.Lease}} {
+		env     string
+		setting settings.Duration
+		dst     *time.Duration
+	}{{settings.EnvApprovalTimeout, settings.ApprovalTimeout, &cfg.Timeout}, {settings.EnvSubscriberLease, settings.SubscriberLease, &cfg.Lease}} {
 		s := a.getenv(v.env)
 		if s == "" {
 			continue
 		}
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
+		d, err := v.setting.FromEnv(v.env, s)
+		if err != nil {
 			if !strict {
 				continue
 			}
-			return cfg, errs.E(errs.ConfigInvalid, v.env+" must be a positive Go duration such as 120s, got "+fmt.Sprintf("%q", s),
-				errs.Step{Command: "export " + v.env + "=120s", Description: "set a duration, or unset it for the default"})
+			return cfg, err
 		}
 		*v.dst = d
 	}

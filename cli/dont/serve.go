@@ -15,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/scheduler"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/settings"
 	"github.com/spf13/cobra"
 )
 
@@ -48,7 +49,7 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	if err != nil {
 		return err
 	}
-	timeout, err := cfg.Timeout(a.getenv("DONT_SPAWN_TIMEOUT"))
+	timeout, err := cfg.Timeout(a.getenv(settings.EnvSpawnTimeout))
 	if err != nil {
 		return err
 	}
@@ -87,20 +88,7 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	sweepDone := make(chan struct{})
 	go func() {
 		defer close(sweepDone)
-		tick := time.NewTicker(sweepEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if rep, err := svc.Sweep(ctx, 1000); err != nil && ctx.Err() == nil {
-					log.Warn("sweep", "err", err)
-				} else if len(rep.TimedOut) > 0 {
-					log.Info("sweep", "timed_out", len(rep.TimedOut))
-				}
-			}
-		}
+		scheduler.Backstop{Every: sweepEvery, Log: log}.Run(ctx, svc)
 	}()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

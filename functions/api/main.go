@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/dont-cli/dont/functions/internal/deployment"
-	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
 func main() {
@@ -31,7 +30,7 @@ func main() {
 		log.Error("init", "err", err)
 		os.Exit(1)
 	}
-	backend := dynamo.NewBackend(d.DynamoDB, d.Config.Table, d.TableService)
+	backend := deployment.NewBackend(d.DynamoDB, d.Config.Table, d.TableService)
 	handler := newFunction(backend, newHandler(backend, log), log)
 	log.Info("init", "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	lambda.Start(handler)

@@ -5,16 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
-	"github.com/dont-cli/dont/internal/store/dynamo"
+	"github.com/dont-cli/dont/internal/settings"
 )
 
 // operatorEvent is what an operator sends by invoking the function
@@ -39,10 +37,11 @@ type operatorEvent struct {
 	} `json:"dont_operator"`
 }
 
-// projects opens a project's service and keeps its settings (dynamo.Backend does).
+// projects opens a project's service and keeps it (deployment.Backend
+// does); Refresh forgets it, so that new settings apply at once.
 type projects interface {
 	Project(name string) httpapi.Project
-	PutSettings(ctx context.Context, project string, ps dynamo.ProjectSettings) error
+	Refresh(name string)
 }
 
 // newFunction is the Lambda handler: an HTTP API event goes to the API
@@ -71,78 +70,44 @@ var (
 	}
 	setProjectStep = errs.Step{
 		Command:     invokeCommand + `'{"dont_operator":{"set_project":{"project":"<project>","spawn_timeout":"2h"}}}' /dev/stdout`,
-		Description: "set a project's spawn timeout (a Go duration, 1s to 720h)",
+		Description: "set a project's spawn timeout (" + settings.SpawnTimeout.Rule() + ")",
 	}
 )
 
-// maxSpawnTimeout bounds a project's spawn timeout (30 days).
-const maxSpawnTimeout = 720 * time.Hour
-
+// operate runs an operator action: the service's operation on the named
+// project (CreateOperatorToken, SetProjectSettings), which holds every
+// rule; this decodes, routes to the project, and encodes.
 func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.Logger) json.RawMessage {
-	if op.Operator.SetProject != nil {
-		return setProject(ctx, backend, op, log)
-	}
-	in := op.Operator.CreateToken
-	if in == nil {
-		return failure(errs.E(errs.InvalidArgument, "unknown operator action: the actions are create_token and set_project", createTokenStep, setProjectStep).
-			Unmet("dont_operator.create_token or dont_operator.set_project"))
-	}
-	if in.Project == "" {
-		return failure(errs.E(errs.InvalidArgument, "create_token needs a project", createTokenStep).Unmet("project must not be empty"))
-	}
-	role := in.Role
-	if role == "" {
-		role = "admin"
-	}
-	name := in.Name
-	if name == "" {
-		name = "operator"
-	}
-	p := backend.Project(in.Project)
-	// This is what creates a project: its callback secret is made here,
-	// and only here (authenticating a request only ever reads it). A bad
-	// role is CreateToken's error, before anything is written.
-	if auth.ValidRole(role) {
-		if err := createSecret(ctx, p.Service); err != nil {
-			return failure(err)
+	switch {
+	case op.Operator.SetProject != nil:
+		in := op.Operator.SetProject
+		if in.Project == "" {
+			return failure(errs.E(errs.InvalidArgument, "set_project needs a project", setProjectStep).Unmet("project must not be empty"))
 		}
+		res, err := backend.Project(in.Project).Service.SetProjectSettings(ctx, service.ProjectSettingsInput{SpawnTimeout: in.SpawnTimeout})
+		if err != nil {
+			return failure(err, setProjectStep)
+		}
+		backend.Refresh(in.Project)
+		view, _ := res.Data.(service.ProjectSettingsView)
+		log.InfoContext(ctx, "operator", "action", "set_project", "project", in.Project, "spawn_timeout", view.SpawnTimeout)
+		res.Hints = append(res.Hints, "warm function instances apply it within a minute")
+		return success(res)
+	case op.Operator.CreateToken != nil:
+		in := op.Operator.CreateToken
+		if in.Project == "" {
+			return failure(errs.E(errs.InvalidArgument, "create_token needs a project", createTokenStep).Unmet("project must not be empty"))
+		}
+		res, err := backend.Project(in.Project).Service.CreateOperatorToken(ctx, service.OperatorTokenInput{Role: in.Role, Name: in.Name})
+		if err != nil {
+			return failure(err, createTokenStep)
+		}
+		view, _ := res.Data.(service.TokenView)
+		log.InfoContext(ctx, "operator", "action", "create_token", "project", in.Project, "role", view.Role)
+		return success(res)
 	}
-	res, err := p.Service.CreateToken(ctx, role, name)
-	if err != nil {
-		return failure(err)
-	}
-	log.InfoContext(ctx, "operator", "action", "create_token", "project", in.Project, "role", role)
-	return success(res)
-}
-
-// createSecret makes the project's callback secret unless it has one.
-func createSecret(ctx context.Context, svc *service.Service) error {
-	if svc.Tokens == nil {
-		return errs.E(service.TokensDisabled, "this store keeps no tokens")
-	}
-	if _, err := svc.Tokens.CreateProjectSecret(ctx); err != nil {
-		return errs.E(errs.StoreError, "cannot create the project's callback secret: "+err.Error()).Wrap(err)
-	}
-	return nil
-}
-
-func setProject(ctx context.Context, backend projects, op operatorEvent, log *slog.Logger) json.RawMessage {
-	in := op.Operator.SetProject
-	if in.Project == "" {
-		return failure(errs.E(errs.InvalidArgument, "set_project needs a project", setProjectStep).Unmet("project must not be empty"))
-	}
-	d, err := time.ParseDuration(in.SpawnTimeout)
-	if err != nil || d < time.Second || d > maxSpawnTimeout {
-		return failure(errs.E(errs.InvalidArgument, fmt.Sprintf("spawn_timeout must be a Go duration from 1s to 720h, got %q", in.SpawnTimeout), setProjectStep).
-			Unmet("1s <= spawn_timeout <= 720h"))
-	}
-	ps := dynamo.ProjectSettings{SpawnTimeout: d}
-	if err := backend.PutSettings(ctx, in.Project, ps); err != nil {
-		return failure(errs.E(errs.StoreError, "cannot store the project's settings: "+err.Error()).Wrap(err))
-	}
-	log.InfoContext(ctx, "operator", "action", "set_project", "project", in.Project, "spawn_timeout", d.String())
-	return success(service.Result{Kind: "project_settings", Data: map[string]any{"project": in.Project, "spawn_timeout": d.String()},
-		Hints: []string{"warm function instances apply it within a minute"}})
+	return failure(errs.E(errs.InvalidArgument, "unknown operator action: the actions are create_token and set_project", createTokenStep, setProjectStep).
+		Unmet("dont_operator.create_token or dont_operator.set_project"))
 }
 
 func success(res service.Result) json.RawMessage {
@@ -153,6 +118,14 @@ func success(res service.Result) json.RawMessage {
 	return envelope.Marshal(env)
 }
 
-func failure(err error) json.RawMessage {
-	return envelope.Marshal(envelope.Fail(err, nil))
+// failure encodes err; an argument the operator got wrong is also told
+// the invoke that sets it right (fix).
+func failure(err error, fix ...errs.Step) json.RawMessage {
+	e := errs.As(err)
+	if e.Code == errs.InvalidArgument && len(fix) > 0 {
+		withFix := *e
+		withFix.Remediation = append(append([]errs.Step{}, fix...), e.Remediation...)
+		e = &withFix
+	}
+	return envelope.Marshal(envelope.Fail(e, nil))
 }

@@ -12,29 +12,45 @@ import (
 
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
-	"github.com/dont-cli/dont/internal/store/dynamo"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
 // oneProject opens the same project whatever the name, and records the
-// names and the settings put.
+// names, the settings put (by project) and the projects refreshed.
 type oneProject struct {
-	p        httpapi.Project
-	names    []string
-	settings map[string]dynamo.ProjectSettings
+	p         httpapi.Project
+	names     []string
+	settings  map[string]service.ProjectSettings
+	refreshed []string
 }
 
-func (o *oneProject) PutSettings(_ context.Context, project string, ps dynamo.ProjectSettings) error {
-	if o.settings == nil {
-		o.settings = map[string]dynamo.ProjectSettings{}
-	}
-	o.settings[project] = ps
-	return nil
-}
+func (o *oneProject) Refresh(name string) { o.refreshed = append(o.refreshed, name) }
 
 func (o *oneProject) Project(name string) httpapi.Project {
 	o.names = append(o.names, name)
-	return o.p
+	p := o.p
+	if p.Service == nil {
+		p.Service = &service.Service{Settings: projectSettings{o, name}}
+	}
+	return p
+}
+
+// projectSettings is the settings store of one project of o.
+type projectSettings struct {
+	o       *oneProject
+	project string
+}
+
+func (s projectSettings) Settings(context.Context) (service.ProjectSettings, error) {
+	return s.o.settings[s.project], nil
+}
+
+func (s projectSettings) PutSettings(_ context.Context, ps service.ProjectSettings) error {
+	if s.o.settings == nil {
+		s.o.settings = map[string]service.ProjectSettings{}
+	}
+	s.o.settings[s.project] = ps
+	return nil
 }
 
 // secretsCreated counts the project secrets created through it.
@@ -146,5 +162,8 @@ func TestAnOperatorSetsAProjectsSpawnTimeoutAndBadValuesChangeNothing(t *testing
 	env := call(`{"dont_operator":{"set_project":{"project":"p1","spawn_timeout":"90m"}}}`)
 	if env["ok"] != true || backend.settings["p1"].SpawnTimeout != 90*time.Minute {
 		t.Fatalf("set_project: %v, stored %v", env, backend.settings)
+	}
+	if len(backend.refreshed) != 1 || backend.refreshed[0] != "p1" {
+		t.Fatalf("refreshed %v, want p1 once: this instance applies the new settings at once", backend.refreshed)
 	}
 }

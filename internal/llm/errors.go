@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // Sentinel errors. Callers test for them with errors.Is; every error this
@@ -23,14 +25,15 @@ var (
 	// ErrRateLimited narrows ErrProvider: the last answer was HTTP 429.
 	ErrRateLimited = errors.New("llm: rate limited")
 	// ErrTimeout narrows ErrProvider: a request outlived its per-request
-	// timeout or the caller's deadline.
-	ErrTimeout = errors.New("llm: request timed out")
+	// timeout or the caller's deadline. It is the spawn rules'
+	// spawn.ErrProviderTimeout, which the service tells apart.
+	ErrTimeout = spawn.ErrProviderTimeout
 	// ErrUnusableVerdict: the provider answered Judge, but no valid verdict
-	// could be read from the answer (*UnusableError).
-	ErrUnusableVerdict = errors.New("llm: unusable verdict")
+	// could be read from the answer (*UnusableError); spawn.ErrUnusableVerdict.
+	ErrUnusableVerdict = spawn.ErrUnusableVerdict
 	// ErrUnusableCandidates: the provider answered Candidates, but not with
-	// enough usable answers (*UnusableError).
-	ErrUnusableCandidates = errors.New("llm: unusable candidates")
+	// enough usable answers (*UnusableError); spawn.ErrUnusableCandidates.
+	ErrUnusableCandidates = spawn.ErrUnusableCandidates
 )
 
 // ConfigError lists the settings New found missing or invalid.

@@ -26,28 +26,22 @@ package llm
 
 import (
 	"context"
+
+	"github.com/dont-cli/dont/internal/spawn"
 )
 
-// Verdict is the terminal action of a verification (assume/overlook) in direct
-// mode: the same choice a harness subagent makes by running `dont dismiss` or
-// `dont trust`.
-type Verdict struct {
-	// Action is ActionDismiss (the claim holds: dismiss the doubt) or
-	// ActionTrust (trust the doubt: the claim does not hold).
-	Action string `json:"action"`
-	// Evidence lists URIs or CURIEs supporting a dismiss.
-	Evidence []string `json:"evidence,omitempty"`
-	// Reason is the specific reason for a trust (optional note for a dismiss).
-	Reason string `json:"reason,omitempty"`
-}
+// Verdict is the terminal action of a verification: the spawn rules' own
+// type (spawn.Verdict), which the service's Reasoner port returns.
+type Verdict = spawn.Verdict
 
 // Verdict actions.
 const (
-	ActionDismiss = "dismiss"
-	ActionTrust   = "trust"
+	ActionDismiss = spawn.ActionDismiss
+	ActionTrust   = spawn.ActionTrust
 )
 
-// Provider is one configured LLM endpoint.
+// Provider is one configured LLM endpoint. It satisfies the service's
+// Reasoner port (direct mode).
 type Provider interface {
 	// Name is the configured provider name ("openai", "ollama", "anthropic",
 	// "bedrock", ...), for events and diagnostics.

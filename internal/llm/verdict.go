@@ -9,18 +9,18 @@ import (
 	"unicode"
 )
 
-// Validate checks that v is usable as a terminal action: a dismiss with at
-// least one well-formed URI or CURIE as evidence, or a trust with a specific,
-// non-hedge reason. It returns nil or an *UnusableError matching
+// ValidateVerdict checks that v is usable as a terminal action: a dismiss
+// with at least one well-formed URI or CURIE as evidence, or a trust with a
+// specific, non-hedge reason. It returns nil or an *UnusableError matching
 // ErrUnusableVerdict.
-func (v Verdict) Validate() error {
-	if p := v.problem(); p != "" {
+func ValidateVerdict(v Verdict) error {
+	if p := problem(v); p != "" {
 		return &UnusableError{Op: opJudge, Problem: p}
 	}
 	return nil
 }
 
-func (v Verdict) problem() string {
+func problem(v Verdict) string {
 	switch v.Action {
 	case ActionDismiss:
 		if len(v.Evidence) == 0 {
@@ -48,8 +48,9 @@ func (v Verdict) problem() string {
 }
 
 // normalise trims the fields, lower-cases the action and drops empty and
-// repeated evidence, so that Validate judges what a caller would record.
-func (v Verdict) normalise() Verdict {
+// repeated evidence, so that ValidateVerdict judges what a caller would
+// record.
+func normalise(v Verdict) Verdict {
 	out := Verdict{
 		Action: strings.ToLower(strings.TrimSpace(v.Action)),
 		Reason: strings.TrimSpace(v.Reason),
@@ -92,8 +93,8 @@ func parseVerdict(provider string, raw []byte) (Verdict, error) {
 	if wire.Action == nil {
 		return Verdict{}, unusable(provider, opJudge, "verdict has no action")
 	}
-	v := Verdict{Action: *wire.Action, Evidence: wire.Evidence, Reason: wire.Reason}.normalise()
-	if p := v.problem(); p != "" {
+	v := normalise(Verdict{Action: *wire.Action, Evidence: wire.Evidence, Reason: wire.Reason})
+	if p := problem(v); p != "" {
 		return Verdict{}, unusable(provider, opJudge, "%s", p)
 	}
 	return v, nil

@@ -86,8 +86,8 @@ func TestVerdictValidate(t *testing.T) {
 		{Action: ActionTrust, Reason: "The cited benchmark ran on Go 1.20, before the change the claim depends on."},
 	}
 	for _, v := range valid {
-		if err := v.Validate(); err != nil {
-			t.Errorf("%+v.Validate() = %v, want nil", v, err)
+		if err := ValidateVerdict(v); err != nil {
+			t.Errorf("ValidateVerdict(%+v) = %v, want nil", v, err)
 		}
 	}
 	invalid := []Verdict{
@@ -100,16 +100,16 @@ func TestVerdictValidate(t *testing.T) {
 		{Action: ActionTrust, Reason: "Not sure, might be wrong."},
 	}
 	for _, v := range invalid {
-		err := v.Validate()
+		err := ValidateVerdict(v)
 		if !errors.Is(err, ErrUnusableVerdict) {
-			t.Errorf("%+v.Validate() = %v, want ErrUnusableVerdict", v, err)
+			t.Errorf("ValidateVerdict(%+v) = %v, want ErrUnusableVerdict", v, err)
 		}
 		if errors.Is(err, ErrProvider) || errors.Is(err, ErrUnusableCandidates) {
-			t.Errorf("%+v.Validate() = %v also matches another family", v, err)
+			t.Errorf("ValidateVerdict(%+v) = %v also matches another family", v, err)
 		}
 		var ue *UnusableError
 		if !errors.As(err, &ue) || ue.Problem == "" {
-			t.Errorf("%+v.Validate() = %#v, want an *UnusableError with a problem", v, err)
+			t.Errorf("ValidateVerdict(%+v) = %#v, want an *UnusableError with a problem", v, err)
 		}
 	}
 }

@@ -135,6 +135,8 @@ var table = map[errs.Code]Class{
 	"forbidden":          {ExitState, statusForbidden, steps("dont tokens create --role <role>", "use a token whose role (or spawn) allows this call"), nil},
 	"rate-limited":       {ExitState, statusTooManyRequests, steps("sleep <Retry-After seconds>", "retry after the interval the server gave"), nil},
 	"tokens-unavailable": {ExitState, statusUnavailable, steps("dont serve", "tokens need a store that keeps them"), nil},
+	// internal/service (operator.go)
+	"settings-unavailable": {ExitState, statusUnavailable, steps(`spawn_timeout = "24h"  # in .dont/config.toml`, "an embedded project keeps its settings in its config file"), nil},
 	// internal/service (horizon.go)
 	"schedule-failed": {ExitState, statusUnavailable, steps("dont sweep", "the due sweep times the request out when it is due; check the timeout queue"), nil},
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
@@ -37,8 +38,8 @@ type LLM struct {
 }
 
 const defaultConfig = `# dont project configuration
-# How long a spawn request waits for its callback before the sweep times it out.
-# DONT_SPAWN_TIMEOUT (a Go duration such as 90s) overrides it.
+# How long a spawn request waits for its callback before the sweep times it out:
+# a positive Go duration up to 720h. DONT_SPAWN_TIMEOUT (such as 90s) overrides it.
 spawn_timeout = "24h"
 
 # Direct mode (dont assume --direct) calls an LLM provider itself.
@@ -187,17 +188,15 @@ func (p Project) LoadConfig() (Config, error) {
 	return c, nil
 }
 
-// SpawnTimeout resolves the spawn timeout: DONT_SPAWN_TIMEOUT, else config, else 24h.
+// Timeout resolves the spawn timeout: DONT_SPAWN_TIMEOUT, else config,
+// else 24h; each held to settings.SpawnTimeout, the rule every other
+// source of the setting follows.
 func (c Config) Timeout(env string) (time.Duration, error) {
-	for _, src := range []struct{ name, v string }{{"DONT_SPAWN_TIMEOUT", env}, {"spawn_timeout", c.SpawnTimeout}} {
-		if src.v == "" {
-			continue
-		}
-		d, err := time.ParseDuration(src.v)
-		if err != nil || d <= 0 {
-			return 0, errs.E(errs.ConfigInvalid, src.name+" must be a positive Go duration such as 90s or 24h, got "+src.v).Unmet(src.name + " > 0")
-		}
-		return d, nil
+	if env != "" {
+		return settings.SpawnTimeout.FromEnv(settings.EnvSpawnTimeout, env)
 	}
-	return 24 * time.Hour, nil
+	if c.SpawnTimeout != "" {
+		return settings.SpawnTimeout.FromConfig(settings.KeySpawnTimeout, c.SpawnTimeout)
+	}
+	return settings.DefaultSpawnTimeout, nil
 }

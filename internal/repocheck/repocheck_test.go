@@ -153,6 +153,7 @@ var domain = map[string][]string{
 	// not a domain package but held to the same rule, so that envelope
 	// and every transport reach it: the presentation table
 	"internal/present": nil,
+	"internal/settings":  nil,
 }
 
 func TestDomainPackagesImportOnlyTheStandardLibrary(t *testing.T) {
@@ -227,7 +228,9 @@ func TestDomainPackagesDoNotDependOnNetHTTP(t *testing.T) {
 func TestDomainPackagesWriteNoRemediation(t *testing.T) {
 	root, _ := tracked(t)
 	for dir := range domain {
-		if dir == "internal/errs" || dir == "internal/present" {
+		// settings is held to the import rule, not this one: it parses what
+		// a person sets, and its errors say which variable or key to fix.
+		if dir == "internal/errs" || dir == "internal/present" || dir == "internal/settings" {
 			continue
 		}
 		matches, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
@@ -373,4 +376,137 @@ func readText(t *testing.T, root, rel string) (string, bool) {
 		t.Fatal(err)
 	}
 	return string(b), true
+}
+
+// The service and the stores sit inside the adapters, never beside them
+// (docs/design.md §3): neither reaches, directly or through any other
+// package of this module, a transport, a provider or a front end.
+// reachNot lists what each may not reach: a package of this module (a
+// path relative to the module, a trailing slash for everything under
+// it) or an import path outside it (a prefix).
+var reachNot = map[string][]string{
+	"internal/service": {
+		"internal/httpapi", "internal/mcp", "internal/llm", "internal/client", "internal/scheduler/sqs",
+		"internal/store/", "cli/", "functions/",
+		// no SDK of a provider, a cloud, a database or a front end
+		"github.com/aws/", "github.com/modelcontextprotocol/", "github.com/spf13/", "modernc.org/",
+	},
+	"internal/store/": {
+		"internal/httpapi", "internal/mcp", "internal/llm", "internal/client", "internal/scheduler/sqs",
+		"cli/", "functions/",
+		"github.com/aws/aws-lambda-go", "github.com/awslabs/", "github.com/aws/aws-sdk-go-v2/service/bedrockruntime",
+		"github.com/aws/aws-sdk-go-v2/service/sqs", "github.com/modelcontextprotocol/", "github.com/spf13/",
+	},
+}
+
+func TestStoresAndServiceImportNoTransportOrProvider(t *testing.T) {
+	root, files := tracked(t)
+	module := modulePath(t, root)
+	imports := moduleImports(t, root, module, files)
+	checked := 0
+	for _, pkg := range sortedKeys(imports) {
+		for scope, forbidden := range reachNot {
+			if !under(pkg, scope) {
+				continue
+			}
+			checked++
+			reported := map[string]bool{} // the first path to each forbidden one says enough
+			for _, path := range reach(imports, pkg) {
+				for _, f := range forbidden {
+					if under(path.to, f) && !reported[f] {
+						reported[f] = true
+						t.Errorf("%s reaches %s (%s): the service and the stores import no transport, provider or front end; declare a port where it is used and let the adapter implement it (docs/design.md §3)",
+							pkg, path.to, strings.Join(path.via, " -> "))
+					}
+				}
+			}
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("%d packages checked: internal/service and the stores are missing", checked)
+	}
+	t.Logf("%d packages of %d checked", checked, len(imports))
+}
+
+// moduleImports parses the imports of every tracked non-test Go file and
+// returns them by package, as paths relative to the module for its own
+// packages and full import paths for the others.
+func moduleImports(t *testing.T, root, module string, files []string) map[string][]string {
+	t.Helper()
+	seen := map[string]map[string]bool{}
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".go") || strings.HasSuffix(f, "_test.go") || strings.Contains("/"+f, "/testdata/") {
+			continue
+		}
+		parsed, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, filepath.FromSlash(f)), nil, parser.ImportsOnly)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			t.Fatal(err)
+		}
+		pkg := filepath.ToSlash(filepath.Dir(f))
+		if seen[pkg] == nil {
+			seen[pkg] = map[string]bool{}
+		}
+		for _, spec := range parsed.Imports {
+			imp, _ := strconv.Unquote(spec.Path.Value)
+			if rel, ok := strings.CutPrefix(imp, module+"/"); ok {
+				imp = rel
+			}
+			seen[pkg][imp] = true
+		}
+	}
+	out := map[string][]string{}
+	for pkg, imps := range seen {
+		out[pkg] = sortedKeys(imps)
+	}
+	return out
+}
+
+type importPath struct {
+	to  string
+	via []string
+}
+
+// reach is everything pkg imports, directly or through the module's
+// other packages, each with one chain of imports that gets there.
+func reach(imports map[string][]string, pkg string) []importPath {
+	var out []importPath
+	seen := map[string]bool{pkg: true}
+	queue := []importPath{{to: pkg, via: []string{pkg}}}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, imp := range imports[p.to] {
+			if seen[imp] {
+				continue
+			}
+			seen[imp] = true
+			next := importPath{to: imp, via: append(append([]string{}, p.via...), imp)}
+			out = append(out, next)
+			if _, ours := imports[imp]; ours {
+				queue = append(queue, next)
+			}
+		}
+	}
+	return out
+}
+
+// under reports whether path is scope, or lies under it when scope ends
+// in a slash (a package path, or an outside prefix, otherwise).
+func under(path, scope string) bool {
+	if strings.HasSuffix(scope, "/") {
+		return strings.HasPrefix(path, scope)
+	}
+	return path == scope || strings.HasPrefix(path, scope+"/") || (strings.Contains(scope, ".") && strings.HasPrefix(path, scope))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -2,9 +2,10 @@
 // TimeoutScheduler port: a heap of timers that expires each spawn when it
 // comes due. `dont serve` uses it; AWS uses the SQS adapter in
 // scheduler/sqs instead. Neither is the only line of defence: `dont
-// serve` keeps its ticker sweep and AWS its scheduled sweep, because a
-// timer dies with its process and a spawn issued by another process (the
-// CLI on the same SQLite file) never reaches this one.
+// serve` keeps a ticker sweep behind its timers (Backstop) and AWS its
+// scheduled sweep, because a timer dies with its process and a spawn
+// issued by another process (the CLI on the same SQLite file) never
+// reaches this one.
 package scheduler
 
 import (

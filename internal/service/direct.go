@@ -9,18 +9,20 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/llm"
 	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // Reasoner is the provider port of direct mode: the LLM that does in-process
-// what a harness's clean-context subagent would otherwise do. llm.Provider
-// satisfies it.
+// what a harness's clean-context subagent would otherwise do. It is typed
+// in the spawn rules' own types; internal/llm's providers satisfy it. Its
+// errors say what failed with spawn.ErrProviderTimeout,
+// spawn.ErrUnusableVerdict and spawn.ErrUnusableCandidates (errors.Is);
+// any other error is a provider that gave no answer.
 type Reasoner interface {
 	// Name names the configured provider, for events and messages.
 	Name() string
 	// Judge answers a verification prompt with a dismiss-or-trust verdict.
-	Judge(ctx context.Context, prompt string) (llm.Verdict, error)
+	Judge(ctx context.Context, prompt string) (spawn.Verdict, error)
 	// Candidates returns n candidate answers sampled at temperature.
 	Candidates(ctx context.Context, prompt string, n int, temperature float64) ([]string, error)
 }
@@ -88,9 +90,9 @@ func (s *Service) directJudge(ctx context.Context, sp spawn.Spawn, prompt string
 	}
 	in := TransitionInput{EntityID: sp.EntityID, RequestID: sp.ID, Reason: v.Reason, Direct: true}
 	switch v.Action {
-	case llm.ActionDismiss:
+	case spawn.ActionDismiss:
 		in.Action, in.Evidence = ledger.Verify, v.Evidence
-	case llm.ActionTrust:
+	case spawn.ActionTrust:
 		in.Action = ledger.Doubt
 	default:
 		return s.failDirect(ctx, sp, s.unusable(sp, "verdict action "+strconv.Quote(v.Action)+" is neither dismiss nor trust"))
@@ -136,12 +138,12 @@ func (s *Service) providerFailure(ctx context.Context, sp spawn.Spawn, err error
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		return errs.E(errs.Interrupted, "interrupted while waiting for "+name+"; "+closedNote(sp),
 			errs.Step{Command: retryCommand(sp), Description: "run it again"}).On(sp.EntityID).Wrap(err)
-	case errors.Is(err, llm.ErrTimeout):
+	case errors.Is(err, spawn.ErrProviderTimeout):
 		return errs.E(ProviderTimeout, name+" did not answer in time ("+err.Error()+"); "+closedNote(sp),
 			errs.Step{Command: retryCommand(sp), Description: "retry"},
 			errs.Step{Command: "timeout = \"120s\"  # in [llm] of .dont/config.toml", Description: "give each provider request longer"},
 			harnessStep(sp)).On(sp.EntityID).Wrap(err)
-	case errors.Is(err, llm.ErrUnusableVerdict), errors.Is(err, llm.ErrUnusableCandidates):
+	case errors.Is(err, spawn.ErrUnusableVerdict), errors.Is(err, spawn.ErrUnusableCandidates):
 		return s.unusable(sp, err.Error()).Wrap(err)
 	}
 	return errs.E(ProviderError, name+" failed ("+err.Error()+"); "+closedNote(sp),

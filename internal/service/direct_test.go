@@ -335,12 +335,12 @@ func TestDirectGuessProviderFailureConcludesNothing(t *testing.T) {
 // reasoner is an in-process provider for cases the wire cannot produce.
 type reasoner struct {
 	t       *testing.T
-	verdict llm.Verdict
+	verdict spawn.Verdict
 	refuse  bool
 }
 
 func (r reasoner) Name() string { return "fake" }
-func (r reasoner) Judge(context.Context, string) (llm.Verdict, error) {
+func (r reasoner) Judge(context.Context, string) (spawn.Verdict, error) {
 	if r.refuse {
 		r.t.Fatal("harness mode called the provider")
 	}
@@ -354,7 +354,7 @@ func (r reasoner) Candidates(context.Context, string, int, float64) ([]string, e
 }
 
 func TestDirectVerdictTheLedgerRefusesIsUnusable(t *testing.T) {
-	for _, v := range []llm.Verdict{
+	for _, v := range []spawn.Verdict{
 		{Action: "trust", Reason: "not sure"},
 		{Action: "dismiss"},
 		{Action: "shrug"},

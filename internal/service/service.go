@@ -14,10 +14,11 @@ import (
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/settings"
 )
 
 // DefaultSpawnTimeout applies when the project configures none.
-const DefaultSpawnTimeout = 24 * time.Hour
+const DefaultSpawnTimeout = settings.DefaultSpawnTimeout
 
 // sweepBatch bounds the sweep every invocation runs first.
 const sweepBatch = 100
@@ -36,6 +37,7 @@ type Service struct {
 	Approvals    Approvals        // optional: sessions, tier escalation and frames
 	Log          *slog.Logger     // optional
 	Provider     Reasoner         // direct mode's LLM; nil: direct mode refuses
+	Settings     SettingsStore    // optional: a shared store's per-project settings (operator actions)
 }
 
 // Result is what every operation returns: the envelope's kind, data,

@@ -52,11 +52,11 @@ func (p *project) frames(fn *function, token, session string, after int64, wait 
 }
 
 // answer sends an approver's answer the way the web page does: the click
-// is the person's confirmation.
+// is the person's confirmation, from a client that declares cli-confirm-v1.
 func (p *project) answer(fn *function, token, verb, id string) envelope {
 	p.t.Helper()
 	body, _ := json.Marshal(map[string]any{"args": map[string]any{"id": id}, "cli_confirmed": true})
-	return p.s.request(p.t, fn, http.MethodPost, "/v1/tools/approvals."+verb, token, body, nil)
+	return p.s.request(p.t, fn, http.MethodPost, "/v1/tools/approvals."+verb, token, body, map[string]string{"X-Dont-CLI-Caps": "cli-confirm-v1"})
 }
 
 // escalation opens a read-only session through fn, lets the approver read

@@ -1,7 +1,8 @@
 // Package deployment is what both Lambda functions share: their
 // configuration from the environment, the AWS clients (built once per
-// cold start), one service per project over the DynamoDB store, and the
-// project registry the scheduled sweep walks.
+// cold start), one service per project over the DynamoDB store, the
+// project registry the scheduled sweep walks, and the API function's
+// backend, which leads a presented token to its project (Backend).
 package deployment
 
 import (
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/settings"
 )
 
 // Environment variables. DONT_TABLE and DONT_TIMEOUT_QUEUE_URL are set by
@@ -20,13 +22,13 @@ import (
 const (
 	EnvTable           = "DONT_TABLE"
 	EnvTimeoutQueueURL = "DONT_TIMEOUT_QUEUE_URL"
-	EnvSpawnTimeout    = "DONT_SPAWN_TIMEOUT"
+	EnvSpawnTimeout    = settings.EnvSpawnTimeout
 	EnvSweepLimit      = "DONT_SWEEP_LIMIT"
 	EnvProjects        = "DONT_PROJECTS"
 	// Tier escalation: a question's deadline, the subscriber lease, how
 	// often waits re-read the table, and how long frames are kept.
-	EnvApprovalTimeout = "DONT_APPROVAL_TIMEOUT"
-	EnvSubscriberLease = "DONT_SUBSCRIBER_LEASE"
+	EnvApprovalTimeout = settings.EnvApprovalTimeout
+	EnvSubscriberLease = settings.EnvSubscriberLease
 	EnvApprovalPoll    = "DONT_APPROVAL_POLL"
 	EnvFrameRetention  = "DONT_FRAME_RETENTION"
 )
@@ -76,13 +78,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.QueueURL == "" {
 		return c, fmt.Errorf("%s is required: the spawn-timeout queue URL", EnvTimeoutQueueURL)
 	}
-	if v := getenv(EnvSpawnTimeout); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("%s must be a positive Go duration such as 90s or 24h, got %q", EnvSpawnTimeout, v)
-		}
-		c.SpawnTimeout = d
-	}
 	if v := getenv(EnvSweepLimit); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -91,23 +86,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.SweepLimit = n
 	}
 	c.ApprovalPoll = DefaultApprovalPoll
+	// Every duration follows its setting's one rule (internal/settings),
+	// as the CLI, `dont serve` and the operator's set_project do.
 	for _, d := range []struct {
-		env  string
-		dst  *time.Duration
-		zero bool // 0 allowed
-	}{{EnvApprovalTimeout, &c.ApprovalTimeout, false}, {EnvSubscriberLease, &c.SubscriberLease, false},
-		{EnvApprovalPoll, &c.ApprovalPoll, false}, {EnvFrameRetention, &c.FrameRetention, true}} {
-		v := strings.TrimSpace(getenv(d.env))
-		if v == "" {
+		env     string
+		setting settings.Duration
+		dst     *time.Duration
+	}{{EnvSpawnTimeout, settings.SpawnTimeout, &c.SpawnTimeout}, {EnvApprovalTimeout, settings.ApprovalTimeout, &c.ApprovalTimeout}, {EnvSubscriberLease, settings.SubscriberLease, &c.SubscriberLease},
+		{EnvApprovalPoll, settings.ApprovalPoll, &c.ApprovalPoll}, {EnvFrameRetention, settings.FrameRetention, &c.FrameRetention}} {
+		v := getenv(d.env)
+		if strings.TrimSpace(v) == "" {
 			continue
 		}
-		if v == "0" && d.zero {
-			*d.dst = 0
-			continue
-		}
-		dur, err := time.ParseDuration(v)
-		if err != nil || dur < 0 || (dur == 0 && !d.zero) {
-			return c, fmt.Errorf("%s must be a positive Go duration such as 120s, got %q", d.env, v)
+		dur, err := d.setting.FromEnv(d.env, v)
+		if err != nil {
+			return c, err
 		}
 		*d.dst = dur
 	}

@@ -48,12 +48,14 @@ func Connect(ctx context.Context, getenv func(string) string, author string, log
 
 // TableService is the service of the project st belongs to, for stores
 // the API's backend opens: frames kept as configured, then NewService,
-// with the project's own spawn timeout if it has one (an operator sets it;
-// see functions/api). A failed read of the settings keeps the
-// deployment's default: it never fails a request.
+// with the project's own settings, which an operator sets
+// (service.SetProjectSettings; see functions/api): its spawn timeout if it
+// has one. A failed read of the settings keeps the deployment's default:
+// it never fails a request.
 func (d *Deployment) TableService(st *dynamo.Store) *service.Service {
 	st.SetFrameRetention(d.Config.FrameRetention)
 	svc := d.NewService(st.Project(), st)
+	svc.Settings = st
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	ps, err := st.Settings(ctx)

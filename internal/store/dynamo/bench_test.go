@@ -1,11 +1,8 @@
 package dynamo_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
@@ -16,8 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/dont-cli/dont/internal/approvals"
-	"github.com/dont-cli/dont/internal/auth"
-	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/readmemo"
@@ -39,9 +34,9 @@ import (
 // on the DynamoDB store: spawn then callback (assume, dismiss with the
 // request id), and spawn then timeout (assume, then the queue-driven
 // ExpireSpawn the sweeper function runs when the spawn's message comes
-// due). "api" is the callback lifecycle through the HTTP API handler as a
-// harness drives it: bearer token for assume, callback token for dismiss,
-// an Idempotency-Key on both, as the CLI sends.
+// due). The same callback lifecycle through the HTTP API and the
+// functions' multi-project backend is BenchmarkSpawnLifecycle/api in
+// functions/internal/deployment.
 func BenchmarkSpawnLifecycle(b *testing.B) {
 	for _, path := range []string{"callback", "timeout"} {
 		b.Run(path, func(b *testing.B) {
@@ -85,32 +80,6 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 			report(b, counter, "lifecycle")
 		})
 	}
-	b.Run("api", func(b *testing.B) {
-		needServer(b)
-		counter := newCounter()
-		backend := dynamo.NewBackend(newClient(nil, counter), table, func(st *dynamo.Store) *service.Service {
-			return &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench"}
-		})
-		srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: backend, RatePerSecond: -1}))
-		defer srv.Close()
-		project := "bench-api-" + randomName()
-		tok, err := backend.Project(project).Service.CreateToken(ctx, auth.RoleHarness, "bench")
-		if err != nil {
-			b.Fatal(err)
-		}
-		harness := tok.Data.(service.TokenView).Secret
-		claim := post(b, srv.URL, harness, "conclude", map[string]any{"statement": "water boils at 100 C at sea level"})["id"].(string)
-		counter.Reset()
-		b.ResetTimer()
-		for i := range b.N {
-			req := post(b, srv.URL, harness, "assume", map[string]any{"id": claim}, "Idempotency-Key", fmt.Sprintf("a-%d", i))
-			cb := req["callback"].(map[string]any)
-			post(b, srv.URL, cb["token"].(string), "dismiss", map[string]any{"id": claim, "evidence": []string{"https://example.org/boiling"},
-				"request_id": req["request_id"]}, "Idempotency-Key", fmt.Sprintf("d-%d", i))
-		}
-		b.StopTimer()
-		report(b, counter, "lifecycle")
-	})
 }
 
 func requestOf(b *testing.B, r service.Result) spawn.Request {
@@ -119,29 +88,6 @@ func requestOf(b *testing.B, r service.Result) spawn.Request {
 		b.Fatal(err)
 	}
 	return req
-}
-
-func post(b *testing.B, base, token, tool string, args map[string]any, header ...string) map[string]any {
-	body, _ := json.Marshal(map[string]any{"args": args})
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/tools/"+tool, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var env struct {
-		Data map[string]any `json:"data"`
-	}
-	json.NewDecoder(resp.Body).Decode(&env)
-	if resp.StatusCode != 200 {
-		b.Fatalf("%s: %d %v", tool, resp.StatusCode, env.Data)
-	}
-	return env.Data
 }
 
 // report divides the counter's totals by b.N and logs the breakdown by operation.

@@ -1,8 +1,9 @@
 // Package dynamo is dont's DynamoDB store: one table shared by every
 // project, with the real aws-sdk-go-v2 client. It implements
 // service.Store, service.TokenStore, service.ApprovalStore and
-// idempotency.Store for one project (New), and httpapi.Backend
-// for all of them (NewBackend).
+// idempotency.Store for one project (New). Routing a presented token to
+// its project is the functions' backend (functions/internal/deployment),
+// which reads the global token items with TokenProject.
 //
 // # Table
 //

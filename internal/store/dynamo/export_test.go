@@ -30,13 +30,3 @@ func EntityItem(s *Store, e ledger.Entity, sp spawn.Spawn) map[string]types.Attr
 	}
 	return it
 }
-
-// SetMaxCachedProjects bounds b's project cache, for tests that fill it.
-func SetMaxCachedProjects(b *Backend, n int) { b.maxCached = n }
-
-// CachedProjects is how many projects b keeps.
-func CachedProjects(b *Backend) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.recent.Len()
-}

@@ -8,19 +8,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/dont-cli/dont/internal/service"
 )
 
-// ProjectSettings are one project's settings in a table shared by many
-// (an embedded project keeps them in .dont/config.toml). Zero values
-// leave the deployment's defaults.
-type ProjectSettings struct {
-	// SpawnTimeout is how long the project's spawns wait for a callback.
-	SpawnTimeout time.Duration `json:"spawn_timeout,omitempty"`
-}
-
-// Settings reads the project's settings: item P#<p>#M / settings.
-func (s *Store) Settings(ctx context.Context) (ProjectSettings, error) {
-	var ps ProjectSettings
+// Settings implements service.SettingsStore: item P#<p>#M / settings.
+func (s *Store) Settings(ctx context.Context) (service.ProjectSettings, error) {
+	var ps service.ProjectSettings
 	it, err := s.getItem(ctx, key(s.metaPK(), "settings"))
 	if err != nil || it == nil {
 		return ps, err
@@ -33,8 +26,8 @@ func (s *Store) Settings(ctx context.Context) (ProjectSettings, error) {
 	return ps, nil
 }
 
-// PutSettings replaces the project's settings.
-func (s *Store) PutSettings(ctx context.Context, ps ProjectSettings) error {
+// PutSettings implements service.SettingsStore.
+func (s *Store) PutSettings(ctx context.Context, ps service.ProjectSettings) error {
 	it := key(s.metaPK(), "settings")
 	if ps.SpawnTimeout > 0 {
 		it["spawn_timeout"] = str(ps.SpawnTimeout.String())
@@ -45,3 +38,5 @@ func (s *Store) PutSettings(ctx context.Context, ps ProjectSettings) error {
 		return err
 	})
 }
+
+var _ service.SettingsStore = (*Store)(nil)

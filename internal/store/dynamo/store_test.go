@@ -113,7 +113,7 @@ func TestProjectSettingsRoundTripAndStayInTheirProject(t *testing.T) {
 	if ps, err := a.Settings(ctx); err != nil || ps.SpawnTimeout != 0 {
 		t.Fatalf("settings of a new project: %+v %v", ps, err)
 	}
-	if err := a.PutSettings(ctx, dynamo.ProjectSettings{SpawnTimeout: 90 * time.Minute}); err != nil {
+	if err := a.PutSettings(ctx, service.ProjectSettings{SpawnTimeout: 90 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if ps, err := a.Settings(ctx); err != nil || ps.SpawnTimeout != 90*time.Minute {

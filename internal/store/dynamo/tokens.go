@@ -76,6 +76,18 @@ func (s *Store) GetToken(ctx context.Context, id string) (auth.Token, error) {
 	return decodeToken(it)
 }
 
+// TokenProject is the project a bearer token id belongs to, read from
+// its global item whatever project s is of; "" when no token has the id.
+// It only reads: a multi-project backend routes a presented token with it
+// before that project's own store checks the secret.
+func (s *Store) TokenProject(ctx context.Context, id string) (string, error) {
+	it, err := s.readOnce(ctx, key(tokenPK(id), "T"))
+	if err != nil || it == nil {
+		return "", err
+	}
+	return attrString(it, "project"), nil
+}
+
 // ListTokens implements service.TokenStore: one Query over the project's list.
 func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	var out []auth.Token

@@ -1,4 +1,4 @@
-package dynamo
+package deployment
 
 import (
 	"container/list"
@@ -11,6 +11,7 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
 // Backend is the httpapi.Backend of many projects sharing one table. A
@@ -24,8 +25,8 @@ import (
 type Backend struct {
 	client  *dynamodb.Client
 	table   string
-	service func(st *Store) *service.Service
-	lookup  *Store // reads the global items; its own project is never used
+	service func(st *dynamo.Store) *service.Service
+	lookup  *dynamo.Store // reads the global items; its own project is never used
 
 	// The projects this process has served, most recently used first:
 	// only projects a request authenticated to (or an operator named)
@@ -47,8 +48,8 @@ type cachedProject struct {
 const maxCachedProjects = 1024
 
 // projectRefresh is how long a process keeps a project's service before
-// building it again: a project's settings (PutSettings) reach every warm
-// function instance within it.
+// building it again: a project's settings (service.SetProjectSettings)
+// reach every warm function instance within it.
 const projectRefresh = time.Minute
 
 // NewBackend returns the backend of every project in table. newService
@@ -56,8 +57,8 @@ const projectRefresh = time.Minute
 // Store and Tokens to st, and the clock, scheduler, timeout and logger
 // it wants); it is called once per project and process, after a request
 // authenticated to the project.
-func NewBackend(client *dynamodb.Client, table string, newService func(st *Store) *service.Service) *Backend {
-	return &Backend{client: client, table: table, service: newService, lookup: New(client, table, ""),
+func NewBackend(client *dynamodb.Client, table string, newService func(st *dynamo.Store) *service.Service) *Backend {
+	return &Backend{client: client, table: table, service: newService, lookup: dynamo.New(client, table, ""),
 		projects: map[string]*list.Element{}, recent: list.New(), maxCached: maxCachedProjects}
 }
 
@@ -67,10 +68,10 @@ func (b *Backend) Project(name string) httpapi.Project {
 	if p, ok := b.cached(name); ok {
 		return p
 	}
-	return b.keep(name, b.build(New(b.client, b.table, name)))
+	return b.keep(name, b.build(dynamo.New(b.client, b.table, name)))
 }
 
-func (b *Backend) build(st *Store) httpapi.Project {
+func (b *Backend) build(st *dynamo.Store) httpapi.Project {
 	return httpapi.Project{Service: b.service(st), Idempotency: st}
 }
 
@@ -106,19 +107,17 @@ func (b *Backend) keep(name string, p httpapi.Project) httpapi.Project {
 	return p
 }
 
-// PutSettings replaces a project's settings; this process applies them at
-// once, the others within projectRefresh.
-func (b *Backend) PutSettings(ctx context.Context, project string, ps ProjectSettings) error {
-	if err := New(b.client, b.table, project).PutSettings(ctx, ps); err != nil {
-		return err
-	}
+// Refresh forgets the service kept for project, so that this process
+// builds it again on its next request: after an operator changed the
+// project's settings, this process applies them at once, the others
+// within projectRefresh.
+func (b *Backend) Refresh(project string) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if e, ok := b.projects[project]; ok {
 		b.recent.Remove(e)
 		delete(b.projects, project)
 	}
-	b.mu.Unlock()
-	return nil
 }
 
 // Authenticate implements httpapi.Backend.
@@ -134,10 +133,10 @@ func (b *Backend) Authenticate(ctx context.Context, presented string) (auth.Prin
 	// other with a bare service over its store (reads only), and its own
 	// service is built and kept only once the token passed.
 	p, warm := b.cached(project)
-	var st *Store
+	var st *dynamo.Store
 	check := p.Service
 	if !warm {
-		st = New(b.client, b.table, project)
+		st = dynamo.New(b.client, b.table, project)
 		check = &service.Service{Tokens: st}
 	}
 	principal, err := check.Authenticate(ctx, presented)
@@ -165,16 +164,16 @@ func (b *Backend) owner(ctx context.Context, presented string) (string, error) {
 	if !ok {
 		return "", errs.E(service.Unauthenticated, "malformed bearer token")
 	}
-	it, err := b.lookup.readOnce(ctx, key(tokenPK(id), "T"))
+	project, err := b.lookup.TokenProject(ctx, id)
 	if err != nil {
 		return "", storeErr(err)
 	}
-	if it == nil || attrString(it, "project") == "" {
+	if project == "" {
 		// Hash anyway, so that timing says little about which ids exist.
 		auth.Matches(secret, "")
 		return "", errs.E(service.Unauthenticated, "unknown or wrong bearer token")
 	}
-	return attrString(it, "project"), nil
+	return project, nil
 }
 
 func storeErr(err error) error {

@@ -1,4 +1,4 @@
-package dynamo_test
+package deployment_test
 
 import (
 	"crypto/rand"
@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/dont-cli/dont/functions/internal/deployment"
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
 // An unauthenticated request writes nothing: these tests count the items
@@ -158,7 +158,7 @@ func TestManyUnknownProjectsDoNotEvictAWarmProject(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := dynamo.CachedProjects(a.backend); n != 1 {
+	if n := deployment.CachedProjects(a.backend); n != 1 {
 		t.Errorf("%d projects cached after the flood, want the warm one only", n)
 	}
 	if got := a.backend.Project(p).Service; got != warm || a.builds(p) != built {
@@ -181,7 +181,7 @@ func TestManyUnknownProjectsDoNotEvictAWarmProject(t *testing.T) {
 // A full cache lets its least recently used project go, one at a time.
 func TestAFullProjectCacheEvictsOnlyTheLeastRecentlyUsedProject(t *testing.T) {
 	a := newAPI(t)
-	dynamo.SetMaxCachedProjects(a.backend, 2)
+	deployment.SetMaxCachedProjects(a.backend, 2)
 	names, tokens := make([]string, 3), make([]string, 3)
 	for i := range names {
 		names[i] = "lru-" + strconv.Itoa(i) + "-" + randomName()
@@ -211,7 +211,7 @@ func TestAFullProjectCacheEvictsOnlyTheLeastRecentlyUsedProject(t *testing.T) {
 	if a.builds(names[0]) != built[0]+1 {
 		t.Fatalf("%s was not the one evicted", names[0])
 	}
-	if n := dynamo.CachedProjects(a.backend); n != 2 {
+	if n := deployment.CachedProjects(a.backend); n != 2 {
 		t.Fatalf("%d projects cached, want the bound, 2", n)
 	}
 }

@@ -1,4 +1,4 @@
-package dynamo_test
+package deployment_test
 
 import (
 	"bytes"

@@ -1,0 +1,98 @@
+package deployment_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dont-cli/dont/functions/internal/deployment"
+	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store/dynamo"
+)
+
+// BenchmarkSpawnLifecycle/api is the callback lifecycle through the HTTP
+// API handler and the multi-project backend, as a harness drives it:
+// bearer token for assume, callback token for dismiss, an Idempotency-Key
+// on both, as the CLI sends. It counts DynamoDB capacity with
+// capacity.Counter, like the store-level lifecycles in internal/store/dynamo.
+//
+//	go test ./functions/internal/deployment -run '^$' -bench SpawnLifecycle -benchtime 200x
+func BenchmarkSpawnLifecycle(b *testing.B) {
+	b.Run("api", func(b *testing.B) {
+		needServer(b)
+		counter := newCounter()
+		backend := deployment.NewBackend(newClient(nil, counter), table, func(st *dynamo.Store) *service.Service {
+			return &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench"}
+		})
+		srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: backend, RatePerSecond: -1}))
+		defer srv.Close()
+		project := "bench-api-" + randomName()
+		tok, err := backend.Project(project).Service.CreateToken(ctx, auth.RoleHarness, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		harness := tok.Data.(service.TokenView).Secret
+		claim := post(b, srv.URL, harness, "conclude", map[string]any{"statement": "water boils at 100 C at sea level"})["id"].(string)
+		counter.Reset()
+		b.ResetTimer()
+		for i := range b.N {
+			req := post(b, srv.URL, harness, "assume", map[string]any{"id": claim}, "Idempotency-Key", fmt.Sprintf("a-%d", i))
+			cb := req["callback"].(map[string]any)
+			post(b, srv.URL, cb["token"].(string), "dismiss", map[string]any{"id": claim, "evidence": []string{"https://example.org/boiling"},
+				"request_id": req["request_id"]}, "Idempotency-Key", fmt.Sprintf("d-%d", i))
+		}
+		b.StopTimer()
+		report(b, counter, "lifecycle")
+	})
+}
+
+func post(b *testing.B, base, token, tool string, args map[string]any, header ...string) map[string]any {
+	body, _ := json.Marshal(map[string]any{"args": args})
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/tools/"+tool, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Data map[string]any `json:"data"`
+	}
+	json.NewDecoder(resp.Body).Decode(&env)
+	if resp.StatusCode != 200 {
+		b.Fatalf("%s: %d %v", tool, resp.StatusCode, env.Data)
+	}
+	return env.Data
+}
+
+// report divides the counter's totals by b.N and logs the breakdown by operation.
+func report(b *testing.B, c *capacity.Counter, per string) {
+	n := float64(b.N)
+	t := c.Total()
+	b.ReportMetric(t.WriteUnits/n, "WRU/"+per)
+	b.ReportMetric(t.IndexWriteUnits/n, "indexWRU/"+per)
+	b.ReportMetric(t.ReadUnits/n, "RRU/"+per)
+	b.ReportMetric(float64(t.ItemsWritten)/n, "items-written/"+per)
+	b.ReportMetric(float64(t.ItemsRead)/n, "items-read/"+per)
+	b.ReportMetric(float64(t.Requests)/n, "requests/"+per)
+	var lines []string
+	for op, u := range c.Usage() {
+		lines = append(lines, fmt.Sprintf("  %-20s requests %6.2f  items read %8.2f  written %5.2f  RRU %8.2f  WRU %5.2f (index %4.2f)  estimated %d/%d",
+			op, float64(u.Requests)/n, float64(u.ItemsRead)/n, float64(u.ItemsWritten)/n, u.ReadUnits/n, u.WriteUnits/n, u.IndexWriteUnits/n, u.Estimated, u.Requests))
+	}
+	sort.Strings(lines)
+	b.Logf("per %s (b.N=%d):\n%s", per, b.N, strings.Join(lines, "\n"))
+}

@@ -1,0 +1,109 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/settings"
+)
+
+// Operator actions: what an operator does to a project of a store shared
+// by many projects, where no bearer token can do it yet (the first token)
+// or should (the project's own settings). No tool runs them; the front end
+// that calls them decides who is an operator (the api function: whoever
+// IAM lets invoke it directly, an event API Gateway never sends).
+
+// SettingsStore keeps a project's own settings: in a store shared by many
+// projects (an embedded project keeps them in .dont/config.toml).
+type SettingsStore interface {
+	// Settings reads them; a project that set none has the zero value.
+	Settings(ctx context.Context) (ProjectSettings, error)
+	// PutSettings replaces them.
+	PutSettings(ctx context.Context, ps ProjectSettings) error
+}
+
+// ProjectSettings are one project's own settings. Zero values leave the
+// deployment's defaults.
+type ProjectSettings struct {
+	// SpawnTimeout is how long the project's spawns wait for a callback.
+	SpawnTimeout time.Duration `json:"spawn_timeout,omitempty"`
+}
+
+// SettingsUnavailable: the store keeps no project settings (an embedded
+// project keeps them in .dont/config.toml).
+const SettingsUnavailable errs.Code = "settings-unavailable"
+
+// OperatorTokenInput is an operator's request for a token of the project.
+type OperatorTokenInput struct {
+	// Role is the token's role: admin when empty.
+	Role string
+	// Name names the token: DefaultOperatorTokenName when empty.
+	Name string
+}
+
+// DefaultOperatorTokenName names a token an operator made without naming it.
+const DefaultOperatorTokenName = "operator"
+
+// CreateOperatorToken makes a bearer token for an operator, and with it
+// the project: the project's callback secret is made here, unless it has
+// one (authenticating a request only ever reads it; an authenticated
+// caller's first spawn makes it in a project older than this). A bad role
+// is refused before anything is written.
+func (s *Service) CreateOperatorToken(ctx context.Context, in OperatorTokenInput) (Result, error) {
+	role, name := in.Role, in.Name
+	if role == "" {
+		role = auth.RoleAdmin
+	}
+	if name == "" {
+		name = DefaultOperatorTokenName
+	}
+	ts, err := s.tokens()
+	if err != nil {
+		return Result{}, err
+	}
+	if !auth.ValidRole(role) {
+		return s.CreateToken(ctx, role, name) // refuses the role, writing nothing
+	}
+	if _, err := ts.CreateProjectSecret(ctx); err != nil {
+		return Result{}, errs.E(errs.StoreError, "cannot create the project's callback secret: "+err.Error()).Wrap(err)
+	}
+	return s.CreateToken(ctx, role, name)
+}
+
+// ProjectSettingsInput is an operator's new settings for the project, each
+// as the operator wrote it.
+type ProjectSettingsInput struct {
+	// SpawnTimeout is a Go duration held to settings.SpawnTimeout, the
+	// rule spawn_timeout and DONT_SPAWN_TIMEOUT follow too.
+	SpawnTimeout string
+}
+
+// ProjectSettingsView is a project's settings as an operator set them.
+type ProjectSettingsView struct {
+	Project      string `json:"project,omitempty"`
+	SpawnTimeout string `json:"spawn_timeout"`
+}
+
+// SetProjectSettings replaces the project's own settings. A bad value is
+// refused before anything is written. Services already built keep the
+// spawn timeout they were built with: the front end that keeps them
+// rebuilds them.
+func (s *Service) SetProjectSettings(ctx context.Context, in ProjectSettingsInput) (Result, error) {
+	if s.Settings == nil {
+		return Result{}, errs.E(SettingsUnavailable, "this store keeps no project settings")
+	}
+	d, err := settings.SpawnTimeout.FromArgument(settings.KeySpawnTimeout, in.SpawnTimeout)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := s.Settings.PutSettings(ctx, ProjectSettings{SpawnTimeout: d}); err != nil {
+		return Result{}, errs.E(errs.StoreError, "cannot store the project's settings: "+err.Error()).Wrap(err)
+	}
+	view := ProjectSettingsView{SpawnTimeout: d.String()}
+	if named, ok := s.Settings.(interface{ Project() string }); ok {
+		view.Project = named.Project() // a store shared by many projects names its own
+	}
+	return Result{Kind: "project_settings", Data: view}, nil
+}

@@ -1,0 +1,143 @@
+// Package settings holds the rules of dont's duration settings: what a
+// value may be, whichever source gives it — .dont/config.toml, an
+// environment variable of the CLI, `dont serve` or a Lambda function, or
+// an operator's argument. Every source parses with the one Duration it
+// sets, so that a value one accepts the others accept too. It does no I/O.
+package settings
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dont-cli/dont/internal/errs"
+)
+
+// Duration is a setting whose value is a positive Go duration ("90s",
+// "24h"), and its bounds.
+type Duration struct {
+	// Max bounds the value, included; 0 leaves it unbounded.
+	Max time.Duration
+	// Off says that "0" is a value too, and turns the setting off.
+	Off bool
+	// Example is a good value, for messages and remediation.
+	Example string
+}
+
+// Where the settings that more than one front end reads come from: the
+// CLI, `dont serve` and the Lambda functions read the same variables.
+const (
+	EnvSpawnTimeout    = "DONT_SPAWN_TIMEOUT"
+	KeySpawnTimeout    = "spawn_timeout" // in .dont/config.toml and an operator's set_project
+	EnvApprovalTimeout = "DONT_APPROVAL_TIMEOUT"
+	EnvSubscriberLease = "DONT_SUBSCRIBER_LEASE"
+)
+
+// DefaultSpawnTimeout is the spawn timeout of a project that sets none.
+const DefaultSpawnTimeout = 24 * time.Hour
+
+// The duration settings.
+var (
+	// SpawnTimeout is how long a spawn waits for its callback
+	// (spawn_timeout, DONT_SPAWN_TIMEOUT, an operator's set_project).
+	SpawnTimeout = Duration{Max: 720 * time.Hour, Example: "24h"}
+	// ApprovalTimeout is an escalation question's deadline
+	// (DONT_APPROVAL_TIMEOUT).
+	ApprovalTimeout = Duration{Example: "120s"}
+	// SubscriberLease is how recently a reader of a session's frames makes
+	// it watched (DONT_SUBSCRIBER_LEASE).
+	SubscriberLease = Duration{Example: "10s"}
+	// ApprovalPoll is how often waits and long-polls re-read the table in
+	// AWS (DONT_APPROVAL_POLL).
+	ApprovalPoll = Duration{Example: "200ms"}
+	// FrameRetention is how long DynamoDB keeps approval frames; 0 keeps
+	// them for good (DONT_FRAME_RETENTION).
+	FrameRetention = Duration{Off: true, Example: "720h"}
+)
+
+// Parse reads v (surrounding space ignored), or reports false when it is
+// not a value of d.
+func (d Duration) Parse(v string) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if d.Off && v == "0" {
+		return 0, true
+	}
+	got, err := time.ParseDuration(v)
+	if err != nil || got <= 0 || (d.Max > 0 && got > d.Max) {
+		return 0, false
+	}
+	return got, true
+}
+
+// Rule says in words what a value of d is: "a positive Go duration",
+// "a positive Go duration up to 720h", with "or 0 to turn it off" when d
+// allows it.
+func (d Duration) Rule() string {
+	rule := "a positive Go duration"
+	if d.Max > 0 {
+		rule += " up to " + short(d.Max)
+	}
+	if d.Off {
+		rule += ", or 0 to turn it off"
+	}
+	return rule
+}
+
+// clause is the unmet clause of a bad value of d named name.
+func (d Duration) clause(name string) string {
+	if d.Max > 0 {
+		return "0 < " + name + " <= " + short(d.Max)
+	}
+	return name + " > 0"
+}
+
+func (d Duration) message(name, v string) string {
+	return name + " must be " + d.Rule() + " (such as " + d.Example + "), got " + strconv.Quote(v)
+}
+
+// FromEnv reads the value of the environment variable name. A bad value
+// is config-invalid, and the remediation sets a good one.
+func (d Duration) FromEnv(name, v string) (time.Duration, error) {
+	got, ok := d.Parse(v)
+	if !ok {
+		return 0, errs.E(errs.ConfigInvalid, d.message(name, v),
+			errs.Step{Command: "export " + name + "=" + d.Example, Description: "set " + d.Rule() + ", or unset it for the default"}).Unmet(d.clause(name))
+	}
+	return got, nil
+}
+
+// FromConfig reads the value of key in .dont/config.toml. A bad value is
+// config-invalid.
+func (d Duration) FromConfig(key, v string) (time.Duration, error) {
+	got, ok := d.Parse(v)
+	if !ok {
+		return 0, errs.E(errs.ConfigInvalid, d.message(key, v),
+			errs.Step{Command: key + " = " + strconv.Quote(d.Example) + "  # in .dont/config.toml", Description: "set " + d.Rule() + ", or remove it for the default"}).Unmet(d.clause(key))
+	}
+	return got, nil
+}
+
+// FromArgument reads the argument name of an operation. A bad value is
+// invalid-argument; steps, if any, are the caller's remediation.
+func (d Duration) FromArgument(name, v string, steps ...errs.Step) (time.Duration, error) {
+	got, ok := d.Parse(v)
+	if !ok {
+		if len(steps) == 0 {
+			steps = []errs.Step{{Command: name + "=" + d.Example, Description: "give " + name + " as " + d.Rule()}}
+		}
+		return 0, errs.E(errs.InvalidArgument, d.message(name, v), steps...).Unmet(d.clause(name))
+	}
+	return got, nil
+}
+
+// short writes a duration without its zero tail: 720h, not 720h0m0s.
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
