@@ -152,8 +152,8 @@ var domain = map[string][]string{
 	"internal/visible":   nil,
 	// not a domain package but held to the same rule, so that envelope
 	// and every transport reach it: the presentation table
-	"internal/present": nil,
-	"internal/settings":  nil,
+	"internal/present":  nil,
+	"internal/settings": nil,
 }
 
 func TestDomainPackagesImportOnlyTheStandardLibrary(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/settings"
+	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // DefaultSpawnTimeout applies when the project configures none.
