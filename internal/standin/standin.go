@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // Dynamo returns an endpoint and a stop function (a no-op for an endpoint
@@ -94,6 +95,32 @@ func Client(endpoint string, transport http.RoundTripper, optFns ...func(*dynamo
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		HTTPClient:   &http.Client{Transport: transport, Timeout: 30 * time.Second},
 	}, optFns...)
+}
+
+// EnvClient is a DynamoDB client for endpoint as the store tests make it:
+// region and credentials from the environment (LocalStack, or a real
+// endpoint a developer points them at), test values otherwise, through
+// transport (nil: the default), with extra middleware (a capacity
+// counter's Register, say).
+func EnvClient(endpoint string, transport http.RoundTripper, apiOptions ...func(*middleware.Stack) error) *dynamodb.Client {
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = "us-east-1"
+	}
+	id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	if id == "" {
+		id, secret = "test", "test"
+	}
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
+	return dynamodb.New(dynamodb.Options{
+		Region:       region,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider(id, secret, os.Getenv("AWS_SESSION_TOKEN")),
+		HTTPClient:   &http.Client{Transport: transport, Timeout: 60 * time.Second},
+		APIOptions:   apiOptions,
+	})
 }
 
 // SQSClient is an SQS client for endpoint (fauxqs, LocalStack) through

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/dont-cli/dont/internal/standin"
 	"github.com/dont-cli/dont/internal/store/dynamo"
@@ -75,27 +74,10 @@ func randomName() string {
 // newClient is a client of the test server, through transport (nil: the
 // default) and with counter's middleware (optional).
 func newClient(transport http.RoundTripper, counter *capacity.Counter) *dynamodb.Client {
-	region := os.Getenv("AWS_REGION")
-	if region == "" {
-		region = "us-east-1"
+	if counter == nil {
+		return standin.EnvClient(endpoint, transport)
 	}
-	id, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
-	if id == "" {
-		id, secret = "test", "test"
-	}
-	if transport == nil {
-		transport = http.DefaultTransport
-	}
-	o := dynamodb.Options{
-		Region:       region,
-		BaseEndpoint: aws.String(endpoint),
-		Credentials:  credentials.NewStaticCredentialsProvider(id, secret, os.Getenv("AWS_SESSION_TOKEN")),
-		HTTPClient:   &http.Client{Transport: transport, Timeout: 60 * time.Second},
-	}
-	if counter != nil {
-		o.APIOptions = append(o.APIOptions, counter.Register)
-	}
-	return dynamodb.New(o)
+	return standin.EnvClient(endpoint, transport, counter.Register)
 }
 
 // counted is a client with a fresh counter on it; the counter reads
