@@ -122,21 +122,21 @@ func newGateEnv(t *testing.T, mode string, gateOn bool) *gateEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := res.Data.(service.EntityView).ID
-		if _, err := g.svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/bp"}}); err != nil {
+		id := res.ID
+		if _, _, err := g.svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/bp"}}); err != nil {
 			t.Fatal(err)
 		}
 		return id
 	}
 	g.claim, g.other = conclude("water boils at 100 C at sea level"), conclude("ice melts at 0 C")
-	if _, err := g.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: g.other, Mode: spawn.ModeHarness}); err != nil {
+	if _, _, err := g.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: g.other, Mode: spawn.ModeHarness}); err != nil {
 		t.Fatal(err)
 	}
 	sps, _ := st.ListSpawns(ctx, service.SpawnFilter{})
 	g.spawnID = sps[0].ID
 	admin := g.token(auth.RoleAdmin)
 	spare, _ := g.svc.CreateToken(ctx, auth.RoleHarness, "spare")
-	g.tokenID = spare.Data.(service.TokenView).ID
+	g.tokenID = spare.ID
 	if mode == "remote" {
 		g.server = newCountingServer(t, g.svc, st, gateOn)
 		g.env = []string{"DONT_ENDPOINT=" + g.server.srv.URL, "DONT_TOKEN=" + admin}
@@ -154,7 +154,7 @@ func (g *gateEnv) token(role string) string {
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	return res.Data.(service.TokenView).Secret
+	return res.Secret
 }
 
 // run runs the binary with stdin; stdout is returned raw.

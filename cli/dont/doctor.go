@@ -11,6 +11,7 @@ import (
 	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/tools"
 	"github.com/spf13/cobra"
 )
 
@@ -112,7 +113,7 @@ func (a *app) doctorCommand() *cobra.Command {
 				a.failWith(e, warnings)
 				return nil
 			}
-			a.emit(service.Result{Kind: "doctor", Data: rep, Warnings: warnings})
+			a.emit(tools.Output{Kind: envelope.KindDoctor, Data: rep, Warnings: warnings})
 			return nil
 		},
 	}

@@ -40,7 +40,7 @@ func newFn(t *testing.T) *fn {
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	backend := httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: st}}
-	return &fn{t: t, handle: newHandler(backend, log), logs: logs, token: res.Data.(service.TokenView).Secret}
+	return &fn{t: t, handle: newHandler(backend, log), logs: logs, token: res.Secret}
 }
 
 // event is what API Gateway's HTTP API sends for one request (payload 2.0).

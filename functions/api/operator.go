@@ -15,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/dynamo"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 // operatorEvent is what an operator sends by invoking the function
@@ -107,7 +108,7 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 			return failure(err)
 		}
 	}
-	res, err := p.Service.CreateToken(ctx, role, name)
+	res, err := tools.CreatedToken(p.Service.CreateToken(ctx, role, name))
 	if err != nil {
 		return failure(err)
 	}
@@ -141,11 +142,11 @@ func setProject(ctx context.Context, backend projects, op operatorEvent, log *sl
 		return failure(errs.E(errs.StoreError, "cannot store the project's settings: "+err.Error()).Wrap(err))
 	}
 	log.InfoContext(ctx, "operator", "action", "set_project", "project", in.Project, "spawn_timeout", d.String())
-	return success(service.Result{Kind: "project_settings", Data: map[string]any{"project": in.Project, "spawn_timeout": d.String()},
+	return success(tools.Output{Kind: envelope.KindProjectSettings, Data: map[string]any{"project": in.Project, "spawn_timeout": d.String()},
 		Hints: []string{"warm function instances apply it within a minute"}})
 }
 
-func success(res service.Result) json.RawMessage {
+func success(res tools.Output) json.RawMessage {
 	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
 	if err != nil {
 		return failure(errs.E(errs.Internal, "cannot encode the result").Wrap(err))

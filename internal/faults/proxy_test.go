@@ -91,13 +91,13 @@ func lifecycle(ctx context.Context, s *service.Service, w, r int, advance func(t
 	if err != nil {
 		return err
 	}
-	id := res.Data.(service.EntityView).ID
-	res, err = s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+	id := res.ID
+	res2, _, err := s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 	if err != nil {
 		return err
 	}
 	var req spawn.Request
-	if err := json.Unmarshal(res.Data.(json.RawMessage), &req); err != nil {
+	if err := json.Unmarshal(res2.Request, &req); err != nil {
 		return err
 	}
 	if r%2 == 0 {
@@ -105,6 +105,6 @@ func lifecycle(ctx context.Context, s *service.Service, w, r int, advance func(t
 		_, err = s.Sweep(ctx, 100)
 		return err
 	}
-	_, err = s.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID})
+	_, _, err = s.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID})
 	return err
 }

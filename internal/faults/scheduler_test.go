@@ -106,20 +106,20 @@ func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := res.Data.(service.EntityView).ID
-		res, err = svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+		id := res.ID
+		res2, _, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var req spawn.Request
-		if err := json.Unmarshal(res.Data.(json.RawMessage), &req); err != nil {
+		if err := json.Unmarshal(res2.Request, &req); err != nil {
 			t.Fatal(err)
 		}
 		if i%2 == 0 {
 			expiring = append(expiring, req.RequestID)
 			continue
 		}
-		if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID}); err != nil {
+		if _, _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -56,7 +56,7 @@ func newAPI(t *testing.T, opts ...func(*httpapi.Options)) *api {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.tokens[role] = res.Data.(service.TokenView).Secret
+		a.tokens[role] = res.Secret
 	}
 	return a
 }

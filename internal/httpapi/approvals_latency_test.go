@@ -41,7 +41,7 @@ func BenchmarkAnswerLatencyOverHTTP(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		token[role] = res.Data.(service.TokenView).Secret
+		token[role] = res.Secret
 	}
 	call := func(role, tool string, args map[string]any) map[string]any {
 		// cli_confirmed as the approvals page sends it: a person answered.

@@ -26,7 +26,7 @@ func TestTheTrustBoundaryOverHTTP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return res.Data.(service.TokenView).Secret
+			return res.Secret
 		},
 	})
 }

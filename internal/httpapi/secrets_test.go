@@ -13,7 +13,6 @@ import (
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/idempotency"
-	"github.com/dont-cli/dont/internal/service"
 )
 
 // tokenCreate is a call that answers a new bearer token over HTTP, with
@@ -50,7 +49,7 @@ func anotherAdmin(t *testing.T, a *api) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.Data.(service.TokenView).Secret
+	return res.Secret
 }
 
 // created sends c and checks that it answered a token.

@@ -46,27 +46,27 @@ func (f *fixture) claim() string {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return res.Data.(service.EntityView).ID
+	return res.ID
 }
 
 func (f *fixture) assume(id string) string {
-	res, err := f.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+	res, _, err := f.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return requestID(f.t, res)
 }
 
-func requestID(t *testing.T, res service.Result) string {
+func requestID(t *testing.T, res service.Spawned) string {
 	var r spawn.Request
-	if err := json.Unmarshal(res.Data.(json.RawMessage), &r); err != nil || r.RequestID == "" {
+	if err := json.Unmarshal(res.Request, &r); err != nil || r.RequestID == "" {
 		t.Fatalf("not a spawn request: %v", err)
 	}
 	return r.RequestID
 }
 
 func (f *fixture) dismiss(id, requestID string) {
-	if _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
+	if _, _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 		Evidence: []string{"https://example.org/boiling"}, RequestID: requestID}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -83,15 +83,15 @@ func (f *fixture) healthy() (claimA, claimB, won, timedOut string) {
 	if _, err := f.svc.Sweep(ctx, 100); err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: claimB, Reason: "the boiling point depends on pressure"}); err != nil {
+	if _, _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: claimB, Reason: "the boiling point depends on pressure"}); err != nil {
 		f.t.Fatal(err)
 	}
-	g, err := f.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "what is the boiling point of water?", N: 3, Mode: spawn.ModeHarness})
+	g, _, err := f.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "what is the boiling point of water?", N: 3, Mode: spawn.ModeHarness})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	gid := requestID(f.t, g)
-	if _, err := f.svc.Answer(ctx, gid, []string{"100 C", "100 c", "99.97 C"}); err != nil {
+	if _, _, err := f.svc.Answer(ctx, gid, []string{"100 C", "100 c", "99.97 C"}); err != nil {
 		f.t.Fatal(err)
 	}
 	return claimA, claimB, won, timedOut

@@ -195,7 +195,7 @@ func NewHTTP(dir string, timeout time.Duration) (Backend, error) {
 			st.Close()
 			return nil, err
 		}
-		tokens[role] = tok.Data.(service.TokenView).Secret
+		tokens[role] = tok.Secret
 	}
 	return &httpBackend{name: "http", url: srv.URL, tokens: tokens, client: srv.Client(),
 		clock: clock, timeout: timeout, svc: svc, closers: []func(){srv.Close, func() { st.Close() }}}, nil

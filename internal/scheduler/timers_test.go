@@ -163,11 +163,11 @@ func TestTimersTimeOutARealSpawnWithoutASweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := res.Data.(service.EntityView).ID
-	if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/source"}}); err != nil {
+	id := res.ID
+	if _, _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/source"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
+	_, _, err = svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
 	if err != nil {
 		t.Fatal(err)
 	}

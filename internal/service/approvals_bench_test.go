@@ -42,18 +42,18 @@ func BenchmarkAnswerLatency(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ses := res.Data.(service.SessionView).ID
+	ses := res.ID
 	var toVerdict, toFrame []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := watcher.Frames(ctx, service.FramesInput{SessionID: ses, Subscriber: "bench"}); err != nil {
 			b.Fatal(err)
 		}
-		r, err := requester.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: fmt.Sprint("call-", i), To: "workspace-write", Reason: "bench", NoWait: true})
+		r, _, err := requester.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: fmt.Sprint("call-", i), To: "workspace-write", Reason: "bench", NoWait: true})
 		if err != nil {
 			b.Fatal(err)
 		}
-		id := r.Data.(service.ApprovalView).ID
+		id := r.ID
 		var t0 time.Time
 		var mu sync.Mutex
 		answered := make(chan struct{})
@@ -61,7 +61,7 @@ func BenchmarkAnswerLatency(b *testing.B) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if _, err := requester.WaitApproval(ctx, id); err != nil {
+			if _, _, err := requester.WaitApproval(ctx, id); err != nil {
 				b.Error(err)
 			}
 			<-answered
@@ -78,7 +78,7 @@ func BenchmarkAnswerLatency(b *testing.B) {
 					b.Error(err)
 					return
 				}
-				p := res.Data.(service.FramesPage)
+				p := res
 				for _, f := range p.Frames {
 					if f.RequestID == id && f.Kind == approvals.FrameResolved {
 						<-answered
@@ -95,7 +95,7 @@ func BenchmarkAnswerLatency(b *testing.B) {
 		time.Sleep(time.Duration(rand.Int64N(int64(2 * service.DefaultPoll))))
 		t0 = time.Now()
 		close(answered)
-		if _, err := approver.Approve(ctx, id, "bench"); err != nil {
+		if _, _, err := approver.Approve(ctx, id, "bench"); err != nil {
 			b.Fatal(err)
 		}
 		wg.Wait()

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
@@ -34,9 +33,6 @@ func (s *Service) confirmations() (ConfirmationStore, error) {
 	return nil, errs.E(confirm.Unavailable, "this store keeps no pending confirmations")
 }
 
-// KindConfirmation is the envelope_kind of a held call and of confirmation records.
-const KindConfirmation = "confirmation"
-
 // HeldView is the answer to a held call: data.status is
 // "pending_confirmation" and data.confirmation_id names it.
 type HeldView struct {
@@ -47,10 +43,10 @@ type HeldView struct {
 // HoldCall stores a gated call that nobody confirmed as a pending
 // confirmation. It changes nothing else: the call runs only when an
 // approver confirms it.
-func (s *Service) HoldCall(ctx context.Context, tool string, args map[string]any) (Result, error) {
+func (s *Service) HoldCall(ctx context.Context, tool string, args map[string]any) (HeldView, error) {
 	cs, err := s.confirmations()
 	if err != nil {
-		return Result{}, err
+		return HeldView{}, err
 	}
 	now := s.now()
 	p := confirm.Pending{ID: ids.New(ids.Confirmation, now), Tool: tool, Args: args, State: confirm.StatePending,
@@ -59,13 +55,23 @@ func (s *Service) HoldCall(ctx context.Context, tool string, args map[string]any
 		p.Args = map[string]any{}
 	}
 	if err := cs.PutConfirmation(ctx, p); err != nil {
-		return Result{}, storeErr(err)
+		return HeldView{}, storeErr(err)
 	}
-	return Result{Kind: KindConfirmation, Data: HeldView{Status: confirm.StatusPending, Pending: p},
-		Hints: []string{
-			"nothing ran yet: " + tool + " needs confirmation; an approver runs it once with: dont confirmations confirm " + p.ID,
-			"or drops it with: dont confirmations refuse " + p.ID + " (it expires at " + p.ExpiresAt.Format(time.RFC3339) + ")",
-		}}, nil
+	return HeldView{Status: confirm.StatusPending, Pending: p}, nil
+}
+
+// ConfirmationList is what ListConfirmations returns.
+type ConfirmationList struct {
+	Confirmations []ConfirmationView `json:"confirmations"`
+	Count         int                `json:"count"`
+	View          string             `json:"view"`
+}
+
+// Duplicate is a confirm that found its call already confirmed: the
+// record as it stands and the warning the confirmer receives.
+type Duplicate struct {
+	View    ConfirmationView
+	Warning envelope.Warning
 }
 
 // ConfirmationView is a confirmation as listed: its state as of now.
@@ -79,14 +85,14 @@ func (s *Service) confirmationView(p confirm.Pending) ConfirmationView {
 }
 
 // ListConfirmations lists the pending confirmations, or all of them.
-func (s *Service) ListConfirmations(ctx context.Context, all bool) (Result, error) {
+func (s *Service) ListConfirmations(ctx context.Context, all bool) (ConfirmationList, error) {
 	cs, err := s.confirmations()
 	if err != nil {
-		return Result{}, err
+		return ConfirmationList{}, err
 	}
 	list, err := cs.ListConfirmations(ctx)
 	if err != nil {
-		return Result{}, storeErr(err)
+		return ConfirmationList{}, storeErr(err)
 	}
 	out := []ConfirmationView{}
 	for _, p := range list {
@@ -99,16 +105,16 @@ func (s *Service) ListConfirmations(ctx context.Context, all bool) (Result, erro
 	if all {
 		view = "all"
 	}
-	return Result{Kind: "confirmations", Data: map[string]any{"confirmations": out, "count": len(out), "view": view}}, nil
+	return ConfirmationList{Confirmations: out, Count: len(out), View: view}, nil
 }
 
 // ShowConfirmation shows one confirmation.
-func (s *Service) ShowConfirmation(ctx context.Context, id string) (Result, error) {
+func (s *Service) ShowConfirmation(ctx context.Context, id string) (ConfirmationView, error) {
 	_, p, err := s.confirmation(ctx, id)
 	if err != nil {
-		return Result{}, err
+		return ConfirmationView{}, err
 	}
-	return Result{Kind: KindConfirmation, Data: s.confirmationView(p)}, nil
+	return s.confirmationView(p), nil
 }
 
 func (s *Service) confirmation(ctx context.Context, id string) (ConfirmationStore, confirm.Pending, error) {
@@ -188,7 +194,7 @@ func (s *Service) dropHeldCalls(ctx context.Context, tokenIDs ...string) {
 // pending → executing. Exactly one confirm wins it; the winner gets the
 // held call to run (then calls FinishConfirmation). A confirm that loses
 // gets dup: the existing record with a warning, and changes nothing.
-func (s *Service) ClaimConfirmation(ctx context.Context, id string) (p confirm.Pending, dup *Result, err error) {
+func (s *Service) ClaimConfirmation(ctx context.Context, id string) (p confirm.Pending, dup *Duplicate, err error) {
 	for attempt := 0; ; attempt++ {
 		cs, cur, err := s.confirmation(ctx, id)
 		if err != nil {
@@ -203,9 +209,8 @@ func (s *Service) ClaimConfirmation(ctx context.Context, id string) (p confirm.P
 			return cur, nil, err
 		}
 		if isDup {
-			r := Result{Kind: KindConfirmation, Data: s.confirmationView(cur), Warnings: []envelope.Warning{{Code: envelope.WarnConfirmationDuplicate,
-				Message: id + " was already confirmed by " + cur.DecidedBy + " (" + string(cur.State) + "); this confirm changed nothing"}}}
-			return cur, &r, nil
+			return cur, &Duplicate{View: s.confirmationView(cur), Warning: envelope.Warning{Code: envelope.WarnConfirmationDuplicate,
+				Message: id + " was already confirmed by " + cur.DecidedBy + " (" + string(cur.State) + "); this confirm changed nothing"}}, nil
 		}
 		err = cs.UpdateConfirmation(ctx, next, confirm.StatePending)
 		if isCondition(err) && attempt < maxAttempts {
@@ -231,23 +236,23 @@ func (s *Service) FinishConfirmation(ctx context.Context, p confirm.Pending, o c
 }
 
 // RefuseConfirmation ends a pending confirmation without running it.
-func (s *Service) RefuseConfirmation(ctx context.Context, id, reason string) (Result, error) {
+func (s *Service) RefuseConfirmation(ctx context.Context, id, reason string) (ConfirmationView, error) {
 	for attempt := 0; ; attempt++ {
 		cs, cur, err := s.confirmation(ctx, id)
 		if err != nil {
-			return Result{}, err
+			return ConfirmationView{}, err
 		}
 		next, err := cur.Refuse(s.actor(ctx), reason, s.now())
 		if err != nil {
-			return Result{}, err
+			return ConfirmationView{}, err
 		}
 		err = cs.UpdateConfirmation(ctx, next, confirm.StatePending)
 		if isCondition(err) && attempt < maxAttempts {
 			continue
 		}
 		if err != nil {
-			return Result{}, storeErr(err)
+			return ConfirmationView{}, storeErr(err)
 		}
-		return Result{Kind: KindConfirmation, Data: s.confirmationView(next)}, nil
+		return s.confirmationView(next), nil
 	}
 }

@@ -47,7 +47,7 @@ func (s *Service) ScheduleComingDue(ctx context.Context, horizon, period time.Du
 		return 0, nil
 	}
 	if limit <= 0 {
-		limit = sweepBatch
+		limit = SweepBatch
 	}
 	now := s.now()
 	w := window{now: now, from: now.Add(horizon - period), to: now.Add(horizon)}

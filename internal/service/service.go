@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
@@ -19,8 +18,8 @@ import (
 // DefaultSpawnTimeout applies when the project configures none.
 const DefaultSpawnTimeout = 24 * time.Hour
 
-// sweepBatch bounds the sweep every invocation runs first.
-const sweepBatch = 100
+// SweepBatch bounds the sweep every tool call runs first.
+const SweepBatch = 100
 
 // maxAttempts bounds optimistic retries when a concurrent writer moved an entity.
 const maxAttempts = 32
@@ -36,15 +35,6 @@ type Service struct {
 	Approvals    Approvals        // optional: sessions, tier escalation and frames
 	Log          *slog.Logger     // optional
 	Provider     Reasoner         // direct mode's LLM; nil: direct mode refuses
-}
-
-// Result is what every operation returns: the envelope's kind, data,
-// warnings and hints. Front ends only encode it.
-type Result struct {
-	Kind     string
-	Data     any
-	Warnings []envelope.Warning
-	Hints    []string
 }
 
 func (s *Service) now() time.Time {
@@ -85,8 +75,8 @@ type ConcludeInput struct {
 }
 
 // Conclude records a new unverified claim.
-func (s *Service) Conclude(ctx context.Context, in ConcludeInput) (Result, error) {
-	res := s.sweepFirst(ctx)
+func (s *Service) Conclude(ctx context.Context, in ConcludeInput) (EntityView, error) {
+	var res EntityView
 	if len(in.Statement) == 0 || len(in.Statement) > 8192 {
 		return res, errs.E(errs.InvalidArgument, "a statement of 1 to 8192 bytes is required").Unmet("statement must not be empty")
 	}
@@ -115,17 +105,15 @@ func (s *Service) Conclude(ctx context.Context, in ConcludeInput) (Result, error
 	if err := s.Store.Commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); err != nil {
 		return res, storeErr(err)
 	}
-	res.Kind, res.Data = string(ledger.KindClaim), EntityView{Entity: e}
-	res.Hints = append(res.Hints, "dont assume "+e.ID+" --json  # ask a clean-context subagent to verify it")
-	return res, nil
+	return EntityView{Entity: e}, nil
 }
 
 // Define records a new term. A CURIE names one term: the check before the
 // commit refuses a CURIE already held, and the commit's condition on the
 // CURIE (CurieKey) refuses the same to the loser of two defines that both
 // passed the check, with the same error; nothing is written.
-func (s *Service) Define(ctx context.Context, curie, doc string) (Result, error) {
-	res := s.sweepFirst(ctx)
+func (s *Service) Define(ctx context.Context, curie, doc string) (EntityView, error) {
+	var res EntityView
 	if err := ledger.CheckCurie(curie); err != nil {
 		return res, err
 	}
@@ -155,8 +143,7 @@ func (s *Service) Define(ctx context.Context, curie, doc string) (Result, error)
 	if err != nil {
 		return res, storeErr(err)
 	}
-	res.Kind, res.Data = string(ledger.KindTerm), EntityView{Entity: e}
-	return res, nil
+	return EntityView{Entity: e}, nil
 }
 
 // curieFree refuses a CURIE that a stored term holds, naming the oldest
@@ -175,30 +162,32 @@ func (s *Service) curieFree(ctx context.Context, curie string) error {
 	return nil
 }
 
-// Show returns one entity, with its history if asked; for a spawn id, the
-// stored spawn request (see showSpawn).
-func (s *Service) Show(ctx context.Context, id string, history bool) (Result, error) {
-	res := s.sweepFirst(ctx)
-	if ids.Kind(id) == ids.Spawn {
-		return s.showSpawn(ctx, id, res)
-	}
+// Show returns one entity, with its history if asked. A spawn id is
+// ShowSpawn's (the show tool sends it there).
+func (s *Service) Show(ctx context.Context, id string, history bool) (EntityView, error) {
 	e, err := s.entity(ctx, id)
 	if err != nil {
-		return res, err
+		return EntityView{}, err
 	}
 	v := EntityView{Entity: e}
 	if history {
 		if v.History, err = s.Store.Events(ctx, id); err != nil {
-			return res, storeErr(err)
+			return EntityView{}, storeErr(err)
 		}
 	}
-	res.Kind, res.Data = string(e.Kind), v
-	return res, nil
+	return v, nil
+}
+
+// EntityList is what List returns (keys in the order the envelope has
+// always carried them).
+type EntityList struct {
+	Count    int             `json:"count"`
+	Entities []ledger.Entity `json:"entities"`
 }
 
 // List returns entities, optionally of one status.
-func (s *Service) List(ctx context.Context, status string) (Result, error) {
-	res := s.sweepFirst(ctx)
+func (s *Service) List(ctx context.Context, status string) (EntityList, error) {
+	var res EntityList
 	if status != "" && !ledger.Status(status).Valid() {
 		return res, errs.E(errs.InvalidArgument, "unknown status "+status).
 			Unmet("status is one of unverified, doubted, verified, locked, ignored, stale")
@@ -210,8 +199,7 @@ func (s *Service) List(ctx context.Context, status string) (Result, error) {
 	if list == nil {
 		list = []ledger.Entity{}
 	}
-	res.Kind, res.Data = "list", map[string]any{"entities": list, "count": len(list)}
-	return res, nil
+	return EntityList{Count: len(list), Entities: list}, nil
 }
 
 func (s *Service) entity(ctx context.Context, id string) (ledger.Entity, error) {

@@ -62,64 +62,69 @@ func (s *Service) tokens() (TokenStore, error) {
 }
 
 // CreateToken makes a bearer token; its secret is returned once.
-func (s *Service) CreateToken(ctx context.Context, role, name string) (Result, error) {
+func (s *Service) CreateToken(ctx context.Context, role, name string) (TokenView, error) {
 	ts, err := s.tokens()
 	if err != nil {
-		return Result{}, err
+		return TokenView{}, err
 	}
 	if !auth.ValidRole(role) {
-		return Result{}, errs.E(errs.InvalidArgument, "unknown role "+quoteID(role)).Unmet("role is one of harness, approver, admin")
+		return TokenView{}, errs.E(errs.InvalidArgument, "unknown role "+quoteID(role)).Unmet("role is one of harness, approver, admin")
 	}
 	secret, err := auth.NewSecret()
 	if err != nil {
-		return Result{}, errs.E(errs.Internal, "no randomness").Wrap(err)
+		return TokenView{}, errs.E(errs.Internal, "no randomness").Wrap(err)
 	}
 	now := s.now()
 	t := auth.Token{ID: ids.New(ids.Token, now), Role: role, Name: name, Hash: auth.Hash(secret), CreatedAt: now}
 	if err := ts.PutToken(ctx, t); err != nil {
-		return Result{}, storeErr(err)
+		return TokenView{}, storeErr(err)
 	}
-	return Result{Kind: "token", Data: TokenView{Token: t, Secret: auth.BearerString(t.ID, secret)},
-		Hints: []string{"the token is shown once; store it now (export DONT_TOKEN=…)"}}, nil
+	return TokenView{Token: t, Secret: auth.BearerString(t.ID, secret)}, nil
 }
 
-// ListTokens lists tokens without secrets.
-func (s *Service) ListTokens(ctx context.Context) (Result, error) {
+// TokenList is what ListTokens returns.
+type TokenList struct {
+	Count  int          `json:"count"`
+	Tokens []auth.Token `json:"tokens"`
+}
+
+// ListTokens lists the project's bearer tokens (never their secrets).
+func (s *Service) ListTokens(ctx context.Context) (TokenList, error) {
 	ts, err := s.tokens()
 	if err != nil {
-		return Result{}, err
+		return TokenList{}, err
 	}
 	list, err := ts.ListTokens(ctx)
 	if err != nil {
-		return Result{}, storeErr(err)
+		return TokenList{}, storeErr(err)
 	}
 	if list == nil {
 		list = []auth.Token{}
 	}
-	return Result{Kind: "tokens", Data: map[string]any{"tokens": list, "count": len(list)}}, nil
+	return TokenList{Count: len(list), Tokens: list}, nil
 }
 
 // RevokeToken revokes a token at once.
-func (s *Service) RevokeToken(ctx context.Context, id string) (Result, error) {
+func (s *Service) RevokeToken(ctx context.Context, id string) (TokenView, error) {
 	ts, err := s.tokens()
 	if err != nil {
-		return Result{}, err
+		return TokenView{}, err
 	}
 	if ids.Kind(id) != ids.Token {
-		return Result{}, errs.E(errs.InvalidID, "not a token id: "+quoteID(id), errs.Step{Command: "dont tokens list", Description: "list token ids"})
+		return TokenView{}, errs.E(errs.InvalidID, "not a token id: "+quoteID(id), errs.Step{Command: "dont tokens list", Description: "list token ids"})
 	}
 	if err := ts.RevokeToken(ctx, id, s.now()); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return Result{}, errs.E(errs.NotFound, "no such token "+id, errs.Step{Command: "dont tokens list", Description: "list token ids"})
+			return TokenView{}, errs.E(errs.NotFound, "no such token "+id, errs.Step{Command: "dont tokens list", Description: "list token ids"})
 		}
-		return Result{}, storeErr(err)
+		return TokenView{}, storeErr(err)
 	}
 	s.dropHeldCalls(ctx, id)
 	t, err := ts.GetToken(ctx, id)
 	if err != nil {
-		return Result{}, storeErr(err)
+		return TokenView{}, storeErr(err)
 	}
-	return Result{Kind: "token", Data: TokenView{Token: t}}, nil
+	return TokenView{Token: t}, nil
 }
 
 // Authenticate resolves a presented token to a principal.

@@ -29,7 +29,7 @@ func (p *project) approver() string {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	return res.Data.(service.TokenView).Secret
+	return res.Secret
 }
 
 // framesPage is the data of an approvals.frames envelope.

@@ -158,7 +158,7 @@ func issue(t *testing.T, s *service.Service) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: res.Data.(service.EntityView).ID}); err != nil {
+	if _, _, err := s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: res.ID}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -235,15 +235,15 @@ func TestAQuestionRegistersTheProjectAndSendsItsTimeoutMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	session := res.Data.(service.SessionView).ID
+	session := res.ID
 	if _, err := s.Frames(ctx, service.FramesInput{SessionID: session, Subscriber: "approver"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = s.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: "c-1", To: "workspace-write", Reason: "writes the build", NoWait: true})
+	res2, _, err := s.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: "c-1", To: "workspace-write", Reason: "writes the build", NoWait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := res.Data.(service.ApprovalView).ID
+	id := res2.ID
 	if len(q.sent) != 1 || !strings.Contains(q.sent[0], `"request_id":"`+id+`"`) || !strings.Contains(q.sent[0], `"project":"acme"`) {
 		t.Fatalf("messages %v, want the question's", q.sent)
 	}

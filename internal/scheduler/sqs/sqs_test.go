@@ -291,7 +291,7 @@ func TestAMessageAfterTheCallbackChangesNothing(t *testing.T) {
 	w := newWorld(t, 90*time.Second)
 	eid, rid, msg := w.assume("acme")
 	s := w.svc("acme")
-	if _, err := s.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: eid, RequestID: rid, Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
+	if _, _, err := s.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: eid, RequestID: rid, Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
 		t.Fatal(err)
 	}
 	w.clock.Advance(2 * time.Minute)
@@ -446,10 +446,10 @@ func TestOneProjectsFailureDoesNotStopTheScheduledSweepOfTheOthers(t *testing.T)
 	}
 }
 
-func request(t *testing.T, res service.Result) spawn.Request {
+func request(t *testing.T, res service.Spawned) spawn.Request {
 	t.Helper()
 	var req spawn.Request
-	if err := json.Unmarshal(res.Data.(json.RawMessage), &req); err != nil {
+	if err := json.Unmarshal(res.Request, &req); err != nil {
 		t.Fatal(err)
 	}
 	return req

@@ -84,16 +84,16 @@ func TestTheHorizonOnTheDynamoDBStoreAndFauxqs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := res.Data.(service.EntityView).ID
-		if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/a"}}); err != nil {
+		id := res.ID
+		if _, _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/a"}}); err != nil {
 			t.Fatal(err)
 		}
-		res, err = svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+		res2, _, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var req spawn.Request
-		if err := json.Unmarshal(res.Data.(json.RawMessage), &req); err != nil {
+		if err := json.Unmarshal(res2.Request, &req); err != nil {
 			t.Fatal(err)
 		}
 		return id, req

@@ -58,7 +58,7 @@ func (a *api) token(project, role string) string {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	return res.Data.(service.TokenView).Secret
+	return res.Secret
 }
 
 type reply struct {
@@ -260,13 +260,13 @@ func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := res.Data.(service.EntityView).ID
-	r, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
+	id := res.ID
+	r, _, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var req spawn.Request
-	json.Unmarshal(r.Data.(json.RawMessage), &req)
+	json.Unmarshal(r.Request, &req)
 
 	late := &service.Service{Store: s, Tokens: s, SpawnTimeout: time.Hour, Now: func() time.Time { return now.Add(2 * time.Hour) }}
 	const n = 16
@@ -277,13 +277,13 @@ func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			if i%2 == 0 {
-				out, err := late.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
+				out, _, err := late.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 					Evidence: []string{"https://example.org/e"}, RequestID: req.RequestID})
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				if v, ok := out.Data.(service.EntityView); ok && v.Resolution != nil && v.Resolution.Applied {
+				if v := out; v.Resolution != nil && v.Resolution.Applied {
 					applied.Add(1)
 				}
 				return

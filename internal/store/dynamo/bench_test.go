@@ -54,7 +54,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			id := res.Data.(service.EntityView).ID
+			id := res.ID
 			if _, err := st.CreateProjectSecret(ctx); err != nil { // as the operator does; cached per process
 				b.Fatal(err)
 			}
@@ -62,15 +62,15 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				now = now.Add(time.Second)
-				r, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+				r, _, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 				if err != nil {
 					b.Fatal(err)
 				}
 				rid := requestOf(b, r).RequestID
 				if path == "callback" {
-					out, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
+					out, _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 						Evidence: []string{"https://example.org/boiling"}, RequestID: rid})
-					if err != nil || out.Data.(service.EntityView).Resolution == nil {
+					if err != nil || out.Resolution == nil {
 						b.Fatalf("callback: %v", err)
 					}
 					continue
@@ -98,7 +98,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		harness := tok.Data.(service.TokenView).Secret
+		harness := tok.Secret
 		claim := post(b, srv.URL, harness, "conclude", map[string]any{"statement": "water boils at 100 C at sea level"})["id"].(string)
 		counter.Reset()
 		b.ResetTimer()
@@ -113,9 +113,9 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 	})
 }
 
-func requestOf(b *testing.B, r service.Result) spawn.Request {
+func requestOf(b *testing.B, r service.Spawned) spawn.Request {
 	var req spawn.Request
-	if err := json.Unmarshal(r.Data.(json.RawMessage), &req); err != nil {
+	if err := json.Unmarshal(r.Request, &req); err != nil {
 		b.Fatal(err)
 	}
 	return req
@@ -295,7 +295,7 @@ func BenchmarkApprovalLifecycle(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			session := res.Data.(service.SessionView).ID
+			session := res.ID
 			if err := st.TouchSubscriber(ctx, session, "approver", now.Add(100*time.Hour)); err != nil {
 				b.Fatal(err)
 			}
@@ -303,14 +303,14 @@ func BenchmarkApprovalLifecycle(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				now = now.Add(time.Second)
-				r, err := svc.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: fmt.Sprintf("c-%d", i), To: "workspace-write",
+				r, _, err := svc.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: fmt.Sprintf("c-%d", i), To: "workspace-write",
 					Reason: "writes the build directory", Preview: "make", NoWait: true})
 				if err != nil {
 					b.Fatal(err)
 				}
-				id := r.Data.(service.ApprovalView).ID
+				id := r.ID
 				if path == "approved" {
-					if _, err := svc.Approve(ctx, id, "approver"); err != nil {
+					if _, _, err := svc.Approve(ctx, id, "approver"); err != nil {
 						b.Fatal(err)
 					}
 					continue
