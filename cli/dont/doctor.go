@@ -69,7 +69,7 @@ func (a *app) doctorCommand() *cobra.Command {
 				return err
 			}
 			defer store.Close()
-			svc := &service.Service{Store: store, Author: a.author()}
+			svc := service.New(service.Deps{Store: store, Confirmations: store, Author: a.author()})
 			if svc.Approvals, err = a.approvalsConfig(store, false); err != nil {
 				return err
 			}

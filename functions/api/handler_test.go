@@ -32,7 +32,7 @@ func newFn(t *testing.T) *fn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api"}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api"})
 	res, err := svc.CreateToken(context.Background(), "harness", "test")
 	if err != nil {
 		t.Fatal(err)

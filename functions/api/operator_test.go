@@ -55,7 +55,7 @@ func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *te
 	}
 	t.Cleanup(func() { st.Close() })
 	secrets := &secretsCreated{Store: st}
-	svc := &service.Service{Store: st, Tokens: secrets, SpawnTimeout: time.Hour, Author: "api"}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: secrets, SpawnTimeout: time.Hour, Author: "api"})
 	proj := httpapi.Project{Service: svc, Idempotency: st}
 	backend := &oneProject{p: proj}
 	log := slog.New(slog.DiscardHandler)

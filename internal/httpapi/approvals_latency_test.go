@@ -32,7 +32,7 @@ func BenchmarkAnswerLatencyOverHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	svc := &service.Service{Store: st, Tokens: st, Author: "api", Approvals: service.Approvals{Store: st}}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "api", Approvals: service.Approvals{Store: st}})
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: svc}}, RatePerSecond: -1}))
 	defer srv.Close()
 	token := map[string]string{}

@@ -35,7 +35,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { st.Close() })
 	f := &fixture{t: t, store: st}
 	f.now.Store(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixNano())
-	f.svc = &service.Service{Store: st, SpawnTimeout: time.Hour, Author: "test", Now: func() time.Time { return time.Unix(0, f.now.Load()).UTC() }}
+	f.svc = service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return time.Unix(0, f.now.Load()).UTC() }})
 	return f
 }
 
@@ -134,7 +134,7 @@ func TestADuplicatedTerminalEventIsCaught(t *testing.T) {
 	f := newFixture(t)
 	claimA, _, won, _ := f.healthy()
 	// A second resolver's event lands for a request that already has one.
-	now := f.svc.Now()
+	now := f.svc.Clock()
 	dup := ledger.Event{ID: ids.New(ids.Event, now), Kind: ledger.EvSpawnTimeout, EntityID: claimA, RequestID: won, At: now, Outcome: string(spawn.TimeoutRestored)}
 	if err := f.store.Commit(ctx, service.Tx{Events: []ledger.Event{dup}}); err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestAnOverduePendingSpawnIsCaughtWithoutASweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRule(t, invariants.Check(d, f.svc.Now()), invariants.RuleNoOverdue, req)
+	wantRule(t, invariants.Check(d, f.svc.Clock()), invariants.RuleNoOverdue, req)
 	// The same store is healthy once the sweep doctor runs first has run.
 	if rep := f.verify(); !rep.OK() {
 		t.Fatal(rep.Error())
@@ -253,7 +253,7 @@ func TestReadingEventByEventFindsTheSameHistory(t *testing.T) {
 	if len(one.Events) != len(all.Events) {
 		t.Fatalf("entity by entity read %d events, AllEvents %d", len(one.Events), len(all.Events))
 	}
-	if rep := invariants.Check(one, f.svc.Now()); !rep.OK() {
+	if rep := invariants.Check(one, f.svc.Clock()); !rep.OK() {
 		t.Fatal(rep.Error())
 	}
 }

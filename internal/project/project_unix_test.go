@@ -33,7 +33,7 @@ func TestTheProjectFolderIsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc := &service.Service{Store: st, Tokens: st}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st})
 	if _, err := svc.CreateToken(context.Background(), "admin", "ops"); err != nil {
 		t.Fatal(err)
 	}

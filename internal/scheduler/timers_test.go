@@ -156,7 +156,7 @@ func TestTimersTimeOutARealSpawnWithoutASweep(t *testing.T) {
 	}
 	defer st.Close()
 	tm := &scheduler.Timers{}
-	svc := &service.Service{Store: st, SpawnTimeout: 200 * time.Millisecond, Author: "test", Scheduler: tm}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: 200 * time.Millisecond, Author: "test", Scheduler: tm})
 	run(t, tm, svc)
 
 	res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})

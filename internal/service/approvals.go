@@ -360,8 +360,8 @@ func (s *Service) Escalate(ctx context.Context, in EscalateInput) (ApprovalView,
 		}
 		break
 	}
-	if sched, ok := s.Scheduler.(ApprovalTimeoutScheduler); ok {
-		if err := sched.ScheduleApprovalTimeout(ctx, a.ID, a.Deadline); err != nil {
+	if s.ApprovalScheduler != nil {
+		if err := s.ApprovalScheduler.ScheduleApprovalTimeout(ctx, a.ID, a.Deadline); err != nil {
 			s.logWarn("schedule approval timeout", "approval_id", a.ID, "err", err)
 		}
 	}

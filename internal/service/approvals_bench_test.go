@@ -35,7 +35,7 @@ func BenchmarkAnswerLatency(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { st.Close() })
-		return &service.Service{Store: st, Author: "bench", Approvals: service.Approvals{Store: st}}
+		return service.New(service.Deps{Store: st, Confirmations: st, Author: "bench", Approvals: service.Approvals{Store: st}})
 	}
 	requester, watcher, approver := conn(), conn(), conn()
 	res, err := requester.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})

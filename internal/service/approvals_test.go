@@ -128,7 +128,7 @@ func auditClean(t *testing.T, svc *service.Service) {
 func (e *aenv) other(c *clock) *service.Service {
 	svc := e.another()
 	if c != nil {
-		svc.Now = c.Now
+		svc.Clock = c.Now
 	}
 	st := svc.Store.(*sqlite.Store)
 	svc.Approvals = service.Approvals{Store: st, Poll: time.Millisecond}

@@ -24,7 +24,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	svc := &service.Service{Store: st, SpawnTimeout: time.Hour}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: time.Hour})
 	b.RunParallel(func(pb *testing.PB) {
 		res, err := call(svc, "conclude", map[string]any{"statement": "bench claim"})
 		if err != nil {
@@ -67,7 +67,7 @@ func BenchmarkSweep(b *testing.B) {
 			}
 			defer st.Close()
 			now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-			svc := &service.Service{Store: st, Now: func() time.Time { return now }}
+			svc := service.New(service.Deps{Store: st, Confirmations: st, Clock: func() time.Time { return now }})
 			b.StopTimer()
 			for i := 0; i < b.N; i++ {
 				seed(b, st, now, stored, expired, i)

@@ -27,8 +27,8 @@ type ConfirmationStore interface {
 }
 
 func (s *Service) confirmations() (ConfirmationStore, error) {
-	if cs, ok := s.Store.(ConfirmationStore); ok {
-		return cs, nil
+	if s.Confirmations != nil {
+		return s.Confirmations, nil
 	}
 	return nil, errs.E(confirm.Unavailable, "this store keeps no pending confirmations")
 }

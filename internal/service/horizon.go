@@ -79,8 +79,8 @@ func (s *Service) scheduleSpawns(ctx context.Context, w window, limit int) (int,
 // that keeps no approvals, or whose scheduler does not drive deadlines,
 // has none to hand over.
 func (s *Service) scheduleApprovals(ctx context.Context, w window, limit int) (int, error) {
-	sched, ok := s.Scheduler.(ApprovalTimeoutScheduler)
-	if !ok || s.Approvals.Store == nil {
+	sched := s.ApprovalScheduler
+	if sched == nil || s.Approvals.Store == nil {
 		return 0, nil
 	}
 	due, err := s.Approvals.Store.DueApprovals(ctx, w.to, limit)

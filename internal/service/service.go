@@ -24,24 +24,48 @@ const SweepBatch = 100
 // maxAttempts bounds optimistic retries when a concurrent writer moved an entity.
 const maxAttempts = 32
 
-// Service holds the rules' dependencies. Time is an input.
-type Service struct {
-	Store        Store
-	Now          func() time.Time
-	SpawnTimeout time.Duration
+// Deps are what a service is built from: the ports it has and its
+// settings. Store is required; every other port is optional, and a nil
+// one is absent: the operations that need it refuse with its
+// *-unavailable error (direct mode with config-missing). Time is an input.
+type Deps struct {
+	Store Store
+	// Tokens keeps bearer tokens and the callback secret.
+	Tokens TokenStore
+	// Approvals configures tier escalation (Approvals.Store nil: none).
+	Approvals Approvals
+	// Confirmations keeps the calls held for an approver.
+	Confirmations ConfirmationStore
+	// Provider is direct mode's LLM.
+	Provider Reasoner
+	// Scheduler is told about every new spawn, so that its timeout can
+	// be driven from outside (SQS in AWS, the timer heap of dont serve).
+	Scheduler TimeoutScheduler
+	// ApprovalScheduler is told about every question's deadline, likewise.
+	ApprovalScheduler ApprovalTimeoutScheduler
+	// Clock is "now" (nil: the wall clock).
+	Clock        func() time.Time
+	SpawnTimeout time.Duration // DefaultSpawnTimeout if zero
 	Author       string
-	Scheduler    TimeoutScheduler // optional
-	Tokens       TokenStore       // optional: bearer tokens and callback tokens
-	Approvals    Approvals        // optional: sessions, tier escalation and frames
-	Log          *slog.Logger     // optional
-	Provider     Reasoner         // direct mode's LLM; nil: direct mode refuses
+	Log          *slog.Logger
+}
+
+// Service applies the rules over its ports. Build it with New; its Deps
+// stay readable (and, for tests and per-project settings, settable).
+type Service struct {
+	Deps
+}
+
+// New builds the service over deps.
+func New(deps Deps) *Service {
+	return &Service{Deps: deps}
 }
 
 func (s *Service) now() time.Time {
-	if s.Now == nil {
+	if s.Clock == nil {
 		return time.Now().UTC()
 	}
-	return s.Now().UTC()
+	return s.Clock().UTC()
 }
 
 func (s *Service) timeout() time.Duration {

@@ -130,8 +130,8 @@ func (w *world) svc(project string) *service.Service {
 		w.t.Fatal(err)
 	}
 	w.t.Cleanup(func() { st.Close() })
-	s := &service.Service{Store: st, Now: w.clock.Now, SpawnTimeout: w.timeout, Author: "test", Scheduler: w.queue.For(project),
-		Approvals: service.Approvals{Store: st}}
+	s := service.New(service.Deps{Store: st, Confirmations: st, Clock: w.clock.Now, SpawnTimeout: w.timeout, Author: "test", Scheduler: w.queue.For(project), ApprovalScheduler: w.queue.For(project),
+		Approvals: service.Approvals{Store: st}})
 	w.services[project], w.stores[project] = s, st
 	return s
 }
@@ -353,7 +353,7 @@ func TestAMessageMomentsEarlyIsWaitedOutInPlace(t *testing.T) {
 	w := newWorld(t, 800*time.Millisecond)
 	// Real time for this one: the sweeper really waits.
 	realClock := func() time.Time { return time.Now().UTC() }
-	w.queue.Now, w.svc("acme").Now = realClock, realClock
+	w.queue.Now, w.svc("acme").Clock = realClock, realClock
 	eid, _, msg := w.assume("acme")
 	start := time.Now()
 	resp := w.sweeper.HandleSQS(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})

@@ -33,7 +33,7 @@ func TestApprovalConformance(t *testing.T) {
 // shared table, as one Lambda invocation would have it.
 func approvalService(project string, counter *capacity.Counter) (*service.Service, *dynamo.Store) {
 	st := dynamo.New(newClient(nil, counter), table, project)
-	return &service.Service{Store: st, Tokens: st, Author: "test", Approvals: service.Approvals{Store: st}}, st
+	return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "test", Approvals: service.Approvals{Store: st}}), st
 }
 
 // askedQuestion opens a session, reads its frames (a live subscriber) and

@@ -138,7 +138,7 @@ func (b *Backend) Authenticate(ctx context.Context, presented string) (auth.Prin
 	check := p.Service
 	if !warm {
 		st = New(b.client, b.table, project)
-		check = &service.Service{Tokens: st}
+		check = service.New(service.Deps{Tokens: st})
 	}
 	principal, err := check.Authenticate(ctx, presented)
 	if err != nil {

@@ -43,8 +43,8 @@ func newAPI(t *testing.T) *api {
 		a.mu.Lock()
 		a.built[st.Project()]++
 		a.mu.Unlock()
-		return &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api",
-			Now: func() time.Time { return time.Unix(0, a.now.Load()).UTC() }}
+		return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api",
+			Clock: func() time.Time { return time.Unix(0, a.now.Load()).UTC() }})
 	})
 	a.srv = httptest.NewServer(httpapi.New(httpapi.Options{Backend: a.backend, RatePerSecond: -1}))
 	t.Cleanup(a.srv.Close)
@@ -255,7 +255,7 @@ func TestAnExclusiveCallReplaysItsFirstSuccessThroughTheAPI(t *testing.T) {
 func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 	s := newStore(t)
 	now := t0
-	svc := &service.Service{Store: s, Tokens: s, SpawnTimeout: time.Hour, Now: func() time.Time { return now }}
+	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Clock: func() time.Time { return now }})
 	res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "exactly one resolver"})
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 	var req spawn.Request
 	json.Unmarshal(r.Request, &req)
 
-	late := &service.Service{Store: s, Tokens: s, SpawnTimeout: time.Hour, Now: func() time.Time { return now.Add(2 * time.Hour) }}
+	late := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Clock: func() time.Time { return now.Add(2 * time.Hour) }})
 	const n = 16
 	var applied, timedOut atomic.Int32
 	var wg sync.WaitGroup

@@ -49,7 +49,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 			counter := newCounter()
 			st := dynamo.New(newClient(nil, counter), table, "bench-"+randomName())
 			now := t0
-			svc := &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench", Now: func() time.Time { return now }}
+			svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench", Clock: func() time.Time { return now }})
 			res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
 			if err != nil {
 				b.Fatal(err)
@@ -89,7 +89,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 		needServer(b)
 		counter := newCounter()
 		backend := dynamo.NewBackend(newClient(nil, counter), table, func(st *dynamo.Store) *service.Service {
-			return &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench"}
+			return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench"})
 		})
 		srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: backend, RatePerSecond: -1}))
 		defer srv.Close()
@@ -187,7 +187,7 @@ func BenchmarkSweep(b *testing.B) {
 			counter := newCounter()
 			st := dynamo.New(newClient(nil, counter), tbl, "sweep")
 			now := t0
-			svc := &service.Service{Store: st, Now: func() time.Time { return now }}
+			svc := service.New(service.Deps{Store: st, Confirmations: st, Clock: func() time.Time { return now }})
 			var total capacity.Usage
 			index := 0.0
 			b.StopTimer()
@@ -289,8 +289,8 @@ func BenchmarkApprovalLifecycle(b *testing.B) {
 			counter := newCounter()
 			st := dynamo.New(newClient(nil, counter), table, "bench-"+randomName())
 			now := t0
-			svc := &service.Service{Store: st, Tokens: st, Author: "bench", Now: func() time.Time { return now },
-				Approvals: service.Approvals{Store: st, Lease: 1000 * time.Hour}}
+			svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "bench", Clock: func() time.Time { return now },
+				Approvals: service.Approvals{Store: st, Lease: 1000 * time.Hour}})
 			res, err := svc.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
 			if err != nil {
 				b.Fatal(err)

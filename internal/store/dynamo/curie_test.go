@@ -20,7 +20,7 @@ import (
 func TestConcurrentDefinesOfOneCurieLeaveOneTerm(t *testing.T) {
 	st := newStore(t)
 	const n = 8
-	svc := &service.Service{Store: storetest.Rendezvous(st, n), Now: func() time.Time { return t0 }, Author: "racer"}
+	svc := service.New(service.Deps{Store: storetest.Rendezvous(st, n), Clock: func() time.Time { return t0 }, Author: "racer"})
 	var wg sync.WaitGroup
 	results := make([]service.EntityView, n)
 	fails := make([]error, n)

@@ -117,7 +117,7 @@ func TestADatabaseMadeBeforeTheCurieKeyIsMigratedKeepingTheOldestTerm(t *testing
 		t.Fatal(err)
 	}
 	defer s.Close()
-	svc := &service.Service{Store: s}
+	svc := service.New(service.Deps{Store: s, Confirmations: s})
 	for curie, holder := range map[string]string{"ex:Widget": older.ID, "ex:Gadget": gadget.ID} {
 		_, err := svc.Define(ctx, curie, "defined again")
 		if e := errs.As(err); e.Code != errs.AlreadyExists || e.EntityID != holder {
@@ -180,7 +180,7 @@ func TestConcurrentFirstCommitsMigrateOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, fails[i] = (&service.Service{Store: s}).Define(ctx, fmt.Sprintf("ex:Part%d", i), "a part")
+			_, fails[i] = (service.New(service.Deps{Store: s, Confirmations: s})).Define(ctx, fmt.Sprintf("ex:Part%d", i), "a part")
 		}()
 	}
 	wg.Wait()
