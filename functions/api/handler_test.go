@@ -33,7 +33,7 @@ func newFn(t *testing.T) *fn {
 	}
 	t.Cleanup(func() { st.Close() })
 	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api"})
-	res, err := svc.CreateToken(context.Background(), "harness", "test")
+	res, err := svc.Credentials.Create(context.Background(), "harness", "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,13 +102,13 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 	p := backend.Project(in.Project)
 	// This is what creates a project: its callback secret is made here,
 	// and only here (authenticating a request only ever reads it). A bad
-	// role is CreateToken's error, before anything is written.
+	// role is Credentials.Create's error, before anything is written.
 	if auth.ValidRole(role) {
 		if err := createSecret(ctx, p.Service); err != nil {
 			return failure(err)
 		}
 	}
-	res, err := tools.CreatedToken(p.Service.CreateToken(ctx, role, name))
+	res, err := tools.CreatedToken(p.Service.Credentials.Create(ctx, role, name))
 	if err != nil {
 		return failure(err)
 	}

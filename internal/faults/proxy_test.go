@@ -87,12 +87,12 @@ func TestDynamoStoreThroughTheFaultProxy(t *testing.T) {
 // lifecycle concludes a claim, asks for a spawn, and resolves it by a
 // callback (odd rounds) or lets it time out (even rounds).
 func lifecycle(ctx context.Context, s *service.Service, w, r int, advance func(time.Duration)) error {
-	res, err := s.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim %d/%d", w, r)})
+	res, err := s.Ledger.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim %d/%d", w, r)})
 	if err != nil {
 		return err
 	}
 	id := res.ID
-	res2, _, err := s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+	res2, _, err := s.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 	if err != nil {
 		return err
 	}
@@ -105,6 +105,6 @@ func lifecycle(ctx context.Context, s *service.Service, w, r int, advance func(t
 		_, err = s.Sweep(ctx, 100)
 		return err
 	}
-	_, _, err = s.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID})
+	_, _, err = s.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID})
 	return err
 }

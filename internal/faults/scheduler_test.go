@@ -102,12 +102,12 @@ func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 	}
 	var expiring []string
 	for i := 0; i < n; i++ {
-		res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("scheduled claim %d", i)})
+		res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("scheduled claim %d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		id := res.ID
-		res2, _, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+		res2, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 			expiring = append(expiring, req.RequestID)
 			continue
 		}
-		if _, _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID}); err != nil {
+		if _, _, err := svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID}); err != nil {
 			t.Fatal(err)
 		}
 	}

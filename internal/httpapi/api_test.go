@@ -52,7 +52,7 @@ func newAPI(t *testing.T, opts ...func(*httpapi.Options)) *api {
 	t.Cleanup(func() { invariants.Require(t, a.svc) }) // runs after the server closes
 	t.Cleanup(a.srv.Close)
 	for _, role := range []string{"harness", "approver", "admin"} {
-		res, err := a.svc.CreateToken(context.Background(), role, role)
+		res, err := a.svc.Credentials.Create(context.Background(), role, role)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func BenchmarkAnswerLatencyOverHTTP(b *testing.B) {
 	defer srv.Close()
 	token := map[string]string{}
 	for _, role := range []string{"harness", "approver"} {
-		res, err := svc.CreateToken(context.Background(), role, role)
+		res, err := svc.Credentials.Create(context.Background(), role, role)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -22,7 +22,7 @@ func TestTheTrustBoundaryOverHTTP(t *testing.T) {
 			return attacktest.Reply{Status: r.status, Env: r.env, Raw: string(r.raw)}
 		},
 		Token: func(t *testing.T, role string) string {
-			res, err := a.svc.CreateToken(context.Background(), role, role)
+			res, err := a.svc.Credentials.Create(context.Background(), role, role)
 			if err != nil {
 				t.Fatal(err)
 			}

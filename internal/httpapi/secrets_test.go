@@ -45,7 +45,7 @@ func tokenCreates(t *testing.T, a *api) []tokenCreate {
 // that asked may confirm a held tokens.create.
 func anotherAdmin(t *testing.T, a *api) string {
 	t.Helper()
-	res, err := a.svc.CreateToken(context.Background(), "admin", "second admin")
+	res, err := a.svc.Credentials.Create(context.Background(), "admin", "second admin")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ type SingleProject struct{ Project Project }
 
 // Authenticate implements Backend.
 func (b SingleProject) Authenticate(ctx context.Context, presented string) (auth.Principal, Project, error) {
-	p, err := b.Project.Service.Authenticate(ctx, presented)
+	p, err := b.Project.Service.Credentials.Authenticate(ctx, presented)
 	return p, b.Project, err
 }
 

@@ -42,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) advance(d time.Duration) { f.now.Add(int64(d)) }
 
 func (f *fixture) claim() string {
-	res, err := f.svc.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
+	res, err := f.svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func (f *fixture) claim() string {
 }
 
 func (f *fixture) assume(id string) string {
-	res, _, err := f.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+	res, _, err := f.svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func requestID(t *testing.T, res service.Spawned) string {
 }
 
 func (f *fixture) dismiss(id, requestID string) {
-	if _, _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
+	if _, _, err := f.svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 		Evidence: []string{"https://example.org/boiling"}, RequestID: requestID}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -83,15 +83,15 @@ func (f *fixture) healthy() (claimA, claimB, won, timedOut string) {
 	if _, err := f.svc.Sweep(ctx, 100); err != nil {
 		f.t.Fatal(err)
 	}
-	if _, _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: claimB, Reason: "the boiling point depends on pressure"}); err != nil {
+	if _, _, err := f.svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: claimB, Reason: "the boiling point depends on pressure"}); err != nil {
 		f.t.Fatal(err)
 	}
-	g, _, err := f.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "what is the boiling point of water?", N: 3, Mode: spawn.ModeHarness})
+	g, _, err := f.svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "what is the boiling point of water?", N: 3, Mode: spawn.ModeHarness})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	gid := requestID(f.t, g)
-	if _, _, err := f.svc.Answer(ctx, gid, []string{"100 C", "100 c", "99.97 C"}); err != nil {
+	if _, _, err := f.svc.Spawns.Answer(ctx, gid, []string{"100 C", "100 c", "99.97 C"}); err != nil {
 		f.t.Fatal(err)
 	}
 	return claimA, claimB, won, timedOut

@@ -189,7 +189,7 @@ func NewHTTP(dir string, timeout time.Duration) (Backend, error) {
 	}))
 	tokens := map[string]string{}
 	for _, role := range []string{"harness", "approver"} {
-		tok, err := svc.CreateToken(context.Background(), role, "linearize")
+		tok, err := svc.Credentials.Create(context.Background(), role, "linearize")
 		if err != nil {
 			srv.Close()
 			st.Close()

@@ -34,7 +34,7 @@ func TestTheProjectFolderIsPrivate(t *testing.T) {
 	}
 	defer st.Close()
 	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st})
-	if _, err := svc.CreateToken(context.Background(), "admin", "ops"); err != nil {
+	if _, err := svc.Credentials.Create(context.Background(), "admin", "ops"); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]os.FileMode{

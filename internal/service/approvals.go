@@ -141,28 +141,28 @@ func init() {
 	errs.Register(FrameLogInconsistent, errs.ExitState, http.StatusInternalServerError, errs.Step{Command: "dont approvals sweep", Description: "announce endings a failed announce left out, then audit again; anything left is a bug"})
 }
 
-func (s *Service) approvalStore() (ApprovalStore, error) {
+func (s *core) approvalStore() (ApprovalStore, error) {
 	if s.Approvals.Store == nil {
 		return nil, errs.E(ApprovalsUnavailable, "this store keeps no sessions or approvals")
 	}
 	return s.Approvals.Store, nil
 }
 
-func (s *Service) approvalTimeout() time.Duration {
+func (s *core) approvalTimeout() time.Duration {
 	if s.Approvals.Timeout > 0 {
 		return s.Approvals.Timeout
 	}
 	return approvals.DefaultTimeout
 }
 
-func (s *Service) subscriberLease() time.Duration {
+func (s *core) subscriberLease() time.Duration {
 	if s.Approvals.Lease > 0 {
 		return s.Approvals.Lease
 	}
 	return DefaultSubscriberLease
 }
 
-func (s *Service) approvalPoll() time.Duration {
+func (s *core) approvalPoll() time.Duration {
 	if s.Approvals.Poll > 0 {
 		return s.Approvals.Poll
 	}
@@ -184,7 +184,7 @@ type OpenSessionInput struct {
 }
 
 // OpenSession records a new session with its default tier.
-func (s *Service) OpenSession(ctx context.Context, in OpenSessionInput) (SessionView, error) {
+func (s *Escalations) OpenSession(ctx context.Context, in OpenSessionInput) (SessionView, error) {
 	var res SessionView
 	st, err := s.approvalStore()
 	if err != nil {
@@ -208,7 +208,7 @@ func (s *Service) OpenSession(ctx context.Context, in OpenSessionInput) (Session
 }
 
 // ShowSession returns a session and whether a subscriber is live.
-func (s *Service) ShowSession(ctx context.Context, id string) (SessionView, error) {
+func (s *Escalations) ShowSession(ctx context.Context, id string) (SessionView, error) {
 	var res SessionView
 	st, err := s.approvalStore()
 	if err != nil {
@@ -230,7 +230,7 @@ func (s *Service) ShowSession(ctx context.Context, id string) (SessionView, erro
 	return v, nil
 }
 
-func (s *Service) session(ctx context.Context, st ApprovalStore, id string) (approvals.Session, error) {
+func (s *core) session(ctx context.Context, st ApprovalStore, id string) (approvals.Session, error) {
 	if ids.Kind(id) != ids.Session {
 		return approvals.Session{}, errs.E(errs.InvalidID, "not a session id: "+quoteID(id),
 			errs.Step{Command: "dont sessions open --tier read-only", Description: "session ids look like ses:<ULID>"}).Unmet("session ids look like ses:<ULID>")
@@ -245,13 +245,13 @@ func (s *Service) session(ctx context.Context, st ApprovalStore, id string) (app
 	return ses, nil
 }
 
-func (s *Service) live(lastRead time.Time) bool {
+func (s *core) live(lastRead time.Time) bool {
 	return !lastRead.IsZero() && s.now().Sub(lastRead) < s.subscriberLease()
 }
 
 // by names who acts: the explicit name, else the API caller's token, else
 // the service's author (the embedded CLI's user).
-func (s *Service) by(ctx context.Context, who string) string {
+func (s *core) by(ctx context.Context, who string) string {
 	if who != "" {
 		return who
 	}
@@ -271,7 +271,7 @@ type ApprovalView struct {
 	Applied *bool `json:"applied,omitempty"`
 }
 
-func (s *Service) view(a approvals.Approval) ApprovalView {
+func (s *core) view(a approvals.Approval) ApprovalView {
 	v := ApprovalView{Approval: a}
 	v.GrantedTier, _ = a.Grant()
 	if a.State == approvals.Pending && a.Asked {
@@ -309,7 +309,7 @@ func WithAskedNotice(ctx context.Context, f func(approvals.Approval)) context.Co
 // then waits for the verdict unless NoWait; an interrupted wait cancels
 // the question. Only an approval returns without error, and only it
 // carries a tier.
-func (s *Service) Escalate(ctx context.Context, in EscalateInput) (ApprovalView, []envelope.Warning, error) {
+func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalView, []envelope.Warning, error) {
 	var res ApprovalView
 	st, err := s.approvalStore()
 	if err != nil {
@@ -404,7 +404,7 @@ func checkEscalateInput(in EscalateInput) error {
 // refuseUnasked records a request that was refused before it became a
 // question and returns the refusal. Recording is best-effort: the refusal
 // stands even if the store cannot record it.
-func (s *Service) refuseUnasked(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, cause approvals.Cause, why error) error {
+func (s *core) refuseUnasked(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, cause approvals.Cause, why error) error {
 	now := s.now()
 	a := approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 		To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, State: approvals.Pending,
@@ -493,7 +493,7 @@ func by(a approvals.Approval) string {
 
 // verdictResult is what a requester gets for an ended approval: the grant
 // on approval (GrantedTier set), the verdict's error otherwise.
-func (s *Service) verdictResult(ctx context.Context, st ApprovalStore, a approvals.Approval) (ApprovalView, error) {
+func (s *core) verdictResult(ctx context.Context, st ApprovalStore, a approvals.Approval) (ApprovalView, error) {
 	if _, ok := a.Grant(); !ok {
 		return ApprovalView{}, verdictError(a).On(a.ID)
 	}
@@ -504,11 +504,11 @@ func (s *Service) verdictResult(ctx context.Context, st ApprovalStore, a approva
 	return v, nil
 }
 
-// WaitApproval blocks until the approval has a verdict: the requester's
+// Wait blocks until the approval has a verdict: the requester's
 // resumed wait. It returns the grant on approval and the verdict's error
 // otherwise. At the deadline it ends the question itself (timed-out). If
 // ctx ends first it stops waiting and the question stays open.
-func (s *Service) WaitApproval(ctx context.Context, id string) (ApprovalView, []envelope.Warning, error) {
+func (s *Escalations) Wait(ctx context.Context, id string) (ApprovalView, []envelope.Warning, error) {
 	st, err := s.approvalStore()
 	if err != nil {
 		return ApprovalView{}, nil, err
@@ -522,7 +522,7 @@ func (s *Service) WaitApproval(ctx context.Context, id string) (ApprovalView, []
 // waitVerdict polls the store (across processes: the SQLite file) until
 // the approval ends. A store failure while waiting is a refusal: the
 // requester stops and ends the question as refused if it still can.
-func (s *Service) waitVerdict(ctx context.Context, st ApprovalStore, id string, cancelOnInterrupt bool) (ApprovalView, []envelope.Warning, error) {
+func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, cancelOnInterrupt bool) (ApprovalView, []envelope.Warning, error) {
 	var warns []envelope.Warning
 	withWarnings := func(v ApprovalView, err error) (ApprovalView, []envelope.Warning, error) {
 		return v, warns, err
@@ -595,7 +595,7 @@ func (s *Service) waitVerdict(ctx context.Context, st ApprovalStore, id string, 
 // settle commits decision d on a (first answer wins) and announces the
 // ending. It returns the approval as it ended — by d, or by whichever
 // resolver committed first — and whether d's commit was the one.
-func (s *Service) settle(ctx context.Context, st ApprovalStore, a approvals.Approval, d approvals.Decision, now time.Time) (approvals.Approval, bool, []envelope.Warning) {
+func (s *core) settle(ctx context.Context, st ApprovalStore, a approvals.Approval, d approvals.Decision, now time.Time) (approvals.Approval, bool, []envelope.Warning) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		r, ok := approvals.Resolve(a, d, now)
 		if !ok {
@@ -625,7 +625,7 @@ func (s *Service) settle(ctx context.Context, st ApprovalStore, a approvals.Appr
 // announce is logged and becomes a warning, and the next sweep appends
 // the missing frame. The store appends at most one ending frame per
 // request, so a racing repair cannot announce twice.
-func (s *Service) announce(ctx context.Context, st ApprovalStore, a approvals.Approval) []envelope.Warning {
+func (s *core) announce(ctx context.Context, st ApprovalStore, a approvals.Approval) []envelope.Warning {
 	f, ok := approvals.EndingFrame(a)
 	if !ok {
 		return nil
@@ -641,7 +641,7 @@ func (s *Service) announce(ctx context.Context, st ApprovalStore, a approvals.Ap
 		Message: "the verdict " + string(a.Verdict) + " stands, but its ending frame could not be appended yet (" + errs.As(storeErr(err)).Message + "); the next sweep announces it"}}
 }
 
-func (s *Service) logWarn(msg string, args ...any) {
+func (s *core) logWarn(msg string, args ...any) {
 	if s.Log != nil {
 		s.Log.Warn(msg, args...)
 	}
@@ -657,11 +657,11 @@ type AnswerInput struct {
 	By         string
 }
 
-// AnswerApproval answers a question. The first answer wins; a later one
+// Answer answers a question. The first answer wins; a later one
 // (same or contrary) changes nothing and receives the recorded verdict
 // with a warning. An answer at or after the deadline ends the question as
 // timed-out instead.
-func (s *Service) AnswerApproval(ctx context.Context, in AnswerInput) (Decided, []envelope.Warning, error) {
+func (s *Escalations) Answer(ctx context.Context, in AnswerInput) (Decided, []envelope.Warning, error) {
 	d := approvals.VerdictOf(in.Answer)
 	if len(in.Reason) > 2048 {
 		return Decided{}, nil, errs.E(errs.InvalidArgument, "a reason is at most 2048 bytes", errs.Step{Command: "dont approvals refuse <id> --reason \"…\"", Description: "shorten the reason"})
@@ -674,18 +674,18 @@ func (s *Service) AnswerApproval(ctx context.Context, in AnswerInput) (Decided, 
 }
 
 // Approve answers yes.
-func (s *Service) Approve(ctx context.Context, id, by string) (Decided, []envelope.Warning, error) {
-	return s.AnswerApproval(ctx, AnswerInput{ApprovalID: id, Answer: "approve", By: by})
+func (s *Escalations) Approve(ctx context.Context, id, by string) (Decided, []envelope.Warning, error) {
+	return s.Answer(ctx, AnswerInput{ApprovalID: id, Answer: "approve", By: by})
 }
 
 // Refuse answers no.
-func (s *Service) Refuse(ctx context.Context, id, reason, by string) (Decided, []envelope.Warning, error) {
-	return s.AnswerApproval(ctx, AnswerInput{ApprovalID: id, Answer: "refuse", Reason: reason, By: by})
+func (s *Escalations) Refuse(ctx context.Context, id, reason, by string) (Decided, []envelope.Warning, error) {
+	return s.Answer(ctx, AnswerInput{ApprovalID: id, Answer: "refuse", Reason: reason, By: by})
 }
 
-// CancelApproval withdraws a question (the requester giving up). Like an
+// Cancel withdraws a question (the requester giving up). Like an
 // answer it is conditional on the question still being open.
-func (s *Service) CancelApproval(ctx context.Context, id, reason, by string) (Decided, []envelope.Warning, error) {
+func (s *Escalations) Cancel(ctx context.Context, id, reason, by string) (Decided, []envelope.Warning, error) {
 	d := approvals.Decision{Verdict: approvals.Cancelled, Cause: approvals.CauseRequester, By: s.by(ctx, by), Detail: reason}
 	return s.decide(ctx, id, d)
 }
@@ -700,7 +700,7 @@ type Decided struct {
 
 // decide returns the warnings settling raised; the note comes apart,
 // so that the tool surface can place its sweep's warnings between them.
-func (s *Service) decide(ctx context.Context, id string, d approvals.Decision) (Decided, []envelope.Warning, error) {
+func (s *core) decide(ctx context.Context, id string, d approvals.Decision) (Decided, []envelope.Warning, error) {
 	st, err := s.approvalStore()
 	if err != nil {
 		return Decided{}, nil, err
@@ -731,7 +731,7 @@ func (s *Service) decide(ctx context.Context, id string, d approvals.Decision) (
 	return res, warns, nil
 }
 
-func (s *Service) approvalRecord(ctx context.Context, st ApprovalStore, id string) (approvals.Approval, error) {
+func (s *core) approvalRecord(ctx context.Context, st ApprovalStore, id string) (approvals.Approval, error) {
 	if ids.Kind(id) != ids.Approval {
 		return approvals.Approval{}, errs.E(ApprovalNotFound, "not an approval id: "+quoteID(id)).Unmet("approval ids look like apr:<ULID>")
 	}
@@ -745,8 +745,8 @@ func (s *Service) approvalRecord(ctx context.Context, st ApprovalStore, id strin
 	return a, nil
 }
 
-// ShowApproval returns one approval.
-func (s *Service) ShowApproval(ctx context.Context, id string) (ApprovalView, error) {
+// Show returns one approval.
+func (s *Escalations) Show(ctx context.Context, id string) (ApprovalView, error) {
 	st, err := s.approvalStore()
 	if err != nil {
 		return ApprovalView{}, err
@@ -758,21 +758,21 @@ func (s *Service) ShowApproval(ctx context.Context, id string) (ApprovalView, er
 	return s.view(a), nil
 }
 
-// ApprovalQuery narrows ListApprovals.
+// ApprovalQuery narrows Escalations.List.
 type ApprovalQuery struct {
 	SessionID string
 	// Pending keeps open questions only (not past their deadline).
 	Pending bool
 }
 
-// ApprovalList is what ListApprovals returns.
+// ApprovalList is what Escalations.List returns.
 type ApprovalList struct {
 	Approvals []ApprovalView `json:"approvals"`
 	Count     int            `json:"count"`
 }
 
-// ListApprovals lists approval requests, oldest first.
-func (s *Service) ListApprovals(ctx context.Context, q ApprovalQuery) (ApprovalList, error) {
+// List lists approval requests, oldest first.
+func (s *Escalations) List(ctx context.Context, q ApprovalQuery) (ApprovalList, error) {
 	var res ApprovalList
 	st, err := s.approvalStore()
 	if err != nil {
@@ -827,7 +827,7 @@ type FramesPage struct {
 // Wait. Every read renews the reader's subscriber lease: a session has a
 // live subscriber while some client has read its frames within the lease.
 // While it waits it also sweeps, so timed-out endings appear on the stream.
-func (s *Service) Frames(ctx context.Context, in FramesInput) (FramesPage, error) {
+func (s *Escalations) Frames(ctx context.Context, in FramesInput) (FramesPage, error) {
 	var res FramesPage
 	st, err := s.approvalStore()
 	if err != nil {
@@ -913,7 +913,7 @@ type ApprovalSweep struct {
 // SweepApprovals ends due questions as timed-out (announced like every
 // ending) and appends the ending frames a failed announce left out. It is
 // idempotent; questions another resolver ended first are left alone.
-func (s *Service) SweepApprovals(ctx context.Context, limit int) (ApprovalSweep, error) {
+func (s *core) SweepApprovals(ctx context.Context, limit int) (ApprovalSweep, error) {
 	rep := ApprovalSweep{TimedOut: []string{}, Announced: []string{}}
 	st, err := s.approvalStore()
 	if err != nil {
@@ -947,7 +947,7 @@ func (s *Service) SweepApprovals(ctx context.Context, limit int) (ApprovalSweep,
 
 // sweepApprovalsQuietly is the approvals part of every sweep: it never
 // fails the sweep it is part of.
-func (s *Service) sweepApprovalsQuietly(ctx context.Context, limit int) *ApprovalSweep {
+func (s *core) sweepApprovalsQuietly(ctx context.Context, limit int) *ApprovalSweep {
 	if s.Approvals.Store == nil || s.Approvals.Scheduled {
 		return nil
 	}
@@ -975,7 +975,7 @@ type ApprovalExpiry struct {
 // as timed-out if it is still pending and due. Not yet due reports the
 // time left, so a delayed-message scheduler can re-enqueue it. Any number
 // of calls for one question commit at most one ending.
-func (s *Service) ExpireApproval(ctx context.Context, id string) (ApprovalExpiry, time.Duration, error) {
+func (s *core) ExpireApproval(ctx context.Context, id string) (ApprovalExpiry, time.Duration, error) {
 	st, err := s.approvalStore()
 	if err != nil {
 		return ApprovalExpiry{}, 0, err
@@ -997,14 +997,14 @@ func (s *Service) ExpireApproval(ctx context.Context, id string) (ApprovalExpiry
 	return ApprovalExpiry{ApprovalID: id, Verdict: ended.Verdict, Committed: committed && ended.Verdict == approvals.TimedOut}, 0, nil
 }
 
-// AuditApprovals runs the frame-log guard over the whole store (`dont
+// Audit runs the frame-log guard over the whole store (`dont
 // approvals audit`, and what CI and tests consume): every question has
 // exactly one question frame and, once ended, exactly one ending frame
 // carrying its verdict; every frame names a known request. Findings fail
 // it (frame-log-inconsistent, exit 3), and the report still comes back
 // with them; a clean report says how much it looked at, so "nothing
 // found" never reads like "nothing read".
-func (s *Service) AuditApprovals(ctx context.Context) (approvals.AuditReport, error) {
+func (s *Escalations) Audit(ctx context.Context) (approvals.AuditReport, error) {
 	rep, err := s.auditApprovals(ctx)
 	if err != nil || rep.OK() {
 		return rep, err
@@ -1016,7 +1016,7 @@ func (s *Service) AuditApprovals(ctx context.Context) (approvals.AuditReport, er
 	return rep, e
 }
 
-func (s *Service) auditApprovals(ctx context.Context) (approvals.AuditReport, error) {
+func (s *core) auditApprovals(ctx context.Context) (approvals.AuditReport, error) {
 	st, err := s.approvalStore()
 	if err != nil {
 		return approvals.AuditReport{}, err
@@ -1053,7 +1053,7 @@ func (s *Service) auditApprovals(ctx context.Context) (approvals.AuditReport, er
 // CheckApprovals is the error every approvals operation returns when the
 // service has no approvals port (nil when it has one). The tool surface
 // asks it before the sweep a call runs first, as the operations do.
-func (s *Service) CheckApprovals() error {
+func (s *core) CheckApprovals() error {
 	_, err := s.approvalStore()
 	return err
 }

@@ -20,13 +20,13 @@ type CancelResult struct {
 	Status    ledger.Status `json:"status,omitempty"`
 }
 
-// CancelSpawn resolves a pending spawn as cancelled. It is one more
+// Cancel resolves a pending spawn as cancelled. It is one more
 // terminal resolver: it commits through the same conditional write as a
 // callback or a timeout (the spawn must still be pending), so exactly one
 // of them wins. Like a timeout it restores the entity's pre-spawn status
 // only if nothing has moved the entity since the spawn did, and it never
 // re-spawns. A cancel that loses changes nothing and says who won.
-func (s *Service) CancelSpawn(ctx context.Context, requestID, reason string) (CancelResult, []envelope.Warning, error) {
+func (s *Spawns) Cancel(ctx context.Context, requestID, reason string) (CancelResult, []envelope.Warning, error) {
 	for attempt := 0; ; attempt++ {
 		sp, err := s.spawnRecord(ctx, requestID)
 		if err != nil {
@@ -60,8 +60,8 @@ func (s *Service) CancelSpawn(ctx context.Context, requestID, reason string) (Ca
 	}
 }
 
-// SpawnRecord shows one stored spawn request (spawns manage --op show).
-func (s *Service) SpawnRecord(ctx context.Context, requestID string) (SpawnView, error) {
+// Record shows one stored spawn request (spawns manage --op show).
+func (s *Spawns) Record(ctx context.Context, requestID string) (SpawnView, error) {
 	sp, err := s.spawnRecord(ctx, requestID)
 	if err != nil {
 		return SpawnView{}, err

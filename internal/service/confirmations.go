@@ -26,7 +26,7 @@ type ConfirmationStore interface {
 	UpdateConfirmation(ctx context.Context, p confirm.Pending, from confirm.State) error
 }
 
-func (s *Service) confirmations() (ConfirmationStore, error) {
+func (s *core) confirmations() (ConfirmationStore, error) {
 	if s.Confirmations != nil {
 		return s.Confirmations, nil
 	}
@@ -40,10 +40,10 @@ type HeldView struct {
 	confirm.Pending
 }
 
-// HoldCall stores a gated call that nobody confirmed as a pending
+// Hold stores a gated call that nobody confirmed as a pending
 // confirmation. It changes nothing else: the call runs only when an
 // approver confirms it.
-func (s *Service) HoldCall(ctx context.Context, tool string, args map[string]any) (HeldView, error) {
+func (s *Held) Hold(ctx context.Context, tool string, args map[string]any) (HeldView, error) {
 	cs, err := s.confirmations()
 	if err != nil {
 		return HeldView{}, err
@@ -60,7 +60,7 @@ func (s *Service) HoldCall(ctx context.Context, tool string, args map[string]any
 	return HeldView{Status: confirm.StatusPending, Pending: p}, nil
 }
 
-// ConfirmationList is what ListConfirmations returns.
+// ConfirmationList is what Held.List returns.
 type ConfirmationList struct {
 	Confirmations []ConfirmationView `json:"confirmations"`
 	Count         int                `json:"count"`
@@ -79,13 +79,13 @@ type ConfirmationView struct {
 	confirm.Pending
 }
 
-func (s *Service) confirmationView(p confirm.Pending) ConfirmationView {
+func (s *core) confirmationView(p confirm.Pending) ConfirmationView {
 	p.State = p.StateAt(s.now())
 	return ConfirmationView{Pending: p}
 }
 
-// ListConfirmations lists the pending confirmations, or all of them.
-func (s *Service) ListConfirmations(ctx context.Context, all bool) (ConfirmationList, error) {
+// List lists the pending confirmations, or all of them.
+func (s *Held) List(ctx context.Context, all bool) (ConfirmationList, error) {
 	cs, err := s.confirmations()
 	if err != nil {
 		return ConfirmationList{}, err
@@ -108,8 +108,8 @@ func (s *Service) ListConfirmations(ctx context.Context, all bool) (Confirmation
 	return ConfirmationList{Confirmations: out, Count: len(out), View: view}, nil
 }
 
-// ShowConfirmation shows one confirmation.
-func (s *Service) ShowConfirmation(ctx context.Context, id string) (ConfirmationView, error) {
+// Show shows one confirmation.
+func (s *Held) Show(ctx context.Context, id string) (ConfirmationView, error) {
 	_, p, err := s.confirmation(ctx, id)
 	if err != nil {
 		return ConfirmationView{}, err
@@ -117,7 +117,7 @@ func (s *Service) ShowConfirmation(ctx context.Context, id string) (Confirmation
 	return s.confirmationView(p), nil
 }
 
-func (s *Service) confirmation(ctx context.Context, id string) (ConfirmationStore, confirm.Pending, error) {
+func (s *core) confirmation(ctx context.Context, id string) (ConfirmationStore, confirm.Pending, error) {
 	cs, err := s.confirmations()
 	if err != nil {
 		return nil, confirm.Pending{}, err
@@ -136,10 +136,10 @@ func (s *Service) confirmation(ctx context.Context, id string) (ConfirmationStor
 	return cs, p, nil
 }
 
-// HeldCall returns a held call as stored, for the checks a confirmer
+// Get returns a held call as stored, for the checks a confirmer
 // must pass before it claims it (tools.runConfirmed).
 // Its state is as of now (a pending call past its deadline is expired).
-func (s *Service) HeldCall(ctx context.Context, id string) (confirm.Pending, error) {
+func (s *Held) Get(ctx context.Context, id string) (confirm.Pending, error) {
 	_, p, err := s.confirmation(ctx, id)
 	p.State = p.StateAt(s.now())
 	return p, err
@@ -148,7 +148,7 @@ func (s *Service) HeldCall(ctx context.Context, id string) (confirm.Pending, err
 // CheckRequesterLive refuses to run a held call whose requester's token
 // was revoked, and records it as revoked. A revocation drops the token's
 // held calls itself (dropHeldCalls); this catches one held in between.
-func (s *Service) CheckRequesterLive(ctx context.Context, p confirm.Pending) error {
+func (s *Held) CheckRequesterLive(ctx context.Context, p confirm.Pending) error {
 	if ids.Kind(p.RequestedBy) != ids.Token || s.Tokens == nil || p.State != confirm.StatePending {
 		return nil
 	}
@@ -169,7 +169,7 @@ func (s *Service) CheckRequesterLive(ctx context.Context, p confirm.Pending) err
 // dropHeldCalls ends the pending held calls of revoked tokens: a call
 // held for confirmation acts with its requester's powers, which a
 // revocation takes away. Best effort: CheckRequesterLive is the backstop.
-func (s *Service) dropHeldCalls(ctx context.Context, tokenIDs ...string) {
+func (s *core) dropHeldCalls(ctx context.Context, tokenIDs ...string) {
 	cs, err := s.confirmations()
 	if err != nil || len(tokenIDs) == 0 {
 		return
@@ -190,11 +190,11 @@ func (s *Service) dropHeldCalls(ctx context.Context, tokenIDs ...string) {
 	}
 }
 
-// ClaimConfirmation is the first half of a confirm: the conditional write
+// Claim is the first half of a confirm: the conditional write
 // pending → executing. Exactly one confirm wins it; the winner gets the
-// held call to run (then calls FinishConfirmation). A confirm that loses
+// held call to run (then calls Finish). A confirm that loses
 // gets dup: the existing record with a warning, and changes nothing.
-func (s *Service) ClaimConfirmation(ctx context.Context, id string) (p confirm.Pending, dup *Duplicate, err error) {
+func (s *Held) Claim(ctx context.Context, id string) (p confirm.Pending, dup *Duplicate, err error) {
 	for attempt := 0; ; attempt++ {
 		cs, cur, err := s.confirmation(ctx, id)
 		if err != nil {
@@ -223,8 +223,8 @@ func (s *Service) ClaimConfirmation(ctx context.Context, id string) (p confirm.P
 	}
 }
 
-// FinishConfirmation records what the claimed call did.
-func (s *Service) FinishConfirmation(ctx context.Context, p confirm.Pending, o confirm.Outcome) error {
+// Finish records what the claimed call did.
+func (s *Held) Finish(ctx context.Context, p confirm.Pending, o confirm.Outcome) error {
 	cs, err := s.confirmations()
 	if err != nil {
 		return err
@@ -235,8 +235,8 @@ func (s *Service) FinishConfirmation(ctx context.Context, p confirm.Pending, o c
 	return nil
 }
 
-// RefuseConfirmation ends a pending confirmation without running it.
-func (s *Service) RefuseConfirmation(ctx context.Context, id, reason string) (ConfirmationView, error) {
+// Refuse ends a pending confirmation without running it.
+func (s *Held) Refuse(ctx context.Context, id, reason string) (ConfirmationView, error) {
 	for attempt := 0; ; attempt++ {
 		cs, cur, err := s.confirmation(ctx, id)
 		if err != nil {

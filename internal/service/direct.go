@@ -70,12 +70,12 @@ func directInput(in SpawnInput) SpawnInput {
 
 // direct does in-process, with the configured provider, what a harness's
 // subagent would do with the spawn just issued, and resolves the spawn
-// through the very callback path a subagent uses: the callback of
-// Transition for assume/overlook, Answer for guess. When the provider
+// through the very callback path a subagent uses: Resolve's callback for
+// assume/overlook, Answer's for guess. When the provider
 // fails, times out or answers unusably, the spawn is closed as failed
 // (spawn_failed), the entity keeps its pre-spawn status, and the error says
 // so.
-func (s *Service) direct(ctx context.Context, sp spawn.Spawn, req spawn.Request) (Spawned, []envelope.Warning, error) {
+func (s *core) direct(ctx context.Context, sp spawn.Spawn, req spawn.Request) (Spawned, []envelope.Warning, error) {
 	res := Spawned{Spawn: sp, Provider: s.Provider.Name()}
 	if sp.Kind == spawn.Guess {
 		a, warns, err := s.directGuess(ctx, sp)
@@ -93,7 +93,7 @@ func (s *Service) direct(ctx context.Context, sp spawn.Spawn, req spawn.Request)
 
 // directJudge sends prompt, the very prompt the spawn request carries, to
 // the provider's Judge.
-func (s *Service) directJudge(ctx context.Context, sp spawn.Spawn, prompt string) (EntityView, ledger.EventKind, []envelope.Warning, error) {
+func (s *core) directJudge(ctx context.Context, sp spawn.Spawn, prompt string) (EntityView, ledger.EventKind, []envelope.Warning, error) {
 	v, err := s.Provider.Judge(ctx, prompt)
 	if err != nil {
 		w, err := s.failDirect(ctx, sp, s.providerFailure(ctx, sp, err))
@@ -114,7 +114,7 @@ func (s *Service) directJudge(ctx context.Context, sp spawn.Spawn, prompt string
 		w, err := s.failDirect(ctx, sp, s.unusable(sp, errs.As(err).Message))
 		return EntityView{}, "", w, err
 	}
-	res, warns, err := s.Transition(ctx, in)
+	res, warns, err := s.callback(ctx, in)
 	if err != nil {
 		w, err := s.failDirect(ctx, sp, err)
 		return EntityView{}, "", w, err
@@ -122,7 +122,7 @@ func (s *Service) directJudge(ctx context.Context, sp spawn.Spawn, prompt string
 	return res, in.Action.EventKind(), warns, nil
 }
 
-func (s *Service) directGuess(ctx context.Context, sp spawn.Spawn) (Answered, []envelope.Warning, error) {
+func (s *core) directGuess(ctx context.Context, sp spawn.Spawn) (Answered, []envelope.Warning, error) {
 	temp := DefaultGuessTemperature
 	if sp.Temperature != nil {
 		temp = *sp.Temperature
@@ -147,7 +147,7 @@ func (s *Service) directGuess(ctx context.Context, sp spawn.Spawn) (Answered, []
 }
 
 // providerFailure turns a Reasoner error into the error the caller sees.
-func (s *Service) providerFailure(ctx context.Context, sp spawn.Spawn, err error) *errs.Error {
+func (s *core) providerFailure(ctx context.Context, sp spawn.Spawn, err error) *errs.Error {
 	name := s.Provider.Name()
 	switch {
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
@@ -167,7 +167,7 @@ func (s *Service) providerFailure(ctx context.Context, sp spawn.Spawn, err error
 		harnessStep(sp)).On(sp.EntityID).Wrap(err)
 }
 
-func (s *Service) unusable(sp spawn.Spawn, problem string) *errs.Error {
+func (s *core) unusable(sp spawn.Spawn, problem string) *errs.Error {
 	what := "verdict"
 	if sp.Kind == spawn.Guess {
 		what = "candidates"
@@ -203,7 +203,7 @@ func harnessStep(sp spawn.Spawn) errs.Step {
 // close runs even when ctx was cancelled (Ctrl-C), on a short deadline of
 // its own, so that an interrupted call leaves the entity as it found it
 // rather than under review until the spawn times out.
-func (s *Service) failDirect(ctx context.Context, sp spawn.Spawn, cause error) ([]envelope.Warning, error) {
+func (s *core) failDirect(ctx context.Context, sp spawn.Spawn, cause error) ([]envelope.Warning, error) {
 	var warns []envelope.Warning
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
@@ -227,7 +227,7 @@ func (s *Service) failDirect(ctx context.Context, sp spawn.Spawn, cause error) (
 // be pending, and the entity goes back to its pre-spawn status only if
 // nothing has moved it since the spawn did. closed is false when another
 // resolver committed first.
-func (s *Service) closeFailed(ctx context.Context, requestID string, cause *errs.Error) (sp spawn.Spawn, closed bool, err error) {
+func (s *core) closeFailed(ctx context.Context, requestID string, cause *errs.Error) (sp spawn.Spawn, closed bool, err error) {
 	for attempt := 0; ; attempt++ {
 		sp, err = s.spawnRecord(ctx, requestID)
 		if err != nil || sp.State != spawn.Pending {

@@ -84,7 +84,7 @@ func TestEachTickHandsOverExactlyTheSpawnsThatEnteredTheHorizonSinceThePreviousO
 	for i, c := range cases {
 		ids[i] = e.issue(c.timeout).RequestID
 	}
-	h.take() // what RequestSpawn itself handed over: not the horizon's
+	h.take() // what Spawns.Request itself handed over: not the horizon's
 	handed := map[string][]int{}
 	for tick := 1; tick <= 30; tick++ {
 		e.clock.Advance(time.Minute)
@@ -172,7 +172,7 @@ func TestQuestionsComingDueAreHandedOverOnceLikeSpawns(t *testing.T) {
 	if !slices.Equal(ticks, []int{45}) || !h.at[a.ID].Equal(a.Deadline) {
 		t.Fatalf("handed over at ticks %v for %v, want once at tick 45 for the deadline %v", ticks, h.at[a.ID], a.Deadline)
 	}
-	e.svc.CancelApproval(ctx, a.ID, "done", "")
+	e.svc.Escalations.Cancel(ctx, a.ID, "done", "")
 }
 
 func TestWithoutASchedulerOrApprovalsThereIsNothingToHandOver(t *testing.T) {

@@ -5,17 +5,17 @@ import (
 	"errors"
 )
 
-// Revoked lists the tokens RevokeAllTokens revoked.
+// Revoked lists the tokens RevokeAll revoked.
 type Revoked struct {
 	Count   int      `json:"count"`
 	Revoked []string `json:"revoked"`
 }
 
-// RevokeAllTokens revokes every bearer token of the project at once (an
+// RevokeAll revokes every bearer token of the project at once (an
 // incident: a token leaked and nobody knows which). The token that makes
 // the call is revoked too; new tokens come from `dont tokens create` on
 // the project's own machine, where file access is the root of trust.
-func (s *Service) RevokeAllTokens(ctx context.Context) (Revoked, error) {
+func (s *Credentials) RevokeAll(ctx context.Context) (Revoked, error) {
 	ts, err := s.tokens()
 	if err != nil {
 		return Revoked{}, err

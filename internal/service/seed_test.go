@@ -318,7 +318,7 @@ func TestSubagentToolPermissionsAreRestricted(t *testing.T) {
 		}
 	}
 	// Only dismiss and trust are terminal actions of a verification spawn.
-	_, _, err := e.svc.Transition(ctx, service.TransitionInput{Action: ledger.Lock, EntityID: id, RequestID: req.RequestID})
+	_, _, err := e.svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Lock, EntityID: id, RequestID: req.RequestID})
 	if !errs.Is(err, errs.Usage) {
 		t.Fatalf("lock with a request id: %v, want usage error", err)
 	}
@@ -680,7 +680,7 @@ func TestDoubtCascadesStaleToDependents(t *testing.T) {
 	if evs := e.events(leafID, ledger.EvStaleCascaded); len(evs) != 1 || evs[0].From != ledger.Unverified {
 		t.Fatalf("leaf stale_cascaded events: %+v", evs)
 	}
-	if _, err := e.svc.Conclude(ctx, service.ConcludeInput{Statement: "x", DependsOn: []string{"claim:01HX05A9K8VP0000000000000A"}}); !errs.Is(err, errs.DependencyNotFound) {
+	if _, err := e.svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "x", DependsOn: []string{"claim:01HX05A9K8VP0000000000000A"}}); !errs.Is(err, errs.DependencyNotFound) {
 		t.Fatalf("unknown dependency: %v", err)
 	}
 }

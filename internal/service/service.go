@@ -50,25 +50,63 @@ type Deps struct {
 	Log          *slog.Logger
 }
 
-// Service applies the rules over its ports. Build it with New; its Deps
-// stay readable (and, for tests and per-project settings, settable).
+// Service is the one service every front end calls, split by domain over
+// one shared core: the ledger of claims and terms, spawns (issued,
+// resolved, swept), escalations (sessions, approvals, frames), held calls
+// and credentials. The core holds the ports and the operations every
+// domain shares: the sweeps and timeouts, the caller's principal. Build
+// it with New; its Deps stay readable (and, for tests and per-project
+// settings, settable).
 type Service struct {
+	*core
+	Ledger      *Ledger
+	Spawns      *Spawns
+	Escalations *Escalations
+	Held        *Held
+	Credentials *Credentials
+}
+
+// core is what the domains share: the ports, the clock, and the helpers
+// that read and write across domains.
+type core struct {
 	Deps
 }
 
+// Ledger records claims and terms and moves them through the status
+// lattice.
+type Ledger struct{ *core }
+
+// Spawns issues spawn requests and resolves them: by callback (Resolve),
+// by answer, by cancel, by a direct-mode provider's failure, and, on the
+// core, by timeout (Sweep, ExpireSpawn). Exactly one resolver wins per
+// request, by a conditional commit.
+type Spawns struct{ *core }
+
+// Escalations are tier escalations: sessions, questions, their answers
+// and the frame log that delivers them.
+type Escalations struct{ *core }
+
+// Held keeps the gated calls nobody confirmed, until an approver
+// confirms or refuses them.
+type Held struct{ *core }
+
+// Credentials are bearer tokens and the callback tokens of spawns.
+type Credentials struct{ *core }
+
 // New builds the service over deps.
 func New(deps Deps) *Service {
-	return &Service{Deps: deps}
+	c := &core{Deps: deps}
+	return &Service{core: c, Ledger: &Ledger{c}, Spawns: &Spawns{c}, Escalations: &Escalations{c}, Held: &Held{c}, Credentials: &Credentials{c}}
 }
 
-func (s *Service) now() time.Time {
+func (s *core) now() time.Time {
 	if s.Clock == nil {
 		return time.Now().UTC()
 	}
 	return s.Clock().UTC()
 }
 
-func (s *Service) timeout() time.Duration {
+func (s *core) timeout() time.Duration {
 	if s.SpawnTimeout <= 0 {
 		return DefaultSpawnTimeout
 	}
@@ -99,7 +137,7 @@ type ConcludeInput struct {
 }
 
 // Conclude records a new unverified claim.
-func (s *Service) Conclude(ctx context.Context, in ConcludeInput) (EntityView, error) {
+func (s *Ledger) Conclude(ctx context.Context, in ConcludeInput) (EntityView, error) {
 	var res EntityView
 	if len(in.Statement) == 0 || len(in.Statement) > 8192 {
 		return res, errs.E(errs.InvalidArgument, "a statement of 1 to 8192 bytes is required").Unmet("statement must not be empty")
@@ -136,7 +174,7 @@ func (s *Service) Conclude(ctx context.Context, in ConcludeInput) (EntityView, e
 // commit refuses a CURIE already held, and the commit's condition on the
 // CURIE (CurieKey) refuses the same to the loser of two defines that both
 // passed the check, with the same error; nothing is written.
-func (s *Service) Define(ctx context.Context, curie, doc string) (EntityView, error) {
+func (s *Ledger) Define(ctx context.Context, curie, doc string) (EntityView, error) {
 	var res EntityView
 	if err := ledger.CheckCurie(curie); err != nil {
 		return res, err
@@ -172,7 +210,7 @@ func (s *Service) Define(ctx context.Context, curie, doc string) (EntityView, er
 
 // curieFree refuses a CURIE that a stored term holds, naming the oldest
 // such term (ids begin with their creation time).
-func (s *Service) curieFree(ctx context.Context, curie string) error {
+func (s *core) curieFree(ctx context.Context, curie string) error {
 	terms, err := s.Store.ListEntities(ctx, EntityFilter{Kind: ledger.KindTerm})
 	if err != nil {
 		return storeErr(err)
@@ -187,8 +225,8 @@ func (s *Service) curieFree(ctx context.Context, curie string) error {
 }
 
 // Show returns one entity, with its history if asked. A spawn id is
-// ShowSpawn's (the show tool sends it there).
-func (s *Service) Show(ctx context.Context, id string, history bool) (EntityView, error) {
+// Spawns.Show's (the show tool sends it there).
+func (s *Ledger) Show(ctx context.Context, id string, history bool) (EntityView, error) {
 	e, err := s.entity(ctx, id)
 	if err != nil {
 		return EntityView{}, err
@@ -210,7 +248,7 @@ type EntityList struct {
 }
 
 // List returns entities, optionally of one status.
-func (s *Service) List(ctx context.Context, status string) (EntityList, error) {
+func (s *Ledger) List(ctx context.Context, status string) (EntityList, error) {
 	var res EntityList
 	if status != "" && !ledger.Status(status).Valid() {
 		return res, errs.E(errs.InvalidArgument, "unknown status "+status).
@@ -226,7 +264,7 @@ func (s *Service) List(ctx context.Context, status string) (EntityList, error) {
 	return EntityList{Count: len(list), Entities: list}, nil
 }
 
-func (s *Service) entity(ctx context.Context, id string) (ledger.Entity, error) {
+func (s *core) entity(ctx context.Context, id string) (ledger.Entity, error) {
 	if k := ids.Kind(id); k != ids.Claim && k != ids.Term {
 		return ledger.Entity{}, errs.E(errs.InvalidID, "not an entity id: "+quoteID(id)).Unmet("ids look like claim:<ULID> or term:<ULID>")
 	}
@@ -240,7 +278,7 @@ func (s *Service) entity(ctx context.Context, id string) (ledger.Entity, error) 
 	return e, nil
 }
 
-func (s *Service) event(kind ledger.EventKind, entityID string, now time.Time) ledger.Event {
+func (s *core) event(kind ledger.EventKind, entityID string, now time.Time) ledger.Event {
 	return ledger.Event{ID: ids.New(ids.Event, now), Kind: kind, EntityID: entityID, Author: s.Author, At: now}
 }
 

@@ -15,11 +15,11 @@ type IssuedSpawn struct {
 	Request json.RawMessage
 }
 
-// ShowSpawn returns a stored spawn request as it was issued: the same
+// Show returns a stored spawn request as it was issued: the same
 // spawn_request payload, byte for byte (callback token included where the
 // store keeps a project secret), that assume, overlook or guess returned, on
 // every transport, and the spawn, which says where it stands now.
-func (s *Service) ShowSpawn(ctx context.Context, id string) (IssuedSpawn, error) {
+func (s *Spawns) Show(ctx context.Context, id string) (IssuedSpawn, error) {
 	var res IssuedSpawn
 	sp, err := s.spawnRecord(ctx, id)
 	if err != nil {

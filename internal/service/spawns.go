@@ -33,7 +33,7 @@ var ErrNoProvider = errs.E(errs.ConfigMissing, "direct mode needs an LLM provide
 	errs.Step{Command: "dont assume <id> --json  # with DONT_HARNESS=1", Description: "or run in harness mode and let your harness spawn the subagent"},
 ).Unmet("llm.provider", "llm.model")
 
-// Spawned is what RequestSpawn did: in harness mode, the spawn_request
+// Spawned is what Spawns.Request did: in harness mode, the spawn_request
 // payload; in direct mode, what the provider's verdict (assume, overlook)
 // or candidates (guess) did through the callback path.
 type Spawned struct {
@@ -46,12 +46,12 @@ type Spawned struct {
 	Provider string           // the provider's name
 }
 
-// RequestSpawn issues a spawn request. In harness mode it returns the
+// Request issues a spawn request. In harness mode it returns the
 // spawn_request payload. In direct mode it issues the same spawn, has the
 // Provider do the reasoning and resolves the spawn through the callback
 // path (see direct); without a Provider it refuses with config-missing — it
 // never falls back to harness mode.
-func (s *Service) RequestSpawn(ctx context.Context, in SpawnInput) (Spawned, []envelope.Warning, error) {
+func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelope.Warning, error) {
 	var res Spawned
 	if err := checkSpawnInput(&in); err != nil {
 		return res, nil, err
@@ -120,7 +120,7 @@ func checkSpawnInput(in *SpawnInput) error {
 }
 
 // spawnTx reads the entity and builds the write that issues the spawn.
-func (s *Service) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.Request, Tx, error) {
+func (s *core) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.Request, Tx, error) {
 	now := s.now()
 	sp := spawn.Spawn{
 		ID: ids.New(ids.Spawn, now), Kind: in.Kind, State: spawn.Pending, Mode: in.Mode,
@@ -192,12 +192,12 @@ type Answered struct {
 
 // Answer resolves a guess spawn: it records the candidates and their
 // agreement tally and concludes the top answer as an unverified claim.
-func (s *Service) Answer(ctx context.Context, requestID string, candidates []string) (Answered, []envelope.Warning, error) {
+func (s *Spawns) Answer(ctx context.Context, requestID string, candidates []string) (Answered, []envelope.Warning, error) {
 	return s.answer(ctx, requestID, candidates, false)
 }
 
 // answer is Answer; direct marks the events of a direct-mode guess.
-func (s *Service) answer(ctx context.Context, requestID string, candidates []string, direct bool) (Answered, []envelope.Warning, error) {
+func (s *core) answer(ctx context.Context, requestID string, candidates []string, direct bool) (Answered, []envelope.Warning, error) {
 	var res Answered
 	tally := spawn.TallyCandidates(candidates)
 	if len(tally) == 0 {
@@ -249,7 +249,7 @@ func (s *Service) answer(ctx context.Context, requestID string, candidates []str
 	}
 }
 
-func (s *Service) spawnRecord(ctx context.Context, id string) (spawn.Spawn, error) {
+func (s *core) spawnRecord(ctx context.Context, id string) (spawn.Spawn, error) {
 	if ids.Kind(id) != ids.Spawn {
 		return spawn.Spawn{}, errs.E(errs.SpawnNotFound, "not a spawn request id: "+quoteID(id)).Unmet("request ids look like spawn:<ULID>")
 	}

@@ -35,7 +35,7 @@ type TimeoutResult struct {
 // spawns by timeout: `dont sweep`, and the sweep the tool surface runs
 // before every call that needs it (SweepBatch). It is idempotent: a spawn
 // some other resolver committed first is reported as lost and left alone.
-func (s *Service) Sweep(ctx context.Context, limit int) (SweepReport, error) {
+func (s *core) Sweep(ctx context.Context, limit int) (SweepReport, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -62,7 +62,7 @@ func (s *Service) Sweep(ctx context.Context, limit int) (SweepReport, error) {
 // ExpireSpawn is the queue-driven timeout of one request: it resolves the
 // spawn by timeout if it is still pending and due. Not yet due reports
 // the remaining time, so a delayed-message scheduler can re-enqueue it.
-func (s *Service) ExpireSpawn(ctx context.Context, requestID string) (TimeoutResult, time.Duration, error) {
+func (s *core) ExpireSpawn(ctx context.Context, requestID string) (TimeoutResult, time.Duration, error) {
 	sp, err := s.spawnRecord(ctx, requestID)
 	if err != nil {
 		return TimeoutResult{}, 0, err
@@ -79,7 +79,7 @@ func (s *Service) ExpireSpawn(ctx context.Context, requestID string) (TimeoutRes
 
 // expire commits the timeout resolver for one spawn. won is false when the
 // spawn was already resolved (r.Outcome then names the winner) or not due.
-func (s *Service) expire(ctx context.Context, requestID string) (r TimeoutResult, won bool, err error) {
+func (s *core) expire(ctx context.Context, requestID string) (r TimeoutResult, won bool, err error) {
 	for attempt := 0; ; attempt++ {
 		sp, err := s.spawnRecord(ctx, requestID)
 		if err != nil {
@@ -130,7 +130,7 @@ type closing struct {
 // outcome, the entity's pending mark cleared and its pre-spawn status
 // restored only if nothing has moved it since the spawn did. ev is the
 // event that records it; closeTx fills in the status change.
-func (s *Service) closeTx(ctx context.Context, sp spawn.Spawn, outcome spawn.Outcome, ev ledger.Event, now time.Time) (closing, error) {
+func (s *core) closeTx(ctx context.Context, sp spawn.Spawn, outcome spawn.Outcome, ev ledger.Event, now time.Time) (closing, error) {
 	c := closing{Tx: Tx{Spawns: []SpawnPut{{Spawn: resolved(sp, outcome, now)}}}}
 	if sp.EntityID != "" {
 		e, err := s.entity(ctx, sp.EntityID)
@@ -169,9 +169,9 @@ type SpawnList struct {
 	View   string        `json:"view"`
 }
 
-// Spawns lists spawn requests: pending (active, not expired, oldest first),
+// List lists spawn requests: pending (active, not expired, oldest first),
 // timed-out (expired and not re-assumed since) or all.
-func (s *Service) Spawns(ctx context.Context, view string) (SpawnList, error) {
+func (s *Spawns) List(ctx context.Context, view string) (SpawnList, error) {
 	var res SpawnList
 	var f SpawnFilter
 	switch view {

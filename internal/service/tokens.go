@@ -54,15 +54,15 @@ type TokenView struct {
 	Secret string `json:"token,omitempty"`
 }
 
-func (s *Service) tokens() (TokenStore, error) {
+func (s *core) tokens() (TokenStore, error) {
 	if s.Tokens == nil {
 		return nil, errs.E(TokensDisabled, "this store keeps no tokens")
 	}
 	return s.Tokens, nil
 }
 
-// CreateToken makes a bearer token; its secret is returned once.
-func (s *Service) CreateToken(ctx context.Context, role, name string) (TokenView, error) {
+// Create makes a bearer token; its secret is returned once.
+func (s *Credentials) Create(ctx context.Context, role, name string) (TokenView, error) {
 	ts, err := s.tokens()
 	if err != nil {
 		return TokenView{}, err
@@ -88,8 +88,8 @@ type TokenList struct {
 	Tokens []auth.Token `json:"tokens"`
 }
 
-// ListTokens lists the project's bearer tokens (never their secrets).
-func (s *Service) ListTokens(ctx context.Context) (TokenList, error) {
+// List lists the project's bearer tokens (never their secrets).
+func (s *Credentials) List(ctx context.Context) (TokenList, error) {
 	ts, err := s.tokens()
 	if err != nil {
 		return TokenList{}, err
@@ -104,8 +104,8 @@ func (s *Service) ListTokens(ctx context.Context) (TokenList, error) {
 	return TokenList{Count: len(list), Tokens: list}, nil
 }
 
-// RevokeToken revokes a token at once.
-func (s *Service) RevokeToken(ctx context.Context, id string) (TokenView, error) {
+// Revoke revokes a token at once.
+func (s *Credentials) Revoke(ctx context.Context, id string) (TokenView, error) {
 	ts, err := s.tokens()
 	if err != nil {
 		return TokenView{}, err
@@ -128,7 +128,7 @@ func (s *Service) RevokeToken(ctx context.Context, id string) (TokenView, error)
 }
 
 // Authenticate resolves a presented token to a principal.
-func (s *Service) Authenticate(ctx context.Context, presented string) (auth.Principal, error) {
+func (s *Credentials) Authenticate(ctx context.Context, presented string) (auth.Principal, error) {
 	ts, err := s.tokens()
 	if err != nil {
 		return auth.Principal{}, err
@@ -177,7 +177,7 @@ func (s *Service) Authenticate(ctx context.Context, presented string) (auth.Prin
 // a terminal action on its own entity and request may (the service answers
 // it with the duplicate warning and changes nothing), and anything else is
 // refused.
-func (s *Service) CheckCallback(ctx context.Context, p auth.Principal, tool string, args map[string]any) error {
+func (s *Credentials) CheckCallback(ctx context.Context, p auth.Principal, tool string, args map[string]any) error {
 	sp, err := s.spawnRecord(ctx, p.RequestID)
 	if err != nil {
 		return errs.E(Forbidden, "the callback token's spawn is unknown")
@@ -215,7 +215,7 @@ func (s *Service) CheckCallback(ctx context.Context, p auth.Principal, tool stri
 // its callback token, when the store keeps a project secret. Only an
 // authenticated caller gets here; a project made before its operator
 // action created the secret gets one now.
-func (s *Service) publicRequest(ctx context.Context, req spawn.Request) (json.RawMessage, error) {
+func (s *core) publicRequest(ctx context.Context, req spawn.Request) (json.RawMessage, error) {
 	if req.Context.ForbiddenTools == nil {
 		req.Context.ForbiddenTools = spawn.ForbiddenTools(req.Context.AllowedTools)
 	}

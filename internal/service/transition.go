@@ -21,10 +21,27 @@ type TransitionInput struct {
 	Direct    bool // the verdict came from a provider in direct mode
 }
 
-// Transition applies a status change; with a RequestID it is a callback.
+// Resolve is a callback: a dismiss or trust with the request id of the
+// verification spawn it resolves. Exactly one terminal resolver wins per
+// request id, by commit order; a loser changes nothing and is told who
+// won. (The tool surface runs a callback's sweep after it, not before,
+// so that a late callback whose request has no committed resolver still
+// applies.)
+func (s *Spawns) Resolve(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
+	if in.RequestID == "" {
+		return EntityView{}, nil, errs.E(errs.Usage, "a callback names the spawn it resolves (--request-id)").On(in.EntityID)
+	}
+	if err := s.checkTransitionInput(in); err != nil {
+		return EntityView{}, nil, err
+	}
+	return s.callback(ctx, in)
+}
+
+// Transition applies a status change; with a RequestID it is a callback
+// (Resolve).
 // (The tool surface runs a callback's sweep after it, not before, so that
 // a late callback whose request has no committed resolver still applies.)
-func (s *Service) Transition(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
+func (s *Ledger) Transition(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
 	if err := s.checkTransitionInput(in); err != nil {
 		return EntityView{}, nil, err
 	}
@@ -51,7 +68,7 @@ func (s *Service) Transition(ctx context.Context, in TransitionInput) (EntityVie
 	}
 }
 
-func (s *Service) checkTransitionInput(in TransitionInput) error {
+func (s *core) checkTransitionInput(in TransitionInput) error {
 	switch in.Action {
 	case ledger.Doubt, ledger.Ignore, ledger.Reopen:
 		if err := ledger.CheckReason(in.EntityID, in.Reason); err != nil {
@@ -70,7 +87,7 @@ func (s *Service) checkTransitionInput(in TransitionInput) error {
 
 // transitionTx builds the write for one status change of e, including the
 // stale cascade a doubt causes in the entities that depend on it.
-func (s *Service) transitionTx(ctx context.Context, e ledger.Entity, in TransitionInput) (Tx, ledger.Entity, error) {
+func (s *core) transitionTx(ctx context.Context, e ledger.Entity, in TransitionInput) (Tx, ledger.Entity, error) {
 	to, err := ledger.Next(e.ID, e.Status, in.Action)
 	if err != nil {
 		return Tx{}, e, err
@@ -91,7 +108,7 @@ func (s *Service) transitionTx(ctx context.Context, e ledger.Entity, in Transiti
 
 // cascadeStale marks every entity that depends, directly or through other
 // dependents, on the doubted one as stale.
-func (s *Service) cascadeStale(ctx context.Context, tx *Tx, doubted string, at time.Time) error {
+func (s *core) cascadeStale(ctx context.Context, tx *Tx, doubted string, at time.Time) error {
 	seen := map[string]bool{doubted: true}
 	queue := []string{doubted}
 	for len(queue) > 0 {
@@ -124,7 +141,7 @@ func (s *Service) cascadeStale(ctx context.Context, tx *Tx, doubted string, at t
 // callback resolves a verification spawn with dismiss or trust. Exactly one
 // terminal resolver wins per request id, by commit order; a loser changes
 // nothing and is told who won.
-func (s *Service) callback(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
+func (s *core) callback(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
 	var res EntityView
 	for attempt := 0; ; attempt++ {
 		sp, err := s.spawnRecord(ctx, in.RequestID)
@@ -181,7 +198,7 @@ func (s *Service) callback(ctx context.Context, in TransitionInput) (EntityView,
 
 // alreadyResolved is the answer to a callback that lost: nothing
 // changes, and the warning names the earlier resolution.
-func (s *Service) alreadyResolved(ctx context.Context, sp spawn.Spawn) (EntityView, []envelope.Warning, error) {
+func (s *core) alreadyResolved(ctx context.Context, sp spawn.Spawn) (EntityView, []envelope.Warning, error) {
 	w := []envelope.Warning{loserWarning(sp)}
 	e, err := s.entity(ctx, sp.EntityID)
 	if err != nil {

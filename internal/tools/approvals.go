@@ -36,13 +36,13 @@ func init() {
 		},
 		approvals: true, sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return opened(s.OpenSession(ctx, service.OpenSessionInput{Tier: a.Str("tier"), Name: a.Str("name")}))
+			return opened(s.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: a.Str("tier"), Name: a.Str("name")}))
 		}})
 	register(&Tool{Name: "sessions.show", Summary: "Show a session: its default tier and whether a client is watching it.", Annotations: Annotations{ReadOnly: true},
 		Params:    []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "session id (ses:…)"}},
 		approvals: true, sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return session(s.ShowSession(ctx, a.Str("id")))
+			return session(s.Escalations.ShowSession(ctx, a.Str("id")))
 		}})
 
 	register(&Tool{Name: "escalate", Summary: "Ask a person for one wider tier for one call; blocks until the verdict (exit 0 with the granted tier, 1 otherwise).",
@@ -59,7 +59,7 @@ func init() {
 		},
 		approvals: true, sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return escalated(s.Escalate(ctx, service.EscalateInput{SessionID: a.Str("session"), CallID: a.Str("call"), To: a.Str("to"),
+			return escalated(s.Escalations.Escalate(ctx, service.EscalateInput{SessionID: a.Str("session"), CallID: a.Str("call"), To: a.Str("to"),
 				Reason: a.Str("reason"), Preview: a.Str("preview"), NoWait: a.Bool("no_wait")}))
 		}})
 
@@ -67,39 +67,39 @@ func init() {
 		Params:    []Param{sessionParam, {Name: "pending", Type: Boolean, Description: "only open questions"}},
 		approvals: true, sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.ApprovalList](envelope.KindApprovals)(s.ListApprovals(ctx, service.ApprovalQuery{SessionID: a.Str("session"), Pending: a.Bool("pending")}))
+			return data[service.ApprovalList](envelope.KindApprovals)(s.Escalations.List(ctx, service.ApprovalQuery{SessionID: a.Str("session"), Pending: a.Bool("pending")}))
 		}})
 	register(&Tool{Name: "approvals.show", Summary: "Show one approval request.", Annotations: Annotations{ReadOnly: true},
 		Params:    []Param{approvalID},
 		approvals: true, sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return approval(s.ShowApproval(ctx, a.Str("id")))
+			return approval(s.Escalations.Show(ctx, a.Str("id")))
 		}})
 	register(&Tool{Name: "approvals.approve", Summary: "Approve a request: its call runs at the wider tier. The first answer wins.", Roles: answerers,
 		Annotations: Annotations{Presence: true},
 		Params:      []Param{approvalID},
 		approvals:   true, sweep: answerFirst,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return decided(s.Approve(ctx, a.Str("id"), ""))
+			return decided(s.Escalations.Approve(ctx, a.Str("id"), ""))
 		}})
 	register(&Tool{Name: "approvals.refuse", Summary: "Refuse a request: its command does not run. The first answer wins.", Roles: answerers,
 		Annotations: Annotations{Presence: true},
 		Params:      []Param{approvalID, {Name: "reason", Type: String, Description: "why, for the requester"}},
 		approvals:   true, sweep: answerFirst,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return decided(s.Refuse(ctx, a.Str("id"), a.Str("reason"), ""))
+			return decided(s.Escalations.Refuse(ctx, a.Str("id"), a.Str("reason"), ""))
 		}})
 	register(&Tool{Name: "approvals.cancel", Summary: "Withdraw a request (the requester giving up); announced like every ending.",
 		Params:    []Param{approvalID, {Name: "reason", Type: String, Description: "why"}},
 		approvals: true, sweep: answerFirst,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return decided(s.CancelApproval(ctx, a.Str("id"), a.Str("reason"), ""))
+			return decided(s.Escalations.Cancel(ctx, a.Str("id"), a.Str("reason"), ""))
 		}})
 	register(&Tool{Name: "approvals.wait", Summary: "Wait for a request's verdict: exit 0 with the granted tier, 1 otherwise.",
 		Params:    []Param{approvalID},
 		approvals: true, sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return escalated(s.WaitApproval(ctx, a.Str("id")))
+			return escalated(s.Escalations.Wait(ctx, a.Str("id")))
 		}})
 	register(&Tool{Name: "approvals.frames", Summary: "Read a session's frames after a cursor (NDJSON on the CLI), long-polling up to --wait.", Annotations: Annotations{ReadOnly: true},
 		Params: []Param{
@@ -112,7 +112,7 @@ func init() {
 		approvals: true, sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 			wait, _ := framesWait(a)
-			return data[service.FramesPage](envelope.KindFrames)(s.Frames(ctx, service.FramesInput{SessionID: a.Str("session"), After: int64(a.Int("after")), Wait: wait, Subscriber: a.Str("subscriber")}))
+			return data[service.FramesPage](envelope.KindFrames)(s.Escalations.Frames(ctx, service.FramesInput{SessionID: a.Str("session"), After: int64(a.Int("after")), Wait: wait, Subscriber: a.Str("subscriber")}))
 		}})
 	register(&Tool{Name: "approvals.sweep", Summary: "End questions past their deadline and announce endings a failed announce left out.",
 		Params: []Param{{Name: "limit", Type: Integer, Default: 1000, Description: "at most this many"}},
@@ -121,7 +121,7 @@ func init() {
 		}})
 	register(&Tool{Name: "approvals.audit", Summary: "Check the frame log: every question has exactly one ending frame; fails (exit 3) on any finding.", Annotations: Annotations{ReadOnly: true},
 		run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
-			return audited(s.AuditApprovals(ctx))
+			return audited(s.Escalations.Audit(ctx))
 		}})
 }
 

@@ -95,7 +95,7 @@ func CallGated(ctx context.Context, s *service.Service, name string, raw map[str
 	if _, err := t.Validate(args); err != nil {
 		return Output{}, err
 	}
-	return held(s.HoldCall(ctx, name, args))
+	return held(s.Held.Hold(ctx, name, args))
 }
 
 // Held reports whether a result is a held call (data.status "pending_confirmation").

@@ -22,7 +22,7 @@ func init() {
 		Params: []Param{spawnID, {Name: "reason", Type: String, Description: "why it is cancelled"}},
 		sweep:  always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.CancelSpawn(ctx, a.Str("request_id"), a.Str("reason")))
+			return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason")))
 		}})
 	register(&Tool{Name: "spawns.manage", Summary: "One action for spawn requests: --op list, show or cancel (--op is required).",
 		Params: []Param{
@@ -41,11 +41,11 @@ func init() {
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 			switch a.Str("op") {
 			case "list":
-				return data[service.SpawnList](envelope.KindSpawns)(s.Spawns(ctx, a.Str("view")))
+				return data[service.SpawnList](envelope.KindSpawns)(s.Spawns.List(ctx, a.Str("view")))
 			case "show":
-				return data[service.SpawnView](envelope.KindSpawn)(s.SpawnRecord(ctx, a.Str("request_id")))
+				return data[service.SpawnView](envelope.KindSpawn)(s.Spawns.Record(ctx, a.Str("request_id")))
 			default:
-				return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.CancelSpawn(ctx, a.Str("request_id"), a.Str("reason")))
+				return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason")))
 			}
 		}})
 
@@ -63,19 +63,19 @@ func init() {
 				if err := need(a, "tokens.manage", "create", "role"); err != nil {
 					return Output{}, err
 				}
-				return CreatedToken(s.CreateToken(ctx, a.Str("role"), a.Str("name")))
+				return CreatedToken(s.Credentials.Create(ctx, a.Str("role"), a.Str("name")))
 			case "revoke":
 				if err := need(a, "tokens.manage", "revoke", "id"); err != nil {
 					return Output{}, err
 				}
-				return token(s.RevokeToken(ctx, a.Str("id")))
+				return token(s.Credentials.Revoke(ctx, a.Str("id")))
 			default:
-				return data[service.TokenList](envelope.KindTokens)(s.ListTokens(ctx))
+				return data[service.TokenList](envelope.KindTokens)(s.Credentials.List(ctx))
 			}
 		}})
 	register(&Tool{Name: "tokens.revoke-all", Summary: "Revoke every bearer token of the project at once (incident response; interactive only).", Roles: admin,
 		run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
-			v, err := s.RevokeAllTokens(ctx)
+			v, err := s.Credentials.RevokeAll(ctx)
 			if err != nil {
 				return Output{}, err
 			}
@@ -88,12 +88,12 @@ func init() {
 	register(&Tool{Name: "confirmations.list", Summary: "List the calls waiting for confirmation (--all: every one ever held).", Annotations: Annotations{ReadOnly: true}, Roles: deciders,
 		Params: []Param{{Name: "all", Type: Boolean, Description: "include confirmed, refused and expired ones"}},
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.ConfirmationList](envelope.KindConfirmations)(s.ListConfirmations(ctx, a.Bool("all")))
+			return data[service.ConfirmationList](envelope.KindConfirmations)(s.Held.List(ctx, a.Bool("all")))
 		}})
 	register(&Tool{Name: "confirmations.show", Summary: "Show one held call and how it ended.", Annotations: Annotations{ReadOnly: true}, Roles: deciders,
 		Params: []Param{confID},
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return confirmation(s.ShowConfirmation(ctx, a.Str("id")))
+			return confirmation(s.Held.Show(ctx, a.Str("id")))
 		}})
 	register(&Tool{Name: "confirmations.confirm", Summary: "Confirm a held call: it runs now, exactly once (an approver or admin who may call it, never the token that asked).", Roles: deciders,
 		Annotations: Annotations{Presence: true},
@@ -102,7 +102,7 @@ func init() {
 	register(&Tool{Name: "confirmations.refuse", Summary: "Refuse a held call: it never runs (approver or admin).", Roles: deciders,
 		Params: []Param{confID, {Name: "reason", Type: String, Description: "why"}},
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return confirmation(s.RefuseConfirmation(ctx, a.Str("id"), a.Str("reason")))
+			return confirmation(s.Held.Refuse(ctx, a.Str("id"), a.Str("reason")))
 		}})
 }
 
@@ -114,7 +114,7 @@ func init() {
 // Before it claims anything, the confirmer must pass MayConfirm and the
 // requester's token must still be live; a refused confirm changes nothing.
 func runConfirmed(ctx context.Context, s *service.Service, a Args) (Output, error) {
-	held, err := s.HeldCall(ctx, a.Str("id"))
+	held, err := s.Held.Get(ctx, a.Str("id"))
 	if err != nil {
 		return Output{}, err
 	}
@@ -123,10 +123,10 @@ func runConfirmed(ctx context.Context, s *service.Service, a Args) (Output, erro
 			return Output{}, err
 		}
 	}
-	if err := s.CheckRequesterLive(ctx, held); err != nil {
+	if err := s.Held.CheckRequesterLive(ctx, held); err != nil {
 		return Output{}, err
 	}
-	p, dup, err := s.ClaimConfirmation(ctx, a.Str("id"))
+	p, dup, err := s.Held.Claim(ctx, a.Str("id"))
 	if err != nil {
 		return Output{}, err
 	}
@@ -135,7 +135,7 @@ func runConfirmed(ctx context.Context, s *service.Service, a Args) (Output, erro
 	}
 	res, callErr := Call(ctx, s, p.Tool, p.Args)
 	o := outcomeOf(res, callErr)
-	if err := s.FinishConfirmation(context.WithoutCancel(ctx), p, o); err != nil {
+	if err := s.Held.Finish(context.WithoutCancel(ctx), p, o); err != nil {
 		res.Warnings = append(res.Warnings, warning(envelope.WarnConfirmationRecordFailed, p.ID+" ran, but its record still says executing: "+errs.As(err).Message))
 	}
 	res.Hints = append(res.Hints, p.ID+" confirmed: "+p.Tool+" ran once (dont confirmations show "+p.ID+")")

@@ -17,15 +17,15 @@ func init() {
 			{Name: "name", Type: String, Description: "a label"},
 		},
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return CreatedToken(s.CreateToken(ctx, a.Str("role"), a.Str("name")))
+			return CreatedToken(s.Credentials.Create(ctx, a.Str("role"), a.Str("name")))
 		}})
 	register(&Tool{Name: "tokens.list", Summary: "List bearer tokens (never their secrets).", Roles: admin, Annotations: Annotations{ReadOnly: true},
 		run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
-			return data[service.TokenList](envelope.KindTokens)(s.ListTokens(ctx))
+			return data[service.TokenList](envelope.KindTokens)(s.Credentials.List(ctx))
 		}})
 	register(&Tool{Name: "tokens.revoke", Summary: "Revoke a bearer token at once.", Roles: admin,
 		Params: []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "token id (tok:…)"}},
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return token(s.RevokeToken(ctx, a.Str("id")))
+			return token(s.Credentials.Revoke(ctx, a.Str("id")))
 		}})
 }

@@ -30,7 +30,7 @@ func init() {
 		},
 		sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return concluded(s.Conclude(ctx, service.ConcludeInput{Statement: a.Str("statement"), Atoms: a.Strs("atom"),
+			return concluded(s.Ledger.Conclude(ctx, service.ConcludeInput{Statement: a.Str("statement"), Atoms: a.Strs("atom"),
 				Refs: a.Strs("ref"), Confidence: a.Float("confidence"), DependsOn: a.Strs("depends_on")}))
 		}})
 	register(&Tool{Name: "define", Summary: "Define a term by CURIE.",
@@ -40,7 +40,7 @@ func init() {
 		},
 		sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			v, err := s.Define(ctx, a.Str("curie"), a.Str("doc"))
+			v, err := s.Ledger.Define(ctx, a.Str("curie"), a.Str("doc"))
 			return entity(v, nil, err)
 		}})
 	// The tool names are the CLI verbs: `dont trust` = doubt it; `dont dismiss` (the doubt) = verify it.
@@ -60,16 +60,16 @@ func init() {
 		sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 			if ids.Kind(a.Str("id")) == ids.Spawn {
-				return issued(s.ShowSpawn(ctx, a.Str("id")))
+				return issued(s.Spawns.Show(ctx, a.Str("id")))
 			}
-			v, err := s.Show(ctx, a.Str("id"), a.Bool("history"))
+			v, err := s.Ledger.Show(ctx, a.Str("id"), a.Bool("history"))
 			return entity(v, nil, err)
 		}})
 	register(&Tool{Name: "list", Summary: "List entities.", Annotations: Annotations{ReadOnly: true},
 		Params: []Param{{Name: "status", Type: String, Enum: statusNames(), Description: "only this status"}},
 		sweep:  always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.EntityList](envelope.KindList)(s.List(ctx, a.Str("status")))
+			return data[service.EntityList](envelope.KindList)(s.Ledger.List(ctx, a.Str("status")))
 		}})
 	register(spawner(spawn.Assume, "Ask a clean-context subagent to verify an entity independently."))
 	register(spawner(spawn.Overlook, "Ask a subagent to assume the entity is wrong and explain why (premortem)."))
@@ -82,7 +82,7 @@ func init() {
 		},
 		sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return spawned(s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: a.Str("question"),
+			return spawned(s.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Guess, Question: a.Str("question"),
 				N: a.Int("n"), Temperature: a.Float("temperature"), Mode: spawn.Mode(a.Str("mode"))}))
 		}})
 	register(&Tool{Name: "answer", Summary: "Resolve a guess spawn with candidate answers.",
@@ -93,7 +93,7 @@ func init() {
 		// An answer resolves its own request before the sweep runs.
 		sweep: func(Args) sweepOrder { return sweepAfter },
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return answered(s.Answer(ctx, a.Str("request_id"), a.Strs("candidate")))
+			return answered(s.Spawns.Answer(ctx, a.Str("request_id"), a.Strs("candidate")))
 		}})
 	register(&Tool{Name: "spawns", Summary: "List spawn requests: --pending, --timed-out or --all.", Annotations: Annotations{ReadOnly: true},
 		Params: []Param{
@@ -111,7 +111,7 @@ func init() {
 		sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 			view, _ := spawnsView(a)
-			return data[service.SpawnList](envelope.KindSpawns)(s.Spawns(ctx, view))
+			return data[service.SpawnList](envelope.KindSpawns)(s.Spawns.List(ctx, view))
 		}})
 	register(&Tool{Name: "sweep", Summary: "Resolve expired pending spawns by timeout now.",
 		Params: []Param{{Name: "limit", Type: Integer, Default: 1000, Description: "at most this many"}},
@@ -138,8 +138,12 @@ func transition(action ledger.Action, summary string, params ...Param) *Tool {
 	return &Tool{Name: string(action), Summary: summary, Params: append([]Param{entityParam}, params...),
 		sweep: afterCallback,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return entity(s.Transition(ctx, service.TransitionInput{Action: action, EntityID: a.Str("id"),
-				Reason: a.Str("reason"), Evidence: a.Strs("evidence"), RequestID: a.Str("request_id")}))
+			in := service.TransitionInput{Action: action, EntityID: a.Str("id"),
+				Reason: a.Str("reason"), Evidence: a.Strs("evidence"), RequestID: a.Str("request_id")}
+			if in.RequestID != "" {
+				return entity(s.Spawns.Resolve(ctx, in)) // a callback: where a spawn is resolved
+			}
+			return entity(s.Ledger.Transition(ctx, in))
 		}}
 }
 
@@ -147,7 +151,7 @@ func spawner(kind spawn.Kind, summary string) *Tool {
 	return &Tool{Name: string(kind), Summary: summary, Params: []Param{entityParam, modeParam}, Exclusive: kind != spawn.Guess,
 		sweep: always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return spawned(s.RequestSpawn(ctx, service.SpawnInput{Kind: kind, EntityID: a.Str("id"), Mode: spawn.Mode(a.Str("mode"))}))
+			return spawned(s.Spawns.Request(ctx, service.SpawnInput{Kind: kind, EntityID: a.Str("id"), Mode: spawn.Mode(a.Str("mode"))}))
 		}}
 }
 

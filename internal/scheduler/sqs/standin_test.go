@@ -80,15 +80,15 @@ func TestTheHorizonOnTheDynamoDBStoreAndFauxqs(t *testing.T) {
 	}
 	issue := func() (string, spawn.Request) {
 		t.Helper()
-		res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim %d", time.Now().UnixNano())})
+		res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim %d", time.Now().UnixNano())})
 		if err != nil {
 			t.Fatal(err)
 		}
 		id := res.ID
-		if _, _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/a"}}); err != nil {
+		if _, _, err := svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/a"}}); err != nil {
 			t.Fatal(err)
 		}
-		res2, _, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+		res2, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,15 +40,15 @@ func approvalService(project string, counter *capacity.Counter) (*service.Servic
 // escalates without waiting: the open question's id.
 func askedQuestion(t *testing.T, svc *service.Service) (session, id string) {
 	t.Helper()
-	res, err := svc.OpenSession(ctx, service.OpenSessionInput{Tier: string(approvals.ReadOnly)})
+	res, err := svc.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: string(approvals.ReadOnly)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	session = res.ID
-	if _, err := svc.Frames(ctx, service.FramesInput{SessionID: session, Subscriber: "approver"}); err != nil {
+	if _, err := svc.Escalations.Frames(ctx, service.FramesInput{SessionID: session, Subscriber: "approver"}); err != nil {
 		t.Fatal(err)
 	}
-	res2, _, err := svc.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: "c-17", To: string(approvals.DangerFullAccess),
+	res2, _, err := svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: "c-17", To: string(approvals.DangerFullAccess),
 		Reason: "installs into /usr/local", Preview: "make install", NoWait: true})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestManyApproversAnsweringOneRequestExactlyOneWins(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			results[i], _, errs[i] = other.AnswerApproval(ctx, service.AnswerInput{ApprovalID: id, Answer: answers[i%len(answers)], By: fmt.Sprintf("approver-%d", i)})
+			results[i], _, errs[i] = other.Escalations.Answer(ctx, service.AnswerInput{ApprovalID: id, Answer: answers[i%len(answers)], By: fmt.Sprintf("approver-%d", i)})
 		}()
 	}
 	close(start)
@@ -121,7 +121,7 @@ func TestManyApproversAnsweringOneRequestExactlyOneWins(t *testing.T) {
 	if len(frames) != 2 || frames[1].Kind != approvals.FrameResolved || frames[1].Verdict != want || frames[1].Cursor != 2 {
 		t.Fatalf("frames %+v: want the question and exactly one ending", frames)
 	}
-	if rep, err := svc.AuditApprovals(ctx); err != nil || !rep.OK() {
+	if rep, err := svc.Escalations.Audit(ctx); err != nil || !rep.OK() {
 		t.Fatalf("audit: %+v %v", rep, err)
 	}
 }

@@ -140,7 +140,7 @@ func (b *Backend) Authenticate(ctx context.Context, presented string) (auth.Prin
 		st = New(b.client, b.table, project)
 		check = service.New(service.Deps{Tokens: st})
 	}
-	principal, err := check.Authenticate(ctx, presented)
+	principal, err := check.Credentials.Authenticate(ctx, presented)
 	if err != nil {
 		return auth.Principal{}, httpapi.Project{}, err
 	}

@@ -54,7 +54,7 @@ func newAPI(t *testing.T) *api {
 // token makes a bearer token of role in project.
 func (a *api) token(project, role string) string {
 	a.t.Helper()
-	res, err := a.backend.Project(project).Service.CreateToken(ctx, role, role)
+	res, err := a.backend.Project(project).Service.Credentials.Create(ctx, role, role)
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -256,12 +256,12 @@ func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 	s := newStore(t)
 	now := t0
 	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Clock: func() time.Time { return now }})
-	res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "exactly one resolver"})
+	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "exactly one resolver"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := res.ID
-	r, _, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
+	r, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			if i%2 == 0 {
-				out, _, err := late.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
+				out, _, err := late.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 					Evidence: []string{"https://example.org/e"}, RequestID: req.RequestID})
 				if err != nil {
 					t.Error(err)

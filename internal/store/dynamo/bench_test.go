@@ -50,7 +50,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 			st := dynamo.New(newClient(nil, counter), table, "bench-"+randomName())
 			now := t0
 			svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench", Clock: func() time.Time { return now }})
-			res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
+			res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -62,13 +62,13 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				now = now.Add(time.Second)
-				r, _, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+				r, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 				if err != nil {
 					b.Fatal(err)
 				}
 				rid := requestOf(b, r).RequestID
 				if path == "callback" {
-					out, _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
+					out, _, err := svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 						Evidence: []string{"https://example.org/boiling"}, RequestID: rid})
 					if err != nil || out.Resolution == nil {
 						b.Fatalf("callback: %v", err)
@@ -94,7 +94,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 		srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: backend, RatePerSecond: -1}))
 		defer srv.Close()
 		project := "bench-api-" + randomName()
-		tok, err := backend.Project(project).Service.CreateToken(ctx, auth.RoleHarness, "bench")
+		tok, err := backend.Project(project).Service.Credentials.Create(ctx, auth.RoleHarness, "bench")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -291,7 +291,7 @@ func BenchmarkApprovalLifecycle(b *testing.B) {
 			now := t0
 			svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "bench", Clock: func() time.Time { return now },
 				Approvals: service.Approvals{Store: st, Lease: 1000 * time.Hour}})
-			res, err := svc.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
+			res, err := svc.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -303,14 +303,14 @@ func BenchmarkApprovalLifecycle(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				now = now.Add(time.Second)
-				r, _, err := svc.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: fmt.Sprintf("c-%d", i), To: "workspace-write",
+				r, _, err := svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: fmt.Sprintf("c-%d", i), To: "workspace-write",
 					Reason: "writes the build directory", Preview: "make", NoWait: true})
 				if err != nil {
 					b.Fatal(err)
 				}
 				id := r.ID
 				if path == "approved" {
-					if _, _, err := svc.Approve(ctx, id, "approver"); err != nil {
+					if _, _, err := svc.Escalations.Approve(ctx, id, "approver"); err != nil {
 						b.Fatal(err)
 					}
 					continue

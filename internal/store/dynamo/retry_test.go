@@ -195,12 +195,12 @@ func TestALostCallbackResponseDoesNotTurnTheWinnerIntoADuplicate(t *testing.T) {
 	s := faultyStore(t, f)
 	now := t0
 	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, Clock: func() time.Time { return now }, SpawnTimeout: time.Hour})
-	res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "the retry is safe"})
+	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "the retry is safe"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := res.ID
-	r, _, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
+	r, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
