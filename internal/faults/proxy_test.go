@@ -105,6 +105,6 @@ func lifecycle(ctx context.Context, s *service.Service, w, r int, advance func(t
 		_, err = s.Sweep(ctx, 100)
 		return err
 	}
-	_, _, err = s.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID})
+	_, _, err = s.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID})
 	return err
 }

@@ -119,7 +119,7 @@ func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 			expiring = append(expiring, req.RequestID)
 			continue
 		}
-		if _, _, err := svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID}); err != nil {
+		if _, _, err := svc.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -66,7 +66,7 @@ func requestID(t *testing.T, res service.Spawned) string {
 }
 
 func (f *fixture) dismiss(id, requestID string) {
-	if _, _, err := f.svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
+	if _, _, err := f.svc.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 		Evidence: []string{"https://example.org/boiling"}, RequestID: requestID}); err != nil {
 		f.t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func TestCancelCallbackAndTimeoutRaceYieldsOneResolution(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Add(3)
 		go func() { defer wg.Done(); a.Spawns.Cancel(ctx, req.RequestID, "race") }()
-		go func() { defer wg.Done(); b.Ledger.Transition(ctx, callbackInput(ledger.Doubt, id, req.RequestID)) }()
+		go func() { defer wg.Done(); b.Spawns.Resolve(ctx, callbackInput(ledger.Doubt, id, req.RequestID)) }()
 		go func() { defer wg.Done(); c.Sweep(ctx, 10) }()
 		wg.Wait()
 		resolutions := len(e.events(id, ledger.EvSpawnCancelled)) + len(e.events(id, ledger.EvSpawnTimeout)) + len(e.events(id, ledger.EvSpawnResolved))

@@ -108,7 +108,8 @@ func (s *Held) List(ctx context.Context, all bool) (ConfirmationList, error) {
 	return ConfirmationList{Confirmations: out, Count: len(out), View: view}, nil
 }
 
-// Show shows one confirmation.
+// Show shows one held call, its state as of now (a pending call past its
+// deadline is expired).
 func (s *Held) Show(ctx context.Context, id string) (ConfirmationView, error) {
 	_, p, err := s.confirmation(ctx, id)
 	if err != nil {
@@ -134,15 +135,6 @@ func (s *core) confirmation(ctx context.Context, id string) (ConfirmationStore, 
 		return cs, p, storeErr(err)
 	}
 	return cs, p, nil
-}
-
-// Get returns a held call as stored, for the checks a confirmer
-// must pass before it claims it (tools.runConfirmed).
-// Its state is as of now (a pending call past its deadline is expired).
-func (s *Held) Get(ctx context.Context, id string) (confirm.Pending, error) {
-	_, p, err := s.confirmation(ctx, id)
-	p.State = p.StateAt(s.now())
-	return p, err
 }
 
 // CheckRequesterLive refuses to run a held call whose requester's token

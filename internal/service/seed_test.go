@@ -318,7 +318,7 @@ func TestSubagentToolPermissionsAreRestricted(t *testing.T) {
 		}
 	}
 	// Only dismiss and trust are terminal actions of a verification spawn.
-	_, _, err := e.svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Lock, EntityID: id, RequestID: req.RequestID})
+	_, _, err := e.svc.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Lock, EntityID: id, RequestID: req.RequestID})
 	if !errs.Is(err, errs.Usage) {
 		t.Fatalf("lock with a request id: %v, want usage error", err)
 	}

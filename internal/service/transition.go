@@ -37,16 +37,14 @@ func (s *Spawns) Resolve(ctx context.Context, in TransitionInput) (EntityView, [
 	return s.callback(ctx, in)
 }
 
-// Transition applies a status change; with a RequestID it is a callback
-// (Resolve).
-// (The tool surface runs a callback's sweep after it, not before, so that
-// a late callback whose request has no committed resolver still applies.)
+// Transition applies a status change that resolves no spawn; a callback,
+// which names its spawn's request id, is Spawns.Resolve.
 func (s *Ledger) Transition(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
+	if in.RequestID != "" {
+		return EntityView{}, nil, errs.E(errs.Usage, "a status change with a --request-id is a callback; only dismiss and trust resolve a spawn").On(in.EntityID)
+	}
 	if err := s.checkTransitionInput(in); err != nil {
 		return EntityView{}, nil, err
-	}
-	if in.RequestID != "" {
-		return s.callback(ctx, in)
 	}
 	for attempt := 0; ; attempt++ {
 		e, err := s.entity(ctx, in.EntityID)

@@ -114,10 +114,11 @@ func init() {
 // Before it claims anything, the confirmer must pass MayConfirm and the
 // requester's token must still be live; a refused confirm changes nothing.
 func runConfirmed(ctx context.Context, s *service.Service, a Args) (Output, error) {
-	held, err := s.Held.Get(ctx, a.Str("id"))
+	shown, err := s.Held.Show(ctx, a.Str("id")) // its state as of now: past its deadline, expired
 	if err != nil {
 		return Output{}, err
 	}
+	held := shown.Pending
 	if held.State == confirm.StatePending { // a closed one only reports how it ended
 		if err := MayConfirm(s.PrincipalOf(ctx), held); err != nil {
 			return Output{}, err

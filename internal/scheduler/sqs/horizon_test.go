@@ -75,7 +75,7 @@ func TestTheScheduledSweepSendsEachSpawnOneMessageOnceItsExpiryIsWithinFifteenMi
 	for minute := 1; minute <= 30; minute++ {
 		w.clock.Advance(time.Minute)
 		if minute == 2 {
-			if _, _, err := w.svc("acme").Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: entities[4], RequestID: ids[4],
+			if _, _, err := w.svc("acme").Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: entities[4], RequestID: ids[4],
 				Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +233,7 @@ func TestA24HourSpawnResolvedByItsCallbackNeverSendsAMessage(t *testing.T) {
 	w := newWorld(t, 24*time.Hour)
 	eid, req, sent := w.issue("acme")
 	w.simulate(w.clock.Now().Add(time.Hour), sent)
-	if _, _, err := w.svc("acme").Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: eid, RequestID: req.RequestID,
+	if _, _, err := w.svc("acme").Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: eid, RequestID: req.RequestID,
 		Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
 		t.Fatal(err)
 	}

@@ -291,7 +291,7 @@ func TestAMessageAfterTheCallbackChangesNothing(t *testing.T) {
 	w := newWorld(t, 90*time.Second)
 	eid, rid, msg := w.assume("acme")
 	s := w.svc("acme")
-	if _, _, err := s.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: eid, RequestID: rid, Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
+	if _, _, err := s.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: eid, RequestID: rid, Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
 		t.Fatal(err)
 	}
 	w.clock.Advance(2 * time.Minute)

@@ -277,7 +277,7 @@ func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			if i%2 == 0 {
-				out, _, err := late.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
+				out, _, err := late.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 					Evidence: []string{"https://example.org/e"}, RequestID: req.RequestID})
 				if err != nil {
 					t.Error(err)

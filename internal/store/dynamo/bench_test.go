@@ -68,7 +68,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 				}
 				rid := requestOf(b, r).RequestID
 				if path == "callback" {
-					out, _, err := svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
+					out, _, err := svc.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 						Evidence: []string{"https://example.org/boiling"}, RequestID: rid})
 					if err != nil || out.Resolution == nil {
 						b.Fatalf("callback: %v", err)
