@@ -121,7 +121,7 @@ func (a *app) initCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a.emit(service.Result{Kind: "init", Data: map[string]string{"root": p.Root, "database": p.DBPath(), "config": p.ConfigPath()},
+			a.emit(tools.Output{Kind: envelope.KindInit, Data: map[string]string{"root": p.Root, "database": p.DBPath(), "config": p.ConfigPath()},
 				Hints: []string{"dont conclude \"<statement>\" --json  # record a claim"}})
 			return nil
 		},
@@ -277,7 +277,7 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	svc := &service.Service{Store: store, Tokens: store, Author: a.author()}
+	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, Author: a.author()})
 	if svc.Approvals, err = a.approvalsConfig(store, usesApprovals(t)); err != nil {
 		store.Close()
 		return nil, nil, err
@@ -328,7 +328,7 @@ func (a *app) meta() envelope.Meta {
 }
 
 // emit prints a success envelope (or its human rendering).
-func (a *app) emit(res service.Result) {
+func (a *app) emit(res tools.Output) {
 	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
 	if err != nil {
 		a.fail(errs.E(errs.Internal, "cannot encode the result").Wrap(err))

@@ -140,7 +140,7 @@ func (a *app) framesCommand(c *cobra.Command) {
 			return nil
 		}
 		var page service.FramesPage
-		if !env.OK || env.Kind != "frames" || json.Unmarshal(env.Data, &page) != nil {
+		if !env.OK || env.Kind != envelope.KindFrames || json.Unmarshal(env.Data, &page) != nil {
 			a.print(env)
 			return nil
 		}

@@ -21,7 +21,6 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/present"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/dont-cli/dont/internal/visible"
 	"github.com/spf13/cobra"
@@ -85,7 +84,7 @@ func (a *app) addConfirmCommands(root *cobra.Command) {
 			if s.File != "" {
 				data["cache_file"], data["fetched_at"] = s.File, s.FetchedAt
 			}
-			a.emit(service.Result{Kind: "tools", Data: data})
+			a.emit(tools.Output{Kind: envelope.KindTools, Data: data})
 			return nil
 		},
 	})

@@ -115,28 +115,28 @@ func newGateEnv(t *testing.T, mode string, gateOn bool) *gateEnv {
 	}
 	t.Cleanup(func() { st.Close() })
 	g.store = st
-	g.svc = &service.Service{Store: st, Tokens: st, Author: "fixture", SpawnTimeout: time.Hour}
+	g.svc = service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "fixture", SpawnTimeout: time.Hour})
 	ctx := context.Background()
 	conclude := func(s string) string {
-		res, err := g.svc.Conclude(ctx, service.ConcludeInput{Statement: s})
+		res, err := g.svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: s})
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := res.Data.(service.EntityView).ID
-		if _, err := g.svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/bp"}}); err != nil {
+		id := res.ID
+		if _, _, err := g.svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/bp"}}); err != nil {
 			t.Fatal(err)
 		}
 		return id
 	}
 	g.claim, g.other = conclude("water boils at 100 C at sea level"), conclude("ice melts at 0 C")
-	if _, err := g.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: g.other, Mode: spawn.ModeHarness}); err != nil {
+	if _, _, err := g.svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: g.other, Mode: spawn.ModeHarness}); err != nil {
 		t.Fatal(err)
 	}
 	sps, _ := st.ListSpawns(ctx, service.SpawnFilter{})
 	g.spawnID = sps[0].ID
 	admin := g.token(auth.RoleAdmin)
-	spare, _ := g.svc.CreateToken(ctx, auth.RoleHarness, "spare")
-	g.tokenID = spare.Data.(service.TokenView).ID
+	spare, _ := g.svc.Credentials.Create(ctx, auth.RoleHarness, "spare")
+	g.tokenID = spare.ID
 	if mode == "remote" {
 		g.server = newCountingServer(t, g.svc, st, gateOn)
 		g.env = []string{"DONT_ENDPOINT=" + g.server.srv.URL, "DONT_TOKEN=" + admin}
@@ -150,11 +150,11 @@ func newGateEnv(t *testing.T, mode string, gateOn bool) *gateEnv {
 }
 
 func (g *gateEnv) token(role string) string {
-	res, err := g.svc.CreateToken(context.Background(), role, role)
+	res, err := g.svc.Credentials.Create(context.Background(), role, role)
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	return res.Data.(service.TokenView).Secret
+	return res.Secret
 }
 
 // run runs the binary with stdin; stdout is returned raw.

@@ -217,11 +217,11 @@ func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (enve
 			start := time.Now()
 			env, err := c.CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)
 			if err != nil {
-				return a.envelopeOf(service.Result{}, err, start), present.Exit(err)
+				return a.envelopeOf(tools.Output{}, err, start), present.Exit(err)
 			}
 			if id, held := heldID(env); held && a.confirm.feature {
 				err := a.staleError(id)
-				return a.envelopeOf(service.Result{}, err, start), present.Exit(err)
+				return a.envelopeOf(tools.Output{}, err, start), present.Exit(err)
 			}
 			if !env.OK {
 				return env, present.Exit(client.ErrorOf(env))
@@ -244,7 +244,7 @@ func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (enve
 }
 
 // envelopeOf is the envelope of one call that started at start.
-func (a *app) envelopeOf(res service.Result, err error, start time.Time) envelope.Envelope {
+func (a *app) envelopeOf(res tools.Output, err error, start time.Time) envelope.Envelope {
 	var env envelope.Envelope
 	if err == nil {
 		if env, err = envelope.New(res.Kind, res.Data, res.Warnings, res.Hints); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/tools"
 	"github.com/spf13/cobra"
 )
 
@@ -60,7 +61,7 @@ func (a *app) doctorCommand() *cobra.Command {
 				return err
 			}
 			defer store.Close()
-			svc := &service.Service{Store: store, Author: a.author()}
+			svc := service.New(service.Deps{Store: store, Confirmations: store, Author: a.author()})
 			if svc.Approvals, err = a.approvalsConfig(store, false); err != nil {
 				return err
 			}
@@ -104,7 +105,7 @@ func (a *app) doctorCommand() *cobra.Command {
 				a.failWith(e, warnings)
 				return nil
 			}
-			a.emit(service.Result{Kind: "doctor", Data: rep, Warnings: warnings})
+			a.emit(tools.Output{Kind: envelope.KindDoctor, Data: rep, Warnings: warnings})
 			return nil
 		},
 	}

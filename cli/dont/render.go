@@ -7,6 +7,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/visible"
 )
 
@@ -50,7 +51,7 @@ func renderHuman(out, errOut io.Writer, env envelope.Envelope, st styles) {
 
 func renderEntity(out io.Writer, e map[string]any, p palette) {
 	text := shown(e["statement"])
-	if e["kind"] == "term" {
+	if e["kind"] == string(ledger.KindTerm) {
 		text = shown(e["curie"]) + " — " + shown(e["definition"])
 	}
 	fmt.Fprintf(out, "%s [%s] %s\n", shown(e["id"]), p.status(shown(e["status"])), text)

@@ -64,7 +64,7 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	// sweep is the backstop (the scheduled sweep's role) for spawns the CLI
 	// issued on the same file, for timers lost in a restart and for a full heap.
 	timers := &scheduler.Timers{Log: log}
-	svc := &service.Service{Store: store, Tokens: store, SpawnTimeout: timeout, Author: "api", Log: log, Scheduler: timers}
+	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, Author: "api", Log: log, Scheduler: timers})
 	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
 		return err
 	}

@@ -32,15 +32,15 @@ func newFn(t *testing.T) *fn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api"}
-	res, err := svc.CreateToken(context.Background(), "harness", "test")
+	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api"})
+	res, err := svc.Credentials.Create(context.Background(), "harness", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	backend := httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: st}}
-	return &fn{t: t, handle: newHandler(backend, log), logs: logs, token: res.Data.(service.TokenView).Secret}
+	return &fn{t: t, handle: newHandler(backend, log), logs: logs, token: res.Secret}
 }
 
 // event is what API Gateway's HTTP API sends for one request (payload 2.0).

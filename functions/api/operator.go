@@ -13,6 +13,7 @@ import (
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 // operatorEvent is what an operator sends by invoking the function
@@ -84,25 +85,23 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 		if in.Project == "" {
 			return failure(errs.E(errs.InvalidArgument, "set_project needs a project", setProjectStep).Unmet("project must not be empty"))
 		}
-		res, err := backend.Project(in.Project).Service.SetProjectSettings(ctx, service.ProjectSettingsInput{SpawnTimeout: in.SpawnTimeout})
+		view, err := backend.Project(in.Project).Service.SetProjectSettings(ctx, service.ProjectSettingsInput{SpawnTimeout: in.SpawnTimeout})
 		if err != nil {
 			return failure(err, setProjectStep)
 		}
 		backend.Refresh(in.Project)
-		view, _ := res.Data.(service.ProjectSettingsView)
 		log.InfoContext(ctx, "operator", "action", "set_project", "project", in.Project, "spawn_timeout", view.SpawnTimeout)
-		res.Hints = append(res.Hints, "warm function instances apply it within a minute")
-		return success(res)
+		return success(tools.Output{Kind: envelope.KindProjectSettings, Data: view, Hints: []string{"warm function instances apply it within a minute"}})
 	case op.Operator.CreateToken != nil:
 		in := op.Operator.CreateToken
 		if in.Project == "" {
 			return failure(errs.E(errs.InvalidArgument, "create_token needs a project", createTokenStep).Unmet("project must not be empty"))
 		}
-		res, err := backend.Project(in.Project).Service.CreateOperatorToken(ctx, service.OperatorTokenInput{Role: in.Role, Name: in.Name})
+		view, err := backend.Project(in.Project).Service.Credentials.CreateOperatorToken(ctx, service.OperatorTokenInput{Role: in.Role, Name: in.Name})
+		res, err := tools.CreatedToken(view, err)
 		if err != nil {
 			return failure(err, createTokenStep)
 		}
-		view, _ := res.Data.(service.TokenView)
 		log.InfoContext(ctx, "operator", "action", "create_token", "project", in.Project, "role", view.Role)
 		return success(res)
 	}
@@ -110,7 +109,7 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 		Unmet("dont_operator.create_token or dont_operator.set_project"))
 }
 
-func success(res service.Result) json.RawMessage {
+func success(res tools.Output) json.RawMessage {
 	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
 	if err != nil {
 		return failure(errs.E(errs.Internal, "cannot encode the result").Wrap(err))

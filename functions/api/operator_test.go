@@ -30,7 +30,7 @@ func (o *oneProject) Project(name string) httpapi.Project {
 	o.names = append(o.names, name)
 	p := o.p
 	if p.Service == nil {
-		p.Service = &service.Service{Settings: projectSettings{o, name}}
+		p.Service = service.New(service.Deps{Settings: projectSettings{o, name}})
 	}
 	return p
 }
@@ -71,7 +71,7 @@ func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *te
 	}
 	t.Cleanup(func() { st.Close() })
 	secrets := &secretsCreated{Store: st}
-	svc := &service.Service{Store: st, Tokens: secrets, SpawnTimeout: time.Hour, Author: "api"}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: secrets, SpawnTimeout: time.Hour, Author: "api"})
 	proj := httpapi.Project{Service: svc, Idempotency: st}
 	backend := &oneProject{p: proj}
 	log := slog.New(slog.DiscardHandler)

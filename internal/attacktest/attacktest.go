@@ -15,6 +15,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
+	"github.com/dont-cli/dont/internal/envelope"
 )
 
 // Reply is one decoded API answer.
@@ -250,7 +251,7 @@ func (r run) spawned(harness string) (claim, requestID, callback string) {
 	rep := r.ok(harness, "assume", map[string]any{"id": claim})
 	cb, _ := rep.Data()["callback"].(map[string]any)
 	callback, _ = cb["token"].(string)
-	if rep.Env["envelope_kind"] != "spawn_request" || callback == "" {
+	if rep.Env["envelope_kind"] != envelope.KindSpawnRequest || callback == "" {
 		r.t.Fatalf("assume: %s", rep.Raw)
 	}
 	return claim, rep.Str("request_id"), callback

@@ -48,7 +48,7 @@ func TestDynamoStoreThroughTheFaultProxy(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	svc := func(url string) *service.Service {
 		st := dynamo.New(standin.Client(url, nil), table, "faults")
-		return &service.Service{Store: st, Tokens: st, Now: clock, SpawnTimeout: time.Minute, Author: "faults"}
+		return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Clock: clock, SpawnTimeout: time.Minute, Author: "faults"})
 	}
 	workers, rounds := 4, 15
 	if testing.Short() { // go test -short: a third of the lifecycles; CI runs the full count
@@ -87,17 +87,17 @@ func TestDynamoStoreThroughTheFaultProxy(t *testing.T) {
 // lifecycle concludes a claim, asks for a spawn, and resolves it by a
 // callback (odd rounds) or lets it time out (even rounds).
 func lifecycle(ctx context.Context, s *service.Service, w, r int, advance func(time.Duration)) error {
-	res, err := s.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim %d/%d", w, r)})
+	res, err := s.Ledger.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim %d/%d", w, r)})
 	if err != nil {
 		return err
 	}
-	id := res.Data.(service.EntityView).ID
-	res, err = s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+	id := res.ID
+	res2, _, err := s.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 	if err != nil {
 		return err
 	}
 	var req spawn.Request
-	if err := json.Unmarshal(res.Data.(json.RawMessage), &req); err != nil {
+	if err := json.Unmarshal(res2.Request, &req); err != nil {
 		return err
 	}
 	if r%2 == 0 {
@@ -105,6 +105,6 @@ func lifecycle(ctx context.Context, s *service.Service, w, r int, advance func(t
 		_, err = s.Sweep(ctx, 100)
 		return err
 	}
-	_, err = s.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID})
+	_, _, err = s.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID})
 	return err
 }

@@ -66,7 +66,7 @@ func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 
 	queue := &sqs.Queue{Client: client, URL: aws.ToString(q.QueueUrl)}
 	st := dynamo.New(standin.Client(dynEndpoint, dynFaults), table, project)
-	svc := &service.Service{Store: st, Tokens: st, SpawnTimeout: 2 * time.Second, Author: "sched", Scheduler: queue.For(project)}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: 2 * time.Second, Author: "sched", Scheduler: queue.For(project), ApprovalScheduler: queue.For(project)})
 	sweeper := &sqs.Sweeper{Queue: queue, Projects: oneProject{project, svc}}
 
 	// The consumer: receive, expire, delete on success (at least once).
@@ -102,30 +102,31 @@ func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 	}
 	var expiring []string
 	for i := 0; i < n; i++ {
-		res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("scheduled claim %d", i)})
+		res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("scheduled claim %d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := res.Data.(service.EntityView).ID
-		res, err = svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+		id := res.ID
+		res2, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var req spawn.Request
-		if err := json.Unmarshal(res.Data.(json.RawMessage), &req); err != nil {
+		if err := json.Unmarshal(res2.Request, &req); err != nil {
 			t.Fatal(err)
 		}
 		if i%2 == 0 {
 			expiring = append(expiring, req.RequestID)
 			continue
 		}
-		if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID}); err != nil {
+		if _, _, err := svc.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/x"}, RequestID: req.RequestID}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	// Wait until every expiring spawn is resolved, with no scheduled sweep.
-	clean := &service.Service{Store: dynamo.New(standin.Client(dynEndpoint, nil), table, project), SpawnTimeout: 2 * time.Second}
+	cleanStore := dynamo.New(standin.Client(dynEndpoint, nil), table, project)
+	clean := service.New(service.Deps{Store: cleanStore, Confirmations: cleanStore, SpawnTimeout: 2 * time.Second})
 	for {
 		pending := 0
 		for _, id := range expiring {

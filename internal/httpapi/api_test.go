@@ -42,8 +42,8 @@ func newAPI(t *testing.T, opts ...func(*httpapi.Options)) *api {
 	t.Cleanup(func() { st.Close() })
 	a := &api{t: t, store: st, path: path, tokens: map[string]string{}}
 	a.now.Store(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixNano())
-	a.svc = &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api",
-		Now: func() time.Time { return time.Unix(0, a.now.Load()).UTC() }}
+	a.svc = service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api",
+		Clock: func() time.Time { return time.Unix(0, a.now.Load()).UTC() }})
 	o := httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: a.svc, Idempotency: st}}, RatePerSecond: -1}
 	for _, f := range opts {
 		f(&o)
@@ -52,11 +52,11 @@ func newAPI(t *testing.T, opts ...func(*httpapi.Options)) *api {
 	t.Cleanup(func() { invariants.Require(t, a.svc) }) // runs after the server closes
 	t.Cleanup(a.srv.Close)
 	for _, role := range []string{"harness", "approver", "admin"} {
-		res, err := a.svc.CreateToken(context.Background(), role, role)
+		res, err := a.svc.Credentials.Create(context.Background(), role, role)
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.tokens[role] = res.Data.(service.TokenView).Secret
+		a.tokens[role] = res.Secret
 	}
 	return a
 }

@@ -32,16 +32,16 @@ func BenchmarkAnswerLatencyOverHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	svc := &service.Service{Store: st, Tokens: st, Author: "api", Approvals: service.Approvals{Store: st}}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "api", Approvals: service.Approvals{Store: st}})
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: svc}}, RatePerSecond: -1}))
 	defer srv.Close()
 	token := map[string]string{}
 	for _, role := range []string{"harness", "approver"} {
-		res, err := svc.CreateToken(context.Background(), role, role)
+		res, err := svc.Credentials.Create(context.Background(), role, role)
 		if err != nil {
 			b.Fatal(err)
 		}
-		token[role] = res.Data.(service.TokenView).Secret
+		token[role] = res.Secret
 	}
 	call := func(role, tool string, args map[string]any) map[string]any {
 		// cli_confirmed as the approvals page sends it: a person answered.

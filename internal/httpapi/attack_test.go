@@ -22,11 +22,11 @@ func TestTheTrustBoundaryOverHTTP(t *testing.T) {
 			return attacktest.Reply{Status: r.status, Env: r.env, Raw: string(r.raw)}
 		},
 		Token: func(t *testing.T, role string) string {
-			res, err := a.svc.CreateToken(context.Background(), role, role)
+			res, err := a.svc.Credentials.Create(context.Background(), role, role)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return res.Data.(service.TokenView).Secret
+			return res.Secret
 		},
 	})
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/confirm"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/tools"
 )
 
@@ -28,7 +28,7 @@ func (s *server) toolList(w http.ResponseWriter, r *http.Request) {
 	on := !s.opts.DisableInteractiveConfirm
 	schema := tools.SchemaFor(on && caps.YesOnly(), on && caps.Confirms())
 	w.Header().Set("Vary", confirm.CapsHeader)
-	s.write(w, r, http.StatusOK, service.Result{Kind: "tools", Data: schema}, time.Now())
+	s.write(w, r, http.StatusOK, tools.Output{Kind: envelope.KindTools, Data: schema}, time.Now())
 }
 
 // arrival tells the server-side gate how a call came in: cli_confirmed
@@ -42,7 +42,7 @@ func (s *server) arrival(r *http.Request, req callRequest) confirm.Arrival {
 }
 
 // okStatus is 202 for a held call (nothing ran yet), 200 otherwise.
-func okStatus(res service.Result) int {
+func okStatus(res tools.Output) int {
 	if tools.Held(res) {
 		return http.StatusAccepted
 	}

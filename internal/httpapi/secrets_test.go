@@ -13,7 +13,6 @@ import (
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/idempotency"
-	"github.com/dont-cli/dont/internal/service"
 )
 
 // tokenCreate is a call that answers a new bearer token over HTTP, with
@@ -46,11 +45,11 @@ func tokenCreates(t *testing.T, a *api) []tokenCreate {
 // that asked may confirm a held tokens.create.
 func anotherAdmin(t *testing.T, a *api) string {
 	t.Helper()
-	res, err := a.svc.CreateToken(context.Background(), "admin", "second admin")
+	res, err := a.svc.Credentials.Create(context.Background(), "admin", "second admin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.Data.(service.TokenView).Secret
+	return res.Secret
 }
 
 // created sends c and checks that it answered a token.

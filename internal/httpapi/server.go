@@ -41,7 +41,7 @@ type SingleProject struct{ Project Project }
 
 // Authenticate implements Backend.
 func (b SingleProject) Authenticate(ctx context.Context, presented string) (auth.Principal, Project, error) {
-	p, err := b.Project.Service.Authenticate(ctx, presented)
+	p, err := b.Project.Service.Credentials.Authenticate(ctx, presented)
 	return p, b.Project, err
 }
 
@@ -120,7 +120,7 @@ func (s *server) method(m string, h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (s *server) health(w http.ResponseWriter, r *http.Request) {
-	s.write(w, r, http.StatusOK, service.Result{Kind: "health", Data: map[string]any{"ok": true}}, time.Now())
+	s.write(w, r, http.StatusOK, tools.Output{Kind: envelope.KindHealth, Data: map[string]any{"ok": true}}, time.Now())
 }
 
 // callRequest is the body of POST /v1/tools/{name}.
@@ -207,7 +207,7 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, replay idempote
 	w.Write(body)
 }
 
-func (s *server) write(w http.ResponseWriter, r *http.Request, status int, res service.Result, start time.Time) {
+func (s *server) write(w http.ResponseWriter, r *http.Request, status int, res tools.Output, start time.Time) {
 	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
 	if err != nil {
 		s.fail(w, r, errs.E(errs.Internal, "cannot encode the result").Wrap(err))

@@ -35,38 +35,38 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { st.Close() })
 	f := &fixture{t: t, store: st}
 	f.now.Store(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixNano())
-	f.svc = &service.Service{Store: st, SpawnTimeout: time.Hour, Author: "test", Now: func() time.Time { return time.Unix(0, f.now.Load()).UTC() }}
+	f.svc = service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return time.Unix(0, f.now.Load()).UTC() }})
 	return f
 }
 
 func (f *fixture) advance(d time.Duration) { f.now.Add(int64(d)) }
 
 func (f *fixture) claim() string {
-	res, err := f.svc.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
+	res, err := f.svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return res.Data.(service.EntityView).ID
+	return res.ID
 }
 
 func (f *fixture) assume(id string) string {
-	res, err := f.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+	res, _, err := f.svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return requestID(f.t, res)
 }
 
-func requestID(t *testing.T, res service.Result) string {
+func requestID(t *testing.T, res service.Spawned) string {
 	var r spawn.Request
-	if err := json.Unmarshal(res.Data.(json.RawMessage), &r); err != nil || r.RequestID == "" {
+	if err := json.Unmarshal(res.Request, &r); err != nil || r.RequestID == "" {
 		t.Fatalf("not a spawn request: %v", err)
 	}
 	return r.RequestID
 }
 
 func (f *fixture) dismiss(id, requestID string) {
-	if _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
+	if _, _, err := f.svc.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 		Evidence: []string{"https://example.org/boiling"}, RequestID: requestID}); err != nil {
 		f.t.Fatal(err)
 	}
@@ -83,15 +83,15 @@ func (f *fixture) healthy() (claimA, claimB, won, timedOut string) {
 	if _, err := f.svc.Sweep(ctx, 100); err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.svc.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: claimB, Reason: "the boiling point depends on pressure"}); err != nil {
+	if _, _, err := f.svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: claimB, Reason: "the boiling point depends on pressure"}); err != nil {
 		f.t.Fatal(err)
 	}
-	g, err := f.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "what is the boiling point of water?", N: 3, Mode: spawn.ModeHarness})
+	g, _, err := f.svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "what is the boiling point of water?", N: 3, Mode: spawn.ModeHarness})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	gid := requestID(f.t, g)
-	if _, err := f.svc.Answer(ctx, gid, []string{"100 C", "100 c", "99.97 C"}); err != nil {
+	if _, _, err := f.svc.Spawns.Answer(ctx, gid, []string{"100 C", "100 c", "99.97 C"}); err != nil {
 		f.t.Fatal(err)
 	}
 	return claimA, claimB, won, timedOut
@@ -134,7 +134,7 @@ func TestADuplicatedTerminalEventIsCaught(t *testing.T) {
 	f := newFixture(t)
 	claimA, _, won, _ := f.healthy()
 	// A second resolver's event lands for a request that already has one.
-	now := f.svc.Now()
+	now := f.svc.Clock()
 	dup := ledger.Event{ID: ids.New(ids.Event, now), Kind: ledger.EvSpawnTimeout, EntityID: claimA, RequestID: won, At: now, Outcome: string(spawn.TimeoutRestored)}
 	if err := f.store.Commit(ctx, service.Tx{Events: []ledger.Event{dup}}); err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestAnOverduePendingSpawnIsCaughtWithoutASweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRule(t, invariants.Check(d, f.svc.Now()), invariants.RuleNoOverdue, req)
+	wantRule(t, invariants.Check(d, f.svc.Clock()), invariants.RuleNoOverdue, req)
 	// The same store is healthy once the sweep doctor runs first has run.
 	if rep := f.verify(); !rep.OK() {
 		t.Fatal(rep.Error())
@@ -253,7 +253,7 @@ func TestReadingEventByEventFindsTheSameHistory(t *testing.T) {
 	if len(one.Events) != len(all.Events) {
 		t.Fatalf("entity by entity read %d events, AllEvents %d", len(one.Events), len(all.Events))
 	}
-	if rep := invariants.Check(one, f.svc.Now()); !rep.OK() {
+	if rep := invariants.Check(one, f.svc.Clock()); !rep.OK() {
 		t.Fatal(rep.Error())
 	}
 }

@@ -54,7 +54,7 @@ func verifyOnce(ctx context.Context, svc *service.Service) (Report, error) {
 // the last one ran at: nothing pending may be due at that time.
 func SweepAll(ctx context.Context, svc *service.Service) (time.Time, error) {
 	for range 1000 {
-		now := svc.Now
+		now := svc.Clock
 		at := time.Now().UTC()
 		if now != nil {
 			at = now().UTC()

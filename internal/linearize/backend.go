@@ -123,8 +123,8 @@ func NewSQLiteWrapped(dir string, clients int, timeout time.Duration, wrap func(
 		if wrap != nil {
 			store = wrap(st)
 		}
-		b.services = append(b.services, &service.Service{Store: store, Tokens: st, Now: b.clock.Time, SpawnTimeout: timeout, Author: "linearize",
-			Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}})
+		b.services = append(b.services, service.New(service.Deps{Store: store, Confirmations: st, Tokens: st, Clock: b.clock.Time, SpawnTimeout: timeout, Author: "linearize",
+			Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}}))
 	}
 	return b, nil
 }
@@ -181,21 +181,21 @@ func NewHTTP(dir string, timeout time.Duration) (Backend, error) {
 		return nil, err
 	}
 	clock := NewManualClock()
-	svc := &service.Service{Store: st, Tokens: st, Now: clock.Time, SpawnTimeout: timeout, Author: "api",
-		Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Clock: clock.Time, SpawnTimeout: timeout, Author: "api",
+		Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}})
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: st}},
 		RatePerSecond: -1,
 	}))
 	tokens := map[string]string{}
 	for _, role := range []string{"harness", "approver"} {
-		tok, err := svc.CreateToken(context.Background(), role, "linearize")
+		tok, err := svc.Credentials.Create(context.Background(), role, "linearize")
 		if err != nil {
 			srv.Close()
 			st.Close()
 			return nil, err
 		}
-		tokens[role] = tok.Data.(service.TokenView).Secret
+		tokens[role] = tok.Secret
 	}
 	return &httpBackend{name: "http", url: srv.URL, tokens: tokens, client: srv.Client(),
 		clock: clock, timeout: timeout, svc: svc, closers: []func(){srv.Close, func() { st.Close() }}}, nil
@@ -264,7 +264,7 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 	return &httpBackend{name: "serve", url: l.Listening, tokens: tokens,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 		clock:  WallClock{}, timeout: timeout,
-		svc:     &service.Service{Store: st, Tokens: st, SpawnTimeout: timeout, Author: "linearize"},
+		svc:     service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: timeout, Author: "linearize"}),
 		closers: []func(){stop, func() { st.Close() }}}, nil
 }
 

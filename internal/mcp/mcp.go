@@ -132,16 +132,16 @@ func (s *Server) handler(t *tools.Tool) sdk.ToolHandler {
 	}
 }
 
-func (s *Server) call(ctx context.Context, t *tools.Tool, raw json.RawMessage) (service.Result, string, error) {
+func (s *Server) call(ctx context.Context, t *tools.Tool, raw json.RawMessage) (tools.Output, string, error) {
 	args := map[string]any{}
 	if len(bytes.TrimSpace(raw)) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {
-			return service.Result{}, "", errs.E(errs.Usage, ToolName(t.Name)+": arguments must be a JSON object").Unmet("arguments is an object")
+			return tools.Output{}, "", errs.E(errs.Usage, ToolName(t.Name)+": arguments must be a JSON object").Unmet("arguments is an object")
 		}
 	}
 	for _, name := range confirm.SkipParams {
 		if _, set := args[name]; set {
-			return service.Result{}, "", errs.E(errs.Usage, ToolName(t.Name)+": unknown parameter \""+name+"\"",
+			return tools.Output{}, "", errs.E(errs.Usage, ToolName(t.Name)+": unknown parameter \""+name+"\"",
 				errs.Step{Command: "tools/list", Description: "send only the parameters of the tool's input schema"}).Unmet("only the parameters of the input schema")
 		}
 	}
@@ -151,7 +151,7 @@ func (s *Server) call(ctx context.Context, t *tools.Tool, raw json.RawMessage) (
 			continue
 		}
 		if _, set := args[p.Name]; set {
-			return service.Result{}, "", errs.E(errs.Usage, ToolName(t.Name)+": unknown parameter \""+p.Name+"\"").Unmet("only the parameters of the input schema")
+			return tools.Output{}, "", errs.E(errs.Usage, ToolName(t.Name)+": unknown parameter \""+p.Name+"\"").Unmet("only the parameters of the input schema")
 		}
 		if p.Name == "mode" {
 			mode = string(spawn.ModeHarness)
@@ -160,7 +160,7 @@ func (s *Server) call(ctx context.Context, t *tools.Tool, raw json.RawMessage) (
 	}
 	svc, release, err := s.open(ctx, t)
 	if err != nil {
-		return service.Result{}, mode, err
+		return tools.Output{}, mode, err
 	}
 	defer release()
 	// The server-side contract: no prompts over MCP (stdin is the protocol);

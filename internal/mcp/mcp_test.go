@@ -31,7 +31,7 @@ func serve(t *testing.T) (*sdk.ClientSession, *int) {
 		mu.Lock()
 		calls++
 		mu.Unlock()
-		return &service.Service{Store: st, Author: "mcp-test"}, func() {}, nil
+		return service.New(service.Deps{Store: st, Confirmations: st, Author: "mcp-test"}), func() {}, nil
 	})
 	serverT, clientT := sdk.NewInMemoryTransports()
 	sctx, cancel := context.WithCancel(ctx)

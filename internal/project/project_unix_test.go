@@ -33,8 +33,8 @@ func TestTheProjectFolderIsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc := &service.Service{Store: st, Tokens: st}
-	if _, err := svc.CreateToken(context.Background(), "admin", "ops"); err != nil {
+	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st})
+	if _, err := svc.Credentials.Create(context.Background(), "admin", "ops"); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]os.FileMode{

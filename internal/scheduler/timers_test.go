@@ -156,18 +156,18 @@ func TestTimersTimeOutARealSpawnWithoutASweep(t *testing.T) {
 	}
 	defer st.Close()
 	tm := &scheduler.Timers{}
-	svc := &service.Service{Store: st, SpawnTimeout: 200 * time.Millisecond, Author: "test", Scheduler: tm}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: 200 * time.Millisecond, Author: "test", Scheduler: tm})
 	run(t, tm, svc)
 
-	res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
+	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := res.Data.(service.EntityView).ID
-	if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/source"}}); err != nil {
+	id := res.ID
+	if _, _, err := svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/source"}}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
+	_, _, err = svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,28 +124,28 @@ const (
 	FrameLogInconsistent errs.Code = "frame-log-inconsistent"
 )
 
-func (s *Service) approvalStore() (ApprovalStore, error) {
+func (s *core) approvalStore() (ApprovalStore, error) {
 	if s.Approvals.Store == nil {
 		return nil, errs.E(ApprovalsUnavailable, "this store keeps no sessions or approvals")
 	}
 	return s.Approvals.Store, nil
 }
 
-func (s *Service) approvalTimeout() time.Duration {
+func (s *core) approvalTimeout() time.Duration {
 	if s.Approvals.Timeout > 0 {
 		return s.Approvals.Timeout
 	}
 	return approvals.DefaultTimeout
 }
 
-func (s *Service) subscriberLease() time.Duration {
+func (s *core) subscriberLease() time.Duration {
 	if s.Approvals.Lease > 0 {
 		return s.Approvals.Lease
 	}
 	return DefaultSubscriberLease
 }
 
-func (s *Service) approvalPoll() time.Duration {
+func (s *core) approvalPoll() time.Duration {
 	if s.Approvals.Poll > 0 {
 		return s.Approvals.Poll
 	}
@@ -167,12 +167,12 @@ type OpenSessionInput struct {
 }
 
 // OpenSession records a new session with its default tier.
-func (s *Service) OpenSession(ctx context.Context, in OpenSessionInput) (Result, error) {
+func (s *Escalations) OpenSession(ctx context.Context, in OpenSessionInput) (SessionView, error) {
+	var res SessionView
 	st, err := s.approvalStore()
 	if err != nil {
-		return Result{}, err
+		return res, err
 	}
-	res := s.sweepFirst(ctx)
 	if !approvals.Tier(in.Tier).Valid() {
 		return res, errs.E(errs.InvalidArgument, "unknown tier "+quoteID(in.Tier),
 			errs.Step{Command: "dont sessions open --tier read-only", Description: "tiers are read-only, workspace-write, danger-full-access"}).
@@ -187,20 +187,16 @@ func (s *Service) OpenSession(ctx context.Context, in OpenSessionInput) (Result,
 	if err := st.CreateSession(ctx, ses); err != nil {
 		return res, storeErr(err)
 	}
-	res.Kind, res.Data = "session", SessionView{Session: ses}
-	res.Hints = append(res.Hints,
-		"dont approvals watch --session "+ses.ID+"  # in another terminal: a person answers escalations here",
-		"dont escalate --session "+ses.ID+" --call <call-id> --to <tier> --reason \"…\" -- <command>  # ask for one wider tier for one call")
-	return res, nil
+	return SessionView{Session: ses}, nil
 }
 
 // ShowSession returns a session and whether a subscriber is live.
-func (s *Service) ShowSession(ctx context.Context, id string) (Result, error) {
+func (s *Escalations) ShowSession(ctx context.Context, id string) (SessionView, error) {
+	var res SessionView
 	st, err := s.approvalStore()
 	if err != nil {
-		return Result{}, err
+		return res, err
 	}
-	res := s.sweepFirst(ctx)
 	ses, err := s.session(ctx, st, id)
 	if err != nil {
 		return res, err
@@ -214,11 +210,10 @@ func (s *Service) ShowSession(ctx context.Context, id string) (Result, error) {
 		v.LastRead = &last
 		v.LiveSubscriber = s.live(last)
 	}
-	res.Kind, res.Data = "session", v
-	return res, nil
+	return v, nil
 }
 
-func (s *Service) session(ctx context.Context, st ApprovalStore, id string) (approvals.Session, error) {
+func (s *core) session(ctx context.Context, st ApprovalStore, id string) (approvals.Session, error) {
 	if ids.Kind(id) != ids.Session {
 		return approvals.Session{}, errs.E(errs.InvalidID, "not a session id: "+quoteID(id),
 			errs.Step{Command: "dont sessions open --tier read-only", Description: "session ids look like ses:<ULID>"}).Unmet("session ids look like ses:<ULID>")
@@ -233,13 +228,13 @@ func (s *Service) session(ctx context.Context, st ApprovalStore, id string) (app
 	return ses, nil
 }
 
-func (s *Service) live(lastRead time.Time) bool {
+func (s *core) live(lastRead time.Time) bool {
 	return !lastRead.IsZero() && s.now().Sub(lastRead) < s.subscriberLease()
 }
 
 // by names who acts: the explicit name, else the API caller's token, else
 // the service's author (the embedded CLI's user).
-func (s *Service) by(ctx context.Context, who string) string {
+func (s *core) by(ctx context.Context, who string) string {
 	if who != "" {
 		return who
 	}
@@ -259,7 +254,7 @@ type ApprovalView struct {
 	Applied *bool `json:"applied,omitempty"`
 }
 
-func (s *Service) view(a approvals.Approval) ApprovalView {
+func (s *core) view(a approvals.Approval) ApprovalView {
 	v := ApprovalView{Approval: a}
 	v.GrantedTier, _ = a.Grant()
 	if a.State == approvals.Pending && a.Asked {
@@ -297,41 +292,41 @@ func WithAskedNotice(ctx context.Context, f func(approvals.Approval)) context.Co
 // then waits for the verdict unless NoWait; an interrupted wait cancels
 // the question. Only an approval returns without error, and only it
 // carries a tier.
-func (s *Service) Escalate(ctx context.Context, in EscalateInput) (Result, error) {
+func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalView, []envelope.Warning, error) {
+	var res ApprovalView
 	st, err := s.approvalStore()
 	if err != nil {
-		return Result{}, err
+		return res, nil, err
 	}
-	res := s.sweepFirst(ctx)
 	if err := checkEscalateInput(in); err != nil {
-		return res, err
+		return res, nil, err
 	}
 	in.Requester = s.by(ctx, in.Requester)
 	ses, err := s.session(ctx, st, in.SessionID)
 	if err != nil {
 		if errs.Is(err, errs.StoreError) || errs.Is(err, errs.DBLocked) {
-			return res, channelRefusal("", err)
+			return res, nil, channelRefusal("", err)
 		}
-		return res, err
+		return res, nil, err
 	}
 	var a approvals.Approval
 	for attempt := 0; ; attempt++ {
 		records, err := st.ListApprovals(ctx, ApprovalFilter{CallID: in.CallID})
 		if err != nil {
-			return res, s.refuseUnasked(ctx, st, ses, in, approvals.Call{}, approvals.CauseChannelError, err)
+			return res, nil, s.refuseUnasked(ctx, st, ses, in, approvals.Call{}, approvals.CauseChannelError, err)
 		}
 		call := approvals.CallOf(ses.ID, ses.Tier, in.CallID, records)
 		// 1. The hop table, before the channel is consulted.
 		if r := approvals.ValidateHop(ses.ID, call, approvals.Tier(in.To)); r != nil {
-			return res, s.refuseUnasked(ctx, st, ses, in, call, r.Rule, r)
+			return res, nil, s.refuseUnasked(ctx, st, ses, in, call, r.Rule, r)
 		}
 		// 2. A question needs someone who can answer it.
 		last, err := st.LastRead(ctx, ses.ID)
 		if err != nil {
-			return res, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseChannelError, err)
+			return res, nil, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseChannelError, err)
 		}
 		if !s.live(last) {
-			return res, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseNoSubscriber, nil)
+			return res, nil, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseNoSubscriber, nil)
 		}
 		// 3. The question, created together with its delivery.
 		now := s.now()
@@ -344,12 +339,12 @@ func (s *Service) Escalate(ctx context.Context, in EscalateInput) (Result, error
 			continue // another question for this call committed first: validate again
 		}
 		if err != nil {
-			return res, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseChannelError, err)
+			return res, nil, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseChannelError, err)
 		}
 		break
 	}
-	if sched, ok := s.Scheduler.(ApprovalTimeoutScheduler); ok {
-		if err := sched.ScheduleApprovalTimeout(ctx, a.ID, a.Deadline); err != nil {
+	if s.ApprovalScheduler != nil {
+		if err := s.ApprovalScheduler.ScheduleApprovalTimeout(ctx, a.ID, a.Deadline); err != nil {
 			s.logWarn("schedule approval timeout", "approval_id", a.ID, "err", err)
 		}
 	}
@@ -359,15 +354,9 @@ func (s *Service) Escalate(ctx context.Context, in EscalateInput) (Result, error
 	if in.NoWait {
 		v := s.view(a)
 		v.SessionTier = ses.Tier
-		res.Kind, res.Data = "approval", v
-		res.Hints = append(res.Hints, "dont approvals wait "+a.ID+"  # blocks until the verdict: exit 0 with the granted tier, 1 otherwise")
-		return res, nil
+		return v, nil, nil
 	}
-	r, err := s.waitVerdict(ctx, st, a.ID, true)
-	res.Warnings = append(res.Warnings, r.Warnings...)
-	res.Hints = append(res.Hints, r.Hints...)
-	res.Kind, res.Data = r.Kind, r.Data
-	return res, err
+	return s.waitVerdict(ctx, st, a.ID, true)
 }
 
 // ApprovalTimeoutScheduler is the optional extension of TimeoutScheduler
@@ -398,7 +387,7 @@ func checkEscalateInput(in EscalateInput) error {
 // refuseUnasked records a request that was refused before it became a
 // question and returns the refusal. Recording is best-effort: the refusal
 // stands even if the store cannot record it.
-func (s *Service) refuseUnasked(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, cause approvals.Cause, why error) error {
+func (s *core) refuseUnasked(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, cause approvals.Cause, why error) error {
 	now := s.now()
 	a := approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 		To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, State: approvals.Pending,
@@ -489,46 +478,40 @@ func by(a approvals.Approval) string {
 }
 
 // verdictResult is what a requester gets for an ended approval: the grant
-// on approval, the verdict's error otherwise.
-func (s *Service) verdictResult(ctx context.Context, st ApprovalStore, a approvals.Approval) (Result, error) {
+// on approval (GrantedTier set), the verdict's error otherwise.
+func (s *core) verdictResult(ctx context.Context, st ApprovalStore, a approvals.Approval) (ApprovalView, error) {
 	if _, ok := a.Grant(); !ok {
-		return Result{}, verdictError(a).On(a.ID)
+		return ApprovalView{}, verdictError(a).On(a.ID)
 	}
 	v := s.view(a)
 	if ses, err := st.GetSession(ctx, a.SessionID); err == nil {
 		v.SessionTier = ses.Tier
 	}
-	return Result{Kind: "escalation", Data: v,
-		Hints: []string{"run call " + a.CallID + " at " + string(v.GrantedTier) + "; the session stays at its default tier for every other call"}}, nil
+	return v, nil
 }
 
-// WaitApproval blocks until the approval has a verdict: the requester's
+// Wait blocks until the approval has a verdict: the requester's
 // resumed wait. It returns the grant on approval and the verdict's error
 // otherwise. At the deadline it ends the question itself (timed-out). If
 // ctx ends first it stops waiting and the question stays open.
-func (s *Service) WaitApproval(ctx context.Context, id string) (Result, error) {
+func (s *Escalations) Wait(ctx context.Context, id string) (ApprovalView, []envelope.Warning, error) {
 	st, err := s.approvalStore()
 	if err != nil {
-		return Result{}, err
+		return ApprovalView{}, nil, err
 	}
-	res := s.sweepFirst(ctx)
 	if _, err := s.approvalRecord(ctx, st, id); err != nil {
-		return res, err
+		return ApprovalView{}, nil, err
 	}
-	r, err := s.waitVerdict(ctx, st, id, false)
-	r.Warnings = append(res.Warnings, r.Warnings...)
-	r.Hints = append(res.Hints, r.Hints...)
-	return r, err
+	return s.waitVerdict(ctx, st, id, false)
 }
 
 // waitVerdict polls the store (across processes: the SQLite file) until
 // the approval ends. A store failure while waiting is a refusal: the
 // requester stops and ends the question as refused if it still can.
-func (s *Service) waitVerdict(ctx context.Context, st ApprovalStore, id string, cancelOnInterrupt bool) (Result, error) {
+func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, cancelOnInterrupt bool) (ApprovalView, []envelope.Warning, error) {
 	var warns []envelope.Warning
-	withWarnings := func(r Result, err error) (Result, error) {
-		r.Warnings = append(warns, r.Warnings...)
-		return r, err
+	withWarnings := func(v ApprovalView, err error) (ApprovalView, []envelope.Warning, error) {
+		return v, warns, err
 	}
 	poll := time.NewTimer(0)
 	defer poll.Stop()
@@ -545,10 +528,10 @@ func (s *Service) waitVerdict(ctx context.Context, st ApprovalStore, id string, 
 					Detail: "the requester could not read the verdict: " + errs.As(err).Message}, s.now())
 				warns = append(warns, w...)
 				if ended.State == approvals.Resolved && ended.Verdict != approvals.Approved {
-					return withWarnings(Result{}, verdictError(ended).On(id))
+					return withWarnings(ApprovalView{}, verdictError(ended).On(id))
 				}
 			}
-			return withWarnings(Result{}, channelRefusal(id, storeErr(err)))
+			return withWarnings(ApprovalView{}, channelRefusal(id, storeErr(err)))
 		}
 		if err == nil && a.State == approvals.Resolved {
 			return withWarnings(s.verdictResult(ctx, st, a))
@@ -573,7 +556,7 @@ func (s *Service) waitVerdict(ctx context.Context, st ApprovalStore, id string, 
 		case <-ctx.Done():
 		}
 		if !cancelOnInterrupt {
-			return withWarnings(Result{}, errs.E(errs.Interrupted, "stopped waiting; "+id+" is still open until its deadline",
+			return withWarnings(ApprovalView{}, errs.E(errs.Interrupted, "stopped waiting; "+id+" is still open until its deadline",
 				errs.Step{Command: "dont approvals wait " + id, Description: "wait again"},
 				errs.Step{Command: "dont approvals cancel " + id, Description: "or withdraw it"}).On(id))
 		}
@@ -582,23 +565,23 @@ func (s *Service) waitVerdict(ctx context.Context, st ApprovalStore, id string, 
 		defer cancel()
 		cur, gerr := st.GetApproval(cctx, id)
 		if gerr != nil {
-			return withWarnings(Result{}, channelRefusal(id, storeErr(gerr)))
+			return withWarnings(ApprovalView{}, channelRefusal(id, storeErr(gerr)))
 		}
 		ended, _, w := s.settle(cctx, st, cur, approvals.Decision{Verdict: approvals.Cancelled, Cause: approvals.CauseRequester,
 			By: cur.Requester, Detail: "the requester was interrupted while waiting"}, s.now())
 		warns = append(warns, w...)
 		if ended.Verdict == approvals.Approved {
-			return withWarnings(Result{}, errs.E(errs.Interrupted, "interrupted; "+id+" had just been approved, but the grant is not used",
+			return withWarnings(ApprovalView{}, errs.E(errs.Interrupted, "interrupted; "+id+" had just been approved, but the grant is not used",
 				errs.Step{Command: "dont escalate --session " + ended.SessionID + " --call <a new call id> …", Description: "ask again for a new call"}).On(id))
 		}
-		return withWarnings(Result{}, verdictError(ended).On(id))
+		return withWarnings(ApprovalView{}, verdictError(ended).On(id))
 	}
 }
 
 // settle commits decision d on a (first answer wins) and announces the
 // ending. It returns the approval as it ended — by d, or by whichever
 // resolver committed first — and whether d's commit was the one.
-func (s *Service) settle(ctx context.Context, st ApprovalStore, a approvals.Approval, d approvals.Decision, now time.Time) (approvals.Approval, bool, []envelope.Warning) {
+func (s *core) settle(ctx context.Context, st ApprovalStore, a approvals.Approval, d approvals.Decision, now time.Time) (approvals.Approval, bool, []envelope.Warning) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		r, ok := approvals.Resolve(a, d, now)
 		if !ok {
@@ -628,7 +611,7 @@ func (s *Service) settle(ctx context.Context, st ApprovalStore, a approvals.Appr
 // announce is logged and becomes a warning, and the next sweep appends
 // the missing frame. The store appends at most one ending frame per
 // request, so a racing repair cannot announce twice.
-func (s *Service) announce(ctx context.Context, st ApprovalStore, a approvals.Approval) []envelope.Warning {
+func (s *core) announce(ctx context.Context, st ApprovalStore, a approvals.Approval) []envelope.Warning {
 	f, ok := approvals.EndingFrame(a)
 	if !ok {
 		return nil
@@ -644,7 +627,7 @@ func (s *Service) announce(ctx context.Context, st ApprovalStore, a approvals.Ap
 		Message: "the verdict " + string(a.Verdict) + " stands, but its ending frame could not be appended yet (" + errs.As(storeErr(err)).Message + "); the next sweep announces it"}}
 }
 
-func (s *Service) logWarn(msg string, args ...any) {
+func (s *core) logWarn(msg string, args ...any) {
 	if s.Log != nil {
 		s.Log.Warn(msg, args...)
 	}
@@ -660,14 +643,14 @@ type AnswerInput struct {
 	By         string
 }
 
-// AnswerApproval answers a question. The first answer wins; a later one
+// Answer answers a question. The first answer wins; a later one
 // (same or contrary) changes nothing and receives the recorded verdict
 // with a warning. An answer at or after the deadline ends the question as
 // timed-out instead.
-func (s *Service) AnswerApproval(ctx context.Context, in AnswerInput) (Result, error) {
+func (s *Escalations) Answer(ctx context.Context, in AnswerInput) (Decided, []envelope.Warning, error) {
 	d := approvals.VerdictOf(in.Answer)
 	if len(in.Reason) > 2048 {
-		return Result{}, errs.E(errs.InvalidArgument, "a reason is at most 2048 bytes", errs.Step{Command: "dont approvals refuse <id> --reason \"…\"", Description: "shorten the reason"})
+		return Decided{}, nil, errs.E(errs.InvalidArgument, "a reason is at most 2048 bytes", errs.Step{Command: "dont approvals refuse <id> --reason \"…\"", Description: "shorten the reason"})
 	}
 	d.By = s.by(ctx, in.By)
 	if in.Reason != "" {
@@ -677,56 +660,64 @@ func (s *Service) AnswerApproval(ctx context.Context, in AnswerInput) (Result, e
 }
 
 // Approve answers yes.
-func (s *Service) Approve(ctx context.Context, id, by string) (Result, error) {
-	return s.AnswerApproval(ctx, AnswerInput{ApprovalID: id, Answer: "approve", By: by})
+func (s *Escalations) Approve(ctx context.Context, id, by string) (Decided, []envelope.Warning, error) {
+	return s.Answer(ctx, AnswerInput{ApprovalID: id, Answer: "approve", By: by})
 }
 
 // Refuse answers no.
-func (s *Service) Refuse(ctx context.Context, id, reason, by string) (Result, error) {
-	return s.AnswerApproval(ctx, AnswerInput{ApprovalID: id, Answer: "refuse", Reason: reason, By: by})
+func (s *Escalations) Refuse(ctx context.Context, id, reason, by string) (Decided, []envelope.Warning, error) {
+	return s.Answer(ctx, AnswerInput{ApprovalID: id, Answer: "refuse", Reason: reason, By: by})
 }
 
-// CancelApproval withdraws a question (the requester giving up). Like an
+// Cancel withdraws a question (the requester giving up). Like an
 // answer it is conditional on the question still being open.
-func (s *Service) CancelApproval(ctx context.Context, id, reason, by string) (Result, error) {
+func (s *Escalations) Cancel(ctx context.Context, id, reason, by string) (Decided, []envelope.Warning, error) {
 	d := approvals.Decision{Verdict: approvals.Cancelled, Cause: approvals.CauseRequester, By: s.by(ctx, by), Detail: reason}
 	return s.decide(ctx, id, d)
 }
 
-func (s *Service) decide(ctx context.Context, id string, d approvals.Decision) (Result, error) {
+// Decided is what an answer or a cancel did: the approval as it ended
+// and, when the call did not simply decide it, a note saying why (the
+// answer was unreadable, came after the deadline, or came second).
+type Decided struct {
+	View ApprovalView
+	Note *envelope.Warning
+}
+
+// decide returns the warnings settling raised; the note comes apart,
+// so that the tool surface can place its sweep's warnings between them.
+func (s *core) decide(ctx context.Context, id string, d approvals.Decision) (Decided, []envelope.Warning, error) {
 	st, err := s.approvalStore()
 	if err != nil {
-		return Result{}, err
+		return Decided{}, nil, err
 	}
 	a, err := s.approvalRecord(ctx, st, id)
 	if err != nil {
-		return s.sweepFirst(ctx), err
+		return Decided{}, nil, err
 	}
 	ended, committed, warns := s.settle(ctx, st, a, d, s.now())
-	res := s.sweepFirst(ctx)
-	res.Warnings = append(warns, res.Warnings...)
+	var res Decided
 	applied := committed && ended.Verdict == d.Verdict
 	switch {
 	case d.Cause == approvals.CauseUnreadable && applied:
-		res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.WarningCode(approvals.CauseUnreadable), RequestID: id, Outcome: string(ended.Verdict),
-			Message: "the answer " + quoteID(d.Answer) + " could not be read as approve or refuse; it was recorded as a refusal"})
+		res.Note = &envelope.Warning{Code: envelope.WarningCode(approvals.CauseUnreadable), RequestID: id, Outcome: string(ended.Verdict),
+			Message: "the answer " + quoteID(d.Answer) + " could not be read as approve or refuse; it was recorded as a refusal"}
 	case committed && !applied:
-		res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.WarnApprovalExpired, RequestID: id, Outcome: string(ended.Verdict),
-			Message: id + " reached its deadline " + ended.Deadline.Format(timeFormat) + " before this answer; it ended as timed-out and the answer was not applied"})
+		res.Note = &envelope.Warning{Code: envelope.WarnApprovalExpired, RequestID: id, Outcome: string(ended.Verdict),
+			Message: id + " reached its deadline " + ended.Deadline.Format(timeFormat) + " before this answer; it ended as timed-out and the answer was not applied"}
 	case !committed && ended.State == approvals.Resolved:
-		res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.WarnApprovalAlreadyResolved, RequestID: id, Outcome: string(ended.Verdict),
-			Message: id + " had already ended (" + string(ended.Verdict) + "); the first answer wins and this one changed nothing"})
+		res.Note = &envelope.Warning{Code: envelope.WarnApprovalAlreadyResolved, RequestID: id, Outcome: string(ended.Verdict),
+			Message: id + " had already ended (" + string(ended.Verdict) + "); the first answer wins and this one changed nothing"}
 	case !committed:
-		return res, errs.E(ApprovalChannelError, "the answer could not be recorded (the store failed); "+id+" is still open",
+		return Decided{}, warns, errs.E(ApprovalChannelError, "the answer could not be recorded (the store failed); "+id+" is still open",
 			errs.Step{Command: "dont approvals show " + id, Description: "check the request, then answer again"}).On(id)
 	}
-	v := s.view(ended)
-	v.Applied = &applied
-	res.Kind, res.Data = "approval", v
-	return res, nil
+	res.View = s.view(ended)
+	res.View.Applied = &applied
+	return res, warns, nil
 }
 
-func (s *Service) approvalRecord(ctx context.Context, st ApprovalStore, id string) (approvals.Approval, error) {
+func (s *core) approvalRecord(ctx context.Context, st ApprovalStore, id string) (approvals.Approval, error) {
 	if ids.Kind(id) != ids.Approval {
 		return approvals.Approval{}, errs.E(ApprovalNotFound, "not an approval id: "+quoteID(id)).Unmet("approval ids look like apr:<ULID>")
 	}
@@ -740,35 +731,39 @@ func (s *Service) approvalRecord(ctx context.Context, st ApprovalStore, id strin
 	return a, nil
 }
 
-// ShowApproval returns one approval.
-func (s *Service) ShowApproval(ctx context.Context, id string) (Result, error) {
+// Show returns one approval.
+func (s *Escalations) Show(ctx context.Context, id string) (ApprovalView, error) {
 	st, err := s.approvalStore()
 	if err != nil {
-		return Result{}, err
+		return ApprovalView{}, err
 	}
-	res := s.sweepFirst(ctx)
 	a, err := s.approvalRecord(ctx, st, id)
 	if err != nil {
-		return res, err
+		return ApprovalView{}, err
 	}
-	res.Kind, res.Data = "approval", s.view(a)
-	return res, nil
+	return s.view(a), nil
 }
 
-// ApprovalQuery narrows ListApprovals.
+// ApprovalQuery narrows Escalations.List.
 type ApprovalQuery struct {
 	SessionID string
 	// Pending keeps open questions only (not past their deadline).
 	Pending bool
 }
 
-// ListApprovals lists approval requests, oldest first.
-func (s *Service) ListApprovals(ctx context.Context, q ApprovalQuery) (Result, error) {
+// ApprovalList is what Escalations.List returns.
+type ApprovalList struct {
+	Approvals []ApprovalView `json:"approvals"`
+	Count     int            `json:"count"`
+}
+
+// List lists approval requests, oldest first.
+func (s *Escalations) List(ctx context.Context, q ApprovalQuery) (ApprovalList, error) {
+	var res ApprovalList
 	st, err := s.approvalStore()
 	if err != nil {
-		return Result{}, err
+		return res, err
 	}
-	res := s.sweepFirst(ctx)
 	f := ApprovalFilter{SessionID: q.SessionID}
 	if q.SessionID != "" {
 		if _, err := s.session(ctx, st, q.SessionID); err != nil {
@@ -790,8 +785,7 @@ func (s *Service) ListApprovals(ctx context.Context, q ApprovalQuery) (Result, e
 		}
 		out = append(out, s.view(a))
 	}
-	res.Kind, res.Data = "approvals", map[string]any{"approvals": out, "count": len(out)}
-	return res, nil
+	return ApprovalList{Approvals: out, Count: len(out)}, nil
 }
 
 // FramesInput reads a session's frame stream.
@@ -819,12 +813,12 @@ type FramesPage struct {
 // Wait. Every read renews the reader's subscriber lease: a session has a
 // live subscriber while some client has read its frames within the lease.
 // While it waits it also sweeps, so timed-out endings appear on the stream.
-func (s *Service) Frames(ctx context.Context, in FramesInput) (Result, error) {
+func (s *Escalations) Frames(ctx context.Context, in FramesInput) (FramesPage, error) {
+	var res FramesPage
 	st, err := s.approvalStore()
 	if err != nil {
-		return Result{}, err
+		return res, err
 	}
-	res := s.sweepFirst(ctx)
 	if in.After < 0 || in.Wait < 0 || in.Wait > MaxFramesWait {
 		return res, errs.E(errs.InvalidArgument, fmt.Sprintf("--after must be >= 0 and --wait between 0 and %s", MaxFramesWait),
 			errs.Step{Command: "dont approvals frames --session <session> --after 0 --wait 20s", Description: "read from the start, long-polling 20 s"})
@@ -877,12 +871,11 @@ func (s *Service) Frames(ctx context.Context, in FramesInput) (Result, error) {
 			if len(frames) > 0 {
 				page.Cursor = frames[len(frames)-1].Cursor
 			}
-			res.Kind, res.Data = "frames", page
-			return res, nil
+			return page, nil
 		}
 		if time.Since(swept) >= 200*time.Millisecond {
 			swept = time.Now()
-			if _, err := s.SweepApprovals(ctx, sweepBatch); err != nil {
+			if _, err := s.SweepApprovals(ctx, SweepBatch); err != nil {
 				s.logWarn("sweep approvals", "err", err)
 			}
 		}
@@ -906,14 +899,14 @@ type ApprovalSweep struct {
 // SweepApprovals ends due questions as timed-out (announced like every
 // ending) and appends the ending frames a failed announce left out. It is
 // idempotent; questions another resolver ended first are left alone.
-func (s *Service) SweepApprovals(ctx context.Context, limit int) (ApprovalSweep, error) {
+func (s *core) SweepApprovals(ctx context.Context, limit int) (ApprovalSweep, error) {
 	rep := ApprovalSweep{TimedOut: []string{}, Announced: []string{}}
 	st, err := s.approvalStore()
 	if err != nil {
 		return rep, err
 	}
 	if limit <= 0 {
-		limit = sweepBatch
+		limit = SweepBatch
 	}
 	now := s.now()
 	due, err := st.DueApprovals(ctx, now, limit)
@@ -940,7 +933,7 @@ func (s *Service) SweepApprovals(ctx context.Context, limit int) (ApprovalSweep,
 
 // sweepApprovalsQuietly is the approvals part of every sweep: it never
 // fails the sweep it is part of.
-func (s *Service) sweepApprovalsQuietly(ctx context.Context, limit int) *ApprovalSweep {
+func (s *core) sweepApprovalsQuietly(ctx context.Context, limit int) *ApprovalSweep {
 	if s.Approvals.Store == nil || s.Approvals.Scheduled {
 		return nil
 	}
@@ -953,15 +946,6 @@ func (s *Service) sweepApprovalsQuietly(ctx context.Context, limit int) *Approva
 		return nil
 	}
 	return &rep
-}
-
-// RunApprovalSweep is `dont approvals sweep`.
-func (s *Service) RunApprovalSweep(ctx context.Context, limit int) (Result, error) {
-	rep, err := s.SweepApprovals(ctx, limit)
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{Kind: "approvals_sweep", Data: rep}, nil
 }
 
 // ApprovalExpiry is what ExpireApproval found or did.
@@ -977,7 +961,7 @@ type ApprovalExpiry struct {
 // as timed-out if it is still pending and due. Not yet due reports the
 // time left, so a delayed-message scheduler can re-enqueue it. Any number
 // of calls for one question commit at most one ending.
-func (s *Service) ExpireApproval(ctx context.Context, id string) (ApprovalExpiry, time.Duration, error) {
+func (s *core) ExpireApproval(ctx context.Context, id string) (ApprovalExpiry, time.Duration, error) {
 	st, err := s.approvalStore()
 	if err != nil {
 		return ApprovalExpiry{}, 0, err
@@ -999,10 +983,26 @@ func (s *Service) ExpireApproval(ctx context.Context, id string) (ApprovalExpiry
 	return ApprovalExpiry{ApprovalID: id, Verdict: ended.Verdict, Committed: committed && ended.Verdict == approvals.TimedOut}, 0, nil
 }
 
-// ApprovalAudit runs the frame-log guard over the whole store: every
-// question has exactly one question frame and, once ended, exactly one
-// ending frame carrying its verdict; every frame names a known request.
-func (s *Service) ApprovalAudit(ctx context.Context) (approvals.AuditReport, error) {
+// Audit runs the frame-log guard over the whole store (`dont
+// approvals audit`, and what CI and tests consume): every question has
+// exactly one question frame and, once ended, exactly one ending frame
+// carrying its verdict; every frame names a known request. Findings fail
+// it (frame-log-inconsistent, exit 3), and the report still comes back
+// with them; a clean report says how much it looked at, so "nothing
+// found" never reads like "nothing read".
+func (s *Escalations) Audit(ctx context.Context) (approvals.AuditReport, error) {
+	rep, err := s.auditApprovals(ctx)
+	if err != nil || rep.OK() {
+		return rep, err
+	}
+	e := errs.E(FrameLogInconsistent, fmt.Sprintf("the frame log is inconsistent: %d finding(s) over %d requests and %d frames", len(rep.Findings), rep.Requests, rep.Frames))
+	for _, f := range rep.Findings {
+		e.Unmet(f.String())
+	}
+	return rep, e
+}
+
+func (s *core) auditApprovals(ctx context.Context) (approvals.AuditReport, error) {
 	st, err := s.approvalStore()
 	if err != nil {
 		return approvals.AuditReport{}, err
@@ -1036,21 +1036,10 @@ func (s *Service) ApprovalAudit(ctx context.Context) (approvals.AuditReport, err
 	return approvals.Audit(records, frames), nil
 }
 
-// AuditApprovals is `dont approvals audit`: the guard CI and tests consume.
-// Findings fail it (frame-log-inconsistent, exit 3); a clean run reports
-// how much it looked at, so "nothing found" never reads like "nothing read".
-func (s *Service) AuditApprovals(ctx context.Context) (Result, error) {
-	rep, err := s.ApprovalAudit(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	if !rep.OK() {
-		e := errs.E(FrameLogInconsistent, fmt.Sprintf("the frame log is inconsistent: %d finding(s) over %d requests and %d frames", len(rep.Findings), rep.Requests, rep.Frames))
-		for _, f := range rep.Findings {
-			e.Unmet(f.String())
-		}
-		return Result{}, e
-	}
-	return Result{Kind: "approvals_audit", Data: rep,
-		Hints: []string{fmt.Sprintf("checked %d requests (%d questions) and %d frames in %d sessions: every question has exactly one ending frame", rep.Requests, rep.Questions, rep.Frames, rep.Sessions)}}, nil
+// CheckApprovals is the error every approvals operation returns when the
+// service has no approvals port (nil when it has one). The tool surface
+// asks it before the sweep a call runs first, as the operations do.
+func (s *core) CheckApprovals() error {
+	_, err := s.approvalStore()
+	return err
 }

@@ -35,25 +35,25 @@ func BenchmarkAnswerLatency(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { st.Close() })
-		return &service.Service{Store: st, Author: "bench", Approvals: service.Approvals{Store: st}}
+		return service.New(service.Deps{Store: st, Confirmations: st, Author: "bench", Approvals: service.Approvals{Store: st}})
 	}
 	requester, watcher, approver := conn(), conn(), conn()
-	res, err := requester.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
+	res, err := requester.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ses := res.Data.(service.SessionView).ID
+	ses := res.ID
 	var toVerdict, toFrame []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := watcher.Frames(ctx, service.FramesInput{SessionID: ses, Subscriber: "bench"}); err != nil {
+		if _, err := watcher.Escalations.Frames(ctx, service.FramesInput{SessionID: ses, Subscriber: "bench"}); err != nil {
 			b.Fatal(err)
 		}
-		r, err := requester.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: fmt.Sprint("call-", i), To: "workspace-write", Reason: "bench", NoWait: true})
+		r, _, err := requester.Escalations.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: fmt.Sprint("call-", i), To: "workspace-write", Reason: "bench", NoWait: true})
 		if err != nil {
 			b.Fatal(err)
 		}
-		id := r.Data.(service.ApprovalView).ID
+		id := r.ID
 		var t0 time.Time
 		var mu sync.Mutex
 		answered := make(chan struct{})
@@ -61,7 +61,7 @@ func BenchmarkAnswerLatency(b *testing.B) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if _, err := requester.WaitApproval(ctx, id); err != nil {
+			if _, _, err := requester.Escalations.Wait(ctx, id); err != nil {
 				b.Error(err)
 			}
 			<-answered
@@ -73,12 +73,12 @@ func BenchmarkAnswerLatency(b *testing.B) {
 			defer wg.Done()
 			after := int64(0)
 			for {
-				res, err := watcher.Frames(context.Background(), service.FramesInput{SessionID: ses, After: after, Wait: 10 * time.Second, Subscriber: "bench"})
+				res, err := watcher.Escalations.Frames(context.Background(), service.FramesInput{SessionID: ses, After: after, Wait: 10 * time.Second, Subscriber: "bench"})
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				p := res.Data.(service.FramesPage)
+				p := res
 				for _, f := range p.Frames {
 					if f.RequestID == id && f.Kind == approvals.FrameResolved {
 						<-answered
@@ -95,7 +95,7 @@ func BenchmarkAnswerLatency(b *testing.B) {
 		time.Sleep(time.Duration(rand.Int64N(int64(2 * service.DefaultPoll))))
 		t0 = time.Now()
 		close(answered)
-		if _, err := approver.Approve(ctx, id, "bench"); err != nil {
+		if _, _, err := approver.Escalations.Approve(ctx, id, "bench"); err != nil {
 			b.Fatal(err)
 		}
 		wg.Wait()

@@ -20,6 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/tools"
 	_ "modernc.org/sqlite"
 )
 
@@ -80,9 +81,40 @@ func newApprovalEnv(t *testing.T) *aenv {
 }
 
 // auditClean is the guard every approvals test ends with.
+// decision, escalation and shown present the approvals operations' typed
+// results as the tool surface does (tools.Output): the assertions read
+// the envelope's data and warnings.
+func decision(d service.Decided, w []envelope.Warning, err error) (tools.Output, error) {
+	if d.Note != nil {
+		w = append(w, *d.Note)
+	}
+	if err != nil {
+		return tools.Output{Warnings: w}, err
+	}
+	return tools.Output{Kind: envelope.KindApproval, Data: d.View, Warnings: w}, nil
+}
+
+func escalation(v service.ApprovalView, w []envelope.Warning, err error) (tools.Output, error) {
+	if err != nil {
+		return tools.Output{Warnings: w}, err
+	}
+	kind := envelope.KindApproval
+	if v.GrantedTier != "" {
+		kind = envelope.KindEscalation
+	}
+	return tools.Output{Kind: kind, Data: v, Warnings: w}, nil
+}
+
+func shown[T any](v T, err error) (tools.Output, error) {
+	if err != nil {
+		return tools.Output{}, err
+	}
+	return tools.Output{Data: v}, nil
+}
+
 func auditClean(t *testing.T, svc *service.Service) {
 	t.Helper()
-	rep, err := svc.ApprovalAudit(context.Background())
+	rep, err := svc.Escalations.Audit(context.Background())
 	if err != nil {
 		t.Errorf("frame-log audit could not run: %v", err)
 		return
@@ -97,7 +129,7 @@ func auditClean(t *testing.T, svc *service.Service) {
 func (e *aenv) other(c *clock) *service.Service {
 	svc := e.another()
 	if c != nil {
-		svc.Now = c.Now
+		svc.Clock = c.Now
 	}
 	st := svc.Store.(*sqlite.Store)
 	svc.Approvals = service.Approvals{Store: st, Poll: time.Millisecond}
@@ -106,7 +138,7 @@ func (e *aenv) other(c *clock) *service.Service {
 
 func (e *aenv) open(tier approvals.Tier) string {
 	e.t.Helper()
-	res, err := e.svc.OpenSession(ctx, service.OpenSessionInput{Tier: string(tier), Name: "t"})
+	res, err := shown(e.svc.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: string(tier), Name: "t"}))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -116,15 +148,15 @@ func (e *aenv) open(tier approvals.Tier) string {
 // subscribe reads the session's frames once: a live subscriber for the lease.
 func (e *aenv) subscribe(ses string) {
 	e.t.Helper()
-	if _, err := e.svc.Frames(ctx, service.FramesInput{SessionID: ses, Subscriber: "watcher"}); err != nil {
+	if _, err := shown(e.svc.Escalations.Frames(ctx, service.FramesInput{SessionID: ses, Subscriber: "watcher"})); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
 func (e *aenv) ask(ses, call string, to approvals.Tier) approvals.Approval {
 	e.t.Helper()
-	res, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: call, To: string(to),
-		Reason: "the build writes outside the workspace", Preview: "make install", NoWait: true})
+	res, err := escalation(e.svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: call, To: string(to),
+		Reason: "the build writes outside the workspace", Preview: "make install", NoWait: true}))
 	if err != nil {
 		e.t.Fatalf("escalate %s %s -> %s: %v", ses, call, to, err)
 	}
@@ -181,7 +213,7 @@ func TestHopRefusalsAreRefusedAtOnceWithNoQuestionAndRecorded(t *testing.T) {
 		e.subscribe(s) // live subscribers everywhere: only the hop table can refuse
 	}
 	widened := e.ask(ro, "widened", approvals.WorkspaceWrite)
-	if _, err := e.svc.Approve(ctx, widened.ID, "alice"); err != nil {
+	if _, err := decision(e.svc.Escalations.Approve(ctx, widened.ID, "alice")); err != nil {
 		t.Fatal(err)
 	}
 	open := e.ask(ro, "open", approvals.WorkspaceWrite)
@@ -200,7 +232,7 @@ func TestHopRefusalsAreRefusedAtOnceWithNoQuestionAndRecorded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(e.frames(tc.ses))
-			res, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: tc.ses, CallID: tc.call, To: tc.to, Reason: "needs it", Preview: "make install"})
+			res, err := escalation(e.svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: tc.ses, CallID: tc.call, To: tc.to, Reason: "needs it", Preview: "make install"}))
 			ee := wantCode(t, err, tc.code, present.ExitRefusal)
 			if res.Data != nil {
 				t.Fatalf("a refusal carried data: %+v", res.Data)
@@ -227,7 +259,7 @@ func TestTheHopTableIsCheckedBeforeTheChannel(t *testing.T) {
 	e := newApprovalEnv(t)
 	ses := e.open(approvals.WorkspaceWrite) // nobody subscribed, and the channel is broken too
 	e.faults.failLastRead.Store(true)
-	_, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "read-only", Reason: "r"})
+	_, err := escalation(e.svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "read-only", Reason: "r"}))
 	wantCode(t, err, service.HopNotAllowed, present.ExitRefusal)
 }
 
@@ -244,7 +276,7 @@ func TestReadOnlyToDangerFullAccessIsOneHopAndIsAsked(t *testing.T) {
 	if !a.Deadline.Equal(a.CreatedAt.Add(120 * time.Second)) {
 		t.Fatalf("deadline %s after creation, want 120 s", a.Deadline.Sub(a.CreatedAt))
 	}
-	res, err := e.svc.Approve(ctx, a.ID, "alice")
+	res, err := decision(e.svc.Escalations.Approve(ctx, a.ID, "alice"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +289,7 @@ func TestNoLiveSubscriberIsARefusal(t *testing.T) {
 	e := newApprovalEnv(t)
 	ses := e.open(approvals.ReadOnly)
 	try := func() *errs.Error {
-		_, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"})
+		_, err := escalation(e.svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"}))
 		return wantCode(t, err, service.NoSubscriber, present.ExitRefusal)
 	}
 	never := try()
@@ -283,7 +315,7 @@ func TestADeadlinePassedIsTimedOut(t *testing.T) {
 	// The requester's own wait ends the question at the deadline.
 	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
 	e.clock.Advance(approvals.DefaultTimeout)
-	_, err := e.svc.WaitApproval(ctx, a.ID)
+	_, err := escalation(e.svc.Escalations.Wait(ctx, a.ID))
 	wantCode(t, err, service.ApprovalTimedOut, present.ExitRefusal)
 	// The sweep every invocation runs ends an unattended one.
 	e.subscribe(ses)
@@ -297,7 +329,7 @@ func TestADeadlinePassedIsTimedOut(t *testing.T) {
 	e.subscribe(ses)
 	c := e.ask(ses, "c3", approvals.WorkspaceWrite)
 	e.clock.Advance(approvals.DefaultTimeout)
-	res, err := e.other(nil).Approve(ctx, c.ID, "late")
+	res, err := decision(e.other(nil).Escalations.Approve(ctx, c.ID, "late"))
 	if err != nil || !hasWarning(res, "approval-expired") {
 		t.Fatalf("late approval: %v %v", warningCodes(res), err)
 	}
@@ -320,7 +352,7 @@ func TestTheDeadlineComesFromTheConfiguredTimeout(t *testing.T) {
 	if a.Deadline.Sub(a.CreatedAt) != 5*time.Second {
 		t.Fatalf("deadline %s", a.Deadline.Sub(a.CreatedAt))
 	}
-	e.svc.CancelApproval(ctx, a.ID, "done", "")
+	decision(e.svc.Escalations.Cancel(ctx, a.ID, "done", ""))
 }
 
 func TestAnUnreadableAnswerIsARefusal(t *testing.T) {
@@ -329,11 +361,11 @@ func TestAnUnreadableAnswerIsARefusal(t *testing.T) {
 	for i, answer := range []any{"maybe", map[string]any{"ok": true}, 1.0, nil, ""} {
 		e.subscribe(ses)
 		a := e.ask(ses, fmt.Sprint("c", i), approvals.WorkspaceWrite)
-		res, err := e.svc.AnswerApproval(ctx, service.AnswerInput{ApprovalID: a.ID, Answer: answer, By: "bob"})
+		res, err := decision(e.svc.Escalations.Answer(ctx, service.AnswerInput{ApprovalID: a.ID, Answer: answer, By: "bob"}))
 		if err != nil || !hasWarning(res, envelope.WarningCode(approvals.CauseUnreadable)) {
 			t.Fatalf("%v: %v %v", answer, warningCodes(res), err)
 		}
-		_, err = e.svc.WaitApproval(ctx, a.ID)
+		_, err = escalation(e.svc.Escalations.Wait(ctx, a.ID))
 		ee := wantCode(t, err, service.ApprovalRefused, present.ExitRefusal)
 		if rec := e.record(ee.EntityID); rec.Cause != approvals.CauseUnreadable || rec.AnsweredBy != "bob" {
 			t.Fatalf("%v: recorded %+v", answer, rec)
@@ -345,8 +377,8 @@ func TestAStoreErrorWhileAskingIsARefusal(t *testing.T) {
 	e := newApprovalEnv(t)
 	ses := e.open(approvals.ReadOnly)
 	e.subscribe(ses)
-	esc := func(call string) (service.Result, error) {
-		return e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: call, To: "workspace-write", Reason: "r"})
+	esc := func(call string) (tools.Output, error) {
+		return escalation(e.svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: call, To: "workspace-write", Reason: "r"}))
 	}
 	e.faults.failAsk.Store(true)
 	_, err := esc("c1")
@@ -376,7 +408,7 @@ func TestAStoreErrorWhileWaitingIsARefusal(t *testing.T) {
 	var asked approvals.Approval
 	// The question exists; then the requester's first read of it fails.
 	cctx := service.WithAskedNotice(ctx, func(a approvals.Approval) { asked = a; e.faults.failGets.Store(1) })
-	_, err := e.svc.Escalate(cctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"})
+	_, err := escalation(e.svc.Escalations.Escalate(cctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"}))
 	wantCode(t, err, service.ApprovalChannelError, present.ExitRefusal)
 	// The requester ended its question as refused, so nobody can approve a
 	// request nobody waits for; the ending is announced like any other.
@@ -387,7 +419,7 @@ func TestAStoreErrorWhileWaitingIsARefusal(t *testing.T) {
 	if got := endings(e.frames(ses), asked.ID); len(got) != 1 || got[0].Verdict != approvals.Refused {
 		t.Fatalf("ending frames %+v", got)
 	}
-	if res, _ := e.svc.Approve(ctx, asked.ID, "alice"); *res.Data.(service.ApprovalView).Applied {
+	if res, _ := decision(e.svc.Escalations.Approve(ctx, asked.ID, "alice")); *res.Data.(service.ApprovalView).Applied {
 		t.Fatal("a later approval was applied")
 	}
 }
@@ -402,7 +434,7 @@ func TestTheFirstAnswerWinsAcrossConnections(t *testing.T) {
 		for i := range svcs {
 			svcs[i] = e.other(nil) // its own connection to the file, as another process
 		}
-		results := make([]service.Result, len(svcs))
+		results := make([]tools.Output, len(svcs))
 		errors := make([]error, len(svcs))
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -412,9 +444,9 @@ func TestTheFirstAnswerWinsAcrossConnections(t *testing.T) {
 				defer wg.Done()
 				<-start
 				if i%2 == 0 {
-					results[i], errors[i] = svc.Approve(ctx, a.ID, fmt.Sprint("approver-", i))
+					results[i], errors[i] = decision(svc.Escalations.Approve(ctx, a.ID, fmt.Sprint("approver-", i)))
 				} else {
-					results[i], errors[i] = svc.Refuse(ctx, a.ID, "no", fmt.Sprint("approver-", i))
+					results[i], errors[i] = decision(svc.Escalations.Refuse(ctx, a.ID, "no", fmt.Sprint("approver-", i)))
 				}
 			}(i, svc)
 		}
@@ -464,7 +496,7 @@ func TestTheFirstAnswerWinsAgainstTheDeadlineSweep(t *testing.T) {
 				if i%2 == 0 {
 					svc := e.other(nil)
 					<-start
-					if r, err := svc.Approve(ctx, a.ID, "alice"); err == nil && *r.Data.(service.ApprovalView).Applied {
+					if r, err := decision(svc.Escalations.Approve(ctx, a.ID, "alice")); err == nil && *r.Data.(service.ApprovalView).Applied {
 						won.Add(1)
 					}
 				} else {
@@ -489,16 +521,16 @@ func TestASecondAnswerGetsTheRecordedVerdictAndChangesNothing(t *testing.T) {
 	ses := e.open(approvals.ReadOnly)
 	e.subscribe(ses)
 	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
-	if _, err := e.svc.Approve(ctx, a.ID, "alice"); err != nil {
+	if _, err := decision(e.svc.Escalations.Approve(ctx, a.ID, "alice")); err != nil {
 		t.Fatal(err)
 	}
 	before, frames := e.record(a.ID), len(e.frames(ses))
-	for _, second := range []func() (service.Result, error){
-		func() (service.Result, error) { return e.svc.Refuse(ctx, a.ID, "contrary", "bob") },
-		func() (service.Result, error) { return e.svc.Approve(ctx, a.ID, "carol") },
-		func() (service.Result, error) { return e.svc.CancelApproval(ctx, a.ID, "", "requester") },
-		func() (service.Result, error) {
-			return e.svc.AnswerApproval(ctx, service.AnswerInput{ApprovalID: a.ID, Answer: "garbage", By: "dave"})
+	for _, second := range []func() (tools.Output, error){
+		func() (tools.Output, error) { return decision(e.svc.Escalations.Refuse(ctx, a.ID, "contrary", "bob")) },
+		func() (tools.Output, error) { return decision(e.svc.Escalations.Approve(ctx, a.ID, "carol")) },
+		func() (tools.Output, error) { return decision(e.svc.Escalations.Cancel(ctx, a.ID, "", "requester")) },
+		func() (tools.Output, error) {
+			return decision(e.svc.Escalations.Answer(ctx, service.AnswerInput{ApprovalID: a.ID, Answer: "garbage", By: "dave"}))
 		},
 	} {
 		res, err := second()
@@ -518,9 +550,9 @@ func TestEveryEndingEmitsExactlyOneFrameCarryingTheRequestID(t *testing.T) {
 	e := newApprovalEnv(t)
 	ses := e.open(approvals.ReadOnly)
 	end := map[approvals.Verdict]func(id string){
-		approvals.Approved:  func(id string) { e.svc.Approve(ctx, id, "alice") },
-		approvals.Refused:   func(id string) { e.svc.Refuse(ctx, id, "not today", "alice") },
-		approvals.Cancelled: func(id string) { e.svc.CancelApproval(ctx, id, "", "requester") },
+		approvals.Approved:  func(id string) { decision(e.svc.Escalations.Approve(ctx, id, "alice")) },
+		approvals.Refused:   func(id string) { decision(e.svc.Escalations.Refuse(ctx, id, "not today", "alice")) },
+		approvals.Cancelled: func(id string) { decision(e.svc.Escalations.Cancel(ctx, id, "", "requester")) },
 		approvals.TimedOut: func(id string) {
 			e.clock.Advance(approvals.DefaultTimeout)
 			e.svc.SweepApprovals(ctx, 10)
@@ -547,16 +579,16 @@ func TestAFailedAnnounceNeverTurnsAVerdictIntoAnError(t *testing.T) {
 	e.subscribe(ses)
 	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
 	e.faults.failAnnounce.Store(true)
-	res, err := e.svc.Approve(ctx, a.ID, "alice")
+	res, err := decision(e.svc.Escalations.Approve(ctx, a.ID, "alice"))
 	if err != nil || !hasWarning(res, "announce-failed") || !*res.Data.(service.ApprovalView).Applied {
 		t.Fatalf("approve with a broken announce: %v %v", warningCodes(res), err)
 	}
-	got, err := e.svc.WaitApproval(ctx, a.ID)
+	got, err := escalation(e.svc.Escalations.Wait(ctx, a.ID))
 	if err != nil || got.Data.(service.ApprovalView).GrantedTier != approvals.WorkspaceWrite {
 		t.Fatalf("the requester lost its verdict to a failed announce: %v", err)
 	}
 	// The guard sees the missing frame ...
-	if rep, _ := e.svc.ApprovalAudit(ctx); rep.OK() {
+	if rep, _ := e.svc.Escalations.Audit(ctx); rep.OK() {
 		t.Fatal("the audit missed a missing ending frame")
 	}
 	// ... and the next sweep repairs it, exactly once.
@@ -578,10 +610,10 @@ func TestTheSessionsDefaultTierIsNeverChangedByAGrant(t *testing.T) {
 	ses := e.open(approvals.ReadOnly)
 	e.subscribe(ses)
 	a := e.ask(ses, "c1", approvals.DangerFullAccess)
-	if _, err := e.svc.Approve(ctx, a.ID, "alice"); err != nil {
+	if _, err := decision(e.svc.Escalations.Approve(ctx, a.ID, "alice")); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.svc.ShowSession(ctx, ses)
+	res, err := shown(e.svc.Escalations.ShowSession(ctx, ses))
 	if err != nil || res.Data.(service.SessionView).Tier != approvals.ReadOnly {
 		t.Fatalf("session after a grant: %+v %v", res.Data, err)
 	}
@@ -590,7 +622,7 @@ func TestTheSessionsDefaultTierIsNeverChangedByAGrant(t *testing.T) {
 	if b.From != approvals.ReadOnly {
 		t.Fatalf("the next call stands at %s", b.From)
 	}
-	e.svc.CancelApproval(ctx, b.ID, "", "")
+	decision(e.svc.Escalations.Cancel(ctx, b.ID, "", ""))
 }
 
 func TestARefusalNeverYieldsATier(t *testing.T) {
@@ -598,16 +630,16 @@ func TestARefusalNeverYieldsATier(t *testing.T) {
 	ses := e.open(approvals.ReadOnly)
 	e.subscribe(ses)
 	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
-	res, err := e.svc.Refuse(ctx, a.ID, "no", "alice")
+	res, err := decision(e.svc.Escalations.Refuse(ctx, a.ID, "no", "alice"))
 	if err != nil || res.Data.(service.ApprovalView).GrantedTier != "" {
 		t.Fatalf("refusal: %+v %v", res.Data, err)
 	}
-	w, err := e.svc.WaitApproval(ctx, a.ID)
+	w, err := escalation(e.svc.Escalations.Wait(ctx, a.ID))
 	wantCode(t, err, service.ApprovalRefused, present.ExitRefusal)
 	if w.Data != nil {
 		t.Fatalf("a refused requester got data %+v", w.Data)
 	}
-	show, _ := e.svc.ShowApproval(ctx, a.ID)
+	show, _ := shown(e.svc.Escalations.Show(ctx, a.ID))
 	if show.Data.(service.ApprovalView).GrantedTier != "" {
 		t.Fatal("show reports a tier for a refusal")
 	}
@@ -619,7 +651,7 @@ func TestARefusalNeverYieldsATier(t *testing.T) {
 func (e *aenv) watchOnce(svc *service.Service, ses, call string) approvals.Frame {
 	after := int64(0)
 	for {
-		res, err := svc.Frames(ctx, service.FramesInput{SessionID: ses, After: after, Wait: 10 * time.Second, Subscriber: "watcher"})
+		res, err := shown(svc.Escalations.Frames(ctx, service.FramesInput{SessionID: ses, After: after, Wait: 10 * time.Second, Subscriber: "watcher"}))
 		if err != nil {
 			e.t.Error(err)
 			return approvals.Frame{}
@@ -643,9 +675,9 @@ func TestEscalateBlocksUntilTheAnswer(t *testing.T) {
 	go func() {
 		defer close(answered)
 		f := e.watchOnce(approver, ses, "c1")
-		approver.Approve(ctx, f.RequestID, "alice")
+		decision(approver.Escalations.Approve(ctx, f.RequestID, "alice"))
 	}()
-	res, err := e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "danger-full-access", Reason: "r", Preview: "make install"})
+	res, err := escalation(e.svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "danger-full-access", Reason: "r", Preview: "make install"}))
 	if err != nil || res.Kind != "escalation" {
 		t.Fatalf("escalate: %v %v", res.Kind, err)
 	}
@@ -659,9 +691,9 @@ func TestEscalateBlocksUntilTheAnswer(t *testing.T) {
 	go func() {
 		defer close(refused)
 		f := e.watchOnce(approver, ses, "c2")
-		approver.Refuse(ctx, f.RequestID, "no", "alice")
+		decision(approver.Escalations.Refuse(ctx, f.RequestID, "no", "alice"))
 	}()
-	_, err = e.svc.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c2", To: "workspace-write", Reason: "r"})
+	_, err = escalation(e.svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c2", To: "workspace-write", Reason: "r"}))
 	wantCode(t, err, service.ApprovalRefused, present.ExitRefusal)
 	<-refused // the audit reads the final, quiescent state
 }
@@ -674,7 +706,7 @@ func TestAnInterruptedRequesterCancelsItsQuestion(t *testing.T) {
 	var asked approvals.Approval
 	// Ctrl-C arrives once the question exists.
 	cctx = service.WithAskedNotice(cctx, func(a approvals.Approval) { asked = a; cancel() })
-	_, err := e.svc.Escalate(cctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"})
+	_, err := escalation(e.svc.Escalations.Escalate(cctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"}))
 	wantCode(t, err, service.ApprovalCancelled, present.ExitRefusal)
 	if rec := e.record(asked.ID); rec.Verdict != approvals.Cancelled || rec.Cause != approvals.CauseRequester {
 		t.Fatalf("recorded %+v", rec)
@@ -687,22 +719,22 @@ func TestAnInterruptedRequesterCancelsItsQuestion(t *testing.T) {
 	b := e.ask(ses, "c2", approvals.WorkspaceWrite)
 	stopped, stop := context.WithCancel(ctx)
 	stop()
-	_, err = e.svc.WaitApproval(stopped, b.ID)
+	_, err = escalation(e.svc.Escalations.Wait(stopped, b.ID))
 	wantCode(t, err, errs.Interrupted, present.ExitInterrupt)
 	if e.record(b.ID).State != approvals.Pending {
 		t.Fatal("an interrupted resumed wait ended the question")
 	}
-	e.svc.CancelApproval(ctx, b.ID, "", "")
+	decision(e.svc.Escalations.Cancel(ctx, b.ID, "", ""))
 }
 
 func TestFramesLongPollReturnsOnTheFirstFrameAndRenewsTheLease(t *testing.T) {
 	e := newApprovalEnv(t)
 	ses := e.open(approvals.ReadOnly)
-	if res, _ := e.svc.ShowSession(ctx, ses); res.Data.(service.SessionView).LiveSubscriber {
+	if res, _ := shown(e.svc.Escalations.ShowSession(ctx, ses)); res.Data.(service.SessionView).LiveSubscriber {
 		t.Fatal("live before anyone read")
 	}
 	e.subscribe(ses)
-	if res, _ := e.svc.ShowSession(ctx, ses); !res.Data.(service.SessionView).LiveSubscriber {
+	if res, _ := shown(e.svc.Escalations.ShowSession(ctx, ses)); !res.Data.(service.SessionView).LiveSubscriber {
 		t.Fatal("a read did not renew the lease")
 	}
 	watcher := e.other(nil)
@@ -712,18 +744,18 @@ func TestFramesLongPollReturnsOnTheFirstFrameAndRenewsTheLease(t *testing.T) {
 	if f := <-got; f.RequestID != a.ID || f.Cursor != 1 {
 		t.Fatalf("frame %+v", f)
 	}
-	e.svc.CancelApproval(ctx, a.ID, "", "")
-	res, err := e.svc.Frames(ctx, service.FramesInput{SessionID: ses, After: 1})
+	decision(e.svc.Escalations.Cancel(ctx, a.ID, "", ""))
+	res, err := shown(e.svc.Escalations.Frames(ctx, service.FramesInput{SessionID: ses, After: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if page := res.Data.(service.FramesPage); page.Count != 1 || page.Cursor != 2 || page.Frames[0].Verdict != approvals.Cancelled {
 		t.Fatalf("page after 1: %+v", page)
 	}
-	if _, err := e.svc.Frames(ctx, service.FramesInput{SessionID: ses, Wait: time.Hour}); !errs.Is(err, errs.InvalidArgument) {
+	if _, err := shown(e.svc.Escalations.Frames(ctx, service.FramesInput{SessionID: ses, Wait: time.Hour})); !errs.Is(err, errs.InvalidArgument) {
 		t.Fatalf("an unbounded wait: %v", err)
 	}
-	if _, err := e.svc.Frames(ctx, service.FramesInput{SessionID: "ses:01HX05A9K8VP0000000000000A"}); !errs.Is(err, service.SessionNotFound) {
+	if _, err := shown(e.svc.Escalations.Frames(ctx, service.FramesInput{SessionID: "ses:01HX05A9K8VP0000000000000A"})); !errs.Is(err, service.SessionNotFound) {
 		t.Fatalf("unknown session: %v", err)
 	}
 }
@@ -752,8 +784,8 @@ func TestTheFrameLogGuardFailsABadLog(t *testing.T) {
 	ses := e.open(approvals.ReadOnly)
 	e.subscribe(ses)
 	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
-	e.svc.Approve(ctx, a.ID, "alice")
-	if _, err := e.svc.AuditApprovals(ctx); err != nil {
+	decision(e.svc.Escalations.Approve(ctx, a.ID, "alice"))
+	if _, err := e.svc.Escalations.Audit(ctx); err != nil {
 		t.Fatalf("a clean log: %v", err)
 	}
 	db, err := sql.Open("sqlite", e.path)
@@ -765,7 +797,7 @@ func TestTheFrameLogGuardFailsABadLog(t *testing.T) {
 		'{"session_id":"`+ses+`","cursor":3,"kind":"approval_resolved","request_id":"apr:ghost","verdict":"approved"}')`, ses); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.svc.AuditApprovals(ctx)
+	_, err = e.svc.Escalations.Audit(ctx)
 	ee := wantCode(t, err, service.FrameLogInconsistent, present.ExitState)
 	if len(ee.UnmetClauses) != 1 || ee.UnmetClauses[0] != "apr:ghost: frame names an unknown request (frame "+ses+"#3)" {
 		t.Fatalf("findings %q", ee.UnmetClauses)
@@ -788,7 +820,7 @@ func TestAScheduledDeploymentLeavesDueQuestionsToItsSweep(t *testing.T) {
 		late.ns.Store(a.Deadline.Add(time.Second).UnixNano())
 		svc := e.other(late)
 		svc.Approvals.Scheduled = scheduled
-		if _, err := svc.List(ctx, ""); err != nil {
+		if _, err := call(svc, "list", nil); err != nil {
 			t.Fatal(err)
 		}
 		got, err := e.store.GetApproval(ctx, a.ID)

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 // BenchmarkSpawnLifecycle measures full lifecycles (assume → dismiss
@@ -24,23 +24,23 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	svc := &service.Service{Store: st, SpawnTimeout: time.Hour}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: time.Hour})
 	b.RunParallel(func(pb *testing.PB) {
-		res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "bench claim"})
+		res, err := call(svc, "conclude", map[string]any{"statement": "bench claim"})
 		if err != nil {
 			b.Error(err)
 			return
 		}
 		id := res.Data.(service.EntityView).ID
 		for pb.Next() {
-			r, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+			r, err := call(svc, "assume", map[string]any{"id": id, "mode": string(spawn.ModeHarness)})
 			if err != nil {
 				b.Error(err)
 				return
 			}
 			rid := requestID(r)
-			if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
-				Evidence: []string{"https://example.org/x"}, RequestID: rid}); err != nil {
+			if _, err := call(svc, "dismiss", map[string]any{"id": id,
+				"evidence": []string{"https://example.org/x"}, "request_id": rid}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -49,7 +49,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lifecycles/s")
 }
 
-func requestID(r service.Result) string {
+func requestID(r tools.Output) string {
 	raw := string(r.Data.(json.RawMessage))
 	i := len(`{"request_id":"`)
 	return raw[i : i+len("spawn:")+26]
@@ -67,7 +67,7 @@ func BenchmarkSweep(b *testing.B) {
 			}
 			defer st.Close()
 			now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-			svc := &service.Service{Store: st, Now: func() time.Time { return now }}
+			svc := service.New(service.Deps{Store: st, Confirmations: st, Clock: func() time.Time { return now }})
 			b.StopTimer()
 			for i := 0; i < b.N; i++ {
 				seed(b, st, now, stored, expired, i)

@@ -17,7 +17,7 @@ func WithPrincipal(ctx context.Context, p auth.Principal) context.Context {
 // PrincipalOf returns the call's principal. A call no transport labelled
 // (the service's own tests, in-process sweeps) runs as the owner, under
 // the service's author.
-func (s *Service) PrincipalOf(ctx context.Context) auth.Principal {
+func (s *core) PrincipalOf(ctx context.Context) auth.Principal {
 	if p, ok := ctx.Value(principalKey{}).(auth.Principal); ok {
 		return p
 	}
@@ -25,7 +25,7 @@ func (s *Service) PrincipalOf(ctx context.Context) auth.Principal {
 }
 
 // actor names who acts on the records that keep it.
-func (s *Service) actor(ctx context.Context) string {
+func (s *core) actor(ctx context.Context) string {
 	if id := s.PrincipalOf(ctx).ID(); id != "" {
 		return id
 	}

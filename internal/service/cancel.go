@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/dont-cli/dont/internal/envelope"
+
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
 )
@@ -18,26 +20,23 @@ type CancelResult struct {
 	Status    ledger.Status `json:"status,omitempty"`
 }
 
-// CancelSpawn resolves a pending spawn as cancelled. It is one more
+// Cancel resolves a pending spawn as cancelled. It is one more
 // terminal resolver: it commits through the same conditional write as a
 // callback or a timeout (the spawn must still be pending), so exactly one
 // of them wins. Like a timeout it restores the entity's pre-spawn status
 // only if nothing has moved the entity since the spawn did, and it never
 // re-spawns. A cancel that loses changes nothing and says who won.
-func (s *Service) CancelSpawn(ctx context.Context, requestID, reason string) (Result, error) {
-	res := s.sweepFirst(ctx)
+func (s *Spawns) Cancel(ctx context.Context, requestID, reason string) (CancelResult, []envelope.Warning, error) {
 	for attempt := 0; ; attempt++ {
 		sp, err := s.spawnRecord(ctx, requestID)
 		if err != nil {
-			return res, err
+			return CancelResult{}, nil, err
 		}
 		r := CancelResult{RequestID: sp.ID, EntityID: sp.EntityID, Outcome: sp.Outcome}
 		if sp.State != spawn.Pending {
 			w := loserWarning(sp)
 			w.Message = sp.ID + " was already resolved (" + string(sp.Outcome) + "); the cancel changed nothing"
-			res.Warnings = append(res.Warnings, w)
-			res.Kind, res.Data = "spawn_cancel", r
-			return res, nil
+			return r, []envelope.Warning{w}, nil
 		}
 		now := s.now()
 		ev := s.event(ledger.EvSpawnCancelled, sp.EntityID, now)
@@ -46,7 +45,7 @@ func (s *Service) CancelSpawn(ctx context.Context, requestID, reason string) (Re
 			"cancelled_at": now.Format(timeFormat), "request_kind": string(sp.Kind)}
 		tx, err := s.closeTx(ctx, sp, spawn.Cancelled, ev, now)
 		if err != nil {
-			return res, err
+			return CancelResult{}, nil, err
 		}
 		r.Restored, r.Status = tx.restored, tx.status
 		err = s.Store.Commit(ctx, tx.Tx)
@@ -54,26 +53,24 @@ func (s *Service) CancelSpawn(ctx context.Context, requestID, reason string) (Re
 			continue // a resolver or a writer got there first: re-read and decide again
 		}
 		if err != nil {
-			return res, storeErr(err)
+			return CancelResult{}, nil, storeErr(err)
 		}
 		r.Outcome, r.Applied = spawn.Cancelled, true
-		res.Kind, res.Data = "spawn_cancel", r
-		return res, nil
+		return r, nil, nil
 	}
 }
 
-// SpawnRecord shows one stored spawn request (spawns manage --op show).
-func (s *Service) SpawnRecord(ctx context.Context, requestID string) (Result, error) {
-	res := s.sweepFirst(ctx)
+// Record shows one stored spawn request (spawns manage --op show).
+func (s *Spawns) Record(ctx context.Context, requestID string) (SpawnView, error) {
 	sp, err := s.spawnRecord(ctx, requestID)
 	if err != nil {
-		return res, err
+		return SpawnView{}, err
 	}
-	res.Kind, res.Data = "spawn", spawnView{Spawn: sp, Request: sp.Request}
-	return res, nil
+	return SpawnView{Spawn: sp, Request: sp.Request}, nil
 }
 
-type spawnView struct {
+// SpawnView is a stored spawn with the request it was issued with.
+type SpawnView struct {
 	spawn.Spawn
 	Request json.RawMessage `json:"request,omitempty"`
 }

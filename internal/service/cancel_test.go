@@ -9,11 +9,12 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
-func (e *env) cancel(svc *service.Service, requestID string) (service.CancelResult, service.Result) {
+func (e *env) cancel(svc *service.Service, requestID string) (service.CancelResult, tools.Output) {
 	e.t.Helper()
-	res, err := svc.CancelSpawn(ctx, requestID, "no longer needed")
+	res, err := call(svc, "spawns.cancel", map[string]any{"request_id": requestID, "reason": "no longer needed"})
 	if err != nil {
 		e.t.Fatalf("cancel %s: %v", requestID, err)
 	}
@@ -53,7 +54,7 @@ func TestCancellingAPendingSpawnRestoresThePreSpawnStatusLikeATimeout(t *testing
 				t.Fatalf("late callback after cancel: %v, status %s", warningCodes(res), e.status(id))
 			}
 			e.clock.Advance(2 * time.Hour)
-			e.svc.List(ctx, "")
+			call(e.svc, "list", nil)
 			if len(e.events(id, ledger.EvSpawnTimeout)) != 0 {
 				t.Fatal("a cancelled spawn timed out as well")
 			}
@@ -77,13 +78,13 @@ func TestCancelAfterAnotherResolverChangesNothing(t *testing.T) {
 	id := e.verified("water boils at 100 C at sea level")
 	req := e.spawnReq(spawn.Assume, id)
 	e.clock.Advance(2 * time.Hour)
-	e.svc.List(ctx, "") // the sweep resolves it by timeout
+	call(e.svc, "list", nil) // the sweep resolves it by timeout
 	before := len(e.events(id, ledger.EvSpawnCancelled))
 	r, res := e.cancel(e.svc, req.RequestID)
 	if r.Applied || r.Outcome != spawn.TimeoutRestored || !hasWarning(res, "spawn-lost-to-timeout") || len(e.events(id, ledger.EvSpawnCancelled)) != before {
 		t.Fatalf("cancel after timeout: %+v %v", r, warningCodes(res))
 	}
-	if _, err := e.svc.CancelSpawn(ctx, "spawn:01HX05A9K8VP0000000000000A", ""); !errs.Is(err, errs.SpawnNotFound) {
+	if _, _, err := e.svc.Spawns.Cancel(ctx, "spawn:01HX05A9K8VP0000000000000A", ""); !errs.Is(err, errs.SpawnNotFound) {
 		t.Fatalf("unknown spawn: %v", err)
 	}
 }
@@ -99,8 +100,8 @@ func TestCancelCallbackAndTimeoutRaceYieldsOneResolution(t *testing.T) {
 		a, b, c := e.another(), e.another(), e.another()
 		var wg sync.WaitGroup
 		wg.Add(3)
-		go func() { defer wg.Done(); a.CancelSpawn(ctx, req.RequestID, "race") }()
-		go func() { defer wg.Done(); b.Transition(ctx, callbackInput(ledger.Doubt, id, req.RequestID)) }()
+		go func() { defer wg.Done(); a.Spawns.Cancel(ctx, req.RequestID, "race") }()
+		go func() { defer wg.Done(); b.Spawns.Resolve(ctx, callbackInput(ledger.Doubt, id, req.RequestID)) }()
 		go func() { defer wg.Done(); c.Sweep(ctx, 10) }()
 		wg.Wait()
 		resolutions := len(e.events(id, ledger.EvSpawnCancelled)) + len(e.events(id, ledger.EvSpawnTimeout)) + len(e.events(id, ledger.EvSpawnResolved))
@@ -112,7 +113,7 @@ func TestCancelCallbackAndTimeoutRaceYieldsOneResolution(t *testing.T) {
 
 func TestCancellingAGuessSpawn(t *testing.T) {
 	e := newEnv(t)
-	if _, err := e.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "boiling point at 2000 m?", N: 2, Mode: spawn.ModeHarness}); err != nil {
+	if _, err := call(e.svc, "guess", map[string]any{"question": "boiling point at 2000 m?", "n": 2, "mode": string(spawn.ModeHarness)}); err != nil {
 		t.Fatal(err)
 	}
 	sps, _ := e.store.ListSpawns(ctx, service.SpawnFilter{})
@@ -120,10 +121,10 @@ func TestCancellingAGuessSpawn(t *testing.T) {
 	if !r.Applied || r.Restored || r.EntityID != "" {
 		t.Fatalf("%+v", r)
 	}
-	if _, err := e.svc.Answer(ctx, sps[0].ID, []string{"93 C"}); err != nil {
+	if _, err := call(e.svc, "answer", map[string]any{"request_id": sps[0].ID, "candidate": []string{"93 C"}}); err != nil {
 		t.Fatal(err)
 	}
-	if l, _ := e.svc.List(ctx, ""); l.Data.(map[string]any)["count"] != 0 {
+	if l, _ := call(e.svc, "list", nil); l.Data.(service.EntityList).Count != 0 {
 		t.Fatal("an answer to a cancelled guess concluded a claim")
 	}
 }

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
@@ -27,15 +26,12 @@ type ConfirmationStore interface {
 	UpdateConfirmation(ctx context.Context, p confirm.Pending, from confirm.State) error
 }
 
-func (s *Service) confirmations() (ConfirmationStore, error) {
-	if cs, ok := s.Store.(ConfirmationStore); ok {
-		return cs, nil
+func (s *core) confirmations() (ConfirmationStore, error) {
+	if s.Confirmations != nil {
+		return s.Confirmations, nil
 	}
 	return nil, errs.E(confirm.Unavailable, "this store keeps no pending confirmations")
 }
-
-// KindConfirmation is the envelope_kind of a held call and of confirmation records.
-const KindConfirmation = "confirmation"
 
 // HeldView is the answer to a held call: data.status is
 // "pending_confirmation" and data.confirmation_id names it.
@@ -44,13 +40,13 @@ type HeldView struct {
 	confirm.Pending
 }
 
-// HoldCall stores a gated call that nobody confirmed as a pending
+// Hold stores a gated call that nobody confirmed as a pending
 // confirmation. It changes nothing else: the call runs only when an
 // approver confirms it.
-func (s *Service) HoldCall(ctx context.Context, tool string, args map[string]any) (Result, error) {
+func (s *Held) Hold(ctx context.Context, tool string, args map[string]any) (HeldView, error) {
 	cs, err := s.confirmations()
 	if err != nil {
-		return Result{}, err
+		return HeldView{}, err
 	}
 	now := s.now()
 	p := confirm.Pending{ID: ids.New(ids.Confirmation, now), Tool: tool, Args: args, State: confirm.StatePending,
@@ -59,13 +55,23 @@ func (s *Service) HoldCall(ctx context.Context, tool string, args map[string]any
 		p.Args = map[string]any{}
 	}
 	if err := cs.PutConfirmation(ctx, p); err != nil {
-		return Result{}, storeErr(err)
+		return HeldView{}, storeErr(err)
 	}
-	return Result{Kind: KindConfirmation, Data: HeldView{Status: confirm.StatusPending, Pending: p},
-		Hints: []string{
-			"nothing ran yet: " + tool + " needs confirmation; an approver runs it once with: dont confirmations confirm " + p.ID,
-			"or drops it with: dont confirmations refuse " + p.ID + " (it expires at " + p.ExpiresAt.Format(time.RFC3339) + ")",
-		}}, nil
+	return HeldView{Status: confirm.StatusPending, Pending: p}, nil
+}
+
+// ConfirmationList is what Held.List returns.
+type ConfirmationList struct {
+	Confirmations []ConfirmationView `json:"confirmations"`
+	Count         int                `json:"count"`
+	View          string             `json:"view"`
+}
+
+// Duplicate is a confirm that found its call already confirmed: the
+// record as it stands and the warning the confirmer receives.
+type Duplicate struct {
+	View    ConfirmationView
+	Warning envelope.Warning
 }
 
 // ConfirmationView is a confirmation as listed: its state as of now.
@@ -73,20 +79,20 @@ type ConfirmationView struct {
 	confirm.Pending
 }
 
-func (s *Service) confirmationView(p confirm.Pending) ConfirmationView {
+func (s *core) confirmationView(p confirm.Pending) ConfirmationView {
 	p.State = p.StateAt(s.now())
 	return ConfirmationView{Pending: p}
 }
 
-// ListConfirmations lists the pending confirmations, or all of them.
-func (s *Service) ListConfirmations(ctx context.Context, all bool) (Result, error) {
+// List lists the pending confirmations, or all of them.
+func (s *Held) List(ctx context.Context, all bool) (ConfirmationList, error) {
 	cs, err := s.confirmations()
 	if err != nil {
-		return Result{}, err
+		return ConfirmationList{}, err
 	}
 	list, err := cs.ListConfirmations(ctx)
 	if err != nil {
-		return Result{}, storeErr(err)
+		return ConfirmationList{}, storeErr(err)
 	}
 	out := []ConfirmationView{}
 	for _, p := range list {
@@ -99,19 +105,20 @@ func (s *Service) ListConfirmations(ctx context.Context, all bool) (Result, erro
 	if all {
 		view = "all"
 	}
-	return Result{Kind: "confirmations", Data: map[string]any{"confirmations": out, "count": len(out), "view": view}}, nil
+	return ConfirmationList{Confirmations: out, Count: len(out), View: view}, nil
 }
 
-// ShowConfirmation shows one confirmation.
-func (s *Service) ShowConfirmation(ctx context.Context, id string) (Result, error) {
+// Show shows one held call, its state as of now (a pending call past its
+// deadline is expired).
+func (s *Held) Show(ctx context.Context, id string) (ConfirmationView, error) {
 	_, p, err := s.confirmation(ctx, id)
 	if err != nil {
-		return Result{}, err
+		return ConfirmationView{}, err
 	}
-	return Result{Kind: KindConfirmation, Data: s.confirmationView(p)}, nil
+	return s.confirmationView(p), nil
 }
 
-func (s *Service) confirmation(ctx context.Context, id string) (ConfirmationStore, confirm.Pending, error) {
+func (s *core) confirmation(ctx context.Context, id string) (ConfirmationStore, confirm.Pending, error) {
 	cs, err := s.confirmations()
 	if err != nil {
 		return nil, confirm.Pending{}, err
@@ -130,19 +137,10 @@ func (s *Service) confirmation(ctx context.Context, id string) (ConfirmationStor
 	return cs, p, nil
 }
 
-// HeldCall returns a held call as stored, for the checks a confirmer
-// must pass before it claims it (tools.runConfirmed).
-// Its state is as of now (a pending call past its deadline is expired).
-func (s *Service) HeldCall(ctx context.Context, id string) (confirm.Pending, error) {
-	_, p, err := s.confirmation(ctx, id)
-	p.State = p.StateAt(s.now())
-	return p, err
-}
-
 // CheckRequesterLive refuses to run a held call whose requester's token
 // was revoked, and records it as revoked. A revocation drops the token's
 // held calls itself (dropHeldCalls); this catches one held in between.
-func (s *Service) CheckRequesterLive(ctx context.Context, p confirm.Pending) error {
+func (s *Held) CheckRequesterLive(ctx context.Context, p confirm.Pending) error {
 	if ids.Kind(p.RequestedBy) != ids.Token || s.Tokens == nil || p.State != confirm.StatePending {
 		return nil
 	}
@@ -163,7 +161,7 @@ func (s *Service) CheckRequesterLive(ctx context.Context, p confirm.Pending) err
 // dropHeldCalls ends the pending held calls of revoked tokens: a call
 // held for confirmation acts with its requester's powers, which a
 // revocation takes away. Best effort: CheckRequesterLive is the backstop.
-func (s *Service) dropHeldCalls(ctx context.Context, tokenIDs ...string) {
+func (s *core) dropHeldCalls(ctx context.Context, tokenIDs ...string) {
 	cs, err := s.confirmations()
 	if err != nil || len(tokenIDs) == 0 {
 		return
@@ -184,11 +182,11 @@ func (s *Service) dropHeldCalls(ctx context.Context, tokenIDs ...string) {
 	}
 }
 
-// ClaimConfirmation is the first half of a confirm: the conditional write
+// Claim is the first half of a confirm: the conditional write
 // pending → executing. Exactly one confirm wins it; the winner gets the
-// held call to run (then calls FinishConfirmation). A confirm that loses
+// held call to run (then calls Finish). A confirm that loses
 // gets dup: the existing record with a warning, and changes nothing.
-func (s *Service) ClaimConfirmation(ctx context.Context, id string) (p confirm.Pending, dup *Result, err error) {
+func (s *Held) Claim(ctx context.Context, id string) (p confirm.Pending, dup *Duplicate, err error) {
 	for attempt := 0; ; attempt++ {
 		cs, cur, err := s.confirmation(ctx, id)
 		if err != nil {
@@ -203,9 +201,8 @@ func (s *Service) ClaimConfirmation(ctx context.Context, id string) (p confirm.P
 			return cur, nil, err
 		}
 		if isDup {
-			r := Result{Kind: KindConfirmation, Data: s.confirmationView(cur), Warnings: []envelope.Warning{{Code: envelope.WarnConfirmationDuplicate,
-				Message: id + " was already confirmed by " + cur.DecidedBy + " (" + string(cur.State) + "); this confirm changed nothing"}}}
-			return cur, &r, nil
+			return cur, &Duplicate{View: s.confirmationView(cur), Warning: envelope.Warning{Code: envelope.WarnConfirmationDuplicate,
+				Message: id + " was already confirmed by " + cur.DecidedBy + " (" + string(cur.State) + "); this confirm changed nothing"}}, nil
 		}
 		err = cs.UpdateConfirmation(ctx, next, confirm.StatePending)
 		if isCondition(err) && attempt < maxAttempts {
@@ -218,8 +215,8 @@ func (s *Service) ClaimConfirmation(ctx context.Context, id string) (p confirm.P
 	}
 }
 
-// FinishConfirmation records what the claimed call did.
-func (s *Service) FinishConfirmation(ctx context.Context, p confirm.Pending, o confirm.Outcome) error {
+// Finish records what the claimed call did.
+func (s *Held) Finish(ctx context.Context, p confirm.Pending, o confirm.Outcome) error {
 	cs, err := s.confirmations()
 	if err != nil {
 		return err
@@ -230,24 +227,24 @@ func (s *Service) FinishConfirmation(ctx context.Context, p confirm.Pending, o c
 	return nil
 }
 
-// RefuseConfirmation ends a pending confirmation without running it.
-func (s *Service) RefuseConfirmation(ctx context.Context, id, reason string) (Result, error) {
+// Refuse ends a pending confirmation without running it.
+func (s *Held) Refuse(ctx context.Context, id, reason string) (ConfirmationView, error) {
 	for attempt := 0; ; attempt++ {
 		cs, cur, err := s.confirmation(ctx, id)
 		if err != nil {
-			return Result{}, err
+			return ConfirmationView{}, err
 		}
 		next, err := cur.Refuse(s.actor(ctx), reason, s.now())
 		if err != nil {
-			return Result{}, err
+			return ConfirmationView{}, err
 		}
 		err = cs.UpdateConfirmation(ctx, next, confirm.StatePending)
 		if isCondition(err) && attempt < maxAttempts {
 			continue
 		}
 		if err != nil {
-			return Result{}, storeErr(err)
+			return ConfirmationView{}, storeErr(err)
 		}
-		return Result{Kind: KindConfirmation, Data: s.confirmationView(next)}, nil
+		return s.confirmationView(next), nil
 	}
 }

@@ -63,30 +63,34 @@ func directInput(in SpawnInput) SpawnInput {
 
 // direct does in-process, with the configured provider, what a harness's
 // subagent would do with the spawn just issued, and resolves the spawn
-// through the very callback path a subagent uses: Transition with the
-// request id for assume/overlook, Answer for guess. When the provider
+// through the very callback path a subagent uses: Resolve's callback for
+// assume/overlook, Answer's for guess. When the provider
 // fails, times out or answers unusably, the spawn is closed as failed
 // (spawn_failed), the entity keeps its pre-spawn status, and the error says
 // so.
-func (s *Service) direct(ctx context.Context, sp spawn.Spawn, req spawn.Request, issued Result) (Result, error) {
-	var res Result
-	var err error
+func (s *core) direct(ctx context.Context, sp spawn.Spawn, req spawn.Request) (Spawned, []envelope.Warning, error) {
+	res := Spawned{Spawn: sp, Provider: s.Provider.Name()}
 	if sp.Kind == spawn.Guess {
-		res, err = s.directGuess(ctx, sp)
-	} else {
-		res, err = s.directJudge(ctx, sp, req.Context.Prompt)
+		a, warns, err := s.directGuess(ctx, sp)
+		if err == nil {
+			res.Answered = &a
+		}
+		return res, warns, err
 	}
-	res.Warnings = append(issued.Warnings, res.Warnings...)
-	res.Hints = append(issued.Hints, res.Hints...)
-	return res, err
+	v, ev, warns, err := s.directJudge(ctx, sp, req.Context.Prompt)
+	if err == nil {
+		res.Verdict, res.Event = &v, ev
+	}
+	return res, warns, err
 }
 
 // directJudge sends prompt, the very prompt the spawn request carries, to
 // the provider's Judge.
-func (s *Service) directJudge(ctx context.Context, sp spawn.Spawn, prompt string) (Result, error) {
+func (s *core) directJudge(ctx context.Context, sp spawn.Spawn, prompt string) (EntityView, ledger.EventKind, []envelope.Warning, error) {
 	v, err := s.Provider.Judge(ctx, prompt)
 	if err != nil {
-		return s.failDirect(ctx, sp, s.providerFailure(ctx, sp, err))
+		w, err := s.failDirect(ctx, sp, s.providerFailure(ctx, sp, err))
+		return EntityView{}, "", w, err
 	}
 	in := TransitionInput{EntityID: sp.EntityID, RequestID: sp.ID, Reason: v.Reason, Direct: true}
 	switch v.Action {
@@ -95,21 +99,23 @@ func (s *Service) directJudge(ctx context.Context, sp spawn.Spawn, prompt string
 	case spawn.ActionTrust:
 		in.Action = ledger.Doubt
 	default:
-		return s.failDirect(ctx, sp, s.unusable(sp, "verdict action "+strconv.Quote(v.Action)+" is neither dismiss nor trust"))
+		w, err := s.failDirect(ctx, sp, s.unusable(sp, "verdict action "+strconv.Quote(v.Action)+" is neither dismiss nor trust"))
+		return EntityView{}, "", w, err
 	}
 	if err := s.checkTransitionInput(in); err != nil {
 		// The ledger's own rules refuse what the provider said.
-		return s.failDirect(ctx, sp, s.unusable(sp, errs.As(err).Message))
+		w, err := s.failDirect(ctx, sp, s.unusable(sp, errs.As(err).Message))
+		return EntityView{}, "", w, err
 	}
-	res, err := s.Transition(ctx, in)
+	res, warns, err := s.callback(ctx, in)
 	if err != nil {
-		return s.failDirect(ctx, sp, err)
+		w, err := s.failDirect(ctx, sp, err)
+		return EntityView{}, "", w, err
 	}
-	res.Hints = append(res.Hints, "dont show "+sp.EntityID+" --history  # the "+s.Provider.Name()+" verdict is on the "+string(in.Action.EventKind())+" event")
-	return res, nil
+	return res, in.Action.EventKind(), warns, nil
 }
 
-func (s *Service) directGuess(ctx context.Context, sp spawn.Spawn) (Result, error) {
+func (s *core) directGuess(ctx context.Context, sp spawn.Spawn) (Answered, []envelope.Warning, error) {
 	temp := DefaultGuessTemperature
 	if sp.Temperature != nil {
 		temp = *sp.Temperature
@@ -119,20 +125,22 @@ func (s *Service) directGuess(ctx context.Context, sp spawn.Spawn) (Result, erro
 	// each candidate is sampled independently.
 	cands, err := s.Provider.Candidates(ctx, sp.Question, sp.N, temp)
 	if err != nil {
-		return s.failDirect(ctx, sp, s.providerFailure(ctx, sp, err))
+		w, err := s.failDirect(ctx, sp, s.providerFailure(ctx, sp, err))
+		return Answered{}, w, err
 	}
-	res, err := s.answer(ctx, sp.ID, cands, true)
+	res, warns, err := s.answer(ctx, sp.ID, cands, true)
 	if errs.Is(err, errs.InvalidArgument) {
 		err = s.unusable(sp, errs.As(err).Message)
 	}
 	if err != nil {
-		return s.failDirect(ctx, sp, err)
+		w, err := s.failDirect(ctx, sp, err)
+		return Answered{}, w, err
 	}
-	return res, nil
+	return res, warns, nil
 }
 
 // providerFailure turns a Reasoner error into the error the caller sees.
-func (s *Service) providerFailure(ctx context.Context, sp spawn.Spawn, err error) *errs.Error {
+func (s *core) providerFailure(ctx context.Context, sp spawn.Spawn, err error) *errs.Error {
 	name := s.Provider.Name()
 	switch {
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
@@ -152,7 +160,7 @@ func (s *Service) providerFailure(ctx context.Context, sp spawn.Spawn, err error
 		harnessStep(sp)).On(sp.EntityID).Wrap(err)
 }
 
-func (s *Service) unusable(sp spawn.Spawn, problem string) *errs.Error {
+func (s *core) unusable(sp spawn.Spawn, problem string) *errs.Error {
 	what := "verdict"
 	if sp.Kind == spawn.Guess {
 		what = "candidates"
@@ -188,8 +196,8 @@ func harnessStep(sp spawn.Spawn) errs.Step {
 // close runs even when ctx was cancelled (Ctrl-C), on a short deadline of
 // its own, so that an interrupted call leaves the entity as it found it
 // rather than under review until the spawn times out.
-func (s *Service) failDirect(ctx context.Context, sp spawn.Spawn, cause error) (Result, error) {
-	var res Result
+func (s *core) failDirect(ctx context.Context, sp spawn.Spawn, cause error) ([]envelope.Warning, error) {
+	var warns []envelope.Warning
 	if ctx.Err() != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -198,13 +206,13 @@ func (s *Service) failDirect(ctx context.Context, sp spawn.Spawn, cause error) (
 	final, closed, err := s.closeFailed(ctx, sp.ID, errs.As(cause))
 	switch {
 	case err != nil:
-		res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.WarnSpawnNotClosed, RequestID: sp.ID,
+		warns = append(warns, envelope.Warning{Code: envelope.WarnSpawnNotClosed, RequestID: sp.ID,
 			Message: "could not close " + sp.ID + " as failed (" + errs.As(err).Message + "); it stays pending until it times out at " + sp.ExpiresAt.Format(timeFormat)})
 	case !closed && final.State != spawn.Pending:
 		// Another resolver committed first; what it did stands.
-		res.Warnings = append(res.Warnings, loserWarning(final))
+		warns = append(warns, loserWarning(final))
 	}
-	return res, cause
+	return warns, cause
 }
 
 // closeFailed resolves a pending spawn with outcome failed and records
@@ -212,7 +220,7 @@ func (s *Service) failDirect(ctx context.Context, sp spawn.Spawn, cause error) (
 // be pending, and the entity goes back to its pre-spawn status only if
 // nothing has moved it since the spawn did. closed is false when another
 // resolver committed first.
-func (s *Service) closeFailed(ctx context.Context, requestID string, cause *errs.Error) (sp spawn.Spawn, closed bool, err error) {
+func (s *core) closeFailed(ctx context.Context, requestID string, cause *errs.Error) (sp spawn.Spawn, closed bool, err error) {
 	for attempt := 0; ; attempt++ {
 		sp, err = s.spawnRecord(ctx, requestID)
 		if err != nil || sp.State != spawn.Pending {

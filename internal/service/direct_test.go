@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/llm"
@@ -19,6 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 // withProvider configures e's service with a real llm client pointed at a
@@ -32,8 +34,8 @@ func (e *env) withProvider(provider string, srv *llmtest.Server) {
 	e.svc.Provider = p
 }
 
-func (e *env) direct(kind spawn.Kind, id string) (service.Result, error) {
-	return e.svc.RequestSpawn(ctx, service.SpawnInput{Kind: kind, EntityID: id, Mode: spawn.ModeDirect})
+func (e *env) direct(kind spawn.Kind, id string) (tools.Output, error) {
+	return spawnCall(ctx, e.svc, service.SpawnInput{Kind: kind, EntityID: id, Mode: spawn.ModeDirect})
 }
 
 // eventShape is an event as the protocol sees it, without ids and times.
@@ -117,7 +119,7 @@ func TestDirectModeCallsTheProviderWithTheSpawnPromptAndResolvesThroughTheCallba
 			if err != nil {
 				t.Fatalf("direct %s: %v", tc.kind, err)
 			}
-			if res.Kind == service.KindSpawnRequest {
+			if res.Kind == envelope.KindSpawnRequest {
 				t.Fatal("direct mode emitted a spawn_request")
 			}
 			view := res.Data.(service.EntityView)
@@ -175,7 +177,7 @@ func TestDirectGuessSendsTheExactNAndTemperatureAndResolvesThroughAnswer(t *test
 			e.withProvider(tc.provider, srv)
 			temp := 0.7
 			question := "Which pure-Go SQLite driver does dont use?"
-			res, err := e.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: question, N: 3, Temperature: &temp, Mode: spawn.ModeDirect})
+			res, err := spawnCall(ctx, e.svc, service.SpawnInput{Kind: spawn.Guess, Question: question, N: 3, Temperature: &temp, Mode: spawn.ModeDirect})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,12 +197,12 @@ func TestDirectGuessSendsTheExactNAndTemperatureAndResolvesThroughAnswer(t *test
 					t.Fatalf("prompt on the wire = %q", r.UserPrompt(t))
 				}
 			}
-			data := res.Data.(map[string]any)
-			claim := data["claim"].(ledger.Entity)
+			data := res.Data.(service.Answered)
+			claim := *data.Claim
 			if res.Kind != "answer" || claim.Statement != "modernc.org/sqlite" || claim.Status != ledger.Unverified {
 				t.Fatalf("answer %s %+v", res.Kind, claim)
 			}
-			rid := data["request_id"].(string)
+			rid := data.RequestID
 			sp := e.spawnRecord(rid)
 			if sp.Mode != spawn.ModeDirect || sp.Outcome != spawn.CallbackApplied || sp.N != 3 || *sp.Temperature != 0.7 {
 				t.Fatalf("spawn record %+v", sp)
@@ -218,14 +220,14 @@ func TestDirectGuessWithoutTemperatureSendsAndRecordsTheDefault(t *testing.T) {
 	e := newEnv(t)
 	srv := llmtest.New(t, llmtest.Reply(t, 200, "openai/candidates_vllm_n3.json"))
 	e.withProvider("openai", srv)
-	res, err := e.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "q?", N: 3, Mode: spawn.ModeDirect})
+	res, err := spawnCall(ctx, e.svc, service.SpawnInput{Kind: spawn.Guess, Question: "q?", N: 3, Mode: spawn.ModeDirect})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := srv.Requests()[0].JSON(t)["temperature"]; got != service.DefaultGuessTemperature {
 		t.Fatalf("temperature on the wire = %v", got)
 	}
-	sp := e.spawnRecord(res.Data.(map[string]any)["request_id"].(string))
+	sp := e.spawnRecord(res.Data.(service.Answered).RequestID)
 	if sp.Temperature == nil || *sp.Temperature != service.DefaultGuessTemperature {
 		t.Fatalf("the spawn does not record the temperature sent: %+v", sp)
 	}
@@ -283,7 +285,7 @@ func TestDirectModeProviderFailureChangesNothing(t *testing.T) {
 				if ee := present.Explain(err); present.Exit(err) != present.ExitState || len(ee.Remediation) == 0 || ee.EntityID != id {
 					t.Fatalf("error %+v: exit %d", ee, present.Exit(err))
 				}
-				if res.Kind == service.KindSpawnRequest {
+				if res.Kind == envelope.KindSpawnRequest {
 					t.Fatal("a failed direct call fell back to a spawn_request")
 				}
 				if st := e.status(id); st != pre {
@@ -319,7 +321,7 @@ func TestDirectGuessProviderFailureConcludesNothing(t *testing.T) {
 	e := newEnv(t)
 	srv := llmtest.New(t, llmtest.Reply(t, 503, "openai/error_503.json"))
 	e.withProvider("openai", srv)
-	_, err := e.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "q?", N: 2, Mode: spawn.ModeDirect})
+	_, err := spawnCall(ctx, e.svc, service.SpawnInput{Kind: spawn.Guess, Question: "q?", N: 2, Mode: spawn.ModeDirect})
 	if !errs.Is(err, service.ProviderError) {
 		t.Fatalf("err %v", err)
 	}
@@ -380,15 +382,15 @@ func TestHarnessModeNeverCallsTheProvider(t *testing.T) {
 		{Kind: spawn.Guess, Question: "q?", N: 3, Mode: spawn.ModeHarness},
 		{Kind: spawn.Overlook, EntityID: e.conclude("another"), Mode: spawn.ModeHarness},
 	} {
-		res, err := e.svc.RequestSpawn(ctx, in)
-		if err != nil || res.Kind != service.KindSpawnRequest {
+		res, err := spawnCall(ctx, e.svc, in)
+		if err != nil || res.Kind != envelope.KindSpawnRequest {
 			t.Fatalf("%s in harness mode: %s %v", in.Kind, res.Kind, err)
 		}
 	}
 	// The same with a real client pointed at a stand-in that fails the test if called.
 	e2 := newEnv(t)
 	e2.withProvider("openai", llmtest.New(t, llmtest.Refuse(t)))
-	if res, err := e2.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: e2.conclude("x"), Mode: spawn.ModeHarness}); err != nil || res.Kind != service.KindSpawnRequest {
+	if res, err := spawnCall(ctx, e2.svc, service.SpawnInput{Kind: spawn.Assume, EntityID: e2.conclude("x"), Mode: spawn.ModeHarness}); err != nil || res.Kind != envelope.KindSpawnRequest {
 		t.Fatalf("harness assume: %s %v", res.Kind, err)
 	}
 }
@@ -404,7 +406,7 @@ func TestCancellingADirectCallClosesItsSpawnAsFailed(t *testing.T) {
 	id := e.verified("water boils at 100 C at sea level")
 	cctx, cancel := context.WithCancel(ctx)
 	go func() { <-arrived; cancel() }()
-	_, err := e.svc.RequestSpawn(cctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeDirect})
+	_, err := spawnCall(cctx, e.svc, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeDirect})
 	if !errs.Is(err, errs.Interrupted) {
 		t.Fatalf("err %v, want interrupted", err)
 	}
@@ -423,7 +425,7 @@ func TestDirectFailureAfterAnotherResolverLeavesItsResolution(t *testing.T) {
 	id := e.verified("water boils at 100 C at sea level")
 	srv := llmtest.New(t, func(w http.ResponseWriter, r *http.Request, i int) {
 		ent, _ := e.store.GetEntity(ctx, id)
-		if _, err := e.svc.Transition(ctx, callbackInput(ledger.Doubt, id, ent.PendingSpawn)); err != nil {
+		if _, err := call(e.svc, string(ledger.Doubt), callbackArgs(ledger.Doubt, id, ent.PendingSpawn)); err != nil {
 			t.Errorf("callback: %v", err)
 		}
 		llmtest.Reply(t, 503, "openai/error_503.json")(w, r, i)

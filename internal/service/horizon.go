@@ -37,12 +37,12 @@ const ScheduleFailed errs.Code = "schedule-failed"
 //
 // A scheduler failure stops the tick (what is left falls to the due
 // sweep) and is returned as ScheduleFailed with the count so far.
-func (s *Service) ScheduleComingDue(ctx context.Context, horizon, period time.Duration, limit int) (int, error) {
+func (s *core) ScheduleComingDue(ctx context.Context, horizon, period time.Duration, limit int) (int, error) {
 	if s.Scheduler == nil {
 		return 0, nil
 	}
 	if limit <= 0 {
-		limit = sweepBatch
+		limit = SweepBatch
 	}
 	now := s.now()
 	w := window{now: now, from: now.Add(horizon - period), to: now.Add(horizon)}
@@ -61,7 +61,7 @@ func (w window) holds(t time.Time) bool {
 	return t.After(w.from) && t.After(w.now) && !t.After(w.to)
 }
 
-func (s *Service) scheduleSpawns(ctx context.Context, w window, limit int) (int, error) {
+func (s *core) scheduleSpawns(ctx context.Context, w window, limit int) (int, error) {
 	due, err := s.Store.ExpiringSpawns(ctx, w.from, w.to, limit)
 	if err != nil {
 		return 0, storeErr(err)
@@ -73,9 +73,9 @@ func (s *Service) scheduleSpawns(ctx context.Context, w window, limit int) (int,
 // scheduleApprovals is scheduleSpawns for question deadlines; a service
 // that keeps no approvals, or whose scheduler does not drive deadlines,
 // has none to hand over.
-func (s *Service) scheduleApprovals(ctx context.Context, w window, limit int) (int, error) {
-	sched, ok := s.Scheduler.(ApprovalTimeoutScheduler)
-	if !ok || s.Approvals.Store == nil {
+func (s *core) scheduleApprovals(ctx context.Context, w window, limit int) (int, error) {
+	sched := s.ApprovalScheduler
+	if sched == nil || s.Approvals.Store == nil {
 		return 0, nil
 	}
 	due, err := s.Approvals.Store.DueApprovals(ctx, w.to, limit)

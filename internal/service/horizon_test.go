@@ -64,7 +64,7 @@ func (e *env) issue(timeout time.Duration) spawn.Request {
 func TestEachTickHandsOverExactlyTheSpawnsThatEnteredTheHorizonSinceThePreviousOne(t *testing.T) {
 	e := newEnv(t)
 	h := &handOvers{}
-	e.svc.Scheduler = h
+	e.svc.Scheduler, e.svc.ApprovalScheduler = h, h
 	// The tick (at T0+k minutes) that must hand each spawn over; 0: none.
 	// The window is (now+14m, now+15m]: 16m is the upper end of tick 1
 	// and so not in tick 2, whose window starts just after it.
@@ -85,7 +85,7 @@ func TestEachTickHandsOverExactlyTheSpawnsThatEnteredTheHorizonSinceThePreviousO
 	for i, c := range cases {
 		ids[i] = e.issue(c.timeout).RequestID
 	}
-	h.take() // what RequestSpawn itself handed over: not the horizon's
+	h.take() // what Spawns.Request itself handed over: not the horizon's
 	handed := map[string][]int{}
 	for tick := 1; tick <= 30; tick++ {
 		e.clock.Advance(time.Minute)
@@ -128,7 +128,7 @@ func (e *env) spawnEntity(requestID string) string {
 func TestSpawnsAlreadyDueAreLeftToTheDueSweep(t *testing.T) {
 	e := newEnv(t)
 	h := &handOvers{}
-	e.svc.Scheduler = h
+	e.svc.Scheduler, e.svc.ApprovalScheduler = h, h
 	late := e.issue(2 * time.Minute)                // due a minute ago at the tick
 	now := e.issue(3 * time.Minute)                 // due exactly at the tick
 	soon := e.issue(3*time.Minute + 30*time.Second) // due 30 s after it
@@ -151,7 +151,7 @@ func TestSpawnsAlreadyDueAreLeftToTheDueSweep(t *testing.T) {
 func TestQuestionsComingDueAreHandedOverOnceLikeSpawns(t *testing.T) {
 	e := newApprovalEnv(t)
 	h := &handOvers{}
-	e.svc.Scheduler = h
+	e.svc.Scheduler, e.svc.ApprovalScheduler = h, h
 	e.svc.Approvals.Timeout = time.Hour
 	ses := e.open(approvals.ReadOnly)
 	e.subscribe(ses)
@@ -173,7 +173,7 @@ func TestQuestionsComingDueAreHandedOverOnceLikeSpawns(t *testing.T) {
 	if !slices.Equal(ticks, []int{45}) || !h.at[a.ID].Equal(a.Deadline) {
 		t.Fatalf("handed over at ticks %v for %v, want once at tick 45 for the deadline %v", ticks, h.at[a.ID], a.Deadline)
 	}
-	e.svc.CancelApproval(ctx, a.ID, "done", "")
+	e.svc.Escalations.Cancel(ctx, a.ID, "done", "")
 }
 
 func TestWithoutASchedulerOrApprovalsThereIsNothingToHandOver(t *testing.T) {
@@ -184,7 +184,7 @@ func TestWithoutASchedulerOrApprovalsThereIsNothingToHandOver(t *testing.T) {
 		t.Fatalf("no scheduler: %d %v", n, err)
 	}
 	h := &handOvers{}
-	e.svc.Scheduler = h // approvals stay unwired: spawns only, no approvals-unavailable
+	e.svc.Scheduler, e.svc.ApprovalScheduler = h, h // approvals stay unwired: spawns only, no approvals-unavailable
 	if n, err := e.svc.ScheduleComingDue(ctx, 15*time.Minute, time.Minute, 100); n != 1 || err != nil {
 		t.Fatalf("no approvals: %d %v", n, err)
 	}
@@ -195,7 +195,8 @@ func TestASchedulerFailureEndsTheTickWithScheduleFailed(t *testing.T) {
 	e.issue(16 * time.Minute)
 	e.issue(16 * time.Minute)
 	e.clock.Advance(time.Minute)
-	e.svc.Scheduler = &handOvers{failing: true}
+	h := &handOvers{failing: true}
+	e.svc.Scheduler, e.svc.ApprovalScheduler = h, h
 	n, err := e.svc.ScheduleComingDue(ctx, 15*time.Minute, time.Minute, 100)
 	if n != 0 || !errs.Is(err, service.ScheduleFailed) {
 		t.Fatalf("%d %v, want 0 and %s", n, err, service.ScheduleFailed)
@@ -211,7 +212,7 @@ func TestASchedulerFailureEndsTheTickWithScheduleFailed(t *testing.T) {
 func TestATickReachesItsWindowWhateverIsDueBeforeIt(t *testing.T) {
 	e := newEnv(t)
 	h := &handOvers{}
-	e.svc.Scheduler = h
+	e.svc.Scheduler, e.svc.ApprovalScheduler = h, h
 	for range 5 {
 		e.issue(5 * time.Minute) // inside the horizon, before the window
 	}

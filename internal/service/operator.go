@@ -51,7 +51,7 @@ const DefaultOperatorTokenName = "operator"
 // one (authenticating a request only ever reads it; an authenticated
 // caller's first spawn makes it in a project older than this). A bad role
 // is refused before anything is written.
-func (s *Service) CreateOperatorToken(ctx context.Context, in OperatorTokenInput) (Result, error) {
+func (s *Credentials) CreateOperatorToken(ctx context.Context, in OperatorTokenInput) (TokenView, error) {
 	role, name := in.Role, in.Name
 	if role == "" {
 		role = auth.RoleAdmin
@@ -61,15 +61,15 @@ func (s *Service) CreateOperatorToken(ctx context.Context, in OperatorTokenInput
 	}
 	ts, err := s.tokens()
 	if err != nil {
-		return Result{}, err
+		return TokenView{}, err
 	}
 	if !auth.ValidRole(role) {
-		return s.CreateToken(ctx, role, name) // refuses the role, writing nothing
+		return s.Create(ctx, role, name) // refuses the role, writing nothing
 	}
 	if _, err := ts.CreateProjectSecret(ctx); err != nil {
-		return Result{}, errs.E(errs.StoreError, "cannot create the project's callback secret: "+err.Error()).Wrap(err)
+		return TokenView{}, errs.E(errs.StoreError, "cannot create the project's callback secret: "+err.Error()).Wrap(err)
 	}
-	return s.CreateToken(ctx, role, name)
+	return s.Create(ctx, role, name)
 }
 
 // ProjectSettingsInput is an operator's new settings for the project, each
@@ -90,20 +90,20 @@ type ProjectSettingsView struct {
 // refused before anything is written. Services already built keep the
 // spawn timeout they were built with: the front end that keeps them
 // rebuilds them.
-func (s *Service) SetProjectSettings(ctx context.Context, in ProjectSettingsInput) (Result, error) {
+func (s *Service) SetProjectSettings(ctx context.Context, in ProjectSettingsInput) (ProjectSettingsView, error) {
 	if s.Settings == nil {
-		return Result{}, errs.E(SettingsUnavailable, "this store keeps no project settings")
+		return ProjectSettingsView{}, errs.E(SettingsUnavailable, "this store keeps no project settings")
 	}
 	d, err := settings.SpawnTimeout.FromArgument(settings.KeySpawnTimeout, in.SpawnTimeout)
 	if err != nil {
-		return Result{}, err
+		return ProjectSettingsView{}, err
 	}
 	if err := s.Settings.PutSettings(ctx, ProjectSettings{SpawnTimeout: d}); err != nil {
-		return Result{}, errs.E(errs.StoreError, "cannot store the project's settings: "+err.Error()).Wrap(err)
+		return ProjectSettingsView{}, errs.E(errs.StoreError, "cannot store the project's settings: "+err.Error()).Wrap(err)
 	}
 	view := ProjectSettingsView{SpawnTimeout: d.String()}
 	if named, ok := s.Settings.(interface{ Project() string }); ok {
 		view.Project = named.Project() // a store shared by many projects names its own
 	}
-	return Result{Kind: "project_settings", Data: view}, nil
+	return view, nil
 }

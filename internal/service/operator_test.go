@@ -28,7 +28,7 @@ func TestAnOperatorTokenDefaultsToAnAdminAndMakesTheProjectsSecret(t *testing.T)
 	counted := &secretCount{Store: e.store}
 	e.svc.Tokens = counted
 	for _, role := range []string{"root", auth.RoleCallback} {
-		_, err := e.svc.CreateOperatorToken(ctx, service.OperatorTokenInput{Role: role})
+		_, err := e.svc.Credentials.CreateOperatorToken(ctx, service.OperatorTokenInput{Role: role})
 		if !errs.Is(err, errs.InvalidArgument) || len(present.Explain(err).Remediation) == 0 {
 			t.Fatalf("role %q: %v, want invalid-argument with remediation", role, err)
 		}
@@ -37,11 +37,10 @@ func TestAnOperatorTokenDefaultsToAnAdminAndMakesTheProjectsSecret(t *testing.T)
 		t.Fatalf("a refused role wrote %d tokens and made the secret %d times", len(list), counted.made)
 	}
 
-	res, err := e.svc.CreateOperatorToken(ctx, service.OperatorTokenInput{})
+	tok, err := e.svc.Credentials.CreateOperatorToken(ctx, service.OperatorTokenInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := res.Data.(service.TokenView)
 	if tok.Role != auth.RoleAdmin || tok.Name != service.DefaultOperatorTokenName || tok.Secret == "" || counted.made != 1 {
 		t.Fatalf("token %+v, secret made %d times: want an admin named %q, shown once, and the secret", tok, counted.made, service.DefaultOperatorTokenName)
 	}
@@ -49,17 +48,17 @@ func TestAnOperatorTokenDefaultsToAnAdminAndMakesTheProjectsSecret(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = e.svc.CreateOperatorToken(ctx, service.OperatorTokenInput{Role: auth.RoleHarness, Name: "ci"})
+	second, err := e.svc.Credentials.CreateOperatorToken(ctx, service.OperatorTokenInput{Role: auth.RoleHarness, Name: "ci"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok := res.Data.(service.TokenView); tok.Role != auth.RoleHarness || tok.Name != "ci" {
+	if tok := second; tok.Role != auth.RoleHarness || tok.Name != "ci" {
 		t.Fatalf("token %+v, want the harness token named ci", tok)
 	}
 	if again, _ := e.store.ProjectSecret(ctx); string(again) != string(secret) {
 		t.Fatal("a second operator token replaced the project's secret")
 	}
-	if p, err := e.svc.Authenticate(ctx, tok.Secret); err != nil || p.Role != auth.RoleAdmin {
+	if p, err := e.svc.Credentials.Authenticate(ctx, tok.Secret); err != nil || p.Role != auth.RoleAdmin {
 		t.Fatalf("the operator's token: %+v %v", p, err)
 	}
 }
@@ -81,10 +80,10 @@ func (s *settingsStore) PutSettings(_ context.Context, ps service.ProjectSetting
 // DONT_SPAWN_TIMEOUT (internal/settings): a positive duration up to 720h.
 func TestAProjectsSpawnTimeoutIsHeldToTheOneRule(t *testing.T) {
 	st := &settingsStore{}
-	svc := &service.Service{Settings: st}
+	svc := service.New(service.Deps{Settings: st})
 	for _, bad := range []string{"", "soon", "0s", "-1s", "721h", "1000h"} {
 		_, err := svc.SetProjectSettings(ctx, service.ProjectSettingsInput{SpawnTimeout: bad})
-		if e := errs.As(err); e.Code != errs.InvalidArgument || len(e.Remediation) == 0 || len(e.UnmetClauses) == 0 {
+		if e := present.Explain(err); e.Code != errs.InvalidArgument || len(e.Remediation) == 0 || len(e.UnmetClauses) == 0 {
 			t.Fatalf("%q: %v, want invalid-argument with the unmet clause and remediation", bad, err)
 		}
 	}
@@ -96,11 +95,11 @@ func TestAProjectsSpawnTimeoutIsHeldToTheOneRule(t *testing.T) {
 		want time.Duration
 	}{{"90m", 90 * time.Minute}, {"720h", 720 * time.Hour}, {"500ms", 500 * time.Millisecond}} {
 		res, err := svc.SetProjectSettings(ctx, service.ProjectSettingsInput{SpawnTimeout: good.v})
-		if err != nil || st.ps.SpawnTimeout != good.want || res.Kind != "project_settings" || res.Data.(service.ProjectSettingsView).SpawnTimeout != good.want.String() {
+		if err != nil || st.ps.SpawnTimeout != good.want || res.SpawnTimeout != good.want.String() {
 			t.Fatalf("%q: %+v %v, stored %v", good.v, res, err, st.ps)
 		}
 	}
-	if _, err := (&service.Service{}).SetProjectSettings(ctx, service.ProjectSettingsInput{SpawnTimeout: "2h"}); !errs.Is(err, service.SettingsUnavailable) {
+	if _, err := service.New(service.Deps{}).SetProjectSettings(ctx, service.ProjectSettingsInput{SpawnTimeout: "2h"}); !errs.Is(err, service.SettingsUnavailable) {
 		t.Fatalf("a store without project settings: %v", err)
 	}
 }

@@ -35,7 +35,7 @@ func TestALoserThatFindsTheEntityLockedIsToldWhoWon(t *testing.T) {
 		e.transition(ledger.Verify, id, rid) // the winner
 		e.transition(ledger.Lock, id, "")    // and the entity moves on to a terminal status
 	}})
-	res, err := racer.Transition(ctx, callbackInput(ledger.Doubt, id, rid))
+	res, err := call(racer, string(ledger.Doubt), callbackArgs(ledger.Doubt, id, rid))
 	if err != nil {
 		t.Fatalf("the losing callback failed instead of being told who won: %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 // clock is a settable clock shared by goroutines.
@@ -33,7 +34,7 @@ func newClock() *clock {
 func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 func (c *clock) service(st service.Store) *service.Service {
-	return &service.Service{Store: st, Now: c.Now, SpawnTimeout: time.Hour, Author: "test"}
+	return service.New(service.Deps{Store: st, Clock: c.Now, SpawnTimeout: time.Hour, Author: "test"})
 }
 
 type env struct {
@@ -71,22 +72,58 @@ func (e *env) another() *service.Service {
 
 var ctx = context.Background()
 
+// call runs a tool the way every transport does, through tools.Call and
+// so under the sweep-first policy: the scenarios' "every invocation sweeps
+// first" is the tool surface's.
+func call(svc *service.Service, tool string, args map[string]any) (tools.Output, error) {
+	return tools.Call(ctx, svc, tool, args)
+}
+
+// spawnCall asks for a spawn through its tool (assume, overlook, guess).
+func spawnCall(c context.Context, svc *service.Service, in service.SpawnInput) (tools.Output, error) {
+	a := map[string]any{"mode": string(in.Mode)}
+	if in.Kind == spawn.Guess {
+		a["question"], a["n"] = in.Question, in.N
+		if in.Temperature != nil {
+			a["temperature"] = *in.Temperature
+		}
+	} else {
+		a["id"] = in.EntityID
+	}
+	return tools.Call(c, svc, string(in.Kind), a)
+}
+
 func (e *env) conclude(statement string) string {
 	e.t.Helper()
-	res, err := e.svc.Conclude(ctx, service.ConcludeInput{Statement: statement})
+	res, err := call(e.svc, "conclude", map[string]any{"statement": statement})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return res.Data.(service.EntityView).ID
 }
 
-func (e *env) transition(action ledger.Action, id, requestID string) service.Result {
+func (e *env) transition(action ledger.Action, id, requestID string) tools.Output {
 	e.t.Helper()
-	res, err := e.svc.Transition(ctx, callbackInput(action, id, requestID))
+	res, err := call(e.svc, string(action), callbackArgs(action, id, requestID))
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", action, id, err)
 	}
 	return res
+}
+
+// callbackArgs are callbackInput's arguments as a tool call takes them.
+func callbackArgs(action ledger.Action, id, requestID string) map[string]any {
+	in := callbackInput(action, id, requestID)
+	a := map[string]any{"id": in.EntityID}
+	if in.RequestID != "" {
+		a["request_id"] = in.RequestID
+	}
+	if in.Evidence != nil {
+		a["evidence"] = in.Evidence
+	} else {
+		a["reason"] = in.Reason
+	}
+	return a
 }
 
 func callbackInput(action ledger.Action, id, requestID string) service.TransitionInput {
@@ -101,11 +138,11 @@ func callbackInput(action ledger.Action, id, requestID string) service.Transitio
 
 func (e *env) spawnReq(kind spawn.Kind, id string) spawn.Request {
 	e.t.Helper()
-	res, err := e.svc.RequestSpawn(ctx, service.SpawnInput{Kind: kind, EntityID: id, Mode: spawn.ModeHarness})
+	res, err := call(e.svc, string(kind), map[string]any{"id": id, "mode": string(spawn.ModeHarness)})
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", kind, id, err)
 	}
-	if res.Kind != service.KindSpawnRequest {
+	if res.Kind != envelope.KindSpawnRequest {
 		e.t.Fatalf("envelope_kind = %s, want spawn_request", res.Kind)
 	}
 	var req spawn.Request
@@ -145,7 +182,7 @@ func (e *env) verified(statement string) string {
 	return id
 }
 
-func warningCodes(res service.Result) []envelope.WarningCode {
+func warningCodes(res tools.Output) []envelope.WarningCode {
 	var out []envelope.WarningCode
 	for _, w := range res.Warnings {
 		out = append(out, w.Code)
@@ -153,7 +190,7 @@ func warningCodes(res service.Result) []envelope.WarningCode {
 	return out
 }
 
-func hasWarning(res service.Result, code envelope.WarningCode) bool {
+func hasWarning(res tools.Output, code envelope.WarningCode) bool {
 	for _, w := range res.Warnings {
 		if w.Code == code {
 			return true
@@ -194,13 +231,13 @@ func (e *env) spawnReqAfterResolve(id string) string {
 
 func TestGuessRequestsCandidateSet(t *testing.T) {
 	e := newEnv(t)
-	res, err := e.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "What is the boiling point of water at 2000 m?", N: 3, Mode: spawn.ModeHarness})
+	res, err := call(e.svc, "guess", map[string]any{"question": "What is the boiling point of water at 2000 m?", "n": 3, "mode": string(spawn.ModeHarness)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var req spawn.Request
 	json.Unmarshal(res.Data.(json.RawMessage), &req)
-	if res.Kind != service.KindSpawnRequest || req.RequestKind != spawn.Guess || req.N < 2 {
+	if res.Kind != envelope.KindSpawnRequest || req.RequestKind != spawn.Guess || req.N < 2 {
 		t.Fatalf("guess gave %s %+v, want a spawn request for several candidates", res.Kind, req)
 	}
 	if got := strings.Join(req.Callback.Actions, ","); got != "answer" {
@@ -215,7 +252,7 @@ func TestGuessRequestsCandidateSet(t *testing.T) {
 func TestGuessCarriesCandidateCountAndTemperature(t *testing.T) {
 	e := newEnv(t)
 	temp := 0.7
-	res, err := e.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: "q?", N: 3, Temperature: &temp, Mode: spawn.ModeHarness})
+	res, err := call(e.svc, "guess", map[string]any{"question": "q?", "n": 3, "temperature": temp, "mode": string(spawn.ModeHarness)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,15 +263,15 @@ func TestGuessCarriesCandidateCountAndTemperature(t *testing.T) {
 	// The answer path resolves it and concludes the most agreed candidate.
 	var req spawn.Request
 	json.Unmarshal(res.Data.(json.RawMessage), &req)
-	ans, err := e.svc.Answer(ctx, req.RequestID, []string{"about 93 C", "About  93 C", "95 C"})
+	ans, err := call(e.svc, "answer", map[string]any{"request_id": req.RequestID, "candidate": []string{"about 93 C", "About  93 C", "95 C"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := ans.Data.(map[string]any)
-	if c := data["claim"].(ledger.Entity); c.Statement != "about 93 C" || c.Status != ledger.Unverified {
+	data := ans.Data.(service.Answered)
+	if c := data.Claim; c.Statement != "about 93 C" || c.Status != ledger.Unverified {
 		t.Fatalf("answer concluded %+v", c)
 	}
-	if tally := data["tally"].([]spawn.Tally); tally[0].Count != 2 || tally[1].Count != 1 {
+	if tally := data.Tally; tally[0].Count != 2 || tally[1].Count != 1 {
 		t.Fatalf("tally = %+v", tally)
 	}
 }
@@ -242,18 +279,20 @@ func TestGuessCarriesCandidateCountAndTemperature(t *testing.T) {
 func TestDirectModeBypassesSpawnEnvelope(t *testing.T) {
 	e := newEnv(t)
 	id := e.verified("water boils at 100 C at sea level")
-	for _, in := range []service.SpawnInput{
-		{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeDirect},
-		{Kind: spawn.Overlook, EntityID: id, Mode: spawn.ModeDirect},
-		{Kind: spawn.Guess, Question: "q?", N: 3, Mode: spawn.ModeDirect},
+	for _, in := range []map[string]any{
+		{"tool": "assume", "id": id, "mode": string(spawn.ModeDirect)},
+		{"tool": "overlook", "id": id, "mode": string(spawn.ModeDirect)},
+		{"tool": "guess", "question": "q?", "n": 3, "mode": string(spawn.ModeDirect)},
 	} {
-		res, err := e.svc.RequestSpawn(ctx, in)
-		if res.Kind == service.KindSpawnRequest {
-			t.Fatalf("%s in direct mode emitted a spawn_request", in.Kind)
+		tool := in["tool"].(string)
+		delete(in, "tool")
+		res, err := call(e.svc, tool, in)
+		if res.Kind == envelope.KindSpawnRequest {
+			t.Fatalf("%s in direct mode emitted a spawn_request", tool)
 		}
 		// No provider is configured here: direct mode must refuse, never fall back.
 		if !errs.Is(err, errs.ConfigMissing) {
-			t.Fatalf("%s direct without provider: %v, want config-missing", in.Kind, err)
+			t.Fatalf("%s direct without provider: %v, want config-missing", tool, err)
 		}
 	}
 	if st := e.status(id); st != ledger.Verified {
@@ -280,7 +319,7 @@ func TestSubagentToolPermissionsAreRestricted(t *testing.T) {
 		}
 	}
 	// Only dismiss and trust are terminal actions of a verification spawn.
-	_, err := e.svc.Transition(ctx, service.TransitionInput{Action: ledger.Lock, EntityID: id, RequestID: req.RequestID})
+	_, _, err := e.svc.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Lock, EntityID: id, RequestID: req.RequestID})
 	if !errs.Is(err, errs.Usage) {
 		t.Fatalf("lock with a request id: %v, want usage error", err)
 	}
@@ -294,7 +333,7 @@ func TestExpiredSpawnRecordsTimeoutEvent(t *testing.T) {
 	id := e.verified("water boils at 100 C at sea level")
 	req := e.spawnReq(spawn.Assume, id)
 	e.clock.Advance(time.Hour + time.Second)
-	if _, err := e.svc.List(ctx, ""); err != nil { // any invocation sweeps first
+	if _, err := call(e.svc, "list", nil); err != nil { // any invocation sweeps first
 		t.Fatal(err)
 	}
 	evs := e.events(id, ledger.EvSpawnTimeout)
@@ -323,7 +362,7 @@ func TestTimeoutRestoresPreSpawnStatus(t *testing.T) {
 				t.Fatalf("under review: %s, want unverified", st)
 			}
 			e.clock.Advance(2 * time.Hour)
-			e.svc.List(ctx, "")
+			call(e.svc, "list", nil)
 			if st := e.status(id); st != pre {
 				t.Fatalf("after timeout: %s, want pre-spawn %s", st, pre)
 			}
@@ -337,7 +376,7 @@ func TestTimeoutDoesNotAutoRespawn(t *testing.T) {
 	e.spawnReq(spawn.Assume, id)
 	e.clock.Advance(2 * time.Hour)
 	for i := 0; i < 3; i++ {
-		e.svc.List(ctx, "")
+		call(e.svc, "list", nil)
 		e.clock.Advance(2 * time.Hour)
 	}
 	sps, _ := e.store.ListSpawns(ctx, service.SpawnFilter{})
@@ -357,7 +396,7 @@ func TestTimeoutLeavesAMovedEntityAlone(t *testing.T) {
 	req := e.spawnReq(spawn.Assume, id)
 	e.transition(ledger.Doubt, id, "") // someone doubts it meanwhile, without the request id
 	e.clock.Advance(2 * time.Hour)
-	e.svc.List(ctx, "")
+	call(e.svc, "list", nil)
 	if st := e.status(id); st != ledger.Doubted {
 		t.Fatalf("timeout overwrote a newer status: %s, want doubted", st)
 	}
@@ -371,7 +410,7 @@ func TestAtMostOnePendingVerificationSpawnPerEntity(t *testing.T) {
 	e := newEnv(t)
 	id := e.conclude("water boils at 100 C at sea level")
 	first := e.spawnReq(spawn.Assume, id)
-	_, err := e.svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Overlook, EntityID: id, Mode: spawn.ModeHarness})
+	_, err := call(e.svc, "overlook", map[string]any{"id": id, "mode": string(spawn.ModeHarness)})
 	if !errs.Is(err, errs.SpawnPending) {
 		t.Fatalf("second spawn: %v, want spawn-pending", err)
 	}
@@ -393,11 +432,11 @@ func TestPendingViewExcludesExpiredRequests(t *testing.T) {
 	e.clock.Advance(10 * time.Minute)
 	rc := e.spawnReq(spawn.Overlook, c)
 	e.clock.Advance(25 * time.Minute) // a's request is now expired
-	res, err := e.svc.Spawns(ctx, service.ViewPending)
+	res, err := call(e.svc, "spawns", map[string]any{"pending": true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := res.Data.(map[string]any)["spawns"].([]spawn.Spawn)
+	got := res.Data.(service.SpawnList).Spawns
 	if len(got) != 2 || got[0].ID != rb.RequestID || got[1].ID != rc.RequestID {
 		t.Fatalf("pending = %v, want [%s %s] oldest first", got, rb.RequestID, rc.RequestID)
 	}
@@ -411,18 +450,18 @@ func TestTimedOutViewIsolatesUnresolvedExpiries(t *testing.T) {
 	ra := e.spawnReq(spawn.Assume, answered)
 	e.transition(ledger.Verify, answered, ra.RequestID)
 	e.clock.Advance(2 * time.Hour)
-	e.svc.List(ctx, "")
+	call(e.svc, "list", nil)
 	e.spawnReq(spawn.Assume, reassumed) // re-assumed since timeout: no longer relevant
-	res, err := e.svc.Spawns(ctx, service.ViewTimedOut)
+	res, err := call(e.svc, "spawns", map[string]any{"timed_out": true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := res.Data.(map[string]any)["spawns"].([]spawn.Spawn)
+	got := res.Data.(service.SpawnList).Spawns
 	if len(got) != 1 || got[0].ID != rk.RequestID {
 		t.Fatalf("timed-out = %+v, want only %s", got, rk.RequestID)
 	}
-	all, _ := e.svc.Spawns(ctx, service.ViewAll)
-	if n := all.Data.(map[string]any)["count"]; n != 4 {
+	all, _ := call(e.svc, "spawns", map[string]any{"all": true})
+	if n := all.Data.(service.SpawnList).Count; n != 4 {
 		t.Fatalf("all = %v spawns, want 4", n)
 	}
 }
@@ -431,7 +470,7 @@ func TestUnknownRequestIdRefusesCallback(t *testing.T) {
 	e := newEnv(t)
 	id := e.conclude("water boils at 100 C at sea level")
 	for _, rid := range []string{"spawn:01HX05A9K8VP0000000000000A", "spawn:not-a-ulid", "claim:01HX05A9K8VP0000000000000A"} {
-		_, err := e.svc.Transition(ctx, callbackInput(ledger.Verify, id, rid))
+		_, err := call(e.svc, "dismiss", callbackArgs(ledger.Verify, id, rid))
 		if !errs.Is(err, errs.SpawnNotFound) || present.Exit(err) != 3 {
 			t.Fatalf("%s: %v (exit %d), want spawn-not-found exit 3", rid, err, present.Exit(err))
 		}
@@ -540,7 +579,7 @@ func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 					timedOut.Add(int32(len(rep.TimedOut)))
 					return
 				}
-				res, err := svc.Transition(ctx, callbackInput(ledger.Doubt, id, req.RequestID))
+				res, err := call(svc, string(ledger.Doubt), callbackArgs(ledger.Doubt, id, req.RequestID))
 				if err != nil {
 					t.Error(err)
 					return
@@ -602,7 +641,7 @@ func TestConcurrentDuplicateCallbacksResolveOnce(t *testing.T) {
 			if i%2 == 1 {
 				action = ledger.Doubt
 			}
-			res, err := svc.Transition(ctx, callbackInput(action, id, req.RequestID))
+			res, err := call(svc, string(action), callbackArgs(action, id, req.RequestID))
 			if err != nil {
 				t.Error(err)
 				return
@@ -627,13 +666,13 @@ func TestConcurrentDuplicateCallbacksResolveOnce(t *testing.T) {
 func TestDoubtCascadesStaleToDependents(t *testing.T) {
 	e := newEnv(t)
 	root := e.verified("the thermometer was calibrated")
-	mid, err := e.svc.Conclude(ctx, service.ConcludeInput{Statement: "the reading is 100 C", DependsOn: []string{root}})
+	mid, err := call(e.svc, "conclude", map[string]any{"statement": "the reading is 100 C", "depends_on": []string{root}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	midID := mid.Data.(service.EntityView).ID
 	e.transition(ledger.Verify, midID, "")
-	leaf, _ := e.svc.Conclude(ctx, service.ConcludeInput{Statement: "so water boiled", DependsOn: []string{midID}})
+	leaf, _ := call(e.svc, "conclude", map[string]any{"statement": "so water boiled", "depends_on": []string{midID}})
 	leafID := leaf.Data.(service.EntityView).ID
 	e.transition(ledger.Doubt, root, "")
 	if e.status(midID) != ledger.Stale || e.status(leafID) != ledger.Stale {
@@ -642,7 +681,7 @@ func TestDoubtCascadesStaleToDependents(t *testing.T) {
 	if evs := e.events(leafID, ledger.EvStaleCascaded); len(evs) != 1 || evs[0].From != ledger.Unverified {
 		t.Fatalf("leaf stale_cascaded events: %+v", evs)
 	}
-	if _, err := e.svc.Conclude(ctx, service.ConcludeInput{Statement: "x", DependsOn: []string{"claim:01HX05A9K8VP0000000000000A"}}); !errs.Is(err, errs.DependencyNotFound) {
+	if _, err := e.svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "x", DependsOn: []string{"claim:01HX05A9K8VP0000000000000A"}}); !errs.Is(err, errs.DependencyNotFound) {
 		t.Fatalf("unknown dependency: %v", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
@@ -20,43 +19,97 @@ import (
 // DefaultSpawnTimeout applies when the project configures none.
 const DefaultSpawnTimeout = settings.DefaultSpawnTimeout
 
-// sweepBatch bounds the sweep every invocation runs first.
-const sweepBatch = 100
+// SweepBatch bounds the sweep every tool call runs first.
+const SweepBatch = 100
 
 // maxAttempts bounds optimistic retries when a concurrent writer moved an entity.
 const maxAttempts = 32
 
-// Service holds the rules' dependencies. Time is an input.
-type Service struct {
-	Store        Store
-	Now          func() time.Time
-	SpawnTimeout time.Duration
+// Deps are what a service is built from: the ports it has and its
+// settings. Store is required; every other port is optional, and a nil
+// one is absent: the operations that need it refuse with its
+// *-unavailable error (direct mode with config-missing). Time is an input.
+type Deps struct {
+	Store Store
+	// Tokens keeps bearer tokens and the callback secret.
+	Tokens TokenStore
+	// Approvals configures tier escalation (Approvals.Store nil: none).
+	Approvals Approvals
+	// Confirmations keeps the calls held for an approver.
+	Confirmations ConfirmationStore
+	// Provider is direct mode's LLM.
+	Provider Reasoner
+	// Scheduler is told about every new spawn, so that its timeout can
+	// be driven from outside (SQS in AWS, the timer heap of dont serve).
+	Scheduler TimeoutScheduler
+	// ApprovalScheduler is told about every question's deadline, likewise.
+	ApprovalScheduler ApprovalTimeoutScheduler
+	// Clock is "now" (nil: the wall clock).
+	Clock        func() time.Time
+	SpawnTimeout time.Duration // DefaultSpawnTimeout if zero
 	Author       string
-	Scheduler    TimeoutScheduler // optional
-	Tokens       TokenStore       // optional: bearer tokens and callback tokens
-	Approvals    Approvals        // optional: sessions, tier escalation and frames
-	Log          *slog.Logger     // optional
-	Provider     Reasoner         // direct mode's LLM; nil: direct mode refuses
-	Settings     SettingsStore    // optional: a shared store's per-project settings (operator actions)
+	Log          *slog.Logger
+	// Settings keeps a shared store's per-project settings (operator actions).
+	Settings SettingsStore
 }
 
-// Result is what every operation returns: the envelope's kind, data,
-// warnings and hints. Front ends only encode it.
-type Result struct {
-	Kind     string
-	Data     any
-	Warnings []envelope.Warning
-	Hints    []string
+// Service is the one service every front end calls, split by domain over
+// one shared core: the ledger of claims and terms, spawns (issued,
+// resolved, swept), escalations (sessions, approvals, frames), held calls
+// and credentials. The core holds the ports and the operations every
+// domain shares: the sweeps and timeouts, the caller's principal. Build
+// it with New; its Deps stay readable (and, for tests and per-project
+// settings, settable).
+type Service struct {
+	*core
+	Ledger      *Ledger
+	Spawns      *Spawns
+	Escalations *Escalations
+	Held        *Held
+	Credentials *Credentials
 }
 
-func (s *Service) now() time.Time {
-	if s.Now == nil {
+// core is what the domains share: the ports, the clock, and the helpers
+// that read and write across domains.
+type core struct {
+	Deps
+}
+
+// Ledger records claims and terms and moves them through the status
+// lattice.
+type Ledger struct{ *core }
+
+// Spawns issues spawn requests and resolves them: by callback (Resolve),
+// by answer, by cancel, by a direct-mode provider's failure, and, on the
+// core, by timeout (Sweep, ExpireSpawn). Exactly one resolver wins per
+// request, by a conditional commit.
+type Spawns struct{ *core }
+
+// Escalations are tier escalations: sessions, questions, their answers
+// and the frame log that delivers them.
+type Escalations struct{ *core }
+
+// Held keeps the gated calls nobody confirmed, until an approver
+// confirms or refuses them.
+type Held struct{ *core }
+
+// Credentials are bearer tokens and the callback tokens of spawns.
+type Credentials struct{ *core }
+
+// New builds the service over deps.
+func New(deps Deps) *Service {
+	c := &core{Deps: deps}
+	return &Service{core: c, Ledger: &Ledger{c}, Spawns: &Spawns{c}, Escalations: &Escalations{c}, Held: &Held{c}, Credentials: &Credentials{c}}
+}
+
+func (s *core) now() time.Time {
+	if s.Clock == nil {
 		return time.Now().UTC()
 	}
-	return s.Now().UTC()
+	return s.Clock().UTC()
 }
 
-func (s *Service) timeout() time.Duration {
+func (s *core) timeout() time.Duration {
 	if s.SpawnTimeout <= 0 {
 		return DefaultSpawnTimeout
 	}
@@ -87,8 +140,8 @@ type ConcludeInput struct {
 }
 
 // Conclude records a new unverified claim.
-func (s *Service) Conclude(ctx context.Context, in ConcludeInput) (Result, error) {
-	res := s.sweepFirst(ctx)
+func (s *Ledger) Conclude(ctx context.Context, in ConcludeInput) (EntityView, error) {
+	var res EntityView
 	if len(in.Statement) == 0 || len(in.Statement) > 8192 {
 		return res, errs.E(errs.InvalidArgument, "a statement of 1 to 8192 bytes is required").Unmet("statement must not be empty")
 	}
@@ -117,17 +170,15 @@ func (s *Service) Conclude(ctx context.Context, in ConcludeInput) (Result, error
 	if err := s.Store.Commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); err != nil {
 		return res, storeErr(err)
 	}
-	res.Kind, res.Data = string(ledger.KindClaim), EntityView{Entity: e}
-	res.Hints = append(res.Hints, "dont assume "+e.ID+" --json  # ask a clean-context subagent to verify it")
-	return res, nil
+	return EntityView{Entity: e}, nil
 }
 
 // Define records a new term. A CURIE names one term: the check before the
 // commit refuses a CURIE already held, and the commit's condition on the
 // CURIE (CurieKey) refuses the same to the loser of two defines that both
 // passed the check, with the same error; nothing is written.
-func (s *Service) Define(ctx context.Context, curie, doc string) (Result, error) {
-	res := s.sweepFirst(ctx)
+func (s *Ledger) Define(ctx context.Context, curie, doc string) (EntityView, error) {
+	var res EntityView
 	if err := ledger.CheckCurie(curie); err != nil {
 		return res, err
 	}
@@ -157,13 +208,12 @@ func (s *Service) Define(ctx context.Context, curie, doc string) (Result, error)
 	if err != nil {
 		return res, storeErr(err)
 	}
-	res.Kind, res.Data = string(ledger.KindTerm), EntityView{Entity: e}
-	return res, nil
+	return EntityView{Entity: e}, nil
 }
 
 // curieFree refuses a CURIE that a stored term holds, naming the oldest
 // such term (ids begin with their creation time).
-func (s *Service) curieFree(ctx context.Context, curie string) error {
+func (s *core) curieFree(ctx context.Context, curie string) error {
 	terms, err := s.Store.ListEntities(ctx, EntityFilter{Kind: ledger.KindTerm})
 	if err != nil {
 		return storeErr(err)
@@ -177,30 +227,32 @@ func (s *Service) curieFree(ctx context.Context, curie string) error {
 	return nil
 }
 
-// Show returns one entity, with its history if asked; for a spawn id, the
-// stored spawn request (see showSpawn).
-func (s *Service) Show(ctx context.Context, id string, history bool) (Result, error) {
-	res := s.sweepFirst(ctx)
-	if ids.Kind(id) == ids.Spawn {
-		return s.showSpawn(ctx, id, res)
-	}
+// Show returns one entity, with its history if asked. A spawn id is
+// Spawns.Show's (the show tool sends it there).
+func (s *Ledger) Show(ctx context.Context, id string, history bool) (EntityView, error) {
 	e, err := s.entity(ctx, id)
 	if err != nil {
-		return res, err
+		return EntityView{}, err
 	}
 	v := EntityView{Entity: e}
 	if history {
 		if v.History, err = s.Store.Events(ctx, id); err != nil {
-			return res, storeErr(err)
+			return EntityView{}, storeErr(err)
 		}
 	}
-	res.Kind, res.Data = string(e.Kind), v
-	return res, nil
+	return v, nil
+}
+
+// EntityList is what List returns (keys in the order the envelope has
+// always carried them).
+type EntityList struct {
+	Count    int             `json:"count"`
+	Entities []ledger.Entity `json:"entities"`
 }
 
 // List returns entities, optionally of one status.
-func (s *Service) List(ctx context.Context, status string) (Result, error) {
-	res := s.sweepFirst(ctx)
+func (s *Ledger) List(ctx context.Context, status string) (EntityList, error) {
+	var res EntityList
 	if status != "" && !ledger.Status(status).Valid() {
 		return res, errs.E(errs.InvalidArgument, "unknown status "+status).
 			Unmet("status is one of unverified, doubted, verified, locked, ignored, stale")
@@ -212,11 +264,10 @@ func (s *Service) List(ctx context.Context, status string) (Result, error) {
 	if list == nil {
 		list = []ledger.Entity{}
 	}
-	res.Kind, res.Data = "list", map[string]any{"entities": list, "count": len(list)}
-	return res, nil
+	return EntityList{Count: len(list), Entities: list}, nil
 }
 
-func (s *Service) entity(ctx context.Context, id string) (ledger.Entity, error) {
+func (s *core) entity(ctx context.Context, id string) (ledger.Entity, error) {
 	if k := ids.Kind(id); k != ids.Claim && k != ids.Term {
 		return ledger.Entity{}, errs.E(errs.InvalidID, "not an entity id: "+quoteID(id)).Unmet("ids look like claim:<ULID> or term:<ULID>")
 	}
@@ -230,7 +281,7 @@ func (s *Service) entity(ctx context.Context, id string) (ledger.Entity, error) 
 	return e, nil
 }
 
-func (s *Service) event(kind ledger.EventKind, entityID string, now time.Time) ledger.Event {
+func (s *core) event(kind ledger.EventKind, entityID string, now time.Time) ledger.Event {
 	return ledger.Event{ID: ids.New(ids.Event, now), Kind: kind, EntityID: entityID, Author: s.Author, At: now}
 }
 

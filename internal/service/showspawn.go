@@ -9,11 +9,18 @@ import (
 	"github.com/dont-cli/dont/internal/spawn"
 )
 
-// showSpawn returns a stored spawn request as it was issued: the same
+// IssuedSpawn is a stored spawn and its spawn_request payload as issued.
+type IssuedSpawn struct {
+	Spawn   spawn.Spawn
+	Request json.RawMessage
+}
+
+// Show returns a stored spawn request as it was issued: the same
 // spawn_request payload, byte for byte (callback token included where the
 // store keeps a project secret), that assume, overlook or guess returned, on
-// every transport. A hint says where the spawn stands now.
-func (s *Service) showSpawn(ctx context.Context, id string, res Result) (Result, error) {
+// every transport, and the spawn, which says where it stands now.
+func (s *Spawns) Show(ctx context.Context, id string) (IssuedSpawn, error) {
+	var res IssuedSpawn
 	sp, err := s.spawnRecord(ctx, id)
 	if err != nil {
 		return res, err
@@ -26,14 +33,5 @@ func (s *Service) showSpawn(ctx context.Context, id string, res Result) (Result,
 	if err != nil {
 		return res, err
 	}
-	res.Kind, res.Data = KindSpawnRequest, payload
-	state := sp.ID + " is " + string(sp.State)
-	if sp.Outcome != "" {
-		state += " (" + string(sp.Outcome) + ")"
-	}
-	if sp.State == spawn.Pending {
-		state += "; it expires at " + sp.ExpiresAt.Format(timeFormat)
-	}
-	res.Hints = append(res.Hints, state)
-	return res, nil
+	return IssuedSpawn{Spawn: sp, Request: payload}, nil
 }

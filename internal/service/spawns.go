@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,9 +16,6 @@ import (
 )
 
 const timeFormat = time.RFC3339Nano
-
-// KindSpawnRequest is the envelope_kind a harness looks for.
-const KindSpawnRequest = "spawn_request"
 
 // SpawnInput asks for fresh reasoning: assume/overlook on an entity, or guess on a question.
 type SpawnInput struct {
@@ -35,33 +33,46 @@ var ErrNoProvider = errs.E(errs.ConfigMissing, "direct mode needs an LLM provide
 	errs.Step{Command: "dont assume <id> --json  # with DONT_HARNESS=1", Description: "or run in harness mode and let your harness spawn the subagent"},
 ).Unmet("llm.provider", "llm.model")
 
-// RequestSpawn issues a spawn request. In harness mode it returns the
+// Spawned is what Spawns.Request did: in harness mode, the spawn_request
+// payload; in direct mode, what the provider's verdict (assume, overlook)
+// or candidates (guess) did through the callback path.
+type Spawned struct {
+	Request json.RawMessage // harness mode: the spawn_request payload
+	Spawn   spawn.Spawn     // the spawn as issued
+	// Direct mode.
+	Verdict  *EntityView      // assume, overlook: the entity after the callback
+	Event    ledger.EventKind // assume, overlook: the event that carries the verdict
+	Answered *Answered        // guess
+	Provider string           // the provider's name
+}
+
+// Request issues a spawn request. In harness mode it returns the
 // spawn_request payload. In direct mode it issues the same spawn, has the
 // Provider do the reasoning and resolves the spawn through the callback
 // path (see direct); without a Provider it refuses with config-missing — it
 // never falls back to harness mode.
-func (s *Service) RequestSpawn(ctx context.Context, in SpawnInput) (Result, error) {
-	res := s.sweepFirst(ctx)
+func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelope.Warning, error) {
+	var res Spawned
 	if err := checkSpawnInput(&in); err != nil {
-		return res, err
+		return res, nil, err
 	}
 	if in.Mode == spawn.ModeDirect {
 		if s.Provider == nil {
-			return res, ErrNoProvider
+			return res, nil, ErrNoProvider
 		}
 		in = directInput(in)
 	}
 	for attempt := 0; ; attempt++ {
 		sp, req, tx, err := s.spawnTx(ctx, in)
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
 		err = s.Store.Commit(ctx, tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue // the entity moved, perhaps under another spawn: re-read
 		}
 		if err != nil {
-			return res, storeErr(err)
+			return res, nil, storeErr(err)
 		}
 		if s.Scheduler != nil {
 			if err := s.Scheduler.ScheduleTimeout(ctx, sp.ID, sp.ExpiresAt); err != nil && s.Log != nil {
@@ -70,14 +81,13 @@ func (s *Service) RequestSpawn(ctx context.Context, in SpawnInput) (Result, erro
 			}
 		}
 		if in.Mode == spawn.ModeDirect {
-			return s.direct(ctx, sp, req, res)
+			return s.direct(ctx, sp, req)
 		}
 		payload, err := s.publicRequest(ctx, req)
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
-		res.Kind, res.Data = KindSpawnRequest, payload
-		return res, nil
+		return Spawned{Request: payload, Spawn: sp}, nil, nil
 	}
 }
 
@@ -110,7 +120,7 @@ func checkSpawnInput(in *SpawnInput) error {
 }
 
 // spawnTx reads the entity and builds the write that issues the spawn.
-func (s *Service) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.Request, Tx, error) {
+func (s *core) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.Request, Tx, error) {
 	now := s.now()
 	sp := spawn.Spawn{
 		ID: ids.New(ids.Spawn, now), Kind: in.Kind, State: spawn.Pending, Mode: in.Mode,
@@ -169,32 +179,42 @@ func (s *Service) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spaw
 	return sp, req, tx, nil
 }
 
+// Answered is what Answer did. Applied, it carries the concluded claim,
+// the tally and the number of candidates; a duplicate carries only the
+// earlier resolution.
+type Answered struct {
+	Candidates int            `json:"candidates,omitempty"`
+	Claim      *ledger.Entity `json:"claim,omitempty"`
+	RequestID  string         `json:"request_id,omitempty"`
+	Resolution Resolution     `json:"resolution"`
+	Tally      []spawn.Tally  `json:"tally,omitempty"`
+}
+
 // Answer resolves a guess spawn: it records the candidates and their
 // agreement tally and concludes the top answer as an unverified claim.
-func (s *Service) Answer(ctx context.Context, requestID string, candidates []string) (Result, error) {
+func (s *Spawns) Answer(ctx context.Context, requestID string, candidates []string) (Answered, []envelope.Warning, error) {
 	return s.answer(ctx, requestID, candidates, false)
 }
 
 // answer is Answer; direct marks the events of a direct-mode guess.
-func (s *Service) answer(ctx context.Context, requestID string, candidates []string, direct bool) (Result, error) {
-	var res Result
+func (s *core) answer(ctx context.Context, requestID string, candidates []string, direct bool) (Answered, []envelope.Warning, error) {
+	var res Answered
 	tally := spawn.TallyCandidates(candidates)
 	if len(tally) == 0 {
-		res = s.sweepFirst(ctx)
-		return res, errs.E(errs.InvalidArgument, "at least one non-empty --candidate is required").Unmet("candidates must not be empty")
+		return res, nil, errs.E(errs.InvalidArgument, "at least one non-empty --candidate is required").Unmet("candidates must not be empty")
 	}
 	for attempt := 0; ; attempt++ {
 		sp, err := s.spawnRecord(ctx, requestID)
 		if err != nil {
-			return s.withSweep(ctx, res), err
+			return res, nil, err
 		}
 		if sp.Kind != spawn.Guess {
-			return s.withSweep(ctx, res), errs.E(errs.SpawnMismatch, requestID+" is a "+string(sp.Kind)+" spawn; it resolves with dismiss or trust",
+			return res, nil, errs.E(errs.SpawnMismatch, requestID+" is a "+string(sp.Kind)+" spawn; it resolves with dismiss or trust",
 				errs.Step{Command: "dont dismiss " + sp.EntityID + " --evidence <uri> --request-id " + requestID, Description: "resolve the verification"})
 		}
 		if sp.State != spawn.Pending {
-			r, err := s.alreadyResolved(ctx, sp)
-			return s.withSweep(ctx, r), err
+			// A guess spawn has no entity: the earlier resolution is all there is.
+			return Answered{Resolution: Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}}, []envelope.Warning{loserWarning(sp)}, nil
 		}
 		now := s.now()
 		e := ledger.Entity{
@@ -217,30 +237,19 @@ func (s *Service) answer(ctx context.Context, requestID string, candidates []str
 			continue
 		}
 		if err != nil {
-			return s.withSweep(ctx, res), storeErr(err)
+			return res, nil, storeErr(err)
 		}
+		var warns []envelope.Warning
 		if now.After(sp.ExpiresAt) {
-			res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
+			warns = append(warns, envelope.Warning{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
 				Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; the answer was applied late"})
 		}
-		res.Kind = "answer"
-		res.Data = map[string]any{
-			"request_id": sp.ID, "claim": e, "tally": tally, "candidates": len(candidates),
-			"resolution": Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true},
-		}
-		res.Hints = append(res.Hints, "dont assume "+e.ID+" --json  # verify the top answer")
-		return s.withSweep(ctx, res), nil
+		return Answered{Candidates: len(candidates), Claim: &e, RequestID: sp.ID, Tally: tally,
+			Resolution: Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}, warns, nil
 	}
 }
 
-func (s *Service) withSweep(ctx context.Context, res Result) Result {
-	swept := s.sweepFirst(ctx)
-	res.Warnings = append(res.Warnings, swept.Warnings...)
-	res.Hints = append(res.Hints, swept.Hints...)
-	return res
-}
-
-func (s *Service) spawnRecord(ctx context.Context, id string) (spawn.Spawn, error) {
+func (s *core) spawnRecord(ctx context.Context, id string) (spawn.Spawn, error) {
 	if ids.Kind(id) != ids.Spawn {
 		return spawn.Spawn{}, errs.E(errs.SpawnNotFound, "not a spawn request id: "+quoteID(id)).Unmet("request ids look like spawn:<ULID>")
 	}

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -32,10 +31,14 @@ type TimeoutResult struct {
 	Committed bool `json:"-"`
 }
 
-// Sweep resolves up to limit expired pending spawns by timeout. It is
-// idempotent: a spawn some other resolver committed first is reported as
-// lost and left alone.
-func (s *Service) Sweep(ctx context.Context, limit int) (SweepReport, error) {
+// Sweep resolves up to limit (1000 if not positive) expired pending
+// spawns by timeout: `dont sweep`, and the sweep the tool surface runs
+// before every call that needs it (SweepBatch). It is idempotent: a spawn
+// some other resolver committed first is reported as lost and left alone.
+func (s *core) Sweep(ctx context.Context, limit int) (SweepReport, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
 	rep := SweepReport{TimedOut: []TimeoutResult{}, Lost: []TimeoutResult{}}
 	rep.Approvals = s.sweepApprovalsQuietly(ctx, limit)
 	due, err := s.Store.ExpiringSpawns(ctx, time.Time{}, s.now(), limit)
@@ -59,7 +62,7 @@ func (s *Service) Sweep(ctx context.Context, limit int) (SweepReport, error) {
 // ExpireSpawn is the queue-driven timeout of one request: it resolves the
 // spawn by timeout if it is still pending and due. Not yet due reports
 // the remaining time, so a delayed-message scheduler can re-enqueue it.
-func (s *Service) ExpireSpawn(ctx context.Context, requestID string) (TimeoutResult, time.Duration, error) {
+func (s *core) ExpireSpawn(ctx context.Context, requestID string) (TimeoutResult, time.Duration, error) {
 	sp, err := s.spawnRecord(ctx, requestID)
 	if err != nil {
 		return TimeoutResult{}, 0, err
@@ -76,7 +79,7 @@ func (s *Service) ExpireSpawn(ctx context.Context, requestID string) (TimeoutRes
 
 // expire commits the timeout resolver for one spawn. won is false when the
 // spawn was already resolved (r.Outcome then names the winner) or not due.
-func (s *Service) expire(ctx context.Context, requestID string) (r TimeoutResult, won bool, err error) {
+func (s *core) expire(ctx context.Context, requestID string) (r TimeoutResult, won bool, err error) {
 	for attempt := 0; ; attempt++ {
 		sp, err := s.spawnRecord(ctx, requestID)
 		if err != nil {
@@ -127,7 +130,7 @@ type closing struct {
 // outcome, the entity's pending mark cleared and its pre-spawn status
 // restored only if nothing has moved it since the spawn did. ev is the
 // event that records it; closeTx fills in the status change.
-func (s *Service) closeTx(ctx context.Context, sp spawn.Spawn, outcome spawn.Outcome, ev ledger.Event, now time.Time) (closing, error) {
+func (s *core) closeTx(ctx context.Context, sp spawn.Spawn, outcome spawn.Outcome, ev ledger.Event, now time.Time) (closing, error) {
 	c := closing{Tx: Tx{Spawns: []SpawnPut{{Spawn: resolved(sp, outcome, now)}}}}
 	if sp.EntityID != "" {
 		e, err := s.entity(ctx, sp.EntityID)
@@ -152,41 +155,6 @@ func (s *Service) closeTx(ctx context.Context, sp spawn.Spawn, outcome spawn.Out
 	return c, nil
 }
 
-// sweepFirst is the sweep every invocation runs before its own work. Its
-// failure never fails the command; it becomes a warning.
-func (s *Service) sweepFirst(ctx context.Context) Result {
-	var res Result
-	rep, err := s.Sweep(ctx, sweepBatch)
-	if err != nil {
-		res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.WarnSweepFailed, Message: errs.As(err).Message})
-		return res
-	}
-	for _, t := range rep.TimedOut {
-		h := t.RequestID + " timed out (" + string(t.Outcome) + ")"
-		if t.EntityID != "" {
-			h += "; " + t.EntityID + " is " + string(t.Status) + " — run dont assume " + t.EntityID + " for a new round"
-		}
-		res.Hints = append(res.Hints, h)
-	}
-	for _, t := range rep.Lost {
-		res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.WarnSpawnDuplicate, RequestID: t.RequestID, Outcome: string(t.Outcome),
-			Message: "the sweep found " + t.RequestID + " already resolved (" + string(t.Outcome) + "); the timeout changed nothing"})
-	}
-	return res
-}
-
-// RunSweep is the explicit `dont sweep`.
-func (s *Service) RunSweep(ctx context.Context, limit int) (Result, error) {
-	if limit <= 0 {
-		limit = 1000
-	}
-	rep, err := s.Sweep(ctx, limit)
-	if err != nil {
-		return Result{}, err
-	}
-	return Result{Kind: "sweep", Data: rep}, nil
-}
-
 // Spawn views for `dont spawns`.
 const (
 	ViewPending  = "pending"
@@ -194,10 +162,17 @@ const (
 	ViewAll      = "all"
 )
 
-// Spawns lists spawn requests: pending (active, not expired, oldest first),
+// SpawnList is what Spawns returns.
+type SpawnList struct {
+	Count  int           `json:"count"`
+	Spawns []spawn.Spawn `json:"spawns"`
+	View   string        `json:"view"`
+}
+
+// List lists spawn requests: pending (active, not expired, oldest first),
 // timed-out (expired and not re-assumed since) or all.
-func (s *Service) Spawns(ctx context.Context, view string) (Result, error) {
-	res := s.sweepFirst(ctx)
+func (s *Spawns) List(ctx context.Context, view string) (SpawnList, error) {
+	var res SpawnList
 	var f SpawnFilter
 	switch view {
 	case ViewPending:
@@ -235,6 +210,5 @@ func (s *Service) Spawns(ctx context.Context, view string) (Result, error) {
 		out = append(out, sp)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].IssuedAt.Before(out[j].IssuedAt) })
-	res.Kind, res.Data = "spawns", map[string]any{"view": view, "spawns": out, "count": len(out)}
-	return res, nil
+	return SpawnList{Count: len(out), Spawns: out, View: view}, nil
 }

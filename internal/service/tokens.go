@@ -47,76 +47,81 @@ type TokenView struct {
 	Secret string `json:"token,omitempty"`
 }
 
-func (s *Service) tokens() (TokenStore, error) {
+func (s *core) tokens() (TokenStore, error) {
 	if s.Tokens == nil {
 		return nil, errs.E(TokensDisabled, "this store keeps no tokens")
 	}
 	return s.Tokens, nil
 }
 
-// CreateToken makes a bearer token; its secret is returned once.
-func (s *Service) CreateToken(ctx context.Context, role, name string) (Result, error) {
+// Create makes a bearer token; its secret is returned once.
+func (s *Credentials) Create(ctx context.Context, role, name string) (TokenView, error) {
 	ts, err := s.tokens()
 	if err != nil {
-		return Result{}, err
+		return TokenView{}, err
 	}
 	if !auth.ValidRole(role) {
-		return Result{}, errs.E(errs.InvalidArgument, "unknown role "+quoteID(role)).Unmet("role is one of harness, approver, admin")
+		return TokenView{}, errs.E(errs.InvalidArgument, "unknown role "+quoteID(role)).Unmet("role is one of harness, approver, admin")
 	}
 	secret, err := auth.NewSecret()
 	if err != nil {
-		return Result{}, errs.E(errs.Internal, "no randomness").Wrap(err)
+		return TokenView{}, errs.E(errs.Internal, "no randomness").Wrap(err)
 	}
 	now := s.now()
 	t := auth.Token{ID: ids.New(ids.Token, now), Role: role, Name: name, Hash: auth.Hash(secret), CreatedAt: now}
 	if err := ts.PutToken(ctx, t); err != nil {
-		return Result{}, storeErr(err)
+		return TokenView{}, storeErr(err)
 	}
-	return Result{Kind: "token", Data: TokenView{Token: t, Secret: auth.BearerString(t.ID, secret)},
-		Hints: []string{"the token is shown once; store it now (export DONT_TOKEN=…)"}}, nil
+	return TokenView{Token: t, Secret: auth.BearerString(t.ID, secret)}, nil
 }
 
-// ListTokens lists tokens without secrets.
-func (s *Service) ListTokens(ctx context.Context) (Result, error) {
+// TokenList is what ListTokens returns.
+type TokenList struct {
+	Count  int          `json:"count"`
+	Tokens []auth.Token `json:"tokens"`
+}
+
+// List lists the project's bearer tokens (never their secrets).
+func (s *Credentials) List(ctx context.Context) (TokenList, error) {
 	ts, err := s.tokens()
 	if err != nil {
-		return Result{}, err
+		return TokenList{}, err
 	}
 	list, err := ts.ListTokens(ctx)
 	if err != nil {
-		return Result{}, storeErr(err)
+		return TokenList{}, storeErr(err)
 	}
 	if list == nil {
 		list = []auth.Token{}
 	}
-	return Result{Kind: "tokens", Data: map[string]any{"tokens": list, "count": len(list)}}, nil
+	return TokenList{Count: len(list), Tokens: list}, nil
 }
 
-// RevokeToken revokes a token at once.
-func (s *Service) RevokeToken(ctx context.Context, id string) (Result, error) {
+// Revoke revokes a token at once.
+func (s *Credentials) Revoke(ctx context.Context, id string) (TokenView, error) {
 	ts, err := s.tokens()
 	if err != nil {
-		return Result{}, err
+		return TokenView{}, err
 	}
 	if ids.Kind(id) != ids.Token {
-		return Result{}, errs.E(errs.InvalidID, "not a token id: "+quoteID(id), errs.Step{Command: "dont tokens list", Description: "list token ids"})
+		return TokenView{}, errs.E(errs.InvalidID, "not a token id: "+quoteID(id), errs.Step{Command: "dont tokens list", Description: "list token ids"})
 	}
 	if err := ts.RevokeToken(ctx, id, s.now()); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return Result{}, errs.E(errs.NotFound, "no such token "+id, errs.Step{Command: "dont tokens list", Description: "list token ids"})
+			return TokenView{}, errs.E(errs.NotFound, "no such token "+id, errs.Step{Command: "dont tokens list", Description: "list token ids"})
 		}
-		return Result{}, storeErr(err)
+		return TokenView{}, storeErr(err)
 	}
 	s.dropHeldCalls(ctx, id)
 	t, err := ts.GetToken(ctx, id)
 	if err != nil {
-		return Result{}, storeErr(err)
+		return TokenView{}, storeErr(err)
 	}
-	return Result{Kind: "token", Data: TokenView{Token: t}}, nil
+	return TokenView{Token: t}, nil
 }
 
 // Authenticate resolves a presented token to a principal.
-func (s *Service) Authenticate(ctx context.Context, presented string) (auth.Principal, error) {
+func (s *Credentials) Authenticate(ctx context.Context, presented string) (auth.Principal, error) {
 	ts, err := s.tokens()
 	if err != nil {
 		return auth.Principal{}, err
@@ -165,7 +170,7 @@ func (s *Service) Authenticate(ctx context.Context, presented string) (auth.Prin
 // a terminal action on its own entity and request may (the service answers
 // it with the duplicate warning and changes nothing), and anything else is
 // refused.
-func (s *Service) CheckCallback(ctx context.Context, p auth.Principal, tool string, args map[string]any) error {
+func (s *Credentials) CheckCallback(ctx context.Context, p auth.Principal, tool string, args map[string]any) error {
 	sp, err := s.spawnRecord(ctx, p.RequestID)
 	if err != nil {
 		return errs.E(Forbidden, "the callback token's spawn is unknown")
@@ -203,7 +208,7 @@ func (s *Service) CheckCallback(ctx context.Context, p auth.Principal, tool stri
 // its callback token, when the store keeps a project secret. Only an
 // authenticated caller gets here; a project made before its operator
 // action created the secret gets one now.
-func (s *Service) publicRequest(ctx context.Context, req spawn.Request) (json.RawMessage, error) {
+func (s *core) publicRequest(ctx context.Context, req spawn.Request) (json.RawMessage, error) {
 	if req.Context.ForbiddenTools == nil {
 		req.Context.ForbiddenTools = spawn.ForbiddenTools(req.Context.AllowedTools)
 	}

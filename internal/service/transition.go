@@ -21,43 +21,52 @@ type TransitionInput struct {
 	Direct    bool // the verdict came from a provider in direct mode
 }
 
-// Transition applies a status change. A callback (RequestID set) resolves
-// its own request before the sweep runs, so that a late callback whose
-// request has no committed resolver still applies.
-func (s *Service) Transition(ctx context.Context, in TransitionInput) (Result, error) {
+// Resolve is a callback: a dismiss or trust with the request id of the
+// verification spawn it resolves. Exactly one terminal resolver wins per
+// request id, by commit order; a loser changes nothing and is told who
+// won. (The tool surface runs a callback's sweep after it, not before,
+// so that a late callback whose request has no committed resolver still
+// applies.)
+func (s *Spawns) Resolve(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
+	if in.RequestID == "" {
+		return EntityView{}, nil, errs.E(errs.Usage, "a callback names the spawn it resolves (--request-id)").On(in.EntityID)
+	}
 	if err := s.checkTransitionInput(in); err != nil {
-		return s.sweepFirst(ctx), err
+		return EntityView{}, nil, err
 	}
+	return s.callback(ctx, in)
+}
+
+// Transition applies a status change that resolves no spawn; a callback,
+// which names its spawn's request id, is Spawns.Resolve.
+func (s *Ledger) Transition(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
 	if in.RequestID != "" {
-		res, err := s.callback(ctx, in)
-		swept := s.sweepFirst(ctx)
-		res.Warnings = append(res.Warnings, swept.Warnings...)
-		res.Hints = append(res.Hints, swept.Hints...)
-		return res, err
+		return EntityView{}, nil, errs.E(errs.Usage, "a status change with a --request-id is a callback; only dismiss and trust resolve a spawn").On(in.EntityID)
 	}
-	res := s.sweepFirst(ctx)
+	if err := s.checkTransitionInput(in); err != nil {
+		return EntityView{}, nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		e, err := s.entity(ctx, in.EntityID)
 		if err != nil {
-			return res, err
+			return EntityView{}, nil, err
 		}
 		tx, e2, err := s.transitionTx(ctx, e, in)
 		if err != nil {
-			return res, err
+			return EntityView{}, nil, err
 		}
 		err = s.Store.Commit(ctx, tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue
 		}
 		if err != nil {
-			return res, storeErr(err)
+			return EntityView{}, nil, storeErr(err)
 		}
-		res.Kind, res.Data = string(e2.Kind), EntityView{Entity: e2}
-		return res, nil
+		return EntityView{Entity: e2}, nil, nil
 	}
 }
 
-func (s *Service) checkTransitionInput(in TransitionInput) error {
+func (s *core) checkTransitionInput(in TransitionInput) error {
 	switch in.Action {
 	case ledger.Doubt, ledger.Ignore, ledger.Reopen:
 		if err := ledger.CheckReason(in.EntityID, in.Reason); err != nil {
@@ -76,7 +85,7 @@ func (s *Service) checkTransitionInput(in TransitionInput) error {
 
 // transitionTx builds the write for one status change of e, including the
 // stale cascade a doubt causes in the entities that depend on it.
-func (s *Service) transitionTx(ctx context.Context, e ledger.Entity, in TransitionInput) (Tx, ledger.Entity, error) {
+func (s *core) transitionTx(ctx context.Context, e ledger.Entity, in TransitionInput) (Tx, ledger.Entity, error) {
 	to, err := ledger.Next(e.ID, e.Status, in.Action)
 	if err != nil {
 		return Tx{}, e, err
@@ -97,7 +106,7 @@ func (s *Service) transitionTx(ctx context.Context, e ledger.Entity, in Transiti
 
 // cascadeStale marks every entity that depends, directly or through other
 // dependents, on the doubted one as stale.
-func (s *Service) cascadeStale(ctx context.Context, tx *Tx, doubted string, at time.Time) error {
+func (s *core) cascadeStale(ctx context.Context, tx *Tx, doubted string, at time.Time) error {
 	seen := map[string]bool{doubted: true}
 	queue := []string{doubted}
 	for len(queue) > 0 {
@@ -130,19 +139,19 @@ func (s *Service) cascadeStale(ctx context.Context, tx *Tx, doubted string, at t
 // callback resolves a verification spawn with dismiss or trust. Exactly one
 // terminal resolver wins per request id, by commit order; a loser changes
 // nothing and is told who won.
-func (s *Service) callback(ctx context.Context, in TransitionInput) (Result, error) {
-	var res Result
+func (s *core) callback(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
+	var res EntityView
 	for attempt := 0; ; attempt++ {
 		sp, err := s.spawnRecord(ctx, in.RequestID)
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
 		if sp.Kind == spawn.Guess {
-			return res, errs.E(errs.SpawnMismatch, in.RequestID+" is a guess spawn; it resolves with answer",
+			return res, nil, errs.E(errs.SpawnMismatch, in.RequestID+" is a guess spawn; it resolves with answer",
 				errs.Step{Command: "dont answer " + in.RequestID + " --candidate \"<answer>\"", Description: "answer the guess"}).On(in.EntityID)
 		}
 		if sp.EntityID != in.EntityID {
-			return res, errs.E(errs.SpawnMismatch, in.RequestID+" was issued for "+sp.EntityID+", not "+in.EntityID,
+			return res, nil, errs.E(errs.SpawnMismatch, in.RequestID+" was issued for "+sp.EntityID+", not "+in.EntityID,
 				errs.Step{Command: "dont " + string(in.Action) + " " + sp.EntityID + " … --request-id " + in.RequestID, Description: "call back on the spawn's own entity"}).On(in.EntityID)
 		}
 		if sp.State != spawn.Pending {
@@ -150,7 +159,7 @@ func (s *Service) callback(ctx context.Context, in TransitionInput) (Result, err
 		}
 		e, err := s.entity(ctx, sp.EntityID)
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
 		tx, e2, err := s.transitionTx(ctx, e, in)
 		if err != nil {
@@ -160,7 +169,7 @@ func (s *Service) callback(ctx context.Context, in TransitionInput) (Result, err
 			if again, rerr := s.spawnRecord(ctx, sp.ID); rerr == nil && again.State != spawn.Pending {
 				return s.alreadyResolved(ctx, again)
 			}
-			return res, err
+			return res, nil, err
 		}
 		now := s.now()
 		e2.PendingSpawn = clearIf(e2.PendingSpawn, sp.ID)
@@ -174,36 +183,26 @@ func (s *Service) callback(ctx context.Context, in TransitionInput) (Result, err
 			continue // re-read: either the spawn was resolved (we lost) or the entity moved
 		}
 		if err != nil {
-			return res, storeErr(err)
+			return res, nil, storeErr(err)
 		}
+		var warns []envelope.Warning
 		if now.After(sp.ExpiresAt) {
-			res.Warnings = append(res.Warnings, envelope.Warning{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
+			warns = append(warns, envelope.Warning{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
 				Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; the callback was applied late"})
 		}
-		res.Kind = string(e2.Kind)
-		res.Data = EntityView{Entity: e2, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}
-		return res, nil
+		return EntityView{Entity: e2, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}, warns, nil
 	}
 }
 
-// alreadyResolved is the answer to a resolver that lost: nothing changes,
-// and the warning names the earlier resolution.
-func (s *Service) alreadyResolved(ctx context.Context, sp spawn.Spawn) (Result, error) {
-	res := Result{Kind: "spawn"}
-	w := loserWarning(sp)
-	res.Warnings = append(res.Warnings, w)
-	data := map[string]any{"resolution": Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}}
-	if sp.EntityID != "" {
-		e, err := s.entity(ctx, sp.EntityID)
-		if err != nil {
-			return res, err
-		}
-		res.Kind = string(e.Kind)
-		res.Data = EntityView{Entity: e, Resolution: &Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}}
-		return res, nil
+// alreadyResolved is the answer to a callback that lost: nothing
+// changes, and the warning names the earlier resolution.
+func (s *core) alreadyResolved(ctx context.Context, sp spawn.Spawn) (EntityView, []envelope.Warning, error) {
+	w := []envelope.Warning{loserWarning(sp)}
+	e, err := s.entity(ctx, sp.EntityID)
+	if err != nil {
+		return EntityView{}, w, err
 	}
-	res.Data = data
-	return res, nil
+	return EntityView{Entity: e, Resolution: &Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}}, w, nil
 }
 
 func clearIf(current, id string) string {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
 )
@@ -33,13 +34,15 @@ func init() {
 			{Name: "tier", Type: String, Required: true, Enum: tierNames(approvals.Tiers), Description: "the default tier every call of the session runs at"},
 			{Name: "name", Type: String, Description: "a label"},
 		},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.OpenSession(ctx, service.OpenSessionInput{Tier: a.Str("tier"), Name: a.Str("name")})
+		approvals: true, sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return opened(s.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: a.Str("tier"), Name: a.Str("name")}))
 		}})
 	register(&Tool{Name: "sessions.show", Summary: "Show a session: its default tier and whether a client is watching it.", Annotations: Annotations{ReadOnly: true},
-		Params: []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "session id (ses:…)"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.ShowSession(ctx, a.Str("id"))
+		Params:    []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "session id (ses:…)"}},
+		approvals: true, sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return session(s.Escalations.ShowSession(ctx, a.Str("id")))
 		}})
 
 	register(&Tool{Name: "escalate", Summary: "Ask a person for one wider tier for one call; blocks until the verdict (exit 0 with the granted tier, 1 otherwise).",
@@ -54,42 +57,49 @@ func init() {
 			{Name: "preview", Type: String, Description: "the command, as the person answering will see it (the CLI takes it after --)"},
 			{Name: "no_wait", Type: Boolean, Description: "return the request id at once; resume with dont approvals wait"},
 		},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.Escalate(ctx, service.EscalateInput{SessionID: a.Str("session"), CallID: a.Str("call"), To: a.Str("to"),
-				Reason: a.Str("reason"), Preview: a.Str("preview"), NoWait: a.Bool("no_wait")})
+		approvals: true, sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return escalated(s.Escalations.Escalate(ctx, service.EscalateInput{SessionID: a.Str("session"), CallID: a.Str("call"), To: a.Str("to"),
+				Reason: a.Str("reason"), Preview: a.Str("preview"), NoWait: a.Bool("no_wait")}))
 		}})
 
 	register(&Tool{Name: "approvals.list", Summary: "List approval requests, oldest first.", Annotations: Annotations{ReadOnly: true},
-		Params: []Param{sessionParam, {Name: "pending", Type: Boolean, Description: "only open questions"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.ListApprovals(ctx, service.ApprovalQuery{SessionID: a.Str("session"), Pending: a.Bool("pending")})
+		Params:    []Param{sessionParam, {Name: "pending", Type: Boolean, Description: "only open questions"}},
+		approvals: true, sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return data[service.ApprovalList](envelope.KindApprovals)(s.Escalations.List(ctx, service.ApprovalQuery{SessionID: a.Str("session"), Pending: a.Bool("pending")}))
 		}})
 	register(&Tool{Name: "approvals.show", Summary: "Show one approval request.", Annotations: Annotations{ReadOnly: true},
-		Params: []Param{approvalID},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.ShowApproval(ctx, a.Str("id"))
+		Params:    []Param{approvalID},
+		approvals: true, sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return approval(s.Escalations.Show(ctx, a.Str("id")))
 		}})
 	register(&Tool{Name: "approvals.approve", Summary: "Approve a request: its call runs at the wider tier. The first answer wins.", Roles: answerers,
 		Annotations: Annotations{Presence: true},
 		Params:      []Param{approvalID},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.Approve(ctx, a.Str("id"), "")
+		approvals:   true, sweep: answerFirst,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return decided(s.Escalations.Approve(ctx, a.Str("id"), ""))
 		}})
 	register(&Tool{Name: "approvals.refuse", Summary: "Refuse a request: its command does not run. The first answer wins.", Roles: answerers,
 		Annotations: Annotations{Presence: true},
 		Params:      []Param{approvalID, {Name: "reason", Type: String, Description: "why, for the requester"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.Refuse(ctx, a.Str("id"), a.Str("reason"), "")
+		approvals:   true, sweep: answerFirst,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return decided(s.Escalations.Refuse(ctx, a.Str("id"), a.Str("reason"), ""))
 		}})
 	register(&Tool{Name: "approvals.cancel", Summary: "Withdraw a request (the requester giving up); announced like every ending.",
-		Params: []Param{approvalID, {Name: "reason", Type: String, Description: "why"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.CancelApproval(ctx, a.Str("id"), a.Str("reason"), "")
+		Params:    []Param{approvalID, {Name: "reason", Type: String, Description: "why"}},
+		approvals: true, sweep: answerFirst,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return decided(s.Escalations.Cancel(ctx, a.Str("id"), a.Str("reason"), ""))
 		}})
 	register(&Tool{Name: "approvals.wait", Summary: "Wait for a request's verdict: exit 0 with the granted tier, 1 otherwise.",
-		Params: []Param{approvalID},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.WaitApproval(ctx, a.Str("id"))
+		Params:    []Param{approvalID},
+		approvals: true, sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return escalated(s.Escalations.Wait(ctx, a.Str("id")))
 		}})
 	register(&Tool{Name: "approvals.frames", Summary: "Read a session's frames after a cursor (NDJSON on the CLI), long-polling up to --wait.", Annotations: Annotations{ReadOnly: true},
 		Params: []Param{
@@ -98,25 +108,38 @@ func init() {
 			{Name: "wait", Type: String, Description: "long-poll up to this long for the first new frame (a Go duration such as 20s; at most 60s)"},
 			{Name: "subscriber", Type: String, Description: "the reader's name for its subscriber lease (default: the author)"},
 		},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			var wait time.Duration
-			if w := a.Str("wait"); w != "" {
-				d, err := time.ParseDuration(w)
-				if err != nil {
-					return service.Result{}, errs.E(errs.Usage, "approvals.frames: --wait is a duration such as 20s, got "+quote(w),
-						errs.Step{Command: "dont approvals frames --session <session> --wait 20s", Description: "long-poll 20 seconds"})
-				}
-				wait = d
-			}
-			return s.Frames(ctx, service.FramesInput{SessionID: a.Str("session"), After: int64(a.Int("after")), Wait: wait, Subscriber: a.Str("subscriber")})
+		check:     func(a Args) error { _, err := framesWait(a); return err },
+		approvals: true, sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			wait, _ := framesWait(a)
+			return data[service.FramesPage](envelope.KindFrames)(s.Escalations.Frames(ctx, service.FramesInput{SessionID: a.Str("session"), After: int64(a.Int("after")), Wait: wait, Subscriber: a.Str("subscriber")}))
 		}})
 	register(&Tool{Name: "approvals.sweep", Summary: "End questions past their deadline and announce endings a failed announce left out.",
 		Params: []Param{{Name: "limit", Type: Integer, Default: 1000, Description: "at most this many"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.RunApprovalSweep(ctx, a.Int("limit"))
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return data[service.ApprovalSweep](envelope.KindApprovalsSweep)(s.SweepApprovals(ctx, a.Int("limit")))
 		}})
 	register(&Tool{Name: "approvals.audit", Summary: "Check the frame log: every question has exactly one ending frame; fails (exit 3) on any finding.", Annotations: Annotations{ReadOnly: true},
-		run: func(ctx context.Context, s *service.Service, _ Args) (service.Result, error) {
-			return s.AuditApprovals(ctx)
+		run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
+			return audited(s.Escalations.Audit(ctx))
 		}})
+}
+
+// answerFirst is the sweep policy of answers and cancels: the answer is
+// settled before the sweep, so that a question the sweep would end at its
+// deadline gets the answer given in time.
+func answerFirst(Args) sweepOrder { return sweepAfter }
+
+// framesWait is the --wait of approvals.frames.
+func framesWait(a Args) (time.Duration, error) {
+	w := a.Str("wait")
+	if w == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(w)
+	if err != nil {
+		return 0, errs.E(errs.Usage, "approvals.frames: --wait is a duration such as 20s, got "+quote(w),
+			errs.Step{Command: "dont approvals frames --session <session> --wait 20s", Description: "long-poll 20 seconds"})
+	}
+	return d, nil
 }

@@ -69,17 +69,17 @@ func applyGate(t *Tool) {
 // The call runs as the principal its transport put on ctx
 // (service.WithPrincipal), whose powers are checked here, for every
 // transport at once.
-func CallGated(ctx context.Context, s *service.Service, name string, raw map[string]any, a confirm.Arrival) (service.Result, error) {
+func CallGated(ctx context.Context, s *service.Service, name string, raw map[string]any, a confirm.Arrival) (Output, error) {
 	t, ok := Lookup(name)
 	if !ok {
 		return Call(ctx, s, name, raw)
 	}
 	if err := Authorize(ctx, s, t, raw); err != nil {
-		return service.Result{}, err
+		return Output{}, err
 	}
 	args, verdict, err := confirm.Admit(t.Annotations.Gate, raw, a)
 	if err != nil {
-		return service.Result{}, err
+		return Output{}, err
 	}
 	if verdict == confirm.Execute {
 		return Call(ctx, s, name, args)
@@ -87,19 +87,19 @@ func CallGated(ctx context.Context, s *service.Service, name string, raw map[str
 	if t.Annotations.InteractiveOnly {
 		// Held, it could be confirmed later by someone who is not at a
 		// client; an interactive-only action waits for no one.
-		return service.Result{}, errs.E(confirm.NeverHeld, name+" is interactive-only: a person confirms it at a client; it is never held for later, and nothing ran",
+		return Output{}, errs.E(confirm.NeverHeld, name+" is interactive-only: a person confirms it at a client; it is never held for later, and nothing ran",
 			errs.Step{Command: "dont " + cliPath(name) + " … (at a terminal)", Description: "answer the CLI's [y/N] prompt as a person"}).Unmet("a person's confirmation at a client")
 	}
 	// A held call must be a valid call: a bad one is refused now, not
 	// when somebody confirms it.
 	if _, err := t.Validate(args); err != nil {
-		return service.Result{}, err
+		return Output{}, err
 	}
-	return s.HoldCall(ctx, name, args)
+	return held(s.Held.Hold(ctx, name, args))
 }
 
 // Held reports whether a result is a held call (data.status "pending_confirmation").
-func Held(res service.Result) bool {
+func Held(res Output) bool {
 	_, ok := res.Data.(service.HeldView)
 	return ok
 }
@@ -159,7 +159,7 @@ func (t *Tool) ArgsSchema(legacy, withInternal bool) map[string]any {
 	return s
 }
 
-func outcomeOf(res service.Result, err error) confirm.Outcome {
+func outcomeOf(res Output, err error) confirm.Outcome {
 	if err != nil {
 		e := errs.As(err)
 		return confirm.Outcome{Kind: envelope.KindError, Code: string(e.Code), Message: e.Message}

@@ -42,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func (f *fixture) service(st *sqlite.Store) *service.Service {
-	return &service.Service{Store: st, Tokens: st, Author: "test", Now: func() time.Time { return time.Unix(0, f.now.Load()).UTC() }}
+	return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "test", Clock: func() time.Time { return time.Unix(0, f.now.Load()).UTC() }})
 }
 
 // another is a second connection to the same file, as another server process.
@@ -55,7 +55,7 @@ func (f *fixture) another() *service.Service {
 	return f.service(st)
 }
 
-func (f *fixture) call(name string, args map[string]any) service.Result {
+func (f *fixture) call(name string, args map[string]any) tools.Output {
 	f.t.Helper()
 	res, err := tools.Call(ctx, f.svc, name, args)
 	if err != nil {
@@ -86,7 +86,7 @@ func (f *fixture) status(id string) ledger.Status {
 	return e.Status
 }
 
-func heldID(t *testing.T, res service.Result) string {
+func heldID(t *testing.T, res tools.Output) string {
 	t.Helper()
 	h, ok := res.Data.(service.HeldView)
 	if !ok || h.Status != confirm.StatusPending || h.State != confirm.StatePending {
@@ -170,16 +170,16 @@ func TestARefusedOrExpiredHeldCallNeverRuns(t *testing.T) {
 	if f.events() != before || f.status(id) != ledger.Verified {
 		t.Fatal("a refused or expired call ran")
 	}
-	list := f.call("confirmations.list", map[string]any{"all": true}).Data.(map[string]any)
-	if list["count"] != 2 {
+	list := f.call("confirmations.list", map[string]any{"all": true}).Data.(service.ConfirmationList)
+	if list.Count != 2 {
 		t.Fatalf("list %+v", list)
 	}
-	if pending := f.call("confirmations.list", nil).Data.(map[string]any); pending["count"] != 0 {
+	if pending := f.call("confirmations.list", nil).Data.(service.ConfirmationList); pending.Count != 0 {
 		t.Fatalf("pending %+v", pending)
 	}
 }
 
-func mustGated(t *testing.T, f *fixture, name string, args map[string]any) service.Result {
+func mustGated(t *testing.T, f *fixture, name string, args map[string]any) tools.Output {
 	t.Helper()
 	res, err := tools.CallGated(ctx, f.svc, name, args, confirm.Arrival{})
 	if err != nil {
@@ -190,7 +190,7 @@ func mustGated(t *testing.T, f *fixture, name string, args map[string]any) servi
 
 func TestTheServerGateRunsConfirmedExemptAndLegacySkipCalls(t *testing.T) {
 	f := newFixture(t)
-	run := func(name string, args map[string]any, a confirm.Arrival) service.Result {
+	run := func(name string, args map[string]any, a confirm.Arrival) tools.Output {
 		t.Helper()
 		res, err := tools.CallGated(ctx, f.svc, name, args, a)
 		if err != nil {

@@ -20,8 +20,9 @@ func init() {
 	spawnID := Param{Name: "request_id", Type: String, Required: true, Positional: true, Description: "the spawn request (spawn:…)"}
 	register(&Tool{Name: "spawns.cancel", Summary: "Cancel a pending spawn: it resolves as cancelled and the entity gets its pre-spawn status back.",
 		Params: []Param{spawnID, {Name: "reason", Type: String, Description: "why it is cancelled"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.CancelSpawn(ctx, a.Str("request_id"), a.Str("reason"))
+		sweep:  always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason")))
 		}})
 	register(&Tool{Name: "spawns.manage", Summary: "One action for spawn requests: --op list, show or cancel (--op is required).",
 		Params: []Param{
@@ -30,20 +31,21 @@ func init() {
 			{Name: "view", Type: String, Enum: []string{service.ViewPending, service.ViewTimedOut, service.ViewAll}, Description: "pending, timed-out or all (list; default all)"},
 			{Name: "reason", Type: String, Description: "why it is cancelled (cancel)"},
 		},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
+		check: func(a Args) error {
+			if op := a.Str("op"); op != "list" {
+				return need(a, "spawns.manage", op, "request_id")
+			}
+			return nil
+		},
+		sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 			switch a.Str("op") {
 			case "list":
-				return s.Spawns(ctx, a.Str("view"))
+				return data[service.SpawnList](envelope.KindSpawns)(s.Spawns.List(ctx, a.Str("view")))
 			case "show":
-				if err := need(a, "spawns.manage", "show", "request_id"); err != nil {
-					return service.Result{}, err
-				}
-				return s.SpawnRecord(ctx, a.Str("request_id"))
+				return data[service.SpawnView](envelope.KindSpawn)(s.Spawns.Record(ctx, a.Str("request_id")))
 			default:
-				if err := need(a, "spawns.manage", "cancel", "request_id"); err != nil {
-					return service.Result{}, err
-				}
-				return s.CancelSpawn(ctx, a.Str("request_id"), a.Str("reason"))
+				return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason")))
 			}
 		}})
 
@@ -55,38 +57,43 @@ func init() {
 			{Name: "name", Type: String, Description: "a label (create)"},
 			{Name: "id", Type: String, Description: "token id tok:… (revoke)"},
 		},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 			switch a.Str("op") {
 			case "create":
 				if err := need(a, "tokens.manage", "create", "role"); err != nil {
-					return service.Result{}, err
+					return Output{}, err
 				}
-				return s.CreateToken(ctx, a.Str("role"), a.Str("name"))
+				return CreatedToken(s.Credentials.Create(ctx, a.Str("role"), a.Str("name")))
 			case "revoke":
 				if err := need(a, "tokens.manage", "revoke", "id"); err != nil {
-					return service.Result{}, err
+					return Output{}, err
 				}
-				return s.RevokeToken(ctx, a.Str("id"))
+				return token(s.Credentials.Revoke(ctx, a.Str("id")))
 			default:
-				return s.ListTokens(ctx)
+				return data[service.TokenList](envelope.KindTokens)(s.Credentials.List(ctx))
 			}
 		}})
 	register(&Tool{Name: "tokens.revoke-all", Summary: "Revoke every bearer token of the project at once (incident response; interactive only).", Roles: admin,
-		run: func(ctx context.Context, s *service.Service, _ Args) (service.Result, error) {
-			return s.RevokeAllTokens(ctx)
+		run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
+			v, err := s.Credentials.RevokeAll(ctx)
+			if err != nil {
+				return Output{}, err
+			}
+			return Output{Kind: envelope.KindTokensRevoked, Data: v,
+				Hints: []string{"dont tokens create --role <role>  # on the project's machine, to issue new tokens"}}, nil
 		}})
 
 	confID := Param{Name: "id", Type: String, Required: true, Positional: true, Description: "the confirmation (conf:…)"}
 	deciders := []string{auth.RoleApprover, auth.RoleAdmin}
 	register(&Tool{Name: "confirmations.list", Summary: "List the calls waiting for confirmation (--all: every one ever held).", Annotations: Annotations{ReadOnly: true}, Roles: deciders,
 		Params: []Param{{Name: "all", Type: Boolean, Description: "include confirmed, refused and expired ones"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.ListConfirmations(ctx, a.Bool("all"))
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return data[service.ConfirmationList](envelope.KindConfirmations)(s.Held.List(ctx, a.Bool("all")))
 		}})
 	register(&Tool{Name: "confirmations.show", Summary: "Show one held call and how it ended.", Annotations: Annotations{ReadOnly: true}, Roles: deciders,
 		Params: []Param{confID},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.ShowConfirmation(ctx, a.Str("id"))
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return confirmation(s.Held.Show(ctx, a.Str("id")))
 		}})
 	register(&Tool{Name: "confirmations.confirm", Summary: "Confirm a held call: it runs now, exactly once (an approver or admin who may call it, never the token that asked).", Roles: deciders,
 		Annotations: Annotations{Presence: true},
@@ -94,8 +101,8 @@ func init() {
 		run:         runConfirmed})
 	register(&Tool{Name: "confirmations.refuse", Summary: "Refuse a held call: it never runs (approver or admin).", Roles: deciders,
 		Params: []Param{confID, {Name: "reason", Type: String, Description: "why"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.RefuseConfirmation(ctx, a.Str("id"), a.Str("reason"))
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return confirmation(s.Held.Refuse(ctx, a.Str("id"), a.Str("reason")))
 		}})
 }
 
@@ -106,29 +113,30 @@ func init() {
 //
 // Before it claims anything, the confirmer must pass MayConfirm and the
 // requester's token must still be live; a refused confirm changes nothing.
-func runConfirmed(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-	held, err := s.HeldCall(ctx, a.Str("id"))
+func runConfirmed(ctx context.Context, s *service.Service, a Args) (Output, error) {
+	shown, err := s.Held.Show(ctx, a.Str("id")) // its state as of now: past its deadline, expired
 	if err != nil {
-		return service.Result{}, err
+		return Output{}, err
 	}
+	held := shown.Pending
 	if held.State == confirm.StatePending { // a closed one only reports how it ended
 		if err := MayConfirm(s.PrincipalOf(ctx), held); err != nil {
-			return service.Result{}, err
+			return Output{}, err
 		}
 	}
-	if err := s.CheckRequesterLive(ctx, held); err != nil {
-		return service.Result{}, err
+	if err := s.Held.CheckRequesterLive(ctx, held); err != nil {
+		return Output{}, err
 	}
-	p, dup, err := s.ClaimConfirmation(ctx, a.Str("id"))
+	p, dup, err := s.Held.Claim(ctx, a.Str("id"))
 	if err != nil {
-		return service.Result{}, err
+		return Output{}, err
 	}
 	if dup != nil {
-		return *dup, nil
+		return Output{Kind: envelope.KindConfirmation, Data: dup.View, Warnings: []envelope.Warning{dup.Warning}}, nil
 	}
 	res, callErr := Call(ctx, s, p.Tool, p.Args)
 	o := outcomeOf(res, callErr)
-	if err := s.FinishConfirmation(context.WithoutCancel(ctx), p, o); err != nil {
+	if err := s.Held.Finish(context.WithoutCancel(ctx), p, o); err != nil {
 		res.Warnings = append(res.Warnings, warning(envelope.WarnConfirmationRecordFailed, p.ID+" ran, but its record still says executing: "+errs.As(err).Message))
 	}
 	res.Hints = append(res.Hints, p.ID+" confirmed: "+p.Tool+" ran once (dont confirmations show "+p.ID+")")

@@ -25,7 +25,7 @@ var destructive = map[string]bool{
 func Authorize(ctx context.Context, s *service.Service, t *Tool, args map[string]any) error {
 	p := s.PrincipalOf(ctx)
 	if p.Role == auth.RoleCallback {
-		return s.CheckCallback(ctx, p, t.Name, args)
+		return s.Credentials.CheckCallback(ctx, p, t.Name, args)
 	}
 	if !p.May(t.AllowedRoles()) {
 		return errs.E(service.Forbidden, "a "+p.Role+" principal may not call "+t.Name+" (allowed: "+strings.Join(t.AllowedRoles(), ", ")+")",

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/service"
 )
 
@@ -15,16 +16,16 @@ func init() {
 			{Name: "role", Type: String, Required: true, Enum: auth.Roles, Description: "harness, approver or admin"},
 			{Name: "name", Type: String, Description: "a label"},
 		},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.CreateToken(ctx, a.Str("role"), a.Str("name"))
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return CreatedToken(s.Credentials.Create(ctx, a.Str("role"), a.Str("name")))
 		}})
 	register(&Tool{Name: "tokens.list", Summary: "List bearer tokens (never their secrets).", Roles: admin, Annotations: Annotations{ReadOnly: true},
-		run: func(ctx context.Context, s *service.Service, _ Args) (service.Result, error) {
-			return s.ListTokens(ctx)
+		run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
+			return data[service.TokenList](envelope.KindTokens)(s.Credentials.List(ctx))
 		}})
 	register(&Tool{Name: "tokens.revoke", Summary: "Revoke a bearer token at once.", Roles: admin,
 		Params: []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "token id (tok:…)"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.RevokeToken(ctx, a.Str("id"))
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return token(s.Credentials.Revoke(ctx, a.Str("id")))
 		}})
 }

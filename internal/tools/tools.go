@@ -78,7 +78,13 @@ type Tool struct {
 	// pending verification spawn per entity); an Idempotency-Key then
 	// needs no claim before the call runs.
 	Exclusive bool `json:"-"`
-	run       func(ctx context.Context, s *service.Service, a Args) (service.Result, error)
+	run       func(ctx context.Context, s *service.Service, a Args) (Output, error)
+	// The cross-cutting policy (see call): check refuses bad arguments
+	// before anything runs; approvals says the tool needs the approvals
+	// port; sweep says whether, and when, the call sweeps (nil: never).
+	check     func(a Args) error
+	approvals bool
+	sweep     func(a Args) sweepOrder
 }
 
 // Args are a call's arguments after validation.
@@ -181,18 +187,20 @@ func register(t *Tool) {
 	registry[t.Name] = t
 }
 
-// Call validates raw arguments and runs the tool.
-func Call(ctx context.Context, s *service.Service, name string, raw map[string]any) (service.Result, error) {
+// Call validates raw arguments and runs the tool under its policy (see
+// call): the one function the CLI, `dont serve`, MCP and both Lambdas
+// reach every service operation through.
+func Call(ctx context.Context, s *service.Service, name string, raw map[string]any) (Output, error) {
 	t, ok := Lookup(name)
 	if !ok {
-		return service.Result{}, errs.E(errs.Usage, "unknown tool "+quote(name),
+		return Output{}, errs.E(errs.Usage, "unknown tool "+quote(name),
 			errs.Step{Command: "dont tools", Description: "list the tools"})
 	}
 	a, err := t.Validate(raw)
 	if err != nil {
-		return service.Result{}, err
+		return Output{}, err
 	}
-	return t.run(ctx, s, a)
+	return t.call(ctx, s, a)
 }
 
 // Validate checks types, required params and unknown names. JSON numbers

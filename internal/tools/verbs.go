@@ -3,7 +3,9 @@ package tools
 import (
 	"context"
 
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -26,17 +28,20 @@ func init() {
 			{Name: "confidence", Type: Number, Description: "0..1"},
 			{Name: "depends_on", Type: Strings, Description: "an entity this claim depends on (repeatable)"},
 		},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.Conclude(ctx, service.ConcludeInput{Statement: a.Str("statement"), Atoms: a.Strs("atom"),
-				Refs: a.Strs("ref"), Confidence: a.Float("confidence"), DependsOn: a.Strs("depends_on")})
+		sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return concluded(s.Ledger.Conclude(ctx, service.ConcludeInput{Statement: a.Str("statement"), Atoms: a.Strs("atom"),
+				Refs: a.Strs("ref"), Confidence: a.Float("confidence"), DependsOn: a.Strs("depends_on")}))
 		}})
 	register(&Tool{Name: "define", Summary: "Define a term by CURIE.",
 		Params: []Param{
 			{Name: "curie", Type: String, Required: true, Positional: true, Description: "prefix:local"},
 			{Name: "doc", Type: String, Required: true, Description: "the definition"},
 		},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.Define(ctx, a.Str("curie"), a.Str("doc"))
+		sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			v, err := s.Ledger.Define(ctx, a.Str("curie"), a.Str("doc"))
+			return entity(v, nil, err)
 		}})
 	// The tool names are the CLI verbs: `dont trust` = doubt it; `dont dismiss` (the doubt) = verify it.
 	register(transition(ledger.Doubt, "Doubt an entity with a specific reason (or resolve a spawn as not holding).",
@@ -52,13 +57,19 @@ func init() {
 			{Name: "id", Type: String, Required: true, Positional: true, Description: "entity id (claim:… or term:…), or spawn:… for the spawn_request as issued"},
 			{Name: "history", Type: Boolean, Description: "include its events"},
 		},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.Show(ctx, a.Str("id"), a.Bool("history"))
+		sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			if ids.Kind(a.Str("id")) == ids.Spawn {
+				return issued(s.Spawns.Show(ctx, a.Str("id")))
+			}
+			v, err := s.Ledger.Show(ctx, a.Str("id"), a.Bool("history"))
+			return entity(v, nil, err)
 		}})
 	register(&Tool{Name: "list", Summary: "List entities.", Annotations: Annotations{ReadOnly: true},
 		Params: []Param{{Name: "status", Type: String, Enum: statusNames(), Description: "only this status"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.List(ctx, a.Str("status"))
+		sweep:  always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return data[service.EntityList](envelope.KindList)(s.Ledger.List(ctx, a.Str("status")))
 		}})
 	register(spawner(spawn.Assume, "Ask a clean-context subagent to verify an entity independently."))
 	register(spawner(spawn.Overlook, "Ask a subagent to assume the entity is wrong and explain why (premortem)."))
@@ -69,17 +80,20 @@ func init() {
 			{Name: "temperature", Type: Number, Description: "sampling temperature (0..2)"},
 			modeParam,
 		},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Guess, Question: a.Str("question"),
-				N: a.Int("n"), Temperature: a.Float("temperature"), Mode: spawn.Mode(a.Str("mode"))})
+		sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return spawned(s.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Guess, Question: a.Str("question"),
+				N: a.Int("n"), Temperature: a.Float("temperature"), Mode: spawn.Mode(a.Str("mode"))}))
 		}})
 	register(&Tool{Name: "answer", Summary: "Resolve a guess spawn with candidate answers.",
 		Params: []Param{
 			{Name: "request_id", Type: String, Required: true, Positional: true, Description: "the guess spawn (spawn:…)"},
 			{Name: "candidate", Type: Strings, Required: true, Description: "a candidate answer (repeatable)"},
 		},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.Answer(ctx, a.Str("request_id"), a.Strs("candidate"))
+		// An answer resolves its own request before the sweep runs.
+		sweep: func(Args) sweepOrder { return sweepAfter },
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return answered(s.Spawns.Answer(ctx, a.Str("request_id"), a.Strs("candidate")))
 		}})
 	register(&Tool{Name: "spawns", Summary: "List spawn requests: --pending, --timed-out or --all.", Annotations: Annotations{ReadOnly: true},
 		Params: []Param{
@@ -87,40 +101,57 @@ func init() {
 			{Name: "timed_out", Type: Boolean, Description: "expired and not re-assumed since"},
 			{Name: "all", Type: Boolean, Description: "the full history (default)"},
 		},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			n, view := 0, service.ViewAll
-			for _, v := range []struct {
-				flag, view string
-			}{{"pending", service.ViewPending}, {"timed_out", service.ViewTimedOut}, {"all", service.ViewAll}} {
-				if a.Bool(v.flag) {
-					n, view = n+1, v.view
-				}
-			}
-			if n > 1 {
-				return service.Result{}, errs.E(errs.Usage, "spawns: choose one of --pending, --timed-out, --all",
+		check: func(a Args) error {
+			if _, n := spawnsView(a); n > 1 {
+				return errs.E(errs.Usage, "spawns: choose one of --pending, --timed-out, --all",
 					errs.Step{Command: "dont spawns --pending", Description: "one view at a time"})
 			}
-			return s.Spawns(ctx, view)
+			return nil
+		},
+		sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			view, _ := spawnsView(a)
+			return data[service.SpawnList](envelope.KindSpawns)(s.Spawns.List(ctx, view))
 		}})
 	register(&Tool{Name: "sweep", Summary: "Resolve expired pending spawns by timeout now.",
 		Params: []Param{{Name: "limit", Type: Integer, Default: 1000, Description: "at most this many"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.RunSweep(ctx, a.Int("limit"))
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return data[service.SweepReport](envelope.KindSweep)(s.Sweep(ctx, a.Int("limit")))
 		}})
+}
+
+// spawnsView is the view the flags of `spawns` ask for, and how many
+// views they name.
+func spawnsView(a Args) (view string, n int) {
+	view = service.ViewAll
+	for _, v := range []struct {
+		flag, view string
+	}{{"pending", service.ViewPending}, {"timed_out", service.ViewTimedOut}, {"all", service.ViewAll}} {
+		if a.Bool(v.flag) {
+			n, view = n+1, v.view
+		}
+	}
+	return view, n
 }
 
 func transition(action ledger.Action, summary string, params ...Param) *Tool {
 	return &Tool{Name: string(action), Summary: summary, Params: append([]Param{entityParam}, params...),
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.Transition(ctx, service.TransitionInput{Action: action, EntityID: a.Str("id"),
-				Reason: a.Str("reason"), Evidence: a.Strs("evidence"), RequestID: a.Str("request_id")})
+		sweep: afterCallback,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			in := service.TransitionInput{Action: action, EntityID: a.Str("id"),
+				Reason: a.Str("reason"), Evidence: a.Strs("evidence"), RequestID: a.Str("request_id")}
+			if in.RequestID != "" {
+				return entity(s.Spawns.Resolve(ctx, in)) // a callback: where a spawn is resolved
+			}
+			return entity(s.Ledger.Transition(ctx, in))
 		}}
 }
 
 func spawner(kind spawn.Kind, summary string) *Tool {
 	return &Tool{Name: string(kind), Summary: summary, Params: []Param{entityParam, modeParam}, Exclusive: kind != spawn.Guess,
-		run: func(ctx context.Context, s *service.Service, a Args) (service.Result, error) {
-			return s.RequestSpawn(ctx, service.SpawnInput{Kind: kind, EntityID: a.Str("id"), Mode: spawn.Mode(a.Str("mode"))})
+		sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return spawned(s.Spawns.Request(ctx, service.SpawnInput{Kind: kind, EntityID: a.Str("id"), Mode: spawn.Mode(a.Str("mode"))}))
 		}}
 }
 

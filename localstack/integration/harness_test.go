@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	dontenvelope "github.com/dont-cli/dont/internal/envelope"
 	"io"
 	"net/http"
 	"os"
@@ -30,7 +31,6 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
@@ -300,7 +300,7 @@ type spawnRequest struct {
 func (p *project) assume(fn *function, entityID string) spawnRequest {
 	p.t.Helper()
 	e := p.ok(fn, "assume", map[string]any{"id": entityID})
-	if e.Body["envelope_kind"] != service.KindSpawnRequest {
+	if e.Body["envelope_kind"] != dontenvelope.KindSpawnRequest {
 		p.t.Fatalf("assume answered %v", e.Body["envelope_kind"])
 	}
 	b, _ := json.Marshal(e.data())

@@ -25,11 +25,11 @@ import (
 // an operator's bootstrap would.
 func (p *project) approver() string {
 	p.t.Helper()
-	res, err := (&service.Service{Store: p.store, Tokens: p.store}).CreateToken(ctx, "approver", "integration-approver")
+	res, err := (service.New(service.Deps{Store: p.store, Confirmations: p.store, Tokens: p.store})).Credentials.Create(ctx, "approver", "integration-approver")
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	return res.Data.(service.TokenView).Secret
+	return res.Secret
 }
 
 // framesPage is the data of an approvals.frames envelope.

@@ -137,9 +137,9 @@ func (b *Backend) Authenticate(ctx context.Context, presented string) (auth.Prin
 	check := p.Service
 	if !warm {
 		st = dynamo.New(b.client, b.table, project)
-		check = &service.Service{Tokens: st}
+		check = service.New(service.Deps{Tokens: st})
 	}
-	principal, err := check.Authenticate(ctx, presented)
+	principal, err := check.Credentials.Authenticate(ctx, presented)
 	if err != nil {
 		return auth.Principal{}, httpapi.Project{}, err
 	}

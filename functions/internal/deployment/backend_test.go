@@ -43,8 +43,8 @@ func newAPI(t *testing.T) *api {
 		a.mu.Lock()
 		a.built[st.Project()]++
 		a.mu.Unlock()
-		return &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api",
-			Now: func() time.Time { return time.Unix(0, a.now.Load()).UTC() }}
+		return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api",
+			Clock: func() time.Time { return time.Unix(0, a.now.Load()).UTC() }})
 	})
 	a.srv = httptest.NewServer(httpapi.New(httpapi.Options{Backend: a.backend, RatePerSecond: -1}))
 	t.Cleanup(a.srv.Close)
@@ -54,11 +54,11 @@ func newAPI(t *testing.T) *api {
 // token makes a bearer token of role in project.
 func (a *api) token(project, role string) string {
 	a.t.Helper()
-	res, err := a.backend.Project(project).Service.CreateToken(ctx, role, role)
+	res, err := a.backend.Project(project).Service.Credentials.Create(ctx, role, role)
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	return res.Data.(service.TokenView).Secret
+	return res.Secret
 }
 
 type reply struct {

@@ -31,16 +31,16 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 		needServer(b)
 		counter := newCounter()
 		backend := deployment.NewBackend(newClient(nil, counter), table, func(st *dynamo.Store) *service.Service {
-			return &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench"}
+			return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench"})
 		})
 		srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: backend, RatePerSecond: -1}))
 		defer srv.Close()
 		project := "bench-api-" + randomName()
-		tok, err := backend.Project(project).Service.CreateToken(ctx, auth.RoleHarness, "bench")
+		tok, err := backend.Project(project).Service.Credentials.Create(ctx, auth.RoleHarness, "bench")
 		if err != nil {
 			b.Fatal(err)
 		}
-		harness := tok.Data.(service.TokenView).Secret
+		harness := tok.Secret
 		claim := post(b, srv.URL, harness, "conclude", map[string]any{"statement": "water boils at 100 C at sea level"})["id"].(string)
 		counter.Reset()
 		b.ResetTimer()

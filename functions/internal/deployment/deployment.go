@@ -18,6 +18,7 @@ type Store interface {
 	service.Store
 	service.TokenStore
 	service.ApprovalStore
+	service.ConfirmationStore
 }
 
 // Deployment holds what lives for the whole life of a function's process
@@ -54,13 +55,14 @@ func (d *Deployment) Service(project string) *service.Service {
 // scheduler for spawns and approval questions (which registers the
 // project for the scheduled sweep).
 func (d *Deployment) NewService(project string, st Store) *service.Service {
-	return &service.Service{
-		Store: st, Tokens: st, Now: d.Now, SpawnTimeout: d.Config.SpawnTimeout, Author: d.Author,
+	sched := registering{registry: d.Registry, next: d.Queue.For(project), project: project, log: d.Log}
+	return service.New(service.Deps{
+		Store: st, Confirmations: st, Tokens: st, Clock: d.Now, SpawnTimeout: d.Config.SpawnTimeout, Author: d.Author,
 		Log:       d.Log.With("project", project),
-		Scheduler: registering{registry: d.Registry, next: d.Queue.For(project), project: project, log: d.Log},
+		Scheduler: sched, ApprovalScheduler: sched,
 		Approvals: service.Approvals{Store: st, Timeout: d.Config.ApprovalTimeout, Lease: d.Config.SubscriberLease,
 			Poll: d.Config.ApprovalPoll, Scheduled: true},
-	}
+	})
 }
 
 // Project implements sqs.Projects.

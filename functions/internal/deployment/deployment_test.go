@@ -154,11 +154,11 @@ func testDeployment(t *testing.T, table *fakeTable, q *fakeQueue) *Deployment {
 func issue(t *testing.T, s *service.Service) {
 	t.Helper()
 	ctx := context.Background()
-	res, err := s.Conclude(ctx, service.ConcludeInput{Statement: "s"})
+	res, err := s.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: res.Data.(service.EntityView).ID}); err != nil {
+	if _, _, err := s.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: res.ID}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -231,19 +231,19 @@ func TestAQuestionRegistersTheProjectAndSendsItsTimeoutMessage(t *testing.T) {
 	if s.Approvals.Store == nil || s.Approvals.Timeout != 90*time.Second {
 		t.Fatalf("approvals not wired: %+v", s.Approvals)
 	}
-	res, err := s.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
+	res, err := s.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	session := res.Data.(service.SessionView).ID
-	if _, err := s.Frames(ctx, service.FramesInput{SessionID: session, Subscriber: "approver"}); err != nil {
+	session := res.ID
+	if _, err := s.Escalations.Frames(ctx, service.FramesInput{SessionID: session, Subscriber: "approver"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = s.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: "c-1", To: "workspace-write", Reason: "writes the build", NoWait: true})
+	res2, _, err := s.Escalations.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: "c-1", To: "workspace-write", Reason: "writes the build", NoWait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := res.Data.(service.ApprovalView).ID
+	id := res2.ID
 	if len(q.sent) != 1 || !strings.Contains(q.sent[0], `"request_id":"`+id+`"`) || !strings.Contains(q.sent[0], `"project":"acme"`) {
 		t.Fatalf("messages %v, want the question's", q.sent)
 	}

@@ -33,20 +33,20 @@ func (w *world) ask(project string) (session, id string, msg events.SQSMessage) 
 func (w *world) asking(project string) (session, id string, sent []*awssqs.SendMessageInput) {
 	w.t.Helper()
 	s := w.svc(project)
-	res, err := s.OpenSession(ctx, service.OpenSessionInput{Tier: string(approvals.ReadOnly)})
+	res, err := s.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: string(approvals.ReadOnly)})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	session = res.Data.(service.SessionView).ID
-	if _, err := s.Frames(ctx, service.FramesInput{SessionID: session, Subscriber: "approver"}); err != nil {
+	session = res.ID
+	if _, err := s.Escalations.Frames(ctx, service.FramesInput{SessionID: session, Subscriber: "approver"}); err != nil {
 		w.t.Fatal(err)
 	}
-	res, err = s.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: "c-" + session, To: string(approvals.DangerFullAccess),
+	res2, _, err := s.Escalations.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: "c-" + session, To: string(approvals.DangerFullAccess),
 		Reason: "installs into /usr/local", Preview: "make install", NoWait: true})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return session, res.Data.(service.ApprovalView).ID, w.sqs.take()
+	return session, res2.ID, w.sqs.take()
 }
 
 func (w *world) approval(project, id string) approvals.Approval {
@@ -118,7 +118,7 @@ func TestADueApprovalMessageEndsTheQuestionTimedOutWithOneEndingFrame(t *testing
 func TestAnApprovalMessageAfterTheAnswerChangesNothing(t *testing.T) {
 	w := newWorld(t, time.Hour)
 	session, id, msg := w.ask("acme")
-	if _, err := w.svc("acme").Approve(ctx, id, "alice"); err != nil {
+	if _, _, err := w.svc("acme").Escalations.Approve(ctx, id, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	w.clock.Advance(approvals.DefaultTimeout + time.Minute)

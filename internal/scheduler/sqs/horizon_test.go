@@ -24,19 +24,19 @@ func (w *world) issueFor(project string, timeout time.Duration) (entityID string
 	old := s.SpawnTimeout
 	s.SpawnTimeout = timeout
 	defer func() { s.SpawnTimeout = old }()
-	res, err := s.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim under a %v spawn", timeout)})
+	res, err := s.Ledger.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim under a %v spawn", timeout)})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	entityID = res.Data.(service.EntityView).ID
-	if _, err := s.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: entityID, Evidence: []string{"https://example.org/a"}}); err != nil {
+	entityID = res.ID
+	if _, _, err := s.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: entityID, Evidence: []string{"https://example.org/a"}}); err != nil {
 		w.t.Fatal(err)
 	}
-	res, err = s.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: entityID})
+	res2, _, err := s.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: entityID})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return entityID, request(w.t, res), w.sqs.take()
+	return entityID, request(w.t, res2), w.sqs.take()
 }
 
 // sentFor decodes sent messages by request id, failing on anything that
@@ -75,7 +75,7 @@ func TestTheScheduledSweepSendsEachSpawnOneMessageOnceItsExpiryIsWithinFifteenMi
 	for minute := 1; minute <= 30; minute++ {
 		w.clock.Advance(time.Minute)
 		if minute == 2 {
-			if _, err := w.svc("acme").Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: entities[4], RequestID: ids[4],
+			if _, _, err := w.svc("acme").Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: entities[4], RequestID: ids[4],
 				Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +233,7 @@ func TestA24HourSpawnResolvedByItsCallbackNeverSendsAMessage(t *testing.T) {
 	w := newWorld(t, 24*time.Hour)
 	eid, req, sent := w.issue("acme")
 	w.simulate(w.clock.Now().Add(time.Hour), sent)
-	if _, err := w.svc("acme").Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: eid, RequestID: req.RequestID,
+	if _, _, err := w.svc("acme").Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: eid, RequestID: req.RequestID,
 		Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
 		t.Fatal(err)
 	}

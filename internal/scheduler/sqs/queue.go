@@ -134,11 +134,17 @@ func (q *Queue) Send(ctx context.Context, m Message) error {
 	return nil
 }
 
-// For returns the project's TimeoutScheduler: the service calls it after
-// each spawn it issues. It is also the project's
-// service.ApprovalTimeoutScheduler, which the service calls after each
-// question it asks.
-func (q *Queue) For(project string) service.TimeoutScheduler {
+// Scheduler is a project's scheduler of spawn timeouts and question
+// deadlines: a service is built with it as both its Scheduler and its
+// ApprovalScheduler.
+type Scheduler interface {
+	service.TimeoutScheduler
+	service.ApprovalTimeoutScheduler
+}
+
+// For returns the project's Scheduler: the service calls it after each
+// spawn it issues and each question it asks.
+func (q *Queue) For(project string) Scheduler {
 	return projectScheduler{q: q, project: project}
 }
 

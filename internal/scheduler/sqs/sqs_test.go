@@ -130,8 +130,8 @@ func (w *world) svc(project string) *service.Service {
 		w.t.Fatal(err)
 	}
 	w.t.Cleanup(func() { st.Close() })
-	s := &service.Service{Store: st, Now: w.clock.Now, SpawnTimeout: w.timeout, Author: "test", Scheduler: w.queue.For(project),
-		Approvals: service.Approvals{Store: st}}
+	s := service.New(service.Deps{Store: st, Confirmations: st, Clock: w.clock.Now, SpawnTimeout: w.timeout, Author: "test", Scheduler: w.queue.For(project), ApprovalScheduler: w.queue.For(project),
+		Approvals: service.Approvals{Store: st}})
 	w.services[project], w.stores[project] = s, st
 	return s
 }
@@ -291,7 +291,7 @@ func TestAMessageAfterTheCallbackChangesNothing(t *testing.T) {
 	w := newWorld(t, 90*time.Second)
 	eid, rid, msg := w.assume("acme")
 	s := w.svc("acme")
-	if _, err := s.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: eid, RequestID: rid, Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
+	if _, _, err := s.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: eid, RequestID: rid, Reason: "the cited table gives 99.97 C at 1 atm"}); err != nil {
 		t.Fatal(err)
 	}
 	w.clock.Advance(2 * time.Minute)
@@ -353,7 +353,7 @@ func TestAMessageMomentsEarlyIsWaitedOutInPlace(t *testing.T) {
 	w := newWorld(t, 800*time.Millisecond)
 	// Real time for this one: the sweeper really waits.
 	realClock := func() time.Time { return time.Now().UTC() }
-	w.queue.Now, w.svc("acme").Now = realClock, realClock
+	w.queue.Now, w.svc("acme").Clock = realClock, realClock
 	eid, _, msg := w.assume("acme")
 	start := time.Now()
 	resp := w.sweeper.HandleSQS(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})
@@ -446,10 +446,10 @@ func TestOneProjectsFailureDoesNotStopTheScheduledSweepOfTheOthers(t *testing.T)
 	}
 }
 
-func request(t *testing.T, res service.Result) spawn.Request {
+func request(t *testing.T, res service.Spawned) spawn.Request {
 	t.Helper()
 	var req spawn.Request
-	if err := json.Unmarshal(res.Data.(json.RawMessage), &req); err != nil {
+	if err := json.Unmarshal(res.Request, &req); err != nil {
 		t.Fatal(err)
 	}
 	return req

@@ -64,8 +64,8 @@ func TestTheHorizonOnTheDynamoDBStoreAndFauxqs(t *testing.T) {
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())).UTC() }
 	queue := &sqs.Queue{Client: client, URL: aws.ToString(q.QueueUrl), Now: now}
 	st := dynamo.New(standin.Client(dynEndpoint, nil), name, project)
-	svc := &service.Service{Store: st, Tokens: st, Now: now, SpawnTimeout: 24 * time.Hour, Author: "horizon", Scheduler: queue.For(project),
-		Approvals: service.Approvals{Store: st}}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Clock: now, SpawnTimeout: 24 * time.Hour, Author: "horizon", Scheduler: queue.For(project), ApprovalScheduler: queue.For(project),
+		Approvals: service.Approvals{Store: st}})
 	sweeper := &sqs.Sweeper{Queue: queue, Projects: oneProject{project, svc}}
 	counts := func() (visible, delayed int) {
 		t.Helper()
@@ -80,20 +80,20 @@ func TestTheHorizonOnTheDynamoDBStoreAndFauxqs(t *testing.T) {
 	}
 	issue := func() (string, spawn.Request) {
 		t.Helper()
-		res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim %d", time.Now().UnixNano())})
+		res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim %d", time.Now().UnixNano())})
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := res.Data.(service.EntityView).ID
-		if _, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/a"}}); err != nil {
+		id := res.ID
+		if _, _, err := svc.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id, Evidence: []string{"https://example.org/a"}}); err != nil {
 			t.Fatal(err)
 		}
-		res, err = svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+		res2, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var req spawn.Request
-		if err := json.Unmarshal(res.Data.(json.RawMessage), &req); err != nil {
+		if err := json.Unmarshal(res2.Request, &req); err != nil {
 			t.Fatal(err)
 		}
 		return id, req

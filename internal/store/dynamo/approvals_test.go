@@ -33,27 +33,27 @@ func TestApprovalConformance(t *testing.T) {
 // shared table, as one Lambda invocation would have it.
 func approvalService(project string, counter *capacity.Counter) (*service.Service, *dynamo.Store) {
 	st := dynamo.New(newClient(nil, counter), table, project)
-	return &service.Service{Store: st, Tokens: st, Author: "test", Approvals: service.Approvals{Store: st}}, st
+	return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "test", Approvals: service.Approvals{Store: st}}), st
 }
 
 // askedQuestion opens a session, reads its frames (a live subscriber) and
 // escalates without waiting: the open question's id.
 func askedQuestion(t *testing.T, svc *service.Service) (session, id string) {
 	t.Helper()
-	res, err := svc.OpenSession(ctx, service.OpenSessionInput{Tier: string(approvals.ReadOnly)})
+	res, err := svc.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: string(approvals.ReadOnly)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	session = res.Data.(service.SessionView).ID
-	if _, err := svc.Frames(ctx, service.FramesInput{SessionID: session, Subscriber: "approver"}); err != nil {
+	session = res.ID
+	if _, err := svc.Escalations.Frames(ctx, service.FramesInput{SessionID: session, Subscriber: "approver"}); err != nil {
 		t.Fatal(err)
 	}
-	res, err = svc.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: "c-17", To: string(approvals.DangerFullAccess),
+	res2, _, err := svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: "c-17", To: string(approvals.DangerFullAccess),
 		Reason: "installs into /usr/local", Preview: "make install", NoWait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return session, res.Data.(service.ApprovalView).ID
+	return session, res2.ID
 }
 
 // Many approvers answer one request at once, each through its own client:
@@ -68,7 +68,7 @@ func TestManyApproversAnsweringOneRequestExactlyOneWins(t *testing.T) {
 
 	const n = 24
 	answers := []any{"approve", "refuse", "yes", "no", "maybe", true}
-	results := make([]service.Result, n)
+	results := make([]service.Decided, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -78,7 +78,7 @@ func TestManyApproversAnsweringOneRequestExactlyOneWins(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			results[i], errs[i] = other.AnswerApproval(ctx, service.AnswerInput{ApprovalID: id, Answer: answers[i%len(answers)], By: fmt.Sprintf("approver-%d", i)})
+			results[i], _, errs[i] = other.Escalations.Answer(ctx, service.AnswerInput{ApprovalID: id, Answer: answers[i%len(answers)], By: fmt.Sprintf("approver-%d", i)})
 		}()
 	}
 	close(start)
@@ -88,14 +88,14 @@ func TestManyApproversAnsweringOneRequestExactlyOneWins(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("answer %d: %v", i, errs[i])
 		}
-		v := results[i].Data.(service.ApprovalView)
+		v := results[i].View
 		switch {
 		case *v.Applied && winner >= 0:
 			t.Fatalf("answers %d and %d both applied", winner, i)
 		case *v.Applied:
 			winner = i
 		case !hasWarning(results[i], "approval-already-resolved"):
-			t.Fatalf("answer %d lost without being told: %+v", i, results[i].Warnings)
+			t.Fatalf("answer %d lost without being told: %+v", i, results[i].Note)
 		}
 	}
 	if winner < 0 {
@@ -110,7 +110,7 @@ func TestManyApproversAnsweringOneRequestExactlyOneWins(t *testing.T) {
 		t.Fatalf("stored %s by %s (announced %v); the winner, approver-%d, said %s", got.Verdict, got.AnsweredBy, got.Announced, winner, want)
 	}
 	for i := range n {
-		if v := results[i].Data.(service.ApprovalView); v.Verdict != want {
+		if v := results[i].View; v.Verdict != want {
 			t.Fatalf("answer %d was told %s, the recorded verdict is %s", i, v.Verdict, want)
 		}
 	}
@@ -121,18 +121,13 @@ func TestManyApproversAnsweringOneRequestExactlyOneWins(t *testing.T) {
 	if len(frames) != 2 || frames[1].Kind != approvals.FrameResolved || frames[1].Verdict != want || frames[1].Cursor != 2 {
 		t.Fatalf("frames %+v: want the question and exactly one ending", frames)
 	}
-	if rep, err := svc.ApprovalAudit(ctx); err != nil || !rep.OK() {
+	if rep, err := svc.Escalations.Audit(ctx); err != nil || !rep.OK() {
 		t.Fatalf("audit: %+v %v", rep, err)
 	}
 }
 
-func hasWarning(r service.Result, code envelope.WarningCode) bool {
-	for _, w := range r.Warnings {
-		if w.Code == code {
-			return true
-		}
-	}
-	return false
+func hasWarning(r service.Decided, code envelope.WarningCode) bool {
+	return r.Note != nil && r.Note.Code == code
 }
 
 // The deadline sweep reads the index range of due questions, and the

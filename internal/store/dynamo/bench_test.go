@@ -44,12 +44,12 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 			counter := newCounter()
 			st := dynamo.New(newClient(nil, counter), table, "bench-"+randomName())
 			now := t0
-			svc := &service.Service{Store: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench", Now: func() time.Time { return now }}
-			res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
+			svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench", Clock: func() time.Time { return now }})
+			res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
 			if err != nil {
 				b.Fatal(err)
 			}
-			id := res.Data.(service.EntityView).ID
+			id := res.ID
 			if _, err := st.CreateProjectSecret(ctx); err != nil { // as the operator does; cached per process
 				b.Fatal(err)
 			}
@@ -57,15 +57,15 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				now = now.Add(time.Second)
-				r, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
+				r, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id, Mode: spawn.ModeHarness})
 				if err != nil {
 					b.Fatal(err)
 				}
 				rid := requestOf(b, r).RequestID
 				if path == "callback" {
-					out, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
+					out, _, err := svc.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 						Evidence: []string{"https://example.org/boiling"}, RequestID: rid})
-					if err != nil || out.Data.(service.EntityView).Resolution == nil {
+					if err != nil || out.Resolution == nil {
 						b.Fatalf("callback: %v", err)
 					}
 					continue
@@ -82,9 +82,9 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 	}
 }
 
-func requestOf(b *testing.B, r service.Result) spawn.Request {
+func requestOf(b *testing.B, r service.Spawned) spawn.Request {
 	var req spawn.Request
-	if err := json.Unmarshal(r.Data.(json.RawMessage), &req); err != nil {
+	if err := json.Unmarshal(r.Request, &req); err != nil {
 		b.Fatal(err)
 	}
 	return req
@@ -133,7 +133,7 @@ func BenchmarkSweep(b *testing.B) {
 			counter := newCounter()
 			st := dynamo.New(newClient(nil, counter), tbl, "sweep")
 			now := t0
-			svc := &service.Service{Store: st, Now: func() time.Time { return now }}
+			svc := service.New(service.Deps{Store: st, Confirmations: st, Clock: func() time.Time { return now }})
 			var total capacity.Usage
 			index := 0.0
 			b.StopTimer()
@@ -235,13 +235,13 @@ func BenchmarkApprovalLifecycle(b *testing.B) {
 			counter := newCounter()
 			st := dynamo.New(newClient(nil, counter), table, "bench-"+randomName())
 			now := t0
-			svc := &service.Service{Store: st, Tokens: st, Author: "bench", Now: func() time.Time { return now },
-				Approvals: service.Approvals{Store: st, Lease: 1000 * time.Hour}}
-			res, err := svc.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
+			svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "bench", Clock: func() time.Time { return now },
+				Approvals: service.Approvals{Store: st, Lease: 1000 * time.Hour}})
+			res, err := svc.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
 			if err != nil {
 				b.Fatal(err)
 			}
-			session := res.Data.(service.SessionView).ID
+			session := res.ID
 			if err := st.TouchSubscriber(ctx, session, "approver", now.Add(100*time.Hour)); err != nil {
 				b.Fatal(err)
 			}
@@ -249,14 +249,14 @@ func BenchmarkApprovalLifecycle(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				now = now.Add(time.Second)
-				r, err := svc.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: fmt.Sprintf("c-%d", i), To: "workspace-write",
+				r, _, err := svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: session, CallID: fmt.Sprintf("c-%d", i), To: "workspace-write",
 					Reason: "writes the build directory", Preview: "make", NoWait: true})
 				if err != nil {
 					b.Fatal(err)
 				}
-				id := r.Data.(service.ApprovalView).ID
+				id := r.ID
 				if path == "approved" {
-					if _, err := svc.Approve(ctx, id, "approver"); err != nil {
+					if _, _, err := svc.Escalations.Approve(ctx, id, "approver"); err != nil {
 						b.Fatal(err)
 					}
 					continue

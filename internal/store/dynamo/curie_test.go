@@ -21,15 +21,15 @@ import (
 func TestConcurrentDefinesOfOneCurieLeaveOneTerm(t *testing.T) {
 	st := newStore(t)
 	const n = 8
-	svc := &service.Service{Store: storetest.Rendezvous(st, n), Now: func() time.Time { return t0 }, Author: "racer"}
+	svc := service.New(service.Deps{Store: storetest.Rendezvous(st, n), Clock: func() time.Time { return t0 }, Author: "racer"})
 	var wg sync.WaitGroup
-	results := make([]service.Result, n)
+	results := make([]service.EntityView, n)
 	fails := make([]error, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], fails[i] = svc.Define(ctx, "ex:Widget", "a widget")
+			results[i], fails[i] = svc.Ledger.Define(ctx, "ex:Widget", "a widget")
 		}()
 	}
 	wg.Wait()
@@ -45,7 +45,7 @@ func TestConcurrentDefinesOfOneCurieLeaveOneTerm(t *testing.T) {
 	for i, err := range fails {
 		if err == nil {
 			won++
-			if got := results[i].Data.(service.EntityView).ID; got != winner {
+			if got := results[i].ID; got != winner {
 				t.Errorf("define %d answered %s, stored is %s", i, got, winner)
 			}
 			continue

@@ -17,20 +17,20 @@ import (
 func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 	s := newStore(t)
 	now := t0
-	svc := &service.Service{Store: s, Tokens: s, SpawnTimeout: time.Hour, Now: func() time.Time { return now }}
-	res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "exactly one resolver"})
+	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Clock: func() time.Time { return now }})
+	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "exactly one resolver"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := res.Data.(service.EntityView).ID
-	r, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
+	id := res.ID
+	r, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var req spawn.Request
-	json.Unmarshal(r.Data.(json.RawMessage), &req)
+	json.Unmarshal(r.Request, &req)
 
-	late := &service.Service{Store: s, Tokens: s, SpawnTimeout: time.Hour, Now: func() time.Time { return now.Add(2 * time.Hour) }}
+	late := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Clock: func() time.Time { return now.Add(2 * time.Hour) }})
 	const n = 16
 	var applied, timedOut atomic.Int32
 	var wg sync.WaitGroup
@@ -39,13 +39,13 @@ func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			if i%2 == 0 {
-				out, err := late.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
+				out, _, err := late.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
 					Evidence: []string{"https://example.org/e"}, RequestID: req.RequestID})
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				if v, ok := out.Data.(service.EntityView); ok && v.Resolution != nil && v.Resolution.Applied {
+				if v := out; v.Resolution != nil && v.Resolution.Applied {
 					applied.Add(1)
 				}
 				return

@@ -21,6 +21,7 @@ import (
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/dynamo"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 // faults is an http.RoundTripper in front of the test server. For the
@@ -193,23 +194,23 @@ func TestALostCallbackResponseDoesNotTurnTheWinnerIntoADuplicate(t *testing.T) {
 	f := &faults{op: "TransactWriteItems"}
 	s := faultyStore(t, f)
 	now := t0
-	svc := &service.Service{Store: s, Tokens: s, Now: func() time.Time { return now }, SpawnTimeout: time.Hour}
-	res, err := svc.Conclude(ctx, service.ConcludeInput{Statement: "the retry is safe"})
+	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, Clock: func() time.Time { return now }, SpawnTimeout: time.Hour})
+	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "the retry is safe"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := res.Data.(service.EntityView).ID
-	r, err := svc.RequestSpawn(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
+	id := res.ID
+	r, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var req spawn.Request
-	json.Unmarshal(r.Data.(json.RawMessage), &req)
+	json.Unmarshal(r.Request, &req)
 	f.mu.Lock()
 	f.dropOnSuccess = 1
 	f.mu.Unlock()
-	out, err := svc.Transition(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: id,
-		Evidence: []string{"https://example.org/evidence"}, RequestID: req.RequestID})
+	out, err := tools.Call(ctx, svc, "dismiss", map[string]any{"id": id,
+		"evidence": []string{"https://example.org/evidence"}, "request_id": req.RequestID})
 	if err != nil {
 		t.Fatal(err)
 	}

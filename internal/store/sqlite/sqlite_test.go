@@ -117,14 +117,14 @@ func TestADatabaseMadeBeforeTheCurieKeyIsMigratedKeepingTheOldestTerm(t *testing
 		t.Fatal(err)
 	}
 	defer s.Close()
-	svc := &service.Service{Store: s}
+	svc := service.New(service.Deps{Store: s, Confirmations: s})
 	for curie, holder := range map[string]string{"ex:Widget": older.ID, "ex:Gadget": gadget.ID} {
-		_, err := svc.Define(ctx, curie, "defined again")
+		_, err := svc.Ledger.Define(ctx, curie, "defined again")
 		if e := errs.As(err); e.Code != errs.AlreadyExists || e.EntityID != holder {
 			t.Fatalf("define %s: %v, want already-exists on %s", curie, err, holder)
 		}
 	}
-	if _, err := svc.Define(ctx, "ex:Sprocket", "a new term"); err != nil {
+	if _, err := svc.Ledger.Define(ctx, "ex:Sprocket", "a new term"); err != nil {
 		t.Fatal(err)
 	}
 	var version int
@@ -180,7 +180,7 @@ func TestConcurrentFirstCommitsMigrateOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, fails[i] = (&service.Service{Store: s}).Define(ctx, fmt.Sprintf("ex:Part%d", i), "a part")
+			_, fails[i] = (service.New(service.Deps{Store: s, Confirmations: s})).Ledger.Define(ctx, fmt.Sprintf("ex:Part%d", i), "a part")
 		}()
 	}
 	wg.Wait()

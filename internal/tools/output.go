@@ -1,0 +1,285 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
+)
+
+// Output is what a tool call returns to its transport: the envelope's
+// kind, data, warnings and hints. The service returns typed results; the
+// run functions of this package build an Output from them, so that kinds,
+// hints and the commands they suggest are written in one place for every
+// transport.
+type Output struct {
+	Kind     string
+	Data     any
+	Warnings []envelope.Warning
+	Hints    []string
+	// trailingWarnings and trailingHints count the tool's own warnings and
+	// hints that follow those of a sweep run after the call (sweepAfter,
+	// sweepAgain); zero puts the sweep's last.
+	trailingWarnings, trailingHints int
+	// sweepAgain asks for one more sweep after a call that swept first: a
+	// direct-mode spawn, whose in-process callback sweeps like a callback.
+	sweepAgain bool
+}
+
+// sweepOrder is when the sweep-first policy runs a tool's sweep.
+type sweepOrder int
+
+const (
+	noSweep sweepOrder = iota
+	// sweepBefore: the sweep runs first; its warnings and hints lead.
+	sweepBefore
+	// sweepAfter: the call resolves its own request (or answers its own
+	// question) before the sweep runs, so that a late callback or answer
+	// whose request has no committed resolver still applies; the sweep's
+	// warnings and hints follow the call's.
+	sweepAfter
+)
+
+// always is the sweep policy of a tool that sweeps first whatever its
+// arguments.
+func always(Args) sweepOrder { return sweepBefore }
+
+// afterCallback is the policy of the ledger verbs: a callback (a request
+// id given) sweeps after itself, every other call first.
+func afterCallback(a Args) sweepOrder {
+	if a.Str("request_id") != "" {
+		return sweepAfter
+	}
+	return sweepBefore
+}
+
+// call executes a validated call under the tool's cross-cutting policy: its
+// argument check, its need for the approvals port, and the sweep every
+// invocation of a sweeping tool runs (expired spawns resolved by timeout,
+// due questions ended). The sweep never fails the call; its failure is a
+// warning.
+func (t *Tool) call(ctx context.Context, s *service.Service, a Args) (Output, error) {
+	if t.check != nil {
+		if err := t.check(a); err != nil {
+			return Output{}, err
+		}
+	}
+	if t.approvals {
+		if err := s.CheckApprovals(); err != nil {
+			return Output{}, err
+		}
+	}
+	order := noSweep
+	if t.sweep != nil {
+		order = t.sweep(a)
+	}
+	switch order {
+	case sweepBefore:
+		w, h := sweep(ctx, s)
+		out, err := t.run(ctx, s, a)
+		out.Warnings = append(w, out.Warnings...)
+		out.Hints = append(h, out.Hints...)
+		if err == nil && out.sweepAgain {
+			out.mergeAfter(sweep(ctx, s))
+		}
+		return out, err
+	case sweepAfter:
+		out, err := t.run(ctx, s, a)
+		out.mergeAfter(sweep(ctx, s))
+		return out, err
+	}
+	return t.run(ctx, s, a)
+}
+
+func (o *Output) mergeAfter(w []envelope.Warning, h []string) {
+	o.Warnings = insert(o.Warnings, len(o.Warnings)-o.trailingWarnings, w)
+	o.Hints = insert(o.Hints, len(o.Hints)-o.trailingHints, h)
+}
+
+func insert[T any](s []T, at int, more []T) []T {
+	if len(more) == 0 {
+		return s
+	}
+	out := make([]T, 0, len(s)+len(more))
+	out = append(out, s[:at]...)
+	out = append(out, more...)
+	return append(out, s[at:]...)
+}
+
+// sweep is the sweep a tool call runs, as warnings and hints.
+func sweep(ctx context.Context, s *service.Service) ([]envelope.Warning, []string) {
+	var warns []envelope.Warning
+	var hints []string
+	rep, err := s.Sweep(ctx, service.SweepBatch)
+	if err != nil {
+		return append(warns, envelope.Warning{Code: envelope.WarnSweepFailed, Message: errs.As(err).Message}), nil
+	}
+	for _, t := range rep.TimedOut {
+		h := t.RequestID + " timed out (" + string(t.Outcome) + ")"
+		if t.EntityID != "" {
+			h += "; " + t.EntityID + " is " + string(t.Status) + " — run dont assume " + t.EntityID + " for a new round"
+		}
+		hints = append(hints, h)
+	}
+	for _, t := range rep.Lost {
+		warns = append(warns, envelope.Warning{Code: envelope.WarnSpawnDuplicate, RequestID: t.RequestID, Outcome: string(t.Outcome),
+			Message: "the sweep found " + t.RequestID + " already resolved (" + string(t.Outcome) + "); the timeout changed nothing"})
+	}
+	return warns, hints
+}
+
+// The presentation of each typed result.
+
+func entity(v service.EntityView, warns []envelope.Warning, err error) (Output, error) {
+	return Output{Kind: string(v.Kind), Data: v, Warnings: warns}, err
+}
+
+func concluded(v service.EntityView, err error) (Output, error) {
+	out := Output{Kind: string(v.Kind), Data: v}
+	if err == nil {
+		out.Hints = []string{"dont assume " + v.ID + " --json  # ask a clean-context subagent to verify it"}
+	}
+	return out, err
+}
+
+func issued(sp service.IssuedSpawn, err error) (Output, error) {
+	if err != nil {
+		return Output{}, err
+	}
+	state := sp.Spawn.ID + " is " + string(sp.Spawn.State)
+	if sp.Spawn.Outcome != "" {
+		state += " (" + string(sp.Spawn.Outcome) + ")"
+	}
+	if sp.Spawn.State == spawn.Pending {
+		state += "; it expires at " + sp.Spawn.ExpiresAt.Format(time.RFC3339Nano)
+	}
+	return Output{Kind: envelope.KindSpawnRequest, Data: sp.Request, Hints: []string{state}}, nil
+}
+
+func answered(a service.Answered, warns []envelope.Warning, err error) (Output, error) {
+	if err != nil {
+		return Output{Warnings: warns}, err
+	}
+	if a.Claim == nil {
+		return Output{Kind: envelope.KindSpawn, Data: a, Warnings: warns}, nil
+	}
+	return Output{Kind: envelope.KindAnswer, Data: a, Warnings: warns,
+		Hints: []string{"dont assume " + a.Claim.ID + " --json  # verify the top answer"}}, nil
+}
+
+func spawned(sp service.Spawned, warns []envelope.Warning, err error) (Output, error) {
+	switch {
+	case err != nil:
+		return Output{Warnings: warns}, err
+	case sp.Verdict != nil:
+		out, _ := entity(*sp.Verdict, warns, nil)
+		out.Hints = []string{"dont show " + sp.Verdict.ID + " --history  # the " + sp.Provider + " verdict is on the " + string(sp.Event) + " event"}
+		out.sweepAgain, out.trailingHints = true, 1
+		return out, nil
+	case sp.Answered != nil:
+		out, err := answered(*sp.Answered, warns, nil)
+		out.sweepAgain = true
+		return out, err
+	}
+	return Output{Kind: envelope.KindSpawnRequest, Data: sp.Request, Warnings: warns}, nil
+}
+
+func session(v service.SessionView, err error) (Output, error) {
+	return Output{Kind: envelope.KindSession, Data: v}, err
+}
+
+func opened(v service.SessionView, err error) (Output, error) {
+	out, err := session(v, err)
+	if err == nil {
+		out.Hints = []string{
+			"dont approvals watch --session " + v.ID + "  # in another terminal: a person answers escalations here",
+			"dont escalate --session " + v.ID + " --call <call-id> --to <tier> --reason \"…\" -- <command>  # ask for one wider tier for one call"}
+	}
+	return out, err
+}
+
+// escalated is an escalation's result: a question asked without waiting,
+// or the grant of one that ended approved (every other ending is an error).
+func escalated(v service.ApprovalView, warns []envelope.Warning, err error) (Output, error) {
+	switch {
+	case err != nil:
+		return Output{Warnings: warns}, err
+	case v.GrantedTier != "":
+		return Output{Kind: envelope.KindEscalation, Data: v, Warnings: warns,
+			Hints: []string{"run call " + v.CallID + " at " + string(v.GrantedTier) + "; the session stays at its default tier for every other call"}}, nil
+	case v.State == approvals.Pending:
+		return Output{Kind: envelope.KindApproval, Data: v, Warnings: warns,
+			Hints: []string{"dont approvals wait " + v.ID + "  # blocks until the verdict: exit 0 with the granted tier, 1 otherwise"}}, nil
+	}
+	return Output{Kind: envelope.KindApproval, Data: v, Warnings: warns}, nil
+}
+
+// decided places the note after the warnings of the sweep the answer runs
+// after itself: settling's warnings, the sweep's, then the note.
+func decided(d service.Decided, warns []envelope.Warning, err error) (Output, error) {
+	if err != nil {
+		return Output{Warnings: warns}, err
+	}
+	out := Output{Kind: envelope.KindApproval, Data: d.View, Warnings: warns}
+	if d.Note != nil {
+		out.Warnings = append(out.Warnings, *d.Note)
+		out.trailingWarnings = 1
+	}
+	return out, nil
+}
+
+func approval(v service.ApprovalView, err error) (Output, error) {
+	return Output{Kind: envelope.KindApproval, Data: v}, err
+}
+
+func audited(rep approvals.AuditReport, err error) (Output, error) {
+	if err != nil {
+		return Output{}, err
+	}
+	return Output{Kind: envelope.KindApprovalsAudit, Data: rep,
+		Hints: []string{fmt.Sprintf("checked %d requests (%d questions) and %d frames in %d sessions: every question has exactly one ending frame", rep.Requests, rep.Questions, rep.Frames, rep.Sessions)}}, nil
+}
+
+func token(v service.TokenView, err error) (Output, error) {
+	return Output{Kind: envelope.KindToken, Data: v}, err
+}
+
+// CreatedToken is the output of tokens.create, for a caller that creates
+// a token without a tool call (the operator event of the API function).
+func CreatedToken(v service.TokenView, err error) (Output, error) {
+	out, err := token(v, err)
+	if err == nil {
+		out.Hints = []string{"the token is shown once; store it now (export DONT_TOKEN=…)"}
+	}
+	return out, err
+}
+
+func held(v service.HeldView, err error) (Output, error) {
+	if err != nil {
+		return Output{}, err
+	}
+	return Output{Kind: envelope.KindConfirmation, Data: v, Hints: []string{
+		"nothing ran yet: " + v.Tool + " needs confirmation; an approver runs it once with: dont confirmations confirm " + v.ID,
+		"or drops it with: dont confirmations refuse " + v.ID + " (it expires at " + v.ExpiresAt.Format(time.RFC3339) + ")",
+	}}, nil
+}
+
+func confirmation(v service.ConfirmationView, err error) (Output, error) {
+	return Output{Kind: envelope.KindConfirmation, Data: v}, err
+}
+
+// data is the presentation of a result that needs no hint.
+func data[T any](kind string) func(T, error) (Output, error) {
+	return func(v T, err error) (Output, error) { return Output{Kind: kind, Data: v}, err }
+}
+
+func withWarnings[T any](kind string) func(T, []envelope.Warning, error) (Output, error) {
+	return func(v T, w []envelope.Warning, err error) (Output, error) {
+		return Output{Kind: kind, Data: v, Warnings: w}, err
+	}
+}
