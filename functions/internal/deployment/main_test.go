@@ -2,17 +2,14 @@ package deployment_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
-	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
 	"net/http"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
+
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/dont-cli/dont/internal/standin"
 	"github.com/dont-cli/dont/internal/store/dynamo"
@@ -30,21 +27,16 @@ var (
 	t0  = time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 
 	serverOnce sync.Once
+	db         *standin.Table
 	endpoint   string
 	table      string
-	noServer   string // why there is no server, if there is none
-	stop       = func() {}
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if table != "" {
-		newClient(nil, nil).DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	if db != nil {
+		db.Close()
 	}
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		t.CloseIdleConnections()
-	}
-	stop()
 	os.Exit(code)
 }
 
@@ -53,36 +45,13 @@ func TestMain(m *testing.M) {
 func needServer(t testing.TB) {
 	t.Helper()
 	serverOnce.Do(func() {
-		var err error
-		var halt func()
-		if endpoint, halt, err = standin.Dynamo(); err != nil {
-			noServer = err.Error()
-			return
-		}
-		stop = halt
-		name := "dont-test-" + randomName()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		if err := dynamo.CreateTable(ctx, newClient(nil, nil), name); err != nil {
-			noServer = fmt.Sprintf("create table: %v", err)
-			return
-		}
-		table = name
+		db = standin.OpenTable("dont-test", dynamo.CreateTable)
+		endpoint, table = db.Endpoint, db.Name
 	})
-	if noServer == "" {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true and no DynamoDB-compatible server: %s", noServer)
-	}
-	t.Skipf("no DynamoDB-compatible server (set DONT_DYNAMO_ENDPOINT or make localstack/dynamostandin buildable): %s", noServer)
+	db.Require(t)
 }
 
-func randomName() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+func randomName() string { return standin.RandomName() }
 
 // newClient is a DynamoDB client for the test server, through transport
 // (nil: the default) and with counter's middleware (optional).
