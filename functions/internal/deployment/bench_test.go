@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
 	"net/http"
 	"net/http/httptest"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -51,7 +48,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 				"request_id": req["request_id"]}, "Idempotency-Key", fmt.Sprintf("d-%d", i))
 		}
 		b.StopTimer()
-		report(b, counter, "lifecycle")
+		counter.Report(b, "lifecycle")
 	})
 }
 
@@ -76,23 +73,4 @@ func post(b *testing.B, base, token, tool string, args map[string]any, header ..
 		b.Fatalf("%s: %d %v", tool, resp.StatusCode, env.Data)
 	}
 	return env.Data
-}
-
-// report divides the counter's totals by b.N and logs the breakdown by operation.
-func report(b *testing.B, c *capacity.Counter, per string) {
-	n := float64(b.N)
-	t := c.Total()
-	b.ReportMetric(t.WriteUnits/n, "WRU/"+per)
-	b.ReportMetric(t.IndexWriteUnits/n, "indexWRU/"+per)
-	b.ReportMetric(t.ReadUnits/n, "RRU/"+per)
-	b.ReportMetric(float64(t.ItemsWritten)/n, "items-written/"+per)
-	b.ReportMetric(float64(t.ItemsRead)/n, "items-read/"+per)
-	b.ReportMetric(float64(t.Requests)/n, "requests/"+per)
-	var lines []string
-	for op, u := range c.Usage() {
-		lines = append(lines, fmt.Sprintf("  %-20s requests %6.2f  items read %8.2f  written %5.2f  RRU %8.2f  WRU %5.2f (index %4.2f)  estimated %d/%d",
-			op, float64(u.Requests)/n, float64(u.ItemsRead)/n, float64(u.ItemsWritten)/n, u.ReadUnits/n, u.WriteUnits/n, u.IndexWriteUnits/n, u.Estimated, u.Requests))
-	}
-	sort.Strings(lines)
-	b.Logf("per %s (b.N=%d):\n%s", per, b.N, strings.Join(lines, "\n"))
 }

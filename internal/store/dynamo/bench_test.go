@@ -3,8 +3,6 @@ package dynamo_test
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,7 +75,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			report(b, counter, "lifecycle")
+			counter.Report(b, "lifecycle")
 		})
 	}
 }
@@ -88,28 +86,6 @@ func requestOf(b *testing.B, r service.Spawned) spawn.Request {
 		b.Fatal(err)
 	}
 	return req
-}
-
-// report divides the counter's totals by b.N and logs the breakdown by operation.
-func report(b *testing.B, c *capacity.Counter, per string) {
-	if err := c.Err(); err != nil {
-		b.Fatalf("the counter could not read what the writes replaced: %v", err)
-	}
-	n := float64(b.N)
-	t := c.Total()
-	b.ReportMetric(t.WriteUnits/n, "WRU/"+per)
-	b.ReportMetric(t.IndexWriteUnits/n, "indexWRU/"+per)
-	b.ReportMetric(t.ReadUnits/n, "RRU/"+per)
-	b.ReportMetric(float64(t.ItemsWritten)/n, "items-written/"+per)
-	b.ReportMetric(float64(t.ItemsRead)/n, "items-read/"+per)
-	b.ReportMetric(float64(t.Requests)/n, "requests/"+per)
-	var lines []string
-	for op, u := range c.Usage() {
-		lines = append(lines, fmt.Sprintf("  %-20s requests %6.2f  items read %8.2f  written %5.2f  RRU %8.2f  WRU %5.2f (index %4.2f)  estimated %d/%d",
-			op, float64(u.Requests)/n, float64(u.ItemsRead)/n, float64(u.ItemsWritten)/n, u.ReadUnits/n, u.WriteUnits/n, u.IndexWriteUnits/n, u.Estimated, u.Requests))
-	}
-	sort.Strings(lines)
-	b.Logf("per %s (b.N=%d):\n%s", per, b.N, strings.Join(lines, "\n"))
 }
 
 // BenchmarkSweep measures one bounded sweep (the scheduled backstop: up
@@ -267,7 +243,7 @@ func BenchmarkApprovalLifecycle(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			report(b, counter, "question")
+			counter.Report(b, "question")
 		})
 	}
 }
