@@ -202,8 +202,8 @@ func (s *Ledger) Define(ctx context.Context, curie, doc string) (EntityView, err
 		if err := s.curieFree(ctx, curie); err != nil {
 			return res, err
 		}
-		return res, errs.E(errs.AlreadyExists, "term "+curie+" is already defined",
-			errs.Step{Command: "dont list --json", Description: "find the term that holds it"}).Wrap(err)
+		return res, errs.E(errs.AlreadyExists, "term "+curie+" is already defined").
+			Unmet("a CURIE names at most one term").Wrap(err)
 	}
 	if err != nil {
 		return res, storeErr(err)
@@ -220,8 +220,7 @@ func (s *core) curieFree(ctx context.Context, curie string) error {
 	}
 	for _, t := range terms {
 		if t.Curie == curie {
-			return errs.E(errs.AlreadyExists, "term "+curie+" is already defined as "+t.ID,
-				errs.Step{Command: "dont show " + t.ID, Description: "see the existing definition"}).On(t.ID)
+			return errs.E(errs.AlreadyExists, "term "+curie+" is already defined as "+t.ID).On(t.ID)
 		}
 	}
 	return nil
