@@ -268,6 +268,39 @@ func TestDomainPackagesWriteNoRemediation(t *testing.T) {
 	}
 }
 
+// The service's messages and warnings may name entities but not commands:
+// what to run is the presentation's (internal/present's table for errors,
+// internal/tools' output builders for hints and warnings).
+func TestServiceWritesNoCommands(t *testing.T) {
+	root, _ := tracked(t)
+	matches, err := filepath.Glob(filepath.Join(root, "internal/service", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range matches {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			v, err := strconv.Unquote(lit.Value)
+			if err == nil && (strings.HasPrefix(v, "dont ") || strings.Contains(v, "run dont ")) {
+				rel, _ := filepath.Rel(root, path)
+				t.Errorf("%s:%d writes a command %q: presentation says what to run", filepath.ToSlash(rel), fset.Position(lit.Pos()).Line, v)
+			}
+			return true
+		})
+	}
+}
+
 func allowed(module, dir, imp string) bool {
 	first, _, _ := strings.Cut(imp, "/")
 	if !strings.Contains(first, ".") {

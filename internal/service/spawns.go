@@ -270,7 +270,7 @@ func loserWarning(sp spawn.Spawn) envelope.Warning {
 	}
 	if sp.Outcome == spawn.TimeoutRestored {
 		return envelope.Warning{Code: envelope.WarnSpawnLostToTimeout, RequestID: sp.ID, Outcome: string(sp.Outcome),
-			Message: sp.ID + " had already timed out (timeout-restored" + when + "); nothing was changed — run dont assume again for a new round"}
+			Message: sp.ID + " had already timed out (timeout-restored" + when + "); nothing was changed"}
 	}
 	return envelope.Warning{Code: envelope.WarnSpawnDuplicate, RequestID: sp.ID, Outcome: string(sp.Outcome),
 		Message: sp.ID + " was already resolved (" + string(sp.Outcome) + when + "); this duplicate changed nothing"}
