@@ -51,6 +51,10 @@ type Deps struct {
 	Log          *slog.Logger
 	// Settings keeps a shared store's per-project settings (operator actions).
 	Settings SettingsStore
+	// Project names the project this service's data is kept under in a
+	// store shared by many projects (DynamoDB); "" for a store of one
+	// project. Callback tokens and the operator's settings view name it.
+	Project string
 }
 
 // Service is the one service every front end calls, split by domain over

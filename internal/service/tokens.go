@@ -220,11 +220,8 @@ func (s *core) publicRequest(ctx context.Context, req spawn.Request) (json.RawMe
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		project := ""
-		if shared, ok := s.Tokens.(interface{ Project() string }); ok {
-			project = shared.Project() // a store shared by many projects: the token names its own
-		}
-		req.Callback.Token = auth.CallbackTokenOf(secret, project, req.RequestID)
+		// In a store shared by many projects the token names its own.
+		req.Callback.Token = auth.CallbackTokenOf(secret, s.Project, req.RequestID)
 	}
 	b, err := envelope.MarshalData(req)
 	if err != nil {
