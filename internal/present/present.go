@@ -296,8 +296,9 @@ func Status(err error) int {
 }
 
 // Remediation is what the caller of e can run next: e's own override if it
-// carries one, else its code's default (refined by its first unmet
-// clause), with <id> filled from e's entity. It is never empty.
+// carries one (only a transport gives one), else its code's default
+// refined by its first unmet clause or its kind, with <id> filled from e's
+// entity and <key> from its Args. It is never empty.
 func Remediation(e *errs.Error) []errs.Step {
 	src := e.Remediation
 	if len(src) == 0 {

@@ -109,7 +109,7 @@ func TestInvalidTransitionsRemediateByTheUnmetClause(t *testing.T) {
 	}
 }
 
-// An override the service or a transport gives wins over the default, and
+// An override a transport gives wins over the default, and
 // <id> is filled in it too.
 func TestAnOverrideWinsAndNamesTheEntity(t *testing.T) {
 	e := errs.E(errs.NotFound, "x", errs.Step{Command: "dont approvals wait <id>", Description: "wait again"}).On("apr:1")
