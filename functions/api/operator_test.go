@@ -30,7 +30,7 @@ func (o *oneProject) Project(name string) httpapi.Project {
 	o.names = append(o.names, name)
 	p := o.p
 	if p.Service == nil {
-		p.Service = service.New(service.Deps{Settings: projectSettings{o, name}})
+		p.Service = service.New(service.Deps{Settings: projectSettings{o, name}, Project: name})
 	}
 	return p
 }

@@ -7,14 +7,21 @@
 // exit code, HTTP status and default remediation, and every transport reads
 // it. Nothing registers codes at init.
 //
-// Remediation is the presentation table's, with <id> filled from the
-// error's entity. An Error may carry an explicit override (Remediation, the
-// steps given to E) when the next step depends on the call itself — a
-// request id, a command path, a cursor — and only the service and the
-// transports set one; the domain packages (ledger, spawn, approvals,
-// confirm, auth) never write CLI syntax (internal/repocheck keeps them so).
-// An error decoded from another process's envelope keeps the remediation
-// that process presented.
+// Remediation is the presentation table's. A row may refine its default by
+// the error's first unmet clause or by the kind of what it concerns, so the
+// layer that returns an error says which rule refused (Unmet) and what it
+// concerns (On, and Args) — never what to run. Args is data, not text to
+// show: named values of the call (a request id, a session, a cursor) that
+// the table's placeholders name; internal/present fills <id> from the
+// entity and <key> from Args["key"]. Args["kind"], when set, is the kind of
+// what the error concerns where the entity's id does not say it (the spawn
+// kind of a guess, which has no entity).
+//
+// Only the transports may still carry an explicit override (Remediation,
+// the steps given to E), for a step that depends on how they were called;
+// the service and the domain packages never write CLI syntax
+// (internal/repocheck keeps them so). An error decoded from another
+// process's envelope keeps the remediation that process presented.
 package errs
 
 import (
@@ -40,6 +47,9 @@ type Error struct {
 	// Remediation overrides the code's default remediation; empty means the
 	// default (internal/present). See the package comment for who sets it.
 	Remediation []Step `json:"remediation"`
+	// Args are named values of the call that presentation may fill into
+	// placeholders; data, never shown as is. See the package comment.
+	Args map[string]string `json:"-"`
 	// Op is the operation that failed ("spawn.resolve", "tools.lock"); it is
 	// for logs and is never shown to callers.
 	Op string `json:"-"`
@@ -61,7 +71,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // E builds an error. Steps, if any, override the code's default
-// remediation; only the service and the transports give them.
+// remediation; only the transports give them.
 func E(code Code, msg string, steps ...Step) *Error {
 	return &Error{Code: code, Message: msg, UnmetClauses: []string{}, Remediation: steps}
 }
@@ -70,6 +80,15 @@ func E(code Code, msg string, steps ...Step) *Error {
 // filled in with it when the error is presented.
 func (e *Error) On(entityID string) *Error {
 	e.EntityID = entityID
+	return e
+}
+
+// With records a named value of the call (see Args).
+func (e *Error) With(key, value string) *Error {
+	if e.Args == nil {
+		e.Args = map[string]string{}
+	}
+	e.Args[key] = value
 	return e
 }
 

@@ -109,7 +109,7 @@ func TestInvalidTransitionsRemediateByTheUnmetClause(t *testing.T) {
 	}
 }
 
-// An override the service or a transport gives wins over the default, and
+// An override a transport gives wins over the default, and
 // <id> is filled in it too.
 func TestAnOverrideWinsAndNamesTheEntity(t *testing.T) {
 	e := errs.E(errs.NotFound, "x", errs.Step{Command: "dont approvals wait <id>", Description: "wait again"}).On("apr:1")
@@ -298,4 +298,44 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// A row refines its default by the first unmet clause (exactly, else by
+// the longest key the clause begins with) or by the kind of what the
+// error concerns, and fills <key> from the error's arguments.
+func TestRefinementsFillArguments(t *testing.T) {
+	cases := []struct {
+		e    *errs.Error
+		want []string
+	}{
+		{errs.E(errs.SpawnPending, "x").On("claim:1").Unmet("at most one pending verification spawn per entity").With("request", "spawn:2"),
+			[]string{"dont spawns --pending --json", "dont dismiss claim:1 --evidence <uri> --request-id spawn:2"}},
+		{errs.E("forbidden", "x").Unmet("request_id = spawn:2").With("tool", "trust").With("request", "spawn:2"),
+			[]string{"dont trust … --request-id spawn:2"}},
+		{errs.E(errs.Interrupted, "x").On("apr:1"),
+			[]string{"dont approvals wait apr:1", "dont approvals cancel apr:1"}},
+		{errs.E(errs.Interrupted, "x").On("ses:1").With("after", "7"),
+			[]string{"dont approvals frames --session ses:1 --after 7"}},
+		{errs.E("provider-error", "x").With("kind", "guess").With("question", `a "b"`).With("n", "3"),
+			[]string{`dont guess "a \"b\"" --n 3 --direct`, "env | grep DONT_LLM_; cat .dont/config.toml", `DONT_HARNESS=1 dont guess "a \"b\"" --n 3 --json`}},
+		{errs.E("provider-timeout", "x").On("claim:1").With("kind", "overlook"),
+			[]string{"dont overlook claim:1 --direct", `timeout = "120s"  # in [llm] of .dont/config.toml`, "DONT_HARNESS=1 dont overlook claim:1 --json"}},
+		{errs.E(errs.AlreadyExists, "x").On("term:1"), []string{"dont show term:1"}},
+		{errs.E(errs.InvalidArgument, "x").Unmet("tier is one of read-only, workspace-write"), []string{"dont sessions open --tier read-only"}},
+		{errs.E(errs.InvalidArgument, "x").Unmet("no such clause"), []string{"dont help"}},
+	}
+	for _, c := range cases {
+		got := present.Explain(c.e).Remediation
+		var cmds []string
+		for _, s := range got {
+			cmds = append(cmds, s.Command)
+		}
+		if strings.Join(cmds, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("%s %v: remediation %q, want %q", c.e.Code, c.e.UnmetClauses, cmds, c.want)
+		}
+	}
+	e := errs.E(errs.SpawnPending, "x").Unmet("at most one pending verification spawn per entity").With("request", "spawn:2")
+	if d := present.Remediation(e)[0].Description; d != "see the pending spawn spawn:2" {
+		t.Errorf("description %q is not filled", d)
+	}
 }

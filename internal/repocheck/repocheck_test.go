@@ -224,15 +224,21 @@ func TestDomainPackagesDoNotDependOnNetHTTP(t *testing.T) {
 
 // The domain says what went wrong, never what to type next: no domain
 // package but errs and present builds a remediation step, so none writes
-// CLI syntax into an error (docs/design.md §4.4).
+// CLI syntax into an error (docs/design.md §4.4). The service is held to
+// the same rule: it says which clause refused and what the error concerns
+// (Unmet, On, With), and the table says what to run.
 func TestDomainPackagesWriteNoRemediation(t *testing.T) {
 	root, _ := tracked(t)
+	dirs := []string{"internal/service"}
 	for dir := range domain {
 		// settings is held to the import rule, not this one: it parses what
 		// a person sets, and its errors say which variable or key to fix.
 		if dir == "internal/errs" || dir == "internal/present" || dir == "internal/settings" {
 			continue
 		}
+		dirs = append(dirs, dir)
+	}
+	for _, dir := range dirs {
 		matches, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -259,6 +265,39 @@ func TestDomainPackagesWriteNoRemediation(t *testing.T) {
 				return true
 			})
 		}
+	}
+}
+
+// The service's messages and warnings may name entities but not commands:
+// what to run is the presentation's (internal/present's table for errors,
+// internal/tools' output builders for hints and warnings).
+func TestServiceWritesNoCommands(t *testing.T) {
+	root, _ := tracked(t)
+	matches, err := filepath.Glob(filepath.Join(root, "internal/service", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range matches {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			v, err := strconv.Unquote(lit.Value)
+			if err == nil && (strings.HasPrefix(v, "dont ") || strings.Contains(v, "run dont ")) {
+				rel, _ := filepath.Rel(root, path)
+				t.Errorf("%s:%d writes a command %q: presentation says what to run", filepath.ToSlash(rel), fset.Position(lit.Pos()).Line, v)
+			}
+			return true
+		})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/dont-cli/dont/internal/auth"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -21,7 +22,6 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/present"
 )
 
 // ApprovalStore is the persistence port of tier escalation. Every write is
@@ -174,13 +174,12 @@ func (s *Escalations) OpenSession(ctx context.Context, in OpenSessionInput) (Ses
 		return res, err
 	}
 	if !approvals.Tier(in.Tier).Valid() {
-		return res, errs.E(errs.InvalidArgument, "unknown tier "+quoteID(in.Tier),
-			errs.Step{Command: "dont sessions open --tier read-only", Description: "tiers are read-only, workspace-write, danger-full-access"}).
+		return res, errs.E(errs.InvalidArgument, "unknown tier "+quoteID(in.Tier)).
 			Unmet("tier is one of " + approvals.TierNames(approvals.Tiers))
 	}
 	if len(in.Name) > 200 {
-		return res, errs.E(errs.InvalidArgument, "a session name is at most 200 bytes",
-			errs.Step{Command: "dont sessions open --tier " + in.Tier + " --name <short name>", Description: "shorten the name"})
+		return res, errs.E(errs.InvalidArgument, "a session name is at most 200 bytes").
+			Unmet("a session name is at most 200 bytes").With("tier", in.Tier)
 	}
 	now := s.now()
 	ses := approvals.Session{ID: ids.New(ids.Session, now), Name: in.Name, Tier: approvals.Tier(in.Tier), OpenedBy: s.by(ctx, in.By), OpenedAt: now}
@@ -215,8 +214,7 @@ func (s *Escalations) ShowSession(ctx context.Context, id string) (SessionView, 
 
 func (s *core) session(ctx context.Context, st ApprovalStore, id string) (approvals.Session, error) {
 	if ids.Kind(id) != ids.Session {
-		return approvals.Session{}, errs.E(errs.InvalidID, "not a session id: "+quoteID(id),
-			errs.Step{Command: "dont sessions open --tier read-only", Description: "session ids look like ses:<ULID>"}).Unmet("session ids look like ses:<ULID>")
+		return approvals.Session{}, errs.E(errs.InvalidID, "not a session id: "+quoteID(id)).Unmet("session ids look like ses:<ULID>")
 	}
 	ses, err := st.GetSession(ctx, id)
 	if errors.Is(err, ErrNotFound) {
@@ -369,7 +367,7 @@ type ApprovalTimeoutScheduler interface {
 
 func checkEscalateInput(in EscalateInput) error {
 	bad := func(msg, clause string) error {
-		return errs.E(errs.InvalidArgument, msg, errs.Step{Command: "dont escalate --help", Description: "see the parameters"}).Unmet(clause)
+		return errs.E(errs.InvalidArgument, msg).Unmet(clause)
 	}
 	switch {
 	case strings.TrimSpace(in.CallID) == "" || len(in.CallID) > 200 || !utf8.ValidString(in.CallID) || strings.ContainsAny(in.CallID, "\n\r\t"):
@@ -428,17 +426,10 @@ func channelRefusal(id string, err error) *errs.Error {
 }
 
 // verdictError is the error a requester receives for every ending but an
-// approval. Its remediation names the request's session: the session is
-// not the error's entity, so the code's default is filled in here and
-// carried as an explicit override.
+// approval. Its remediation names the request's session, which is not the
+// error's entity, so the session goes along as an argument.
 func verdictError(a approvals.Approval) *errs.Error {
-	e := verdictErrorOf(a)
-	steps := present.Remediation(e)
-	for i, st := range steps {
-		steps[i].Command = strings.ReplaceAll(st.Command, "<session>", a.SessionID)
-	}
-	e.Remediation = steps
-	return e
+	return verdictErrorOf(a).With("session", a.SessionID)
 }
 
 func verdictErrorOf(a approvals.Approval) *errs.Error {
@@ -556,9 +547,7 @@ func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, can
 		case <-ctx.Done():
 		}
 		if !cancelOnInterrupt {
-			return withWarnings(ApprovalView{}, errs.E(errs.Interrupted, "stopped waiting; "+id+" is still open until its deadline",
-				errs.Step{Command: "dont approvals wait " + id, Description: "wait again"},
-				errs.Step{Command: "dont approvals cancel " + id, Description: "or withdraw it"}).On(id))
+			return withWarnings(ApprovalView{}, errs.E(errs.Interrupted, "stopped waiting; "+id+" is still open until its deadline").On(id))
 		}
 		// The requester gave up: cancel the question (announced like every ending).
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -571,8 +560,8 @@ func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, can
 			By: cur.Requester, Detail: "the requester was interrupted while waiting"}, s.now())
 		warns = append(warns, w...)
 		if ended.Verdict == approvals.Approved {
-			return withWarnings(ApprovalView{}, errs.E(errs.Interrupted, "interrupted; "+id+" had just been approved, but the grant is not used",
-				errs.Step{Command: "dont escalate --session " + ended.SessionID + " --call <a new call id> …", Description: "ask again for a new call"}).On(id))
+			return withWarnings(ApprovalView{}, errs.E(errs.Interrupted, "interrupted; "+id+" had just been approved, but the grant is not used").On(id).
+				Unmet("an interrupted wait does not use its grant").With("session", ended.SessionID))
 		}
 		return withWarnings(ApprovalView{}, verdictError(ended).On(id))
 	}
@@ -650,7 +639,7 @@ type AnswerInput struct {
 func (s *Escalations) Answer(ctx context.Context, in AnswerInput) (Decided, []envelope.Warning, error) {
 	d := approvals.VerdictOf(in.Answer)
 	if len(in.Reason) > 2048 {
-		return Decided{}, nil, errs.E(errs.InvalidArgument, "a reason is at most 2048 bytes", errs.Step{Command: "dont approvals refuse <id> --reason \"…\"", Description: "shorten the reason"})
+		return Decided{}, nil, errs.E(errs.InvalidArgument, "a reason is at most 2048 bytes").Unmet("a reason is at most 2048 bytes")
 	}
 	d.By = s.by(ctx, in.By)
 	if in.Reason != "" {
@@ -709,8 +698,8 @@ func (s *core) decide(ctx context.Context, id string, d approvals.Decision) (Dec
 		res.Note = &envelope.Warning{Code: envelope.WarnApprovalAlreadyResolved, RequestID: id, Outcome: string(ended.Verdict),
 			Message: id + " had already ended (" + string(ended.Verdict) + "); the first answer wins and this one changed nothing"}
 	case !committed:
-		return Decided{}, warns, errs.E(ApprovalChannelError, "the answer could not be recorded (the store failed); "+id+" is still open",
-			errs.Step{Command: "dont approvals show " + id, Description: "check the request, then answer again"}).On(id)
+		return Decided{}, warns, errs.E(ApprovalChannelError, "the answer could not be recorded (the store failed); "+id+" is still open").On(id).
+			Unmet("an answer counts once it is recorded")
 	}
 	res.View = s.view(ended)
 	res.View.Applied = &applied
@@ -820,8 +809,8 @@ func (s *Escalations) Frames(ctx context.Context, in FramesInput) (FramesPage, e
 		return res, err
 	}
 	if in.After < 0 || in.Wait < 0 || in.Wait > MaxFramesWait {
-		return res, errs.E(errs.InvalidArgument, fmt.Sprintf("--after must be >= 0 and --wait between 0 and %s", MaxFramesWait),
-			errs.Step{Command: "dont approvals frames --session <session> --after 0 --wait 20s", Description: "read from the start, long-polling 20 s"})
+		return res, errs.E(errs.InvalidArgument, fmt.Sprintf("--after must be >= 0 and --wait between 0 and %s", MaxFramesWait)).
+			Unmet(fmt.Sprintf("after >= 0 and 0 <= wait <= %s", MaxFramesWait))
 	}
 	if in.Limit <= 0 || in.Limit > 1000 {
 		in.Limit = 1000
@@ -883,7 +872,7 @@ func (s *Escalations) Frames(ctx context.Context, in FramesInput) (FramesPage, e
 		select {
 		case <-poll.C:
 		case <-ctx.Done():
-			return res, errs.E(errs.Interrupted, "stopped reading frames", errs.Step{Command: fmt.Sprintf("dont approvals frames --session %s --after %d", in.SessionID, in.After), Description: "read again from the same cursor"})
+			return res, errs.E(errs.Interrupted, "stopped reading frames").On(in.SessionID).With("after", strconv.FormatInt(in.After, 10))
 		}
 	}
 }

@@ -124,8 +124,7 @@ func (s *core) confirmation(ctx context.Context, id string) (ConfirmationStore, 
 		return nil, confirm.Pending{}, err
 	}
 	if ids.Kind(id) != ids.Confirmation {
-		return cs, confirm.Pending{}, errs.E(errs.InvalidID, "not a confirmation id: "+quoteID(id),
-			errs.Step{Command: "dont confirmations list", Description: "list confirmation ids (conf:…)"}).Unmet("ids look like conf:<ULID>")
+		return cs, confirm.Pending{}, errs.E(errs.InvalidID, "not a confirmation id: "+quoteID(id)).Unmet("ids look like conf:<ULID>")
 	}
 	p, err := cs.GetConfirmation(ctx, id)
 	if errors.Is(err, ErrNotFound) {

@@ -144,20 +144,13 @@ func (s *core) providerFailure(ctx context.Context, sp spawn.Spawn, err error) *
 	name := s.Provider.Name()
 	switch {
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
-		return errs.E(errs.Interrupted, "interrupted while waiting for "+name+"; "+closedNote(sp),
-			errs.Step{Command: retryCommand(sp), Description: "run it again"}).On(sp.EntityID).Wrap(err)
+		return directErr(errs.E(errs.Interrupted, "interrupted while waiting for "+name+"; "+closedNote(sp)), sp).Wrap(err)
 	case errors.Is(err, spawn.ErrProviderTimeout):
-		return errs.E(ProviderTimeout, name+" did not answer in time ("+err.Error()+"); "+closedNote(sp),
-			errs.Step{Command: retryCommand(sp), Description: "retry"},
-			errs.Step{Command: "timeout = \"120s\"  # in [llm] of .dont/config.toml", Description: "give each provider request longer"},
-			harnessStep(sp)).On(sp.EntityID).Wrap(err)
+		return directErr(errs.E(ProviderTimeout, name+" did not answer in time ("+err.Error()+"); "+closedNote(sp)), sp).Wrap(err)
 	case errors.Is(err, spawn.ErrUnusableVerdict), errors.Is(err, spawn.ErrUnusableCandidates):
 		return s.unusable(sp, err.Error()).Wrap(err)
 	}
-	return errs.E(ProviderError, name+" failed ("+err.Error()+"); "+closedNote(sp),
-		errs.Step{Command: retryCommand(sp), Description: "retry"},
-		errs.Step{Command: "env | grep DONT_LLM_; cat .dont/config.toml", Description: "check the provider settings (provider, model, base_url, API key)"},
-		harnessStep(sp)).On(sp.EntityID).Wrap(err)
+	return directErr(errs.E(ProviderError, name+" failed ("+err.Error()+"); "+closedNote(sp)), sp).Wrap(err)
 }
 
 func (s *core) unusable(sp spawn.Spawn, problem string) *errs.Error {
@@ -165,9 +158,7 @@ func (s *core) unusable(sp spawn.Spawn, problem string) *errs.Error {
 	if sp.Kind == spawn.Guess {
 		what = "candidates"
 	}
-	return errs.E(ProviderUnusable, s.Provider.Name()+" gave no usable "+what+" ("+problem+"); "+closedNote(sp),
-		errs.Step{Command: retryCommand(sp), Description: "retry: a fresh answer may be usable"},
-		harnessStep(sp)).On(sp.EntityID).Unmet(problem)
+	return directErr(errs.E(ProviderUnusable, s.Provider.Name()+" gave no usable "+what+" ("+problem+"); "+closedNote(sp)), sp).Unmet(problem)
 }
 
 func closedNote(sp spawn.Spawn) string {
@@ -177,19 +168,15 @@ func closedNote(sp spawn.Spawn) string {
 	return sp.ID + " was closed as failed and " + sp.EntityID + " keeps its status"
 }
 
-func retryCommand(sp spawn.Spawn) string {
+// directErr names what a direct-mode spawn's failure concerns: its entity
+// and, as arguments, the spawn's kind and (for a guess) its question and
+// n, from which presentation builds the command that runs it again.
+func directErr(e *errs.Error, sp spawn.Spawn) *errs.Error {
+	e = e.On(sp.EntityID).With("kind", string(sp.Kind))
 	if sp.Kind == spawn.Guess {
-		return "dont guess " + strconv.Quote(sp.Question) + " --n " + strconv.Itoa(sp.N) + " --direct"
+		e = e.With("question", sp.Question).With("n", strconv.Itoa(sp.N))
 	}
-	return "dont " + string(sp.Kind) + " " + sp.EntityID + " --direct"
-}
-
-func harnessStep(sp spawn.Spawn) errs.Step {
-	cmd := "DONT_HARNESS=1 dont " + string(sp.Kind) + " " + sp.EntityID + " --json"
-	if sp.Kind == spawn.Guess {
-		cmd = "DONT_HARNESS=1 dont guess " + strconv.Quote(sp.Question) + " --n " + strconv.Itoa(sp.N) + " --json"
-	}
-	return errs.Step{Command: cmd, Description: "or let your harness's subagent do the reasoning"}
+	return e
 }
 
 // failDirect closes a direct-mode spawn as failed and returns cause. The

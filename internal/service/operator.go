@@ -101,9 +101,5 @@ func (s *Service) SetProjectSettings(ctx context.Context, in ProjectSettingsInpu
 	if err := s.Settings.PutSettings(ctx, ProjectSettings{SpawnTimeout: d}); err != nil {
 		return ProjectSettingsView{}, errs.E(errs.StoreError, "cannot store the project's settings: "+err.Error()).Wrap(err)
 	}
-	view := ProjectSettingsView{SpawnTimeout: d.String()}
-	if named, ok := s.Settings.(interface{ Project() string }); ok {
-		view.Project = named.Project() // a store shared by many projects names its own
-	}
-	return view, nil
+	return ProjectSettingsView{SpawnTimeout: d.String(), Project: s.Project}, nil
 }

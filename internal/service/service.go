@@ -51,6 +51,10 @@ type Deps struct {
 	Log          *slog.Logger
 	// Settings keeps a shared store's per-project settings (operator actions).
 	Settings SettingsStore
+	// Project names the project this service's data is kept under in a
+	// store shared by many projects (DynamoDB); "" for a store of one
+	// project. Callback tokens and the operator's settings view name it.
+	Project string
 }
 
 // Service is the one service every front end calls, split by domain over
@@ -202,8 +206,8 @@ func (s *Ledger) Define(ctx context.Context, curie, doc string) (EntityView, err
 		if err := s.curieFree(ctx, curie); err != nil {
 			return res, err
 		}
-		return res, errs.E(errs.AlreadyExists, "term "+curie+" is already defined",
-			errs.Step{Command: "dont list --json", Description: "find the term that holds it"}).Wrap(err)
+		return res, errs.E(errs.AlreadyExists, "term "+curie+" is already defined").
+			Unmet("a CURIE names at most one term").Wrap(err)
 	}
 	if err != nil {
 		return res, storeErr(err)
@@ -220,8 +224,7 @@ func (s *core) curieFree(ctx context.Context, curie string) error {
 	}
 	for _, t := range terms {
 		if t.Curie == curie {
-			return errs.E(errs.AlreadyExists, "term "+curie+" is already defined as "+t.ID,
-				errs.Step{Command: "dont show " + t.ID, Description: "see the existing definition"}).On(t.ID)
+			return errs.E(errs.AlreadyExists, "term "+curie+" is already defined as "+t.ID).On(t.ID)
 		}
 	}
 	return nil

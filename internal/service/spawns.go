@@ -28,10 +28,7 @@ type SpawnInput struct {
 }
 
 // ErrNoProvider is returned in direct mode when no provider is configured.
-var ErrNoProvider = errs.E(errs.ConfigMissing, "direct mode needs an LLM provider, and none is configured",
-	errs.Step{Command: "export DONT_LLM_PROVIDER=openai DONT_LLM_MODEL=<model> DONT_LLM_API_KEY=<key>", Description: "configure a provider ([llm] in .dont/config.toml works too)"},
-	errs.Step{Command: "dont assume <id> --json  # with DONT_HARNESS=1", Description: "or run in harness mode and let your harness spawn the subagent"},
-).Unmet("llm.provider", "llm.model")
+var ErrNoProvider = errs.E(errs.ConfigMissing, "direct mode needs an LLM provider, and none is configured").Unmet("llm.provider", "llm.model")
 
 // Spawned is what Spawns.Request did: in harness mode, the spawn_request
 // payload; in direct mode, what the provider's verdict (assume, overlook)
@@ -143,16 +140,13 @@ func (s *core) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.R
 			return sp, spawn.Request{}, tx, err
 		}
 		if e.Status.Terminal() {
-			return sp, spawn.Request{}, tx, errs.E(errs.InvalidTransition, string(e.Status)+" entities are not re-verified",
-				errs.Step{Command: "dont show " + e.ID + " --history", Description: "see why it is " + string(e.Status)}).On(e.ID).
-				Unmet("status must not be locked or ignored")
+			return sp, spawn.Request{}, tx, errs.E(errs.InvalidTransition, string(e.Status)+" entities are not re-verified").On(e.ID).
+				Unmet("status must not be locked or ignored").With("status", string(e.Status))
 		}
 		if e.PendingSpawn != "" {
 			if pending, err := s.Store.GetSpawn(ctx, e.PendingSpawn); err == nil && pending.State == spawn.Pending {
-				return sp, spawn.Request{}, tx, errs.E(errs.SpawnPending, e.ID+" already has a pending verification spawn "+pending.ID+" (expires "+pending.ExpiresAt.Format(timeFormat)+")",
-					errs.Step{Command: "dont spawns --pending --json", Description: "see the pending spawn " + pending.ID},
-					errs.Step{Command: "dont dismiss " + e.ID + " --evidence <uri> --request-id " + pending.ID, Description: "or resolve it"},
-				).On(e.ID).Unmet("at most one pending verification spawn per entity")
+				return sp, spawn.Request{}, tx, errs.E(errs.SpawnPending, e.ID+" already has a pending verification spawn "+pending.ID+" (expires "+pending.ExpiresAt.Format(timeFormat)+")").
+					On(e.ID).Unmet("at most one pending verification spawn per entity").With("request", pending.ID)
 			}
 		}
 		sp.EntityID, sp.PreStatus, sp.EntityVersion = e.ID, e.Status, e.Version+1
@@ -209,8 +203,8 @@ func (s *core) answer(ctx context.Context, requestID string, candidates []string
 			return res, nil, err
 		}
 		if sp.Kind != spawn.Guess {
-			return res, nil, errs.E(errs.SpawnMismatch, requestID+" is a "+string(sp.Kind)+" spawn; it resolves with dismiss or trust",
-				errs.Step{Command: "dont dismiss " + sp.EntityID + " --evidence <uri> --request-id " + requestID, Description: "resolve the verification"})
+			return res, nil, errs.E(errs.SpawnMismatch, requestID+" is a "+string(sp.Kind)+" spawn; it resolves with dismiss or trust").
+				Unmet("a verification spawn resolves with dismiss or trust").With("entity", sp.EntityID).With("request", requestID)
 		}
 		if sp.State != spawn.Pending {
 			// A guess spawn has no entity: the earlier resolution is all there is.
@@ -276,7 +270,7 @@ func loserWarning(sp spawn.Spawn) envelope.Warning {
 	}
 	if sp.Outcome == spawn.TimeoutRestored {
 		return envelope.Warning{Code: envelope.WarnSpawnLostToTimeout, RequestID: sp.ID, Outcome: string(sp.Outcome),
-			Message: sp.ID + " had already timed out (timeout-restored" + when + "); nothing was changed — run dont assume again for a new round"}
+			Message: sp.ID + " had already timed out (timeout-restored" + when + "); nothing was changed"}
 	}
 	return envelope.Warning{Code: envelope.WarnSpawnDuplicate, RequestID: sp.ID, Outcome: string(sp.Outcome),
 		Message: sp.ID + " was already resolved (" + string(sp.Outcome) + when + "); this duplicate changed nothing"}

@@ -104,11 +104,11 @@ func (s *Credentials) Revoke(ctx context.Context, id string) (TokenView, error) 
 		return TokenView{}, err
 	}
 	if ids.Kind(id) != ids.Token {
-		return TokenView{}, errs.E(errs.InvalidID, "not a token id: "+quoteID(id), errs.Step{Command: "dont tokens list", Description: "list token ids"})
+		return TokenView{}, errs.E(errs.InvalidID, "not a token id: "+quoteID(id)).Unmet("token ids look like tok:<ULID>")
 	}
 	if err := ts.RevokeToken(ctx, id, s.now()); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return TokenView{}, errs.E(errs.NotFound, "no such token "+id, errs.Step{Command: "dont tokens list", Description: "list token ids"})
+			return TokenView{}, errs.E(errs.NotFound, "no such token "+id).On(id)
 		}
 		return TokenView{}, storeErr(err)
 	}
@@ -188,8 +188,8 @@ func (s *Credentials) CheckCallback(ctx context.Context, p auth.Principal, tool 
 	}
 	if terminal {
 		if rid, _ := args["request_id"].(string); rid != sp.ID {
-			return errs.E(Forbidden, "a callback token of "+sp.ID+" resolves only that spawn: pass request_id "+sp.ID,
-				errs.Step{Command: "dont " + tool + " … --request-id " + sp.ID, Description: "name the spawn this verdict resolves"}).Unmet("request_id = " + sp.ID)
+			return errs.E(Forbidden, "a callback token of "+sp.ID+" resolves only that spawn: pass request_id "+sp.ID).
+				Unmet("request_id = "+sp.ID).With("tool", tool).With("request", sp.ID)
 		}
 	}
 	if sp.Kind != spawn.Guess {
@@ -198,8 +198,8 @@ func (s *Credentials) CheckCallback(ctx context.Context, p auth.Principal, tool 
 		}
 	}
 	if sp.State != spawn.Pending && !terminal {
-		return errs.E(Forbidden, "the callback token of "+sp.ID+" ended with its resolution ("+string(sp.Outcome)+")",
-			errs.Step{Command: "dont show " + sp.EntityID, Description: "read the outcome with a harness token"}).Unmet("spawn pending")
+		return errs.E(Forbidden, "the callback token of "+sp.ID+" ended with its resolution ("+string(sp.Outcome)+")").
+			Unmet("spawn pending").With("entity", sp.EntityID)
 	}
 	return nil
 }
@@ -220,11 +220,8 @@ func (s *core) publicRequest(ctx context.Context, req spawn.Request) (json.RawMe
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		project := ""
-		if shared, ok := s.Tokens.(interface{ Project() string }); ok {
-			project = shared.Project() // a store shared by many projects: the token names its own
-		}
-		req.Callback.Token = auth.CallbackTokenOf(secret, project, req.RequestID)
+		// In a store shared by many projects the token names its own.
+		req.Callback.Token = auth.CallbackTokenOf(secret, s.Project, req.RequestID)
 	}
 	b, err := envelope.MarshalData(req)
 	if err != nil {

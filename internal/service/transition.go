@@ -147,12 +147,13 @@ func (s *core) callback(ctx context.Context, in TransitionInput) (EntityView, []
 			return res, nil, err
 		}
 		if sp.Kind == spawn.Guess {
-			return res, nil, errs.E(errs.SpawnMismatch, in.RequestID+" is a guess spawn; it resolves with answer",
-				errs.Step{Command: "dont answer " + in.RequestID + " --candidate \"<answer>\"", Description: "answer the guess"}).On(in.EntityID)
+			return res, nil, errs.E(errs.SpawnMismatch, in.RequestID+" is a guess spawn; it resolves with answer").On(in.EntityID).
+				Unmet("a guess spawn resolves with answer").With("request", in.RequestID)
 		}
 		if sp.EntityID != in.EntityID {
-			return res, nil, errs.E(errs.SpawnMismatch, in.RequestID+" was issued for "+sp.EntityID+", not "+in.EntityID,
-				errs.Step{Command: "dont " + string(in.Action) + " " + sp.EntityID + " … --request-id " + in.RequestID, Description: "call back on the spawn's own entity"}).On(in.EntityID)
+			return res, nil, errs.E(errs.SpawnMismatch, in.RequestID+" was issued for "+sp.EntityID+", not "+in.EntityID).On(in.EntityID).
+				Unmet("request_id names a spawn of this entity").
+				With("action", string(in.Action)).With("entity", sp.EntityID).With("request", in.RequestID)
 		}
 		if sp.State != spawn.Pending {
 			return s.alreadyResolved(ctx, sp)

@@ -133,6 +133,17 @@ func sweep(ctx context.Context, s *service.Service) ([]envelope.Warning, []strin
 	return warns, hints
 }
 
+// nextSteps adds to a warning the command its code calls for: the service
+// says what happened, and only presentation names what to run.
+func nextSteps(warns []envelope.Warning) []envelope.Warning {
+	for i, w := range warns {
+		if w.Code == envelope.WarnSpawnLostToTimeout {
+			warns[i].Message = w.Message + " — run dont assume again for a new round"
+		}
+	}
+	return warns
+}
+
 // The presentation of each typed result.
 
 func entity(v service.EntityView, warns []envelope.Warning, err error) (Output, error) {

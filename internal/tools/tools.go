@@ -200,7 +200,9 @@ func Call(ctx context.Context, s *service.Service, name string, raw map[string]a
 	if err != nil {
 		return Output{}, err
 	}
-	return t.call(ctx, s, a)
+	out, err := t.call(ctx, s, a)
+	out.Warnings = nextSteps(out.Warnings)
+	return out, err
 }
 
 // Validate checks types, required params and unknown names. JSON numbers

@@ -25,7 +25,7 @@ import (
 // an operator's bootstrap would.
 func (p *project) approver() string {
 	p.t.Helper()
-	res, err := (service.New(service.Deps{Store: p.store, Confirmations: p.store, Tokens: p.store})).Credentials.Create(ctx, "approver", "integration-approver")
+	res, err := (service.New(service.Deps{Store: p.store, Confirmations: p.store, Tokens: p.store, Project: p.store.Project()})).Credentials.Create(ctx, "approver", "integration-approver")
 	if err != nil {
 		p.t.Fatal(err)
 	}

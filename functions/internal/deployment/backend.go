@@ -137,7 +137,7 @@ func (b *Backend) Authenticate(ctx context.Context, presented string) (auth.Prin
 	check := p.Service
 	if !warm {
 		st = dynamo.New(b.client, b.table, project)
-		check = service.New(service.Deps{Tokens: st})
+		check = service.New(service.Deps{Tokens: st, Project: project})
 	}
 	principal, err := check.Credentials.Authenticate(ctx, presented)
 	if err != nil {

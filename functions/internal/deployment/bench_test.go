@@ -28,7 +28,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 		needServer(b)
 		counter := newCounter()
 		backend := deployment.NewBackend(newClient(nil, counter), table, func(st *dynamo.Store) *service.Service {
-			return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench"})
+			return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: st.Project(), SpawnTimeout: time.Hour, Author: "bench"})
 		})
 		srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: backend, RatePerSecond: -1}))
 		defer srv.Close()
