@@ -31,6 +31,7 @@ type app struct {
 
 	jsonOut  bool
 	direct   bool
+	harness  bool
 	plain    bool
 	endpoint string
 	mode     spawn.Mode
@@ -70,7 +71,16 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print the JSON envelope (default when stdout is not a terminal)")
 	root.PersistentFlags().BoolVar(&a.direct, "direct", false, "direct mode: call the configured LLM provider instead of emitting a spawn_request")
+	root.PersistentFlags().BoolVar(&a.harness, "harness", false, "harness mode: emit a spawn_request for your harness's subagent even at a terminal")
 	root.PersistentFlags().StringVar(&a.endpoint, "endpoint", "", "send every verb to this dont API (default $DONT_ENDPOINT; token from $DONT_TOKEN)")
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if a.direct && a.harness {
+			return errs.E(errs.Usage, "--direct and --harness pick opposite modes; give one",
+				errs.Step{Command: c.CommandPath() + " … --direct", Description: "call the configured LLM provider yourself"},
+				errs.Step{Command: c.CommandPath() + " … --harness", Description: "or emit a spawn_request for your harness's subagent"})
+		}
+		return nil
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return errs.E(errs.Usage, err.Error(), errs.Step{Command: c.CommandPath() + " --help", Description: "see the flags"})
 	})
@@ -142,6 +152,9 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 		}
 	}
 	c := &cobra.Command{Use: use, Short: t.Summary, Args: a.argCount(len(positional))}
+	if hasParam(t, "mode") {
+		c.Long = t.Summary + "\n\n" + modesHelp
+	}
 	a.addConfirmFlags(c, t, len(positional))
 	for _, p := range t.Params {
 		if p.Positional || p.Internal {
@@ -195,13 +208,24 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 			}
 		}
 		if hasParam(t, "mode") {
-			a.mode = spawn.DetectMode(spawn.Signals{Direct: a.direct, HarnessEnv: a.getenv("DONT_HARNESS"), StdoutTTY: a.stdoutTTY()})
+			a.mode = spawn.DetectMode(spawn.Signals{Direct: a.direct, Harness: a.harness, HarnessEnv: a.getenv("DONT_HARNESS"), StdoutTTY: a.stdoutTTY()})
 			args["mode"] = string(a.mode)
 		}
 		return a.gatedCall(c, t, argv, args)
 	}
 	return c
 }
+
+// modesHelp is the Long help of every verb that spawns a subagent.
+const modesHelp = `Two modes:
+  harness  emit a spawn_request; your agent harness runs the subagent and
+           calls back (--harness, DONT_HARNESS=1, dont mcp, or stdout not a
+           terminal)
+  direct   dont calls the configured LLM provider itself (--direct, or the
+           default at a terminal; configure with DONT_LLM_PROVIDER,
+           DONT_LLM_MODEL, DONT_LLM_API_KEY or [llm] in .dont/config.toml)
+--direct wins over every harness signal; --direct with --harness is a usage
+error.`
 
 func hasParam(t *tools.Tool, name string) bool {
 	for _, p := range t.Params {

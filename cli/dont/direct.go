@@ -47,6 +47,6 @@ func (a *app) provider(c project.Config) (service.Reasoner, error) {
 	}
 	return nil, errs.E(code, "direct mode: "+strings.TrimPrefix(err.Error(), "llm: "),
 		errs.Step{Command: "export DONT_LLM_PROVIDER=<provider> DONT_LLM_MODEL=<model> DONT_LLM_API_KEY=<key>", Description: "set the missing settings ([llm] in .dont/config.toml works too, except the key)"},
-		errs.Step{Command: "DONT_HARNESS=1 dont <verb> … --json", Description: "or run in harness mode and let your harness spawn the subagent"},
+		errs.Step{Command: "dont assume <id> --harness", Description: "or emit a spawn_request and let your harness's subagent do the reasoning"},
 	).Unmet(append(ce.Missing, ce.Invalid...)...).Wrap(err)
 }

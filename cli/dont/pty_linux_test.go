@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -98,5 +99,28 @@ func typedAtTerminal(t *testing.T, c *exec.Cmd, answer string) {
 	master := withControllingTerminal(t, c)
 	if _, err := master.Write([]byte(answer)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHarnessFlagAtATerminal: --harness picks harness mode even when stdout
+// is a terminal, and --direct with --harness is a usage error.
+func TestHarnessFlagAtATerminal(t *testing.T) {
+	p := newProject(t)
+	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	out, _, exit := onTerminal(t, p.cmd("assume", id, "--harness", "--json"))
+	if exit != 0 || !strings.Contains(out, `"envelope_kind":"spawn_request"`) || !strings.Contains(out, `"mode":"harness"`) {
+		t.Fatalf("assume --harness at a terminal: exit %d %q", exit, out)
+	}
+	out, _, exit = onTerminal(t, p.cmd("assume", id, "--json"))
+	if exit != 3 || !strings.Contains(out, "config-missing") || !strings.Contains(out, `dont assume \u003cid\u003e --harness`) || strings.Contains(out, "# with") {
+		t.Fatalf("assume at a terminal without a provider: exit %d %q", exit, out)
+	}
+	r := p.run("assume", id, "--direct", "--harness")
+	if r.exit != 2 || r.data()["code"] != "usage" || len(r.data()["remediation"].([]any)) == 0 {
+		t.Fatalf("--direct --harness: exit %d %s", r.exit, r.stdout)
+	}
+	help, _ := p.cmd("assume", "--help").Output()
+	if !strings.Contains(string(help), "--harness") || !strings.Contains(string(help), "Two modes") {
+		t.Fatalf("assume --help does not explain the modes: %s", help)
 	}
 }

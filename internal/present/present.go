@@ -168,7 +168,7 @@ var table = map[errs.Code]Class{
 		// internal/service (spawns.go): direct mode without a provider
 		"llm.provider": steps2(
 			"export DONT_LLM_PROVIDER=openai DONT_LLM_MODEL=<model> DONT_LLM_API_KEY=<key>", "configure a provider ([llm] in .dont/config.toml works too)",
-			"dont assume <id> --json  # with DONT_HARNESS=1", "or run in harness mode and let your harness spawn the subagent"),
+			"dont assume <id> --harness", "or emit a spawn_request and let your harness's subagent do the reasoning"),
 	}, nil},
 	errs.ConfigInvalid: {ExitState, statusUnavailable, steps("dont help config", "fix .dont/config.toml or the environment variable"), nil, nil},
 	errs.DBLocked:      {ExitState, statusUnavailable, steps("dont list", "retry: another process holds the database"), nil, nil},

@@ -10,6 +10,8 @@ func TestHarnessModeDetectionOrder(t *testing.T) {
 	}{
 		{"direct flag overrides environment", Signals{Direct: true, HarnessEnv: "1", StdoutTTY: false}, ModeDirect},
 		{"direct flag overrides mcp", Signals{Direct: true, MCP: true}, ModeDirect},
+		{"harness flag selects harness mode at a terminal", Signals{Harness: true, StdoutTTY: true}, ModeHarness},
+		{"direct flag overrides harness flag", Signals{Direct: true, Harness: true}, ModeDirect},
 		{"environment variable selects harness mode", Signals{HarnessEnv: "yes", StdoutTTY: true}, ModeHarness},
 		{"environment variable 0 is not a signal", Signals{HarnessEnv: "0", StdoutTTY: true}, ModeDirect},
 		{"environment variable false is not a signal", Signals{HarnessEnv: "FALSE", StdoutTTY: true}, ModeDirect},
