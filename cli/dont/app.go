@@ -39,6 +39,7 @@ type app struct {
 	confirm  confirmState
 	// mcpServing: this process is `dont mcp`, a harness signal.
 	mcpServing bool
+	version    bool // --version
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -73,6 +74,14 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().BoolVar(&a.direct, "direct", false, "direct mode: call the configured LLM provider instead of emitting a spawn_request")
 	root.PersistentFlags().BoolVar(&a.harness, "harness", false, "harness mode: emit a spawn_request for your harness's subagent even at a terminal")
 	root.PersistentFlags().StringVar(&a.endpoint, "endpoint", "", "send every verb to this dont API (default $DONT_ENDPOINT; token from $DONT_TOKEN)")
+	root.Flags().BoolVar(&a.version, "version", false, "print the version (as `dont version` does)")
+	root.RunE = func(c *cobra.Command, _ []string) error {
+		if a.version {
+			a.printVersion()
+			return nil
+		}
+		return c.Help()
+	}
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if a.direct && a.harness {
 			return errs.E(errs.Usage, "--direct and --harness pick opposite modes; give one",
@@ -90,7 +99,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.initCommand(), a.serveCommand())
 	root.AddCommand(a.mcpCommand())
 	a.addConfirmCommands(root)
-	root.AddCommand(a.doctorCommand())
+	root.AddCommand(a.doctorCommand(), a.versionCommand())
 	groups := map[string]*cobra.Command{}
 	for _, t := range tools.All() {
 		group, _, grouped := strings.Cut(t.Name, ".")

@@ -124,3 +124,21 @@ func TestHarnessFlagAtATerminal(t *testing.T) {
 		t.Fatalf("assume --help does not explain the modes: %s", help)
 	}
 }
+
+// TestVersion: `dont version` and `--version` print the version envelope to
+// a machine and one line to a person.
+func TestVersion(t *testing.T) {
+	p := newProject(t)
+	for _, args := range [][]string{{"version"}, {"--version"}, {"version", "--json"}} {
+		r := p.run(args...)
+		if r.exit != 0 || r.env["envelope_kind"] != "version" || r.str("version") == "" {
+			t.Fatalf("%v: exit %d %s", args, r.exit, r.stdout)
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, _, exit := onTerminal(t, p.cmd(args...))
+		if exit != 0 || !strings.HasPrefix(out, "dont ") || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+			t.Fatalf("%v at a terminal: exit %d %q", args, exit, out)
+		}
+	}
+}

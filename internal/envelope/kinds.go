@@ -28,4 +28,5 @@ const (
 	KindInit            = "init"
 	KindDoctor          = "doctor"
 	KindProjectSettings = "project_settings"
+	KindVersion         = "version"
 )
