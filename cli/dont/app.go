@@ -74,7 +74,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.PersistentFlags().BoolVar(&a.direct, "direct", false, "direct mode: call the configured LLM provider instead of emitting a spawn_request")
 	root.PersistentFlags().BoolVar(&a.harness, "harness", false, "harness mode: emit a spawn_request for your harness's subagent even at a terminal")
 	root.PersistentFlags().StringVar(&a.endpoint, "endpoint", "", "send every verb to this dont API (default $DONT_ENDPOINT; token from $DONT_TOKEN)")
-	root.Flags().BoolVar(&a.version, "version", false, "print the version (as `dont version` does)")
+	root.Flags().BoolVar(&a.version, "version", false, "print the version, as dont version does")
 	root.RunE = func(c *cobra.Command, _ []string) error {
 		if a.version {
 			a.printVersion()
@@ -93,6 +93,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return errs.E(errs.Usage, err.Error(), errs.Step{Command: c.CommandPath() + " --help", Description: "see the flags"})
 	})
+	root.SetHelpCommand(a.helpCommand())
 	root.SetOut(a.stdout) // help and completion scripts
 	root.SetErr(a.stderr)
 	a.conventions(root)
@@ -120,6 +121,24 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	a.approvalCommands(root)
 	return root
+}
+
+// helpCommand is cobra's help, except that an unknown topic is a usage
+// error (exit 2) rather than the root's help with exit 0.
+func (a *app) helpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return errs.E(errs.Usage, fmt.Sprintf("unknown help topic %q", strings.Join(args, " ")),
+					errs.Step{Command: "dont help", Description: "list the commands and help topics"})
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+	}
 }
 
 func (a *app) initCommand() *cobra.Command {

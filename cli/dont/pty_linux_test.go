@@ -142,3 +142,23 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpAndPaths: an unknown help topic is a usage error, remediation
+// names the CLI path of a grouped tool, and not-found names the id.
+func TestHelpAndPaths(t *testing.T) {
+	p := newProject(t)
+	r := p.run("help", "nosuch")
+	if r.exit != 2 || r.data()["code"] != "usage" || len(r.data()["remediation"].([]any)) == 0 {
+		t.Fatalf("help nosuch: exit %d %s", r.exit, r.stdout)
+	}
+	r = p.run("sessions", "open", "--tier", "bogus")
+	if r.exit != 2 || !strings.Contains(r.stdout, "dont sessions open --help") || strings.Contains(r.stdout, "dont sessions.open") {
+		t.Fatalf("sessions open --tier bogus: exit %d %s", r.exit, r.stdout)
+	}
+	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	missing := id[:len(id)-1] + map[bool]string{true: "1", false: "0"}[id[len(id)-1] == '0']
+	r = p.run("show", missing)
+	if r.data()["code"] != "not-found" || !strings.Contains(r.str("message"), missing) {
+		t.Fatalf("show %s: exit %d %s", missing, r.exit, r.stdout)
+	}
+}

@@ -276,7 +276,7 @@ func (s *core) entity(ctx context.Context, id string) (ledger.Entity, error) {
 	}
 	e, err := s.Store.GetEntity(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		return e, errs.E(errs.NotFound, "no such entity").On(id)
+		return e, errs.E(errs.NotFound, "no such entity "+id).On(id)
 	}
 	if err != nil {
 		return e, storeErr(err)

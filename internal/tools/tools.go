@@ -245,7 +245,7 @@ func (t *Tool) Validate(raw map[string]any) (Args, error) {
 }
 
 func (t *Tool) usage(msg string) error {
-	return errs.E(errs.Usage, t.Name+": "+msg, errs.Step{Command: "dont " + t.Name + " --help", Description: "see the parameters of " + t.Name}).Unmet(msg)
+	return errs.E(errs.Usage, t.Name+": "+msg, errs.Step{Command: "dont " + cliPath(t.Name) + " --help", Description: "see the parameters of " + cliPath(t.Name)}).Unmet(msg)
 }
 
 func coerce(typ string, v any) (any, bool) {
