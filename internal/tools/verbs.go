@@ -44,9 +44,9 @@ func init() {
 			return entity(v, nil, err)
 		}})
 	// The tool names are the CLI verbs: `dont trust` = doubt it; `dont dismiss` (the doubt) = verify it.
-	register(transition(ledger.Doubt, "Doubt an entity with a specific reason (or resolve a spawn as not holding).",
+	register(transition(ledger.Doubt, "Doubt an entity with a specific reason (dont trust = doubt it; or resolve a spawn as not holding).",
 		reasonParam, requestIDParam))
-	register(transition(ledger.Verify, "Verify an entity with evidence URIs (or resolve a spawn as holding).",
+	register(transition(ledger.Verify, "Verify an entity with evidence URIs (dont dismiss the doubt = verify it; or resolve a spawn as holding).",
 		Param{Name: "evidence", Type: Strings, Required: true, Description: "a URI or CURIE (repeatable); never fetched"}, requestIDParam))
 	register(transition(ledger.Lock, "Lock a verified entity (final).",
 		Param{Name: "reason", Type: String, Description: "why it is final"}))
