@@ -129,7 +129,9 @@ used_ports=" "
 free_port() {
   local p
   for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 30000))
+    # Below Linux's ephemeral range (32768 and up), which outgoing
+    # connections of anything else running take ports from.
+    p=$((20000 + RANDOM % 12000))
     [[ "$used_ports" == *" $p "* ]] && continue
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       used_ports+="$p "
@@ -142,7 +144,19 @@ free_port() {
 }
 
 # start_function NAME BOOTSTRAP [VAR=VALUE...]: sets fn_url to its invoke URL.
+# A port found free can be taken before the emulator binds it; a start that
+# fails on "address already in use" is tried again on other ports.
 start_function() {
+  local attempt
+  for attempt in 1 2 3; do
+    if start_function_once "$@"; then return 0; fi
+    grep -q "address already in use" "$work/$1.log" 2>/dev/null || return 1
+    log "$1: a port was taken before the emulator bound it; trying other ports ($attempt/3)"
+  done
+  return 1
+}
+
+start_function_once() {
   local name="$1" bootstrap="$2" invoke_port runtime_port pid
   shift 2
   invoke_port="$(free_port)"
