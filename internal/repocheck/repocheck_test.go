@@ -239,41 +239,24 @@ func TestDomainPackagesWriteNoRemediation(t *testing.T) {
 		dirs = append(dirs, dir)
 	}
 	for _, dir := range dirs {
-		matches, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, path := range matches {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
+		inspectSources(t, root, dir, func(rel string, fset *token.FileSet, n ast.Node) {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return
 			}
-			fset := token.NewFileSet()
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				t.Fatal(err)
+			x, isIdent := sel.X.(*ast.Ident)
+			if sel.Sel.Name == "Remediation" || isIdent && x.Name == "errs" && sel.Sel.Name == "Step" {
+				t.Errorf("%s:%d builds a remediation: the presentation table (internal/present) says what to run next", rel, fset.Position(sel.Pos()).Line)
 			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				sel, ok := n.(*ast.SelectorExpr)
-				if !ok {
-					return true
-				}
-				x, isIdent := sel.X.(*ast.Ident)
-				if sel.Sel.Name == "Remediation" || isIdent && x.Name == "errs" && sel.Sel.Name == "Step" {
-					rel, _ := filepath.Rel(root, path)
-					t.Errorf("%s:%d builds a remediation: the presentation table (internal/present) says what to run next", filepath.ToSlash(rel), fset.Position(sel.Pos()).Line)
-				}
-				return true
-			})
-		}
+		})
 	}
 }
 
-// The service's messages and warnings may name entities but not commands:
-// what to run is the presentation's (internal/present's table for errors,
-// internal/tools' output builders for hints and warnings).
-func TestServiceWritesNoCommands(t *testing.T) {
-	root, _ := tracked(t)
-	matches, err := filepath.Glob(filepath.Join(root, "internal/service", "*.go"))
+// inspectSources walks the syntax of every non-test Go file of dir, with
+// each file's slash path relative to root.
+func inspectSources(t *testing.T, root, dir string, visit func(rel string, fset *token.FileSet, n ast.Node)) {
+	t.Helper()
+	matches, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,19 +269,29 @@ func TestServiceWritesNoCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		rel, _ := filepath.Rel(root, path)
 		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			v, err := strconv.Unquote(lit.Value)
-			if err == nil && (strings.HasPrefix(v, "dont ") || strings.Contains(v, "run dont ")) {
-				rel, _ := filepath.Rel(root, path)
-				t.Errorf("%s:%d writes a command %q: presentation says what to run", filepath.ToSlash(rel), fset.Position(lit.Pos()).Line, v)
-			}
+			visit(filepath.ToSlash(rel), fset, n)
 			return true
 		})
 	}
+}
+
+// The service's messages and warnings may name entities but not commands:
+// what to run is the presentation's (internal/present's table for errors,
+// internal/tools' output builders for hints and warnings).
+func TestServiceWritesNoCommands(t *testing.T) {
+	root, _ := tracked(t)
+	inspectSources(t, root, "internal/service", func(rel string, fset *token.FileSet, n ast.Node) {
+		lit, ok := n.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return
+		}
+		v, err := strconv.Unquote(lit.Value)
+		if err == nil && (strings.HasPrefix(v, "dont ") || strings.Contains(v, "run dont ")) {
+			t.Errorf("%s:%d writes a command %q: presentation says what to run", rel, fset.Position(lit.Pos()).Line, v)
+		}
+	})
 }
 
 func allowed(module, dir, imp string) bool {
