@@ -150,10 +150,12 @@ func (s *Held) CheckRequesterLive(ctx context.Context, p confirm.Pending) error 
 	if err == nil && t.RevokedAt == nil {
 		return nil
 	}
+	now := s.now()
+	revoked := p.Revoke(now)
 	if cs, cerr := s.confirmations(); cerr == nil {
-		_ = cs.UpdateConfirmation(ctx, p.Revoke(s.now()), confirm.StatePending) // the record; best effort
+		_ = cs.UpdateConfirmation(ctx, revoked, confirm.StatePending) // the record; best effort
 	}
-	_, _, err = p.Revoke(s.now()).Claim(s.actor(ctx), s.now())
+	_, _, err = revoked.Claim(s.actor(ctx), now) // a revoked call's claim is its confirmation-revoked error
 	return err
 }
 
