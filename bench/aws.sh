@@ -24,7 +24,7 @@ echo "| --- | --- | --- |"
 for arch in arm64 amd64; do
   DONT_LAMBDA_OUT="$tmp/$arch" LAMBDA_ARCH="$arch" bash localstack/build-functions.sh >"$tmp/$arch.sizes"
 done
-for fn in api sweeper; do
+for fn in api sweeper operator; do
   a="$(awk -v f="/$fn/bootstrap" 'index($1, f) { print $2 }' "$tmp/arm64.sizes")"
   b="$(awk -v f="/$fn/bootstrap" 'index($1, f) { print $2 }' "$tmp/amd64.sizes")"
   printf '| %s | %s bytes (%.1f MiB) | %s bytes (%.1f MiB) |\n' "$fn" "$a" "$(echo "$a/1048576" | bc -l)" "$b" "$(echo "$b/1048576" | bc -l)"

@@ -3,9 +3,13 @@
 //
 // Context keys (cdk synth -c KEY=VALUE):
 //
-//	dont:stackName        stack name (default "Dont")
-//	dont:apiAssetDir      directory holding the api function's bootstrap
-//	dont:sweeperAssetDir  directory holding the sweeper function's bootstrap
+//	dont:stackName         stack name (default "Dont")
+//	dont:apiAssetDir       directory holding the api function's bootstrap
+//	dont:sweeperAssetDir   directory holding the sweeper function's bootstrap
+//	dont:operatorAssetDir  directory holding the operator function's bootstrap
+//	dont:lambdaArch, dont:apiFront, dont:apiConcurrency, dont:sweeperConcurrency,
+//	dont:throttleRate, dont:throttleBurst, dont:alarmEmail, dont:tracing,
+//	dont:logLevel          see infra/stack and docs/aws.md ("Operations")
 package main
 
 import (

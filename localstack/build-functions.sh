@@ -31,7 +31,7 @@ case "$arch" in
 esac
 
 cd "$root"
-for fn in api sweeper; do
+for fn in api sweeper operator; do
   mkdir -p "$out/$fn"
   CGO_ENABLED=0 GOOS=linux GOARCH="$arch" GOFLAGS="${GOFLAGS:--buildvcs=false}" \
     go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o "$out/$fn/bootstrap" "./functions/$fn"

@@ -15,13 +15,14 @@
 #     directory of their own, and stopped again at the end.
 #
 # What it starts, each killed by PID in the EXIT trap:
-#   - three aws-lambda-rie instances, each with its own port pair
+#   - four aws-lambda-rie instances, each with its own port pair
 #     (--runtime-interface-emulator-address for invokes, and
 #     --runtime-api-address, which the emulator hands the bootstrap as
 #     AWS_LAMBDA_RUNTIME_API): api (DONT_SPAWN_TIMEOUT 24h, the callback
 #     and approval paths), api-short (DONT_SPAWN_TIMEOUT and
 #     DONT_APPROVAL_TIMEOUT = $DONT_IT_SHORT_TIMEOUT, the timeout paths)
-#     and sweeper. The emulator serves one invoke at a time
+#     sweeper and operator (a project's first token, its settings). The
+#     emulator serves one invoke at a time
 #     per instance; the suite invokes each one serially.
 #   - the stand-ins, when it started them.
 #
@@ -186,6 +187,8 @@ start_function api-short "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT="$short
 export DONT_IT_API_SHORT="$fn_url"
 start_function sweeper "$work/lambda/sweeper/bootstrap"
 export DONT_IT_SWEEPER="$fn_url"
+start_function operator "$work/lambda/operator/bootstrap"
+export DONT_IT_OPERATOR="$fn_url"
 export DONT_IT_SHORT_TIMEOUT="$short" DONT_IT_RIE="$rie" DONT_IT_LAMBDA_DIR="$work/lambda" DONT_IT_WORK="$work"
 export DONT_INTEGRATION=1
 

@@ -5,7 +5,7 @@
 #
 #   bash localstack/synth.sh [extra cdk synth arguments]
 #
-# The functions' code comes from build/lambda/{api,sweeper}/bootstrap. When
+# The functions' code comes from build/lambda/{api,sweeper,operator}/bootstrap. When
 # those have not been built yet, placeholder assets are used so that the
 # template can still be synthesized and checked (it is then not deployable;
 # localstack/deploy.sh insists on real binaries).
@@ -31,16 +31,16 @@ fi
 
 context=(-c "dont:stackName=$stack")
 placeholder=""
-if [[ ! -x "$root/build/lambda/api/bootstrap" || ! -x "$root/build/lambda/sweeper/bootstrap" ]]; then
+if [[ ! -x "$root/build/lambda/api/bootstrap" || ! -x "$root/build/lambda/sweeper/bootstrap" || ! -x "$root/build/lambda/operator/bootstrap" ]]; then
   placeholder="$(mktemp -d)"
   trap 'rm -rf "$placeholder"' EXIT
-  for fn in api sweeper; do
+  for fn in api sweeper operator; do
     mkdir -p "$placeholder/$fn"
     printf '#!/bin/sh\necho "placeholder: build the %s function first" >&2\nexit 1\n' "$fn" >"$placeholder/$fn/bootstrap"
     chmod +x "$placeholder/$fn/bootstrap"
   done
-  context+=(-c "dont:apiAssetDir=$placeholder/api" -c "dont:sweeperAssetDir=$placeholder/sweeper")
-  log "build/lambda/{api,sweeper}/bootstrap not built: synthesizing with placeholder assets"
+  context+=(-c "dont:apiAssetDir=$placeholder/api" -c "dont:sweeperAssetDir=$placeholder/sweeper" -c "dont:operatorAssetDir=$placeholder/operator")
+  log "build/lambda/{api,sweeper,operator}/bootstrap not built: synthesizing with placeholder assets"
 fi
 
 export CDK_DISABLE_VERSION_CHECK=1 CDK_DISABLE_CLI_TELEMETRY=true

@@ -21,6 +21,7 @@ import (
 
 type fn struct {
 	t      *testing.T
+	store  *sqlite.Store
 	handle func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 	logs   *bytes.Buffer
 	token  string
@@ -40,7 +41,7 @@ func newFn(t *testing.T) *fn {
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	backend := httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: st}}
-	return &fn{t: t, handle: newHandler(backend, log), logs: logs, token: res.Secret}
+	return &fn{t: t, store: st, handle: newHandler(backend, log), logs: logs, token: res.Secret}
 }
 
 // event is what API Gateway's HTTP API sends for one request (payload 2.0).

@@ -6,8 +6,8 @@
 // to the timeout queue. Sessions, approvals and their frames live in the
 // same table (the service's Approvals store is the project's store).
 //
-// An operator invoking the function directly (not through API Gateway)
-// can create a project's first token; see operator.go.
+// It refuses operator events (function.go): a project's first token is
+// made by the operator function (functions/operator).
 //
 // Everything is built once per cold start, before the first event.
 package main
@@ -31,7 +31,7 @@ func main() {
 		os.Exit(1)
 	}
 	backend := deployment.NewBackend(d.DynamoDB, d.Config.Table, d.TableService)
-	handler := newFunction(backend, newHandler(backend, log), log)
+	handler := newFunction(newHandler(backend, log))
 	log.Info("init", "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	lambda.Start(handler)
 }

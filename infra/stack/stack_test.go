@@ -55,7 +55,8 @@ func synth(extra map[string]any) (tpl assertions.Template, raw map[string]any, e
 	defer os.RemoveAll(dir)
 	apiDir := filepath.Join(dir, "api")
 	sweeperDir := filepath.Join(dir, "sweeper")
-	for _, d := range []string{apiDir, sweeperDir} {
+	operatorDir := filepath.Join(dir, "operator")
+	for _, d := range []string{apiDir, sweeperDir, operatorDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, nil, err
 		}
@@ -64,8 +65,9 @@ func synth(extra map[string]any) (tpl assertions.Template, raw map[string]any, e
 		}
 	}
 	context := map[string]any{
-		stack.ContextAPIAssetDir:     apiDir,
-		stack.ContextSweeperAssetDir: sweeperDir,
+		stack.ContextAPIAssetDir:      apiDir,
+		stack.ContextSweeperAssetDir:  sweeperDir,
+		stack.ContextOperatorAssetDir: operatorDir,
 	}
 	for k, v := range extra {
 		context[k] = v
@@ -126,15 +128,17 @@ func TestResourceCounts(t *testing.T) {
 	counts := map[string]float64{
 		"AWS::DynamoDB::Table":            1,
 		"AWS::SQS::Queue":                 2,
-		"AWS::Lambda::Function":           2,
+		"AWS::Lambda::Function":           3,
 		"AWS::Lambda::EventSourceMapping": 1,
 		"AWS::ApiGatewayV2::Api":          1,
 		"AWS::ApiGatewayV2::Integration":  1,
 		"AWS::ApiGatewayV2::Route":        1,
 		"AWS::ApiGatewayV2::Stage":        1,
 		"AWS::Events::Rule":               1,
-		"AWS::CloudWatch::Alarm":          3,
-		"AWS::Logs::LogGroup":             2,
+		"AWS::CloudWatch::Alarm":          16,
+		"AWS::Logs::LogGroup":             4,
+		"AWS::IAM::Role":                  3,
+		"AWS::SNS::Topic":                 1,
 	}
 	for typ, n := range counts {
 		t.Run(typ, func(t *testing.T) {
@@ -234,7 +238,7 @@ func TestQueues(t *testing.T) {
 func TestFunctions(t *testing.T) {
 	tpl, raw := template(t)
 	fns := resources(raw, "AWS::Lambda::Function")
-	for _, name := range []string{"Api", "Sweeper"} {
+	for _, name := range []string{"Api", "Sweeper", "Operator"} {
 		t.Run(name, func(t *testing.T) {
 			var found map[string]any
 			for id, fn := range fns {
@@ -355,29 +359,48 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 	})
 	want := map[string][]string{
-		"ApiFunction": {
-			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query",
-			"dynamodb:ConditionCheckItem", "sqs:SendMessage",
-		},
-		"SweeperFunction": {
-			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query",
-			"dynamodb:ConditionCheckItem", "sqs:SendMessage", "sqs:ReceiveMessage",
-			"sqs:DeleteMessage", "sqs:ChangeMessageVisibility",
-		},
+		"ApiRole":      {"sqs:SendMessage"},
+		"SweeperRole":  {"sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"},
+		"OperatorRole": {},
 	}
 	for role, actions := range want {
 		t.Run(role, func(t *testing.T) {
-			got := actionsOf(policiesOf(raw, role))
-			for _, a := range actions {
+			stmts := policiesOf(raw, role)
+			got := actionsOf(stmts)
+			for _, a := range append(actions, stack.TableActions...) {
 				if !slices.Contains(got, a) {
-					t.Errorf("%s role lacks %s; has %v", role, a, got)
+					t.Errorf("%s lacks %s; has %v", role, a, got)
 				}
 			}
-			if role == "ApiFunction" && slices.Contains(got, "sqs:ReceiveMessage") {
+			if role == "ApiRole" && slices.Contains(got, "sqs:ReceiveMessage") {
 				t.Errorf("api role may consume the timeout queue: %v", got)
+			}
+			if role == "OperatorRole" && slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, "sqs:") }) {
+				t.Errorf("operator role may use the timeout queue: %v", got)
+			}
+			for _, st := range stmts {
+				if slices.ContainsFunc(st.actions, func(a string) bool { return strings.HasPrefix(a, "dynamodb:") }) {
+					for _, r := range st.resources {
+						if strings.Contains(r, "/index/") && !strings.Contains(r, "/index/"+stack.PendingExpiryIndex) {
+							t.Errorf("%s grants DynamoDB on an index other than %s: %s", role, stack.PendingExpiryIndex, r)
+						}
+					}
+				}
+				if slices.ContainsFunc(st.actions, func(a string) bool { return strings.HasPrefix(a, "logs:") }) {
+					if len(st.resources) != 1 || !strings.Contains(st.resources[0], strings.TrimSuffix(role, "Role")+"Logs") {
+						t.Errorf("%s may write logs beyond its own log group: %v", role, st.resources)
+					}
+				}
 			}
 		})
 	}
+	t.Run("no managed policies", func(t *testing.T) {
+		for id, r := range resources(raw, "AWS::IAM::Role") {
+			if arns := props(r)["ManagedPolicyArns"]; arns != nil {
+				t.Errorf("%s attaches managed policies %v (AWSLambdaBasicExecutionRole grants logs on every group)", id, arns)
+			}
+		}
+	})
 }
 
 func TestSweeperTriggers(t *testing.T) {
@@ -473,7 +496,7 @@ func TestAlarms(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	tpl, _ := template(t)
-	for _, name := range []string{"ApiUrl", "TableName", "TimeoutQueueUrl", "DeadLetterQueueUrl", "ApiFunctionName", "SweeperFunctionName"} {
+	for _, name := range []string{"ApiUrl", "TableName", "TimeoutQueueUrl", "DeadLetterQueueUrl", "ApiFunctionName", "SweeperFunctionName", "OperatorFunctionName", "AlarmTopicArn"} {
 		t.Run(name, func(t *testing.T) {
 			check(t, name, func() {
 				tpl.HasOutput(jsii.String(name), obj(map[string]any{"Value": assertions.Match_AnyValue()}))
@@ -539,7 +562,7 @@ func TestLocalStackVariant(t *testing.T) {
 	for typ, n := range map[string]float64{
 		"AWS::ApiGatewayV2::Api": 0,
 		"AWS::Lambda::Url":       1,
-		"AWS::Lambda::Function":  2,
+		"AWS::Lambda::Function":  3,
 	} {
 		check(t, typ, func() { tpl.ResourceCountIs(jsii.String(typ), jsii.Number(n)) })
 	}
@@ -560,7 +583,11 @@ func TestLocalStackVariant(t *testing.T) {
 }
 
 func TestRejectsUnknownSettings(t *testing.T) {
-	for key, value := range map[string]string{stack.ContextLambdaArch: "mips", stack.ContextAPIFront: "alb"} {
+	for key, value := range map[string]string{
+		stack.ContextLambdaArch: "mips", stack.ContextAPIFront: "alb", stack.ContextTracing: "on",
+		stack.ContextLogLevel: "loud", stack.ContextAPIConcurrency: "-1", stack.ContextSweeperConcurrency: "5",
+		stack.ContextThrottleRate: "fast",
+	} {
 		if _, _, err := synth(map[string]any{key: value}); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s=%s: err = %v, want a refusal naming the key", key, value, err)
 		}

@@ -23,12 +23,12 @@ func TestTheTrustBoundaryThroughTheAPIFunction(t *testing.T) {
 }
 
 // operatorToken makes one more token of the project, as an operator does:
-// a direct invoke of the API function.
+// a direct invoke of the operator function.
 func (p *project) operatorToken(t *testing.T, role string) string {
 	t.Helper()
 	var env map[string]any
 	op := map[string]any{"dont_operator": map[string]any{"create_token": map[string]any{"project": p.name, "role": role, "name": "attack-" + role}}}
-	if err := p.s.api.invoke(ctx, op, &env); err != nil {
+	if err := p.s.operator.invoke(ctx, op, &env); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := env["data"].(map[string]any)
@@ -37,4 +37,39 @@ func (p *project) operatorToken(t *testing.T, role string) string {
 		t.Fatalf("operator create_token %s: %v", role, env)
 	}
 	return token
+}
+
+// Anyone who may invoke the public api function must not mint a project's
+// admin token with it: the operator event is refused there and stores
+// nothing; only the operator function takes it.
+func TestMintingAnAdminTokenThroughThePublicAPIFunctionIsRefused(t *testing.T) {
+	s := setup(t)
+	p := s.newProject(t)
+	before := len(p.tokens(t))
+	var env map[string]any
+	op := map[string]any{"dont_operator": map[string]any{"create_token": map[string]any{"project": p.name, "role": "admin", "name": "stolen"}}}
+	if err := s.api.invoke(ctx, op, &env); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := env["data"].(map[string]any)
+	if env["ok"] != false || data["code"] != "forbidden" || len(data["remediation"].([]any)) == 0 || data["token"] != nil {
+		t.Fatalf("the api function answered an operator event with %v", env)
+	}
+	if after := len(p.tokens(t)); after != before {
+		t.Fatalf("tokens %d before, %d after the refused invoke", before, after)
+	}
+}
+
+// tokens lists the project's tokens from the table.
+func (p *project) tokens(t *testing.T) []any {
+	t.Helper()
+	list, err := p.store.ListTokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]any, len(list))
+	for i := range list {
+		out[i] = list[i]
+	}
+	return out
 }

@@ -222,6 +222,8 @@ func TestBenchTimeoutLag(t *testing.T) {
 		api := launch(t, "api", "DONT_SPAWN_TIMEOUT="+c.timeout, "DONT_TABLE="+s.table)
 		sweeper := launch(t, "sweeper", "DONT_TABLE="+s.table)
 		s.sweeper = sweeper.function
+		// Each project's token is made in this case's table.
+		s.operator = launch(t, "operator", "DONT_TABLE="+s.table).function
 		// One project per spawn: every API call first sweeps its own
 		// project's expired spawns, which would beat the queue to them.
 		projects := make([]*project, n)

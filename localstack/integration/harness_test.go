@@ -43,8 +43,9 @@ type suite struct {
 	queueURL string
 	region   string
 	short    time.Duration
-	// api issues spawns that expire in 24h, apiShort in s.short.
-	api, apiShort, sweeper *function
+	// api issues spawns that expire in 24h, apiShort in s.short; operator
+	// takes the operator's direct invokes (a project's first token).
+	api, apiShort, sweeper, operator *function
 }
 
 var (
@@ -75,7 +76,7 @@ func newSuite() (*suite, error) {
 	}
 	s := &suite{}
 	vals := map[string]*string{"DONT_TABLE": &s.table, "DONT_TIMEOUT_QUEUE_URL": &s.queueURL}
-	urls := map[string]**function{"DONT_IT_API": &s.api, "DONT_IT_API_SHORT": &s.apiShort, "DONT_IT_SWEEPER": &s.sweeper}
+	urls := map[string]**function{"DONT_IT_API": &s.api, "DONT_IT_API_SHORT": &s.apiShort, "DONT_IT_SWEEPER": &s.sweeper, "DONT_IT_OPERATOR": &s.operator}
 	for name, p := range vals {
 		v, err := need(name)
 		if err != nil {
@@ -174,10 +175,10 @@ func (s *suite) newProject(t *testing.T) *project {
 	name := "it-" + hex.EncodeToString(b)
 	st := dynamo.New(s.ddb, s.table, name)
 	// The project's first token, as an operator makes it: a direct invoke
-	// of the API function (aws lambda invoke), which API Gateway never sends.
+	// of the operator function (aws lambda invoke).
 	var env map[string]any
 	op := map[string]any{"dont_operator": map[string]any{"create_token": map[string]any{"project": name, "role": "harness", "name": "integration"}}}
-	if err := s.api.invoke(ctx, op, &env); err != nil {
+	if err := s.operator.invoke(ctx, op, &env); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := env["data"].(map[string]any)

@@ -288,18 +288,18 @@ func TestTheScheduledSweepExpiresASpawnWhoseMessageWasLost(t *testing.T) {
 }
 
 // A project's own spawn timeout (docs/design.md §5.5), set by an operator's direct
-// invoke of the API function, governs the spawns the function issues for
+// invoke of the operator function, governs the spawns the function issues for
 // that project; other projects keep the deployment's default (24 h).
-func TestAnOperatorSetsAProjectsSpawnTimeoutThroughTheAPIFunction(t *testing.T) {
+func TestAnOperatorSetsAProjectsSpawnTimeoutThroughTheOperatorFunction(t *testing.T) {
 	s := setup(t)
 	p, other := s.newProject(t), s.newProject(t)
 	var env map[string]any
 	op := map[string]any{"dont_operator": map[string]any{"set_project": map[string]any{"project": p.name, "spawn_timeout": "90m"}}}
-	if err := s.api.invoke(ctx, op, &env); err != nil || env["ok"] != true {
+	if err := s.operator.invoke(ctx, op, &env); err != nil || env["ok"] != true {
 		t.Fatalf("set_project: %v %v", env, err)
 	}
 	bad := map[string]any{"dont_operator": map[string]any{"set_project": map[string]any{"project": p.name, "spawn_timeout": "forever"}}}
-	if err := s.api.invoke(ctx, bad, &env); err != nil || env["ok"] != false {
+	if err := s.operator.invoke(ctx, bad, &env); err != nil || env["ok"] != false {
 		t.Fatalf("set_project with a bad timeout: %v %v", env, err)
 	}
 	for _, c := range []struct {

@@ -1,7 +1,9 @@
 package deployment
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"path/filepath"
@@ -249,5 +251,33 @@ func TestAQuestionRegistersTheProjectAndSendsItsTimeoutMessage(t *testing.T) {
 	}
 	if _, ok := table.items["acme"]; !ok || table.puts != 1 {
 		t.Fatalf("registry %v after %d puts", table.items, table.puts)
+	}
+}
+
+func TestTheFunctionsLogAtTheLevelTheStackSets(t *testing.T) {
+	for level, want := range map[string][]string{
+		"":      {"info", "warn"},
+		"DEBUG": {"debug", "info", "warn"},
+		"WARN":  {"warn"},
+		"ERROR": {},
+	} {
+		t.Run("level "+level, func(t *testing.T) {
+			t.Setenv(EnvLogLevel, level)
+			var buf bytes.Buffer
+			log := NewLogger(&buf)
+			log.Debug("debug")
+			log.Info("info")
+			log.Warn("warn")
+			var got []string
+			for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+				var m map[string]any
+				if json.Unmarshal([]byte(line), &m) == nil {
+					got = append(got, m["msg"].(string))
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("logged %v, want %v", got, want)
+			}
+		})
 	}
 }

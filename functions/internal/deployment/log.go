@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 )
@@ -13,11 +15,31 @@ import (
 // logged with the invocation's context. It also becomes slog's default,
 // so that libraries logging through the log package write JSON too.
 // Nothing the functions log contains a token: requests are logged by
-// route, status and ids, never by headers or bodies.
+// route, status and ids, never by headers or bodies. Lines below the
+// function's application log level (AWS_LAMBDA_LOG_LEVEL, which Lambda
+// sets from the stack's dont:logLevel) are not written at all, rather
+// than written and dropped by Lambda.
 func NewLogger(w io.Writer) *slog.Logger {
-	l := slog.New(invocationHandler{slog.NewJSONHandler(w, nil)})
+	l := slog.New(invocationHandler{slog.NewJSONHandler(w, &slog.HandlerOptions{Level: logLevel(os.Getenv(EnvLogLevel))})})
 	slog.SetDefault(l)
 	return l
+}
+
+// EnvLogLevel is the variable Lambda sets to the function's application
+// log level (TRACE, DEBUG, INFO, WARN, ERROR, FATAL).
+const EnvLogLevel = "AWS_LAMBDA_LOG_LEVEL"
+
+// logLevel maps Lambda's level names to slog's; anything else is INFO.
+func logLevel(v string) slog.Level {
+	switch strings.ToUpper(v) {
+	case "TRACE", "DEBUG":
+		return slog.LevelDebug
+	case "WARN":
+		return slog.LevelWarn
+	case "ERROR", "FATAL":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
 }
 
 type invocationHandler struct{ slog.Handler }

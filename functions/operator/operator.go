@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-
-	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
@@ -16,9 +13,9 @@ import (
 	"github.com/dont-cli/dont/internal/tools"
 )
 
-// operatorEvent is what an operator sends by invoking the function
-// directly (aws lambda invoke): IAM decides who may, and API Gateway never
-// sends it. It makes a project's first token, which nothing else can: the
+// operatorEvent is what an operator sends by invoking this function
+// (aws lambda invoke): IAM decides who may; nothing routes a request here,
+// and the public api function refuses the event. It makes a project's first token, which nothing else can: the
 // API needs a token to create one; and with it the project's callback
 // secret, which nothing a request sends can make.
 type operatorEvent struct {
@@ -45,24 +42,20 @@ type projects interface {
 	Refresh(name string)
 }
 
-// newFunction is the Lambda handler: an HTTP API event goes to the API
-// handler, an operator event to the operator action; the answer to an
-// operator event is an envelope like every other answer.
-func newFunction(backend projects, api func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error), log *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
-	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+// newFunction is the Lambda handler: an operator event in, an envelope
+// out; any other event is refused with the actions it could have been.
+func newFunction(backend projects, log *slog.Logger) func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 		var op operatorEvent
-		if err := json.Unmarshal(raw, &op); err == nil && op.Operator != nil {
-			return operate(ctx, backend, op, log), nil
+		if err := json.Unmarshal(raw, &op); err != nil || op.Operator == nil {
+			return failure(errs.E(errs.InvalidArgument, "not an operator event: the operator function takes {\"dont_operator\":{…}} only",
+				createTokenStep, setProjectStep).Unmet("dont_operator.create_token or dont_operator.set_project")), nil
 		}
-		var ev events.APIGatewayV2HTTPRequest
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return nil, fmt.Errorf("unreadable event: %w", err)
-		}
-		return api(ctx, ev)
+		return operate(ctx, backend, op, log), nil
 	}
 }
 
-const invokeCommand = `aws lambda invoke --function-name "$DONT_API_FUNCTION" --cli-binary-format raw-in-base64-out --payload `
+const invokeCommand = `aws lambda invoke --function-name "$DONT_OPERATOR_FUNCTION" --cli-binary-format raw-in-base64-out --payload `
 
 var (
 	createTokenStep = errs.Step{

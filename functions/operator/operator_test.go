@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
@@ -75,7 +76,7 @@ func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *te
 	proj := httpapi.Project{Service: svc, Idempotency: st}
 	backend := &oneProject{p: proj}
 	log := slog.New(slog.DiscardHandler)
-	invoke := newFunction(backend, newHandler(httpapi.SingleProject{Project: proj}, log), log)
+	invoke := newFunction(backend, log)
 	call := func(payload string) map[string]any {
 		t.Helper()
 		out, err := invoke(context.Background(), json.RawMessage(payload))
@@ -98,6 +99,8 @@ func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *te
 	}
 
 	for _, bad := range []string{
+		`{"version":"2.0","rawPath":"/v1/tools/tokens.create","requestContext":{"http":{"method":"POST"}}}`,
+		`[1,2]`,
 		`{"dont_operator":{}}`,
 		`{"dont_operator":{"create_token":{"role":"admin"}}}`,
 		`{"dont_operator":{"create_token":{"project":"p1","role":"root"}}}`,
@@ -121,20 +124,24 @@ func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *te
 	if secrets.n != 1 {
 		t.Fatalf("create_token created the project's callback secret %d times, want once", secrets.n)
 	}
-	// The token works through the API, as an HTTP API event to the same function.
-	ev, _ := json.Marshal(event("POST", "/v1/tools/tokens.list", secret, `{"args":{}}`, nil))
-	out, err := invoke(context.Background(), ev)
+	// The token works through the API (the handler the api function runs).
+	api := httptest.NewServer(httpapi.New(httpapi.Options{Backend: httpapi.SingleProject{Project: proj}, Log: log}))
+	defer api.Close()
+	req, _ := http.NewRequest("POST", api.URL+"/v1/tools/tokens.list", strings.NewReader(`{"args":{}}`))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp := out.(events.APIGatewayV2HTTPResponse); resp.StatusCode != 200 {
-		t.Fatalf("the operator's token through the API: %d %s", resp.StatusCode, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the operator's token through the API: %d", resp.StatusCode)
 	}
 }
 
 func TestAnOperatorSetsAProjectsSpawnTimeoutAndBadValuesChangeNothing(t *testing.T) {
 	backend := &oneProject{}
-	invoke := newFunction(backend, nil, slog.New(slog.DiscardHandler))
+	invoke := newFunction(backend, slog.New(slog.DiscardHandler))
 	call := func(payload string) map[string]any {
 		t.Helper()
 		out, err := invoke(context.Background(), json.RawMessage(payload))
@@ -142,7 +149,7 @@ func TestAnOperatorSetsAProjectsSpawnTimeoutAndBadValuesChangeNothing(t *testing
 			t.Fatal(err)
 		}
 		var env map[string]any
-		if err := json.Unmarshal(out.(json.RawMessage), &env); err != nil {
+		if err := json.Unmarshal(out, &env); err != nil {
 			t.Fatal(err)
 		}
 		return env

@@ -1,0 +1,83 @@
+package stack_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/dont-cli/dont/infra/stack"
+)
+
+// TestCdkNagFindsNothingUnsuppressed runs cdk-nag's AwsSolutions and
+// Serverless packs over the default stack and the LocalStack variant. Every
+// finding must be fixed or suppressed in stack.go with a reason; an error
+// or a warning fails the test.
+func TestCdkNagFindsNothingUnsuppressed(t *testing.T) {
+	variants := map[string]map[string]any{
+		"default":    nil,
+		"localstack": {stack.ContextAPIFront: "functionUrl", stack.ContextLambdaArch: "x86_64"},
+	}
+	for name, extra := range variants {
+		t.Run(name, func(t *testing.T) {
+			findings := nag(t, extra)
+			for _, f := range findings {
+				t.Errorf("cdk-nag: %s", f)
+			}
+		})
+	}
+}
+
+// nag synthesizes the stack under both packs and returns every unsuppressed
+// error and warning as "path: message".
+func nag(t *testing.T, extra map[string]any) []string {
+	t.Helper()
+	dir := t.TempDir()
+	context := map[string]any{}
+	for _, fn := range []string{"api", "sweeper", "operator"} {
+		d := filepath.Join(dir, fn)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "bootstrap"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	context[stack.ContextAPIAssetDir] = filepath.Join(dir, "api")
+	context[stack.ContextSweeperAssetDir] = filepath.Join(dir, "sweeper")
+	context[stack.ContextOperatorAssetDir] = filepath.Join(dir, "operator")
+	for k, v := range extra {
+		context[k] = v
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "cdk.out")), Context: &context})
+	s := stack.New(app, "DontNag", nil)
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true), Reports: jsii.Bool(false)}), nil)
+	awscdk.Aspects_Of(app).Add(cdknag.NewServerlessChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true), Reports: jsii.Bool(false)}), nil)
+	anns := assertions.Annotations_FromStack(s.Stack)
+	var out []string
+	for _, m := range *anns.FindError(jsii.String("*"), assertions.Match_AnyValue()) {
+		out = append(out, "error "+*m.Id+": "+text(m.Entry.Data))
+	}
+	for _, m := range *anns.FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+		out = append(out, "warning "+*m.Id+": "+text(m.Entry.Data))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func text(v any) string {
+	s, _ := v.(string)
+	if s == "" {
+		s = jsonString(v)
+	}
+	if i := strings.Index(s, "\n"); i > 0 && len(s) > 400 {
+		s = s[:i]
+	}
+	return s
+}
