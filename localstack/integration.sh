@@ -88,8 +88,8 @@ else
   standins_started=1
   exports="$(DONT_STANDINS_DIR="$work/standins" bash "$here/standins.sh" start)" || exit 1
   eval "$exports"
-  export AWS_ENDPOINT_URL_DYNAMODB="$DONT_DYNAMO_ENDPOINT" AWS_ENDPOINT_URL_SQS="$DONT_SQS_ENDPOINT"
-  log "DynamoDB $AWS_ENDPOINT_URL_DYNAMODB, SQS $AWS_ENDPOINT_URL_SQS"
+  export AWS_ENDPOINT_URL_DYNAMODB="$DONT_DYNAMO_ENDPOINT" AWS_ENDPOINT_URL_SQS="$DONT_SQS_ENDPOINT" AWS_ENDPOINT_URL_KMS="$DONT_KMS_ENDPOINT"
+  log "DynamoDB $AWS_ENDPOINT_URL_DYNAMODB, SQS $AWS_ENDPOINT_URL_SQS, KMS $AWS_ENDPOINT_URL_KMS"
 fi
 # Local endpoints want some credentials and a region, never real ones.
 export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-test}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-test}"
@@ -122,8 +122,8 @@ DONT_LAMBDA_OUT="$work/lambda" LAMBDA_ARCH="$(go env GOARCH)" bash "$here/build-
 run_id="it-$(date +%s)-$$"
 exports="$(go run ./localstack/integration/setup -table "dont-$run_id" -queue "dont-timeouts-$run_id")" || exit 1
 eval "$exports"
-export DONT_TABLE DONT_TIMEOUT_QUEUE_URL
-log "table $DONT_TABLE, queue $DONT_TIMEOUT_QUEUE_URL"
+export DONT_TABLE DONT_TIMEOUT_QUEUE_URL DONT_SECRETS_KEY
+log "table $DONT_TABLE, queue $DONT_TIMEOUT_QUEUE_URL, secrets key $DONT_SECRETS_KEY"
 
 # ---- functions under the emulator
 used_ports=" "

@@ -30,7 +30,7 @@ func main() {
 		log.Error("init", "err", err)
 		os.Exit(1)
 	}
-	backend := deployment.NewBackend(d.DynamoDB, d.Config.Table, d.TableService)
+	backend := d.Backend()
 	handler := newFunction(newHandler(backend, log))
 	log.Info("init", "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	lambda.Start(handler)

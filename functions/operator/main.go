@@ -26,7 +26,7 @@ func main() {
 		log.Error("init", "err", err)
 		os.Exit(1)
 	}
-	backend := deployment.NewBackend(d.DynamoDB, d.Config.Table, d.TableService)
+	backend := d.Backend()
 	log.Info("init", "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	lambda.Start(newFunction(backend, log))
 }

@@ -32,6 +32,11 @@ type operatorEvent struct {
 			Project      string `json:"project"`
 			SpawnTimeout string `json:"spawn_timeout"`
 		} `json:"set_project"`
+		// RotateSecret makes a new version of the project's callback
+		// secret (sealed by KMS); tokens already issued keep verifying.
+		RotateSecret *struct {
+			Project string `json:"project"`
+		} `json:"rotate_secret"`
 	} `json:"dont_operator"`
 }
 
@@ -49,7 +54,7 @@ func newFunction(backend projects, log *slog.Logger) func(context.Context, json.
 		var op operatorEvent
 		if err := json.Unmarshal(raw, &op); err != nil || op.Operator == nil {
 			return failure(errs.E(errs.InvalidArgument, "not an operator event: the operator function takes {\"dont_operator\":{…}} only",
-				createTokenStep, setProjectStep).Unmet("dont_operator.create_token or dont_operator.set_project")), nil
+				createTokenStep, setProjectStep, rotateSecretStep).Unmet("dont_operator.create_token, dont_operator.set_project or dont_operator.rotate_secret")), nil
 		}
 		return operate(ctx, backend, op, log), nil
 	}
@@ -61,6 +66,10 @@ var (
 	createTokenStep = errs.Step{
 		Command:     invokeCommand + `'{"dont_operator":{"create_token":{"project":"<project>","role":"admin"}}}' /dev/stdout`,
 		Description: "create a project's token: project is required; role is admin (default), harness or approver",
+	}
+	rotateSecretStep = errs.Step{
+		Command:     invokeCommand + `'{"dont_operator":{"rotate_secret":{"project":"<project>"}}}' /dev/stdout`,
+		Description: "rotate a project's callback secret: new spawns get tokens under the new version, issued ones keep working",
 	}
 	setProjectStep = errs.Step{
 		Command:     invokeCommand + `'{"dont_operator":{"set_project":{"project":"<project>","spawn_timeout":"2h"}}}' /dev/stdout`,
@@ -85,6 +94,18 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 		backend.Refresh(in.Project)
 		log.InfoContext(ctx, "operator", "action", "set_project", "project", in.Project, "spawn_timeout", view.SpawnTimeout)
 		return success(tools.Output{Kind: envelope.KindProjectSettings, Data: view, Hints: []string{"warm function instances apply it within a minute"}})
+	case op.Operator.RotateSecret != nil:
+		in := op.Operator.RotateSecret
+		if in.Project == "" {
+			return failure(errs.E(errs.InvalidArgument, "rotate_secret needs a project", rotateSecretStep).Unmet("project must not be empty"))
+		}
+		view, err := backend.Project(in.Project).Service.Credentials.RotateProjectSecret(ctx)
+		if err != nil {
+			return failure(err, rotateSecretStep)
+		}
+		log.InfoContext(ctx, "operator", "action", "rotate_secret", "project", in.Project, "key_id", view.KeyID)
+		return success(tools.Output{Kind: envelope.KindSecretRotation, Data: view,
+			Hints: []string{"callback tokens issued before keep verifying under " + view.Previous}})
 	case op.Operator.CreateToken != nil:
 		in := op.Operator.CreateToken
 		if in.Project == "" {
@@ -98,8 +119,9 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 		log.InfoContext(ctx, "operator", "action", "create_token", "project", in.Project, "role", view.Role)
 		return success(res)
 	}
-	return failure(errs.E(errs.InvalidArgument, "unknown operator action: the actions are create_token and set_project", createTokenStep, setProjectStep).
-		Unmet("dont_operator.create_token or dont_operator.set_project"))
+	return failure(errs.E(errs.InvalidArgument, "unknown operator action: the actions are create_token, set_project and rotate_secret",
+		createTokenStep, setProjectStep, rotateSecretStep).
+		Unmet("dont_operator.create_token, dont_operator.set_project or dont_operator.rotate_secret"))
 }
 
 func success(res tools.Output) json.RawMessage {

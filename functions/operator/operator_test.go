@@ -104,6 +104,8 @@ func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *te
 		`{"dont_operator":{}}`,
 		`{"dont_operator":{"create_token":{"role":"admin"}}}`,
 		`{"dont_operator":{"create_token":{"project":"p1","role":"root"}}}`,
+		`{"dont_operator":{"rotate_secret":{}}}`,
+		`{"dont_operator":{"rotate_secret":{"project":"p1"}}}`, // this store's secret does not rotate
 	} {
 		env := call(bad)
 		data, _ := env["data"].(map[string]any)

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -57,6 +58,8 @@ const (
 	// functions read.
 	EnvTable           = "DONT_TABLE"
 	EnvTimeoutQueueURL = "DONT_TIMEOUT_QUEUE_URL"
+	// EnvSecretsKey names the KMS key that seals project secrets.
+	EnvSecretsKey = "DONT_SECRETS_KEY"
 
 	// Context keys that override where the Lambda assets are read from
 	// (cdk synth -c dont:apiAssetDir=... or cdk.json "context").
@@ -159,6 +162,8 @@ type Stack struct {
 	// Alarms is the topic every alarm notifies, when raised and when it
 	// clears.
 	Alarms awssns.Topic
+	// SecretsKey seals every project's callback secret in the table.
+	SecretsKey awskms.Key
 }
 
 // New defines dont's stack in scope.
@@ -228,9 +233,18 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		},
 	})
 
+	// Project secrets are sealed with this key (encryption context
+	// dont:project); KMS rotates its material yearly, and an operator's
+	// rotate_secret makes a new project secret version (docs/aws.md).
+	s.SecretsKey = awskms.NewKey(s.Stack, jsii.String("SecretsKey"), &awskms.KeyProps{
+		Description:       jsii.String("dont: seals each project's callback secret in the table"),
+		EnableKeyRotation: jsii.Bool(true),
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+	})
 	env := &map[string]*string{
 		EnvTable:           s.Table.TableName(),
 		EnvTimeoutQueueURL: s.TimeoutQueue.QueueUrl(),
+		EnvSecretsKey:      s.SecretsKey.KeyArn(),
 	}
 	opts := functionOptions{
 		arch:     arch,
@@ -260,6 +274,17 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	s.API.AddToRolePolicy(tablePolicy)
 	s.Sweeper.AddToRolePolicy(tablePolicy)
 	s.Operator.AddToRolePolicy(tablePolicy)
+	// The api makes the secret of a project older than sealing at its
+	// first spawn and opens them all; the operator makes and rotates them;
+	// the sweeper issues no callback token and gets neither.
+	// Only the two calls internal/kms makes (GrantEncryptDecrypt would add
+	// ReEncrypt* and GenerateDataKey*).
+	secretsPolicy := awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("kms:Encrypt", "kms:Decrypt"),
+		Resources: &[]*string{s.SecretsKey.KeyArn()},
+	})
+	s.API.AddToRolePolicy(secretsPolicy)
+	s.Operator.AddToRolePolicy(secretsPolicy)
 	s.TimeoutQueue.GrantSendMessages(s.API)
 	// The sweeper sends the messages of spawns and questions whose expiry
 	// came within SQS's 15-minute delay limit (the scheduled sweep), and

@@ -139,6 +139,7 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::Logs::LogGroup":             4,
 		"AWS::IAM::Role":                  3,
 		"AWS::SNS::Topic":                 1,
+		"AWS::KMS::Key":                   1,
 	}
 	for typ, n := range counts {
 		t.Run(typ, func(t *testing.T) {
@@ -259,7 +260,7 @@ func TestFunctions(t *testing.T) {
 				t.Errorf("Handler = %v, want bootstrap", found["Handler"])
 			}
 			vars, _ := found["Environment"].(map[string]any)["Variables"].(map[string]any)
-			for _, v := range []string{"DONT_TABLE", "DONT_TIMEOUT_QUEUE_URL"} {
+			for _, v := range []string{"DONT_TABLE", "DONT_TIMEOUT_QUEUE_URL", "DONT_SECRETS_KEY"} {
 				if vars[v] == nil {
 					t.Errorf("environment lacks %s: %v", v, vars)
 				}
@@ -361,7 +362,7 @@ func TestLeastPrivilege(t *testing.T) {
 	want := map[string][]string{
 		"ApiRole":      {"sqs:SendMessage"},
 		"SweeperRole":  {"sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"},
-		"OperatorRole": {},
+		"OperatorRole": {"kms:Encrypt", "kms:Decrypt"},
 	}
 	for role, actions := range want {
 		t.Run(role, func(t *testing.T) {
@@ -377,6 +378,9 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 			if role == "OperatorRole" && slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, "sqs:") }) {
 				t.Errorf("operator role may use the timeout queue: %v", got)
+			}
+			if role == "SweeperRole" && slices.ContainsFunc(got, func(a string) bool { return strings.HasPrefix(a, "kms:") }) {
+				t.Errorf("the sweeper may use the secrets key: %v", got)
 			}
 			for _, st := range stmts {
 				if slices.ContainsFunc(st.actions, func(a string) bool { return strings.HasPrefix(a, "dynamodb:") }) {

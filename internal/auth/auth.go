@@ -107,48 +107,107 @@ func CallbackTokenOf(projectSecret []byte, project, requestID string) string {
 	return callbackPrefix + requestID + "." + hex.EncodeToString([]byte(project)) + "_" + macOf(projectSecret, project, requestID)
 }
 
+// CallbackTokenKeyed is CallbackTokenOf under one version of a project's
+// rotating secret: the token also names the version (keyID, e.g. "2"), so
+// that tokens issued before a rotation still verify under the secret they
+// were made with. The MAC covers project, version and request id.
+func CallbackTokenKeyed(secret []byte, project, keyID, requestID string) string {
+	if keyID == "" {
+		return CallbackTokenOf(secret, project, requestID)
+	}
+	return callbackPrefix + requestID + "." + hex.EncodeToString([]byte(project)) + "." + keyID + "_" + macKeyed(secret, project, keyID, requestID)
+}
+
 // ParseCallback checks a callback token's MAC and returns its request id.
 func ParseCallback(projectSecret []byte, tok string) (requestID string, ok bool) {
-	requestID, project, sig, found := splitCallback(tok)
+	return ParseCallbackKeyed(func(string) ([]byte, bool) { return projectSecret, true }, tok)
+}
+
+// ParseCallbackKeyed checks a callback token's MAC under the secret that
+// secretOf returns for the key id the token names ("" for a token without
+// one) and returns its request id.
+func ParseCallbackKeyed(secretOf func(keyID string) ([]byte, bool), tok string) (requestID string, ok bool) {
+	requestID, project, keyID, sig, found := splitCallback(tok)
 	if !found {
 		return "", false
 	}
-	want := mac(projectSecret, requestID)
-	if project != "" {
-		want = macOf(projectSecret, project, requestID)
+	secret, known := secretOf(keyID)
+	if !known {
+		return "", false
+	}
+	want := mac(secret, requestID)
+	switch {
+	case keyID != "":
+		want = macKeyed(secret, project, keyID, requestID)
+	case project != "":
+		want = macOf(secret, project, requestID)
 	}
 	return requestID, subtle.ConstantTimeCompare([]byte(sig), []byte(want)) == 1
+}
+
+// CallbackKeyID is the secret version a callback token names, unverified;
+// "" if it names none.
+func CallbackKeyID(tok string) string {
+	_, _, keyID, _, _ := splitCallback(tok)
+	return keyID
 }
 
 // CallbackProject is the project a callback token names, unverified (the
 // project's secret verifies it); "" if it names none.
 func CallbackProject(tok string) string {
-	_, project, _, _ := splitCallback(tok)
+	_, project, _, _, _ := splitCallback(tok)
 	return project
 }
 
-func splitCallback(tok string) (requestID, project, sig string, ok bool) {
+func splitCallback(tok string) (requestID, project, keyID, sig string, ok bool) {
 	rest, found := strings.CutPrefix(tok, callbackPrefix)
 	if !found {
-		return "", "", "", false
+		return "", "", "", "", false
 	}
 	head, sig, found := strings.Cut(rest, "_")
 	if !found {
-		return "", "", "", false
+		return "", "", "", "", false
 	}
-	requestID, hexProject, named := strings.Cut(head, ".")
-	if named {
-		p, err := hex.DecodeString(hexProject)
+	parts := strings.Split(head, ".")
+	if len(parts) > 3 {
+		return "", "", "", "", false
+	}
+	requestID = parts[0]
+	if len(parts) >= 2 {
+		p, err := hex.DecodeString(parts[1])
 		if err != nil || len(p) == 0 {
-			return "", "", "", false
+			return "", "", "", "", false
 		}
 		project = string(p)
 	}
-	return requestID, project, sig, requestID != ""
+	if len(parts) == 3 {
+		keyID = parts[2]
+		if !validKeyID(keyID) {
+			return "", "", "", "", false
+		}
+	}
+	return requestID, project, keyID, sig, requestID != ""
+}
+
+// validKeyID: a secret version is a short decimal number.
+func validKeyID(k string) bool {
+	if k == "" || len(k) > 6 {
+		return false
+	}
+	for _, c := range k {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // IsCallback reports whether a presented token is shaped like a callback token.
 func IsCallback(tok string) bool { return strings.HasPrefix(tok, callbackPrefix) }
+
+func macKeyed(secret []byte, project, keyID, requestID string) string {
+	return sign(secret, "dont-callback-v3\x00"+project+"\x00"+keyID+"\x00"+requestID)
+}
 
 func macOf(secret []byte, project, requestID string) string {
 	return sign(secret, "dont-callback-v2\x00"+project+"\x00"+requestID)

@@ -28,5 +28,6 @@ const (
 	KindInit            = "init"
 	KindDoctor          = "doctor"
 	KindProjectSettings = "project_settings"
+	KindSecretRotation  = "secret_rotation"
 	KindVersion         = "version"
 )

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/dont-cli/dont/internal/auth"
@@ -102,4 +103,44 @@ func (s *Service) SetProjectSettings(ctx context.Context, in ProjectSettingsInpu
 		return ProjectSettingsView{}, errs.E(errs.StoreError, "cannot store the project's settings: "+err.Error()).Wrap(err)
 	}
 	return ProjectSettingsView{SpawnTimeout: d.String(), Project: s.Project}, nil
+}
+
+// SecretRotationView is the answer to a rotation: the version new callback
+// tokens are made under from now on.
+type SecretRotationView struct {
+	Project string `json:"project,omitempty"`
+	KeyID   string `json:"key_id"`
+	// Previous is the version tokens were made under until now; they keep
+	// verifying under it.
+	Previous string `json:"previous_key_id"`
+}
+
+// RotateProjectSecret makes a new version of the project's callback
+// secret (an operator's action): spawns issued from now on carry tokens
+// made under it, and tokens already issued keep verifying under the
+// version they name. A store whose secret does not rotate refuses it.
+func (s *Credentials) RotateProjectSecret(ctx context.Context) (SecretRotationView, error) {
+	ts, err := s.tokens()
+	if err != nil {
+		return SecretRotationView{}, err
+	}
+	rs, ok := ts.(RotatingSecrets)
+	if !ok {
+		return SecretRotationView{}, errs.E(errs.InvalidArgument, "this store's project secret does not rotate")
+	}
+	previous, _, err := rs.CurrentSecret(ctx)
+	if errors.Is(err, ErrNotFound) {
+		return SecretRotationView{}, errs.E(errs.NotFound, "the project has no secret yet: create its first token").With("project", s.Project)
+	}
+	if err != nil {
+		return SecretRotationView{}, storeErr(err)
+	}
+	keyID, err := rs.RotateSecret(ctx)
+	if errors.Is(err, ErrConflict) {
+		return SecretRotationView{}, errs.E(errs.Conflict, "another rotation of the project's secret won; nothing was written").With("project", s.Project)
+	}
+	if err != nil {
+		return SecretRotationView{}, storeErr(err)
+	}
+	return SecretRotationView{Project: s.Project, KeyID: keyID, Previous: previous}, nil
 }

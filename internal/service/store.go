@@ -90,6 +90,11 @@ func FailedOn(err error, id string) bool {
 // ErrNotFound is what stores return for a missing item (wrapped or bare).
 var ErrNotFound = errors.New("not found")
 
+// ErrConflict is a store's answer to a conditional write that lost to a
+// concurrent one (a rotation of the project's secret made elsewhere):
+// nothing was written; read again and retry.
+var ErrConflict = errors.New("conflict")
+
 // TimeoutScheduler is told about every new spawn so that expiry can be
 // driven from outside (SQS in AWS). Embedded mode needs none: every
 // invocation sweeps.

@@ -32,6 +32,26 @@ type TokenStore interface {
 	CreateProjectSecret(ctx context.Context) ([]byte, error)
 }
 
+// RotatingSecrets is a TokenStore whose project secret has versions (on
+// AWS: each sealed by KMS, a new one made by the operator's rotation).
+// Callback tokens name the version they were made under, so a rotation
+// never invalidates the token of a spawn already issued. A token without a
+// version was made under version "1".
+type RotatingSecrets interface {
+	// CurrentSecret is the version new callback tokens are made under;
+	// ErrNotFound if the project has no secret.
+	CurrentSecret(ctx context.Context) (keyID string, secret []byte, err error)
+	// SecretVersion is one version; ErrNotFound if there is no such version.
+	SecretVersion(ctx context.Context, keyID string) ([]byte, error)
+	// RotateSecret makes a new current version; ErrNotFound if the project
+	// has no secret yet.
+	RotateSecret(ctx context.Context) (keyID string, err error)
+}
+
+// FirstSecretVersion is the version of a project's first secret, and of
+// every callback token that names none.
+const FirstSecretVersion = "1"
+
 // Auth error codes: exit 3 on the CLI (like other state errors), 401/403 over HTTP.
 const (
 	Unauthenticated errs.Code = "unauthenticated"
@@ -131,14 +151,14 @@ func (s *Credentials) Authenticate(ctx context.Context, presented string) (auth.
 	}
 	if auth.IsCallback(presented) {
 		// Reads only: a project without a secret issued no callback token.
-		secret, err := ts.ProjectSecret(ctx)
+		secret, err := callbackSecret(ctx, ts, auth.CallbackKeyID(presented))
 		if errors.Is(err, ErrNotFound) {
 			return auth.Principal{}, errs.E(Unauthenticated, "invalid callback token")
 		}
 		if err != nil {
 			return auth.Principal{}, storeErr(err)
 		}
-		rid, ok := auth.ParseCallback(secret, presented)
+		rid, ok := auth.ParseCallbackKeyed(func(string) ([]byte, bool) { return secret, true }, presented)
 		if !ok {
 			return auth.Principal{}, errs.E(Unauthenticated, "invalid callback token")
 		}
@@ -213,15 +233,13 @@ func (s *core) publicRequest(ctx context.Context, req spawn.Request) (json.RawMe
 		req.Context.ForbiddenTools = spawn.ForbiddenTools(req.Context.AllowedTools)
 	}
 	if s.Tokens != nil {
-		secret, err := s.Tokens.ProjectSecret(ctx)
-		if errors.Is(err, ErrNotFound) {
-			secret, err = s.Tokens.CreateProjectSecret(ctx)
-		}
+		keyID, secret, err := issuingSecret(ctx, s.Tokens)
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		// In a store shared by many projects the token names its own.
-		req.Callback.Token = auth.CallbackTokenOf(secret, s.Project, req.RequestID)
+		// In a store shared by many projects the token names its own; with
+		// rotating secrets, also the version it is made under.
+		req.Callback.Token = auth.CallbackTokenKeyed(secret, s.Project, keyID, req.RequestID)
 	}
 	b, err := envelope.MarshalData(req)
 	if err != nil {
@@ -239,4 +257,41 @@ func joinList(l []string) string {
 		out += x
 	}
 	return out
+}
+
+// callbackSecret is the secret a callback token naming keyID verifies
+// under: the store's one secret, or that version of a rotating one.
+func callbackSecret(ctx context.Context, ts TokenStore, keyID string) ([]byte, error) {
+	rs, rotating := ts.(RotatingSecrets)
+	if !rotating {
+		if keyID != "" {
+			return nil, ErrNotFound
+		}
+		return ts.ProjectSecret(ctx)
+	}
+	if keyID == "" {
+		keyID = FirstSecretVersion
+	}
+	return rs.SecretVersion(ctx, keyID)
+}
+
+// issuingSecret is the secret (and its version, "" for a store whose
+// secret does not rotate) new callback tokens are made under; a project
+// made before its operator action created the secret gets one now.
+func issuingSecret(ctx context.Context, ts TokenStore) (keyID string, secret []byte, err error) {
+	rs, rotating := ts.(RotatingSecrets)
+	if !rotating {
+		secret, err = ts.ProjectSecret(ctx)
+		if errors.Is(err, ErrNotFound) {
+			secret, err = ts.CreateProjectSecret(ctx)
+		}
+		return "", secret, err
+	}
+	keyID, secret, err = rs.CurrentSecret(ctx)
+	if errors.Is(err, ErrNotFound) {
+		if _, err = ts.CreateProjectSecret(ctx); err == nil {
+			keyID, secret, err = rs.CurrentSecret(ctx)
+		}
+	}
+	return keyID, secret, err
 }

@@ -1,7 +1,8 @@
 // Package standin gives tests a DynamoDB-compatible endpoint: the one named
 // by DONT_DYNAMO_ENDPOINT (or AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL),
 // else the CI stand-in localstack/dynamostandin, built and started on a
-// free loopback port.
+// free loopback port; and a KMS-compatible one the same way
+// (localstack/kmsstandin).
 package standin
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 )
@@ -26,7 +28,22 @@ import (
 // Dynamo returns an endpoint and a stop function (a no-op for an endpoint
 // from the environment).
 func Dynamo() (endpoint string, stop func(), err error) {
-	for _, v := range []string{"DONT_DYNAMO_ENDPOINT", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"} {
+	return start("the DynamoDB stand-in", "dynamostandin", "DONT_DYNAMO_ENDPOINT", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL")
+}
+
+// KMS returns a KMS-compatible endpoint: the one named by
+// DONT_KMS_ENDPOINT (or AWS_ENDPOINT_URL_KMS, AWS_ENDPOINT_URL), else the
+// CI stand-in localstack/kmsstandin, built and started on a free loopback
+// port; and a stop function.
+func KMS() (endpoint string, stop func(), err error) {
+	return start("the KMS stand-in", "kmsstandin", "DONT_KMS_ENDPOINT", "AWS_ENDPOINT_URL_KMS", "AWS_ENDPOINT_URL")
+}
+
+// start returns the first endpoint envs name, or builds
+// localstack/<command>, starts it on a free loopback port and reads the
+// "listening URL" line it prints.
+func start(what, command string, envs ...string) (endpoint string, stop func(), err error) {
+	for _, v := range envs {
 		if e := os.Getenv(v); e != "" {
 			return e, func() {}, nil
 		}
@@ -37,12 +54,12 @@ func Dynamo() (endpoint string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	bin := filepath.Join(dir, "dynamostandin")
-	build := exec.Command("go", "build", "-o", bin, "./localstack/dynamostandin")
+	bin := filepath.Join(dir, command)
+	build := exec.Command("go", "build", "-o", bin, "./localstack/"+command)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("build the DynamoDB stand-in: %v\n%s", err, out)
+		return "", nil, fmt.Errorf("build %s: %v\n%s", what, err, out)
 	}
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
@@ -79,8 +96,18 @@ func Dynamo() (endpoint string, stop func(), err error) {
 		return url, stop, nil
 	case <-time.After(30 * time.Second):
 		stop()
-		return "", nil, fmt.Errorf("the DynamoDB stand-in did not print its address within 30s")
+		return "", nil, fmt.Errorf("%s did not print its address within 30s", what)
 	}
+}
+
+// KMSClient is a KMS client for endpoint, with test credentials.
+func KMSClient(endpoint string) *awskms.Client {
+	return awskms.New(awskms.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		HTTPClient:   &http.Client{Timeout: 30 * time.Second},
+	})
 }
 
 // Client is a DynamoDB client for endpoint through transport (nil: the

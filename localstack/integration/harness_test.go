@@ -27,9 +27,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/dont-cli/dont/internal/kms"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/dynamo"
@@ -43,6 +45,7 @@ type suite struct {
 	queueURL string
 	region   string
 	short    time.Duration
+	sealer   kms.Sealer
 	// api issues spawns that expire in 24h, apiShort in s.short; operator
 	// takes the operator's direct invokes (a project's first token).
 	api, apiShort, sweeper, operator *function
@@ -104,6 +107,13 @@ func newSuite() (*suite, error) {
 	}
 	s.region = cfg.Region
 	s.ddb, s.sqs = dynamodb.NewFromConfig(cfg), awssqs.NewFromConfig(cfg)
+	// The functions seal project secrets with this key; the suite's own
+	// store reads them with it too.
+	key, err := need("DONT_SECRETS_KEY")
+	if err != nil {
+		return nil, err
+	}
+	s.sealer = kms.Sealer{Client: awskms.NewFromConfig(cfg), KeyID: key}
 	return s, nil
 }
 
@@ -174,6 +184,7 @@ func (s *suite) newProject(t *testing.T) *project {
 	rand.Read(b)
 	name := "it-" + hex.EncodeToString(b)
 	st := dynamo.New(s.ddb, s.table, name)
+	st.SetSealer(s.sealer)
 	// The project's first token, as an operator makes it: a direct invoke
 	// of the operator function (aws lambda invoke).
 	var env map[string]any

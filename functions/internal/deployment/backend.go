@@ -27,6 +27,8 @@ type Backend struct {
 	table   string
 	service func(st *dynamo.Store) *service.Service
 	lookup  *dynamo.Store // reads the global items; its own project is never used
+	// sealer seals and opens project secrets (KMS); nil keeps them as stored.
+	sealer dynamo.Sealer
 
 	// The projects this process has served, most recently used first:
 	// only projects a request authenticated to (or an operator named)
@@ -68,7 +70,16 @@ func (b *Backend) Project(name string) httpapi.Project {
 	if p, ok := b.cached(name); ok {
 		return p
 	}
-	return b.keep(name, b.build(dynamo.New(b.client, b.table, name)))
+	return b.keep(name, b.build(b.open(name)))
+}
+
+// open is a project's store, sealing its secrets when the deployment does.
+func (b *Backend) open(project string) *dynamo.Store {
+	st := dynamo.New(b.client, b.table, project)
+	if b.sealer != nil {
+		st.SetSealer(b.sealer)
+	}
+	return st
 }
 
 func (b *Backend) build(st *dynamo.Store) httpapi.Project {
@@ -136,7 +147,7 @@ func (b *Backend) Authenticate(ctx context.Context, presented string) (auth.Prin
 	var st *dynamo.Store
 	check := p.Service
 	if !warm {
-		st = dynamo.New(b.client, b.table, project)
+		st = b.open(project)
 		check = service.New(service.Deps{Tokens: st, Project: project})
 	}
 	principal, err := check.Credentials.Authenticate(ctx, presented)

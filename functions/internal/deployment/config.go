@@ -31,6 +31,10 @@ const (
 	EnvSubscriberLease = settings.EnvSubscriberLease
 	EnvApprovalPoll    = "DONT_APPROVAL_POLL"
 	EnvFrameRetention  = "DONT_FRAME_RETENTION"
+	// EnvSecretsKey is the KMS key (id, ARN or alias) that seals every
+	// project's callback secret at rest; set by the stack. Unset, secrets
+	// are stored as they are (the stand-ins' default; docs/aws.md).
+	EnvSecretsKey = "DONT_SECRETS_KEY"
 )
 
 // DefaultApprovalPoll is how often a long-poll of a session's frames, or a
@@ -62,6 +66,8 @@ type Config struct {
 	// FrameRetention lets DynamoDB's TTL delete frames this long after
 	// they were written (0: kept for good).
 	FrameRetention time.Duration
+	// SecretsKey is the KMS key sealing project secrets ("" for none).
+	SecretsKey string
 }
 
 // ConfigFromEnv reads the configuration; getenv is os.Getenv in production.
@@ -71,6 +77,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		QueueURL:     strings.TrimSpace(getenv(EnvTimeoutQueueURL)),
 		SpawnTimeout: service.DefaultSpawnTimeout,
 		SweepLimit:   DefaultSweepLimit,
+		SecretsKey:   strings.TrimSpace(getenv(EnvSecretsKey)),
 	}
 	if c.Table == "" {
 		return c, fmt.Errorf("%s is required: the DynamoDB table name", EnvTable)

@@ -8,8 +8,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/dont-cli/dont/internal/kms"
 	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/dynamo"
@@ -31,14 +33,22 @@ func Connect(ctx context.Context, getenv func(string) string, author string, log
 	}
 	ddb := dynamodb.NewFromConfig(awsCfg)
 	queue := awssqs.NewFromConfig(awsCfg)
+	var sealer dynamo.Sealer
+	if cfg.SecretsKey != "" {
+		sealer = kms.Sealer{Client: awskms.NewFromConfig(awsCfg), KeyID: cfg.SecretsKey}
+	}
 	return &Deployment{
 		Config:   cfg,
 		Author:   author,
 		Log:      log,
 		DynamoDB: ddb,
+		Sealer:   sealer,
 		Open: func(project string) Store {
 			st := dynamo.New(ddb, cfg.Table, project)
 			st.SetFrameRetention(cfg.FrameRetention)
+			if sealer != nil {
+				st.SetSealer(sealer)
+			}
 			return st
 		},
 		Queue:    &sqssched.Queue{Client: queue, URL: cfg.QueueURL},
@@ -66,4 +76,12 @@ func (d *Deployment) TableService(st *dynamo.Store) *service.Service {
 		svc.SpawnTimeout = ps.SpawnTimeout
 	}
 	return svc
+}
+
+// Backend is the backend of every project in the table, its stores
+// sealing project secrets as configured.
+func (d *Deployment) Backend() *Backend {
+	b := NewBackend(d.DynamoDB, d.Config.Table, d.TableService)
+	b.sealer = d.Sealer
+	return b
 }

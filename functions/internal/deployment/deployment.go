@@ -11,6 +11,7 @@ import (
 
 	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
 // Store is one project's view of the table: everything its service needs.
@@ -30,6 +31,9 @@ type Deployment struct {
 	Log    *slog.Logger
 	// DynamoDB is the table's client (nil in tests that open other stores).
 	DynamoDB *dynamodb.Client
+	// Sealer seals project secrets at rest (KMS, DONT_SECRETS_KEY); nil
+	// when the deployment has no key.
+	Sealer dynamo.Sealer
 	// Open returns one project's store; Connect sets it to the DynamoDB store.
 	Open     func(project string) Store
 	Queue    *sqssched.Queue

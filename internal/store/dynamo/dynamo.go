@@ -24,7 +24,7 @@
 //	a term's CURIE            P#<p>#CURIE                <curie> (see curieSortKey)
 //	spawn (as issued)         P#<p>#S                    <spawn id>
 //	token (project's list)    P#<p>#T                    <token id>
-//	callback secret           P#<p>#M                    secret
+//	callback secret           P#<p>#M                    secret (k1…kN, current; secrets.go)
 //	project settings          P#<p>#M                    settings
 //	pending confirmation      P#<p>#C                    <confirmation id>
 //	Idempotency-Key record    P#<p>#I#<key>              I
@@ -155,7 +155,13 @@ type Store struct {
 	frameRetention time.Duration
 
 	secretMu sync.Mutex
-	secret   []byte
+	// secrets caches the project's secret versions, opened, by key id,
+	// and current the version new tokens are made under.
+	secrets map[string][]byte
+	current string
+	// sealer seals the secret versions at rest (KMS on AWS); nil keeps
+	// them as written.
+	sealer Sealer
 
 	states entityStates
 }

@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	crand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,67 +122,6 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 		return service.ErrNotFound
 	}
 	return err
-}
-
-// ProjectSecret implements service.TokenStore: the project's meta item,
-// read (strongly consistent) and cached for the store's life once found;
-// ErrNotFound, and nothing written, if the project has no secret.
-func (s *Store) ProjectSecret(ctx context.Context) ([]byte, error) {
-	s.secretMu.Lock()
-	defer s.secretMu.Unlock()
-	return s.readSecret(ctx)
-}
-
-// CreateProjectSecret implements service.TokenStore: 256 random bits put
-// only if the project has no secret (so racing creators agree), then read
-// back. The operator action that creates a project's first token calls
-// it; nothing a request sends does.
-func (s *Store) CreateProjectSecret(ctx context.Context) ([]byte, error) {
-	s.secretMu.Lock()
-	defer s.secretMu.Unlock()
-	if secret, err := s.readSecret(ctx); !errors.Is(err, service.ErrNotFound) {
-		return secret, err
-	}
-	fresh := make([]byte, 32)
-	if _, err := crand.Read(fresh); err != nil {
-		return nil, err
-	}
-	put := key(s.metaPK(), "secret")
-	put["secret"] = &types.AttributeValueMemberB{Value: fresh}
-	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: put,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
-		ReturnConsumedCapacity:   types.ReturnConsumedCapacityIndexes}
-	err := s.write(ctx, func(ctx context.Context) error {
-		_, err := s.client.PutItem(ctx, in, noSDKRetries)
-		return err
-	})
-	var ccf *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &ccf) {
-		return nil, err
-	}
-	// Whoever won the race made the secret: read it back.
-	return s.readSecret(ctx)
-}
-
-// readSecret is the cached secret or the meta item's; secretMu is held.
-func (s *Store) readSecret(ctx context.Context) ([]byte, error) {
-	if s.secret != nil {
-		return s.secret, nil
-	}
-	it, err := s.getItem(ctx, key(s.metaPK(), "secret"))
-	if err != nil {
-		return nil, err
-	}
-	if it == nil {
-		return nil, service.ErrNotFound
-	}
-	secret := attrBytes(it, "secret")
-	if len(secret) == 0 {
-		return nil, errors.New("dynamo: the project's callback secret is empty")
-	}
-	s.secret = secret
-	return secret, nil
 }
 
 // transact writes items in one transaction with one ClientRequestToken.

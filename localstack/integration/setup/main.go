@@ -1,9 +1,10 @@
-// Command setup creates the table and the timeout queue the integration
-// suite runs against, on whatever endpoint the SDK's defaults name
-// (AWS_ENDPOINT_URL, or AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS),
+// Command setup creates the table, the timeout queue and the KMS key that
+// seals project secrets, which the integration suite runs against, on
+// whatever endpoint the SDK's defaults name (AWS_ENDPOINT_URL, or
+// AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL_KMS),
 // and prints them as shell exports:
 //
-//	export DONT_TABLE=... DONT_TIMEOUT_QUEUE_URL=...
+//	export DONT_TABLE=... DONT_TIMEOUT_QUEUE_URL=... DONT_SECRETS_KEY=...
 //
 // The queue URL is the one the SQS endpoint returns: fauxqs matches queue
 // URLs by exact host, so every client must use the same endpoint string.
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -53,7 +55,11 @@ func main() {
 	if err != nil {
 		fail(fmt.Errorf("create queue %s: %w", *queue, err))
 	}
-	fmt.Printf("export DONT_TABLE=%s DONT_TIMEOUT_QUEUE_URL=%s\n", *table, aws.ToString(out.QueueUrl))
+	key, err := awskms.NewFromConfig(cfg).CreateKey(ctx, &awskms.CreateKeyInput{Description: aws.String("dont integration: project secrets")})
+	if err != nil {
+		fail(fmt.Errorf("create the secrets key: %w", err))
+	}
+	fmt.Printf("export DONT_TABLE=%s DONT_TIMEOUT_QUEUE_URL=%s DONT_SECRETS_KEY=%s\n", *table, aws.ToString(out.QueueUrl), aws.ToString(key.KeyMetadata.Arn))
 }
 
 func fail(err error) {
