@@ -66,3 +66,36 @@ func TestCallbackTokensOfSharedStoresNameTheirProjectUnderTheMAC(t *testing.T) {
 		}
 	}
 }
+
+func TestACallbackTokenNamesItsSecretVersionAndVerifiesOnlyUnderIt(t *testing.T) {
+	v1, v2 := []byte("first secret of the project......"), []byte("second secret of the project.....")
+	secrets := map[string][]byte{"1": v1, "2": v2}
+	secretOf := func(k string) ([]byte, bool) {
+		if k == "" {
+			k = "1"
+		}
+		s, ok := secrets[k]
+		return s, ok
+	}
+	tok := CallbackTokenKeyed(v2, "team-a", "2", "spawn:01X")
+	if CallbackKeyID(tok) != "2" || CallbackProject(tok) != "team-a" {
+		t.Fatalf("%s names %q of %q", tok, CallbackKeyID(tok), CallbackProject(tok))
+	}
+	if rid, ok := ParseCallbackKeyed(secretOf, tok); !ok || rid != "spawn:01X" {
+		t.Fatalf("a version-2 token did not verify: %q %v", rid, ok)
+	}
+	legacy := CallbackTokenOf(v1, "team-a", "spawn:01Y")
+	if rid, ok := ParseCallbackKeyed(secretOf, legacy); !ok || rid != "spawn:01Y" {
+		t.Fatalf("a token naming no version did not verify under version 1: %q %v", rid, ok)
+	}
+	for name, bad := range map[string]string{
+		"relabelled to version 1":  strings.Replace(tok, ".2_", ".1_", 1),
+		"a version that is absent": strings.Replace(tok, ".2_", ".7_", 1),
+		"a version that is a word": strings.Replace(tok, ".2_", ".two_", 1),
+		"four dotted parts":        strings.Replace(tok, ".2_", ".2.3_", 1),
+	} {
+		if _, ok := ParseCallbackKeyed(secretOf, bad); ok {
+			t.Errorf("%s: %s verified", name, bad)
+		}
+	}
+}
