@@ -96,6 +96,9 @@ func (a *api) do(method, path, token string, body []byte, header ...string) repl
 
 func (a *api) call(token, tool string, args map[string]any, header ...string) reply {
 	a.t.Helper()
+	if args == nil { // "args" is an object: null is refused
+		args = map[string]any{}
+	}
 	body, _ := json.Marshal(map[string]any{"args": args})
 	return a.do(http.MethodPost, "/v1/tools/"+tool, token, body, header...)
 }

@@ -164,7 +164,9 @@ var table = map[errs.Code]Class{
 	}, nil},
 	errs.NotInitialised:     {ExitState, statusUnavailable, steps("dont init", "create .dont/ in the project folder (or set DONT_PROJECT_DIR)"), nil, nil},
 	errs.AlreadyInitialised: {ExitRefusal, statusConflict, steps("dont list", "the project is ready; use it"), nil, nil},
-	errs.ConfigMissing: {ExitState, statusUnavailable, steps("dont help config", "set the missing settings in .dont/config.toml or the environment"), map[string][]errs.Step{
+	// A permanent condition of the project: 409, never 503, which clients
+	// and gateways retry.
+	errs.ConfigMissing: {ExitState, statusConflict, steps("dont help config", "set the missing settings in .dont/config.toml or the environment"), map[string][]errs.Step{
 		// internal/service (spawns.go): direct mode without a provider
 		"llm.provider": steps2(
 			"export DONT_LLM_PROVIDER=openai DONT_LLM_MODEL=<model> DONT_LLM_API_KEY=<key>", "configure a provider ([llm] in .dont/config.toml works too)",

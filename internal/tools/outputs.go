@@ -223,3 +223,82 @@ func deepCopy(m map[string]any) map[string]any {
 	_ = json.Unmarshal(b, &out)
 	return out
 }
+
+// The envelope's own parts (internal/envelope), as JSON Schema. ref is how
+// a part names another (OpenAPI passes a $ref to its components, MCP the
+// part itself).
+var (
+	strSchema = map[string]any{"type": "string"}
+)
+
+// StepSchema is one remediation step.
+func StepSchema() map[string]any {
+	return map[string]any{"type": "object", "required": []any{"command", "description"}, "additionalProperties": false,
+		"properties": map[string]any{"command": strSchema, "description": strSchema}}
+}
+
+// WarningSchema is one warning.
+func WarningSchema() map[string]any {
+	return map[string]any{"type": "object", "required": []any{"code", "message"}, "additionalProperties": false,
+		"properties": map[string]any{"code": strSchema, "message": strSchema, "request_id": strSchema, "outcome": strSchema}}
+}
+
+// MetaSchema is the envelope's meta.
+func MetaSchema() map[string]any {
+	return map[string]any{"type": "object", "required": []any{"duration_ms", "request_id"}, "additionalProperties": false,
+		"properties": map[string]any{"duration_ms": map[string]any{"type": "integer", "minimum": 0}, "request_id": strSchema, "mode": strSchema}}
+}
+
+// ErrorDataSchema is a failure's data: its remediation is never empty.
+func ErrorDataSchema(step any) map[string]any {
+	return map[string]any{"type": "object", "additionalProperties": false,
+		"required": []any{"code", "message", "unmet_clauses", "remediation"},
+		"properties": map[string]any{
+			"code": map[string]any{"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$"}, "message": strSchema, "entity_id": strSchema,
+			"unmet_clauses": map[string]any{"type": "array", "items": strSchema},
+			"remediation":   map[string]any{"type": "array", "minItems": 1, "items": step},
+		}}
+}
+
+// EnvelopeSchema is an envelope whose ok, envelope_kind and data follow
+// the given schemas.
+func EnvelopeSchema(ok bool, kind, data, warning, meta any) map[string]any {
+	return map[string]any{"type": "object", "additionalProperties": false,
+		"required": []any{"envelope_version", "cli_version", "ok", "envelope_kind", "data", "hints", "warnings", "meta"},
+		"properties": map[string]any{
+			"envelope_version": map[string]any{"const": envelope.Version},
+			"cli_version":      strSchema,
+			"ok":               map[string]any{"const": ok},
+			"envelope_kind":    kind,
+			"data":             data,
+			"hints":            map[string]any{"type": "array", "items": strSchema},
+			"warnings":         map[string]any{"type": "array", "items": warning},
+			"meta":             meta,
+		}}
+}
+
+// KindEnvelopeSchema is the success envelope of one kind, inline.
+func KindEnvelopeSchema(kind string) map[string]any {
+	data, ok := DataSchema(kind)
+	if !ok {
+		data = map[string]any{"type": "object"}
+	}
+	return EnvelopeSchema(true, map[string]any{"const": kind}, data, WarningSchema(), MetaSchema())
+}
+
+// ErrorEnvelopeSchema is the failure envelope, inline.
+func ErrorEnvelopeSchema() map[string]any {
+	return EnvelopeSchema(false, map[string]any{"const": envelope.KindError}, ErrorDataSchema(StepSchema()), WarningSchema(), MetaSchema())
+}
+
+// OutputSchema is the JSON Schema of every result of the tool, inline
+// (MCP's outputSchema): one envelope per kind it returns, or the error
+// envelope.
+func (t *Tool) OutputSchema() map[string]any {
+	var alts []any
+	for _, k := range t.OutputKinds() {
+		alts = append(alts, KindEnvelopeSchema(k))
+	}
+	alts = append(alts, ErrorEnvelopeSchema())
+	return map[string]any{"type": "object", "oneOf": alts}
+}
