@@ -112,20 +112,29 @@ func (t *Tool) Holdable() bool {
 	return t.Annotations.Gated() && !t.Annotations.InteractiveOnly
 }
 
-// OutputKinds are the envelope kinds a successful call of the tool may
-// return, sorted: its own, KindConfirmation when it may be held, and for
-// confirmations.confirm those of every tool it may run.
-func (t *Tool) OutputKinds() []string {
+// RunKinds are the envelope kinds of a call that ran (HTTP 200), sorted:
+// the tool's own, and for confirmations.confirm those of every tool it
+// may run.
+func (t *Tool) RunKinds() []string {
 	kinds := slices.Clone(outputKinds[t.Name])
-	if t.Holdable() {
-		kinds = append(kinds, envelope.KindConfirmation)
-	}
 	if t.Name == "confirmations.confirm" {
 		for _, o := range All() {
 			if o.Holdable() {
 				kinds = append(kinds, outputKinds[o.Name]...)
 			}
 		}
+	}
+	sort.Strings(kinds)
+	return slices.Compact(kinds)
+}
+
+// OutputKinds are the envelope kinds of every success of the tool,
+// sorted: RunKinds, and KindConfirmation when a call may be held (HTTP
+// 202).
+func (t *Tool) OutputKinds() []string {
+	kinds := t.RunKinds()
+	if t.Holdable() {
+		kinds = append(kinds, envelope.KindConfirmation)
 	}
 	sort.Strings(kinds)
 	return slices.Compact(kinds)
