@@ -26,6 +26,7 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		t.Fatalf("not OpenAPI 3.1: %v", doc.(map[string]any)["openapi"])
 	}
 	c := jsonschema.NewCompiler()
+	c.AssertFormat() // timestamps are date-time
 	if err := c.AddResource("openapi.json", doc); err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +166,7 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		func(env map[string]any) { env["data"].(map[string]any)["callback"].(map[string]any)["token"] = 1 },
 		func(env map[string]any) { env["data"].(map[string]any)["surprise"] = true },
 		func(env map[string]any) { env["envelope_kind"] = "claim" },
+		func(env map[string]any) { env["data"].(map[string]any)["expires_at"] = "in an hour" },
 	} {
 		var env map[string]any
 		json.Unmarshal(sr.raw, &env)

@@ -79,6 +79,7 @@ func TestEveryToolHasAnOutputSchemaAndItsResultsMatchIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := jsonschema.NewCompiler()
+		c.AssertFormat() // timestamps are date-time
 		if err := c.AddResource(tl.Name+".json", doc); err != nil {
 			t.Fatal(err)
 		}

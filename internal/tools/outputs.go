@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/envelope"
@@ -189,6 +190,7 @@ func buildSchemas() {
 	opts := &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[ledger.Status]():  str(statusNames()),
 		reflect.TypeFor[approvals.Tier](): str(tierNames(approvals.Tiers)),
+		reflect.TypeFor[time.Time]():      {Type: "string", Format: "date-time"},
 		// A stored spawn request is the spawn_request data as issued.
 		reflect.TypeFor[json.RawMessage](): {},
 	}}
