@@ -188,9 +188,13 @@ func buildSchemas() {
 		return &jsonschema.Schema{Type: "string", Enum: e}
 	}
 	opts := &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[ledger.Status]():  str(statusNames()),
-		reflect.TypeFor[approvals.Tier](): str(tierNames(approvals.Tiers)),
-		reflect.TypeFor[time.Time]():      {Type: "string", Format: "date-time"},
+		reflect.TypeFor[ledger.Status]():   str(statusNames()),
+		reflect.TypeFor[approvals.Tier]():  str(tierNames(approvals.Tiers)),
+		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
+		reflect.TypeFor[spawn.Kind]():      str([]string{string(spawn.Assume), string(spawn.Overlook), string(spawn.Guess)}),
+		reflect.TypeFor[spawn.Mode]():      str([]string{string(spawn.ModeHarness), string(spawn.ModeDirect)}),
+		reflect.TypeFor[spawn.State]():     str([]string{string(spawn.Pending), string(spawn.Resolved)}),
+		reflect.TypeFor[approvals.State](): str([]string{string(approvals.Pending), string(approvals.Resolved)}),
 		// A stored spawn request is the spawn_request data as issued.
 		reflect.TypeFor[json.RawMessage](): {},
 	}}
