@@ -89,7 +89,7 @@ func declined(action string) string {
 // agent wrote cannot hide or forge a line, as in the CLI's preview.
 func elicitation(t *tools.Tool, args map[string]any) *sdk.ElicitParams {
 	var b strings.Builder
-	b.WriteString("An agent asks to run " + ToolName(t.Name) + " (" + t.Summary + ").\n")
+	b.WriteString("An agent asks to run " + ToolName(t.Name) + ": " + t.Summary + "\n")
 	keys := make([]string, 0, len(args))
 	for k := range args {
 		if k != "mode" {
