@@ -60,6 +60,9 @@ func timeoutLag(n int) ([]float64, error) {
 		return nil, err
 	}
 	call := func(tool string, args map[string]any) (map[string]any, error) {
+		if args == nil { // "args" is an object: null is refused
+			args = map[string]any{}
+		}
 		body, _ := json.Marshal(map[string]any{"args": args})
 		req, _ := http.NewRequest(http.MethodPost, l.Listening+"/v1/tools/"+tool, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+tok["token"].(string))

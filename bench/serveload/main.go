@@ -56,6 +56,9 @@ func main() {
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *workers * 2}}
 	call := func(tool string, args map[string]any) (map[string]any, time.Duration) {
+		if args == nil { // "args" is an object: null is refused
+			args = map[string]any{}
+		}
 		body, _ := json.Marshal(map[string]any{"args": args})
 		req, _ := http.NewRequest("POST", l.Listening+"/v1/tools/"+tool, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -94,6 +94,9 @@ func main() {
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *workers * 2}}
 	var requests, failures atomic.Int64
 	call := func(tool string, args map[string]any) map[string]any {
+		if args == nil { // "args" is an object: null is refused
+			args = map[string]any{}
+		}
 		body, _ := json.Marshal(map[string]any{"args": args})
 		req, _ := http.NewRequest(http.MethodPost, l.Listening+"/v1/tools/"+tool, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -60,6 +60,18 @@ type tsSummary struct {
 		IsError bool   `json:"isError"`
 		Code    string `json:"code"`
 	} `json:"escalate_after_frames"`
+	WithoutOutputSchema []string `json:"tools_without_output_schema"`
+	Validated           int      `json:"validated"`
+	AnnotationKinds     int      `json:"annotation_kinds"`
+	Elicitation         struct {
+		Asked              int    `json:"asked"`
+		MessageNamesCall   bool   `json:"message_names_call"`
+		DeclinedCode       string `json:"declined_code"`
+		DeclinedIsError    bool   `json:"declined_is_error"`
+		StatusAfterDecline string `json:"status_after_decline"`
+		AcceptedKind       string `json:"accepted_kind"`
+		AcceptedStatus     string `json:"accepted_status"`
+	} `json:"elicitation"`
 }
 
 // tsSDKMissing fails under CI (which installs the client) and skips
@@ -202,12 +214,43 @@ func TestTheTypeScriptMCPSDKRunsAHarnessSession(t *testing.T) {
 	if !s.DismissOK || s.Status != "verified" || s.Outcome != "callback-applied" {
 		t.Fatalf("dismiss with the request id: %+v", s)
 	}
-	// The same store as the CLI.
-	if st := p.ok("show", s.Claim).str("status"); st != "verified" {
+	// The same store as the CLI (the script then locked the claim,
+	// confirmed by elicitation).
+	if st := p.ok("show", s.Claim).str("status"); st != "locked" {
 		t.Fatalf("the CLI sees %s", st)
 	}
 	sp := p.ok("spawns", "--all").data()["spawns"].([]any)
 	if len(sp) != 1 || sp[0].(map[string]any)["request_id"] != s.RequestID || sp[0].(map[string]any)["outcome"] != "callback-applied" {
 		t.Fatalf("the CLI sees the spawns as %v", sp)
+	}
+}
+
+// The TypeScript SDK reads an outputSchema on every tool and validates
+// every structuredContent against it (callTool throws otherwise; the
+// script checks again with the SDK's Ajv validator), sees non-uniform
+// annotations, and confirms a gated lock through elicitation: declined,
+// nothing runs and nothing is held; accepted, it runs once.
+func TestTheTypeScriptMCPSDKValidatesOutputAndConfirmsByElicitation(t *testing.T) {
+	p := newProject(t)
+	s := runTypeScriptClient(t, p)
+	if len(s.WithoutOutputSchema) != 0 || s.Validated < 10 || s.AnnotationKinds < 4 {
+		t.Fatalf("without outputSchema %v, %d results validated, %d annotation kinds", s.WithoutOutputSchema, s.Validated, s.AnnotationKinds)
+	}
+	e := s.Elicitation
+	if e.Asked != 2 || !e.MessageNamesCall {
+		t.Fatalf("elicitation: %+v", e)
+	}
+	if !e.DeclinedIsError || e.DeclinedCode != "confirmation-declined" || e.StatusAfterDecline != "verified" {
+		t.Fatalf("a declined lock: %+v", e)
+	}
+	if e.AcceptedKind != "claim" || e.AcceptedStatus != "locked" {
+		t.Fatalf("an accepted lock: %+v", e)
+	}
+	// Nothing was held for an approver: the person confirmed it in the host.
+	if n := p.ok("confirmations", "list", "--all").data()["count"]; n != 0.0 {
+		t.Fatalf("%v held calls", n)
+	}
+	if st := p.ok("show", s.Session.Claim).str("status"); st != "locked" {
+		t.Fatalf("the CLI sees %s", st)
 	}
 }

@@ -204,6 +204,9 @@ func TestSpawnRequestPayloadIsByteIdenticalAcrossCLIMCPAndHTTP(t *testing.T) {
 	s := p.mcp()
 	viaHTTP := func(tool string, args map[string]any) []byte {
 		t.Helper()
+		if args == nil { // "args" is an object: null is refused
+			args = map[string]any{}
+		}
 		body, _ := json.Marshal(map[string]any{"args": args})
 		req, _ := http.NewRequest(http.MethodPost, srv.endpoint+"/v1/tools/"+tool, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+harness)

@@ -27,6 +27,9 @@ func TestSIGKILLMidLoadLosesNoAcknowledgedWrite(t *testing.T) {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	defer client.CloseIdleConnections()
 	call := func(endpoint, tool string, args map[string]any) (map[string]any, bool) {
+		if args == nil { // "args" is an object: null is refused
+			args = map[string]any{}
+		}
 		body, _ := json.Marshal(map[string]any{"args": args})
 		req, _ := http.NewRequest(http.MethodPost, endpoint+"/v1/tools/"+tool, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)

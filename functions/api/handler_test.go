@@ -136,3 +136,33 @@ func TestErrorsAreEnvelopesAndLogsNeverCarryTheToken(t *testing.T) {
 		t.Fatalf("log lines carry no request id: %s", f.logs.String())
 	}
 }
+
+// Through the Lambda too, "args": null is refused as invalid-argument
+// with remediation and writes nothing.
+func TestArgsNullIsRefusedThroughTheAPIFunction(t *testing.T) {
+	f := newFn(t)
+	for _, body := range []string{`{"args":null}`, `{"args":["x"]}`} {
+		resp, env := f.call("r", event("POST", "/v1/tools/conclude", f.token, body, nil))
+		data, _ := env["data"].(map[string]any)
+		if rem, _ := data["remediation"].([]any); resp.StatusCode != 400 || data["code"] != "invalid-argument" || len(rem) == 0 {
+			t.Fatalf("%s: %d %s", body, resp.StatusCode, resp.Body)
+		}
+	}
+	if resp, env := f.call("r", event("POST", "/v1/tools/list", f.token, `{}`, nil)); resp.StatusCode != 200 || env["data"].(map[string]any)["count"] != 0.0 {
+		t.Fatalf("a refused conclude wrote a claim: %s", resp.Body)
+	}
+}
+
+// Through the Lambda, the Bearer scheme is case-insensitive (RFC 7235).
+func TestTheBearerSchemeIsCaseInsensitiveThroughTheAPIFunction(t *testing.T) {
+	f := newFn(t)
+	for _, scheme := range []string{"bearer ", "BEARER ", "Bearer  "} {
+		resp, _ := f.call("r", event("POST", "/v1/tools/list", "", `{}`, map[string]string{"authorization": scheme + f.token}))
+		if resp.StatusCode != 200 {
+			t.Fatalf("%q: %d %s", scheme, resp.StatusCode, resp.Body)
+		}
+	}
+	if resp, _ := f.call("r", event("POST", "/v1/tools/list", "", `{}`, map[string]string{"authorization": "Basic " + f.token})); resp.StatusCode != 401 {
+		t.Fatalf("Basic: %d %s", resp.StatusCode, resp.Body)
+	}
+}

@@ -58,6 +58,9 @@ type run struct {
 
 func (r run) call(token, tool string, args map[string]any, extra ...map[string]any) Reply {
 	r.t.Helper()
+	if args == nil { // "args" is an object: null is refused
+		args = map[string]any{}
+	}
 	body := map[string]any{"args": args}
 	headers := map[string]string{}
 	for _, e := range extra {

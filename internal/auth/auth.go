@@ -66,6 +66,18 @@ func NewSecret() (string, error) {
 // BearerString is the whole token a client presents: dont_<id>_<secret>.
 func BearerString(id, secret string) string { return bearerPrefix + id + "_" + secret }
 
+// FromAuthorization is the token of an Authorization header value that
+// uses the Bearer scheme, else "". The scheme name is case-insensitive
+// and may be followed by more than one space (RFC 7235 §2.1, RFC 6750
+// §2.1): "Bearer x", "bearer x" and "BEARER  x" all present x.
+func FromAuthorization(header string) string {
+	scheme, rest, found := strings.Cut(strings.TrimLeft(header, " "), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.Trim(rest, " \t")
+}
+
 // ParseBearer splits a presented bearer token into id and secret.
 func ParseBearer(tok string) (id, secret string, ok bool) {
 	rest, found := strings.CutPrefix(tok, bearerPrefix)

@@ -99,3 +99,14 @@ func TestACallbackTokenNamesItsSecretVersionAndVerifiesOnlyUnderIt(t *testing.T)
 		}
 	}
 }
+
+func TestTheBearerSchemeIsReadCaseInsensitively(t *testing.T) {
+	for h, want := range map[string]string{
+		"Bearer dont_x_y": "dont_x_y", "bearer dont_x_y": "dont_x_y", "BEARER   dont_x_y ": "dont_x_y",
+		"Basic dont_x_y": "", "dont_x_y": "", "Bearer": "", "": "", "Bearerdont_x_y": "",
+	} {
+		if got := FromAuthorization(h); got != want {
+			t.Errorf("FromAuthorization(%q) = %q, want %q", h, got, want)
+		}
+	}
+}

@@ -34,6 +34,9 @@ const Unreachable errs.Code = "endpoint-unreachable"
 // Call posts a tool call and returns the server's envelope. Retries reuse
 // one Idempotency-Key, so a retried call is applied at most once.
 func (c *Client) Call(ctx context.Context, tool string, args map[string]any) (envelope.Envelope, error) {
+	if args == nil { // "args" is an object: null is refused
+		args = map[string]any{}
+	}
 	body, err := json.Marshal(map[string]any{"args": args})
 	if err != nil {
 		return envelope.Envelope{}, errs.E(errs.InvalidArgument, "cannot encode the arguments").Wrap(err)

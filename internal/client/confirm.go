@@ -13,6 +13,9 @@ import (
 // when confirmed is set: the CLI asked a person (or got --yes) first. It
 // is still one request; retries reuse its Idempotency-Key.
 func (c *Client) CallConfirmed(ctx context.Context, tool string, args map[string]any, confirmed bool) (envelope.Envelope, error) {
+	if args == nil { // "args" is an object: null is refused
+		args = map[string]any{}
+	}
 	body := map[string]any{"args": args}
 	if confirmed {
 		body["cli_confirmed"] = true

@@ -120,6 +120,10 @@ const (
 	// person's confirmation. Such calls are refused, never held: only a
 	// person at a client may confirm them.
 	NeverHeld errs.Code = "interactive-only"
+	// Declined: the person asked to confirm a gated call at their client
+	// (an MCP host's elicitation) declined or dismissed it; nothing ran and
+	// nothing is held.
+	Declined errs.Code = "confirmation-declined"
 )
 
 // StateAt is the state as of now: a pending confirmation past its deadline is expired.

@@ -42,7 +42,7 @@ func newAPI(t *testing.T, opts ...func(*httpapi.Options)) *api {
 	t.Cleanup(func() { st.Close() })
 	a := &api{t: t, store: st, path: path, tokens: map[string]string{}}
 	a.now.Store(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixNano())
-	a.svc = service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api",
+	a.svc = service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api", Approvals: service.Approvals{Store: st},
 		Clock: func() time.Time { return time.Unix(0, a.now.Load()).UTC() }})
 	o := httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: a.svc, Idempotency: st}}, RatePerSecond: -1}
 	for _, f := range opts {
@@ -96,6 +96,9 @@ func (a *api) do(method, path, token string, body []byte, header ...string) repl
 
 func (a *api) call(token, tool string, args map[string]any, header ...string) reply {
 	a.t.Helper()
+	if args == nil { // "args" is an object: null is refused
+		args = map[string]any{}
+	}
 	body, _ := json.Marshal(map[string]any{"args": args})
 	return a.do(http.MethodPost, "/v1/tools/"+tool, token, body, header...)
 }

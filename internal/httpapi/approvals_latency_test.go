@@ -45,6 +45,9 @@ func BenchmarkAnswerLatencyOverHTTP(b *testing.B) {
 	}
 	call := func(role, tool string, args map[string]any) map[string]any {
 		// cli_confirmed as the approvals page sends it: a person answered.
+		if args == nil { // "args" is an object: null is refused
+			args = map[string]any{}
+		}
 		body, _ := json.Marshal(map[string]any{"args": args, "cli_confirmed": true})
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/tools/"+tool, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token[role])

@@ -14,6 +14,9 @@ import (
 // --yes): declaring its capabilities, with cli_confirmed: true.
 func (a *api) confirmed(token, tool string, args map[string]any) reply {
 	a.t.Helper()
+	if args == nil { // "args" is an object: null is refused
+		args = map[string]any{}
+	}
 	body, _ := json.Marshal(map[string]any{"args": args, "cli_confirmed": true})
 	return a.do(http.MethodPost, "/v1/tools/"+tool, token, body, confirm.CapsHeader, confirm.CLICaps)
 }

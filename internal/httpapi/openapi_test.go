@@ -26,6 +26,7 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		t.Fatalf("not OpenAPI 3.1: %v", doc.(map[string]any)["openapi"])
 	}
 	c := jsonschema.NewCompiler()
+	c.AssertFormat() // timestamps are date-time
 	if err := c.AddResource("openapi.json", doc); err != nil {
 		t.Fatal(err)
 	}
@@ -49,25 +50,44 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 			t.Errorf("tool %s has no path in the document", tool.Name)
 		}
 	}
+	// check validates a real answer against the schema its operation
+	// declares for its status (typed per envelope kind), and its headers
+	// against the declared ones.
 	check := func(method, path string, r reply) {
 		t.Helper()
 		op, ok := paths[path].(map[string]any)[strings.ToLower(method)].(map[string]any)
 		if !ok {
 			t.Fatalf("%s %s is not in the document", method, path)
 		}
-		if _, ok := op["responses"].(map[string]any)[strconv.Itoa(r.status)]; !ok {
+		resp, ok := op["responses"].(map[string]any)[strconv.Itoa(r.status)].(map[string]any)
+		if !ok {
 			t.Fatalf("%s %s answered %d, which the document does not list", method, path, r.status)
+		}
+		declared, _ := resp["headers"].(map[string]any)
+		for _, name := range []string{"X-Request-Id", "Retry-After", "Idempotent-Replayed", "Allow", "WWW-Authenticate"} {
+			if r.header.Get(name) != "" && declared[name] == nil {
+				t.Fatalf("%s %s %d sends %s, which the document does not declare", method, path, r.status, name)
+			}
 		}
 		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(r.raw))
 		if err != nil {
 			t.Fatal(err)
 		}
-		schema := okSchema
-		if r.env["ok"] == false {
-			schema = errSchema
+		pointer := "openapi.json#/paths/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(path) + "/" + strings.ToLower(method) +
+			"/responses/" + strconv.Itoa(r.status) + "/content/application~1json/schema"
+		schema, err := c.Compile(pointer)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if err := schema.Validate(inst); err != nil {
 			t.Fatalf("%s %s response does not match the document: %v\n%s", method, path, err, r.raw)
+		}
+		generic := okSchema
+		if r.env["ok"] == false {
+			generic = errSchema
+		}
+		if err := generic.Validate(inst); err != nil {
+			t.Fatalf("%s %s response is not an envelope: %v\n%s", method, path, err, r.raw)
 		}
 	}
 	h := a.tokens["harness"]
@@ -98,6 +118,15 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		{"tokens.list", a.tokens["admin"], nil},
 		{"conclude", "", map[string]any{"statement": "x"}},
 		{"dismiss", h, map[string]any{"id": id, "evidence": []string{"doi:10.1/x"}, "request_id": "spawn:01HX05A9K8VP0000000000000A"}},
+		{"define", h, map[string]any{"curie": "ex:boil", "doc": "to boil"}},
+		{"sweep", h, nil},
+		{"tokens.create", a.tokens["admin"], map[string]any{"role": "harness", "name": "t"}},
+		{"tokens.manage", a.tokens["admin"], map[string]any{"op": "list"}},
+		{"sessions.open", h, map[string]any{"tier": "read-only", "name": "s"}},
+		{"approvals.list", h, nil},
+		{"approvals.sweep", h, nil},
+		{"approvals.audit", h, nil},
+		{"confirmations.list", a.tokens["approver"], map[string]any{"all": true}},
 	}
 	for i, c := range calls {
 		t.Run(fmt.Sprintf("%d_%s", i, c.tool), func(t *testing.T) {
@@ -124,6 +153,70 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 			t.Fatalf("request body %s: valid=%v, err %v", body, valid, err)
 		}
 	}
+	// The typed schemas bite: a spawn request whose callback token is not
+	// a string, or an entity with a field nobody declared, fails.
+	assume, _ := c.Compile("openapi.json#/paths/~1v1~1tools~1assume/post/responses/200/content/application~1json/schema")
+	fresh := a.ok(h, "conclude", map[string]any{"statement": "a claim to verify"}).str("id")
+	sr := a.call(h, "assume", map[string]any{"id": fresh})
+	check("POST", "/v1/tools/assume", sr)
+	if tok, _ := sr.data()["callback"].(map[string]any)["token"].(string); !strings.HasPrefix(tok, "dontcb_") {
+		t.Fatalf("spawn request without a callback token: %s", sr.raw)
+	}
+	for _, mutate := range []func(env map[string]any){
+		func(env map[string]any) { env["data"].(map[string]any)["callback"].(map[string]any)["token"] = 1 },
+		func(env map[string]any) { env["data"].(map[string]any)["surprise"] = true },
+		func(env map[string]any) { env["envelope_kind"] = "claim" },
+		func(env map[string]any) { env["data"].(map[string]any)["expires_at"] = "in an hour" },
+	} {
+		var env map[string]any
+		json.Unmarshal(sr.raw, &env)
+		mutate(env)
+		b, _ := json.Marshal(env)
+		inst, _ := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if assume.Validate(inst) == nil {
+			t.Fatalf("the assume response schema accepted %s", b)
+		}
+	}
+	sid := a.ok(h, "sessions.open", map[string]any{"tier": "read-only"}).str("session_id")
+	check("POST", "/v1/tools/escalate", a.call(h, "escalate", map[string]any{"session": sid, "call": "c1", "to": "workspace-write", "reason": "needs to write", "no_wait": true}))
+	check("POST", "/v1/tools/sessions.show", a.call(h, "sessions.show", map[string]any{"id": sid}))
+	check("POST", "/v1/tools/approvals.frames", a.call(h, "approvals.frames", map[string]any{"session": sid}))
+	check("POST", "/v1/tools/spawns.manage", a.call(h, "spawns.manage", map[string]any{"op": "show", "request_id": sr.str("request_id")}))
+	check("POST", "/v1/tools/show", a.call(h, "show", map[string]any{"id": sr.str("request_id")}))
+	check("POST", "/v1/tools/spawns.cancel", a.confirmed(h, "spawns.cancel", map[string]any{"request_id": sr.str("request_id"), "reason": "not needed"}))
+	g := a.call(h, "guess", map[string]any{"question": "which?"})
+	check("POST", "/v1/tools/guess", g)
+	check("POST", "/v1/tools/answer", a.call(h, "answer", map[string]any{"request_id": g.str("request_id"), "candidate": []string{"a", "a", "b"}}))
+	check("POST", "/v1/tools/answer", a.call(h, "answer", map[string]any{"request_id": g.str("request_id"), "candidate": []string{"a"}}))
+
+	// Every status and header the server sends: an unknown tool, a wrong
+	// method, a replay, the rate limit.
+	check("POST", "/v1/tools/{name}", a.call(h, "no.such.tool", nil))
+	if r := a.do("GET", "/v1/tools/conclude", h, nil); r.status != 405 || r.header.Get("Allow") != "POST" {
+		t.Fatalf("GET on a tool: %d %v", r.status, r.header)
+	} else {
+		check("POST", "/v1/tools/conclude", r)
+	}
+	check("POST", "/v1/tools/conclude", a.call(h, "conclude", map[string]any{"statement": "once"}, "Idempotency-Key", "k-openapi"))
+	replayed := a.call(h, "conclude", map[string]any{"statement": "once"}, "Idempotency-Key", "k-openapi")
+	if replayed.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("no replay: %v", replayed.header)
+	}
+	check("POST", "/v1/tools/conclude", replayed)
+	check("POST", "/v1/tools/conclude", a.call(h, "conclude", nil, "X-Request-Id", "req:caller-1"))
+	limited := newAPI(t, func(o *httpapi.Options) { o.RatePerSecond, o.Burst = 1, 1 })
+	var r429 reply
+	for range 5 {
+		if r429 = limited.call(limited.tokens["harness"], "list", nil); r429.status == 429 {
+			break
+		}
+	}
+	if r429.status != 429 {
+		t.Fatal("no 429")
+	}
+	check("POST", "/v1/tools/list", r429)
+	// Last: it revokes every token.
+	check("POST", "/v1/tools/tokens.revoke-all", a.confirmed(a.tokens["admin"], "tokens.revoke-all", nil))
 	body, _ := json.Marshal(httpapi.OpenAPI())
 	if !bytes.Equal(bytes.TrimSpace(compact(t, served.raw)), body) {
 		t.Fatal("the served document differs from OpenAPI()")

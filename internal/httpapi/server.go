@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/dont-cli/dont/internal/auth"
@@ -220,13 +219,9 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	s.respond(w, r, idempotentCall{}, present.Status(err), envelope.Fail(err, nil), time.Now())
 }
 
-func bearer(r *http.Request) string {
-	h := r.Header.Get("Authorization")
-	if tok, ok := strings.CutPrefix(h, "Bearer "); ok {
-		return strings.TrimSpace(tok)
-	}
-	return ""
-}
+// bearer is the token of the Authorization header; the scheme is
+// case-insensitive (auth.FromAuthorization).
+func bearer(r *http.Request) string { return auth.FromAuthorization(r.Header.Get("Authorization")) }
 
 var requestIDRe = regexp.MustCompile(`^[A-Za-z0-9:._-]{1,64}$`)
 

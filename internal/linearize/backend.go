@@ -272,6 +272,9 @@ func (b *httpBackend) Name() string { return b.name }
 
 func (b *httpBackend) Call(ctx context.Context, _ int, tool string, args map[string]any) (envelope.Envelope, error) {
 	// As the CLI does after its own [y/N] (or --yes): a gated call runs at once.
+	if args == nil { // "args" is an object: null is refused
+		args = map[string]any{}
+	}
 	body, _ := json.Marshal(map[string]any{"args": args, "cli_confirmed": true})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+"/v1/tools/"+tool, bytes.NewReader(body))
 	if err != nil {

@@ -1,10 +1,23 @@
 // Package mcp serves dont's tool surface over the Model Context Protocol on
 // stdio, with the official Go SDK. It is a transport adapter and nothing
 // more: every tool of internal/tools is listed (dots in names become
-// underscores), its input schema is generated from the registry, every call
-// goes through tools.Call, and every result is the envelope — as structured
-// content and as JSON text, with isError set on failures. Spawn verbs always
-// run in harness mode: an MCP client is a harness.
+// underscores), its input and output schemas are generated from the
+// registry (the output schema is the envelope, with data typed per
+// envelope kind), every call goes through tools.CallGated, and every
+// result is the envelope — as structured content and as JSON text, with
+// isError set on failures. Spawn verbs always run in harness mode: an MCP
+// client is a harness.
+//
+// What a client sees follows the protocol version it negotiated: fields
+// later versions added (annotations, outputSchema, structuredContent, …)
+// are left out of the answers to an older client (standard.go).
+//
+// A gated call is confirmed by the person in the MCP host when the client
+// declares the elicitation capability: the server asks with
+// elicitation/create (the preview escaped by internal/visible) and runs the
+// call only on accept; decline or cancel refuse it and nothing is written.
+// Without the capability a gated call is held, and an interactive-only one
+// refused, as before (docs/security.md, "Confirmation over MCP").
 //
 // An MCP client is always a harness principal (it is how agents connect):
 // the server lists and runs only the tools a harness may call, so the
@@ -42,10 +55,14 @@ type Opener func(ctx context.Context, t *tools.Tool) (*service.Service, func(), 
 type Server struct {
 	open Opener
 	srv  *sdk.Server
+	// asked are the confirmations asked through a multi round-trip
+	// request and not yet answered: request state → the call it is for.
+	asked asked
 }
 
 const instructions = `dont is a ledger of claims with enforced doubt. Every tool result is a dont envelope {ok, envelope_kind, data, hints, warnings, meta}; on failure envelope_kind is "error" and data.remediation lists what to run next.
-assume, overlook and guess return envelope_kind "spawn_request": start a clean-context subagent with data.context (prompt, allowed_tools) and let it finish with dismiss or trust (answer for guess) passing data.request_id as request_id.`
+assume, overlook and guess return envelope_kind "spawn_request": start a clean-context subagent with data.context (prompt, allowed_tools) and let it finish with dismiss or trust (answer for guess) passing data.request_id as request_id.
+Gated tools (lock, ignore, spawns_cancel, spawns_manage with op "cancel") ask the person using this client to confirm through elicitation when the client supports it, and run only if they accept; otherwise the call is held for an approver (data.status "pending_confirmation").`
 
 // New builds the server with every tool of the registry.
 func New(version string, open Opener) *Server {
@@ -59,8 +76,9 @@ func New(version string, open Opener) *Server {
 			Name:        ToolName(t.Name),
 			Description: t.Summary,
 			// The new-contract view: no skip parameters to teach a model.
-			InputSchema: t.ArgsSchema(false, false),
-			Annotations: Annotations(t),
+			InputSchema:  t.ArgsSchema(false, false),
+			OutputSchema: t.OutputSchema(),
+			Annotations:  Annotations(t),
 		}, s.handler(t))
 	}
 	return s
@@ -81,15 +99,17 @@ func Tools() []*tools.Tool {
 	return out
 }
 
-// Annotations are a tool's MCP hints, true to what it does: reads are
-// read-only and idempotent; lock, ignore, cancels and revocations are
-// destructive (their effect cannot be taken back by the caller); nothing
-// reaches outside dont.
+// Annotations are a tool's MCP hints, read from the registry and true to
+// what it does: reads are read-only; lock, ignore, cancels, refusals and
+// revocations are destructive (their effect cannot be taken back by the
+// caller); reads and closures are idempotent (tools.Tool.Idempotent);
+// nothing reaches outside dont — over MCP the spawn verbs run in harness
+// mode and call no provider.
 func Annotations(t *tools.Tool) *sdk.ToolAnnotations {
-	destructive, openWorld := t.Annotations.Destructive, false
+	destructive, openWorld := t.Annotations.Destructive && !t.Annotations.ReadOnly, false
 	return &sdk.ToolAnnotations{
 		ReadOnlyHint:    t.Annotations.ReadOnly,
-		IdempotentHint:  t.Annotations.ReadOnly,
+		IdempotentHint:  t.Idempotent(),
 		DestructiveHint: &destructive,
 		OpenWorldHint:   &openWorld,
 	}
@@ -106,7 +126,7 @@ func (s *Server) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 
 // RunTransport serves one client over any SDK transport.
 func (s *Server) RunTransport(ctx context.Context, t sdk.Transport) error {
-	return s.srv.Run(ctx, t)
+	return s.srv.Run(ctx, standardTransport{t})
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -116,7 +136,10 @@ func (nopWriteCloser) Close() error { return nil }
 func (s *Server) handler(t *tools.Tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		start := time.Now()
-		res, mode, err := s.call(ctx, t, req.Params.Arguments)
+		res, mode, ask, err := s.call(ctx, t, req)
+		if ask != nil {
+			return ask, nil
+		}
 		var env envelope.Envelope
 		if err == nil {
 			env, err = envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
@@ -132,26 +155,28 @@ func (s *Server) handler(t *tools.Tool) sdk.ToolHandler {
 	}
 }
 
-func (s *Server) call(ctx context.Context, t *tools.Tool, raw json.RawMessage) (tools.Output, string, error) {
+// call runs one call. ask, when not nil, is the answer that asks the
+// client for the person's confirmation first (multi round-trip requests).
+func (s *Server) call(ctx context.Context, t *tools.Tool, req *sdk.CallToolRequest) (res tools.Output, mode string, ask *sdk.CallToolResult, err error) {
+	raw := req.Params.Arguments
 	args := map[string]any{}
 	if len(bytes.TrimSpace(raw)) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {
-			return tools.Output{}, "", errs.E(errs.Usage, ToolName(t.Name)+": arguments must be a JSON object").Unmet("arguments is an object")
+			return tools.Output{}, "", nil, errs.E(errs.Usage, ToolName(t.Name)+": arguments must be a JSON object").Unmet("arguments is an object")
 		}
 	}
 	for _, name := range confirm.SkipParams {
 		if _, set := args[name]; set {
-			return tools.Output{}, "", errs.E(errs.Usage, ToolName(t.Name)+": unknown parameter \""+name+"\"",
+			return tools.Output{}, "", nil, errs.E(errs.Usage, ToolName(t.Name)+": unknown parameter \""+name+"\"",
 				errs.Step{Command: "tools/list", Description: "send only the parameters of the tool's input schema"}).Unmet("only the parameters of the input schema")
 		}
 	}
-	mode := ""
 	for _, p := range t.Params {
 		if !p.Internal {
 			continue
 		}
 		if _, set := args[p.Name]; set {
-			return tools.Output{}, "", errs.E(errs.Usage, ToolName(t.Name)+": unknown parameter \""+p.Name+"\"").Unmet("only the parameters of the input schema")
+			return tools.Output{}, "", nil, errs.E(errs.Usage, ToolName(t.Name)+": unknown parameter \""+p.Name+"\"").Unmet("only the parameters of the input schema")
 		}
 		if p.Name == "mode" {
 			mode = string(spawn.ModeHarness)
@@ -160,14 +185,32 @@ func (s *Server) call(ctx context.Context, t *tools.Tool, raw json.RawMessage) (
 	}
 	svc, release, err := s.open(ctx, t)
 	if err != nil {
-		return tools.Output{}, mode, err
+		return tools.Output{}, mode, nil, err
 	}
 	defer release()
-	// The server-side contract: no prompts over MCP (stdin is the protocol);
-	// a gated call nobody confirmed is held for an approver, and an
+	ctx = service.WithPrincipal(ctx, Principal(svc.Author))
+	// The server-side contract: no prompts on stdio (stdin is the
+	// protocol). A gated call is confirmed by the person in the host when
+	// the client can elicit; otherwise it is held for an approver, and an
 	// interactive-only one is refused.
-	res, err := tools.CallGated(service.WithPrincipal(ctx, Principal(svc.Author)), svc, t.Name, args, confirm.Arrival{})
-	return res, mode, err
+	var arrival confirm.Arrival
+	if t.Annotations.Gated() && !t.Annotations.Exempted(args) && canElicit(req.Session) {
+		// Ask only about a call that would run: its principal may call it
+		// and its arguments are valid.
+		if err := tools.Authorize(ctx, svc, t, args); err != nil {
+			return tools.Output{}, mode, nil, err
+		}
+		if _, err := t.Validate(args); err != nil {
+			return tools.Output{}, mode, nil, err
+		}
+		confirmed, ask, err := s.confirm(ctx, t, args, req)
+		if ask != nil || err != nil {
+			return tools.Output{}, mode, ask, err
+		}
+		arrival = confirm.Arrival{Contract: confirmed, CLIConfirmed: confirmed}
+	}
+	res, err = tools.CallGated(ctx, svc, t.Name, args, arrival)
+	return res, mode, nil, err
 }
 
 // Result carries an envelope as an MCP tool result: the envelope itself as

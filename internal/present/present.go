@@ -164,7 +164,9 @@ var table = map[errs.Code]Class{
 	}, nil},
 	errs.NotInitialised:     {ExitState, statusUnavailable, steps("dont init", "create .dont/ in the project folder (or set DONT_PROJECT_DIR)"), nil, nil},
 	errs.AlreadyInitialised: {ExitRefusal, statusConflict, steps("dont list", "the project is ready; use it"), nil, nil},
-	errs.ConfigMissing: {ExitState, statusUnavailable, steps("dont help config", "set the missing settings in .dont/config.toml or the environment"), map[string][]errs.Step{
+	// A permanent condition of the project: 409, never 503, which clients
+	// and gateways retry.
+	errs.ConfigMissing: {ExitState, statusConflict, steps("dont help config", "set the missing settings in .dont/config.toml or the environment"), map[string][]errs.Step{
 		// internal/service (spawns.go): direct mode without a provider
 		"llm.provider": steps2(
 			"export DONT_LLM_PROVIDER=openai DONT_LLM_MODEL=<model> DONT_LLM_API_KEY=<key>", "configure a provider ([llm] in .dont/config.toml works too)",
@@ -196,6 +198,7 @@ var table = map[errs.Code]Class{
 	"confirmation-closed":       {ExitRefusal, statusConflict, steps("dont confirmations show <id>", "see how it ended; send the call again if it is still wanted"), nil, nil},
 	"confirmation-revoked":      {ExitRefusal, statusConflict, steps("dont confirmations show <id>", "the token that asked was revoked, so its held call was dropped; a live principal sends the call again if it is still wanted"), nil, nil},
 	"interactive-only":          {ExitUsage, statusPreconditionRequired, steps("dont <command> … (at a terminal, answering its [y/N] prompt)", "an interactive-only action runs only when a person confirms it at a client; it is never held for later"), nil, nil},
+	"confirmation-declined":     {ExitRefusal, statusConflict, steps("tools/call <tool> (again, if the person wants it)", "a person declined the confirmation; nothing ran and nothing is held"), nil, nil},
 	"confirmations-unavailable": {ExitState, statusUnavailable, steps("dont serve", "use a store that keeps pending confirmations"), nil, nil},
 
 	// internal/service (approvals.go; the hop rules' codes are approvals' causes)

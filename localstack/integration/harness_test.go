@@ -276,6 +276,9 @@ func (p *project) call(fn *function, tool string, args map[string]any, token ...
 	if len(token) > 0 {
 		tok = token[0]
 	}
+	if args == nil { // "args" is an object: null is refused
+		args = map[string]any{}
+	}
 	body, _ := json.Marshal(map[string]any{"args": args})
 	return p.s.request(p.t, fn, http.MethodPost, "/v1/tools/"+tool, tok, body, nil)
 }

@@ -73,6 +73,9 @@ func (r reply) str(k string) string { s, _ := r.env.Data[k].(string); return s }
 
 func (a *api) call(token, tool string, args map[string]any, header ...string) reply {
 	a.t.Helper()
+	if args == nil { // "args" is an object: null is refused
+		args = map[string]any{}
+	}
 	body, _ := json.Marshal(map[string]any{"args": args})
 	req, _ := http.NewRequest(http.MethodPost, a.srv.URL+"/v1/tools/"+tool, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")

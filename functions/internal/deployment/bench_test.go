@@ -53,6 +53,9 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 }
 
 func post(b *testing.B, base, token, tool string, args map[string]any, header ...string) map[string]any {
+	if args == nil { // "args" is an object: null is refused
+		args = map[string]any{}
+	}
 	body, _ := json.Marshal(map[string]any{"args": args})
 	req, _ := http.NewRequest(http.MethodPost, base+"/v1/tools/"+tool, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")

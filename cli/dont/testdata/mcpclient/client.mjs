@@ -5,10 +5,13 @@
 // BINARY (else $DONT_MCP_BINARY, else `dont` on PATH) is started as
 // `BINARY mcp` in PROJECT_DIR (else $DONT_MCP_PROJECT_DIR, else the current
 // folder), with this process's environment, over the SDK's
-// StdioClientTransport. The script lists the tools, runs a short session
-// (conclude, assume, dismiss with the request id) and tries the attacks an
-// agent on MCP might (approver and admin tools, skip_confirmation, answering
-// its own escalation). It prints one JSON summary line on stdout and exits 1
+// StdioClientTransport. The script lists the tools, checks every one
+// declares an outputSchema (the SDK then validates each structuredContent
+// against it, and so does an Ajv validator of the SDK's own here), runs a
+// short session (conclude, assume, dismiss with the request id), confirms a
+// gated lock through elicitation (declined, then accepted, as the person in
+// the host would) and tries the attacks an agent on MCP might (approver and
+// admin tools, skip_confirmation, answering its own escalation). It prints one JSON summary line on stdout and exits 1
 // if any expectation failed, naming each on stderr.
 //
 // Run from the repository root: npm ci --prefix cli/dont/testdata/mcpclient
@@ -18,6 +21,8 @@ import { readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 
 const sdkVersion = JSON.parse(
   readFileSync(new URL("./node_modules/@modelcontextprotocol/sdk/package.json", import.meta.url), "utf8"),
@@ -54,7 +59,18 @@ const transport = new StdioClientTransport({
 transport.stderr?.on("data", (b) => {
   if (serverStderr.length < 8000) serverStderr += b.toString();
 });
-const client = new Client({ name: "dont-ts-sdk-test", version: sdkVersion });
+// The client declares elicitation: the person in the host answers each
+// elicitation/create with the next queued action.
+const client = new Client({ name: "dont-ts-sdk-test", version: sdkVersion }, { capabilities: { elicitation: {} } });
+const person = { answers: [], asked: [] };
+client.setRequestHandler(ElicitRequestSchema, async (req) => {
+  person.asked.push(req.params.message);
+  const action = person.answers.shift() ?? "decline";
+  return action === "accept" ? { action, content: {} } : { action };
+});
+const ajv = new AjvJsonSchemaValidator();
+const outputValidators = {};
+let validated = 0;
 
 // call runs one tool and checks the result is the dont envelope: one text
 // item holding it as JSON, the same envelope as structuredContent, and
@@ -74,6 +90,14 @@ async function call(name, args) {
     `${where}: structuredContent differs from the text envelope:\n${JSON.stringify(res.structuredContent)}\n${res.content[0].text}`);
   must((res.isError === true) === (env.ok !== true),
     `${where}: isError ${res.isError} for envelope ok=${env.ok}`);
+  // The SDK validated structuredContent against the outputSchema already
+  // (callTool throws otherwise); an Ajv validator checks it once more.
+  const v = outputValidators[name];
+  if (expect(v !== undefined, `${where}: no outputSchema validator`)) {
+    const r = v(res.structuredContent);
+    expect(r.valid, `${where}: structuredContent does not match the outputSchema: ${r.errorMessage}`);
+    validated++;
+  }
   return { env, data: env.data ?? {}, isError: res.isError === true };
 }
 
@@ -114,6 +138,14 @@ async function main() {
     must(need in by, `tools/list: no ${need} tool`);
   }
 
+  // Every tool declares its output: the envelope, data typed per kind.
+  summary.tools_without_output_schema = tools.filter((t) => !t.outputSchema).map((t) => t.name);
+  expect(summary.tools_without_output_schema.length === 0,
+    `tools without outputSchema: ${summary.tools_without_output_schema.join(", ")}`);
+  for (const t of tools) {
+    if (t.outputSchema) outputValidators[t.name] = ajv.getValidator(t.outputSchema);
+  }
+
   // Attacks on the surface: no approver or admin tool, no skip parameter.
   summary.approver_or_admin_tools = summary.tools.filter(forbiddenTool);
   expect(summary.approver_or_admin_tools.length === 0,
@@ -134,7 +166,13 @@ async function main() {
   }
   for (const n of ["conclude", "define", "assume"]) {
     expect(ann(n).destructiveHint === false, `${n}: annotations ${JSON.stringify(ann(n))}, want destructiveHint false`);
+    expect(ann(n).idempotentHint === false, `${n}: annotations ${JSON.stringify(ann(n))}, want idempotentHint false`);
   }
+  for (const n of ["lock", "spawns_cancel"]) {
+    expect(ann(n).idempotentHint === true, `${n}: annotations ${JSON.stringify(ann(n))}, want idempotentHint true`);
+  }
+  summary.annotation_kinds = new Set(tools.map((t) => JSON.stringify(t.annotations ?? {}))).size;
+  expect(summary.annotation_kinds >= 4, `annotations are near uniform: ${summary.annotation_kinds} distinct`);
 
   // A short session: conclude, assume (a harness spawn request), dismiss
   // with the request id.
@@ -163,6 +201,32 @@ async function main() {
     status: d.data.status,
     outcome: d.data.resolution?.outcome ?? null,
   };
+
+  // The outputSchema bites: a claim envelope is not what assume returns.
+  const bad = { ...c.env, envelope_kind: "spawn_request" };
+  expect(!outputValidators.assume(bad).valid, "assume's outputSchema accepts a claim envelope as a spawn_request");
+
+  // A gated call is confirmed by the person in the host: decline, then
+  // accept. Declined, nothing runs and nothing is held.
+  person.answers.push("decline");
+  const declined = await call("lock", { id, reason: "settled by the measurement" });
+  const afterDecline = await call("show", { id });
+  person.answers.push("accept");
+  const accepted = await call("lock", { id, reason: "settled by the measurement" });
+  summary.elicitation = {
+    asked: person.asked.length,
+    message_names_call: person.asked.every((m) => m.includes("lock") && m.includes(id)),
+    declined_code: declined.data.code ?? null,
+    declined_is_error: declined.isError,
+    status_after_decline: afterDecline.data.status ?? null,
+    accepted_kind: accepted.env.envelope_kind,
+    accepted_status: accepted.data.status ?? null,
+  };
+  expect(person.asked.length === 2, `lock asked the person ${person.asked.length} times for 2 calls`);
+  expect(declined.isError && declined.data.code === "confirmation-declined",
+    `a declined lock: want isError with code confirmation-declined, got ${JSON.stringify(declined.env)}`);
+  expect(afterDecline.data.status === "verified", `a declined lock ran: the claim is ${afterDecline.data.status}`);
+  expect(!accepted.isError && accepted.data.status === "locked", `an accepted lock: ${JSON.stringify(accepted.env)}`);
 
   // Attacks by call: the approver and admin tools do not exist here.
   summary.calls = {};
@@ -209,6 +273,7 @@ try {
   await client.close().catch(() => {});
 }
 summary.checks = checks;
+summary.validated = validated;
 summary.failures = failures;
 summary.ok = failures.length === 0;
 process.stdout.write(JSON.stringify(summary) + "\n");
