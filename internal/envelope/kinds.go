@@ -12,6 +12,7 @@ const (
 	KindAnswer          = "answer"
 	KindSweep           = "sweep"
 	KindSession         = "session"
+	KindSessions        = "sessions"
 	KindApproval        = "approval"
 	KindApprovals       = "approvals"
 	KindEscalation      = "escalation"
