@@ -120,6 +120,7 @@ func (a *app) rootCommand() *cobra.Command {
 		parent.AddCommand(a.toolCommand(t))
 	}
 	a.approvalCommands(root)
+	addHelp(root)
 	return root
 }
 
@@ -160,7 +161,7 @@ func (a *app) initCommand() *cobra.Command {
 				return err
 			}
 			a.emit(tools.Output{Kind: envelope.KindInit, Data: map[string]string{"root": p.Root, "database": p.DBPath(), "config": p.ConfigPath()},
-				Hints: []string{"dont conclude \"<statement>\" --json  # record a claim"}})
+				Hints: []string{"dont conclude \"<statement>\"  # record a claim"}})
 			return nil
 		},
 	}
@@ -201,6 +202,9 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 			c.Flags().IntP(flag, p.Short, def, p.Description)
 		case tools.Boolean:
 			c.Flags().BoolP(flag, p.Short, false, p.Description)
+		}
+		if p.Required {
+			markRequired(c.Flags().Lookup(flag))
 		}
 	}
 	c.RunE = func(c *cobra.Command, argv []string) error {
@@ -397,11 +401,7 @@ func (a *app) print(env envelope.Envelope) {
 		a.stdout.Write(envelope.Marshal(env))
 		return
 	}
-	if !env.OK {
-		renderError(a.stderr, client.ErrorOf(env), a.styles().err)
-		return
-	}
-	renderHuman(a.stdout, a.stderr, env, a.styles())
+	a.renderHuman(env)
 }
 
 func (a *app) fail(err error) { a.failWith(err, nil) }

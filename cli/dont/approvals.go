@@ -146,7 +146,7 @@ func (a *app) framesCommand(c *cobra.Command) {
 		}
 		for i, f := range page.Frames {
 			line := env
-			line.Kind = "frame"
+			line.Kind = envelope.KindFrame
 			line.Data, _ = envelope.MarshalData(f)
 			if i > 0 {
 				line.Warnings, line.Hints = []envelope.Warning{}, []string{}
@@ -250,6 +250,7 @@ func (a *app) watchCommand() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&session, "session", "", "session id (ses:…; default $DONT_SESSION)")
+	markRequired(c.Flags().Lookup("session"))
 	c.Flags().StringVar(&subscriber, "subscriber", "", "this client's name for its subscriber lease")
 	return c
 }

@@ -17,6 +17,7 @@ const (
 	KindApprovals       = "approvals"
 	KindEscalation      = "escalation"
 	KindFrames          = "frames"
+	KindFrame           = "frame" // one frame of a frames page, a line of the CLI's NDJSON
 	KindApprovalsSweep  = "approvals_sweep"
 	KindApprovalsAudit  = "approvals_audit"
 	KindToken           = "token"

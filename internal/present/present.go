@@ -249,7 +249,7 @@ var table = map[errs.Code]Class{
 	"idempotency-key-reused":  {ExitUsage, statusUnprocessable, steps("use a fresh Idempotency-Key", "a key may only be reused for the identical request"), nil, nil},
 
 	// cli/dont (doctor.go)
-	"invariant-violation": {ExitState, statusInternal, steps("dont doctor --json", "list the violations with the entity or request each concerns"), nil, nil},
+	"invariant-violation": {ExitState, statusInternal, steps("dont doctor", "list the violations with the entity or request each concerns"), nil, nil},
 	"store-not-private":   {ExitState, statusInternal, steps("chmod 700 .dont && chmod 600 .dont/dont.db*", "in the project folder: only the owner may read the store"), nil, nil},
 }
 
