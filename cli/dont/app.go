@@ -40,6 +40,8 @@ type app struct {
 	// mcpServing: this process is `dont mcp`, a harness signal.
 	mcpServing bool
 	version    bool // --version
+	// waiting is the countdown of a long wait, ended before any output.
+	waiting *countdown
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -397,6 +399,7 @@ func (a *app) emit(res tools.Output) {
 
 // print writes an envelope as JSON for machines, or renders it for a person.
 func (a *app) print(env envelope.Envelope) {
+	a.waiting.end()
 	if a.machine() {
 		a.stdout.Write(envelope.Marshal(env))
 		return

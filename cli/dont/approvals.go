@@ -73,8 +73,11 @@ func (a *app) approvalCommands(root *cobra.Command) {
 			a.escalateCommand(c)
 		case "approvals":
 			for _, sub := range c.Commands() {
-				if sub.Name() == "frames" {
+				switch sub.Name() {
+				case "frames":
 					a.framesCommand(sub)
+				case "wait":
+					a.waitCountdown(sub)
 				}
 			}
 			c.AddCommand(a.watchCommand())
@@ -98,12 +101,23 @@ func (a *app) escalateCommand(c *cobra.Command) {
 				return errs.E(errs.Usage, err.Error())
 			}
 		}
+		cd := &countdown{}
+		a.waiting = cd
+		defer cd.end()
+		wait, _ := c.Flags().GetBool("no-wait")
+		wait = !wait
 		c.SetContext(service.WithAskedNotice(c.Context(), func(ap approvals.Approval) {
-			if wait, _ := c.Flags().GetBool("no-wait"); !wait {
+			if wait {
 				fmt.Fprintf(a.stderr, "asked %s: %s → %s for call %s; waiting until %s for an answer (dont approvals watch --session %s). Ctrl-C cancels the request.\n",
 					ap.ID, visible.Line(string(ap.From)), visible.Line(string(ap.To)), visible.Line(ap.CallID), ap.Deadline.Local().Format("15:04:05"), visible.Line(ap.SessionID))
+				a.startCountdown(cd, "waiting for a person to answer "+visible.Line(ap.ID), " (Ctrl-C cancels the request)", ap.Deadline)
 			}
 		}))
+		if wait && a.remote() != "" {
+			// Over the API the question is asked by the server: count the
+			// time waited until its verdict comes back.
+			a.startCountdown(cd, "asked a person for "+visible.Line(c.Flags().Lookup("to").Value.String()), " (Ctrl-C cancels the request)", time.Time{})
+		}
 		return run(c, nil)
 	}
 }
