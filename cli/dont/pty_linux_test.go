@@ -112,7 +112,7 @@ func TestHarnessFlagAtATerminal(t *testing.T) {
 		t.Fatalf("assume --harness at a terminal: exit %d %q", exit, out)
 	}
 	out, _, exit = onTerminal(t, p.cmd("assume", id, "--json"))
-	if exit != 3 || !strings.Contains(out, "config-missing") || !strings.Contains(out, `dont assume \u003cid\u003e --harness`) || strings.Contains(out, "# with") {
+	if exit != 3 || !strings.Contains(out, "config-missing") || !strings.Contains(out, `"command":"dont assume `+id+` --harness"`) || strings.Contains(out, "# with") {
 		t.Fatalf("assume at a terminal without a provider: exit %d %q", exit, out)
 	}
 	r := p.run("assume", id, "--direct", "--harness")
