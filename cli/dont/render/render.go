@@ -355,7 +355,7 @@ func generic(p *printer, d doc) {
 			b, _ := json.Marshal(x)
 			v = string(visible.JSON(b))
 		}
-		pairs = append(pairs, strings.ReplaceAll(k, "_", " "), v)
+		pairs = append(pairs, visible.Line(strings.ReplaceAll(k, "_", " ")), v)
 	}
 	p.fields(pairs...)
 }
