@@ -269,15 +269,6 @@ func (p *printer) at(d doc, k string) string {
 // clock is t in the person's zone, to the second, always 19 columns wide.
 func (p *printer) clock(t time.Time) string { return t.In(p.o.loc()).Format("2006-01-02 15:04:05") }
 
-// short is a time field for a table column: the local time and the age.
-func (p *printer) short(d doc, k string) string {
-	t, ok := d.time(k)
-	if !ok {
-		return "-"
-	}
-	return p.clock(t) + "  " + p.age(t)
-}
-
 // age says how far t is from now: "just now", "3 min ago", "in 23 h".
 func (p *printer) age(t time.Time) string {
 	d := t.Sub(p.o.Now)
