@@ -425,7 +425,19 @@ func approval(p *printer, d doc) {
 		"deadline", deadline,
 		"ended", p.at(d, "resolved_at"),
 		"granted", d.s("granted_tier"),
+		"this call", decidedWords(d),
 	)
+}
+
+// decidedWords tells an answerer or a canceller whether its call decided.
+func decidedWords(d doc) string {
+	switch {
+	case !d.has("applied"):
+		return ""
+	case d.b("applied"):
+		return "decided it"
+	}
+	return "changed nothing: the request had already ended"
 }
 
 func approvalList(p *printer, d doc) {
