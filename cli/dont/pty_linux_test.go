@@ -115,6 +115,11 @@ func TestHarnessFlagAtATerminal(t *testing.T) {
 	if exit != 3 || !strings.Contains(out, "config-missing") || !strings.Contains(out, `"command":"dont assume `+id+` --harness"`) || strings.Contains(out, "# with") {
 		t.Fatalf("assume at a terminal without a provider: exit %d %q", exit, out)
 	}
+	// The step is the very command typed, flags and all, with --harness.
+	out, _, exit = onTerminal(t, p.cmd("guess", "what boils first?", "--n", "2", "--json"))
+	if exit != 3 || !strings.Contains(out, `"command":"dont guess 'what boils first?' --n 2 --harness"`) {
+		t.Fatalf("guess at a terminal without a provider: exit %d %q", exit, out)
+	}
 	r := p.run("assume", id, "--direct", "--harness")
 	if r.exit != 2 || r.data()["code"] != "usage" || len(r.data()["remediation"].([]any)) == 0 {
 		t.Fatalf("--direct --harness: exit %d %s", r.exit, r.stdout)
