@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dont-cli/dont/cli/dont/render"
 	"io"
 	"sort"
 	"strings"
@@ -552,7 +553,7 @@ func (m *watchModel) Prompt(now time.Time) string {
 	if it == nil {
 		return ""
 	}
-	left := it.deadline.Sub(now).Round(time.Second)
+	left := render.Countdown(it.deadline.Sub(now))
 	more := ""
 	if n := len(m.pending) - 1; n > 0 {
 		more = fmt.Sprintf(" (+%d waiting)", n)
