@@ -11,12 +11,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/dont-cli/dont/cli/dont/render"
 	"io"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/cli/dont/render"
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/client"
 	"github.com/dont-cli/dont/internal/confirm"
