@@ -167,7 +167,7 @@ func issued(sp service.IssuedSpawn, err error) (Output, error) {
 		state += " (" + string(sp.Spawn.Outcome) + ")"
 	}
 	if sp.Spawn.State == spawn.Pending {
-		state += "; it expires at " + sp.Spawn.ExpiresAt.Format(time.RFC3339Nano)
+		state += "; it expires at " + sp.Spawn.ExpiresAt.Format(time.RFC3339)
 	}
 	return Output{Kind: envelope.KindSpawnRequest, Data: sp.Request, Hints: []string{state}}, nil
 }
