@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # A short real session on the embedded default (SQLite in .dont/, no server):
 # init -> conclude -> assume -> dismiss with the request id -> spawns.
-# Builds bin/dont first. Pass a folder to keep the project; default: a temp folder.
+# Builds bin/dont first, printing each package as it compiles (a cold build
+# cache compiles the dependencies too, which takes a minute or two).
+# Pass a folder to keep the project; default: a temp folder.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-go build -o "$repo/bin/dont" "$repo/cli/dont"
+echo "building bin/dont from cli/dont (go build -v: one line per package compiled)"
+start=$SECONDS
+go build -v -o "$repo/bin/dont" "$repo/cli/dont" 2>&1 | sed -u 's/^/  compiled /'
 dont="$repo/bin/dont"
+echo "built bin/dont $("$dont" version --json | python3 -c "import json,sys; print(json.load(sys.stdin)['data']['version'])") in $((SECONDS - start)) s"
+echo
 proj="${1:-$(mktemp -d)}"
 mkdir -p "$proj" && cd "$proj"
 field() { python3 -c "import json,sys; print(json.load(sys.stdin)['data']['$1'])"; }
 
 echo "\$ dont init"; "$dont" init --json >/dev/null && echo "  project at $proj/.dont"
-echo '$ dont conclude "water boils at 100 C at sea level" --json'
+echo '$ dont conclude "water boils at 100 C at sea level"'
 id=$("$dont" conclude "water boils at 100 C at sea level" --json | field id); echo "  $id"
-echo "\$ dont assume $id --json        # harness mode: a spawn_request for a clean-context subagent"
-rid=$("$dont" assume "$id" --json | field request_id); echo "  request $rid"
-echo "\$ dont dismiss $id --evidence https://en.wikipedia.org/wiki/Boiling_point --request-id $rid --json"
+echo "\$ dont assume $id --harness      # a spawn_request for a clean-context subagent"
+rid=$("$dont" assume "$id" --harness --json | field request_id); echo "  request $rid"
+echo "\$ dont dismiss $id --evidence https://en.wikipedia.org/wiki/Boiling_point --request-id $rid"
 "$dont" dismiss "$id" --evidence https://en.wikipedia.org/wiki/Boiling_point --request-id "$rid" --json | field status | sed 's/^/  status: /'
-echo "\$ dont spawns --all --json"
-"$dont" spawns --all --json
+echo "\$ dont spawns --all"
+"$dont" spawns --all

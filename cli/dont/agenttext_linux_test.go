@@ -44,14 +44,20 @@ func TestAPreviewWithCarriageReturnCannotHideItsCommandInFrames(t *testing.T) {
 func TestAPreviewWithCarriageReturnCannotHideItsCommandInApprovalsList(t *testing.T) {
 	p := newApprovalProject(t)
 	ses, apr := p.escalateHidden(t)
-	for _, args := range [][]string{{"approvals", "list", "--session", ses}, {"approvals", "show", apr}} {
-		out := p.onPlainTerminal(t, args...)
-		for _, want := range []string{`"preview": "` + shownPreviewJSON + `"`, `"call_id": "c1\u001b[8m"`, `"reason": "needs the build cache\n  $ make test"`} {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"approvals", "list", "--session", ses}, []string{apr + `  c1\x1b[8m  workspace-write  `}},
+		{[]string{"approvals", "show", apr}, []string{"\n  command   $ " + shownPreview + "\n", `for call c1\x1b[8m` + "\n", "\n  reason    needs the build cache\\n  $ make test\n"}},
+	} {
+		out := p.onPlainTerminal(t, tc.args...)
+		for _, want := range tc.want {
 			if !strings.Contains(out, want) {
-				t.Fatalf("%v lacks %s: %s", args, want, out)
+				t.Fatalf("%v lacks %q: %s", tc.args, want, out)
 			}
 		}
-		nothingHidden(t, strings.Join(args, " "), out)
+		nothingHidden(t, strings.Join(tc.args, " "), out)
 	}
 }
 
@@ -62,12 +68,19 @@ func TestAStatementCannotRewriteItsListLine(t *testing.T) {
 	shown := `the moon is cheese\r\x1b[2K\u202eclaim:01 [verified] water boils at 100 C`
 	id := p.ok("conclude", statement).str("id")
 	p.ok("trust", id, "--reason", "it is\r\x1b[2K\u2067certain")
-	for _, args := range [][]string{{"list"}, {"show", id}, {"show", id, "--history"}} {
-		out := p.onPlainTerminal(t, args...)
-		if want := id + " [doubted] " + shown + "\n"; !strings.Contains(out, want) {
-			t.Fatalf("dont %v: no line %q in %q", args, want, out)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"list"}, "\n" + id + "  doubted  just now  " + shown[:40]},
+		{[]string{"show", id}, id + "  doubted\n  statement  " + shown + "\n"},
+		{[]string{"show", id, "--history"}, id + "  doubted\n  statement  " + shown + "\n"},
+	} {
+		out := p.onPlainTerminal(t, tc.args...)
+		if !strings.Contains(out, tc.want) {
+			t.Fatalf("dont %v: no %q in %q", tc.args, tc.want, out)
 		}
-		nothingHidden(t, "dont "+strings.Join(args, " "), out)
+		nothingHidden(t, "dont "+strings.Join(tc.args, " "), out)
 	}
 	if out := p.onPlainTerminal(t, "show", id, "--history"); !strings.Contains(out, `it is\r\x1b[2K\u2067certain`) {
 		t.Fatalf("the history's reason is not visible: %q", out)

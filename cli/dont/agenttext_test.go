@@ -6,13 +6,10 @@ package main
 // outputs keep the exact bytes.
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/dont-cli/dont/internal/envelope"
-	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/dont-cli/dont/internal/visible"
 )
@@ -88,53 +85,6 @@ func TestAnArgumentCannotHideItselfInTheConfirmationPreview(t *testing.T) {
 		}
 	}
 	nothingHidden(t, "the confirmation preview", got)
-}
-
-// Every human rendering of an envelope, kind by kind.
-func TestEveryHumanRenderingMakesAgentTextVisible(t *testing.T) {
-	entity := map[string]any{"id": "claim:1", "kind": "claim", "status": "unverified", "statement": hidingPreview,
-		"resolution": map[string]any{"request_id": "spawn:1", "outcome": "dismiss\x1b[8m", "applied": true},
-		"history":    []any{map[string]any{"at": "t", "kind": "dismiss", "from": "unverified", "to": "refuted", "reason": forgingReason, "request_id": "spawn:1"}}}
-	term := map[string]any{"id": "term:1", "kind": "term", "status": "unverified", "curie": "ex:\u202eab", "definition": hidingPreview}
-	for _, c := range []struct {
-		kind string
-		data any
-		want []string
-	}{
-		{"claim", entity, []string{"claim:1 [unverified] " + shownPreview + "\n", `dismiss\x1b[8m`, `unverified→refuted needs the build cache\n  $ make test spawn:1`}},
-		{"term", term, []string{`term:1 [unverified] ex:\u202eab — ` + shownPreview + "\n"}},
-		{"list", map[string]any{"count": 2, "entities": []any{entity, term}}, []string{"claim:1 [unverified] " + shownPreview + "\n"}},
-		{"spawn_request", map[string]any{"request_id": "spawn:1", "request_kind": "assume", "expires_at": "t",
-			"context": map[string]any{"prompt": "Verify:\n\t" + hidingPreview}}, []string{"Verify:\n\t" + shownPreview + "\n"}},
-		{"spawns", map[string]any{"count": 1, "view": "open", "spawns": []any{map[string]any{"request_id": "spawn:1", "request_kind": "guess",
-			"state": "resolved", "outcome": "answer\r\x1b[2K", "entity_id": "claim:1", "expires_at": "t"}}}, []string{`answer\r\x1b[2K`}},
-		{"approvals", map[string]any{"count": 1, "approvals": []any{map[string]any{"id": "apr:1", "preview": hidingPreview, "reason": forgingReason}}},
-			[]string{`"preview": "` + shownPreviewJSON + `"`, `"reason": "needs the build cache\n  $ make test"`}},
-		{"confirmations", map[string]any{"count": 1, "confirmations": []any{map[string]any{"id": "cnf:1", "args": map[string]any{"reason\u2066": hidingPreview}}}},
-			[]string{`"reason\u2066": "` + shownPreviewJSON + `"`}},
-	} {
-		env, err := envelope.New(c.kind, c.data, []envelope.Warning{{Code: "w", Message: "from " + hidingPreview}}, []string{"dont show " + hidingPreview})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out, errOut bytes.Buffer
-		renderHuman(&out, &errOut, env, styles{})
-		for _, want := range c.want {
-			if !strings.Contains(out.String(), want) {
-				t.Errorf("%s: the rendering lacks %q:\n%s", c.kind, want, out.String())
-			}
-		}
-		if want := "warning: w: from " + shownPreview + "\nhint: dont show " + shownPreview + "\n"; errOut.String() != want {
-			t.Errorf("%s: warnings and hints %q, want %q", c.kind, errOut.String(), want)
-		}
-		layout := strings.ReplaceAll(out.String(), "\n\t", "\n") // the spawn prompt keeps its own lines and tabs
-		nothingHidden(t, c.kind, layout)
-	}
-	var errOut bytes.Buffer
-	renderError(&errOut, errs.E(errs.InvalidArgument, "unknown tier "+hidingPreview, errs.Step{Command: "dont x " + hidingPreview, Description: forgingReason}), palette{})
-	if want := "error: invalid-argument: unknown tier " + shownPreview + "\n  try: dont x " + shownPreview + `  — needs the build cache\n  $ make test` + "\n"; errOut.String() != want {
-		t.Errorf("error rendering %q, want %q", errOut.String(), want)
-	}
 }
 
 func TestAgentWrittenTextKeepsItsExactBytesInJSON(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // app is one invocation: its streams, environment and global flags.
@@ -40,6 +41,11 @@ type app struct {
 	// mcpServing: this process is `dont mcp`, a harness signal.
 	mcpServing bool
 	version    bool // --version
+	// waiting is the countdown of a long wait, ended before any output.
+	waiting *countdown
+	// harnessRetry is the command line of a spawning verb again with
+	// --harness: what a person without a provider runs instead.
+	harnessRetry string
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -120,6 +126,7 @@ func (a *app) rootCommand() *cobra.Command {
 		parent.AddCommand(a.toolCommand(t))
 	}
 	a.approvalCommands(root)
+	addHelp(root)
 	return root
 }
 
@@ -160,7 +167,7 @@ func (a *app) initCommand() *cobra.Command {
 				return err
 			}
 			a.emit(tools.Output{Kind: envelope.KindInit, Data: map[string]string{"root": p.Root, "database": p.DBPath(), "config": p.ConfigPath()},
-				Hints: []string{"dont conclude \"<statement>\" --json  # record a claim"}})
+				Hints: []string{"dont conclude \"<statement>\"  # record a claim"}})
 			return nil
 		},
 	}
@@ -202,6 +209,9 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 		case tools.Boolean:
 			c.Flags().BoolP(flag, p.Short, false, p.Description)
 		}
+		if p.Required {
+			markRequired(c.Flags().Lookup(flag))
+		}
 	}
 	c.RunE = func(c *cobra.Command, argv []string) error {
 		args := map[string]any{}
@@ -238,6 +248,7 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 		if hasParam(t, "mode") {
 			a.mode = spawn.DetectMode(spawn.Signals{Direct: a.direct, Harness: a.harness, HarnessEnv: a.getenv("DONT_HARNESS"), StdoutTTY: a.stdoutTTY()})
 			args["mode"] = string(a.mode)
+			a.harnessRetry = retryLine(c, argv)
 		}
 		return a.gatedCall(c, t, argv, args)
 	}
@@ -393,22 +404,63 @@ func (a *app) emit(res tools.Output) {
 
 // print writes an envelope as JSON for machines, or renders it for a person.
 func (a *app) print(env envelope.Envelope) {
+	a.waiting.end()
 	if a.machine() {
 		a.stdout.Write(envelope.Marshal(env))
 		return
 	}
-	if !env.OK {
-		renderError(a.stderr, client.ErrorOf(env), a.styles().err)
-		return
-	}
-	renderHuman(a.stdout, a.stderr, env, a.styles())
+	a.renderHuman(env)
 }
 
 func (a *app) fail(err error) { a.failWith(err, nil) }
 
 func (a *app) failWith(err error, warnings []envelope.Warning) {
+	err = a.withHarnessRetry(err)
 	env := envelope.Fail(err, warnings)
 	env.Meta = a.meta()
 	a.exit = present.Exit(err)
 	a.print(env)
+}
+
+// withHarnessRetry gives direct mode's config-missing the command the
+// person typed, with --harness, as a step to run as it is, before the
+// provider settings; dont help config says the rest.
+func (a *app) withHarnessRetry(err error) error {
+	if a.harnessRetry == "" || a.mode != spawn.ModeDirect || !errs.Is(err, errs.ConfigMissing) {
+		return err
+	}
+	e := *errs.As(err)
+	e.Remediation = []errs.Step{
+		{Command: a.harnessRetry, Description: "emit a spawn_request instead, for your harness's subagent (or a person) to resolve"},
+		{Command: "export DONT_LLM_PROVIDER=openai DONT_LLM_MODEL=<model> DONT_LLM_API_KEY=<key>", Description: "or configure a provider for direct mode, then run the command again"},
+		{Command: "dont help config", Description: "every provider and setting ([llm] in .dont/config.toml)"},
+	}
+	return &e
+}
+
+// retryLine is the command line as given (its arguments and the flags it
+// set), with --harness for the mode.
+func retryLine(c *cobra.Command, argv []string) string {
+	line := c.CommandPath()
+	if len(argv) > 0 {
+		line += " " + shellJoin(argv)
+	}
+	c.Flags().Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "direct", "harness", "json", "plain":
+			return
+		}
+		if f.Value.Type() == "bool" {
+			line += " --" + f.Name
+			return
+		}
+		if sa, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sa.GetSlice() {
+				line += " --" + f.Name + " " + shellJoin([]string{v})
+			}
+			return
+		}
+		line += " --" + f.Name + " " + shellJoin([]string{f.Value.String()})
+	})
+	return line + " --harness"
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/cli/dont/render"
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/client"
 	"github.com/dont-cli/dont/internal/confirm"
@@ -73,8 +74,11 @@ func (a *app) approvalCommands(root *cobra.Command) {
 			a.escalateCommand(c)
 		case "approvals":
 			for _, sub := range c.Commands() {
-				if sub.Name() == "frames" {
+				switch sub.Name() {
+				case "frames":
 					a.framesCommand(sub)
+				case "wait":
+					a.waitCountdown(sub)
 				}
 			}
 			c.AddCommand(a.watchCommand())
@@ -98,12 +102,23 @@ func (a *app) escalateCommand(c *cobra.Command) {
 				return errs.E(errs.Usage, err.Error())
 			}
 		}
+		cd := &countdown{}
+		a.waiting = cd
+		defer cd.end()
+		wait, _ := c.Flags().GetBool("no-wait")
+		wait = !wait
 		c.SetContext(service.WithAskedNotice(c.Context(), func(ap approvals.Approval) {
-			if wait, _ := c.Flags().GetBool("no-wait"); !wait {
+			if wait {
 				fmt.Fprintf(a.stderr, "asked %s: %s → %s for call %s; waiting until %s for an answer (dont approvals watch --session %s). Ctrl-C cancels the request.\n",
 					ap.ID, visible.Line(string(ap.From)), visible.Line(string(ap.To)), visible.Line(ap.CallID), ap.Deadline.Local().Format("15:04:05"), visible.Line(ap.SessionID))
+				a.startCountdown(cd, "waiting for a person to answer "+visible.Line(ap.ID), " (Ctrl-C cancels the request)", ap.Deadline)
 			}
 		}))
+		if wait && a.remote() != "" {
+			// Over the API the question is asked by the server: count the
+			// time waited until its verdict comes back.
+			a.startCountdown(cd, "asked a person for "+visible.Line(c.Flags().Lookup("to").Value.String()), " (Ctrl-C cancels the request)", time.Time{})
+		}
 		return run(c, nil)
 	}
 }
@@ -146,7 +161,7 @@ func (a *app) framesCommand(c *cobra.Command) {
 		}
 		for i, f := range page.Frames {
 			line := env
-			line.Kind = "frame"
+			line.Kind = envelope.KindFrame
 			line.Data, _ = envelope.MarshalData(f)
 			if i > 0 {
 				line.Warnings, line.Hints = []envelope.Warning{}, []string{}
@@ -250,6 +265,7 @@ func (a *app) watchCommand() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&session, "session", "", "session id (ses:…; default $DONT_SESSION)")
+	markRequired(c.Flags().Lookup("session"))
 	c.Flags().StringVar(&subscriber, "subscriber", "", "this client's name for its subscriber lease")
 	return c
 }
@@ -537,7 +553,7 @@ func (m *watchModel) Prompt(now time.Time) string {
 	if it == nil {
 		return ""
 	}
-	left := it.deadline.Sub(now).Round(time.Second)
+	left := render.Countdown(it.deadline.Sub(now))
 	more := ""
 	if n := len(m.pending) - 1; n > 0 {
 		more = fmt.Sprintf(" (+%d waiting)", n)

@@ -420,7 +420,7 @@ func TestWatchAnswersTheOldestOpenRequestOnceAndSendsNothingForOtherKeys(t *test
 	m.Frame(question("apr:1", w0, 120*time.Second), w0)
 	m.Frame(question("apr:2", w0, 120*time.Second), w0.Add(time.Second))
 	now := w0.Add(2 * time.Second)
-	if !strings.HasPrefix(m.Prompt(now), "apr:1 [1m58s left] approve workspace-write for call c-apr:1? [y/n] (+1 waiting)") {
+	if !strings.HasPrefix(m.Prompt(now), "apr:1 [1 min 58 s left] approve workspace-write for call c-apr:1? [y/n] (+1 waiting)") {
 		t.Fatalf("prompt %q", m.Prompt(now))
 	}
 	for _, key := range []string{"", "maybe", "yes please", "1"} {

@@ -114,40 +114,11 @@ func isTerminal(w io.Writer) bool {
 // --plain, NO_COLOR (any non-empty value) or TERM=dumb.
 func (a *app) styles() styles {
 	off := a.plain || a.getenv("NO_COLOR") != "" || a.getenv("TERM") == "dumb"
-	return styles{out: palette{on: !off && isTerminal(a.stdout)}, err: palette{on: !off && isTerminal(a.stderr)}}
+	return styles{out: !off && isTerminal(a.stdout), err: !off && isTerminal(a.stderr)}
 }
 
-type styles struct{ out, err palette }
-
-// palette is the minimal colour of human output; the zero palette prints
-// plain text.
-type palette struct{ on bool }
-
-func (p palette) sgr(code, s string) string {
-	if !p.on {
-		return s
-	}
-	return "\x1b[" + code + "m" + s + "\x1b[0m"
-}
-
-func (p palette) bold(s string) string   { return p.sgr("1", s) }
-func (p palette) dim(s string) string    { return p.sgr("2", s) }
-func (p palette) red(s string) string    { return p.sgr("31", s) }
-func (p palette) yellow(s string) string { return p.sgr("33", s) }
-
-func (p palette) status(s string) string {
-	switch s {
-	case "verified", "locked":
-		return p.sgr("32", s)
-	case "doubted":
-		return p.sgr("31", s)
-	case "stale":
-		return p.sgr("33", s)
-	case "ignored":
-		return p.sgr("2", s)
-	}
-	return s
-}
+// styles says whether stdout and stderr are styled.
+type styles struct{ out, err bool }
 
 // callEach runs the tool once, or — when the entity id is "-" — once per id
 // read from stdin (one per line, blank lines skipped), printing one envelope

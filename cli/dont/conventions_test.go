@@ -235,7 +235,7 @@ func TestColourOnlyOnATerminalWithoutNoColorOrPlain(t *testing.T) {
 		c := p.cmd(append([]string{"show", id}, tc.args...)...)
 		c.Env = append(c.Env, tc.env...)
 		out, _, exit := onTerminal(t, c)
-		if exit != 0 || strings.Contains(out, "\x1b") || !strings.Contains(out, "[verified]") {
+		if exit != 0 || strings.Contains(out, "\x1b") || !strings.Contains(out, id+"  verified\n") {
 			t.Fatalf("%v %v: exit %d %q", tc.env, tc.args, exit, out)
 		}
 	}

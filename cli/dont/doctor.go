@@ -87,7 +87,7 @@ func (a *app) doctorCommand() *cobra.Command {
 			if strict && !rep.OK() {
 				first := rep.Violations[0]
 				e := errs.E(InvariantViolation, fmt.Sprintf("%d invariant violation(s); first: %s on %s: %s", len(rep.Violations), first.Rule, first.ID, first.Message),
-					errs.Step{Command: "dont doctor --json", Description: "list every violation"},
+					errs.Step{Command: "dont doctor", Description: "list every violation"},
 					errs.Step{Command: rep.Violations[0].Remediate, Description: "inspect the first one (" + rep.Violations[0].ID + ")"})
 				for _, v := range rep.Violations {
 					e.Unmet(v.Rule + ": " + v.ID)

@@ -112,8 +112,13 @@ func TestHarnessFlagAtATerminal(t *testing.T) {
 		t.Fatalf("assume --harness at a terminal: exit %d %q", exit, out)
 	}
 	out, _, exit = onTerminal(t, p.cmd("assume", id, "--json"))
-	if exit != 3 || !strings.Contains(out, "config-missing") || !strings.Contains(out, `dont assume \u003cid\u003e --harness`) || strings.Contains(out, "# with") {
+	if exit != 3 || !strings.Contains(out, "config-missing") || !strings.Contains(out, `"command":"dont assume `+id+` --harness"`) || strings.Contains(out, "# with") {
 		t.Fatalf("assume at a terminal without a provider: exit %d %q", exit, out)
+	}
+	// The step is the very command typed, flags and all, with --harness.
+	out, _, exit = onTerminal(t, p.cmd("guess", "what boils first?", "--n", "2", "--json"))
+	if exit != 3 || !strings.Contains(out, `"command":"dont guess 'what boils first?' --n 2 --harness"`) {
+		t.Fatalf("guess at a terminal without a provider: exit %d %q", exit, out)
 	}
 	r := p.run("assume", id, "--direct", "--harness")
 	if r.exit != 2 || r.data()["code"] != "usage" || len(r.data()["remediation"].([]any)) == 0 {

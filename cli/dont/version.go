@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"runtime/debug"
 
 	"github.com/dont-cli/dont/internal/envelope"
@@ -44,38 +43,9 @@ func readBuildInfo() buildInfo {
 	return b
 }
 
-// human is the one line a person sees.
-func (b buildInfo) human() string {
-	line := "dont " + b.Version
-	if b.Revision != "" {
-		rev := b.Revision
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		if b.Modified {
-			rev += "+dirty"
-		}
-		line += " (" + rev
-		if b.BuildDate != "" {
-			line += ", " + b.BuildDate
-		}
-		line += ")"
-	}
-	if b.GoVersion != "" {
-		line += " " + b.GoVersion
-	}
-	return line
-}
-
 // printVersion is `dont version` and `dont --version`.
 func (a *app) printVersion() {
-	b := readBuildInfo()
-	if a.machine() {
-		a.emit(tools.Output{Kind: envelope.KindVersion, Data: b})
-		return
-	}
-	a.exit = 0
-	fmt.Fprintln(a.stdout, b.human())
+	a.emit(tools.Output{Kind: envelope.KindVersion, Data: readBuildInfo()})
 }
 
 func (a *app) versionCommand() *cobra.Command {

@@ -12,10 +12,12 @@ const (
 	KindAnswer          = "answer"
 	KindSweep           = "sweep"
 	KindSession         = "session"
+	KindSessions        = "sessions"
 	KindApproval        = "approval"
 	KindApprovals       = "approvals"
 	KindEscalation      = "escalation"
 	KindFrames          = "frames"
+	KindFrame           = "frame" // one frame of a frames page, a line of the CLI's NDJSON
 	KindApprovalsSweep  = "approvals_sweep"
 	KindApprovalsAudit  = "approvals_audit"
 	KindToken           = "token"

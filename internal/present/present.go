@@ -97,9 +97,9 @@ func retry(kind string) string {
 func direct(first string, between ...errs.Step) map[string][]errs.Step {
 	out := map[string][]errs.Step{}
 	for _, kind := range []string{"assume", "overlook", "guess"} {
-		harness := "DONT_HARNESS=1 dont " + kind + " <id> --json"
+		harness := "dont " + kind + " <id> --harness"
 		if kind == "guess" {
-			harness = "DONT_HARNESS=1 dont guess <q:question> --n <n> --json"
+			harness = "dont guess <q:question> --n <n> --harness"
 		}
 		s := append([]errs.Step{{Command: retry(kind), Description: first}}, between...)
 		out[kind] = append(s, errs.Step{Command: harness, Description: "or let your harness's subagent do the reasoning"})
@@ -122,7 +122,7 @@ var table = map[errs.Code]Class{
 		"a reason is at most 2048 bytes":      steps("dont approvals refuse <id> --reason \"…\"", "shorten the reason"),
 		"after >= 0 and 0 <= wait <= ":        steps("dont approvals frames --session <session> --after 0 --wait 20s", "read from the start, long-polling 20 s"),
 	}, nil},
-	errs.InvalidID: {ExitUsage, statusBadRequest, steps("dont list --json", "list entity ids (they look like claim:01HX…)"), map[string][]errs.Step{
+	errs.InvalidID: {ExitUsage, statusBadRequest, steps("dont list", "list entity ids (they look like claim:01HX…)"), map[string][]errs.Step{
 		// internal/service (approvals.go, confirmations.go, tokens.go)
 		"session ids look like ses:<ULID>": steps("dont sessions open --tier read-only", "session ids look like ses:<ULID>"),
 		"ids look like conf:<ULID>":        steps("dont confirmations list", "list confirmation ids (conf:…)"),
@@ -139,24 +139,24 @@ var table = map[errs.Code]Class{
 		// internal/service (spawns.go)
 		"status must not be locked or ignored": steps("dont show <id> --history", "see why it is <status>"),
 	}, nil},
-	errs.NotFound: {ExitState, statusNotFound, steps("dont list --json", "list the entities that exist"), nil, map[string][]errs.Step{
+	errs.NotFound: {ExitState, statusNotFound, steps("dont list", "list the entities that exist"), nil, map[string][]errs.Step{
 		"tok": steps("dont tokens list", "list token ids"),
 	}},
 	errs.AlreadyExists: {ExitRefusal, statusConflict, steps("dont show <id>", "inspect the existing entity"), map[string][]errs.Step{
 		// internal/service (service.go): a define that lost the race
-		"a CURIE names at most one term": steps("dont list --json", "find the term that holds it"),
+		"a CURIE names at most one term": steps("dont list", "find the term that holds it"),
 	}, map[string][]errs.Step{
 		"term": steps("dont show <id>", "see the existing definition"),
 	}},
-	errs.DependencyNotFound: {ExitRefusal, statusUnprocessable, steps("dont list --json", "depend only on entities that exist"), nil, nil},
-	errs.SpawnPending: {ExitRefusal, statusConflict, steps("dont spawns --pending --json", "wait for or resolve the pending spawn"), map[string][]errs.Step{
+	errs.DependencyNotFound: {ExitRefusal, statusUnprocessable, steps("dont list", "depend only on entities that exist"), nil, nil},
+	errs.SpawnPending: {ExitRefusal, statusConflict, steps("dont spawns --pending", "wait for or resolve the pending spawn"), map[string][]errs.Step{
 		"at most one pending verification spawn per entity": steps2(
-			"dont spawns --pending --json", "see the pending spawn <request>",
+			"dont spawns --pending", "see the pending spawn <request>",
 			"dont dismiss <id> --evidence <uri> --request-id <request>", "or resolve it"),
 	}, nil},
-	errs.SpawnNotFound: {ExitState, statusNotFound, steps("dont spawns --all --json", "list known spawn request ids"), nil, nil},
+	errs.SpawnNotFound: {ExitState, statusNotFound, steps("dont spawns --all", "list known spawn request ids"), nil, nil},
 	errs.SpawnExpired:  {ExitState, statusGone, steps("dont assume <id>", "request a new verification round"), nil, nil},
-	errs.SpawnMismatch: {ExitRefusal, statusConflict, steps("dont spawns --all --json", "use the request id issued for this entity"), map[string][]errs.Step{
+	errs.SpawnMismatch: {ExitRefusal, statusConflict, steps("dont spawns --all", "use the request id issued for this entity"), map[string][]errs.Step{
 		// internal/service (spawns.go, transition.go)
 		"a verification spawn resolves with dismiss or trust": steps("dont dismiss <entity> --evidence <uri> --request-id <request>", "resolve the verification"),
 		"a guess spawn resolves with answer":                  steps("dont answer <request> --candidate \"<answer>\"", "answer the guess"),
@@ -203,7 +203,7 @@ var table = map[errs.Code]Class{
 
 	// internal/service (approvals.go; the hop rules' codes are approvals' causes)
 	"session-not-found":       {ExitState, statusNotFound, steps("dont sessions open --tier read-only", "open a session; escalations name it with --session ses:…"), nil, nil},
-	"approval-not-found":      {ExitState, statusNotFound, steps("dont approvals list --json", "list the approval requests (apr:…)"), nil, nil},
+	"approval-not-found":      {ExitState, statusNotFound, steps("dont approvals list", "list the approval requests (apr:…)"), nil, nil},
 	"unknown-tier":            {ExitRefusal, statusUnprocessable, steps("dont escalate --session <session> --call <call> --to danger-full-access --reason \"…\"", "name a tier: read-only, workspace-write or danger-full-access"), nil, nil},
 	"hop-not-allowed":         {ExitRefusal, statusForbidden, steps("dont sessions show <session>", "a call may reach only its current tier's row: read-only → workspace-write, danger-full-access; workspace-write → danger-full-access"), nil, nil},
 	"hop-ratchet":             {ExitRefusal, statusForbidden, steps("dont sessions open --tier <the tier the task needs>", "a call is widened at most once; run the task in a session opened at the tier it needs"), nil, nil},
@@ -223,7 +223,7 @@ var table = map[errs.Code]Class{
 		direct("retry", errs.Step{Command: "env | grep DONT_LLM_; cat .dont/config.toml", Description: "check the provider settings (provider, model, base_url, API key)"})},
 	"provider-timeout": {ExitState, statusGatewayTimeout, steps("dont assume <id> --direct", "retry, or raise timeout in [llm] of .dont/config.toml"), nil,
 		direct("retry", errs.Step{Command: "timeout = \"120s\"  # in [llm] of .dont/config.toml", Description: "give each provider request longer"})},
-	"provider-unusable": {ExitState, statusBadGateway, steps("DONT_HARNESS=1 dont assume <id> --json", "or let your harness's subagent do the reasoning (harness mode)"), nil,
+	"provider-unusable": {ExitState, statusBadGateway, steps("dont assume <id> --harness", "or let your harness's subagent do the reasoning (harness mode)"), nil,
 		direct("retry: a fresh answer may be usable")},
 	// internal/service (tokens.go)
 	"unauthenticated": {ExitState, statusUnauthorized, steps("export DONT_TOKEN=<token from dont tokens create>", "send a valid bearer token"), nil, nil},
@@ -252,7 +252,7 @@ var table = map[errs.Code]Class{
 	"idempotency-key-reused":  {ExitUsage, statusUnprocessable, steps("use a fresh Idempotency-Key", "a key may only be reused for the identical request"), nil, nil},
 
 	// cli/dont (doctor.go)
-	"invariant-violation": {ExitState, statusInternal, steps("dont doctor --json", "list the violations with the entity or request each concerns"), nil, nil},
+	"invariant-violation": {ExitState, statusInternal, steps("dont doctor", "list the violations with the entity or request each concerns"), nil, nil},
 	"store-not-private":   {ExitState, statusInternal, steps("chmod 700 .dont && chmod 600 .dont/dont.db*", "in the project folder: only the owner may read the store"), nil, nil},
 }
 

@@ -309,7 +309,7 @@ func TestRefinementsFillArguments(t *testing.T) {
 		want []string
 	}{
 		{errs.E(errs.SpawnPending, "x").On("claim:1").Unmet("at most one pending verification spawn per entity").With("request", "spawn:2"),
-			[]string{"dont spawns --pending --json", "dont dismiss claim:1 --evidence <uri> --request-id spawn:2"}},
+			[]string{"dont spawns --pending", "dont dismiss claim:1 --evidence <uri> --request-id spawn:2"}},
 		{errs.E("forbidden", "x").Unmet("request_id = spawn:2").With("tool", "trust").With("request", "spawn:2"),
 			[]string{"dont trust … --request-id spawn:2"}},
 		{errs.E(errs.Interrupted, "x").On("apr:1"),
@@ -317,9 +317,9 @@ func TestRefinementsFillArguments(t *testing.T) {
 		{errs.E(errs.Interrupted, "x").On("ses:1").With("after", "7"),
 			[]string{"dont approvals frames --session ses:1 --after 7"}},
 		{errs.E("provider-error", "x").With("kind", "guess").With("question", `a "b"`).With("n", "3"),
-			[]string{`dont guess "a \"b\"" --n 3 --direct`, "env | grep DONT_LLM_; cat .dont/config.toml", `DONT_HARNESS=1 dont guess "a \"b\"" --n 3 --json`}},
+			[]string{`dont guess "a \"b\"" --n 3 --direct`, "env | grep DONT_LLM_; cat .dont/config.toml", `dont guess "a \"b\"" --n 3 --harness`}},
 		{errs.E("provider-timeout", "x").On("claim:1").With("kind", "overlook"),
-			[]string{"dont overlook claim:1 --direct", `timeout = "120s"  # in [llm] of .dont/config.toml`, "DONT_HARNESS=1 dont overlook claim:1 --json"}},
+			[]string{"dont overlook claim:1 --direct", `timeout = "120s"  # in [llm] of .dont/config.toml`, "dont overlook claim:1 --harness"}},
 		{errs.E(errs.AlreadyExists, "x").On("term:1"), []string{"dont show term:1"}},
 		{errs.E(errs.InvalidArgument, "x").Unmet("tier is one of read-only, workspace-write"), []string{"dont sessions open --tier read-only"}},
 		{errs.E(errs.InvalidArgument, "x").Unmet("no such clause"), []string{"dont help"}},

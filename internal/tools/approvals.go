@@ -38,6 +38,11 @@ func init() {
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 			return opened(s.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: a.Str("tier"), Name: a.Str("name")}))
 		}})
+	register(&Tool{Name: "sessions.list", Summary: "List the project's sessions, oldest first: tier, name, who opened it, open questions.", Annotations: Annotations{ReadOnly: true},
+		approvals: true, sweep: always,
+		run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
+			return data[service.SessionList](envelope.KindSessions)(s.Escalations.ListSessions(ctx))
+		}})
 	register(&Tool{Name: "sessions.show", Summary: "Show a session: its default tier and whether a client is watching it.", Annotations: Annotations{ReadOnly: true},
 		Params:    []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "session id (ses:…)"}},
 		approvals: true, sweep: always,

@@ -153,7 +153,7 @@ func entity(v service.EntityView, warns []envelope.Warning, err error) (Output, 
 func concluded(v service.EntityView, err error) (Output, error) {
 	out := Output{Kind: string(v.Kind), Data: v}
 	if err == nil {
-		out.Hints = []string{"dont assume " + v.ID + " --json  # ask a clean-context subagent to verify it"}
+		out.Hints = []string{"dont assume " + v.ID + "  # ask a clean-context subagent to verify it"}
 	}
 	return out, err
 }
@@ -167,7 +167,7 @@ func issued(sp service.IssuedSpawn, err error) (Output, error) {
 		state += " (" + string(sp.Spawn.Outcome) + ")"
 	}
 	if sp.Spawn.State == spawn.Pending {
-		state += "; it expires at " + sp.Spawn.ExpiresAt.Format(time.RFC3339Nano)
+		state += "; it expires at " + sp.Spawn.ExpiresAt.Format(time.RFC3339)
 	}
 	return Output{Kind: envelope.KindSpawnRequest, Data: sp.Request, Hints: []string{state}}, nil
 }
@@ -180,7 +180,7 @@ func answered(a service.Answered, warns []envelope.Warning, err error) (Output, 
 		return Output{Kind: envelope.KindSpawn, Data: a, Warnings: warns}, nil
 	}
 	return Output{Kind: envelope.KindAnswer, Data: a, Warnings: warns,
-		Hints: []string{"dont assume " + a.Claim.ID + " --json  # verify the top answer"}}, nil
+		Hints: []string{"dont assume " + a.Claim.ID + "  # verify the top answer"}}, nil
 }
 
 func spawned(sp service.Spawned, warns []envelope.Warning, err error) (Output, error) {
@@ -253,7 +253,8 @@ func audited(rep approvals.AuditReport, err error) (Output, error) {
 		return Output{}, err
 	}
 	return Output{Kind: envelope.KindApprovalsAudit, Data: rep,
-		Hints: []string{fmt.Sprintf("checked %d requests (%d questions) and %d frames in %d sessions: every question has exactly one ending frame", rep.Requests, rep.Questions, rep.Frames, rep.Sessions)}}, nil
+		Hints: []string{"checked " + plural(rep.Requests, "request", "requests") + " (" + plural(rep.Questions, "question", "questions") + ") and " +
+			plural(rep.Frames, "frame", "frames") + " in " + plural(rep.Sessions, "session", "sessions") + ": every question has exactly one ending frame"}}, nil
 }
 
 func token(v service.TokenView, err error) (Output, error) {
@@ -293,4 +294,12 @@ func withWarnings[T any](kind string) func(T, []envelope.Warning, error) (Output
 	return func(v T, w []envelope.Warning, err error) (Output, error) {
 		return Output{Kind: kind, Data: v, Warnings: w}, err
 	}
+}
+
+// plural is n with its noun: "1 request", "2 requests".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
