@@ -48,13 +48,15 @@ var dataTypes = map[string][]reflect.Type{
 	envelope.KindTokensRevoked:  {reflect.TypeFor[service.Revoked]()},
 	envelope.KindConfirmation:   {reflect.TypeFor[service.HeldView](), reflect.TypeFor[service.ConfirmationView]()},
 	envelope.KindConfirmations:  {reflect.TypeFor[service.ConfirmationList]()},
+	envelope.KindSessions:       {reflect.TypeFor[service.SessionList]()},
 }
 
 // FrontEndKinds are the kinds no tool returns: a transport or the CLI
 // builds them itself (GET /v1/tools, /v1/health, init, doctor, version,
-// the operator's project settings). Their data is an object.
+// the CLI's NDJSON frame lines, the operator's project settings and secret
+// rotation). Their data is an object.
 var FrontEndKinds = []string{envelope.KindTools, envelope.KindHealth, envelope.KindInit, envelope.KindDoctor,
-	envelope.KindProjectSettings, envelope.KindVersion}
+	envelope.KindProjectSettings, envelope.KindVersion, envelope.KindFrame, envelope.KindSecretRotation}
 
 // outputKinds is, per tool, the kinds of its successful results. A gated
 // tool that may be held also returns KindConfirmation (added by
@@ -89,6 +91,7 @@ var outputKinds = map[string][]string{
 	"confirmations.confirm": {envelope.KindConfirmation}, // and every held tool's kinds (OutputKinds)
 	"sessions.open":         {envelope.KindSession},
 	"sessions.show":         {envelope.KindSession},
+	"sessions.list":         {envelope.KindSessions},
 	"escalate":              {envelope.KindEscalation, envelope.KindApproval},
 	"approvals.list":        {envelope.KindApprovals},
 	"approvals.show":        {envelope.KindApproval},
