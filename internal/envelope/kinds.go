@@ -18,6 +18,7 @@ const (
 	KindFrames          = "frames"
 	KindApprovalsSweep  = "approvals_sweep"
 	KindApprovalsAudit  = "approvals_audit"
+	KindApprovalsInbox  = "approvals_inbox"
 	KindToken           = "token"
 	KindTokens          = "tokens"
 	KindTokensRevoked   = "tokens_revoked"
