@@ -186,7 +186,9 @@ func TestWebPageKeyboardShortcuts(t *testing.T) {
 	first := ip.ask(ip.frontend, "k1", "first", "make", "one")
 	second := ip.ask(ip.backend, "k2", "second", "make", "two")
 	page.waitCount(t, ".request", 2)
-	selected := func() string { return eval[string](t, page, `document.querySelector(".request.selected").dataset.request`) }
+	selected := func() string {
+		return eval[string](t, page, `document.querySelector(".request.selected").dataset.request`)
+	}
 	if got := selected(); got != first {
 		t.Fatalf("the oldest question is not selected first: %s", got)
 	}
