@@ -210,6 +210,7 @@ func (b *browser) screenshot(t *testing.T, name string) {
 // answer wins, the others see the verdict, and both pages dismiss the
 // question when it ends.
 func TestWebPageTwoBrowsersAndTheCLIAnswerOneRequestFirstAnswerWins(t *testing.T) {
+	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")
 	srv := p.serve(t)
@@ -277,6 +278,7 @@ func TestWebPageTwoBrowsersAndTheCLIAnswerOneRequestFirstAnswerWins(t *testing.T
 // goes away on the page's clock, so a late click is never sent; the
 // server's timeout then shows among the endings, in words.
 func TestWebPageDismissesTheQuestionAtTheDeadlineAndShowsTheServersTimeout(t *testing.T) {
+	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")
 	srv := p.serve(t, "DONT_APPROVAL_TIMEOUT=3s")
@@ -287,8 +289,8 @@ func TestWebPageDismissesTheQuestionAtTheDeadlineAndShowsTheServersTimeout(t *te
 	card := `.request[data-request="` + apr + `"]`
 	a.waitCount(t, card, 1)
 	a.waitCount(t, card, 0)
-	a.waitText(t, "#log", apr)
-	a.waitText(t, `#endings li[data-request="`+apr+`"]`, "timed out nobody answered before the deadline; the server ended it")
+	a.waitText(t, `#log li[data-request="`+apr+`"]`, "call c9 of cli test: its deadline passed (this page's clock)")
+	a.waitText(t, `#endings li[data-request="`+apr+`"]`, "timed out: nobody answered before the deadline, so the server ended it")
 	if got := p.ok("approvals", "show", apr).data()["verdict"]; got != "timed-out" {
 		t.Fatalf("verdict %v, want timed-out", got)
 	}
@@ -298,6 +300,7 @@ func TestWebPageDismissesTheQuestionAtTheDeadlineAndShowsTheServersTimeout(t *te
 // the preview, the reason and the call id with their control and bidi
 // characters made visible, as the CLI shows them.
 func TestAPreviewWithCarriageReturnCannotHideItsCommandOnTheApprovalsPage(t *testing.T) {
+	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")
 	srv := p.serve(t)
@@ -344,6 +347,7 @@ func TestAPreviewWithCarriageReturnCannotHideItsCommandOnTheApprovalsPage(t *tes
 // JavaScript: the same characters are hidden, and the same strings render
 // the same, across every code point and a few thousand mixed strings.
 func TestThePagesEscapingIsPackageVisible(t *testing.T) {
+	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver := p.token("approver")
 	srv := p.serve(t)
