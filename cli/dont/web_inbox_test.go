@@ -179,6 +179,12 @@ func TestWebPageTellsANonApproverTokenItCannotAnswer(t *testing.T) {
 	if r := ip.runEnv(ip.apprEnv, "approvals", "refuse", apr, "--yes"); r.exit != 0 {
 		t.Fatal(r.stdout)
 	}
+
+	// A token the server does not know is refused, in words, and the
+	// page stops asking.
+	page.signIn(t, ip.srv.endpoint+"/approvals", "dont_tok:01HX05A9K8VP0000000000000A_0000")
+	page.waitText(t, "#status", "Stopped: unauthenticated")
+	page.waitCount(t, ".request", 0)
 }
 
 // j/k move between questions, a and r ask to confirm (y or Enter sends,
