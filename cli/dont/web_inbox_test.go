@@ -185,6 +185,12 @@ func TestWebPageTellsANonApproverTokenItCannotAnswer(t *testing.T) {
 	page.signIn(t, ip.srv.endpoint+"/approvals", "dont_tok:01HX05A9K8VP0000000000000A_0000")
 	page.waitText(t, "#status", "Stopped: unauthenticated")
 	page.waitCount(t, ".request", 0)
+
+	// An admin token cannot answer an escalation either.
+	admin := ip.ok("tokens", "create", "--role", "admin", "--name", "ops", "--yes").str("token")
+	page.open(t, ip.srv.endpoint+"/approvals", admin)
+	page.waitText(t, "#notice", "You cannot answer with this token.")
+	page.waitText(t, "#notice", "an admin token (ops)")
 }
 
 // j/k move between questions, a and r ask to confirm (y or Enter sends,
