@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
@@ -24,22 +27,55 @@ func (a *app) serveCommand() *cobra.Command {
 	var sweepEvery time.Duration
 	var rate float64
 	var interactiveConfirm bool
+	var tlsCert, tlsKey string
 	c := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the HTTPS JSON API on this project's embedded store; a timer per spawn expires it when due, a ticker sweep backs it up.",
-		Args:  a.argCount(0),
+		Short: "Serve the JSON API and the approvals page (HTTP, or HTTPS with --tls-cert/--tls-key) on this project's embedded store.",
+		Long: `Serve the JSON API and the approvals page on this project's embedded store.
+A timer per spawn expires it when due; a ticker sweep backs it up.
+
+It serves plain HTTP unless --tls-cert and --tls-key name a certificate and
+its key (PEM), then HTTPS. The first line on stdout is {"listening":URL,
+"approvals":URL}; stderr says where the approvals page is, and warns when
+the address is reachable beyond this machine without TLS (tokens would
+cross the network in clear).`,
+		Example: `  dont serve                                   # http://127.0.0.1:8787, page at /approvals
+  dont serve --addr :8443 --tls-cert cert.pem --tls-key key.pem`,
+		Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
-			return a.serve(c.Context(), addr, sweepEvery, rate, interactiveConfirm)
+			return a.serve(c.Context(), serveOptions{addr: addr, sweepEvery: sweepEvery, rate: rate, interactiveConfirm: interactiveConfirm, tlsCert: tlsCert, tlsKey: tlsKey})
 		},
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8787", "listen address (port 0 picks a free port)")
 	c.Flags().DurationVar(&sweepEvery, "sweep-interval", time.Second, "how often the in-process sweeper runs")
 	c.Flags().Float64Var(&rate, "rate", 0, "requests per second per token (0: default 500, negative: no limit)")
+	c.Flags().StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
+	c.Flags().StringVar(&tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	c.Flags().BoolVar(&interactiveConfirm, "interactive-confirm", true, "the server-side gate of client-side confirmation: advertise interactive_confirm to CLIs and honour cli_confirmed (=false: every gated call waits for dont confirmations confirm)")
 	return c
 }
 
-func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, rate float64, interactiveConfirm bool) error {
+type serveOptions struct {
+	addr               string
+	sweepEvery         time.Duration
+	rate               float64
+	interactiveConfirm bool
+	tlsCert, tlsKey    string
+}
+
+func (a *app) serve(ctx context.Context, o serveOptions) error {
+	addr, sweepEvery, rate, interactiveConfirm := o.addr, o.sweepEvery, o.rate, o.interactiveConfirm
+	var tlsConfig *tls.Config
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return errs.E(errs.Usage, "--tls-cert and --tls-key go together").Unmet("both --tls-cert and --tls-key, or neither")
+	}
+	if o.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return errs.E(errs.ConfigInvalid, "cannot load the TLS certificate: "+err.Error()).Wrap(err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	wd, _ := os.Getwd()
 	p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
 	if err != nil {
@@ -76,8 +112,24 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 	if err != nil {
 		return errs.E(errs.ConfigInvalid, "cannot listen on "+addr+": "+err.Error()).Wrap(err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second}
-	fmt.Fprintf(a.stdout, "{\"listening\":\"http://%s\"}\n", ln.Addr())
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, TLSConfig: tlsConfig}
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	base := scheme + "://" + ln.Addr().String()
+	// The first stdout line is for programs (tests and benchmarks parse
+	// it); the stderr lines are for the person who started the server.
+	line, _ := json.Marshal(struct {
+		Listening string `json:"listening"`
+		Approvals string `json:"approvals"`
+	}{base, base + "/approvals"})
+	fmt.Fprintf(a.stdout, "%s\n", line)
+	fmt.Fprintf(a.stderr, "dont serve: listening on %s; the approvals page is %s/approvals\n", base, pageBase(scheme, ln.Addr()))
+	if tlsConfig == nil && !loopback(ln.Addr()) {
+		fmt.Fprintf(a.stderr, "dont serve: warning: %s is reachable beyond this machine over plain HTTP: tokens cross the network in clear; serve HTTPS with --tls-cert and --tls-key, or listen on 127.0.0.1\n", ln.Addr())
+	}
 	a.debugServer(ctx)
 
 	timersDone := make(chan struct{})
@@ -107,4 +159,19 @@ func (a *app) serve(ctx context.Context, addr string, sweepEvery time.Duration, 
 		return errs.E(errs.Internal, "shutdown: "+err.Error()).Wrap(err)
 	}
 	return nil
+}
+
+// loopback reports whether addr listens on this machine only.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// pageBase is the base URL a person opens: an address that listens on
+// every interface (0.0.0.0, ::) is shown as localhost, which reaches it.
+func pageBase(scheme string, addr net.Addr) string {
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		return scheme + "://" + net.JoinHostPort("localhost", strconv.Itoa(tcp.Port))
+	}
+	return scheme + "://" + addr.String()
 }

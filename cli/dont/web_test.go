@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +21,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/dont-cli/dont/internal/visible"
 )
+
+// screenshots regenerates the page's pictures in docs/img:
+// go test ./cli/dont/ -run TestWebPage -screenshots
+var screenshots = flag.Bool("screenshots", false, "write the approvals page's screenshots to docs/img")
 
 // browser is one headless Chromium with the approvals page open.
 type browser struct {
@@ -41,10 +47,19 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// openPage opens the approvals page for a session with an approver token.
-// The page is loaded first and then started, as a person would fill in the
-// form: navigation completes before the page's long-poll begins.
-func openPage(t *testing.T, endpoint, session, token string) *browser {
+// window is the size of the browser's viewport; phone emulates a phone's
+// screen (touch, mobile viewport).
+type window struct {
+	width, height int
+	phone         bool
+	// trustAnyCert accepts the test's self-signed certificate.
+	trustAnyCert bool
+}
+
+var desktop = window{width: 1100, height: 900}
+
+// newBrowser starts one headless Chromium with a tab of the given size.
+func newBrowser(t *testing.T, w window) *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
@@ -53,8 +68,13 @@ func openPage(t *testing.T, endpoint, session, token string) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.WindowSize(w.width, w.height),
 		chromedp.UserDataDir(t.TempDir()),
 	)
+	if w.trustAnyCert {
+		opts = append(opts, chromedp.Flag("ignore-certificate-errors", true))
+	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
 	b := &browser{ctx: ctx, cancel: func() { cancelCtx(); cancelAlloc() }}
@@ -64,29 +84,63 @@ func openPage(t *testing.T, endpoint, session, token string) *browser {
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("true")); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
-	nav, cancelNav := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelNav()
-	if _, err := chromedp.Run(nav, chromedp.Navigate(endpoint+"/approvals")); err != nil {
-		t.Fatalf("open %s/approvals: %v", endpoint, err)
+	emulate := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
+	if w.phone {
+		emulate = append(emulate, chromedp.EmulateMobile, chromedp.EmulateTouch)
 	}
-	fill := fmt.Sprintf(`document.getElementById("session").value = %q; document.getElementById("token").value = %q;
-		document.querySelector("#connect button").click(); true`, session, token)
-	if _, err := chromedp.Run(nav, chromedp.Evaluate[bool](fill)); err != nil {
-		t.Fatalf("start watching: %v", err)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(int64(w.width), int64(w.height), emulate...)); err != nil {
+		t.Fatalf("set the viewport: %v", err)
 	}
-	b.waitText(t, "#status", "Watching")
 	return b
 }
 
+// openPage opens the approvals page with a token, on a desktop-sized
+// window, and waits until the page has read the inbox once.
+func openPage(t *testing.T, endpoint, token string) *browser {
+	t.Helper()
+	b := newBrowser(t, desktop)
+	b.open(t, endpoint+"/approvals", token)
+	return b
+}
+
+// open loads url and signs in with token, as a person fills in the form:
+// navigation completes before the page's polling begins.
+func (b *browser) open(t *testing.T, url, token string) {
+	t.Helper()
+	b.signIn(t, url, token)
+	b.waitText(t, "#status", "Signed in as")
+}
+
+// signIn loads url and submits token, without waiting for the inbox.
+func (b *browser) signIn(t *testing.T, url, token string) {
+	t.Helper()
+	nav, cancelNav := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancelNav()
+	if _, err := chromedp.Run(nav, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	fill := fmt.Sprintf(`document.getElementById("token").value = %q; document.querySelector("#connect button").click(); true`, token)
+	if _, err := chromedp.Run(nav, chromedp.Evaluate[bool](fill)); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+}
+
+// eval runs js in the page and returns its value.
+func eval[T any](t *testing.T, b *browser, js string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// text is what an element shows (innerText: hidden elements show nothing).
 func (b *browser) text(t *testing.T, sel string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(sel))
-	if err != nil {
-		t.Fatalf("read %s: %v", sel, err)
-	}
-	return s
+	return eval[string](t, b, fmt.Sprintf(`(() => { const el = document.querySelector(%q); return el ? el.innerText : ""; })()`, sel))
 }
 
 func (b *browser) waitText(t *testing.T, sel, want string) {
@@ -102,11 +156,7 @@ func (b *browser) waitText(t *testing.T, sel, want string) {
 
 func (b *browser) count(t *testing.T, sel string) int {
 	t.Helper()
-	n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](fmt.Sprintf("document.querySelectorAll(%q).length", sel)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return eval[int](t, b, fmt.Sprintf("document.querySelectorAll(%q).length", sel))
 }
 
 func (b *browser) waitCount(t *testing.T, sel string, want int) {
@@ -121,20 +171,58 @@ func (b *browser) waitCount(t *testing.T, sel string, want int) {
 }
 
 func (b *browser) click(sel string) error {
-	_, err := chromedp.Run(b.ctx, chromedp.Click(sel))
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Click(sel))
 	return err
+}
+
+// answer clicks a card's button, then confirms (the page's confirmation step).
+func (b *browser) answer(card, verb string) error {
+	if err := b.click(card + " button." + verb); err != nil {
+		return err
+	}
+	return b.click(card + " button.confirm-" + verb)
+}
+
+// keys types keys into the page as a person would.
+func (b *browser) keys(t *testing.T, keys string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.KeyEvent(keys)); err != nil {
+		t.Fatalf("type %q: %v", keys, err)
+	}
+}
+
+// screenshot writes the viewport to docs/img/name when -screenshots is given.
+func (b *browser) screenshot(t *testing.T, name string) {
+	t.Helper()
+	if !*screenshots {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", "img", name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Two browser clients and one CLI client answer the same request: the first
 // answer wins, the others see the verdict, and both pages dismiss the
-// dialog when the ending frame arrives.
+// question when it ends.
 func TestWebPageTwoBrowsersAndTheCLIAnswerOneRequestFirstAnswerWins(t *testing.T) {
+	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")
 	srv := p.serve(t)
 	remote := []string{"DONT_ENDPOINT=" + srv.endpoint}
 	ses := p.session("read-only")
-	a, b := openPage(t, srv.endpoint, ses, approver), openPage(t, srv.endpoint, ses, approver)
+	a, b := openPage(t, srv.endpoint, approver), openPage(t, srv.endpoint, approver)
 
 	apr := p.runEnv(append(remote, "DONT_TOKEN="+harness), "escalate", "--session", ses, "--call", "build-1", "--to", "workspace-write",
 		"--reason", "the build writes outside the workspace", "--no-wait", "--", "make", "install").str("approval_id")
@@ -145,15 +233,18 @@ func TestWebPageTwoBrowsersAndTheCLIAnswerOneRequestFirstAnswerWins(t *testing.T
 	for _, br := range []*browser{a, b} {
 		br.waitCount(t, card, 1)
 		if txt := br.text(t, card); !strings.Contains(txt, "make install") || !strings.Contains(txt, "workspace-write") || !strings.Contains(txt, " s") {
-			t.Fatalf("the dialog lacks the preview, target or countdown: %q", txt)
+			t.Fatalf("the question lacks the preview, target or countdown: %q", txt)
+		}
+		if err := br.click(card + " button." + map[*browser]string{a: "approve", b: "refuse"}[br]); err != nil {
+			t.Fatal(err)
 		}
 	}
 
 	var wg sync.WaitGroup
 	var cli result
 	wg.Add(3)
-	go func() { defer wg.Done(); a.click(card + " button.approve") }()
-	go func() { defer wg.Done(); b.click(card + " button.refuse") }()
+	go func() { defer wg.Done(); a.click(card + " button.confirm-approve") }()
+	go func() { defer wg.Done(); b.click(card + " button.confirm-refuse") }()
 	go func() {
 		defer wg.Done()
 		cli = p.runEnv(append(remote, "DONT_TOKEN="+approver), "approvals", "refuse", apr, "--reason", "not today", "--yes")
@@ -170,8 +261,8 @@ func TestWebPageTwoBrowsersAndTheCLIAnswerOneRequestFirstAnswerWins(t *testing.T
 	decided := 0
 	for _, br := range []*browser{a, b} {
 		br.waitText(t, "#log", "ended: "+verdict)
-		log := br.text(t, "#log")
-		if strings.Contains(log, "your answer decided") {
+		br.waitText(t, `#endings li[data-request="`+apr+`"]`, verdict)
+		if strings.Contains(br.text(t, "#log"), "your answer decided") {
 			decided++
 		}
 	}
@@ -189,20 +280,28 @@ func TestWebPageTwoBrowsersAndTheCLIAnswerOneRequestFirstAnswerWins(t *testing.T
 	}
 }
 
-// The page bounds its own pending state: at the deadline the dialog goes
-// away on the page's clock, so a late click is never sent.
-func TestWebPageDismissesTheDialogAtTheDeadline(t *testing.T) {
+// The page bounds its own pending state: at the deadline the question
+// goes away on the page's own clock, even when it can no longer hear the
+// server, and a confirmation left open then sends nothing. (The server's
+// timeout among the endings: TestWebPageShowsEveryEndingWithItsReason.)
+func TestWebPageDismissesTheQuestionAtTheDeadlineOnItsOwnClock(t *testing.T) {
+	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")
-	srv := p.serve(t, "DONT_APPROVAL_TIMEOUT=3s")
+	srv := p.serve(t, "DONT_APPROVAL_TIMEOUT=4s")
 	ses := p.session("workspace-write")
-	a := openPage(t, srv.endpoint, ses, approver)
+	a := openPage(t, srv.endpoint, approver)
 	apr := p.runEnv([]string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + harness}, "escalate", "--session", ses, "--call", "c9",
 		"--to", "danger-full-access", "--reason", "needs /etc", "--no-wait", "--", "cp", "x", "/etc/").str("approval_id")
 	card := `.request[data-request="` + apr + `"]`
 	a.waitCount(t, card, 1)
+	if err := a.click(card + " button.approve"); err != nil { // the confirmation opens, and is left open
+		t.Fatal(err)
+	}
+	a.waitCount(t, card+" button.confirm-approve", 1)
+	srv.cmd.Process.Kill() // the page hears nothing more from the server
 	a.waitCount(t, card, 0)
-	a.waitText(t, "#log", apr)
+	a.waitText(t, `#log li[data-request="`+apr+`"]`, "call c9 of cli test: its deadline passed (this page's clock)")
 	if got := p.ok("approvals", "show", apr).data()["verdict"]; got != "timed-out" {
 		t.Fatalf("verdict %v, want timed-out", got)
 	}
@@ -212,11 +311,12 @@ func TestWebPageDismissesTheDialogAtTheDeadline(t *testing.T) {
 // the preview, the reason and the call id with their control and bidi
 // characters made visible, as the CLI shows them.
 func TestAPreviewWithCarriageReturnCannotHideItsCommandOnTheApprovalsPage(t *testing.T) {
+	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")
 	srv := p.serve(t)
 	ses := p.session("read-only")
-	a := openPage(t, srv.endpoint, ses, approver)
+	a := openPage(t, srv.endpoint, approver)
 	apr := p.runEnv([]string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + harness}, "escalate", "--session", ses, "--call", concealingCall,
 		"--to", "workspace-write", "--reason", forgingReason, "--preview", hidingPreview, "--no-wait").str("approval_id")
 	card := `.request[data-request="` + apr + `"]`
@@ -226,15 +326,19 @@ func TestAPreviewWithCarriageReturnCannotHideItsCommandOnTheApprovalsPage(t *tes
 		{" .reason", `needs the build cache\n  $ make test`},
 		{" .call", `c1\x1b[8m`},
 	} {
-		got, err := chromedp.Run(a.ctx, chromedp.Evaluate[string](fmt.Sprintf("document.querySelector(%q).textContent", card+c.sel)))
-		if err != nil || got != c.want {
-			t.Errorf("%s shows %q (%v), want %q", c.sel, got, err, c.want)
+		got := eval[string](t, a, fmt.Sprintf("document.querySelector(%q).textContent", card+c.sel))
+		if got != c.want {
+			t.Errorf("%s shows %q, want %q", c.sel, got, c.want)
 		}
 	}
-	if err := a.click(card + " button.refuse"); err != nil {
+	if err := a.answer(card, "refuse"); err != nil {
 		t.Fatal(err)
 	}
 	a.waitCount(t, card, 0)
+	// The ending repeats the call id, made visible too.
+	if got := eval[string](t, a, fmt.Sprintf(`document.querySelector('#endings li[data-request=%q] .call').textContent`, apr)); got != `c1\x1b[8m` {
+		t.Errorf("the ending shows the call as %q", got)
+	}
 
 	// The page never turns text into HTML.
 	resp, err := http.Get(srv.endpoint + "/approvals")
@@ -254,10 +358,11 @@ func TestAPreviewWithCarriageReturnCannotHideItsCommandOnTheApprovalsPage(t *tes
 // JavaScript: the same characters are hidden, and the same strings render
 // the same, across every code point and a few thousand mixed strings.
 func TestThePagesEscapingIsPackageVisible(t *testing.T) {
+	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver := p.token("approver")
 	srv := p.serve(t)
-	a := openPage(t, srv.endpoint, p.session("read-only"), approver)
+	a := openPage(t, srv.endpoint, approver)
 
 	var want []int
 	for r := rune(0); r <= unicode.MaxRune; r++ {
@@ -265,12 +370,9 @@ func TestThePagesEscapingIsPackageVisible(t *testing.T) {
 			want = append(want, int(r))
 		}
 	}
-	got, err := chromedp.Run(a.ctx, chromedp.Evaluate[[]int](`(() => { const out = [];
+	got := eval[[]int](t, a, `(() => { const out = [];
 		for (let cp = 0; cp <= 0x10ffff; cp++) if ((cp < 0xd800 || cp > 0xdfff) && hidden(String.fromCodePoint(cp))) out.push(cp);
-		return out; })()`))
-	if err != nil {
-		t.Fatal(err)
-	}
+		return out; })()`)
 	if !slices.Equal(got, want) {
 		onlyPage, onlyGo := difference(got, want), difference(want, got)
 		t.Errorf("the page hides %d code points, package visible %d; only the page: %U; only Go: %U", len(got), len(want), onlyPage, onlyGo)
@@ -287,9 +389,9 @@ func TestThePagesEscapingIsPackageVisible(t *testing.T) {
 		inputs = append(inputs, string(s))
 	}
 	raw, _ := json.Marshal(inputs)
-	rendered, err := chromedp.Run(a.ctx, chromedp.Evaluate[[]string](string(raw)+".map(visible)"))
-	if err != nil || len(rendered) != len(inputs) {
-		t.Fatalf("visible() on the page: %v (%d results)", err, len(rendered))
+	rendered := eval[[]string](t, a, string(raw)+".map(visible)")
+	if len(rendered) != len(inputs) {
+		t.Fatalf("visible() on the page: %d results for %d strings", len(rendered), len(inputs))
 	}
 	for i, s := range inputs {
 		if rendered[i] != visible.Line(s) {

@@ -130,6 +130,7 @@ func Run(t *testing.T, target Target) {
 		{"revoking a token drops its held calls", revocationDropsHeldCalls},
 		{"cli_confirmed from a caller that never declared cli-confirm-v1 is held", cliConfirmedNeedsTheCapability},
 		{"a harness reading frames does not make a session answerable", harnessFramesDoNotCount},
+		{"a harness reading the inbox does not make a session answerable", harnessInboxDoesNotCount},
 		{"a callback token cannot doubt without its request id", callbackNeedsItsRequestID},
 		{"a subagent's retried callback gets the duplicate, not an error", retriedCallbackIsADuplicate},
 	}
@@ -245,6 +246,17 @@ func harnessFramesDoNotCount(r run) {
 	r.ok(harness, "approvals.frames", map[string]any{"session": ses})
 	rep := r.call(harness, "escalate", map[string]any{"session": ses, "call": "call-" + ses, "to": "danger-full-access", "reason": "r", "no_wait": true})
 	r.refused(rep, http.StatusConflict, "no-subscriber", "an escalation only a harness is watching")
+}
+
+func harnessInboxDoesNotCount(r run) {
+	harness := r.target.Token(r.t, "harness")
+	ses := r.ok(harness, "sessions.open", map[string]any{"tier": "read-only"}).Str("session_id")
+	viewer, _ := r.ok(harness, "approvals.inbox", map[string]any{}).Data()["viewer"].(map[string]any)
+	if viewer["can_answer"] != false || viewer["watching"] != nil {
+		r.t.Fatalf("a harness reading the inbox is told %v", viewer)
+	}
+	rep := r.call(harness, "escalate", map[string]any{"session": ses, "call": "call-" + ses, "to": "danger-full-access", "reason": "r", "no_wait": true})
+	r.refused(rep, http.StatusConflict, "no-subscriber", "an escalation only a harness reading the inbox is watching")
 }
 
 // spawned issues an assume on a verified claim and returns the request.

@@ -20,6 +20,7 @@ const (
 	KindFrame           = "frame" // one frame of a frames page, a line of the CLI's NDJSON
 	KindApprovalsSweep  = "approvals_sweep"
 	KindApprovalsAudit  = "approvals_audit"
+	KindApprovalsInbox  = "approvals_inbox"
 	KindToken           = "token"
 	KindTokens          = "tokens"
 	KindTokensRevoked   = "tokens_revoked"

@@ -201,7 +201,7 @@ func (s *Escalations) ShowSession(ctx context.Context, id string) (SessionView, 
 		return res, err
 	}
 	v := SessionView{Session: ses}
-	last, err := st.LastRead(ctx, id)
+	last, err := s.lastRead(ctx, st, id)
 	if err != nil {
 		return res, storeErr(err)
 	}
@@ -319,7 +319,7 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 			return res, nil, s.refuseUnasked(ctx, st, ses, in, call, r.Rule, r)
 		}
 		// 2. A question needs someone who can answer it.
-		last, err := st.LastRead(ctx, ses.ID)
+		last, err := s.lastRead(ctx, st, ses.ID)
 		if err != nil {
 			return res, nil, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseChannelError, err)
 		}

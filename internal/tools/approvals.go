@@ -119,6 +119,17 @@ func init() {
 			wait, _ := framesWait(a)
 			return data[service.FramesPage](envelope.KindFrames)(s.Escalations.Frames(ctx, service.FramesInput{SessionID: a.Str("session"), After: int64(a.Int("after")), Wait: wait, Subscriber: a.Str("subscriber")}))
 		}})
+	register(&Tool{Name: "approvals.inbox", Summary: "Every open question of the project across sessions, the recent endings with their reasons, and the names of the sessions and tokens they mention.",
+		Annotations: Annotations{ReadOnly: true},
+		Params: []Param{
+			{Name: "session", Type: String, Description: "only this session's questions and endings (ses:…)"},
+			{Name: "endings", Type: Integer, Default: service.DefaultInboxEndings, Description: "at most this many recent endings, newest first (at most 500)"},
+			{Name: "subscriber", Type: String, Description: "the reader's name for its subscriber lease (default: the author)"},
+		},
+		approvals: true, sweep: always,
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			return data[service.Inbox](envelope.KindApprovalsInbox)(s.Escalations.Inbox(ctx, service.InboxInput{SessionID: a.Str("session"), Endings: a.Int("endings"), Subscriber: a.Str("subscriber")}))
+		}})
 	register(&Tool{Name: "approvals.sweep", Summary: "End questions past their deadline and announce endings a failed announce left out.",
 		Params: []Param{{Name: "limit", Type: Integer, Default: 1000, Description: "at most this many"}},
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {

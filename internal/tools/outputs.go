@@ -49,6 +49,7 @@ var dataTypes = map[string][]reflect.Type{
 	envelope.KindConfirmation:   {reflect.TypeFor[service.HeldView](), reflect.TypeFor[service.ConfirmationView]()},
 	envelope.KindConfirmations:  {reflect.TypeFor[service.ConfirmationList]()},
 	envelope.KindSessions:       {reflect.TypeFor[service.SessionList]()},
+	envelope.KindApprovalsInbox: {reflect.TypeFor[service.Inbox]()},
 }
 
 // FrontEndKinds are the kinds no tool returns: a transport or the CLI
@@ -94,6 +95,7 @@ var outputKinds = map[string][]string{
 	"sessions.list":         {envelope.KindSessions},
 	"escalate":              {envelope.KindEscalation, envelope.KindApproval},
 	"approvals.list":        {envelope.KindApprovals},
+	"approvals.inbox":       {envelope.KindApprovalsInbox},
 	"approvals.show":        {envelope.KindApproval},
 	"approvals.approve":     {envelope.KindApproval},
 	"approvals.refuse":      {envelope.KindApproval},

@@ -43,6 +43,8 @@ var kinds = map[string]func(*printer, doc){
 	envelope.KindDoctor:          doctor,
 	envelope.KindProjectSettings: projectSettings,
 	envelope.KindVersion:         version,
+	envelope.KindApprovalsInbox:  approvalsInbox,
+	envelope.KindSecretRotation:  secretRotation,
 }
 
 // Claims and terms.
@@ -678,6 +680,49 @@ func doctor(p *printer, d doc) {
 		rows = append(rows, []cell{c(v.s("rule")), c(v.s("id")), c(v.s("message") + " — next: " + v.s("remediation"))})
 	}
 	p.table("  ", []string{"RULE", "ID", "WHAT"}, rows)
+}
+
+// approvalsInbox is the terminal's view of the approvals page: who reads,
+// what waits for an answer (every session), what ended lately and why.
+func approvalsInbox(p *printer, d doc) {
+	viewer := d.m("viewer")
+	if viewer.b("can_answer") {
+		p.line("reading as %s (%s): you can answer with dont approvals approve|refuse <request>", orDash(viewer.s("id")), viewer.s("role"))
+	} else {
+		p.line("reading as %s (%s): you cannot answer with this token; an approver's token can", orDash(viewer.s("id")), viewer.s("role"))
+	}
+	pending := d.list("pending")
+	rows := [][]cell{}
+	for _, a := range pending {
+		rows = append(rows, []cell{c(a.s("approval_id")), c(inboxName(d, a.s("session_id"))), c(a.s("call_id")), c(a.s("to_tier")), c(shortEnding(p, a)), c(a.s("preview"))})
+	}
+	if len(rows) > 0 {
+		p.table("", []string{"REQUEST", "SESSION", "CALL", "TO", "STATE", "COMMAND"}, rows)
+	}
+	p.line("%s waiting across %s", Plural(len(pending), "question", "questions"), Plural(len(d.list("sessions")), "session", "sessions"))
+	endings := d.list("endings")
+	if len(endings) == 0 {
+		return
+	}
+	rows = rows[:0]
+	for _, a := range endings {
+		rows = append(rows, []cell{c(a.s("approval_id")), c(inboxName(d, a.s("session_id"))), c(a.s("call_id")), c(p.age(timeOf(a, "resolved_at"))), c(ending(p, a))})
+	}
+	p.line("recent endings")
+	p.table("  ", []string{"REQUEST", "SESSION", "CALL", "ENDED", "HOW"}, rows)
+}
+
+// inboxName is a session's name from the inbox's names, else its id.
+func inboxName(d doc, id string) string {
+	if n := d.m("names").s(id); n != "" {
+		return n
+	}
+	return id
+}
+
+func secretRotation(p *printer, d doc) {
+	p.line("the callback secret of %s is now version %s", orDash(d.s("project")), p.st.Bold(d.s("key_id")))
+	p.line("  tokens made under version %s keep verifying", d.s("previous_key_id"))
 }
 
 func projectSettings(p *printer, d doc) {
