@@ -75,7 +75,7 @@ func (s *Standin) query(body []byte) *response {
 		return errorResponse(&apiError{status: http.StatusBadRequest, code: "SerializationException", msg: err.Error()})
 	}
 	if in.IndexName == "" {
-		return s.forward("Query", s.capPage("Query", body))
+		return s.pagedRead("Query", body)
 	}
 
 	var described struct {

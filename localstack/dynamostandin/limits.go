@@ -196,25 +196,38 @@ func (s *Standin) checkLimits(op string, body []byte) *response {
 // that left an item over 400 KB: DynamoDB would have refused it. befores
 // are the items as they were before, by key.
 func (s *Standin) checkUpdatedSizes(op string, body []byte, befores []image) *response {
-	var updated []int // indexes into befores of the items an update wrote
+	// The updates, by index into befores, with the values they may write.
+	updated := map[int]map[string]json.RawMessage{}
 	switch op {
 	case "UpdateItem":
-		updated = []int{0}
+		var in struct{ ExpressionAttributeValues map[string]json.RawMessage }
+		_ = json.Unmarshal(body, &in)
+		updated[0] = in.ExpressionAttributeValues
 	case "TransactWriteItems":
-		var in struct{ TransactItems []transactItem }
+		var in struct {
+			TransactItems []struct {
+				Update *struct{ ExpressionAttributeValues map[string]json.RawMessage }
+			}
+		}
 		if json.Unmarshal(body, &in) != nil {
 			return nil
 		}
 		for i, ti := range in.TransactItems {
 			if ti.Update != nil {
-				updated = append(updated, i)
+				updated[i] = ti.Update.ExpressionAttributeValues
 			}
 		}
 	default:
 		return nil
 	}
-	for _, i := range updated {
-		if i >= len(befores) {
+	for i := range len(befores) {
+		values, ok := updated[i]
+		if !ok {
+			continue
+		}
+		// An update writes its values and copies of the item's own
+		// attributes: below this bound it cannot have grown too large.
+		if 2*itemSize(befores[i].old)+itemSize(values) <= maxItemSize {
 			continue
 		}
 		after := s.getItem(befores[i].table, befores[i].key)
@@ -263,10 +276,10 @@ func (s *Standin) restore(befores []image) {
 }
 
 // capPage returns a base-table Query or Scan request whose page stops at
-// 1 MB of items read, as DynamoDB's does: it reads the page as asked,
-// unfiltered and unprojected, and lowers Limit to the items that fit, so
-// that minidyn answers with LastEvaluatedKey there. A request whose page
-// fits is returned unchanged.
+// 1 MB of items read, as DynamoDB's does, by lowering its Limit to the
+// items that fit, so that minidyn answers with LastEvaluatedKey there. It
+// measures the page as asked, unfiltered and unprojected (what DynamoDB
+// counts); a request whose page fits is returned unchanged.
 func (s *Standin) capPage(op string, body []byte) []byte {
 	var req map[string]json.RawMessage
 	if json.Unmarshal(body, &req) != nil {
@@ -306,4 +319,39 @@ func (s *Standin) capPage(op string, body []byte) []byte {
 		}
 	}
 	return body
+}
+
+// pageFits reports whether resp, minidyn's answer to a Query or Scan
+// without a filter or projection, holds at most 1 MB of items: then it is
+// DynamoDB's page as it is.
+func pageFits(body []byte, resp *response) bool {
+	var req struct {
+		FilterExpression, ProjectionExpression, Select string
+		AttributesToGet, QueryFilter, ScanFilter       json.RawMessage
+	}
+	if json.Unmarshal(body, &req) != nil || req.FilterExpression != "" || req.ProjectionExpression != "" || req.Select != "" ||
+		len(req.AttributesToGet) > 0 || len(req.QueryFilter) > 0 || len(req.ScanFilter) > 0 {
+		return false
+	}
+	if resp.status != http.StatusOK {
+		return true
+	}
+	var page struct{ Items []item }
+	if json.Unmarshal(resp.body, &page) != nil {
+		return true
+	}
+	total := 0
+	for _, it := range page.Items {
+		total += itemSize(it)
+	}
+	return total <= maxPageSize
+}
+
+// pagedRead answers a base-table Query or Scan with pages of at most 1 MB.
+func (s *Standin) pagedRead(op string, body []byte) *response {
+	resp := s.forward(op, body)
+	if pageFits(body, resp) {
+		return resp
+	}
+	return s.forward(op, s.capPage(op, body))
 }

@@ -174,7 +174,7 @@ func (s *Standin) serve(r *http.Request) *response {
 		return resp
 	}
 	var befores []image
-	if writes[op] {
+	if writes[op] && s.needBefores(op, body) {
 		befores = s.befores(op, body)
 	}
 	var resp *response
@@ -188,7 +188,7 @@ func (s *Standin) serve(r *http.Request) *response {
 	case "Query":
 		resp = s.query(body)
 	case "Scan":
-		resp = s.forward(op, s.capPage(op, body))
+		resp = s.pagedRead(op, body)
 	case "UpdateItem":
 		resp = s.updateItem(body, oldOf(befores))
 	case "PutItem", "DeleteItem":

@@ -185,6 +185,36 @@ type image struct {
 	old   item
 }
 
+// needBefores says whether a write's items must be read before it runs:
+// for an update (its size, its old values), an ALL_OLD answer, a
+// transaction with an update (to undo it), or a table whose index lags.
+func (s *Standin) needBefores(op string, body []byte) bool {
+	for _, t := range requestTables(op, body) {
+		if s.optionsFor(t).lags() {
+			return true
+		}
+	}
+	switch op {
+	case "UpdateItem":
+		return true
+	case "PutItem", "DeleteItem":
+		var in struct{ ReturnValues string }
+		_ = json.Unmarshal(body, &in)
+		return in.ReturnValues == "ALL_OLD"
+	case "TransactWriteItems":
+		var in struct {
+			TransactItems []struct{ Update json.RawMessage }
+		}
+		_ = json.Unmarshal(body, &in)
+		for _, ti := range in.TransactItems {
+			if len(ti.Update) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // befores reads the items a write names, as they are before it runs.
 func (s *Standin) befores(op string, body []byte) []image {
 	keyed := keyedItems(op, body)
