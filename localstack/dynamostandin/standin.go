@@ -290,6 +290,7 @@ func (s *Standin) forward(op string, body []byte) *response {
 	case "DeleteTable":
 		resp = s.completeDescription(resp, "TableDescription", name.TableName, "DELETING")
 		delete(s.tables, name.TableName)
+		s.forgetStrict(name.TableName)
 		return resp
 	}
 	return resp

@@ -298,6 +298,16 @@ func (s *Standin) tickLag(table string) {
 	}
 }
 
+// forgetStrict drops a deleted table's strict modes, lag and view table.
+func (s *Standin) forgetStrict(table string) {
+	delete(s.tableOpts, table)
+	if _, ok := s.lag[table]; ok {
+		delete(s.lag, table)
+		var ignored json.RawMessage
+		s.callJSON("DeleteTable", map[string]string{"TableName": shadowTable(table)}, &ignored)
+	}
+}
+
 func (s *Standin) tableKeys(table string) (hash, rng string) {
 	var described struct {
 		Table struct{ KeySchema []keyElement }

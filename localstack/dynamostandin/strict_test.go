@@ -264,6 +264,42 @@ func TestReturnValuesAreDynamoDBs(t *testing.T) {
 		t.Fatalf("ReturnValuesOnConditionCheckFailure ALL_NEW: %s", msg)
 	}
 	mustMiss(t, ctx, ddb, "p", "rv")
+
+	// A failed condition with ALL_OLD carries the item as stored, on every
+	// write; with no item there is none to carry.
+	if _, err := ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: it("6")}); err != nil {
+		t.Fatal(err)
+	}
+	cond := aws.String("v = :other")
+	vals := map[string]types.AttributeValue{":other": s("other")}
+	oldOnFailure := func(err error) map[string]types.AttributeValue {
+		t.Helper()
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			t.Fatalf("want ConditionalCheckFailedException, got %v", err)
+		}
+		return ccf.Item
+	}
+	all := types.ReturnValuesOnConditionCheckFailureAllOld
+	_, err = ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key("p", "rv"), UpdateExpression: aws.String("SET w = :other"),
+		ConditionExpression: cond, ExpressionAttributeValues: vals, ReturnValuesOnConditionCheckFailure: all})
+	if old := oldOnFailure(err); str(t, old, "v") != "6" {
+		t.Fatalf("UpdateItem: old item %v", old)
+	}
+	_, err = ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: it("7"), ConditionExpression: cond, ExpressionAttributeValues: vals, ReturnValuesOnConditionCheckFailure: all})
+	if old := oldOnFailure(err); str(t, old, "v") != "6" {
+		t.Fatalf("PutItem: old item %v", old)
+	}
+	_, err = ddb.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key("p", "rv"), ConditionExpression: cond, ExpressionAttributeValues: vals, ReturnValuesOnConditionCheckFailure: all})
+	if old := oldOnFailure(err); str(t, old, "v") != "6" {
+		t.Fatalf("DeleteItem: old item %v", old)
+	}
+	_, err = ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: key("p", "absent"), UpdateExpression: aws.String("SET w = :other"),
+		ConditionExpression: aws.String("attribute_exists(pk)"), ExpressionAttributeValues: vals, ReturnValuesOnConditionCheckFailure: all})
+	if old := oldOnFailure(err); len(old) != 0 {
+		t.Fatalf("a failed condition on no item carries %v", old)
+	}
+	mustMiss(t, ctx, ddb, "p", "absent")
 }
 
 // configure sets one table's strict modes through the Configure operation.
