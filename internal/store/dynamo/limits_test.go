@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -147,5 +148,62 @@ func TestTheStoresItemLimitIsDynamoDBs(t *testing.T) {
 	}
 	if stored == 0 || refused == 0 {
 		t.Fatalf("%d stored, %d refused: the sizes did not straddle the limit", stored, refused)
+	}
+}
+
+// DynamoDB ends a Query page at 1 MB read: lists and the sweep's index
+// read follow LastEvaluatedKey through every page.
+func TestListsAndTheDueIndexReadEveryPageOverOneMB(t *testing.T) {
+	needServer(t)
+	w := &seen{}
+	s := dynamo.New(newClient(w, nil), table, "test-"+randomName())
+	const n = 6 // each entity item about 225 KB stored, 1.3 MB in all
+	for range n {
+		e := newClaim()
+		e.Statement = incompressible(300 * 1024)
+		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+			t.Fatal(err)
+		}
+		sp, e2 := newPendingOn(e)
+		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := w.count("Query+ExclusiveStartKey")
+	list, err := s.ListEntities(ctx, service.EntityFilter{})
+	if err != nil || len(list) != n {
+		t.Fatalf("ListEntities: %d of %d, %v", len(list), n, err)
+	}
+	if w.count("Query+ExclusiveStartKey") == before {
+		t.Fatal("1.3 MB of entities came in one page: the server does not end pages at 1 MB")
+	}
+	var due []string
+	converges(t, func() bool {
+		before = w.count("Query+ExclusiveStartKey")
+		got, err := s.ExpiringSpawns(ctx, time.Time{}, t0.Add(2*time.Hour), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		due = due[:0]
+		for _, sp := range got {
+			due = append(due, sp.ID)
+		}
+		return len(due) == n
+	}, func() string { return fmt.Sprintf("ExpiringSpawns: %d of %d", len(due), n) })
+	if w.count("Query+ExclusiveStartKey") == before {
+		t.Fatal("1.3 MB of due entries came in one page")
+	}
+}
+
+// converges polls ok, for an eventually consistent read, until it holds
+// or 10 s have passed; then it fails with what says.
+func converges(t *testing.T, ok func() bool, what func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal(what())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

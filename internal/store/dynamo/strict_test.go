@@ -58,12 +58,20 @@ func strictTable(t *testing.T, m standin.Strict) string {
 // they got.
 type seen struct {
 	mu   sync.Mutex
-	sent []string // "Operation" or "Operation:ErrorCode"
+	sent []string // "Operation[+ExclusiveStartKey][:ErrorCode[:Reason]]"
 }
 
 func (s *seen) RoundTrip(r *http.Request) (*http.Response, error) {
 	op := r.Header.Get("X-Amz-Target")
 	op = op[strings.LastIndex(op, ".")+1:]
+	if r.Body != nil {
+		body, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"ExclusiveStartKey"`)) {
+			op += "+ExclusiveStartKey"
+		}
+	}
 	resp, err := http.DefaultTransport.RoundTrip(r)
 	if err != nil {
 		return resp, err
