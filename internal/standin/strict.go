@@ -65,8 +65,9 @@ func ExpectStrict() bool { return os.Getenv("DONT_STANDIN_EXPECT_STRICT") == "1"
 
 // CheckStrict checks, on a fresh table of create's making, that the
 // stand-in at endpoint lags index reads and injects throttling and
-// transaction conflicts by default: an error says which is off.
-func CheckStrict(ctx context.Context, endpoint string, create func(context.Context, *dynamodb.Client, string) error) error {
+// transaction conflicts: by default (m nil), or once the table is
+// configured with m. An error says which is off.
+func CheckStrict(ctx context.Context, endpoint string, create func(context.Context, *dynamodb.Client, string) error, m *Strict) error {
 	ddb := Client(endpoint, nil, func(o *dynamodb.Options) { o.Retryer = aws.NopRetryer{} })
 	table := "dont-strict-" + RandomName()
 	var err error
@@ -79,6 +80,11 @@ func CheckStrict(ctx context.Context, endpoint string, create func(context.Conte
 		return err
 	}
 	defer ddb.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	if m != nil {
+		if err := Configure(ctx, endpoint, table, *m); err != nil {
+			return err
+		}
+	}
 	var throttled, conflicts int
 	retry := func(call func() error) error {
 		for {
