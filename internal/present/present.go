@@ -239,6 +239,9 @@ var table = map[errs.Code]Class{
 	// internal/service (horizon.go)
 	"schedule-failed": {ExitState, statusUnavailable, steps("dont sweep", "the due sweep times the request out when it is due; check the timeout queue"), nil, nil},
 
+	// internal/store/dynamo (limits.go)
+	"too-large-to-store": {ExitUsage, statusEntityTooLarge, steps("dont show <id>", "nothing was written: one stored item holds at most 400 KB and one commit at most 100 items and 4 MB; send a shorter statement, fewer refs, atoms, evidence or dependencies"), nil, nil},
+
 	// internal/client
 	"endpoint-unreachable": {ExitState, statusBadGateway, steps("curl $DONT_ENDPOINT/v1/health", "check DONT_ENDPOINT and that dont serve is running"), nil, nil},
 

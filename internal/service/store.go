@@ -25,7 +25,9 @@ type Store interface {
 	// expires_at <= until, earliest expiry first: the due ones (after
 	// zero, until now) for a sweep, the next slice of the future for a
 	// scheduler's horizon. Its cost must grow with the number returned,
-	// not the number stored.
+	// not the number stored. It may be eventually consistent (DynamoDB's
+	// global index): it can miss a spawn just issued and return one just
+	// resolved, so callers re-read a spawn before acting on it.
 	ExpiringSpawns(ctx context.Context, after, until time.Time, limit int) ([]spawn.Spawn, error)
 	Commit(ctx context.Context, tx Tx) error
 }

@@ -208,32 +208,38 @@ func dueSpawns(t *testing.T, s service.Store) {
 	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
 	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: done}}}))
 
+	// The index may lag the writes (DynamoDB's global secondary indexes
+	// are eventually consistent): each read is repeated until it shows
+	// them, and must then be exact.
 	now := base.Add(10 * time.Minute)
-	got, err := s.ExpiringSpawns(ctx, time.Time{}, now, 100)
-	must(t, err)
-	if fmt.Sprint(spawnIDs(got)) != fmt.Sprint(due) {
-		t.Fatalf("due = %v, want %v (earliest expiry first, pending only)", spawnIDs(got), due)
+	expiring := func(after, until time.Time, limit int, want []string, what string) {
+		t.Helper()
+		var got []spawn.Spawn
+		converges(t, func() bool {
+			var err error
+			got, err = s.ExpiringSpawns(ctx, after, until, limit)
+			must(t, err)
+			return fmt.Sprint(spawnIDs(got)) == fmt.Sprint(want)
+		}, func() string { return fmt.Sprintf("%s = %v, want %v", what, spawnIDs(got), want) })
 	}
-	got, err = s.ExpiringSpawns(ctx, time.Time{}, now, 2)
-	must(t, err)
-	if len(got) != 2 || got[0].ID != due[0] {
-		t.Fatalf("limit 2 gave %v", spawnIDs(got))
-	}
-	got, err = s.ExpiringSpawns(ctx, time.Time{}, base.Add(time.Minute), 100)
-	must(t, err)
-	if len(got) != 1 || got[0].ID != due[0] {
-		t.Fatalf("expires_at == now must be due: got %v", spawnIDs(got))
-	}
+	expiring(time.Time{}, now, 100, due, "due (earliest expiry first, pending only)")
+	expiring(time.Time{}, now, 2, due[:2], "limit 2")
+	expiring(time.Time{}, base.Add(time.Minute), 100, due[:1], "expires_at == now must be due")
 	// A slice of the future: after < expires_at <= until.
-	got, err = s.ExpiringSpawns(ctx, base.Add(2*time.Minute), base.Add(4*time.Minute), 100)
-	must(t, err)
-	if fmt.Sprint(spawnIDs(got)) != fmt.Sprint(due[2:4]) {
-		t.Fatalf("(2m, 4m] = %v, want %v", spawnIDs(got), due[2:4])
-	}
-	got, err = s.ExpiringSpawns(ctx, now, base.Add(2*time.Hour), 100)
-	must(t, err)
-	if len(got) != 1 || got[0].ID != future.ID {
-		t.Fatalf("(10m, 2h] = %v, want [%s]", spawnIDs(got), future.ID)
+	expiring(base.Add(2*time.Minute), base.Add(4*time.Minute), 100, due[2:4], "(2m, 4m]")
+	expiring(now, base.Add(2*time.Hour), 100, []string{future.ID}, "(10m, 2h]")
+}
+
+// converges polls ok, for an eventually consistent read, until it holds
+// or 10 s have passed; then it fails with what says.
+func converges(t *testing.T, ok func() bool, what func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal(what())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -75,7 +75,7 @@ func (s *Standin) query(body []byte) *response {
 		return errorResponse(&apiError{status: http.StatusBadRequest, code: "SerializationException", msg: err.Error()})
 	}
 	if in.IndexName == "" {
-		return s.forward("Query", body)
+		return s.pagedRead("Query", body)
 	}
 
 	var described struct {
@@ -127,13 +127,31 @@ func (s *Standin) query(body []byte) *response {
 		guard += " AND attribute_exists(" + guardRange + ")"
 		guardNames[guardRange] = indexRange
 	}
-	candidates, r := s.scanAll(in, guard+" AND ("+in.KeyConditionExpression+")", guardNames)
+	// A global index lags its table when the table is configured to
+	// (strict.go): items whose writes it has not seen yet are read as
+	// they were, from the stand-in's view table.
+	if global {
+		defer s.tickLag(in.TableName)
+	}
+	lagging := global && len(s.lag[in.TableName]) > 0
+	read := func(filter string) ([]item, *response) {
+		items, r := s.scanAll(in, filter, guardNames)
+		if r != nil || !lagging {
+			return items, r
+		}
+		items = s.withoutLagging(in.TableName, items, tableHash, tableRange)
+		view := in
+		view.TableName = shadowTable(in.TableName)
+		stale, r := s.scanAll(view, filter, guardNames)
+		return append(items, stale...), r
+	}
+	candidates, r := read(guard + " AND (" + in.KeyConditionExpression + ")")
 	if r != nil {
 		return r
 	}
 	var passing map[string]bool
 	if in.FilterExpression != "" {
-		filtered, r := s.scanAll(in, guard+" AND ("+in.KeyConditionExpression+") AND ("+in.FilterExpression+")", guardNames)
+		filtered, r := read(guard + " AND (" + in.KeyConditionExpression + ") AND (" + in.FilterExpression + ")")
 		if r != nil {
 			return r
 		}
@@ -174,6 +192,15 @@ func (s *Standin) query(body []byte) *response {
 	if in.Limit > 0 && len(page) > in.Limit {
 		page = page[:in.Limit]
 	}
+	// A page ends at 1 MB of items read (before the filter), like DynamoDB's.
+	full := in.Limit > 0 && len(page) == in.Limit
+	read1MB := 0
+	for i, it := range page {
+		if read1MB += itemSize(it); read1MB > maxPageSize {
+			page, full = page[:max(i, 1)], true
+			break
+		}
+	}
 
 	items := []item{}
 	for _, it := range page {
@@ -194,7 +221,7 @@ func (s *Standin) query(body []byte) *response {
 	if in.Select != "COUNT" {
 		out["Items"] = items
 	}
-	if in.Limit > 0 && len(page) == in.Limit {
+	if full {
 		// Like DynamoDB: a full page always carries LastEvaluatedKey,
 		// even when nothing follows it.
 		last := page[len(page)-1]

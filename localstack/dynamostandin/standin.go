@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -35,6 +36,14 @@ type Standin struct {
 	region string
 	tables map[string]*tableMeta
 	tokens map[string]tokenRecord // successful ClientRequestTokens
+
+	// Strict modes (strict.go): the defaults, each table's own, the items
+	// whose writes index queries do not see yet, and what was injected.
+	opts      Options
+	tableOpts map[string]Options
+	lag       map[string]map[string]*lagEntry
+	rng       *mrand.Rand
+	injected  injectedCounts
 }
 
 // tableMeta is what the stand-in remembers about a table that minidyn
@@ -47,13 +56,23 @@ type tableMeta struct {
 	ttlEnabled           bool
 }
 
-// New returns a stand-in with no tables, answering as region.
-func New(region string) *Standin {
+// New returns a stand-in with no tables, answering as region, with no
+// strict mode on.
+func New(region string) *Standin { return NewStrict(region, Options{}, 1) }
+
+// NewStrict returns a stand-in whose tables have the strict modes opts
+// (strict.go) unless Configure says otherwise; seed drives the injected
+// faults.
+func NewStrict(region string, opts Options, seed uint64) *Standin {
 	return &Standin{
-		inner:  miniserver.NewServer(),
-		region: region,
-		tables: map[string]*tableMeta{},
-		tokens: map[string]tokenRecord{},
+		inner:     miniserver.NewServer(),
+		region:    region,
+		tables:    map[string]*tableMeta{},
+		tokens:    map[string]tokenRecord{},
+		opts:      opts,
+		tableOpts: map[string]Options{},
+		lag:       map[string]map[string]*lagEntry{},
+		rng:       newRand(seed),
 	}
 }
 
@@ -139,8 +158,24 @@ func (s *Standin) serve(r *http.Request) *response {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
+	if target == ConfigureTarget {
+		return s.configure(body)
+	}
 	if resp := s.checkKeys(op, body); resp != nil {
 		return resp
+	}
+	if resp := s.checkLimits(op, body); resp != nil {
+		return resp
+	}
+	if resp := s.checkReturnValues(op, body); resp != nil {
+		return resp
+	}
+	if resp := s.inject(op, body); resp != nil {
+		return resp
+	}
+	var befores []image
+	if writes[op] && s.needBefores(op, body) {
+		befores = s.befores(op, body)
 	}
 	var resp *response
 	switch op {
@@ -152,14 +187,22 @@ func (s *Standin) serve(r *http.Request) *response {
 		resp = s.listTables(body)
 	case "Query":
 		resp = s.query(body)
+	case "Scan":
+		resp = s.pagedRead(op, body)
 	case "UpdateItem":
-		resp = s.updateItem(body)
+		resp = s.updateItem(body, oldOf(befores))
 	case "PutItem", "DeleteItem":
-		resp = s.conditionalWrite(op, body)
+		resp = s.conditionalWrite(op, body, oldOf(befores))
 	case "TransactWriteItems":
 		resp = s.transactWrite(body)
 	default:
 		resp = s.forward(op, body)
+	}
+	if resp.status == http.StatusOK && writes[op] {
+		if r := s.checkUpdatedSizes(op, body, befores); r != nil {
+			return r
+		}
+		s.recordLag(befores)
 	}
 	return resp
 }
@@ -247,6 +290,7 @@ func (s *Standin) forward(op string, body []byte) *response {
 	case "DeleteTable":
 		resp = s.completeDescription(resp, "TableDescription", name.TableName, "DELETING")
 		delete(s.tables, name.TableName)
+		s.forgetStrict(name.TableName)
 		return resp
 	}
 	return resp

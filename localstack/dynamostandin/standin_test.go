@@ -802,7 +802,7 @@ func isCode(err error, code string) bool {
 
 func TestRefusesNonLoopback(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:0"} {
-		if err := run(addr, "us-east-1"); err == nil || !strings.Contains(fmt.Sprint(err), "loopback") {
+		if err := run(addr, "us-east-1", Options{}, 1); err == nil || !strings.Contains(fmt.Sprint(err), "loopback") {
 			t.Errorf("run(%q) = %v, want a loopback refusal", addr, err)
 		}
 	}

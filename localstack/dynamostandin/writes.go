@@ -89,16 +89,22 @@ func (s *Standin) stripAttributes(table string, key item, attrs []string) *respo
 	return s.callJSON("PutItem", map[string]any{"TableName": table, "Item": stored}, &ignored)
 }
 
-func (s *Standin) updateItem(body []byte) *response {
+// updateItem forwards UpdateItem, applies its top-level REMOVEs and
+// answers ALL_OLD as DynamoDB does: nothing when there was no item (minidyn
+// returns the key). before is the item before the update.
+func (s *Standin) updateItem(body []byte, before item) *response {
 	var in updateInput
 	if err := json.Unmarshal(body, &in); err != nil {
 		return errorResponse(&apiError{status: http.StatusBadRequest, code: "SerializationException", msg: err.Error()})
 	}
 	removed := topLevelRemovals(in.UpdateExpression, in.ExpressionAttributeNames)
 	if len(removed) == 0 {
-		return s.forward("UpdateItem", body)
+		resp := s.forward("UpdateItem", body)
+		if resp.status == http.StatusOK && in.ReturnValues == "ALL_OLD" {
+			return returnOld(before)
+		}
+		return resp
 	}
-	before := s.getItem(in.TableName, in.Key)
 	resp := s.forward("UpdateItem", body)
 	if resp.status != http.StatusOK {
 		return resp
@@ -111,6 +117,8 @@ func (s *Standin) updateItem(body []byte) *response {
 		return resp
 	}
 	switch in.ReturnValues {
+	case "ALL_OLD":
+		return returnOld(before)
 	case "ALL_NEW", "UPDATED_NEW":
 		for _, a := range removed {
 			delete(out.Attributes, a)
@@ -173,10 +181,24 @@ func (s *Standin) transactWrite(body []byte) *response {
 	return resp
 }
 
-// conditionalWrite forwards PutItem or DeleteItem and adds the old item to
-// a failed condition's error when ALL_OLD was asked for.
-func (s *Standin) conditionalWrite(op string, body []byte) *response {
+// conditionalWrite forwards PutItem or DeleteItem, answers ReturnValues
+// ALL_OLD itself (minidyn returns the new item of a put, and an item where
+// there was none) and adds the old item to a failed condition's error when
+// ReturnValuesOnConditionCheckFailure is ALL_OLD. before is the stored item.
+func (s *Standin) conditionalWrite(op string, body []byte, before item) *response {
+	var rv struct{ ReturnValues string }
+	_ = json.Unmarshal(body, &rv)
+	if rv.ReturnValues != "" {
+		var req map[string]json.RawMessage
+		if json.Unmarshal(body, &req) == nil {
+			delete(req, "ReturnValues")
+			body = mustJSON(req)
+		}
+	}
 	resp := s.forward(op, body)
+	if resp.status == http.StatusOK && rv.ReturnValues == "ALL_OLD" {
+		return returnOld(before)
+	}
 	if resp.status != http.StatusBadRequest {
 		return resp
 	}
@@ -224,4 +246,51 @@ func (s *Standin) keyOf(table string, it item) item {
 		key[rng] = it[rng]
 	}
 	return key
+}
+
+// returnOld is a write's answer with ReturnValues ALL_OLD: the item as it
+// was, or no Attributes when there was none.
+func returnOld(before item) *response {
+	if len(before) == 0 {
+		return jsonResponse(map[string]any{})
+	}
+	return jsonResponse(map[string]any{"Attributes": before})
+}
+
+func oldOf(befores []image) item {
+	if len(befores) == 0 {
+		return nil
+	}
+	return befores[0].old
+}
+
+// checkReturnValues refuses the ReturnValues and
+// ReturnValuesOnConditionCheckFailure values DynamoDB refuses for op:
+// PutItem and DeleteItem return only NONE or ALL_OLD, and a failed
+// condition returns NONE or ALL_OLD (minidyn accepts any value there).
+func (s *Standin) checkReturnValues(op string, body []byte) *response {
+	switch op {
+	case "PutItem", "DeleteItem", "UpdateItem":
+	default:
+		return nil
+	}
+	var in struct{ ReturnValues, ReturnValuesOnConditionCheckFailure string }
+	if json.Unmarshal(body, &in) != nil {
+		return nil
+	}
+	if op != "UpdateItem" {
+		switch in.ReturnValues {
+		case "", "NONE", "ALL_OLD":
+		case "ALL_NEW", "UPDATED_OLD", "UPDATED_NEW":
+			return errorResponse(validation("Return values set to invalid value"))
+		default:
+			return errorResponse(validation("1 validation error detected: Value '%s' at 'returnValues' failed to satisfy constraint: Member must satisfy enum value set: [ALL_NEW, UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]", in.ReturnValues))
+		}
+	}
+	switch in.ReturnValuesOnConditionCheckFailure {
+	case "", "NONE", "ALL_OLD":
+	default:
+		return errorResponse(validation("1 validation error detected: Value '%s' at 'returnValuesOnConditionCheckFailure' failed to satisfy constraint: Member must satisfy enum value set: [ALL_OLD, NONE]", in.ReturnValuesOnConditionCheckFailure))
+	}
+	return nil
 }

@@ -324,6 +324,9 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkPlan(p); err != nil {
+		return err
+	}
 	for _, sp := range p.spawnItems {
 		if err := s.putSpawnItem(ctx, sp); err != nil {
 			return err
@@ -522,7 +525,7 @@ func (s *Store) planTransaction(ctx context.Context, tx service.Tx, written map[
 		return errors.New("dynamo: empty transaction")
 	}
 	if len(p.items) > maxTransactItems {
-		return fmt.Errorf("dynamo: a commit of %d items exceeds DynamoDB's %d per transaction", len(p.items), maxTransactItems)
+		return tooManyItems(len(p.items))
 	}
 	return nil
 }

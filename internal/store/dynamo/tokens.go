@@ -126,6 +126,9 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 
 // transact writes items in one transaction with one ClientRequestToken.
 func (s *Store) transact(ctx context.Context, items ...types.TransactWriteItem) error {
+	if err := checkTransact(items, nil); err != nil {
+		return err
+	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(newRequestToken()),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
 	return s.write(ctx, func(ctx context.Context) error {
