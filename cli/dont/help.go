@@ -47,6 +47,7 @@ var help = map[string]commandHelp{
 	"escalate": {[2]string{`dont escalate --session ses:01HX… --call c1 --to workspace-write --reason "writes build/" -- make install`, `dont escalate --session ses:01HX… --call c2 --to danger-full-access --reason "pushes the tag" --no-wait -- git push --tags`},
 		"0 approved: run the call at the granted tier; 1 refused, timed out or cancelled: do not run it; 2 usage; 3 no such session"},
 	"approvals list":        {[2]string{"dont approvals list --pending", "dont approvals list --session ses:01HX…"}, ""},
+	"approvals inbox":       {[2]string{"dont approvals inbox", "dont approvals inbox --session ses:01HX… --endings 10"}, ""},
 	"approvals show":        {[2]string{"dont approvals show apr:01HX…", "dont approvals show apr:01HX… --json"}, "0 shown; 3 no such request"},
 	"approvals approve":     {[2]string{"dont approvals approve apr:01HX…", "DONT_TOKEN=<approver token> dont approvals approve apr:01HX…"}, "0 answered (the first answer wins; a later one is 0 with the recorded verdict); 1 declined at the prompt; 2 no person at a terminal (person-required)"},
 	"approvals refuse":      {[2]string{"dont approvals refuse apr:01HX…", `dont approvals refuse apr:01HX… --reason "not on the release branch"`}, "0 answered (the first answer wins); 1 declined at the prompt; 2 no person at a terminal (person-required)"},
