@@ -47,6 +47,9 @@ type Deps struct {
 	// Clock is "now" (nil: the wall clock).
 	Clock        func() time.Time
 	SpawnTimeout time.Duration // DefaultSpawnTimeout if zero
+	// SpawnMaxLease bounds a spawn's life from its issue, however often it
+	// heartbeats (settings.DefaultSpawnMaxLease if zero).
+	SpawnMaxLease time.Duration
 	Author       string
 	Log          *slog.Logger
 	// Settings keeps a shared store's per-project settings (operator actions).
@@ -118,6 +121,13 @@ func (s *core) timeout() time.Duration {
 		return DefaultSpawnTimeout
 	}
 	return s.SpawnTimeout
+}
+
+func (s *core) maxLease() time.Duration {
+	if s.SpawnMaxLease <= 0 {
+		return settings.DefaultSpawnMaxLease
+	}
+	return s.SpawnMaxLease
 }
 
 // EntityView is an entity as callers see it.

@@ -366,6 +366,7 @@ type entitySpawns struct {
 	opens  *spawn.Spawn // issued, pending
 	closes *spawn.Spawn // resolves the spawn pending on the entity
 	ended  *spawn.Spawn // issued already resolved
+	moves  *spawn.Spawn // still pending, with a later expiry (a heartbeat)
 }
 
 func (o entitySpawns) resolved() *spawn.Spawn {
@@ -406,6 +407,8 @@ func (s *Store) plan(ctx context.Context, tx service.Tx) (commitPlan, error) {
 			o.ended = &sp
 		case !put.Create && sp.State != spawn.Pending && o.closes == nil:
 			o.closes = &sp
+		case !put.Create && sp.State == spawn.Pending && o.moves == nil && o.closes == nil && o.opens == nil:
+			o.moves = &sp
 		default:
 			return p, fmt.Errorf("dynamo: unsupported spawn writes on %s in one commit (a spawn on an entity is issued, then resolved)", sp.EntityID)
 		}
@@ -537,6 +540,9 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 	if o.closes != nil {
 		owner = o.closes.ID
 	}
+	if o.moves != nil {
+		owner = o.moves.ID
+	}
 	var stored entityState
 	if put.PrevVersion > 0 {
 		var err error
@@ -566,6 +572,19 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 		cond.ExpressionAttributeNames["#ps"] = "ps"
 		cond.ExpressionAttributeValues[":sid"] = str(o.closes.ID)
 	}
+	if o.moves != nil {
+		// A heartbeat: the spawn must still be the one pending here; its
+		// index key moves to the new expiry, and its item (as issued, but
+		// for the expiry and the payload's) is rewritten in the same
+		// transaction, so that reads of the pending spawn see the move.
+		if stored.pending != o.moves.ID {
+			return &service.ConditionFailed{ID: o.moves.ID}
+		}
+		next.expires = timeText(o.moves.ExpiresAt)
+		cond.ConditionExpression = aws.String("#v = :v AND #ps = :sid")
+		cond.ExpressionAttributeNames["#ps"] = "ps"
+		cond.ExpressionAttributeValues[":sid"] = str(o.moves.ID)
+	}
 	if o.opens != nil {
 		if next.pending != "" {
 			return &service.ConditionFailed{ID: o.opens.ID} // one pending spawn per entity
@@ -589,6 +608,15 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 			return err
 		}
 		add(e.ID, putNew(s.table, h))
+	}
+	if o.moves != nil {
+		sit, err := s.spawnItem(*o.moves)
+		if err != nil {
+			return err
+		}
+		add(o.moves.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: sit,
+			ConditionExpression:      aws.String("attribute_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": PartitionKey}}})
 	}
 	if put.PrevVersion == 0 && e.Kind == ledger.KindTerm && e.Curie != "" {
 		c := key(s.curiePK(), curieSortKey(e.Curie))
