@@ -162,7 +162,9 @@ func TestHeartbeatTimeoutAndCallbackRaceYieldsOneResolution(t *testing.T) {
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for _, f := range []func(*service.Service){
-			func(s *service.Service) { call(s, "spawns.heartbeat", map[string]any{"request_id": req.RequestID, "extend": "1h"}) },
+			func(s *service.Service) {
+				call(s, "spawns.heartbeat", map[string]any{"request_id": req.RequestID, "extend": "1h"})
+			},
 			func(s *service.Service) { call(s, "sweep", nil) },
 			func(s *service.Service) { call(s, "dismiss", callbackArgs(ledger.Verify, id, req.RequestID)) },
 		} {

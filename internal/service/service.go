@@ -50,8 +50,8 @@ type Deps struct {
 	// SpawnMaxLease bounds a spawn's life from its issue, however often it
 	// heartbeats (settings.DefaultSpawnMaxLease if zero).
 	SpawnMaxLease time.Duration
-	Author       string
-	Log          *slog.Logger
+	Author        string
+	Log           *slog.Logger
 	// Settings keeps a shared store's per-project settings (operator actions).
 	Settings SettingsStore
 	// Project names the project this service's data is kept under in a
