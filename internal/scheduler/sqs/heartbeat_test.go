@@ -23,7 +23,7 @@ func TestAMessageForAnExpiryAHeartbeatMovedIsSentOnForTheNewExpiry(t *testing.T)
 		t.Fatal(err)
 	}
 	newExpiry := w.clock.Now().Add(20 * time.Minute)
-	w.sqs.take() // the heartbeat's own message for the new expiry (within the horizon)
+	w.sqs.take()                     // the heartbeat's own message for the new expiry (within the horizon)
 	w.clock.Advance(2 * time.Minute) // the old expiry
 	w.sweeper.HandleSQS(ctx, events.SQSEvent{Records: []events.SQSMessage{msg}})
 	if to := w.timeouts("acme", eid); len(to) != 0 {
