@@ -28,19 +28,21 @@ type Config struct {
 	Agents map[string]Agent `toml:"agents"`
 }
 
-// Agent is one agent profile of `dont spawns run`: how to start a
-// subagent for a spawn request (internal/runner renders it).
+// Agent is one agent profile of `dont spawns run` ([agents.<name>]), as
+// written; internal/runner's Profile is what it becomes.
 type Agent struct {
-	// Template names a built-in profile this one starts from
-	// (claude-code, codex, generic).
+	// Template names the built-in profile this one starts from
+	// (claude-code, codex, generic); its fields fill what this one leaves out.
 	Template string `toml:"template"`
 	// Command is the command line, each element a text/template.
 	Command []string `toml:"command"`
 	// Prompt is how the prompt is passed: "stdin" or "arg".
 	Prompt string `toml:"prompt"`
-	// ToolSeparator joins the allowed tools when they are rendered as
-	// one argument (default ",").
-	ToolSeparator string `toml:"tool_separator"`
+	// PromptTemplate renders the prompt the agent receives.
+	PromptTemplate string `toml:"prompt_template"`
+	// Tool renders one allowed tool's name for this agent ("{{.}}" is the
+	// dont tool name).
+	Tool string `toml:"tool"`
 	// Env names the caller's environment variables the agent may see.
 	Env []string `toml:"env"`
 }
