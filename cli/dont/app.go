@@ -119,6 +119,7 @@ func (a *app) rootCommand() *cobra.Command {
 		}
 		parent.AddCommand(a.toolCommand(t))
 	}
+	groups["spawns"].AddCommand(a.spawnsRunCommand()) // the reference harness (spawnsrun.go)
 	a.approvalCommands(root)
 	return root
 }

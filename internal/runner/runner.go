@@ -278,8 +278,8 @@ func report(runs []Run, interrupted bool) Report {
 
 // RunOne runs the agent for one spawn request and returns once the agent
 // has exited and been reaped.
-func (r *Runner) RunOne(ctx context.Context, req spawn.Request) Run {
-	run := Run{RequestID: req.RequestID, EntityID: req.EntityID, Agent: r.Profile.Name, ExpiresAt: req.ExpiresAt, StartedAt: r.now().UTC()}
+func (r *Runner) RunOne(ctx context.Context, req spawn.Request) (run Run) {
+	run = Run{RequestID: req.RequestID, EntityID: req.EntityID, Agent: r.Profile.Name, ExpiresAt: req.ExpiresAt, StartedAt: r.now().UTC()}
 	defer func() { run.EndedAt = r.now().UTC() }()
 	if req.Callback.Token == "" {
 		run.Outcome, run.Error = AgentFailed, "the spawn request carries no callback token: this store keeps no project secret"
