@@ -156,7 +156,7 @@ func (m Model) porcupine() porcupine.Model {
 			if s.aState != "" {
 				return fmt.Sprintf("approval %s %s deadline@%d", s.aState, s.verdict, s.deadline/1e6)
 			}
-			return fmt.Sprintf("%s pending=%s moved=%v resolved=%v", s.status, short(s.pending), s.moved, len(s.resolved))
+			return fmt.Sprintf("%s pending=%s exp@%d moved=%v resolved=%v", s.status, short(s.pending), s.exp/1e6, s.moved, len(s.resolved))
 		},
 	}
 	return nd.ToModel()
@@ -526,6 +526,8 @@ func describe(in, out any) string {
 		fmt.Fprintf(&b, "%s exp@%d", short(o.RequestID), o.ExpiresAt/1e6)
 	case i.Kind == Ask || i.Kind == Answer || i.Kind == ApprovalShow || i.Kind == ApprovalExpire:
 		fmt.Fprintf(&b, "%s %s applied=%v asked=%v deadline@%d notdue=%v %v", o.State, o.Verdict, o.Applied, o.Asked, o.Deadline/1e6, o.NotDue, o.Warnings)
+	case i.Kind == Heartbeat:
+		fmt.Fprintf(&b, "extend %dms: moved=%v exp@%d outcome=%s %v", i.Extend/1e6, o.Moved, o.ExpiresAt/1e6, o.Outcome, o.Warnings)
 	case i.Kind == Sweep:
 		for _, e := range o.Entries {
 			fmt.Fprintf(&b, "[%s %s lost=%v restored=%v %s]", short(e.RequestID), e.Outcome, e.Lost, e.Restored, e.Status)

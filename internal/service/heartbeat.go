@@ -110,7 +110,10 @@ func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Du
 // version with the event, so that the event is committed with its
 // entity as every event is. The spawn's EntityVersion follows only if
 // nothing else has moved the entity since the spawn did, so that a
-// timeout still restores exactly when it would have.
+// timeout still restores exactly when it would have. The write is
+// conditioned on the expiry it moves (SpawnPut.PrevExpiresAt), and every
+// resolver's on the expiry it read: of a heartbeat and a resolver that
+// read the same spawn, only one commits.
 func (s *core) heartbeatTx(ctx context.Context, sp spawn.Spawn, want, now time.Time) (Tx, error) {
 	ev := s.event(ledger.EvSpawnHeartbeat, sp.EntityID, now)
 	ev.RequestID = sp.ID
@@ -130,7 +133,7 @@ func (s *core) heartbeatTx(ctx context.Context, sp spawn.Spawn, want, now time.T
 		}
 		sp2.Request = b
 	}
-	tx := Tx{Spawns: []SpawnPut{{Spawn: sp2}}, Events: []ledger.Event{ev}}
+	tx := Tx{Spawns: []SpawnPut{{Spawn: sp2, PrevExpiresAt: sp.ExpiresAt}}, Events: []ledger.Event{ev}}
 	if sp.EntityID != "" {
 		e, err := s.entity(ctx, sp.EntityID)
 		if err != nil {

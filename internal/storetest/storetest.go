@@ -196,8 +196,10 @@ func spawnPending(t *testing.T, s service.Store) {
 
 // heartbeatMoves: a pending spawn rewritten still pending with a later
 // expiry (and payload) — a heartbeat — is read back with it, is found by
-// ExpiringSpawns only at the new expiry, and the write is refused once a
-// resolver committed; on an entity and on none (a guess).
+// ExpiringSpawns only at the new expiry; every replace is conditioned on
+// the expiry it read, so neither a heartbeat nor a resolver commits on a
+// stale one, and a heartbeat is refused once a resolver committed; on an
+// entity and on none (a guess).
 func heartbeatMoves(t *testing.T, s service.Store) {
 	ctx := context.Background()
 	e := claim(ledger.Unverified)
@@ -215,13 +217,17 @@ func heartbeatMoves(t *testing.T, s service.Store) {
 	moved.ExpiresAt, moved.Request, moved.EntityVersion = base.Add(3*time.Hour), []byte(`{"request_id":"x","moved":true}`), 3
 	e3 := issued
 	e3.Version = 3
+	// The heartbeat is conditioned on the expiry it moves: one that read
+	// another is refused.
+	wantCondition(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e3, PrevVersion: 2}},
+		Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: base.Add(2 * time.Hour)}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}), sp.ID)
 	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e3, PrevVersion: 2}},
-		Spawns: []service.SpawnPut{{Spawn: moved}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}))
+		Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: sp.ExpiresAt}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}))
 	movedGuess := guess
 	movedGuess.ExpiresAt = base.Add(3 * time.Hour)
 	hb := ev(ledger.EvSpawnHeartbeat, "")
 	hb.RequestID = guess.ID
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: movedGuess}}, Events: []ledger.Event{hb}}))
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: movedGuess, PrevExpiresAt: guess.ExpiresAt}}, Events: []ledger.Event{hb}}))
 
 	for _, want := range []spawn.Spawn{moved, movedGuess} {
 		got, err := s.GetSpawn(ctx, want.ID)
@@ -251,6 +257,20 @@ func heartbeatMoves(t *testing.T, s service.Store) {
 		t.Fatalf("history after the heartbeat: %+v", evs)
 	}
 
+	// A resolver that read the spawn before the heartbeat (its expiry as
+	// issued) cannot commit on that read, on an entity or on none.
+	stale := sp
+	stale.State, stale.Outcome = spawn.Resolved, spawn.TimeoutRestored
+	e4stale := e3
+	e4stale.Version, e4stale.PendingSpawn = 4, ""
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e4stale, PrevVersion: 3}},
+		Spawns: []service.SpawnPut{{Spawn: stale}}, Events: []ledger.Event{ev(ledger.EvSpawnTimeout, e.ID)}}); !service.FailedOn(err, sp.ID) {
+		t.Fatalf("a timeout on the expiry before the heartbeat: want ConditionFailed on %s, got %v", sp.ID, err)
+	}
+	staleGuess := guess
+	staleGuess.State, staleGuess.Outcome = spawn.Resolved, spawn.TimeoutRestored
+	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: staleGuess}}}), guess.ID)
+
 	// Resolved, neither takes another heartbeat.
 	done := moved
 	done.State, done.Outcome = spawn.Resolved, spawn.TimeoutRestored
@@ -263,7 +283,7 @@ func heartbeatMoves(t *testing.T, s service.Store) {
 	e5 := e4
 	e5.Version = 5
 	err = s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e5, PrevVersion: 4}},
-		Spawns: []service.SpawnPut{{Spawn: late}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}})
+		Spawns: []service.SpawnPut{{Spawn: late, PrevExpiresAt: moved.ExpiresAt}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}})
 	if !service.FailedOn(err, sp.ID) && !service.FailedOn(err, e.ID) {
 		t.Fatalf("a heartbeat after the resolution: want ConditionFailed, got %v", err)
 	}
@@ -272,7 +292,7 @@ func heartbeatMoves(t *testing.T, s service.Store) {
 	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: guessDone}}}))
 	lateGuess := movedGuess
 	lateGuess.ExpiresAt = base.Add(5 * time.Hour)
-	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: lateGuess}}}), guess.ID)
+	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: lateGuess, PrevExpiresAt: movedGuess.ExpiresAt}}}), guess.ID)
 	for _, id := range []string{sp.ID, guess.ID} {
 		if got, _ := s.GetSpawn(ctx, id); got.State != spawn.Resolved {
 			t.Fatalf("a late heartbeat revived %s: %+v", id, got)
