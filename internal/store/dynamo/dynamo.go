@@ -363,7 +363,7 @@ type commitPlan struct {
 
 // entitySpawns are the spawn writes of one commit on one entity.
 type entitySpawns struct {
-	opens  *spawn.Spawn // issued, pending
+	opens  *spawn.Spawn      // issued, pending
 	closes *service.SpawnPut // resolves the spawn pending on the entity
 	ended  *spawn.Spawn      // issued already resolved
 	moves  *service.SpawnPut // still pending, with a later expiry (a heartbeat)
