@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -348,5 +349,31 @@ func TestSpawnsRunRefusesBadInputWithRemediation(t *testing.T) {
 		if r.exit != c.exit || r.env["ok"] != false || len(rem) == 0 {
 			t.Errorf("%s: exit %d (want %d), %s", name, r.exit, c.exit, r.stdout)
 		}
+	}
+}
+
+func TestACallbackTokenThroughTheCLICannotHeartbeatAnotherSpawn(t *testing.T) {
+	p := newProject(t)
+	tok := p.token("harness")
+	srv := p.serve(t)
+	remote := []string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + tok}
+	_, rid, req := p.assumeJSON(t, runnerBackend{env: remote})
+	_, other, _ := p.assumeJSON(t, runnerBackend{env: remote})
+	var issued struct {
+		Data struct {
+			Callback struct{ Token string } `json:"callback"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(req, &issued); err != nil || issued.Data.Callback.Token == "" {
+		t.Fatalf("no callback token in %s", req)
+	}
+	cb := []string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + issued.Data.Callback.Token}
+	r := p.runIn(t, cb, nil, "spawns", "heartbeat", other, "--extend", "720h")
+	rem, _ := r.data()["remediation"].([]any)
+	if r.exit == 0 || r.str("code") != "forbidden" || len(rem) == 0 {
+		t.Fatalf("a callback token heartbeating another spawn: exit %d %s", r.exit, r.stdout)
+	}
+	if r := p.runIn(t, cb, nil, "spawns", "heartbeat", rid, "--extend", "1m"); r.exit != 0 || r.str("state") != "pending" {
+		t.Fatalf("its own heartbeat: exit %d %s", r.exit, r.stdout)
 	}
 }
