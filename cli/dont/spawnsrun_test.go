@@ -377,3 +377,45 @@ func TestACallbackTokenThroughTheCLICannotHeartbeatAnotherSpawn(t *testing.T) {
 		t.Fatalf("its own heartbeat: exit %d %s", r.exit, r.stdout)
 	}
 }
+
+func TestWatchRunsEveryNewPendingSpawnUntilInterrupted(t *testing.T) {
+	p := newProject(t)
+	p.configureAgent(t)
+	c := p.cmd("spawns", "run", "--agent", "script", "--watch", "--poll", "100ms", "--max-parallel", "2")
+	c.Env = append(c.Env, "DONT_BIN="+binary, "AGENT_MODE=ok")
+	var out bytes.Buffer
+	c.Stdout = &out
+	errPipe, _ := c.StderrPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	go func() {
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+		}
+	}()
+	var claims []string
+	for i := 0; i < 2; i++ {
+		id, _, _ := p.assumeJSON(t, runnerBackend{})
+		claims = append(claims, id)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, id := range claims {
+		for p.ok("show", id).str("status") != "verified" {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s was not verified by a watched run", id)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	c.Process.Signal(syscall.SIGINT)
+	err := c.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), `"resolved":2`) {
+		t.Fatalf("envelope %s", out.String())
+	}
+}
