@@ -335,6 +335,20 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 		store.Close()
 		return nil, nil, err
 	}
+	if t.Name == service.HeartbeatTool {
+		// A heartbeat's default --extend is the spawn timeout, its bound the lease.
+		cfg, err := p.LoadConfig()
+		if err == nil {
+			svc.SpawnTimeout, err = cfg.Timeout(a.getenv(settings.EnvSpawnTimeout))
+		}
+		if err == nil {
+			svc.SpawnMaxLease, err = cfg.MaxLease(a.getenv(settings.EnvSpawnMaxLease))
+		}
+		if err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+	}
 	if hasParam(t, "mode") {
 		cfg, err := p.LoadConfig()
 		if err != nil {

@@ -419,3 +419,25 @@ func TestWatchRunsEveryNewPendingSpawnUntilInterrupted(t *testing.T) {
 		t.Fatalf("envelope %s", out.String())
 	}
 }
+
+func TestAHeartbeatIsCappedBySpawnMaxLeaseFromTheConfigFile(t *testing.T) {
+	p := newProject(t)
+	cfg := filepath.Join(p.dir, ".dont", "config.toml")
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, bytes.Replace(b, []byte(`spawn_max_lease = "168h"`), []byte(`spawn_max_lease = "26h"`), 1), 0o600)
+	_, rid, _ := p.assumeJSON(t, runnerBackend{})
+	r := p.ok("spawns", "heartbeat", rid, "--extend", "48h")
+	if r.data()["capped"] != true || r.data()["moved"] != true || !strings.Contains(strings.Join(warnings(r), ","), "spawn-lease-capped") {
+		t.Fatalf("heartbeat past a 26h lease: %s", r.stdout)
+	}
+	issued, _ := time.Parse(time.RFC3339Nano, p.ok("spawns", "manage", "--op", "show", "--request-id", rid).str("issued_at"))
+	if exp, _ := time.Parse(time.RFC3339Nano, r.str("expires_at")); !exp.Equal(issued.Add(26 * time.Hour)) {
+		t.Fatalf("expires_at %v, want issued_at + 26h (%v)", exp, issued.Add(26*time.Hour))
+	}
+	os.WriteFile(cfg, bytes.Replace(b, []byte(`spawn_max_lease = "168h"`), []byte(`spawn_max_lease = "soon"`), 1), 0o600)
+	bad := p.run("spawns", "heartbeat", rid)
+	if bad.exit != 3 || bad.str("code") != "config-invalid" {
+		t.Fatalf("a bad spawn_max_lease: exit %d %s", bad.exit, bad.stdout)
+	}
+	os.WriteFile(cfg, b, 0o600)
+}
