@@ -128,19 +128,15 @@ func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {
 	for _, id := range f.requestIDs {
 		req, err := r.Fetch(ctx, id)
 		if err != nil {
-			var refused *runner.RefusedError
-			if errors.As(err, &refused) {
-				a.print(refused.Env)
-				a.exit = present.Exit(client.ErrorOf(refused.Env))
-				return nil
-			}
-			return errs.E(errs.StoreError, "cannot read "+id+": "+err.Error()).Wrap(err)
+			return a.runnerFailed("cannot read "+id, err)
 		}
 		reqs = append(reqs, req)
 	}
 	var rep runner.Report
 	if f.watch {
-		rep, _ = r.Watch(ctx)
+		if rep, err = r.Watch(ctx); err != nil {
+			return a.runnerFailed("cannot list the pending spawns", err)
+		}
 	} else {
 		rep = r.RunAll(ctx, reqs)
 	}
@@ -152,6 +148,18 @@ func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {
 		a.exit = 1
 	}
 	return nil
+}
+
+// runnerFailed shows a refusal the runner met as the server presented it
+// (remediation included); any other failure as the store error it is.
+func (a *app) runnerFailed(what string, err error) error {
+	var refused *runner.RefusedError
+	if errors.As(err, &refused) {
+		a.print(refused.Env)
+		a.exit = present.Exit(client.ErrorOf(refused.Env))
+		return nil
+	}
+	return errs.E(errs.StoreError, "spawns run: "+what+": "+err.Error()).Wrap(err)
 }
 
 // runHints say where to look next for each run that did not resolve.

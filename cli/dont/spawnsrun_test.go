@@ -177,6 +177,7 @@ func TestSpawnsRunResolvesASpawnThroughItsSubagent(t *testing.T) {
 func TestSpawnsRunKillsAHangingAgentAtTheDeadlineAndTheSpawnTimesOut(t *testing.T) {
 	for name, open := range runnerBackends(t, "2s") {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // the backends are independent; each waits out a spawn timeout
 			p, b := open(t)
 			id, rid, _ := p.assumeJSON(t, b)
 			logf := filepath.Join(t.TempDir(), "agent.log")
@@ -248,6 +249,7 @@ func TestAnAgentThatTriesAForbiddenToolWithItsTokenIsRefusedAndRecorded(t *testi
 func TestHeartbeatsKeepASlowAgentAlivePastTheOriginalExpiry(t *testing.T) {
 	for name, open := range runnerBackends(t, "2s") {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // the backends are independent; each waits out a spawn timeout
 			p, b := open(t)
 			id, rid, req := p.assumeJSON(t, b)
 			logf := filepath.Join(t.TempDir(), "agent.log")
@@ -440,4 +442,15 @@ func TestAHeartbeatIsCappedBySpawnMaxLeaseFromTheConfigFile(t *testing.T) {
 		t.Fatalf("a bad spawn_max_lease: exit %d %s", bad.exit, bad.stdout)
 	}
 	os.WriteFile(cfg, b, 0o600)
+}
+
+func TestAWatchWithABadTokenFailsAtOnceWithTheServersRemediation(t *testing.T) {
+	p := newProject(t)
+	p.configureAgent(t)
+	srv := p.serve(t)
+	r := p.runIn(t, []string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=dont_tok:nope_nope"}, nil, "spawns", "run", "--agent", "script", "--watch")
+	rem, _ := r.data()["remediation"].([]any)
+	if r.exit == 0 || r.env["ok"] != false || len(rem) == 0 {
+		t.Fatalf("a watch with a bad token: exit %d %s", r.exit, r.stdout)
+	}
 }

@@ -174,7 +174,8 @@ func (r *Runner) RunAll(ctx context.Context, reqs []spawn.Request) Report {
 
 // Watch runs an agent for every spawn that becomes pending in the
 // project, listing them every Poll, until ctx is done; then it kills the
-// agents still running, reaps them and reports every run.
+// agents still running, reaps them and reports every run. A first listing
+// that fails is returned as the error (a RefusedError for a refusal).
 func (r *Runner) Watch(ctx context.Context) (Report, error) {
 	poll := r.Poll
 	if poll <= 0 {
@@ -187,12 +188,12 @@ func (r *Runner) Watch(ctx context.Context) (Report, error) {
 	var wg sync.WaitGroup
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	var lastErr error
-	for {
+	for first := true; ; first = false {
 		ids, err := r.pending(ctx)
-		if err != nil && ctx.Err() == nil {
-			lastErr = err // a transient failure: the next poll tries again
+		if err != nil && first {
+			return report(nil, false), err // nothing started: a bad token or endpoint says so at once
 		}
+		// Later, a failed poll is transient: the next one tries again.
 		for _, id := range ids {
 			if seen[id] {
 				continue
@@ -226,7 +227,6 @@ func (r *Runner) Watch(ctx context.Context) (Report, error) {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
-			_ = lastErr
 			return report(runs, true), nil
 		case <-tick.C:
 		}
