@@ -454,3 +454,32 @@ func TestAWatchWithABadTokenFailsAtOnceWithTheServersRemediation(t *testing.T) {
 		t.Fatalf("a watch with a bad token: exit %d %s", r.exit, r.stdout)
 	}
 }
+
+func TestMaxParallelBoundsTheAgentsRunningAtOnce(t *testing.T) {
+	p := newProject(t)
+	p.configureAgent(t)
+	var stdin bytes.Buffer
+	for i := 0; i < 3; i++ {
+		_, _, req := p.assumeJSON(t, runnerBackend{})
+		stdin.Write(req)
+	}
+	logf := filepath.Join(t.TempDir(), "agent.log")
+	r := p.runIn(t, []string{"DONT_BIN=" + binary, "AGENT_MODE=slow", "AGENT_SLEEP=0.3", "AGENT_LOG=" + logf}, &stdin,
+		"spawns", "run", "--agent", "script", "--max-parallel", "1")
+	if r.exit != 0 || r.data()["resolved"] != float64(3) {
+		t.Fatalf("exit %d %s", r.exit, r.stdout)
+	}
+	got := agentLog(t, logf)
+	begins, ends := got["begin"], got["end"]
+	if len(begins) != 3 || len(ends) != 3 {
+		t.Fatalf("agent log %v", got)
+	}
+	// One at a time: each agent began after the one before it ended.
+	for i := 1; i < 3; i++ {
+		b, _ := strconv.ParseInt(begins[i], 10, 64)
+		e, _ := strconv.ParseInt(ends[i-1], 10, 64)
+		if b < e {
+			t.Fatalf("agent %d began %dms before agent %d ended, with --max-parallel 1", i, (e-b)/1e6, i-1)
+		}
+	}
+}

@@ -9,6 +9,8 @@ log() { [ -n "${AGENT_LOG:-}" ] && printf '%s\n' "$*" >>"$AGENT_LOG"; return 0; 
 prompt="$(cat)"
 id="$(printf '%s' "$prompt" | grep -o 'claim:[0-9A-Z]\{26\}' | head -n 1)"
 log "started $$"
+log "begin $(date +%s%N)"
+trap 'log "end $(date +%s%N)"' EXIT
 log "entity $id"
 env | sort | sed 's/^/env /' >>"${AGENT_LOG:-/dev/null}"
 "$DONT_BIN" show "$id" --json >/dev/null
