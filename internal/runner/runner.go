@@ -374,6 +374,12 @@ func (r *Runner) finish(ctx context.Context, run Run, waitErr error) Run {
 		rctx = context.WithoutCancel(ctx) // the outcome is still reported
 	}
 	sp, err := r.record(rctx, run.RequestID)
+	// Killed at the deadline by this clock, the store's may be a moment
+	// behind: read again, briefly, until its sweep has timed the spawn out.
+	for i := 0; i < 10 && err == nil && run.Killed == "deadline" && sp.State == spawn.Pending && !sp.ExpiresAt.After(run.ExpiresAt); i++ {
+		time.Sleep(200 * time.Millisecond)
+		sp, err = r.record(rctx, run.RequestID)
+	}
 	if err != nil {
 		if run.Outcome == "" {
 			run.Outcome = AgentFailed
