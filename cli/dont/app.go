@@ -125,6 +125,7 @@ func (a *app) rootCommand() *cobra.Command {
 		}
 		parent.AddCommand(a.toolCommand(t))
 	}
+	groups["spawns"].AddCommand(a.spawnsRunCommand()) // the reference harness (spawnsrun.go)
 	a.approvalCommands(root)
 	addHelp(root)
 	return root
@@ -344,6 +345,20 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	if svc.Approvals, err = a.approvalsConfig(store, usesApprovals(t)); err != nil {
 		store.Close()
 		return nil, nil, err
+	}
+	if t.Name == service.HeartbeatTool {
+		// A heartbeat's default --extend is the spawn timeout, its bound the lease.
+		cfg, err := p.LoadConfig()
+		if err == nil {
+			svc.SpawnTimeout, err = cfg.Timeout(a.getenv(settings.EnvSpawnTimeout))
+		}
+		if err == nil {
+			svc.SpawnMaxLease, err = cfg.MaxLease(a.getenv(settings.EnvSpawnMaxLease))
+		}
+		if err != nil {
+			store.Close()
+			return nil, nil, err
+		}
 	}
 	if hasParam(t, "mode") {
 		cfg, err := p.LoadConfig()

@@ -65,6 +65,12 @@ func configTopic() *cobra.Command {
 		Long: `dont reads .dont/config.toml in the project folder; environment variables override it.
 
   spawn_timeout = "24h"        DONT_SPAWN_TIMEOUT   how long a spawn waits for its callback
+  spawn_max_lease = "168h"     DONT_SPAWN_MAX_LEASE how far heartbeats may move a spawn's expiry from its issue
+
+  [agents.<name>]                                   dont spawns run's agent profiles (docs/harnesses.md)
+  template = "claude-code"                          a built-in to start from: claude-code, codex, generic
+  command = ["my-agent"]                            the command line (text/template)
+  env = ["PATH", "HOME"]                            the caller's variables the agent may see
 
   [llm]                                             direct mode's provider (assume/overlook/guess --direct)
   provider = "openai"          DONT_LLM_PROVIDER    openai, openai-compatible, vllm, ollama, llamacpp, anthropic, bedrock

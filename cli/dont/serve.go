@@ -89,6 +89,10 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	lease, err := cfg.MaxLease(a.getenv(settings.EnvSpawnMaxLease))
+	if err != nil {
+		return err
+	}
 	store, err := a.openStore(p)
 	if err != nil {
 		return err
@@ -100,7 +104,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	// sweep is the backstop (the scheduled sweep's role) for spawns the CLI
 	// issued on the same file, for timers lost in a restart and for a full heap.
 	timers := &scheduler.Timers{Log: log}
-	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, Author: "api", Log: log, Scheduler: timers})
+	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: "api", Log: log, Scheduler: timers})
 	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
 		return err
 	}

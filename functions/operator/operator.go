@@ -29,8 +29,9 @@ type operatorEvent struct {
 		// timeout is per project; the deployment's DONT_SPAWN_TIMEOUT is
 		// the default).
 		SetProject *struct {
-			Project      string `json:"project"`
-			SpawnTimeout string `json:"spawn_timeout"`
+			Project       string `json:"project"`
+			SpawnTimeout  string `json:"spawn_timeout"`
+			SpawnMaxLease string `json:"spawn_max_lease"`
 		} `json:"set_project"`
 		// RotateSecret makes a new version of the project's callback
 		// secret (sealed by KMS); tokens already issued keep verifying.
@@ -87,12 +88,12 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 		if in.Project == "" {
 			return failure(errs.E(errs.InvalidArgument, "set_project needs a project", setProjectStep).Unmet("project must not be empty"))
 		}
-		view, err := backend.Project(in.Project).Service.SetProjectSettings(ctx, service.ProjectSettingsInput{SpawnTimeout: in.SpawnTimeout})
+		view, err := backend.Project(in.Project).Service.SetProjectSettings(ctx, service.ProjectSettingsInput{SpawnTimeout: in.SpawnTimeout, SpawnMaxLease: in.SpawnMaxLease})
 		if err != nil {
 			return failure(err, setProjectStep)
 		}
 		backend.Refresh(in.Project)
-		log.InfoContext(ctx, "operator", "action", "set_project", "project", in.Project, "spawn_timeout", view.SpawnTimeout)
+		log.InfoContext(ctx, "operator", "action", "set_project", "project", in.Project, "spawn_timeout", view.SpawnTimeout, "spawn_max_lease", view.SpawnMaxLease)
 		return success(tools.Output{Kind: envelope.KindProjectSettings, Data: view, Hints: []string{"warm function instances apply it within a minute"}})
 	case op.Operator.RotateSecret != nil:
 		in := op.Operator.RotateSecret

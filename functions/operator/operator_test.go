@@ -161,6 +161,8 @@ func TestAnOperatorSetsAProjectsSpawnTimeoutAndBadValuesChangeNothing(t *testing
 		`{"dont_operator":{"set_project":{"project":"p1","spawn_timeout":"soon"}}}`,
 		`{"dont_operator":{"set_project":{"project":"p1","spawn_timeout":"0s"}}}`,
 		`{"dont_operator":{"set_project":{"project":"p1","spawn_timeout":"1000h"}}}`,
+		`{"dont_operator":{"set_project":{"project":"p1","spawn_timeout":"2h","spawn_max_lease":"forever"}}}`,
+		`{"dont_operator":{"set_project":{"project":"p1","spawn_timeout":"2h","spawn_max_lease":"1000h"}}}`,
 	} {
 		env := call(bad)
 		data, _ := env["data"].(map[string]any)
@@ -174,5 +176,20 @@ func TestAnOperatorSetsAProjectsSpawnTimeoutAndBadValuesChangeNothing(t *testing
 	}
 	if len(backend.refreshed) != 1 || backend.refreshed[0] != "p1" {
 		t.Fatalf("refreshed %v, want p1 once: this instance applies the new settings at once", backend.refreshed)
+	}
+}
+
+func TestAnOperatorSetsAProjectsSpawnMaxLease(t *testing.T) {
+	backend := &oneProject{}
+	invoke := newFunction(backend, nil, slog.New(slog.DiscardHandler))
+	out, err := invoke(context.Background(), json.RawMessage(`{"dont_operator":{"set_project":{"project":"p1","spawn_timeout":"2h","spawn_max_lease":"48h"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env map[string]any
+	json.Unmarshal(out.(json.RawMessage), &env)
+	data, _ := env["data"].(map[string]any)
+	if env["ok"] != true || data["spawn_max_lease"] != "48h0m0s" || backend.settings["p1"].SpawnMaxLease != 48*time.Hour {
+		t.Fatalf("set_project with spawn_max_lease: %v, stored %v", env, backend.settings)
 	}
 }

@@ -133,6 +133,7 @@ func Run(t *testing.T, target Target) {
 		{"a harness reading the inbox does not make a session answerable", harnessInboxDoesNotCount},
 		{"a callback token cannot doubt without its request id", callbackNeedsItsRequestID},
 		{"a subagent's retried callback gets the duplicate, not an error", retriedCallbackIsADuplicate},
+		{"a callback token cannot heartbeat another spawn", callbackHeartbeatsOnlyItsOwnSpawn},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(run{t: t, target: target}) })
@@ -306,5 +307,30 @@ func retriedCallbackIsADuplicate(r run) {
 	r.refused(r.call(cb, "dismiss", map[string]any{"id": other, "evidence": []string{"https://example.org/x"}, "request_id": rid}), http.StatusForbidden, "forbidden", "the resolved token on another entity")
 	if st := r.status(harness, claim); st != "verified" {
 		r.t.Fatalf("status %s", st)
+	}
+}
+
+// A callback token may keep its own spawn alive (the harness running the
+// subagent heartbeats with it), never another: a subagent cannot hold up
+// the timeout of a spawn it does not serve, nor move one after its own
+// resolution. Its own heartbeat after the resolution changes nothing.
+func callbackHeartbeatsOnlyItsOwnSpawn(r run) {
+	harness := r.target.Token(r.t, "harness")
+	_, rid, cb := r.spawned(harness)
+	_, otherRID, _ := r.spawned(harness)
+	before := r.ok(harness, "spawns.manage", map[string]any{"op": "show", "request_id": otherRID}).Str("expires_at")
+	r.refused(r.call(cb, "spawns.heartbeat", map[string]any{"request_id": otherRID, "extend": "720h"}), http.StatusForbidden, "forbidden", "a callback token heartbeating another spawn")
+	if after := r.ok(harness, "spawns.manage", map[string]any{"op": "show", "request_id": otherRID}).Str("expires_at"); after != before {
+		r.t.Fatalf("the other spawn's expiry moved: %s -> %s", before, after)
+	}
+	// Its own spawn: allowed.
+	own := r.ok(cb, "spawns.heartbeat", map[string]any{"request_id": rid, "extend": "1m"})
+	if own.Str("state") != "pending" {
+		r.t.Fatalf("its own heartbeat: %s", own.Raw)
+	}
+	r.ok(harness, "spawns.cancel", map[string]any{"request_id": rid, "reason": "no longer needed"}, confirmedByCLI)
+	late := r.ok(cb, "spawns.heartbeat", map[string]any{"request_id": rid, "extend": "1h"})
+	if w := late.Warnings(); len(w) != 1 || w[0] != "spawn-heartbeat-late" || late.Data()["moved"] != false {
+		r.t.Fatalf("a heartbeat after the cancel: %s", late.Raw)
 	}
 }

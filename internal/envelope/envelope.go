@@ -28,9 +28,15 @@ type WarningCode string
 
 // Warning codes.
 const (
-	WarnSpawnDuplicate           WarningCode = "spawn-duplicate"
-	WarnSpawnLostToTimeout       WarningCode = "spawn-lost-to-timeout"
-	WarnSpawnNotClosed           WarningCode = "spawn-not-closed"
+	WarnSpawnDuplicate     WarningCode = "spawn-duplicate"
+	WarnSpawnLostToTimeout WarningCode = "spawn-lost-to-timeout"
+	WarnSpawnNotClosed     WarningCode = "spawn-not-closed"
+	// WarnSpawnHeartbeatLate: a heartbeat reached a spawn a resolver had
+	// already ended (a timeout, a callback, a cancel); it changed nothing.
+	WarnSpawnHeartbeatLate WarningCode = "spawn-heartbeat-late"
+	// WarnSpawnLeaseCapped: a heartbeat asked for more than the project's
+	// spawn_max_lease allows; the expiry moved only as far as the lease.
+	WarnSpawnLeaseCapped         WarningCode = "spawn-lease-capped"
 	WarnSweepFailed              WarningCode = "sweep-failed"
 	WarnConfirmationDuplicate    WarningCode = "confirmation-duplicate"
 	WarnConfirmationRecordFailed WarningCode = "confirmation-record-failed"

@@ -9,6 +9,8 @@ const (
 	KindSpawn           = "spawn"
 	KindSpawns          = "spawns"
 	KindSpawnCancel     = "spawn_cancel"
+	KindSpawnHeartbeat  = "spawn_heartbeat"
+	KindSpawnRun        = "spawn_run"
 	KindAnswer          = "answer"
 	KindSweep           = "sweep"
 	KindSession         = "session"

@@ -88,6 +88,7 @@ const (
 	EvSpawnTimeout      EventKind = "spawn_timeout"
 	EvSpawnCancelled    EventKind = "spawn_cancelled"
 	EvSpawnFailed       EventKind = "spawn_failed"
+	EvSpawnHeartbeat    EventKind = "spawn_heartbeat" // a pending spawn's expiry moved forward
 	EvAnswered          EventKind = "answered"
 	EvApprovalRequested EventKind = "approval_requested"
 	EvApprovalResolved  EventKind = "approval_resolved"
@@ -96,7 +97,7 @@ const (
 // EventKinds lists every event kind.
 var EventKinds = []EventKind{EvConcluded, EvDefined, EvTrusted, EvDismissed, EvLocked, EvIgnored, EvReopened,
 	EvStaleCascaded, EvSpawnRequested, EvSpawnResolved, EvSpawnTimeout, EvSpawnCancelled, EvSpawnFailed,
-	EvAnswered, EvApprovalRequested, EvApprovalResolved}
+	EvSpawnHeartbeat, EvAnswered, EvApprovalRequested, EvApprovalResolved}
 
 // Valid reports whether k is a known event kind.
 func (k EventKind) Valid() bool {

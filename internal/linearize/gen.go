@@ -34,7 +34,7 @@ func GenScenario(t *rapid.T, m Mix) Scenario {
 	}
 	sc := Scenario{Entities: rapid.IntRange(1, 3).Draw(t, "entities")}
 	clients := rapid.IntRange(2, 6).Draw(t, "clients")
-	kinds := []Kind{Assume, Assume, Assume, Callback, Callback, Callback, Callback, Move, Sweep, Sweep, Show, Guess, GuessAnswer}
+	kinds := []Kind{Assume, Assume, Assume, Callback, Callback, Callback, Callback, Move, Sweep, Sweep, Show, Guess, GuessAnswer, Heartbeat}
 	if m.Expire {
 		kinds = append(kinds, Expire, Expire)
 	}
@@ -59,6 +59,8 @@ func GenScenario(t *rapid.T, m Mix) Scenario {
 				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Verify, ledger.Doubt}).Draw(t, "verdict")
 			case Move:
 				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Verify, ledger.Doubt, ledger.Reopen, ledger.Verify, ledger.Doubt, ledger.Lock}).Draw(t, "action")
+			case Heartbeat:
+				st.Extend = genExtend(t, m)
 			}
 			steps = append(steps, st)
 		}
@@ -89,7 +91,7 @@ func GenRace(t *rapid.T, m Mix) Scenario {
 		d := m.Timeout + time.Duration(rapid.Int64Range(-int64(m.Timeout)/10, int64(m.Timeout)/5).Draw(t, "past"))
 		sc.Prelude = append(sc.Prelude, Step{Tick: d})
 	}
-	kinds := []Kind{Callback, Callback, Callback, Sweep, Sweep, Move, Show, Assume}
+	kinds := []Kind{Callback, Callback, Callback, Sweep, Sweep, Move, Show, Assume, Heartbeat, Heartbeat}
 	if m.Expire {
 		kinds = append(kinds, Expire, Expire)
 	}
@@ -107,6 +109,8 @@ func GenRace(t *rapid.T, m Mix) Scenario {
 				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Verify, ledger.Doubt}).Draw(t, "verdict")
 			case Move:
 				st.Action = rapid.SampledFrom([]ledger.Action{ledger.Verify, ledger.Doubt, ledger.Reopen}).Draw(t, "action")
+			case Heartbeat:
+				st.Extend = genExtend(t, m)
 			}
 			steps = append(steps, st)
 		}
@@ -168,6 +172,12 @@ func genGuessRace(t *rapid.T, m Mix) Scenario {
 		sc.Clients = append(sc.Clients, steps)
 	}
 	return sc
+}
+
+// genExtend draws a heartbeat's --extend: shorter than what is left of
+// a fresh spawn (it moves nothing), about the timeout, or well past it.
+func genExtend(t *rapid.T, m Mix) time.Duration {
+	return rapid.SampledFrom([]time.Duration{m.Timeout / 4, m.Timeout, 2 * m.Timeout}).Draw(t, "extend")
 }
 
 // verdictAction carries an Answer step's verdict in its Action.

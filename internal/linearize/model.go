@@ -9,7 +9,11 @@
 //   - a late callback with no committed resolver applies (with a
 //     spawn-expired warning);
 //   - a timeout restores the pre-spawn status only if the entity did not
-//     move since the spawn moved it.
+//     move since the spawn moved it;
+//   - a heartbeat of a pending spawn that is not due moves its expiry to
+//     now + extend if that is later, and changes nothing else; one that
+//     finds the spawn resolved (or due: its sweep times it out first)
+//     changes nothing and warns.
 //
 // Histories are partitioned by entity: every entity is an independent
 // object, and a sweep is split into one operation per entity (a sweep is a
@@ -57,10 +61,14 @@ const (
 	// SpawnCancel cancels a verification spawn (spawns cancel spawn:…); its
 	// partition is the entity.
 	SpawnCancel
+
+	// Heartbeat moves a verification spawn's expiry (spawns heartbeat
+	// spawn:… --extend D); its partition is the entity.
+	Heartbeat
 )
 
 func (k Kind) String() string {
-	return [...]string{"assume", "callback", "move", "sweep", "expire", "show", "ask", "answer", "approval-show", "approval-expire", "guess", "guess-answer", "spawn-cancel"}[k]
+	return [...]string{"assume", "callback", "move", "sweep", "expire", "show", "ask", "answer", "approval-show", "approval-expire", "guess", "guess-answer", "spawn-cancel", "heartbeat"}[k]
 }
 
 // Input is one invocation. CallClock and RetClock are readings of the
@@ -72,6 +80,7 @@ type Input struct {
 	RequestID string
 	CallClock int64
 	RetClock  int64
+	Extend    int64 // heartbeat: --extend (ns)
 }
 
 // SweepEntry is what a sweep reports for one spawn.
@@ -97,6 +106,7 @@ type Output struct {
 	Won       bool          // expire: this call committed the timeout
 	Restored  bool          // cancel: the pre-spawn status came back
 	NotDue    bool          // expire: the spawn is not due yet
+	Moved     bool          // heartbeat: this call moved the expiry (to ExpiresAt)
 	Warnings  []envelope.WarningCode
 	Entries   []SweepEntry // sweep
 	// Tier escalation.
@@ -146,7 +156,7 @@ func (m Model) porcupine() porcupine.Model {
 			if s.aState != "" {
 				return fmt.Sprintf("approval %s %s deadline@%d", s.aState, s.verdict, s.deadline/1e6)
 			}
-			return fmt.Sprintf("%s pending=%s moved=%v resolved=%v", s.status, short(s.pending), s.moved, len(s.resolved))
+			return fmt.Sprintf("%s pending=%s exp@%d moved=%v resolved=%v", s.status, short(s.pending), s.exp/1e6, s.moved, len(s.resolved))
 		},
 	}
 	return nd.ToModel()
@@ -353,6 +363,28 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 	case Show:
 		return s, out.Err == "" && out.Status == s.status && out.Pending == s.pending
 
+	case Heartbeat:
+		if in.RequestID == s.pending && s.pending != "" {
+			if out.Err != "" || out.Outcome != "" || slices.Contains(out.Warnings, envelope.WarnSpawnHeartbeatLate) || m.mustBeDue(s, in) {
+				return s, false
+			}
+			if !out.Moved {
+				// now + extend was not later than the expiry
+				return s, out.ExpiresAt == s.exp && in.CallClock+in.Extend-m.Tolerance <= s.exp
+			}
+			if out.ExpiresAt <= s.exp || out.ExpiresAt < in.CallClock+in.Extend-m.Tolerance || out.ExpiresAt > in.RetClock+in.Extend+m.Tolerance {
+				return s, false
+			}
+			n := s
+			n.exp = out.ExpiresAt
+			return n, true
+		}
+		won, ok := s.resolved[in.RequestID]
+		if !ok {
+			return s, out.Err == "spawn-not-found"
+		}
+		return s, out.Err == "" && !out.Moved && out.Outcome == won && slices.Contains(out.Warnings, envelope.WarnSpawnHeartbeatLate)
+
 	case SpawnCancel:
 		if in.RequestID == s.pending && s.pending != "" {
 			if out.Err != "" || !out.Applied || out.Outcome != spawn.Cancelled || out.Restored != !s.moved {
@@ -494,6 +526,8 @@ func describe(in, out any) string {
 		fmt.Fprintf(&b, "%s exp@%d", short(o.RequestID), o.ExpiresAt/1e6)
 	case i.Kind == Ask || i.Kind == Answer || i.Kind == ApprovalShow || i.Kind == ApprovalExpire:
 		fmt.Fprintf(&b, "%s %s applied=%v asked=%v deadline@%d notdue=%v %v", o.State, o.Verdict, o.Applied, o.Asked, o.Deadline/1e6, o.NotDue, o.Warnings)
+	case i.Kind == Heartbeat:
+		fmt.Fprintf(&b, "extend %dms: moved=%v exp@%d outcome=%s %v", i.Extend/1e6, o.Moved, o.ExpiresAt/1e6, o.Outcome, o.Warnings)
 	case i.Kind == Sweep:
 		for _, e := range o.Entries {
 			fmt.Fprintf(&b, "[%s %s lost=%v restored=%v %s]", short(e.RequestID), e.Outcome, e.Lost, e.Restored, e.Status)

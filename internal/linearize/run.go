@@ -39,6 +39,7 @@ type Step struct {
 	Action ledger.Action
 	Target Target
 	Tick   time.Duration // > 0: advance the clock instead of calling
+	Extend time.Duration // heartbeat: --extend
 }
 
 // Scenario is what one property-based example runs: fresh entities and a
@@ -249,6 +250,9 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 		in.Entity = in.RequestID
 	}
 	switch st.Kind {
+	case Heartbeat:
+		in.RequestID, in.Extend = reqs.pick(in.Entity, st.Target, client+i), int64(st.Extend)
+		tool, args = "spawns.heartbeat", map[string]any{"request_id": in.RequestID, "extend": st.Extend.String()}
 	case SpawnCancel:
 		in.RequestID = reqs.pick(in.Entity, st.Target, client+i)
 		tool, args = "spawns.cancel", map[string]any{"request_id": in.RequestID, "reason": "superseded by a newer round"}
@@ -381,6 +385,12 @@ func parse(k Kind, env envelope.Envelope) (Output, error) {
 			return out, err
 		}
 		out.RequestID, out.ExpiresAt = r.RequestID, r.ExpiresAt.UnixNano()
+	case Heartbeat:
+		var v service.HeartbeatResult
+		if err := json.Unmarshal(env.Data, &v); err != nil {
+			return out, err
+		}
+		out.Moved, out.Outcome, out.ExpiresAt = v.Moved, v.Outcome, v.ExpiresAt.UnixNano()
 	case SpawnCancel:
 		var v service.CancelResult
 		if err := json.Unmarshal(env.Data, &v); err != nil {

@@ -21,8 +21,30 @@ const Dir = ".dont"
 
 // Config is .dont/config.toml.
 type Config struct {
-	SpawnTimeout string `toml:"spawn_timeout"`
-	LLM          LLM    `toml:"llm"`
+	SpawnTimeout  string `toml:"spawn_timeout"`
+	SpawnMaxLease string `toml:"spawn_max_lease"`
+	LLM           LLM    `toml:"llm"`
+	// Agents are `dont spawns run`'s agent profiles ([agents.<name>]).
+	Agents map[string]Agent `toml:"agents"`
+}
+
+// Agent is one agent profile of `dont spawns run` ([agents.<name>]), as
+// written; internal/runner's Profile is what it becomes.
+type Agent struct {
+	// Template names the built-in profile this one starts from
+	// (claude-code, codex, generic); its fields fill what this one leaves out.
+	Template string `toml:"template"`
+	// Command is the command line, each element a text/template.
+	Command []string `toml:"command"`
+	// Prompt is how the prompt is passed: "stdin" or "arg".
+	Prompt string `toml:"prompt"`
+	// PromptTemplate renders the prompt the agent receives.
+	PromptTemplate string `toml:"prompt_template"`
+	// Tool renders one allowed tool's name for this agent ("{{.}}" is the
+	// dont tool name).
+	Tool string `toml:"tool"`
+	// Env names the caller's environment variables the agent may see.
+	Env []string `toml:"env"`
 }
 
 // LLM configures direct mode. API keys are never read from this file:
@@ -41,6 +63,16 @@ const defaultConfig = `# dont project configuration
 # How long a spawn request waits for its callback before the sweep times it out:
 # a positive Go duration up to 720h. DONT_SPAWN_TIMEOUT (such as 90s) overrides it.
 spawn_timeout = "24h"
+
+# How far heartbeats (dont spawns heartbeat, dont spawns run) may move a
+# spawn's expiry, counted from its issue: up to 720h. DONT_SPAWN_MAX_LEASE
+# overrides it.
+spawn_max_lease = "168h"
+
+# Agent profiles of dont spawns run (docs/harnesses.md), for example:
+# [agents.claude]
+# template = "claude-code"
+# env = ["ANTHROPIC_API_KEY", "HOME"]
 
 # Direct mode (dont assume --direct) calls an LLM provider itself.
 # provider: openai, openai-compatible, vllm, ollama, llamacpp, anthropic or bedrock.
@@ -186,6 +218,18 @@ func (p Project) LoadConfig() (Config, error) {
 		return c, errs.E(errs.ConfigInvalid, "cannot read "+p.ConfigPath()+": "+err.Error()).Wrap(err)
 	}
 	return c, nil
+}
+
+// MaxLease resolves spawn_max_lease: DONT_SPAWN_MAX_LEASE, else config,
+// else 7 days; each held to settings.SpawnMaxLease.
+func (c Config) MaxLease(env string) (time.Duration, error) {
+	if env != "" {
+		return settings.SpawnMaxLease.FromEnv(settings.EnvSpawnMaxLease, env)
+	}
+	if c.SpawnMaxLease != "" {
+		return settings.SpawnMaxLease.FromConfig(settings.KeySpawnMaxLease, c.SpawnMaxLease)
+	}
+	return settings.DefaultSpawnMaxLease, nil
 }
 
 // Timeout resolves the spawn timeout: DONT_SPAWN_TIMEOUT, else config,

@@ -197,3 +197,45 @@ func TestTimersTimeOutARealSpawnWithoutASweep(t *testing.T) {
 	}
 	t.Fatal("no spawn_timeout within 5s")
 }
+
+// dont serve's timers follow a heartbeat: the timer armed for the old
+// expiry finds the spawn not yet due, re-arms for the new one, and the
+// timeout is committed no earlier than the moved expiry.
+func TestTimersFollowAHeartbeatThatMovedTheExpiry(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Create(ctx, filepath.Join(t.TempDir(), "dont.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tm := &scheduler.Timers{}
+	svc := service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: 200 * time.Millisecond, Author: "test", Scheduler: tm})
+	run(t, tm, svc)
+	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spawned, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: res.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, _, err := svc.Spawns.Heartbeat(ctx, spawned.Spawn.ID, 700*time.Millisecond)
+	if err != nil || !hb.Moved {
+		t.Fatalf("heartbeat %+v %v", hb, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		sp, err := st.GetSpawn(ctx, spawned.Spawn.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sp.State == spawn.Resolved {
+			if sp.Outcome != spawn.TimeoutRestored || sp.ResolvedAt.Before(hb.ExpiresAt) {
+				t.Fatalf("resolved %s at %v, moved expiry %v", sp.Outcome, sp.ResolvedAt, hb.ExpiresAt)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no timeout within 5s of the moved expiry")
+}

@@ -30,6 +30,8 @@ type SettingsStore interface {
 type ProjectSettings struct {
 	// SpawnTimeout is how long the project's spawns wait for a callback.
 	SpawnTimeout time.Duration `json:"spawn_timeout,omitempty"`
+	// SpawnMaxLease bounds the project's heartbeats (spawn_max_lease).
+	SpawnMaxLease time.Duration `json:"spawn_max_lease,omitempty"`
 }
 
 // SettingsUnavailable: the store keeps no project settings (an embedded
@@ -79,12 +81,16 @@ type ProjectSettingsInput struct {
 	// SpawnTimeout is a Go duration held to settings.SpawnTimeout, the
 	// rule spawn_timeout and DONT_SPAWN_TIMEOUT follow too.
 	SpawnTimeout string
+	// SpawnMaxLease, if given, is held to settings.SpawnMaxLease ("":
+	// the deployment's default).
+	SpawnMaxLease string
 }
 
 // ProjectSettingsView is a project's settings as an operator set them.
 type ProjectSettingsView struct {
-	Project      string `json:"project,omitempty"`
-	SpawnTimeout string `json:"spawn_timeout"`
+	Project       string `json:"project,omitempty"`
+	SpawnTimeout  string `json:"spawn_timeout"`
+	SpawnMaxLease string `json:"spawn_max_lease,omitempty"`
 }
 
 // SetProjectSettings replaces the project's own settings. A bad value is
@@ -99,10 +105,20 @@ func (s *Service) SetProjectSettings(ctx context.Context, in ProjectSettingsInpu
 	if err != nil {
 		return ProjectSettingsView{}, err
 	}
-	if err := s.Settings.PutSettings(ctx, ProjectSettings{SpawnTimeout: d}); err != nil {
+	ps := ProjectSettings{SpawnTimeout: d}
+	if in.SpawnMaxLease != "" {
+		if ps.SpawnMaxLease, err = settings.SpawnMaxLease.FromArgument(settings.KeySpawnMaxLease, in.SpawnMaxLease); err != nil {
+			return ProjectSettingsView{}, err
+		}
+	}
+	if err := s.Settings.PutSettings(ctx, ps); err != nil {
 		return ProjectSettingsView{}, errs.E(errs.StoreError, "cannot store the project's settings: "+err.Error()).Wrap(err)
 	}
-	return ProjectSettingsView{SpawnTimeout: d.String(), Project: s.Project}, nil
+	v := ProjectSettingsView{SpawnTimeout: d.String(), Project: s.Project}
+	if ps.SpawnMaxLease > 0 {
+		v.SpawnMaxLease = ps.SpawnMaxLease.String()
+	}
+	return v, nil
 }
 
 // SecretRotationView is the answer to a rotation: the version new callback

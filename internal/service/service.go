@@ -47,8 +47,11 @@ type Deps struct {
 	// Clock is "now" (nil: the wall clock).
 	Clock        func() time.Time
 	SpawnTimeout time.Duration // DefaultSpawnTimeout if zero
-	Author       string
-	Log          *slog.Logger
+	// SpawnMaxLease bounds a spawn's life from its issue, however often it
+	// heartbeats (settings.DefaultSpawnMaxLease if zero).
+	SpawnMaxLease time.Duration
+	Author        string
+	Log           *slog.Logger
 	// Settings keeps a shared store's per-project settings (operator actions).
 	Settings SettingsStore
 	// Project names the project this service's data is kept under in a
@@ -118,6 +121,13 @@ func (s *core) timeout() time.Duration {
 		return DefaultSpawnTimeout
 	}
 	return s.SpawnTimeout
+}
+
+func (s *core) maxLease() time.Duration {
+	if s.SpawnMaxLease <= 0 {
+		return settings.DefaultSpawnMaxLease
+	}
+	return s.SpawnMaxLease
 }
 
 // EntityView is an entity as callers see it.

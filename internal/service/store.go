@@ -63,12 +63,26 @@ type EntityPut struct {
 }
 
 // SpawnPut creates a spawn (Create) or replaces one that must still be
-// pending. A spawn on an entity is written together with a write of that
-// entity (as its events are), and at most one spawn is pending on an
-// entity: a store may keep a spawn's state on its entity.
+// pending, with the expiry the write read: PrevExpiresAt, or, when that is
+// zero, Spawn.ExpiresAt (a resolution keeps the expiry it read; a
+// heartbeat, which moves it, names the one it moved). The expiry is in the
+// condition so that a resolver that read a spawn before a heartbeat moved
+// it cannot commit on what it read (a timeout of a spawn no longer due).
+// A spawn on an entity is written together with a write of that entity
+// (as its events are), and at most one spawn is pending on an entity: a
+// store may keep a spawn's state on its entity.
 type SpawnPut struct {
-	Spawn  spawn.Spawn
-	Create bool
+	Spawn         spawn.Spawn
+	Create        bool
+	PrevExpiresAt time.Time
+}
+
+// Expected is the stored expiry a replace is conditioned on.
+func (p SpawnPut) Expected() time.Time {
+	if p.PrevExpiresAt.IsZero() {
+		return p.Spawn.ExpiresAt
+	}
+	return p.PrevExpiresAt
 }
 
 // ConditionFailed is returned by Commit when a condition did not hold;

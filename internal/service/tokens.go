@@ -182,6 +182,12 @@ func (s *Credentials) Authenticate(ctx context.Context, presented string) (auth.
 	return auth.Principal{Role: t.Role, TokenID: t.ID, Project: t.Project}, nil
 }
 
+// HeartbeatTool is the tool a callback token may call on its own spawn
+// beside allowed_tools: the harness keeps the spawn alive with it while
+// the subagent works. It is not in allowed_tools, so a harness enforcing
+// forbidden_tools keeps it from the subagent itself.
+const HeartbeatTool = "spawns.heartbeat"
+
 // CheckCallback decides whether a callback token may make this call: only
 // the spawn's own callback actions (its allowed_tools, by construction) on
 // its own entity. A terminal action must name the token's request id, so
@@ -189,11 +195,22 @@ func (s *Credentials) Authenticate(ctx context.Context, presented string) (auth.
 // is pending every allowed tool may run; once it resolved, only a retry of
 // a terminal action on its own entity and request may (the service answers
 // it with the duplicate warning and changes nothing), and anything else is
-// refused.
+// refused. A heartbeat (HeartbeatTool) of its own spawn is allowed too,
+// pending or not (a late one warns and changes nothing).
 func (s *Credentials) CheckCallback(ctx context.Context, p auth.Principal, tool string, args map[string]any) error {
 	sp, err := s.spawnRecord(ctx, p.RequestID)
 	if err != nil {
 		return errs.E(Forbidden, "the callback token's spawn is unknown")
+	}
+	if tool == HeartbeatTool {
+		// The harness running the subagent keeps its own spawn alive with
+		// the spawn's token; never another's. Resolved, the heartbeat is
+		// let through to warn that it changed nothing.
+		if rid, _ := args["request_id"].(string); rid != sp.ID {
+			return errs.E(Forbidden, "a callback token of "+sp.ID+" heartbeats only that spawn: pass request_id "+sp.ID).
+				Unmet("request_id = "+sp.ID).With("tool", tool).With("request", sp.ID)
+		}
+		return nil
 	}
 	allowed := false
 	for _, t := range spawn.AllowedTools(sp.Kind) {

@@ -29,6 +29,8 @@ type Duration struct {
 const (
 	EnvSpawnTimeout    = "DONT_SPAWN_TIMEOUT"
 	KeySpawnTimeout    = "spawn_timeout" // in .dont/config.toml and an operator's set_project
+	EnvSpawnMaxLease   = "DONT_SPAWN_MAX_LEASE"
+	KeySpawnMaxLease   = "spawn_max_lease" // in .dont/config.toml
 	EnvApprovalTimeout = "DONT_APPROVAL_TIMEOUT"
 	EnvSubscriberLease = "DONT_SUBSCRIBER_LEASE"
 )
@@ -36,8 +38,18 @@ const (
 // DefaultSpawnTimeout is the spawn timeout of a project that sets none.
 const DefaultSpawnTimeout = 24 * time.Hour
 
+// DefaultSpawnMaxLease bounds how far heartbeats may move a spawn's
+// expiry, counted from its issue, in a project that sets none.
+const DefaultSpawnMaxLease = 7 * 24 * time.Hour
+
 // The duration settings.
 var (
+	// SpawnMaxLease is the longest a spawn may live, from its issue, however
+	// often it heartbeats (spawn_max_lease, DONT_SPAWN_MAX_LEASE).
+	SpawnMaxLease = Duration{Max: 720 * time.Hour, Example: "168h"}
+	// SpawnHeartbeat is a heartbeat's --extend: how far from now it moves
+	// the expiry (never backwards; capped by SpawnMaxLease).
+	SpawnHeartbeat = Duration{Max: 720 * time.Hour, Example: "10m"}
 	// SpawnTimeout is how long a spawn waits for its callback
 	// (spawn_timeout, DONT_SPAWN_TIMEOUT, an operator's set_project).
 	SpawnTimeout = Duration{Max: 720 * time.Hour, Example: "24h"}

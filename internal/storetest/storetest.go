@@ -28,6 +28,7 @@ func Run(t *testing.T, newStore func(t *testing.T) service.Store) {
 		{"create is conditional on absence", createOnce},
 		{"update is conditional on version and all-or-nothing", updateVersioned},
 		{"spawn resolution is conditional on pending", spawnPending},
+		{"a heartbeat moves a pending spawn's expiry, conditional on pending", heartbeatMoves},
 		{"expiring spawns are pending and in range, earliest first, bounded", dueSpawns},
 		{"list spawns filters and orders by issue time", listSpawns},
 		{"dependents and entity filters", dependents},
@@ -190,6 +191,112 @@ func spawnPending(t *testing.T, s service.Store) {
 	}
 	if fmt.Sprint(kinds) != fmt.Sprint([]ledger.EventKind{ledger.EvSpawnRequested, ledger.EvSpawnResolved}) {
 		t.Fatalf("history = %v", kinds)
+	}
+}
+
+// heartbeatMoves: a pending spawn rewritten still pending with a later
+// expiry (and payload) — a heartbeat — is read back with it, is found by
+// ExpiringSpawns only at the new expiry; every replace is conditioned on
+// the expiry it read, so neither a heartbeat nor a resolver commits on a
+// stale one, and a heartbeat is refused once a resolver committed; on an
+// entity and on none (a guess).
+func heartbeatMoves(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	e := claim(ledger.Unverified)
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}))
+	sp := newSpawn(e.ID, base, base.Add(time.Hour))
+	issued := e
+	issued.Version, issued.PendingSpawn, issued.LastSpawn = 2, sp.ID, sp.ID
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: issued, PrevVersion: 1}},
+		Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
+	guess := newSpawn("", base, base.Add(time.Hour))
+	guess.Kind = spawn.Guess
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: guess, Create: true}}}))
+
+	moved := sp
+	moved.ExpiresAt, moved.Request, moved.EntityVersion = base.Add(3*time.Hour), []byte(`{"request_id":"x","moved":true}`), 3
+	e3 := issued
+	e3.Version = 3
+	// The heartbeat is conditioned on the expiry it moves: one that read
+	// another is refused.
+	wantCondition(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e3, PrevVersion: 2}},
+		Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: base.Add(2 * time.Hour)}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}), sp.ID)
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e3, PrevVersion: 2}},
+		Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: sp.ExpiresAt}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}))
+	movedGuess := guess
+	movedGuess.ExpiresAt = base.Add(3 * time.Hour)
+	hb := ev(ledger.EvSpawnHeartbeat, "")
+	hb.RequestID = guess.ID
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: movedGuess, PrevExpiresAt: guess.ExpiresAt}}, Events: []ledger.Event{hb}}))
+
+	for _, want := range []spawn.Spawn{moved, movedGuess} {
+		got, err := s.GetSpawn(ctx, want.ID)
+		must(t, err)
+		if got.State != spawn.Pending || !got.ExpiresAt.Equal(want.ExpiresAt) || string(got.Request) != string(want.Request) || got.EntityVersion != want.EntityVersion {
+			t.Fatalf("read back after the heartbeat %+v, want expiry %v", got, want.ExpiresAt)
+		}
+	}
+	if due, err := s.ExpiringSpawns(ctx, time.Time{}, base.Add(2*time.Hour), 100); err != nil || len(due) != 0 {
+		t.Fatalf("due at the old expiry after the heartbeat: %v %v", spawnIDs(due), err)
+	}
+	due, err := s.ExpiringSpawns(ctx, base.Add(2*time.Hour), base.Add(3*time.Hour), 100)
+	must(t, err)
+	if fmt.Sprint(spawnIDs(due)) != fmt.Sprint([]string{sp.ID, guess.ID}) && fmt.Sprint(spawnIDs(due)) != fmt.Sprint([]string{guess.ID, sp.ID}) {
+		t.Fatalf("due at the new expiry: %v", spawnIDs(due))
+	}
+	list, err := s.ListSpawns(ctx, service.SpawnFilter{State: spawn.Pending})
+	must(t, err)
+	for _, l := range list {
+		if !l.ExpiresAt.Equal(base.Add(3 * time.Hour)) {
+			t.Fatalf("listed with the old expiry: %+v", l)
+		}
+	}
+	evs, err := s.Events(ctx, e.ID)
+	must(t, err)
+	if len(evs) != 2 || evs[1].Kind != ledger.EvSpawnHeartbeat {
+		t.Fatalf("history after the heartbeat: %+v", evs)
+	}
+
+	// A resolver that read the spawn before the heartbeat (its expiry as
+	// issued) cannot commit on that read, on an entity or on none.
+	stale := sp
+	stale.State, stale.Outcome = spawn.Resolved, spawn.TimeoutRestored
+	e4stale := e3
+	e4stale.Version, e4stale.PendingSpawn = 4, ""
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e4stale, PrevVersion: 3}},
+		Spawns: []service.SpawnPut{{Spawn: stale}}, Events: []ledger.Event{ev(ledger.EvSpawnTimeout, e.ID)}}); !service.FailedOn(err, sp.ID) {
+		t.Fatalf("a timeout on the expiry before the heartbeat: want ConditionFailed on %s, got %v", sp.ID, err)
+	}
+	staleGuess := guess
+	staleGuess.State, staleGuess.Outcome = spawn.Resolved, spawn.TimeoutRestored
+	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: staleGuess}}}), guess.ID)
+
+	// Resolved, neither takes another heartbeat.
+	done := moved
+	done.State, done.Outcome = spawn.Resolved, spawn.TimeoutRestored
+	e4 := e3
+	e4.Version, e4.PendingSpawn = 4, ""
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e4, PrevVersion: 3}},
+		Spawns: []service.SpawnPut{{Spawn: done}}, Events: []ledger.Event{ev(ledger.EvSpawnTimeout, e.ID)}}))
+	late := moved
+	late.ExpiresAt = base.Add(5 * time.Hour)
+	e5 := e4
+	e5.Version = 5
+	err = s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e5, PrevVersion: 4}},
+		Spawns: []service.SpawnPut{{Spawn: late, PrevExpiresAt: moved.ExpiresAt}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}})
+	if !service.FailedOn(err, sp.ID) && !service.FailedOn(err, e.ID) {
+		t.Fatalf("a heartbeat after the resolution: want ConditionFailed, got %v", err)
+	}
+	guessDone := movedGuess
+	guessDone.State, guessDone.Outcome = spawn.Resolved, spawn.CallbackApplied
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: guessDone}}}))
+	lateGuess := movedGuess
+	lateGuess.ExpiresAt = base.Add(5 * time.Hour)
+	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: lateGuess, PrevExpiresAt: movedGuess.ExpiresAt}}}), guess.ID)
+	for _, id := range []string{sp.ID, guess.ID} {
+		if got, _ := s.GetSpawn(ctx, id); got.State != spawn.Resolved {
+			t.Fatalf("a late heartbeat revived %s: %+v", id, got)
+		}
 	}
 }
 

@@ -2,12 +2,14 @@ package tools
 
 import (
 	"context"
+	"time"
 
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/settings"
 )
 
 // The gated actions of the confirmation contract that are not plain
@@ -23,6 +25,21 @@ func init() {
 		sweep:  always,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 			return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason")))
+		}})
+	register(&Tool{Name: "spawns.heartbeat", Summary: "Keep a pending spawn alive: move its expires_at to now + --extend (never past spawn_max_lease from its issue).",
+		Params: []Param{spawnID, {Name: "extend", Type: String, Description: "how far from now the expiry moves, a Go duration (default: the project's spawn timeout)"}},
+		sweep:  always, // an expired spawn is timed out first: a heartbeat never revives it
+		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			var extend time.Duration
+			if v := a.Str("extend"); v != "" {
+				d, err := settings.SpawnHeartbeat.FromArgument("extend", v,
+					errs.Step{Command: "dont spawns heartbeat " + a.Str("request_id") + " --extend " + settings.SpawnHeartbeat.Example, Description: "give --extend as " + settings.SpawnHeartbeat.Rule()})
+				if err != nil {
+					return Output{}, err
+				}
+				extend = d
+			}
+			return withWarnings[service.HeartbeatResult](envelope.KindSpawnHeartbeat)(s.Spawns.Heartbeat(ctx, a.Str("request_id"), extend))
 		}})
 	register(&Tool{Name: "spawns.manage", Summary: "One action for spawn requests: --op list, show or cancel (--op is required).",
 		Params: []Param{

@@ -52,6 +52,8 @@ type Config struct {
 	QueueURL string
 	// SpawnTimeout applies to every project (default 24h).
 	SpawnTimeout time.Duration
+	// SpawnMaxLease bounds heartbeats in every project (0: 7 days).
+	SpawnMaxLease time.Duration
 	// SweepLimit bounds the scheduled sweep per project.
 	SweepLimit int
 	// Projects are swept by the schedule in addition to the registry.
@@ -99,7 +101,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		env     string
 		setting settings.Duration
 		dst     *time.Duration
-	}{{EnvSpawnTimeout, settings.SpawnTimeout, &c.SpawnTimeout}, {EnvApprovalTimeout, settings.ApprovalTimeout, &c.ApprovalTimeout}, {EnvSubscriberLease, settings.SubscriberLease, &c.SubscriberLease},
+	}{{EnvSpawnTimeout, settings.SpawnTimeout, &c.SpawnTimeout}, {settings.EnvSpawnMaxLease, settings.SpawnMaxLease, &c.SpawnMaxLease}, {EnvApprovalTimeout, settings.ApprovalTimeout, &c.ApprovalTimeout}, {EnvSubscriberLease, settings.SubscriberLease, &c.SubscriberLease},
 		{EnvApprovalPoll, settings.ApprovalPoll, &c.ApprovalPoll}, {EnvFrameRetention, settings.FrameRetention, &c.FrameRetention}} {
 		v := getenv(d.env)
 		if strings.TrimSpace(v) == "" {

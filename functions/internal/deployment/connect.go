@@ -72,8 +72,13 @@ func (d *Deployment) TableService(st *dynamo.Store) *service.Service {
 	switch {
 	case err != nil:
 		d.Log.Warn("project settings", "project", st.Project(), "err", err)
-	case ps.SpawnTimeout > 0:
-		svc.SpawnTimeout = ps.SpawnTimeout
+	default:
+		if ps.SpawnTimeout > 0 {
+			svc.SpawnTimeout = ps.SpawnTimeout
+		}
+		if ps.SpawnMaxLease > 0 {
+			svc.SpawnMaxLease = ps.SpawnMaxLease
+		}
 	}
 	return svc
 }

@@ -61,7 +61,7 @@ func (d *Deployment) Service(project string) *service.Service {
 func (d *Deployment) NewService(project string, st Store) *service.Service {
 	sched := registering{registry: d.Registry, next: d.Queue.For(project), project: project, log: d.Log}
 	return service.New(service.Deps{
-		Store: st, Confirmations: st, Tokens: st, Project: project, Clock: d.Now, SpawnTimeout: d.Config.SpawnTimeout, Author: d.Author,
+		Store: st, Confirmations: st, Tokens: st, Project: project, Clock: d.Now, SpawnTimeout: d.Config.SpawnTimeout, SpawnMaxLease: d.Config.SpawnMaxLease, Author: d.Author,
 		Log:       d.Log.With("project", project),
 		Scheduler: sched, ApprovalScheduler: sched,
 		Approvals: service.Approvals{Store: st, Timeout: d.Config.ApprovalTimeout, Lease: d.Config.SubscriberLease,

@@ -119,7 +119,9 @@ func (s *Sweeper) handle(ctx context.Context, rec events.SQSMessage) string {
 
 // Expire handles one timeout message: it ends the spawn or the approval
 // question by timeout if it is due, does nothing if it has already ended,
-// and sends the remainder on if it is not yet due. Any number of
+// and sends the remainder on if it is not yet due. Due is decided by the
+// stored expiry, never the message's: a message sent for an expiry a
+// heartbeat has since moved re-checks, and is sent on for the new one. Any number of
 // deliveries of the same message commit at most one timeout.
 func (s *Sweeper) Expire(ctx context.Context, m Message) (string, error) {
 	svc, err := s.Projects.Project(ctx, m.Project)
@@ -141,6 +143,10 @@ func (s *Sweeper) Expire(ctx context.Context, m Message) (string, error) {
 			}
 			continue
 		}
+		// Sent on for what is left of the expiry as the store has it now:
+		// a heartbeat may have moved it since this message was sent, and
+		// the message then carries the new one.
+		m.ExpiresAt = s.Queue.now().Add(left).UTC()
 		if err := s.Queue.Send(ctx, m); err != nil {
 			return OutcomeFailed, err
 		}

@@ -372,14 +372,15 @@ type commitPlan struct {
 
 // entitySpawns are the spawn writes of one commit on one entity.
 type entitySpawns struct {
-	opens  *spawn.Spawn // issued, pending
-	closes *spawn.Spawn // resolves the spawn pending on the entity
-	ended  *spawn.Spawn // issued already resolved
+	opens  *spawn.Spawn      // issued, pending
+	closes *service.SpawnPut // resolves the spawn pending on the entity
+	ended  *spawn.Spawn      // issued already resolved
+	moves  *service.SpawnPut // still pending, with a later expiry (a heartbeat)
 }
 
 func (o entitySpawns) resolved() *spawn.Spawn {
 	if o.closes != nil {
-		return o.closes
+		return &o.closes.Spawn
 	}
 	return o.ended
 }
@@ -414,7 +415,9 @@ func (s *Store) plan(ctx context.Context, tx service.Tx) (commitPlan, error) {
 		case put.Create && sp.State != spawn.Pending && o.ended == nil:
 			o.ended = &sp
 		case !put.Create && sp.State != spawn.Pending && o.closes == nil:
-			o.closes = &sp
+			o.closes = &put
+		case !put.Create && sp.State == spawn.Pending && o.moves == nil && o.closes == nil && o.opens == nil:
+			o.moves = &put
 		default:
 			return p, fmt.Errorf("dynamo: unsupported spawn writes on %s in one commit (a spawn on an entity is issued, then resolved)", sp.EntityID)
 		}
@@ -506,9 +509,9 @@ func (s *Store) planTransaction(ctx context.Context, tx service.Tx, written map[
 			continue
 		}
 		add(put.Spawn.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
-			ConditionExpression:       aws.String("#st = :pending"),
-			ExpressionAttributeNames:  map[string]string{"#st": "st"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(spawn.Pending))}}})
+			ConditionExpression:       aws.String("#st = :pending AND #exp = :exp"),
+			ExpressionAttributeNames:  map[string]string{"#st": "st", "#exp": ExpiresAtKey},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(spawn.Pending)), ":exp": str(timeText(put.Expected()))}}})
 	}
 	for _, ev := range loose {
 		subject := ev.RequestID
@@ -544,7 +547,10 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 	}
 	owner := e.ID
 	if o.closes != nil {
-		owner = o.closes.ID
+		owner = o.closes.Spawn.ID
+	}
+	if o.moves != nil {
+		owner = o.moves.Spawn.ID
 	}
 	var stored entityState
 	if put.PrevVersion > 0 {
@@ -566,14 +572,31 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 		cond.ExpressionAttributeNames = map[string]string{"#v": "v"}
 		cond.ExpressionAttributeValues = map[string]types.AttributeValue{":v": num(put.PrevVersion)}
 	}
+	// A resolution or a heartbeat: the spawn must still be the one pending
+	// here, with the expiry the write read (service.SpawnPut).
+	pendingHere := func(put service.SpawnPut) error {
+		if stored.pending != put.Spawn.ID || stored.expires != timeText(put.Expected()) {
+			return &service.ConditionFailed{ID: put.Spawn.ID} // resolved or moved already, at this very version
+		}
+		cond.ConditionExpression = aws.String("#v = :v AND #ps = :sid AND #exp = :exp")
+		cond.ExpressionAttributeNames["#ps"], cond.ExpressionAttributeNames["#exp"] = "ps", ExpiresAtKey
+		cond.ExpressionAttributeValues[":sid"], cond.ExpressionAttributeValues[":exp"] = str(put.Spawn.ID), str(timeText(put.Expected()))
+		return nil
+	}
 	if o.closes != nil {
-		if stored.pending != o.closes.ID {
-			return &service.ConditionFailed{ID: o.closes.ID} // resolved already, at this very version
+		if err := pendingHere(*o.closes); err != nil {
+			return err
 		}
 		next.pending, next.expires = "", ""
-		cond.ConditionExpression = aws.String("#v = :v AND #ps = :sid")
-		cond.ExpressionAttributeNames["#ps"] = "ps"
-		cond.ExpressionAttributeValues[":sid"] = str(o.closes.ID)
+	}
+	if o.moves != nil {
+		// A heartbeat: its index key moves to the new expiry, and its item
+		// (as issued, but for the expiry and the payload's) is rewritten in
+		// the same transaction, so that reads of the pending spawn see it.
+		if err := pendingHere(*o.moves); err != nil {
+			return err
+		}
+		next.expires = timeText(o.moves.Spawn.ExpiresAt)
 	}
 	if o.opens != nil {
 		if next.pending != "" {
@@ -598,6 +621,15 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 			return err
 		}
 		add(e.ID, putNew(s.table, h))
+	}
+	if o.moves != nil {
+		sit, err := s.spawnItem(o.moves.Spawn)
+		if err != nil {
+			return err
+		}
+		add(o.moves.Spawn.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: sit,
+			ConditionExpression:      aws.String("attribute_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": PartitionKey}}})
 	}
 	if put.PrevVersion == 0 && e.Kind == ledger.KindTerm && e.Curie != "" {
 		c := key(s.curiePK(), curieSortKey(e.Curie))

@@ -23,6 +23,11 @@ func (s *Store) Settings(ctx context.Context) (service.ProjectSettings, error) {
 			return ps, fmt.Errorf("dynamo: project %s: stored spawn_timeout %q: %w", s.project, v, err)
 		}
 	}
+	if v := attrString(it, "spawn_max_lease"); v != "" {
+		if ps.SpawnMaxLease, err = time.ParseDuration(v); err != nil {
+			return ps, fmt.Errorf("dynamo: project %s: stored spawn_max_lease %q: %w", s.project, v, err)
+		}
+	}
 	return ps, nil
 }
 
@@ -31,6 +36,9 @@ func (s *Store) PutSettings(ctx context.Context, ps service.ProjectSettings) err
 	it := key(s.metaPK(), "settings")
 	if ps.SpawnTimeout > 0 {
 		it["spawn_timeout"] = str(ps.SpawnTimeout.String())
+	}
+	if ps.SpawnMaxLease > 0 {
+		it["spawn_max_lease"] = str(ps.SpawnMaxLease.String())
 	}
 	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: it, ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
 	return s.write(ctx, func(ctx context.Context) error {

@@ -113,10 +113,10 @@ func TestProjectSettingsRoundTripAndStayInTheirProject(t *testing.T) {
 	if ps, err := a.Settings(ctx); err != nil || ps.SpawnTimeout != 0 {
 		t.Fatalf("settings of a new project: %+v %v", ps, err)
 	}
-	if err := a.PutSettings(ctx, service.ProjectSettings{SpawnTimeout: 90 * time.Minute}); err != nil {
+	if err := a.PutSettings(ctx, service.ProjectSettings{SpawnTimeout: 90 * time.Minute, SpawnMaxLease: 48 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	if ps, err := a.Settings(ctx); err != nil || ps.SpawnTimeout != 90*time.Minute {
+	if ps, err := a.Settings(ctx); err != nil || ps.SpawnTimeout != 90*time.Minute || ps.SpawnMaxLease != 48*time.Hour {
 		t.Fatalf("read back: %+v %v", ps, err)
 	}
 	if ps, err := b.Settings(ctx); err != nil || ps.SpawnTimeout != 0 {

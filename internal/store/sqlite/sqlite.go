@@ -417,7 +417,15 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {
 			res, err = tx.ExecContext(ctx, "INSERT INTO spawns(id, entity_id, state, issued_at, expires_at, doc, request) VALUES(?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
 				sp.ID, sp.EntityID, string(sp.State), timeText(sp.IssuedAt), timeText(sp.ExpiresAt), doc, []byte(sp.Request))
 		} else {
-			res, err = tx.ExecContext(ctx, "UPDATE spawns SET state = ?, doc = ? WHERE id = ? AND state = 'pending'", string(sp.State), doc, sp.ID)
+			// A resolution, or a heartbeat moving a pending spawn's expiry
+			// (and its payload's): both only while it is still pending
+			// with the expiry the write read.
+			var req any
+			if len(sp.Request) > 0 {
+				req = []byte(sp.Request)
+			}
+			res, err = tx.ExecContext(ctx, "UPDATE spawns SET state = ?, expires_at = ?, doc = ?, request = COALESCE(?, request) WHERE id = ? AND state = 'pending' AND expires_at = ?",
+				string(sp.State), timeText(sp.ExpiresAt), doc, req, sp.ID, timeText(p.Expected()))
 		}
 		if err := affectedOne(res, err, sp.ID); err != nil {
 			return err

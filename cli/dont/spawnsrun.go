@@ -1,0 +1,350 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/dont-cli/dont/internal/client"
+	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/present"
+	"github.com/dont-cli/dont/internal/project"
+	"github.com/dont-cli/dont/internal/runner"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/settings"
+	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/tools"
+	"github.com/spf13/cobra"
+)
+
+// spawnsRunFlags are `dont spawns run`'s flags.
+type spawnsRunFlags struct {
+	requestIDs  []string
+	watch       bool
+	agent       string
+	maxParallel int
+	heartbeat   time.Duration
+	extend      time.Duration
+	grace       time.Duration
+	poll        time.Duration
+	workdir     string
+}
+
+// spawnsRunCommand is `dont spawns run`: the reference harness
+// (internal/runner; docs/harnesses.md). This file only wires its flags,
+// its connection to dont and, for an embedded store, the loopback server
+// its agents reach dont through.
+func (a *app) spawnsRunCommand() *cobra.Command {
+	var f spawnsRunFlags
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run a subagent for spawn requests (from stdin, --request-id, or --watch every new pending one) and report how each ended.",
+		Long: `Run a subagent for spawn requests: a configured agent command ([agents.<name>]
+in .dont/config.toml, or a built-in: claude-code, codex, generic) started as a
+subprocess with a clean environment — the prompt, DONT_REQUEST_ID,
+DONT_ENDPOINT and the spawn's callback token as DONT_TOKEN, and only the
+caller's variables the profile allows. The run is bounded by the spawn's
+expires_at, which heartbeats move while the agent lives; at the deadline or
+on Ctrl-C the agent's process group is killed.
+
+Requests: spawn_request envelopes (or their data) on stdin, as
+"dont assume <id> --json" prints them; --request-id spawn:… (repeatable); or
+--watch, every new pending spawn of the project until interrupted.
+
+Exit: 0 when every spawn was resolved by its subagent; 1 when one timed out,
+was left unresolved or ended otherwise; 130 on Ctrl-C (the agents are killed,
+their spawns left to time out). The envelope (spawn_run) lists every run.
+See docs/harnesses.md.`,
+		Args: a.argCount(0),
+		RunE: func(c *cobra.Command, _ []string) error { return a.spawnsRun(c.Context(), f) },
+	}
+	c.Flags().StringArrayVar(&f.requestIDs, "request-id", nil, "a spawn request to run (spawn:…; repeatable)")
+	c.Flags().BoolVar(&f.watch, "watch", false, "run every new pending spawn of the project until interrupted")
+	c.Flags().StringVar(&f.agent, "agent", "", "the agent profile: a name under [agents] in .dont/config.toml, or claude-code, codex, generic (default: the only one configured)")
+	c.Flags().IntVar(&f.maxParallel, "max-parallel", 1, "agents running at once")
+	c.Flags().DurationVar(&f.heartbeat, "heartbeat", 30*time.Second, "how often a living agent's spawn is heartbeaten (0: never; the spawn's expiry bounds the run)")
+	c.Flags().DurationVar(&f.extend, "extend", 0, "each heartbeat moves the expiry to now + this (default 3 × --heartbeat; never past spawn_max_lease)")
+	c.Flags().DurationVar(&f.grace, "grace", 5*time.Second, "how long an agent has after SIGTERM before SIGKILL")
+	c.Flags().DurationVar(&f.poll, "poll", 2*time.Second, "how often --watch lists the pending spawns")
+	c.Flags().StringVar(&f.workdir, "workdir", "", "the agents' working directory (default: this one)")
+	return c
+}
+
+func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {
+	if f.watch && len(f.requestIDs) > 0 {
+		return errs.E(errs.Usage, "spawns run: --watch runs every new pending spawn; give it or --request-id, not both",
+			errs.Step{Command: "dont spawns run --watch --agent <name>", Description: "run every new pending spawn"},
+			errs.Step{Command: "dont spawns run --request-id spawn:… --agent <name>", Description: "or the ones named"})
+	}
+	if f.maxParallel < 1 || f.heartbeat < 0 || f.extend < 0 || f.grace < 0 || f.poll < 0 {
+		return errs.E(errs.Usage, "spawns run: --max-parallel must be at least 1 and durations must not be negative",
+			errs.Step{Command: "dont spawns run --help", Description: "see the flags"})
+	}
+	var reqs []spawn.Request
+	if !f.watch && len(f.requestIDs) == 0 {
+		var err error
+		if reqs, err = readRequests(a.stdin); err != nil {
+			return err
+		}
+	}
+	p, found := a.findProject()
+	var cfg project.Config
+	if found {
+		var err error
+		if cfg, err = p.LoadConfig(); err != nil {
+			return err
+		}
+	}
+	profile, err := agentProfile(cfg, f.agent)
+	if err != nil {
+		return err
+	}
+	r := &runner.Runner{Profile: profile, Environ: os.Environ(), Dir: f.workdir, MaxParallel: f.maxParallel,
+		Heartbeat: f.heartbeat, Extend: f.extend, Grace: f.grace, Poll: f.poll, Output: a.stderr}
+	if ep := a.remote(); ep != "" {
+		r.Endpoint = ep
+		r.Dont = remoteDont{c: &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN"), Header: capsHeader()}}
+	} else {
+		if !found {
+			_, err := project.Find(mustWD(), a.getenv("DONT_PROJECT_DIR"))
+			return err
+		}
+		stop, err := a.embeddedRunner(ctx, p, cfg, r)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	for _, id := range f.requestIDs {
+		req, err := r.Fetch(ctx, id)
+		if err != nil {
+			return a.runnerFailed("cannot read "+id, err)
+		}
+		reqs = append(reqs, req)
+	}
+	var rep runner.Report
+	if f.watch {
+		if rep, err = r.Watch(ctx); err != nil {
+			return a.runnerFailed("cannot list the pending spawns", err)
+		}
+	} else {
+		rep = r.RunAll(ctx, reqs)
+	}
+	a.emit(tools.Output{Kind: envelope.KindSpawnRun, Data: rep, Hints: runHints(rep)})
+	switch {
+	case ctx.Err() != nil:
+		a.exit = 130 // main makes it 143 for SIGTERM
+	case !rep.OK():
+		a.exit = 1
+	}
+	return nil
+}
+
+// runnerFailed shows a refusal the runner met as the server presented it
+// (remediation included); any other failure as the store error it is.
+func (a *app) runnerFailed(what string, err error) error {
+	var refused *runner.RefusedError
+	if errors.As(err, &refused) {
+		a.print(refused.Env)
+		a.exit = present.Exit(client.ErrorOf(refused.Env))
+		return nil
+	}
+	return errs.E(errs.StoreError, "spawns run: "+what+": "+err.Error()).Wrap(err)
+}
+
+// runHints say where to look next for each run that did not resolve.
+func runHints(rep runner.Report) []string {
+	hints := []string{}
+	for _, run := range rep.Runs {
+		if run.Outcome != runner.Resolved && run.RequestID != "" {
+			hints = append(hints, "dont show "+run.RequestID+"  # "+string(run.Outcome))
+		}
+	}
+	return hints
+}
+
+func mustWD() string {
+	wd, _ := os.Getwd()
+	return wd
+}
+
+// findProject finds the project folder, if there is one (a runner against
+// an endpoint may have none: its profiles are then the built-in ones).
+func (a *app) findProject() (project.Project, bool) {
+	p, err := project.Find(mustWD(), a.getenv("DONT_PROJECT_DIR"))
+	return p, err == nil
+}
+
+// agentProfile picks the profile: --agent names a configured one or a
+// built-in; without it, the only one configured.
+func agentProfile(cfg project.Config, name string) (runner.Profile, error) {
+	if name == "" {
+		switch len(cfg.Agents) {
+		case 1:
+			for n := range cfg.Agents {
+				name = n
+			}
+		default:
+			return runner.Profile{}, errs.E(errs.Usage, "spawns run: which agent? give --agent (a name under [agents] in .dont/config.toml, or "+strings.Join(runner.BuiltinNames(), ", ")+")",
+				errs.Step{Command: "dont spawns run --agent claude-code", Description: "run Claude Code (claude -p) for each spawn"},
+				errs.Step{Command: "dont spawns run --agent codex", Description: "or Codex (codex exec)"}).Unmet("an agent profile")
+		}
+	}
+	if a, ok := cfg.Agents[name]; ok {
+		p := runner.Profile{Name: name, Command: a.Command, Prompt: a.Prompt, PromptTemplate: a.PromptTemplate, Tool: a.Tool, Env: a.Env}
+		base := a.Template
+		if base == "" {
+			base = "generic"
+		}
+		b, ok := runner.Builtin[base]
+		if !ok {
+			return p, errs.E(errs.ConfigInvalid, "[agents."+name+"] template "+quoteArg(base)+" is not a built-in profile ("+strings.Join(runner.BuiltinNames(), ", ")+")",
+				errs.Step{Command: "template = \"generic\"  # under [agents." + name + "] in .dont/config.toml", Description: "start from a built-in profile"}).Unmet("template is a built-in profile")
+		}
+		p = p.Merge(b)
+		if err := p.Check(); err != nil {
+			return p, errs.E(errs.ConfigInvalid, err.Error(),
+				errs.Step{Command: "command = [\"my-agent\", \"--request\", \"{{.RequestID}}\"]  # under [agents." + name + "] in .dont/config.toml", Description: "give the agent's command line (docs/harnesses.md)"}).Unmet("a valid agent profile")
+		}
+		return p, nil
+	}
+	if b, ok := runner.Builtin[name]; ok {
+		if err := b.Check(); err != nil {
+			return b, errs.E(errs.ConfigInvalid, "the built-in profile "+name+" needs a command: configure it under [agents.<name>] with template = \""+name+"\"",
+				errs.Step{Command: "command = [\"my-agent\"]  # under [agents.mine] with template = \"" + name + "\" in .dont/config.toml", Description: "give the agent's command line (docs/harnesses.md)"}).Unmet("a command")
+		}
+		return b, nil
+	}
+	configured := make([]string, 0, len(cfg.Agents))
+	for n := range cfg.Agents {
+		configured = append(configured, n)
+	}
+	sort.Strings(configured)
+	return runner.Profile{}, errs.E(errs.Usage, "spawns run: no agent profile "+quoteArg(name)+" (configured: "+strings.Join(configured, ", ")+"; built in: "+strings.Join(runner.BuiltinNames(), ", ")+")",
+		errs.Step{Command: "dont spawns run --agent claude-code", Description: "use a built-in profile"}).Unmet("a known agent profile")
+}
+
+func quoteArg(s string) string { return "\"" + s + "\"" }
+
+// readRequests reads spawn requests from stdin: a stream of spawn_request
+// envelopes (as `dont assume --json` prints them) or their data.
+func readRequests(r io.Reader) ([]spawn.Request, error) {
+	dec := json.NewDecoder(r)
+	var reqs []spawn.Request
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		bad := func(why string) error {
+			return errs.E(errs.InvalidArgument, "spawns run: stdin must hold spawn_request envelopes (or their data): "+why,
+				errs.Step{Command: "dont assume <id> --json | dont spawns run --agent <name>", Description: "pipe a spawn request in"},
+				errs.Step{Command: "dont spawns run --request-id spawn:… --agent <name>", Description: "or name it"}).Unmet("a spawn_request on stdin")
+		}
+		if err != nil {
+			return nil, bad(err.Error())
+		}
+		var env struct {
+			Kind string          `json:"envelope_kind"`
+			OK   *bool           `json:"ok"`
+			Data json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal(raw, &env) == nil && env.Kind != "" {
+			if env.Kind != envelope.KindSpawnRequest {
+				return nil, bad("got an envelope of kind " + env.Kind)
+			}
+			raw = env.Data
+		}
+		var req spawn.Request
+		if err := json.Unmarshal(raw, &req); err != nil || req.RequestID == "" {
+			return nil, bad("no request_id")
+		}
+		reqs = append(reqs, req)
+	}
+	if len(reqs) == 0 {
+		return nil, errs.E(errs.Usage, "spawns run: no spawn request: pipe spawn_request envelopes in, or give --request-id or --watch",
+			errs.Step{Command: "dont assume <id> --json | dont spawns run --agent <name>", Description: "run the subagent of a new spawn"},
+			errs.Step{Command: "dont spawns run --watch --agent <name>", Description: "or of every new pending spawn"}).Unmet("a spawn request")
+	}
+	return reqs, nil
+}
+
+// remoteDont reaches dont at an endpoint with the caller's token.
+type remoteDont struct{ c *client.Client }
+
+func (d remoteDont) Call(ctx context.Context, tool string, args map[string]any) (envelope.Envelope, error) {
+	return d.c.Call(ctx, tool, args)
+}
+
+// embeddedDont calls the embedded store's service in-process, as the
+// caller's principal.
+type embeddedDont struct {
+	a   *app
+	svc *service.Service
+}
+
+func (d embeddedDont) Call(ctx context.Context, tool string, args map[string]any) (envelope.Envelope, error) {
+	res, err := tools.CallGated(service.WithPrincipal(ctx, d.a.principal()), d.svc, tool, args, d.a.arrival())
+	if err != nil {
+		return envelope.Fail(err, res.Warnings), nil
+	}
+	return envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
+}
+
+// embeddedRunner wires a runner to the embedded store. Its agents get no
+// access to the store itself: the runner serves the project's API on a
+// loopback port for as long as it runs, and each agent reaches it with
+// its spawn's callback token, which allows only that spawn's tools on its
+// own entity (docs/harnesses.md, "Embedded mode").
+func (a *app) embeddedRunner(ctx context.Context, p project.Project, cfg project.Config, r *runner.Runner) (func(), error) {
+	timeout, err := cfg.Timeout(a.getenv(settings.EnvSpawnTimeout))
+	if err != nil {
+		return nil, err
+	}
+	lease, err := cfg.MaxLease(a.getenv(settings.EnvSpawnMaxLease))
+	if err != nil {
+		return nil, err
+	}
+	store, err := a.openStore(p)
+	if err != nil {
+		return nil, err
+	}
+	deps := service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: a.author()}
+	r.Dont = embeddedDont{a: a, svc: service.New(deps)}
+	// The agents' server: what they do is logged, refusals included.
+	log := slog.New(slog.NewJSONHandler(a.stderr, nil))
+	deps.Author, deps.Log = "api", log
+	svc := service.New(deps)
+	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
+		store.Close()
+		return nil, err
+	}
+	handler := httpapi.New(httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}}, Log: log})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		store.Close()
+		return nil, errs.E(errs.Internal, "cannot listen on a loopback port for the agents: "+err.Error()).Wrap(err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(ln) }()
+	r.Endpoint = "http://" + ln.Addr().String()
+	return func() {
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+		<-served
+		store.Close()
+	}, nil
+}

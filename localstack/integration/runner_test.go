@@ -1,0 +1,194 @@
+package integration_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// gateway is API Gateway's HTTP API in front of one function under the
+// emulator: each HTTP request becomes one payload-2.0 event, so that the
+// real CLI (`dont spawns run` and the agents it starts) can use the
+// function as its DONT_ENDPOINT.
+func (s *suite) gateway(t *testing.T, fn *function) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		headers := map[string]string{}
+		for k, v := range r.Header {
+			if !strings.EqualFold(k, "Authorization") && len(v) > 0 {
+				headers[k] = v[0]
+			}
+		}
+		ev := httpEvent(r.Method, r.URL.Path, token, body, headers)
+		ev.RawQueryString = r.URL.RawQuery
+		ev.RequestContext.HTTP.Method = r.Method
+		var resp events.APIGatewayV2HTTPResponse
+		if err := fn.invoke(r.Context(), ev, &resp); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		for k, v := range resp.Headers {
+			w.Header().Set(k, v)
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.WriteString(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// dontBinary builds the CLI once.
+var builtDont string
+
+func dontBinary(t *testing.T) string {
+	t.Helper()
+	if builtDont != "" {
+		return builtDont
+	}
+	dir, err := os.MkdirTemp("", "dont-it-cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "dont")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cli/dont").CombinedOutput(); err != nil {
+		t.Fatalf("build the CLI: %v\n%s", err, out)
+	}
+	builtDont = bin
+	return bin
+}
+
+// runnerDir is a folder whose .dont/config.toml names the scripted agent
+// (cli/dont/testdata/agent.sh) as the profile "script"; the runner reads
+// its profiles there and reaches the function at its endpoint.
+func runnerDir(t *testing.T, bin string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "init")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DONT_ENDPOINT=", "DONT_PROJECT_DIR=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("init: %v %s", err, out)
+	}
+	script, _ := filepath.Abs("../../cli/dont/testdata/agent.sh")
+	f, err := os.OpenFile(filepath.Join(dir, ".dont", "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "\n[agents.script]\ncommand = [\"bash\", %q]\nenv = [\"PATH\", \"HOME\", \"XDG_CACHE_HOME\", \"DONT_BIN\", \"AGENT_MODE\", \"AGENT_LOG\", \"AGENT_SLEEP\"]\n", script)
+	return dir
+}
+
+// spawnsRun runs `dont spawns run` against endpoint with the project's
+// harness token and returns its one run, its exit code and its stderr.
+func (p *project) spawnsRun(t *testing.T, endpoint, dir string, env []string, args ...string) (map[string]any, int, string) {
+	t.Helper()
+	bin := dontBinary(t)
+	cmd := exec.Command(bin, append([]string{"spawns", "run", "--agent", "script"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DONT_PROJECT_DIR=", "DONT_HARNESS=", "DONT_ENDPOINT="+endpoint, "DONT_TOKEN="+p.token,
+		"DONT_BIN="+bin, "XDG_CACHE_HOME="+filepath.Join(dir, ".cache"))
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var envl struct {
+		Kind string `json:"envelope_kind"`
+		Data struct {
+			Runs []map[string]any `json:"runs"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &envl); err != nil || envl.Kind != "spawn_run" || len(envl.Data.Runs) != 1 {
+		t.Fatalf("spawns run printed %q (exit %d)\n%s", out.String(), code, errb.String())
+	}
+	return envl.Data.Runs[0], code, errb.String()
+}
+
+// The reference harness against the API function over DynamoDB: the
+// scripted agent resolves its spawn; a hanging one is killed at the
+// deadline and the spawn times out; heartbeats keep a slow one alive past
+// the original expiry; a forbidden tool with its token is refused.
+func TestSpawnsRunThroughTheAPIFunction(t *testing.T) {
+	s := setup(t)
+	bin := dontBinary(t)
+	dir := runnerDir(t, bin)
+
+	t.Run("assume, run, resolved", func(t *testing.T) {
+		p := s.newProject(t)
+		claim := p.verifiedClaim(s.api)
+		req := p.assume(s.api, claim)
+		run, code, stderr := p.spawnsRun(t, s.gateway(t, s.api), dir, []string{"AGENT_MODE=ok"}, "--request-id", req.RequestID)
+		if code != 0 || run["outcome"] != "resolved" {
+			t.Fatalf("exit %d, run %v\n%s", code, run, stderr)
+		}
+		if e := p.entity(claim); e.Status != "verified" || e.PendingSpawn != "" {
+			t.Fatalf("after the run: %+v", e)
+		}
+	})
+	t.Run("a hanging agent is killed at the deadline and the spawn times out", func(t *testing.T) {
+		p := s.newProject(t)
+		claim := p.verifiedClaim(s.apiShort)
+		req := p.assume(s.apiShort, claim)
+		run, code, stderr := p.spawnsRun(t, s.gateway(t, s.apiShort), dir, []string{"AGENT_MODE=hang"}, "--request-id", req.RequestID, "--heartbeat", "0", "--grace", "200ms")
+		if code != 1 || run["outcome"] != "timed-out" || run["killed"] != "deadline" {
+			t.Fatalf("exit %d, run %v\n%s", code, run, stderr)
+		}
+		if n := len(p.events(claim, "spawn_timeout")); n != 1 {
+			t.Fatalf("%d spawn_timeout events", n)
+		}
+	})
+	t.Run("heartbeats keep a slow agent alive past the original expiry", func(t *testing.T) {
+		p := s.newProject(t)
+		claim := p.verifiedClaim(s.apiShort)
+		req := p.assume(s.apiShort, claim)
+		sleep := s.short + 2*time.Second
+		run, code, stderr := p.spawnsRun(t, s.gateway(t, s.apiShort), dir, []string{"AGENT_MODE=slow", fmt.Sprintf("AGENT_SLEEP=%d", int(sleep.Seconds()))},
+			"--request-id", req.RequestID, "--heartbeat", "300ms", "--extend", s.short.String())
+		if code != 0 || run["outcome"] != "resolved" {
+			t.Fatalf("exit %d, run %v\n%s", code, run, stderr)
+		}
+		ended, _ := time.Parse(time.RFC3339Nano, run["ended_at"].(string))
+		if !ended.After(req.ExpiresAt) || len(p.events(claim, "spawn_heartbeat")) == 0 || len(p.events(claim, "spawn_timeout")) != 0 {
+			t.Fatalf("ended %v (expiry as issued %v), events heartbeat %d timeout %d", ended, req.ExpiresAt,
+				len(p.events(claim, "spawn_heartbeat")), len(p.events(claim, "spawn_timeout")))
+		}
+	})
+	t.Run("an agent trying a forbidden tool with its token is refused", func(t *testing.T) {
+		p := s.newProject(t)
+		claim := p.verifiedClaim(s.api)
+		req := p.assume(s.api, claim)
+		logf := filepath.Join(t.TempDir(), "agent.log")
+		run, code, stderr := p.spawnsRun(t, s.gateway(t, s.api), dir, []string{"AGENT_MODE=forbidden", "AGENT_LOG=" + logf}, "--request-id", req.RequestID)
+		if code != 0 || run["outcome"] != "resolved" {
+			t.Fatalf("exit %d, run %v\n%s", code, run, stderr)
+		}
+		log, _ := os.ReadFile(logf)
+		for _, k := range []string{"lock", "tokens-create"} {
+			if !strings.Contains(string(log), k+" ") || !strings.Contains(string(log), `"code":"forbidden"`) {
+				t.Fatalf("%s with the callback token was not refused: %s", k, log)
+			}
+		}
+		if e := p.entity(claim); e.Status != "verified" {
+			t.Fatalf("status %s: the forbidden lock changed the claim", e.Status)
+		}
+	})
+}
