@@ -181,13 +181,13 @@ func TestAnOperatorSetsAProjectsSpawnTimeoutAndBadValuesChangeNothing(t *testing
 
 func TestAnOperatorSetsAProjectsSpawnMaxLease(t *testing.T) {
 	backend := &oneProject{}
-	invoke := newFunction(backend, nil, slog.New(slog.DiscardHandler))
+	invoke := newFunction(backend, slog.New(slog.DiscardHandler))
 	out, err := invoke(context.Background(), json.RawMessage(`{"dont_operator":{"set_project":{"project":"p1","spawn_timeout":"2h","spawn_max_lease":"48h"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var env map[string]any
-	json.Unmarshal(out.(json.RawMessage), &env)
+	json.Unmarshal(out, &env)
 	data, _ := env["data"].(map[string]any)
 	if env["ok"] != true || data["spawn_max_lease"] != "48h0m0s" || backend.settings["p1"].SpawnMaxLease != 48*time.Hour {
 		t.Fatalf("set_project with spawn_max_lease: %v, stored %v", env, backend.settings)

@@ -50,14 +50,15 @@ var dataTypes = map[string][]reflect.Type{
 	envelope.KindConfirmations:  {reflect.TypeFor[service.ConfirmationList]()},
 	envelope.KindSessions:       {reflect.TypeFor[service.SessionList]()},
 	envelope.KindApprovalsInbox: {reflect.TypeFor[service.Inbox]()},
+	envelope.KindSpawnHeartbeat: {reflect.TypeFor[service.HeartbeatResult]()},
 }
 
 // FrontEndKinds are the kinds no tool returns: a transport or the CLI
 // builds them itself (GET /v1/tools, /v1/health, init, doctor, version,
-// the CLI's NDJSON frame lines, the operator's project settings and secret
-// rotation). Their data is an object.
+// the CLI's NDJSON frame lines, the runner's report, the operator's
+// project settings and secret rotation). Their data is an object.
 var FrontEndKinds = []string{envelope.KindTools, envelope.KindHealth, envelope.KindInit, envelope.KindDoctor,
-	envelope.KindProjectSettings, envelope.KindVersion, envelope.KindFrame, envelope.KindSecretRotation}
+	envelope.KindProjectSettings, envelope.KindVersion, envelope.KindFrame, envelope.KindSecretRotation, envelope.KindSpawnRun}
 
 // outputKinds is, per tool, the kinds of its successful results. A gated
 // tool that may be held also returns KindConfirmation (added by
@@ -80,6 +81,7 @@ var outputKinds = map[string][]string{
 	"spawns":                {envelope.KindSpawns},
 	"sweep":                 {envelope.KindSweep},
 	"spawns.cancel":         {envelope.KindSpawnCancel},
+	"spawns.heartbeat":      {envelope.KindSpawnHeartbeat},
 	"spawns.manage":         {envelope.KindSpawns, envelope.KindSpawn, envelope.KindSpawnCancel},
 	"tokens.manage":         {envelope.KindTokens, envelope.KindToken},
 	"tokens.revoke-all":     {envelope.KindTokensRevoked},

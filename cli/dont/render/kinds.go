@@ -45,6 +45,8 @@ var kinds = map[string]func(*printer, doc){
 	envelope.KindVersion:         version,
 	envelope.KindApprovalsInbox:  approvalsInbox,
 	envelope.KindSecretRotation:  secretRotation,
+	envelope.KindSpawnHeartbeat:  spawnHeartbeat,
+	envelope.KindSpawnRun:        spawnRun,
 }
 
 // Claims and terms.
@@ -718,6 +720,35 @@ func inboxName(d doc, id string) string {
 		return n
 	}
 	return id
+}
+
+func spawnHeartbeat(p *printer, d doc) {
+	if d.b("moved") {
+		p.line("%s now expires %s (it was %s)", p.st.Bold(d.s("request_id")), p.at(d, "expires_at"), p.at(d, "previous_expires_at"))
+	} else {
+		p.line("%s still expires %s: a heartbeat never moves an expiry earlier", p.st.Bold(d.s("request_id")), p.at(d, "expires_at"))
+	}
+	p.fields("entity", d.s("entity_id"), "state", d.s("state"), "lease ends", p.at(d, "lease_ends_at"))
+}
+
+// spawnRun is the runner's report: one line per started subagent and how
+// it ended.
+func spawnRun(p *printer, d doc) {
+	rows := [][]cell{}
+	for _, r := range d.list("runs") {
+		outcome := cell{text: r.s("outcome")}
+		if r.s("outcome") != "resolved" {
+			outcome.style = p.st.Yellow
+		}
+		rows = append(rows, []cell{c(r.s("request_id")), c(orDash(r.s("agent"))), outcome, c(orDash(r.s("spawn_outcome"))), c(fmt.Sprint(r.n("exit_code"))), c(fmt.Sprint(r.n("heartbeats")))})
+	}
+	if len(rows) > 0 {
+		p.table("", []string{"SPAWN", "AGENT", "OUTCOME", "SPAWN OUTCOME", "EXIT", "HEARTBEATS"}, rows)
+	}
+	p.line("%d of %s resolved", d.n("resolved"), Plural(d.n("count"), "subagent", "subagents"))
+	if d.b("interrupted") {
+		p.line("interrupted: the agents still running were killed")
+	}
 }
 
 func secretRotation(p *printer, d doc) {
