@@ -28,7 +28,10 @@ import (
 //	DONT_LINEARIZE_OPS=100000 go test ./internal/linearize/ -run Linearizable -v -timeout 2h
 //
 // and DONT_LINEARIZE_BACKENDS=sqlite,http,serve picks backends.
-// DONT_LINEARIZE_OPS wins over -short.
+// DONT_LINEARIZE_OPS wins over -short. DONT_LINEARIZE_FAULT_SEED sets the
+// dynamo-faults run's fault seed (logged at its start); the faults land
+// on the requests in the order the concurrent clients send them, so a
+// seed repeats the plan, not always the run.
 func budget(def int) int {
 	if n, err := strconv.Atoi(os.Getenv("DONT_LINEARIZE_OPS")); err == nil && n > 0 {
 		return n
@@ -86,7 +89,12 @@ func backends() []backendCase {
 			return b
 		}, linearize.Mix{Expire: true, Cancel: true, Approvals: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 1500},
 		{"dynamo-faults", func(t *testing.T) linearize.Backend {
-			b, ft, err := linearize.NewDynamo(dynamoEndpoint(t), 6, manual.Timeout, uint64(time.Now().UnixNano()), faults.Mixed()...)
+			seed := uint64(time.Now().UnixNano())
+			if v, err := strconv.ParseUint(os.Getenv("DONT_LINEARIZE_FAULT_SEED"), 10, 64); err == nil {
+				seed = v
+			}
+			t.Logf("fault seed %d (DONT_LINEARIZE_FAULT_SEED)", seed)
+			b, ft, err := linearize.NewDynamo(dynamoEndpoint(t), 6, manual.Timeout, seed, faults.Mixed()...)
 			if err != nil {
 				t.Fatal(err)
 			}

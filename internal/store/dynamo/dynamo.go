@@ -89,7 +89,10 @@
 // transaction that committed but whose response was lost succeeds without
 // writing again (DynamoDB keeps the token for 10 minutes, far longer than
 // the retries). The single puts recognise their own earlier attempt in
-// the item a failed condition returns.
+// the item a failed condition returns; the put that issues a spawn on an
+// entity, whose item another commit may have changed before the retry
+// (a move, the spawn's resolution), also by the spawn's id on the entity
+// or in its history (issued).
 //
 // # Consistency
 //
@@ -333,7 +336,7 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 		}
 	}
 	if p.inline != nil {
-		return s.putOnce(ctx, p.inline, p.inlineOwner)
+		return s.putOnce(ctx, p.inline, p.inlineOwner, func(ctx context.Context) (bool, error) { return s.issued(ctx, p.inlineSpawn) })
 	}
 	in := &dynamodb.TransactWriteItemsInput{
 		TransactItems:          p.items,
@@ -361,9 +364,11 @@ type commitPlan struct {
 	// once, before the commit (see putSpawnItem).
 	spawnItems []spawn.Spawn
 	// inline, when set, is the whole commit: one conditional put of one
-	// entity item; inlineOwner is the id its condition answers for.
+	// entity item; inlineOwner is the id its condition answers for, and
+	// inlineSpawn the spawn it issues.
 	inline      *dynamodb.PutItemInput
 	inlineOwner string
+	inlineSpawn spawn.Spawn
 	// items is the transaction otherwise; owners names the id each item's
 	// condition answers for.
 	items  []types.TransactWriteItem
@@ -467,7 +472,7 @@ func (s *Store) planInline(ctx context.Context, tx service.Tx, onEntity map[stri
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":v": num(put.PrevVersion)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes}
-	p.inlineOwner = put.Entity.ID
+	p.inlineOwner, p.inlineSpawn = put.Entity.ID, *o.opens
 	return true, nil
 }
 
@@ -686,15 +691,19 @@ func (s *Store) putSpawnItem(ctx context.Context, sp spawn.Spawn) error {
 		ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes}
-	return s.putOnce(ctx, in, sp.ID)
+	return s.putOnce(ctx, in, sp.ID, nil)
 }
 
 // putOnce runs a conditional PutItem. A failed condition is a
 // ConditionFailed on owner, unless the stored item is exactly the one
 // being written: then an earlier attempt, whose response was lost, wrote
-// it, and the put has succeeded.
-func (s *Store) putOnce(ctx context.Context, in *dynamodb.PutItemInput, owner string) error {
+// it, and the put has succeeded. An item that later writes changed no
+// longer matches; when the put was retried, landed says (if given)
+// whether an earlier attempt landed all the same.
+func (s *Store) putOnce(ctx context.Context, in *dynamodb.PutItemInput, owner string, landed func(context.Context) (bool, error)) error {
+	attempts := 0
 	err := s.write(ctx, func(ctx context.Context) error {
+		attempts++
 		_, err := s.client.PutItem(ctx, in, noSDKRetries)
 		return err
 	})
@@ -709,10 +718,36 @@ func (s *Store) putOnce(ctx context.Context, in *dynamodb.PutItemInput, owner st
 			return err
 		}
 	}
-	if !sameItem(old, in.Item) {
-		return &service.ConditionFailed{ID: owner}
+	if sameItem(old, in.Item) {
+		return nil
 	}
-	return nil
+	if attempts > 1 && landed != nil {
+		ok, err := landed(ctx)
+		if err != nil || ok {
+			return err
+		}
+	}
+	return &service.ConditionFailed{ID: owner}
+}
+
+// issued says whether the commit that issues sp on its entity landed.
+// Only that commit names sp (a new id) on the entity, and only a commit
+// that resolves sp clears it, writing a history item that records sp in
+// the same transaction: so sp was issued if the entity names it or, read
+// after the entity, a history item does. Later commits on the entity (a
+// move, the spawn's resolution) are why the entity's item is no longer
+// the one the issue wrote.
+func (s *Store) issued(ctx context.Context, sp spawn.Spawn) (bool, error) {
+	it, err := s.getItem(ctx, key(s.entityPK(), sp.EntityID))
+	if err != nil || it == nil {
+		return false, err
+	}
+	if attrString(it, "ps") == sp.ID {
+		return true, nil
+	}
+	ended, err := s.resolutions(ctx, sp.EntityID, sp.ID)
+	_, ok := ended[sp.ID]
+	return ok, err
 }
 
 func sameItem(a, b map[string]types.AttributeValue) bool {
