@@ -29,4 +29,9 @@ const (
 	KindDoctor          = "doctor"
 	KindProjectSettings = "project_settings"
 	KindVersion         = "version"
+	KindHook            = "hook"
+	KindHooks           = "hooks"
+	KindHookTest        = "hook_test"
+	KindHookDeliveries  = "hook_deliveries"
+	KindHookDeliver     = "hook_deliver"
 )

@@ -201,20 +201,20 @@ func OfEvent(ev ledger.Event) (Message, bool) {
 
 // ApprovalData is the data of the approval events.
 type ApprovalData struct {
-	ApprovalID string             `json:"approval_id"`
-	SessionID  string             `json:"session_id"`
-	CallID     string             `json:"call_id"`
-	FromTier   approvals.Tier     `json:"from_tier,omitempty"`
-	ToTier     approvals.Tier     `json:"to_tier"`
-	Preview    string             `json:"preview,omitempty"`
-	Reason     string             `json:"reason,omitempty"`
-	Requester  string             `json:"requester,omitempty"`
-	Deadline   time.Time          `json:"deadline"`
-	Verdict    approvals.Verdict  `json:"verdict,omitempty"`
-	Cause      approvals.Cause    `json:"cause,omitempty"`
-	AnsweredBy string             `json:"answered_by,omitempty"`
-	ResolvedAt *time.Time         `json:"resolved_at,omitempty"`
-	State      approvals.State    `json:"state"`
+	ApprovalID string            `json:"approval_id"`
+	SessionID  string            `json:"session_id"`
+	CallID     string            `json:"call_id"`
+	FromTier   approvals.Tier    `json:"from_tier,omitempty"`
+	ToTier     approvals.Tier    `json:"to_tier"`
+	Preview    string            `json:"preview,omitempty"`
+	Reason     string            `json:"reason,omitempty"`
+	Requester  string            `json:"requester,omitempty"`
+	Deadline   time.Time         `json:"deadline"`
+	Verdict    approvals.Verdict `json:"verdict,omitempty"`
+	Cause      approvals.Cause   `json:"cause,omitempty"`
+	AnsweredBy string            `json:"answered_by,omitempty"`
+	ResolvedAt *time.Time        `json:"resolved_at,omitempty"`
+	State      approvals.State   `json:"state"`
 }
 
 func approvalData(a approvals.Approval) ApprovalData {

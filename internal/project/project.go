@@ -23,6 +23,17 @@ const Dir = ".dont"
 type Config struct {
 	SpawnTimeout string `toml:"spawn_timeout"`
 	LLM          LLM    `toml:"llm"`
+	Hooks        Hooks  `toml:"hooks"`
+}
+
+// Hooks configures webhook delivery (docs/hooks.md).
+type Hooks struct {
+	// AllowPrivate lists the private or special address ranges a hook may
+	// reach (CIDR prefixes or addresses); none by default.
+	AllowPrivate []string `toml:"allow_private"`
+	// PublicURL is where people reach this project's approvals page; a
+	// Slack message links to it.
+	PublicURL string `toml:"public_url"`
 }
 
 // LLM configures direct mode. API keys are never read from this file:
