@@ -356,19 +356,18 @@ func TestRedirectsAreNotFollowedAndBodiesAreCapped(t *testing.T) {
 	}
 }
 
-// A receiver that never answers is cut off at the attempt timeout and
-// the attempt is retried.
+// A receiver that never answers is cut off at the attempt timeout (5 s,
+// shortened here) and the attempt is one to retry.
 func TestASilentReceiverTimesOutAndIsRetried(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits the 5 s attempt timeout")
-	}
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
 	defer srv.Close()
 	defer close(release)
 	start := time.Now()
-	r := webhook.New(loopback).Send(context.Background(), srv.URL, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg:x", time.Now(), []byte(`{}`))
-	if r.Err == nil || r.Status != 0 || time.Since(start) > hooks.AttemptTimeout+2*time.Second {
+	c := webhook.New(loopback)
+	c.HTTP.Timeout = 300 * time.Millisecond
+	r := c.Send(context.Background(), srv.URL, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg:x", time.Now(), []byte(`{}`))
+	if r.Err == nil || r.Status != 0 || hooks.Classify(r.Status) != hooks.Retry || time.Since(start) > hooks.AttemptTimeout {
 		t.Fatalf("silent receiver: %+v after %v", r, time.Since(start))
 	}
 }
@@ -465,4 +464,57 @@ func TestASlackIncomingWebhookAcceptsTheQuestion(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// The no-subscriber rule (docs/approvals.md): nobody reads the session's
+// frames, yet a hook that hears approval.asked and whose last delivery
+// succeeded makes the question askable; one whose last delivery failed
+// does not.
+func TestAHookWhoseLastDeliverySucceededCountsAsALiveSubscriber(t *testing.T) {
+	f := newFixture(t, loopback)
+	f.svc.Approvals = service.Approvals{Store: f.store}
+	ctx := context.Background()
+	ses, err := f.svc.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	escalate := func(call string) error {
+		_, _, err := f.svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: ses.ID, CallID: call, To: "workspace-write", Reason: "build", Preview: "make", NoWait: true})
+		return err
+	}
+	if err := escalate("c0"); err == nil || !strings.Contains(err.Error(), "no client") {
+		t.Fatalf("with no subscriber and no hook: %v", err)
+	}
+	rcv := &receiver{t: t, now: f.clk.Now, script: func(n int) int {
+		if n == 1 {
+			return 500
+		}
+		return 200
+	}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	h := f.add(t, srv.URL, "approval.asked")
+	rcv.secret = h.Secret
+	if _, err := f.svc.Hooks.Test(ctx, h.ID); err != nil { // 500: the last delivery failed
+		t.Fatal(err)
+	}
+	if err := escalate("c1"); err == nil {
+		t.Fatal("a hook whose last delivery failed counted as a subscriber")
+	}
+	if _, err := f.svc.Hooks.Test(ctx, h.ID); err != nil { // 200
+		t.Fatal(err)
+	}
+	if err := escalate("c2"); err != nil {
+		t.Fatalf("a hook whose last delivery succeeded did not count: %v", err)
+	}
+	if res := f.deliver(t); res.Delivered < 1 {
+		t.Fatalf("the question was not delivered: %+v", res)
+	}
+	var asked bool
+	for _, d := range rcv.accepted() {
+		asked = asked || d.Type == "approval.asked"
+	}
+	if !asked {
+		t.Fatalf("received %+v", rcv.accepted())
+	}
 }
