@@ -309,7 +309,10 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 		return err
 	}
 	defer closeStore()
-	res, err := a.callEmbedded(ctx, svc, t, args)
+	// The delivery pass runs during the call (for calls that wait) and
+	// after its envelope is printed, before the store closes.
+	defer a.deliverAround(ctx, svc, t)()
+	res, err := tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, args, a.arrival())
 	if err != nil {
 		a.failWith(err, res.Warnings)
 		return nil

@@ -45,7 +45,7 @@ func (a *app) hooksConfig(p project.Project, store *sqlite.Store) (service.Hooks
 }
 
 // embeddedDeliveryBudget bounds the delivery pass after an embedded command.
-const embeddedDeliveryBudget = 10 * time.Second
+const embeddedDeliveryBudget = 2 * hooks.AttemptTimeout
 
 // deliverAfter is the embedded CLI's part of the delivery worker: while
 // a call that may wait (escalate, approvals wait) runs, and once after
@@ -102,16 +102,13 @@ func (a *app) deliverAfter(ctx context.Context, svc *service.Service, p project.
 	}
 }
 
-// callEmbedded runs one tool call on the embedded store, with the
-// delivery pass around it.
-func (a *app) callEmbedded(ctx context.Context, svc *service.Service, t *tools.Tool, args map[string]any) (tools.Output, error) {
-	stop := func() {}
-	if a.embeddedStore != nil {
-		stop = a.deliverAfter(ctx, svc, a.embeddedProject, a.embeddedStore, t)
+// deliverAround starts the embedded delivery pass for one call and
+// returns what finishes it.
+func (a *app) deliverAround(ctx context.Context, svc *service.Service, t *tools.Tool) func() {
+	if a.embeddedStore == nil {
+		return func() {}
 	}
-	res, err := tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, args, a.arrival())
-	stop()
-	return res, err
+	return a.deliverAfter(ctx, svc, a.embeddedProject, a.embeddedStore, t)
 }
 
 // deliverLoop is `dont serve`'s delivery worker: every interval, the due

@@ -110,10 +110,7 @@ type HookAddInput struct {
 // Add creates a subscription and returns it with its signing secret,
 // which is shown this once.
 func (s *Hooks) Add(ctx context.Context, in HookAddInput) (HookView, error) {
-	st, err := s.hookStore()
-	if err != nil {
-		return HookView{}, err
-	}
+	// The input first, so that a bad one gets the same refusal everywhere.
 	u, err := hooks.CheckURL(in.URL, s.HooksConfig.Policy)
 	if err != nil {
 		return HookView{}, err
@@ -123,6 +120,10 @@ func (s *Hooks) Add(ctx context.Context, in HookAddInput) (HookView, error) {
 		return HookView{}, err
 	}
 	format, err := hooks.ParseFormat(in.Format)
+	if err != nil {
+		return HookView{}, err
+	}
+	st, err := s.hookStore()
 	if err != nil {
 		return HookView{}, err
 	}
