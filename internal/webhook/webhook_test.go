@@ -372,7 +372,6 @@ func TestASilentReceiverTimesOutAndIsRetried(t *testing.T) {
 	}
 }
 
-
 // fakeSlack replays the responses Slack's incoming webhooks give: 200
 // "ok", 400 "invalid_payload" (also for a body that is not a Block Kit
 // message), 404 "no_service", 429 with Retry-After.

@@ -78,7 +78,6 @@ func (s *Store) HasDue(ctx context.Context, now time.Time) (bool, error) {
 	return n > 0, classify(err)
 }
 
-
 // announce writes m to the outbox inside tx, with one delivery per live
 // hook that hears it; with no such hook it writes nothing.
 func (s *Store) announce(ctx context.Context, tx *sql.Tx, m hooks.Message, ok bool) error {
@@ -390,4 +389,3 @@ func (s *Store) LastAttempt(ctx context.Context, hookID string) (hooks.Attempt, 
 	}
 	return as[0], true, nil
 }
-
