@@ -162,7 +162,17 @@ func message(t EventType, at time.Time, data any) (Message, bool) {
 	if err != nil {
 		return Message{}, false
 	}
-	return Message{ID: ids.New(ids.Message, at), Type: t, At: at.UTC(), Data: b}, true
+	return Message{Type: t, At: at.UTC(), Data: b}, true
+}
+
+// Identified gives m its id (the webhook-id), if it has none: a store
+// calls it once it knows a hook hears m, so that an event nobody hears
+// mints no id.
+func (m Message) Identified() Message {
+	if m.ID == "" {
+		m.ID = ids.New(ids.Message, m.At)
+	}
+	return m
 }
 
 // SpawnData is the data of the spawn events.
@@ -267,7 +277,7 @@ func OfHeld(p confirm.Pending) (Message, bool) {
 // TestMessage is what `hooks test` sends.
 func TestMessage(hookID string, at time.Time) Message {
 	m, _ := message(Test, at, map[string]string{"hook_id": hookID})
-	return m
+	return m.Identified()
 }
 
 // CheckURL is the URL policy applied when a hook is added (the dial-time

@@ -139,7 +139,7 @@ func TestSlackPayloadGolden(t *testing.T) {
 	if !ok {
 		t.Fatal("no message")
 	}
-	m.ID = "msg:01JQ0000000000000000000002"
+	m.ID = "msg:01JQ0000000000000000000002" // as a store gives it
 	body, err := Body(FormatSlack, m, "https://dont.example.com/")
 	if err != nil {
 		t.Fatal(err)

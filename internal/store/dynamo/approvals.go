@@ -226,8 +226,13 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 	if err != nil {
 		return err
 	}
+	outbox, err := s.outbox(ctx, askedMessages(a))
+	if err != nil {
+		return err
+	}
 	build := func(context.Context) (writeSet, error) {
 		var w writeSet
+		w.addOutbox(outbox)
 		w.add(a.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
 			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 			ExpressionAttributeNames: map[string]string{"#pk": PartitionKey}}})
@@ -431,6 +436,11 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		ConditionExpression:       aws.String("#st = :pending"),
 		ExpressionAttributeNames:  map[string]string{"#st": "st"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending))}}})
+	outbox, err := s.outbox(ctx, endedMessages(a))
+	if err != nil {
+		return err
+	}
+	w.addOutbox(outbox)
 	if a.State != approvals.Pending && a.Verdict != approvals.Approved {
 		w.add(lockOwner, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table),
 			Key:                       key(s.callPK(a.CallID), callLockKey),

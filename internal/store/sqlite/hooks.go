@@ -125,6 +125,7 @@ func enqueue(ctx context.Context, tx *sql.Tx, m hooks.Message, hookIDs []string)
 	if len(hookIDs) == 0 {
 		return nil
 	}
+	m = m.Identified()
 	doc, err := json.Marshal(m)
 	if err != nil {
 		return err
