@@ -58,6 +58,16 @@ const (
 	HookNotFound errs.Code = "hook-not-found"
 )
 
+// BusHook is the hook id of a deployment's event bus (EventBridge on
+// AWS): a subscription to every event that no one adds or removes; its
+// deliveries are published, not posted.
+const BusHook = "bus:default"
+
+// Bus is the bus subscription.
+func Bus() Hook {
+	return Hook{ID: BusHook, URL: "eventbridge:default", Events: EventTypes, Format: FormatJSON}
+}
+
 // Hook is a subscription. Its signing secret is kept apart (Secret) and
 // shown once, when the hook is added.
 type Hook struct {

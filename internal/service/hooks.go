@@ -68,8 +68,17 @@ type SendResult struct {
 	Refused    bool // the address policy refused the target
 }
 
+// EventBus publishes one message to a deployment's event bus
+// (internal/eventbus: EventBridge).
+type EventBus interface {
+	Publish(ctx context.Context, m hooks.Message) SendResult
+}
+
 // HooksConfig configures webhooks.
 type HooksConfig struct {
+	// Bus, when set, receives the deliveries of hooks.BusHook, which a
+	// store with an event bus queues for every event.
+	Bus    EventBus
 	Store  HookStore
 	Sender Sender
 	// Policy is the address policy applied when a hook is added (the
@@ -293,7 +302,7 @@ const DeliveryLease = 30 * time.Second
 func (s *Hooks) Deliver(ctx context.Context, limit int) (DeliverResult, error) {
 	var res DeliverResult
 	st := s.HooksConfig.Store
-	if st == nil || s.HooksConfig.Sender == nil {
+	if st == nil || s.HooksConfig.Sender == nil && s.HooksConfig.Bus == nil {
 		return res, nil
 	}
 	due, err := st.ClaimDue(ctx, s.now(), DeliveryLease, limit)
@@ -304,8 +313,10 @@ func (s *Hooks) Deliver(ctx context.Context, limit int) (DeliverResult, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		h, err := st.GetHook(ctx, dd.Delivery.HookID)
-		if err != nil {
+		var h hooks.Hook
+		if dd.Delivery.HookID == hooks.BusHook {
+			h = hooks.Bus()
+		} else if h, err = st.GetHook(ctx, dd.Delivery.HookID); err != nil {
 			return res, storeErr(err)
 		}
 		_, d, err := s.attempt(ctx, st, h, dd.Delivery, dd.Message)
@@ -337,10 +348,15 @@ func (s *core) attempt(ctx context.Context, st HookStore, h hooks.Hook, d hooks.
 	body, err := hooks.Body(h.Format, m, s.HooksConfig.PublicURL)
 	if err != nil {
 		a.Outcome, a.Error = hooks.Rejected, "cannot encode: "+err.Error()
-	} else if s.HooksConfig.Sender == nil {
+	} else if h.ID == hooks.BusHook && s.HooksConfig.Bus == nil || h.ID != hooks.BusHook && s.HooksConfig.Sender == nil {
 		a.Outcome, a.Error = hooks.Retry, "no sender in this process"
 	} else {
-		r := s.HooksConfig.Sender.Send(ctx, h.URL, h.Secret, m.ID, a.At, body)
+		var r SendResult
+		if h.ID == hooks.BusHook {
+			r = s.HooksConfig.Bus.Publish(ctx, m)
+		} else {
+			r = s.HooksConfig.Sender.Send(ctx, h.URL, h.Secret, m.ID, a.At, body)
+		}
 		a.Status, a.LatencyMS, retryAfter = r.Status, r.Latency.Milliseconds(), r.RetryAfter
 		a.Outcome = hooks.Classify(r.Status)
 		switch {

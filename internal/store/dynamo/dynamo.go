@@ -153,6 +153,8 @@ type Store struct {
 	retry   backoff
 	// frameRetention is how long approval frames are kept (0: for good).
 	frameRetention time.Duration
+	// eventBus: announced events are queued for the event bus too (SetEventBus).
+	eventBus bool
 
 	secretMu sync.Mutex
 	secret   []byte

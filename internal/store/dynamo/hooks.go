@@ -34,6 +34,10 @@ func (s *Store) dueDeliveriesPK() string       { return s.prefix + "HD#due" }
 
 var _ service.HookStore = (*Store)(nil)
 
+// SetEventBus makes every announced event queue a delivery to the
+// deployment's event bus (hooks.BusHook) as well as to the project's hooks.
+func (s *Store) SetEventBus(on bool) { s.eventBus = on }
+
 func (s *Store) hookItem(h hooks.Hook) (map[string]types.AttributeValue, error) {
 	secret := h.Secret
 	doc, err := json.Marshal(h)
@@ -95,6 +99,9 @@ func (s *Store) outbox(ctx context.Context, msgs []hooks.Message) ([]types.Trans
 	live, err := s.ListHooks(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if s.eventBus {
+		live = append(live, hooks.Bus())
 	}
 	var out []types.TransactWriteItem
 	for _, m := range msgs {
