@@ -401,3 +401,9 @@ func (s *core) hookSubscribed(ctx context.Context) bool {
 	}
 	return false
 }
+
+// DeliverHooks is Hooks.Deliver on the service itself, for consumers that
+// take a project's service as a whole (the sweeper function).
+func (s *Service) DeliverHooks(ctx context.Context, limit int) (DeliverResult, error) {
+	return s.Hooks.Deliver(ctx, limit)
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
 )
@@ -31,6 +32,11 @@ const (
 	EnvSubscriberLease = settings.EnvSubscriberLease
 	EnvApprovalPoll    = "DONT_APPROVAL_POLL"
 	EnvFrameRetention  = "DONT_FRAME_RETENTION"
+	// Webhooks (docs/hooks.md): the event bus events are put on ("off":
+	// none), the private ranges a hook may reach, the approvals page's URL.
+	EnvEventBus     = "DONT_EVENT_BUS"
+	EnvAllowPrivate = "DONT_HOOKS_ALLOW_PRIVATE"
+	EnvPublicURL    = "DONT_PUBLIC_URL"
 )
 
 // DefaultApprovalPoll is how often a long-poll of a session's frames, or a
@@ -62,6 +68,12 @@ type Config struct {
 	// FrameRetention lets DynamoDB's TTL delete frames this long after
 	// they were written (0: kept for good).
 	FrameRetention time.Duration
+	// EventBus is the EventBridge bus every event is put on ("": none;
+	// the default is "default").
+	EventBus string
+	// HookPolicy is the webhook address policy; PublicURL the approvals page.
+	HookPolicy hooks.AddrPolicy
+	PublicURL  string
 }
 
 // ConfigFromEnv reads the configuration; getenv is os.Getenv in production.
@@ -104,6 +116,20 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		*d.dst = dur
 	}
+	c.EventBus = "default"
+	switch v := strings.TrimSpace(getenv(EnvEventBus)); v {
+	case "":
+	case "off", "none":
+		c.EventBus = ""
+	default:
+		c.EventBus = v
+	}
+	allow, err := hooks.ParsePrefixes(getenv(EnvAllowPrivate))
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", EnvAllowPrivate, err)
+	}
+	c.HookPolicy = hooks.AddrPolicy{Allow: allow}
+	c.PublicURL = strings.TrimSpace(getenv(EnvPublicURL))
 	for _, p := range strings.Split(getenv(EnvProjects), ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			c.Projects = append(c.Projects, p)

@@ -8,11 +8,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/dynamo"
+	"github.com/dont-cli/dont/internal/webhook"
 )
 
 // Connect reads the configuration and builds the clients: once per cold
@@ -41,8 +43,10 @@ func Connect(ctx context.Context, getenv func(string) string, author string, log
 			st.SetFrameRetention(cfg.FrameRetention)
 			return st
 		},
-		Queue:    &sqssched.Queue{Client: queue, URL: cfg.QueueURL},
-		Registry: &Registry{Client: ddb, Table: cfg.Table},
+		Queue:       &sqssched.Queue{Client: queue, URL: cfg.QueueURL},
+		Registry:    &Registry{Client: ddb, Table: cfg.Table},
+		Webhooks:    webhook.New(cfg.HookPolicy),
+		EventBridge: eventbridge.NewFromConfig(awsCfg),
 	}, nil
 }
 

@@ -267,7 +267,7 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 	}
 	f := *question
 	f.SessionID = a.SessionID
-	if err := s.appendFrame(ctx, &f, build); err != nil {
+	if err := s.announced(ctx, outbox, s.appendFrame(ctx, &f, build)); err != nil {
 		return err
 	}
 	question.Cursor = f.Cursor
@@ -448,7 +448,7 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 			ExpressionAttributeNames:  map[string]string{"#h": "h"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(a.ID)}}})
 	}
-	err = s.commitSet(ctx, w)
+	err = s.announced(ctx, outbox, s.commitSet(ctx, w))
 	if service.FailedOn(err, lockOwner) {
 		return fmt.Errorf("dynamo: the lock of call %q is not held by pending approval %s", a.CallID, a.ID)
 	}

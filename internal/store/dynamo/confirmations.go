@@ -52,7 +52,7 @@ func (s *Store) PutConfirmation(ctx context.Context, p confirm.Pending) error {
 	if isCancelled(err) {
 		return &service.ConditionFailed{ID: p.ID}
 	}
-	return err
+	return s.announced(ctx, outbox, err)
 }
 
 // GetConfirmation implements service.ConfirmationStore.

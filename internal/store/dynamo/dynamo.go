@@ -155,6 +155,8 @@ type Store struct {
 	frameRetention time.Duration
 	// eventBus: announced events are queued for the event bus too (SetEventBus).
 	eventBus bool
+	// onAnnounce runs after a write that queued deliveries (SetOnAnnounce).
+	onAnnounce func(ctx context.Context)
 
 	secretMu sync.Mutex
 	secret   []byte
@@ -365,7 +367,7 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 			}
 		}
 	}
-	return err
+	return s.announced(ctx, outbox, err)
 }
 
 // commitPlan is how one Tx is written.

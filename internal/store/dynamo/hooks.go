@@ -34,6 +34,19 @@ func (s *Store) dueDeliveriesPK() string       { return s.prefix + "HD#due" }
 
 var _ service.HookStore = (*Store)(nil)
 
+// SetOnAnnounce sets f to run after each write that queued deliveries
+// commits (the API function sends a delivery message: docs/aws.md).
+func (s *Store) SetOnAnnounce(f func(ctx context.Context)) { s.onAnnounce = f }
+
+// announced runs the OnAnnounce callback after a committed write whose
+// outbox was not empty.
+func (s *Store) announced(ctx context.Context, outbox []types.TransactWriteItem, err error) error {
+	if err == nil && len(outbox) > 0 && s.onAnnounce != nil {
+		s.onAnnounce(ctx)
+	}
+	return err
+}
+
 // SetEventBus makes every announced event queue a delivery to the
 // deployment's event bus (hooks.BusHook) as well as to the project's hooks.
 func (s *Store) SetEventBus(on bool) { s.eventBus = on }
