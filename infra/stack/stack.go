@@ -197,6 +197,18 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	})
 	s.API.AddToRolePolicy(tablePolicy)
 	s.Sweeper.AddToRolePolicy(tablePolicy)
+	// Events go to the account's default bus, and nowhere else
+	// (docs/hooks.md): the sweeper delivers them; the API function's
+	// `hooks deliver` may too.
+	busPolicy := awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("events:PutEvents"),
+		Resources: &[]*string{awscdk.Fn_Join(jsii.String(""), &[]*string{
+			jsii.String("arn:"), awscdk.Aws_PARTITION(), jsii.String(":events:"), awscdk.Aws_REGION(), jsii.String(":"),
+			awscdk.Aws_ACCOUNT_ID(), jsii.String(":event-bus/default"),
+		})},
+	})
+	s.API.AddToRolePolicy(busPolicy)
+	s.Sweeper.AddToRolePolicy(busPolicy)
 	s.TimeoutQueue.GrantSendMessages(s.API)
 	// The sweeper sends the messages of spawns and questions whose expiry
 	// came within SQS's 15-minute delay limit (the scheduled sweep), and

@@ -339,6 +339,21 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 		}
 	})
+	t.Run("PutEvents only on the default bus", func(t *testing.T) {
+		n := 0
+		for _, st := range statements(raw) {
+			if !slices.Contains(st.actions, "events:PutEvents") {
+				continue
+			}
+			n++
+			if len(st.actions) != 1 || len(st.resources) != 1 || !strings.Contains(st.resources[0], ":event-bus/default\"") {
+				t.Errorf("policy %s grants %v on %v", st.policy, st.actions, st.resources)
+			}
+		}
+		if n == 0 {
+			t.Error("no role may put events")
+		}
+	})
 	t.Run("DynamoDB actions only on the table and its indexes", func(t *testing.T) {
 		for _, st := range statements(raw) {
 			if !slices.ContainsFunc(st.actions, func(a string) bool { return strings.HasPrefix(a, "dynamodb:") }) {
@@ -357,12 +372,12 @@ func TestLeastPrivilege(t *testing.T) {
 	want := map[string][]string{
 		"ApiFunction": {
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query",
-			"dynamodb:ConditionCheckItem", "sqs:SendMessage",
+			"dynamodb:ConditionCheckItem", "sqs:SendMessage", "events:PutEvents",
 		},
 		"SweeperFunction": {
 			"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query",
 			"dynamodb:ConditionCheckItem", "sqs:SendMessage", "sqs:ReceiveMessage",
-			"sqs:DeleteMessage", "sqs:ChangeMessageVisibility",
+			"sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "events:PutEvents",
 		},
 	}
 	for role, actions := range want {
