@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Start or stop the local AWS stand-ins used when there is no Docker and no
 # AWS_ENDPOINT_URL: a DynamoDB-compatible server (localstack/dynamostandin,
-# minidyn inside) and an SQS-compatible server (fauxqs, pinned in
-# localstack/package.json). Both listen on 127.0.0.1 only, on free ports.
+# minidyn inside), an SQS-compatible server (fauxqs, pinned in
+# localstack/package.json) and an EventBridge PutEvents stand-in
+# (localstack/eventbridgestandin). All listen on 127.0.0.1 only, on free ports.
 #
 #   eval "$(bash localstack/standins.sh start)"   # exports the endpoints
 #   bash localstack/standins.sh status
 #   bash localstack/standins.sh stop
 #
 # start prints only `export ...` lines on stdout (progress goes to stderr):
-#   export DONT_DYNAMO_ENDPOINT=http://127.0.0.1:PORT DONT_SQS_ENDPOINT=http://127.0.0.1:PORT
+#   export DONT_DYNAMO_ENDPOINT=http://127.0.0.1:PORT DONT_SQS_ENDPOINT=http://127.0.0.1:PORT DONT_EVENTBRIDGE_ENDPOINT=http://127.0.0.1:PORT
 # State (PIDs, endpoints, logs, the built binary) lives in
 # $DONT_STANDINS_DIR (default /tmp/dont-standins). start is idempotent: if
 # both servers are already running it prints their endpoints again.
@@ -54,6 +55,7 @@ stop_one() {
 stop_all() {
   stop_one dynamo dynamostandin
   stop_one sqs fauxqs-loopback
+  stop_one events eventbridgestandin
   rm -f "$state/env"
 }
 
@@ -89,8 +91,8 @@ check_sqs() {
 }
 
 print_env() {
-  printf 'export DONT_DYNAMO_ENDPOINT=%s DONT_SQS_ENDPOINT=%s\n' \
-    "$(cat "$state/dynamo.endpoint")" "$(cat "$state/sqs.endpoint")"
+  printf 'export DONT_DYNAMO_ENDPOINT=%s DONT_SQS_ENDPOINT=%s DONT_EVENTBRIDGE_ENDPOINT=%s\n' \
+    "$(cat "$state/dynamo.endpoint")" "$(cat "$state/sqs.endpoint")" "$(cat "$state/events.endpoint")"
 }
 
 node_tools() {
@@ -106,7 +108,7 @@ node_tools() {
 
 start() {
   mkdir -p "$state"
-  if alive dynamo dynamostandin && alive sqs fauxqs-loopback && [[ -f "$state/env" ]]; then
+  if alive dynamo dynamostandin && alive sqs fauxqs-loopback && alive events eventbridgestandin && [[ -f "$state/env" ]]; then
     log "already running"
     print_env
     return 0
@@ -119,20 +121,26 @@ start() {
 
   log "building the DynamoDB stand-in"
   (cd "$root" && go build -o "$state/dynamostandin" ./localstack/dynamostandin)
+  log "building the EventBridge stand-in"
+  (cd "$root" && go build -o "$state/eventbridgestandin" ./localstack/eventbridgestandin)
 
   nohup "$state/dynamostandin" -addr 127.0.0.1:0 >"$state/dynamo.log" 2>&1 &
   echo $! >"$state/dynamo.pid"
   FAUXQS_PORT=0 FAUXQS_LOGGER="${FAUXQS_LOGGER:-false}" \
     nohup node "$here/fauxqs-loopback.mjs" >"$state/sqs.log" 2>&1 &
   echo $! >"$state/sqs.pid"
+  nohup "$state/eventbridgestandin" -addr 127.0.0.1:0 >"$state/events.log" 2>&1 &
+  echo $! >"$state/events.pid"
 
-  local dynamo sqs
+  local dynamo sqs events
   dynamo="$(wait_listening dynamo "$state/dynamo.log")"
   sqs="$(wait_listening sqs "$state/sqs.log")"
+  events="$(wait_listening events "$state/events.log")"
   check_dynamo "$dynamo" || die "the DynamoDB stand-in at $dynamo does not answer ListTables"
   check_sqs "$sqs" || die "fauxqs at $sqs does not answer ListQueues"
   printf '%s\n' "$dynamo" >"$state/dynamo.endpoint"
   printf '%s\n' "$sqs" >"$state/sqs.endpoint"
+  printf '%s\n' "$events" >"$state/events.endpoint"
   print_env >"$state/env"
   trap - EXIT
   log "DynamoDB stand-in $dynamo (pid $(cat "$state/dynamo.pid")), fauxqs $sqs (pid $(cat "$state/sqs.pid")); logs in $state"
@@ -143,6 +151,7 @@ status() {
   local ok=0
   alive dynamo dynamostandin && log "dynamo: pid $(cat "$state/dynamo.pid") $(cat "$state/dynamo.endpoint" 2>/dev/null)" || { log "dynamo: not running"; ok=1; }
   alive sqs fauxqs-loopback && log "sqs: pid $(cat "$state/sqs.pid") $(cat "$state/sqs.endpoint" 2>/dev/null)" || { log "sqs: not running"; ok=1; }
+  alive events eventbridgestandin && log "events: pid $(cat "$state/events.pid") $(cat "$state/events.endpoint" 2>/dev/null)" || { log "events: not running"; ok=1; }
   [[ $ok -eq 0 ]] && print_env
   return $ok
 }
