@@ -219,3 +219,30 @@ func TestACrashBetweenCommitAndDeliveryStillDelivers(t *testing.T) {
 		t.Fatal("two events under one webhook-id")
 	}
 }
+
+// Nobody watches the session, but a hook that hears approval.asked and
+// last delivered successfully keeps it answerable: the embedded escalate
+// asks, the question reaches the hook while escalate waits, and its
+// ending follows.
+func TestAnEscalationReachesAHookWhileItWaits(t *testing.T) {
+	p := newProject(t, allowLoopback, "DONT_APPROVAL_TIMEOUT=3s")
+	rcv := newHookReceiver(t)
+	id := p.addHook(t, rcv, "approval.asked,approval.ended")
+	ses := p.session("read-only")
+	if r := p.run("escalate", "--session", ses, "--call", "c0", "--to", "workspace-write", "--reason", "build", "--no-wait"); r.str("code") != "no-subscriber" {
+		t.Fatalf("a hook that never delivered counted as a subscriber: %s", r.stdout)
+	}
+	p.ok("hooks", "test", id, "--yes")
+	rcv.next(t, "hook.test", 5*time.Second)
+	c, out, apr := p.startEscalate(nil, "--session", ses, "--call", "c1", "--to", "workspace-write", "--reason", "runs make", "--", "make", "test")
+	asked := rcv.next(t, "approval.asked", 3*time.Second) // delivered while escalate waits
+	if d := asked["data"].(map[string]any); d["approval_id"] != apr || d["preview"] != "make test" {
+		t.Fatalf("asked %v", asked)
+	}
+	if code, _ := waitExit(t, c, out); code != 1 {
+		t.Fatalf("escalate exit %d", code)
+	}
+	if d := rcv.next(t, "approval.ended", 5*time.Second)["data"].(map[string]any); d["verdict"] != "timed-out" {
+		t.Fatalf("ended %v", d)
+	}
+}
