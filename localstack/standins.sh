@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Start or stop the local AWS stand-ins used when there is no Docker and no
 # AWS_ENDPOINT_URL: a DynamoDB-compatible server (localstack/dynamostandin,
-# minidyn inside) and an SQS-compatible server (fauxqs, pinned in
-# localstack/package.json), and a KMS-compatible server (localstack/kmsstandin,
-# local-kms inside). All listen on 127.0.0.1 only, on free ports.
+# minidyn inside), an SQS-compatible server (fauxqs, pinned in
+# localstack/package.json), a KMS-compatible server (localstack/kmsstandin,
+# local-kms inside) and an EventBridge PutEvents stand-in
+# (localstack/eventbridgestandin). All listen on 127.0.0.1 only, on free ports.
 #
 #   eval "$(bash localstack/standins.sh start)"   # exports the endpoints
 #   bash localstack/standins.sh status
 #   bash localstack/standins.sh stop
 #
 # start prints only `export ...` lines on stdout (progress goes to stderr):
-#   export DONT_DYNAMO_ENDPOINT=http://127.0.0.1:PORT DONT_SQS_ENDPOINT=http://127.0.0.1:PORT DONT_KMS_ENDPOINT=http://127.0.0.1:PORT
+#   export DONT_DYNAMO_ENDPOINT=http://127.0.0.1:PORT DONT_SQS_ENDPOINT=http://127.0.0.1:PORT DONT_KMS_ENDPOINT=http://127.0.0.1:PORT DONT_EVENTBRIDGE_ENDPOINT=http://127.0.0.1:PORT
 # State (PIDs, endpoints, logs, the built binary) lives in
 # $DONT_STANDINS_DIR (default /tmp/dont-standins). start is idempotent: if
 # both servers are already running it prints their endpoints again.
@@ -56,6 +57,7 @@ stop_all() {
   stop_one dynamo dynamostandin
   stop_one sqs fauxqs-loopback
   stop_one kms kmsstandin
+  stop_one events eventbridgestandin
   rm -f "$state/env"
 }
 
@@ -91,8 +93,8 @@ check_sqs() {
 }
 
 print_env() {
-  printf 'export DONT_DYNAMO_ENDPOINT=%s DONT_SQS_ENDPOINT=%s DONT_KMS_ENDPOINT=%s\n' \
-    "$(cat "$state/dynamo.endpoint")" "$(cat "$state/sqs.endpoint")" "$(cat "$state/kms.endpoint")"
+  printf 'export DONT_DYNAMO_ENDPOINT=%s DONT_SQS_ENDPOINT=%s DONT_KMS_ENDPOINT=%s DONT_EVENTBRIDGE_ENDPOINT=%s\n' \
+    "$(cat "$state/dynamo.endpoint")" "$(cat "$state/sqs.endpoint")" "$(cat "$state/kms.endpoint")" "$(cat "$state/events.endpoint")"
 }
 
 check_kms() {
@@ -115,7 +117,7 @@ node_tools() {
 
 start() {
   mkdir -p "$state"
-  if alive dynamo dynamostandin && alive sqs fauxqs-loopback && alive kms kmsstandin && [[ -f "$state/env" ]]; then
+  if alive dynamo dynamostandin && alive sqs fauxqs-loopback && alive kms kmsstandin && alive events eventbridgestandin && [[ -f "$state/env" ]]; then
     log "already running"
     print_env
     return 0
@@ -130,6 +132,8 @@ start() {
   (cd "$root" && go build -o "$state/dynamostandin" ./localstack/dynamostandin)
   log "building the KMS stand-in"
   (cd "$root" && go build -o "$state/kmsstandin" ./localstack/kmsstandin)
+  log "building the EventBridge stand-in"
+  (cd "$root" && go build -o "$state/eventbridgestandin" ./localstack/eventbridgestandin)
 
   nohup "$state/dynamostandin" -addr 127.0.0.1:0 >"$state/dynamo.log" 2>&1 &
   echo $! >"$state/dynamo.pid"
@@ -139,17 +143,21 @@ start() {
   mkdir -p "$state/kms-data"
   nohup "$state/kmsstandin" -addr 127.0.0.1:0 -data "$state/kms-data" >"$state/kms.log" 2>&1 &
   echo $! >"$state/kms.pid"
+  nohup "$state/eventbridgestandin" -addr 127.0.0.1:0 >"$state/events.log" 2>&1 &
+  echo $! >"$state/events.pid"
 
-  local dynamo sqs kms
+  local dynamo sqs kms events
   dynamo="$(wait_listening dynamo "$state/dynamo.log")"
   sqs="$(wait_listening sqs "$state/sqs.log")"
   kms="$(wait_listening kms "$state/kms.log")"
   check_kms "$kms" || die "the KMS stand-in at $kms does not answer ListKeys"
   printf '%s\n' "$kms" >"$state/kms.endpoint"
+  events="$(wait_listening events "$state/events.log")"
   check_dynamo "$dynamo" || die "the DynamoDB stand-in at $dynamo does not answer ListTables"
   check_sqs "$sqs" || die "fauxqs at $sqs does not answer ListQueues"
   printf '%s\n' "$dynamo" >"$state/dynamo.endpoint"
   printf '%s\n' "$sqs" >"$state/sqs.endpoint"
+  printf '%s\n' "$events" >"$state/events.endpoint"
   print_env >"$state/env"
   trap - EXIT
   log "DynamoDB stand-in $dynamo (pid $(cat "$state/dynamo.pid")), fauxqs $sqs (pid $(cat "$state/sqs.pid")), KMS stand-in $kms (pid $(cat "$state/kms.pid")); logs in $state"
@@ -161,6 +169,7 @@ status() {
   alive dynamo dynamostandin && log "dynamo: pid $(cat "$state/dynamo.pid") $(cat "$state/dynamo.endpoint" 2>/dev/null)" || { log "dynamo: not running"; ok=1; }
   alive sqs fauxqs-loopback && log "sqs: pid $(cat "$state/sqs.pid") $(cat "$state/sqs.endpoint" 2>/dev/null)" || { log "sqs: not running"; ok=1; }
   alive kms kmsstandin && log "kms: pid $(cat "$state/kms.pid") $(cat "$state/kms.endpoint" 2>/dev/null)" || { log "kms: not running"; ok=1; }
+  alive events eventbridgestandin && log "events: pid $(cat "$state/events.pid") $(cat "$state/events.endpoint" 2>/dev/null)" || { log "events: not running"; ok=1; }
   [[ $ok -eq 0 ]] && print_env
   return $ok
 }

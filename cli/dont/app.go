@@ -25,6 +25,11 @@ import (
 
 // app is one invocation: its streams, environment and global flags.
 type app struct {
+	// embeddedStore and embeddedProject are the store and project the
+	// embedded call opened (for the delivery pass after it).
+	embeddedStore   *sqlite.Store
+	embeddedProject project.Project
+
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
@@ -316,6 +321,9 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 		return err
 	}
 	defer closeStore()
+	// The delivery pass runs during the call (for calls that wait) and
+	// after its envelope is printed, before the store closes.
+	defer a.deliverAround(ctx, svc, t)()
 	res, err := tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, args, a.arrival())
 	if err != nil {
 		a.failWith(err, res.Warnings)
@@ -341,7 +349,8 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, Author: a.author()})
+	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, Author: a.author(),
+		HooksConfig: service.HooksConfig{Store: store}})
 	if svc.Approvals, err = a.approvalsConfig(store, usesApprovals(t)); err != nil {
 		store.Close()
 		return nil, nil, err
@@ -356,6 +365,13 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 			svc.SpawnMaxLease, err = cfg.MaxLease(a.getenv(settings.EnvSpawnMaxLease))
 		}
 		if err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+	}
+	a.embeddedStore, a.embeddedProject = store, p
+	if strings.HasPrefix(t.Name, "hooks.") {
+		if svc.HooksConfig, err = a.hooksConfig(p, store); err != nil {
 			store.Close()
 			return nil, nil, err
 		}

@@ -30,3 +30,15 @@ func (a *app) storeHooks() sqlite.Hooks {
 		}
 	}}
 }
+
+// beforeDelivery is the point between a command's commit and its delivery
+// pass: with DONT_FAULT_DELIVERY_DELAY set, a test build says so on stderr
+// and waits that long there (a SIGKILL test kills it at that line).
+func (a *app) beforeDelivery() {
+	d, _ := time.ParseDuration(a.getenv("DONT_FAULT_DELIVERY_DELAY"))
+	if d <= 0 {
+		return
+	}
+	fmt.Fprintf(a.stderr, "fault-injection: committed; holding the delivery for %s\n", d)
+	time.Sleep(d)
+}

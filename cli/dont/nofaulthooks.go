@@ -7,3 +7,6 @@ import "github.com/dont-cli/dont/internal/store/sqlite"
 // storeHooks is the embedded store's fault hooks: none in the binary as
 // shipped (see the package comment and faulthooks.go).
 func (a *app) storeHooks() sqlite.Hooks { return sqlite.Hooks{} }
+
+// beforeDelivery is a fault point of test builds only (faulthooks.go).
+func (a *app) beforeDelivery() {}

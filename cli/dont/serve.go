@@ -108,6 +108,9 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
 		return err
 	}
+	if svc.HooksConfig, err = a.hooksConfig(p, store); err != nil {
+		return err
+	}
 	handler := httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}},
 		RatePerSecond: rate, Log: log, DisableInteractiveConfirm: !interactiveConfirm,
@@ -146,6 +149,11 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		defer close(sweepDone)
 		scheduler.Backstop{Every: sweepEvery, Log: log}.Run(ctx, svc)
 	}()
+	deliverDone := make(chan struct{})
+	go func() {
+		defer close(deliverDone)
+		a.deliverLoop(ctx, svc, store, sweepEvery, log)
+	}()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -159,6 +167,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	err = srv.Shutdown(shutdown)
 	<-sweepDone
 	<-timersDone
+	<-deliverDone
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return errs.E(errs.Internal, "shutdown: "+err.Error()).Wrap(err)
 	}

@@ -60,6 +60,8 @@ const (
 	EnvTimeoutQueueURL = "DONT_TIMEOUT_QUEUE_URL"
 	// EnvSecretsKey names the KMS key that seals project secrets.
 	EnvSecretsKey = "DONT_SECRETS_KEY"
+	// EnvEventBus names the bus events are put on, or "off".
+	EnvEventBus = "DONT_EVENT_BUS"
 
 	// Context keys that override where the Lambda assets are read from
 	// (cdk synth -c dont:apiAssetDir=... or cdk.json "context").
@@ -74,6 +76,11 @@ const (
 	// 2.0 events; for LocalStack plans without API Gateway v2).
 	ContextAPIFront = "dont:apiFront"
 
+	// ContextEventBus names the EventBridge bus every announced event is
+	// put on ("default": the account's default bus), or "off" (the
+	// default: each event on the bus costs a write more per commit and a
+	// PutEvents entry; docs/hooks.md).
+	ContextEventBus = "dont:eventBus"
 	// ContextAlarmEmail subscribes an email address to the alarm topic
 	// (confirm the subscription from the message AWS sends). Without it the
 	// topic exists and has no subscriber: subscribe a pager or a chat hook.
@@ -246,6 +253,8 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		EnvTimeoutQueueURL: s.TimeoutQueue.QueueUrl(),
 		EnvSecretsKey:      s.SecretsKey.KeyArn(),
 	}
+	bus := setting(s.Stack, "", ContextEventBus, "off")
+	(*env)[EnvEventBus] = jsii.String(bus)
 	opts := functionOptions{
 		arch:     arch,
 		tracing:  choice(s.Stack, ContextTracing, "active", "active", "off"),
@@ -285,6 +294,19 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	})
 	s.API.AddToRolePolicy(secretsPolicy)
 	s.Operator.AddToRolePolicy(secretsPolicy)
+	// With a bus named, events go to it and nowhere else (docs/hooks.md):
+	// the sweeper delivers them; the API function's `hooks deliver` may too.
+	if bus != "off" {
+		busPolicy := awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings("events:PutEvents"),
+			Resources: &[]*string{awscdk.Fn_Join(jsii.String(""), &[]*string{
+				jsii.String("arn:"), awscdk.Aws_PARTITION(), jsii.String(":events:"), awscdk.Aws_REGION(), jsii.String(":"),
+				awscdk.Aws_ACCOUNT_ID(), jsii.String(":event-bus/" + bus),
+			})},
+		})
+		s.API.AddToRolePolicy(busPolicy)
+		s.Sweeper.AddToRolePolicy(busPolicy)
+	}
 	s.TimeoutQueue.GrantSendMessages(s.API)
 	// The sweeper sends the messages of spawns and questions whose expiry
 	// came within SQS's 15-minute delay limit (the scheduled sweep), and

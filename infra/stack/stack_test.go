@@ -344,6 +344,32 @@ func TestLeastPrivilege(t *testing.T) {
 			}
 		}
 	})
+	t.Run("no role may put events unless a bus is named", func(t *testing.T) {
+		for _, st := range statements(raw) {
+			if slices.Contains(st.actions, "events:PutEvents") {
+				t.Errorf("policy %s grants PutEvents with the bus off", st.policy)
+			}
+		}
+	})
+	t.Run("with dont:eventBus=default, PutEvents only on the default bus", func(t *testing.T) {
+		_, raw, err := synth(map[string]any{stack.ContextEventBus: "default"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, st := range statements(raw) {
+			if !slices.Contains(st.actions, "events:PutEvents") {
+				continue
+			}
+			n++
+			if len(st.actions) != 1 || len(st.resources) != 1 || !strings.Contains(st.resources[0], ":event-bus/default\"") {
+				t.Errorf("policy %s grants %v on %v", st.policy, st.actions, st.resources)
+			}
+		}
+		if n != 2 {
+			t.Errorf("%d policies may put events, want the api's and the sweeper's", n)
+		}
+	})
 	t.Run("DynamoDB actions only on the table and its indexes", func(t *testing.T) {
 		for _, st := range statements(raw) {
 			if !slices.ContainsFunc(st.actions, func(a string) bool { return strings.HasPrefix(a, "dynamodb:") }) {
@@ -360,7 +386,7 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 	})
 	want := map[string][]string{
-		"ApiRole":      {"sqs:SendMessage"},
+		"ApiRole":      {"sqs:SendMessage", "kms:Encrypt", "kms:Decrypt"},
 		"SweeperRole":  {"sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"},
 		"OperatorRole": {"kms:Encrypt", "kms:Decrypt"},
 	}

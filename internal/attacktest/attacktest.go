@@ -134,6 +134,8 @@ func Run(t *testing.T, target Target) {
 		{"a callback token cannot doubt without its request id", callbackNeedsItsRequestID},
 		{"a subagent's retried callback gets the duplicate, not an error", retriedCallbackIsADuplicate},
 		{"a callback token cannot heartbeat another spawn", callbackHeartbeatsOnlyItsOwnSpawn},
+		{"a harness or callback token cannot add, remove or test webhooks", harnessCannotManageHooks},
+		{"a hook cannot point at a private address", hookCannotTargetAPrivateAddress},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(run{t: t, target: target}) })
@@ -332,5 +334,44 @@ func callbackHeartbeatsOnlyItsOwnSpawn(r run) {
 	late := r.ok(cb, "spawns.heartbeat", map[string]any{"request_id": rid, "extend": "1h"})
 	if w := late.Warnings(); len(w) != 1 || w[0] != "spawn-heartbeat-late" || late.Data()["moved"] != false {
 		r.t.Fatalf("a heartbeat after the cancel: %s", late.Raw)
+	}
+}
+
+var hookTools = []struct {
+	tool string
+	args map[string]any
+}{
+	{"hooks.add", map[string]any{"url": "https://hooks.example.com/in", "events": []string{"approval.asked"}}},
+	{"hooks.list", map[string]any{}},
+	{"hooks.remove", map[string]any{"id": "hook:01HX05A9K8VP0000000000000A"}},
+	{"hooks.test", map[string]any{"id": "hook:01HX05A9K8VP0000000000000A"}},
+	{"hooks.deliveries", map[string]any{"id": "hook:01HX05A9K8VP0000000000000A"}},
+	{"hooks.deliver", map[string]any{}},
+}
+
+func harnessCannotManageHooks(r run) {
+	harness := r.target.Token(r.t, "harness")
+	_, _, callback := r.spawned(harness)
+	for _, who := range []struct{ name, token string }{{"a harness token", harness}, {"a callback token", callback}} {
+		for _, c := range hookTools {
+			r.refused(r.call(who.token, c.tool, c.args, confirmedByCLI), http.StatusForbidden, "forbidden", who.name+" calling "+c.tool)
+		}
+	}
+	// Nothing was added (a deployment without webhooks says so instead).
+	rep := r.call(r.target.Token(r.t, "admin"), "hooks.list", map[string]any{})
+	if rep.Status == http.StatusOK {
+		if n, _ := rep.Data()["count"].(float64); n != 0 {
+			r.t.Fatalf("%v hooks exist", n)
+		}
+	} else if rep.Str("code") != "hooks-unavailable" {
+		r.t.Fatalf("hooks.list: %d %s", rep.Status, rep.Raw)
+	}
+}
+
+func hookCannotTargetAPrivateAddress(r run) {
+	admin := r.target.Token(r.t, "admin")
+	for _, u := range []string{"https://169.254.169.254/latest/meta-data/", "https://10.0.0.1/", "http://127.0.0.1:8700/v1/tools/tokens.create", "http://hooks.example.com/"} {
+		r.refused(r.call(admin, "hooks.add", map[string]any{"url": u, "events": []string{"approval.asked"}}, confirmedByCLI),
+			http.StatusUnprocessableEntity, "hook-url-refused", "a hook at "+u)
 	}
 }

@@ -35,4 +35,9 @@ const (
 	KindProjectSettings = "project_settings"
 	KindSecretRotation  = "secret_rotation"
 	KindVersion         = "version"
+	KindHook            = "hook"
+	KindHooks           = "hooks"
+	KindHookTest        = "hook_test"
+	KindHookDeliveries  = "hook_deliveries"
+	KindHookDeliver     = "hook_deliver"
 )

@@ -70,6 +70,8 @@ type Record struct {
 // and a retried assume still gets a usable token.
 var SecretFields = map[string][]string{
 	"token": {"token"},
+	// hooks.add answers a "hook" envelope with the signing secret.
+	"hook": {"secret"},
 }
 
 // SecretNotReplayed is the warning code of a replayed response whose

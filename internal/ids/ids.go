@@ -22,6 +22,9 @@ const (
 	Request  = "req"
 	// Confirmation is a call held for an approver (the server's own confirmation flow).
 	Confirmation = "conf"
+	// Hook is a webhook subscription; Message one announced event (its webhook-id).
+	Hook    = "hook"
+	Message = "msg"
 )
 
 var (
@@ -45,7 +48,7 @@ func Kind(id string) string {
 		return ""
 	}
 	switch kind {
-	case Claim, Term, Spawn, Event, Approval, Session, Token, Request, Confirmation:
+	case Claim, Term, Spawn, Event, Approval, Session, Token, Request, Confirmation, Hook, Message:
 		if _, err := ulid.ParseStrict(rest); err != nil {
 			return ""
 		}

@@ -236,6 +236,10 @@ var table = map[errs.Code]Class{
 	"tokens-unavailable": {ExitState, statusUnavailable, steps("dont serve", "tokens need a store that keeps them"), nil, nil},
 	// internal/service (operator.go)
 	"settings-unavailable": {ExitState, statusUnavailable, steps(`spawn_timeout = "24h"  # in .dont/config.toml`, "an embedded project keeps its settings in its config file"), nil, nil},
+	// internal/hooks, internal/service (hooks.go)
+	"hook-url-refused":  {ExitUsage, statusUnprocessable, steps("dont hooks add --url https://<public host>/<path> --events approval.asked", "use an https URL to a public address (http only to loopback; private ranges need [hooks] allow_private, docs/hooks.md)"), nil, nil},
+	"hook-not-found":    {ExitState, statusNotFound, steps("dont hooks list", "list the hooks that exist"), nil, nil},
+	"hooks-unavailable": {ExitState, statusUnavailable, steps("dont serve", "webhooks need a store that keeps them (docs/hooks.md)"), nil, nil},
 	// internal/service (horizon.go)
 	"schedule-failed": {ExitState, statusUnavailable, steps("dont sweep", "the due sweep times the request out when it is due; check the timeout queue"), nil, nil},
 

@@ -24,8 +24,19 @@ type Config struct {
 	SpawnTimeout  string `toml:"spawn_timeout"`
 	SpawnMaxLease string `toml:"spawn_max_lease"`
 	LLM           LLM    `toml:"llm"`
+	Hooks         Hooks  `toml:"hooks"`
 	// Agents are `dont spawns run`'s agent profiles ([agents.<name>]).
 	Agents map[string]Agent `toml:"agents"`
+}
+
+// Hooks configures webhook delivery (docs/hooks.md).
+type Hooks struct {
+	// AllowPrivate lists the private or special address ranges a hook may
+	// reach (CIDR prefixes or addresses); none by default.
+	AllowPrivate []string `toml:"allow_private"`
+	// PublicURL is where people reach this project's approvals page; a
+	// Slack message links to it.
+	PublicURL string `toml:"public_url"`
 }
 
 // Agent is one agent profile of `dont spawns run` ([agents.<name>]), as

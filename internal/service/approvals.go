@@ -323,7 +323,7 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		if err != nil {
 			return res, nil, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseChannelError, err)
 		}
-		if !s.live(last) {
+		if !s.live(last) && !s.hookSubscribed(ctx) {
 			return res, nil, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseNoSubscriber, nil)
 		}
 		// 3. The question, created together with its delivery.

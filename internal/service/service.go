@@ -58,6 +58,8 @@ type Deps struct {
 	// store shared by many projects (DynamoDB); "" for a store of one
 	// project. Callback tokens and the operator's settings view name it.
 	Project string
+	// HooksConfig keeps webhook subscriptions and delivers them (docs/hooks.md).
+	HooksConfig HooksConfig
 }
 
 // Service is the one service every front end calls, split by domain over
@@ -74,6 +76,7 @@ type Service struct {
 	Escalations *Escalations
 	Held        *Held
 	Credentials *Credentials
+	Hooks       *Hooks
 }
 
 // core is what the domains share: the ports, the clock, and the helpers
@@ -106,7 +109,7 @@ type Credentials struct{ *core }
 // New builds the service over deps.
 func New(deps Deps) *Service {
 	c := &core{Deps: deps}
-	return &Service{core: c, Ledger: &Ledger{c}, Spawns: &Spawns{c}, Escalations: &Escalations{c}, Held: &Held{c}, Credentials: &Credentials{c}}
+	return &Service{core: c, Ledger: &Ledger{c}, Spawns: &Spawns{c}, Escalations: &Escalations{c}, Held: &Held{c}, Credentials: &Credentials{c}, Hooks: &Hooks{c}}
 }
 
 func (s *core) now() time.Time {

@@ -23,6 +23,9 @@ var gates = map[string]confirm.Gate{
 	"spawns.cancel": {RequiresConfirmation: true},
 	"tokens.create": {RequiresConfirmation: true},
 	"tokens.revoke": {RequiresConfirmation: true},
+	"hooks.add":     {RequiresConfirmation: true},
+	"hooks.remove":  {RequiresConfirmation: true},
+	"hooks.test":    {RequiresConfirmation: true},
 	// Interactive-only: a person answers the prompt; --yes and skip
 	// parameters do not skip it.
 	"tokens.revoke-all": {InteractiveOnly: true},

@@ -51,6 +51,11 @@ var dataTypes = map[string][]reflect.Type{
 	envelope.KindSessions:       {reflect.TypeFor[service.SessionList]()},
 	envelope.KindApprovalsInbox: {reflect.TypeFor[service.Inbox]()},
 	envelope.KindSpawnHeartbeat: {reflect.TypeFor[service.HeartbeatResult]()},
+	envelope.KindHook:           {reflect.TypeFor[service.HookView]()},
+	envelope.KindHooks:          {reflect.TypeFor[service.HookList]()},
+	envelope.KindHookTest:       {reflect.TypeFor[service.HookTestResult]()},
+	envelope.KindHookDeliveries: {reflect.TypeFor[service.HookDeliveries]()},
+	envelope.KindHookDeliver:    {reflect.TypeFor[service.DeliverResult]()},
 }
 
 // FrontEndKinds are the kinds no tool returns: a transport or the CLI
@@ -106,6 +111,12 @@ var outputKinds = map[string][]string{
 	"approvals.frames":      {envelope.KindFrames},
 	"approvals.sweep":       {envelope.KindApprovalsSweep},
 	"approvals.audit":       {envelope.KindApprovalsAudit},
+	"hooks.add":             {envelope.KindHook},
+	"hooks.list":            {envelope.KindHooks},
+	"hooks.remove":          {envelope.KindHook},
+	"hooks.test":            {envelope.KindHookTest},
+	"hooks.deliveries":      {envelope.KindHookDeliveries},
+	"hooks.deliver":         {envelope.KindHookDeliver},
 }
 
 var entityKinds = []string{string(ledger.KindClaim), string(ledger.KindTerm)}

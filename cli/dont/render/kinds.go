@@ -47,6 +47,11 @@ var kinds = map[string]func(*printer, doc){
 	envelope.KindSecretRotation:  secretRotation,
 	envelope.KindSpawnHeartbeat:  spawnHeartbeat,
 	envelope.KindSpawnRun:        spawnRun,
+	envelope.KindHook:            hook,
+	envelope.KindHooks:           hookList,
+	envelope.KindHookTest:        hookTest,
+	envelope.KindHookDeliveries:  hookDeliveries,
+	envelope.KindHookDeliver:     hookDeliver,
 }
 
 // Claims and terms.
@@ -749,6 +754,67 @@ func spawnRun(p *printer, d doc) {
 	if d.b("interrupted") {
 		p.line("interrupted: the agents still running were killed")
 	}
+}
+
+// Webhooks (docs/hooks.md).
+
+func hook(p *printer, d doc) {
+	if d.has("removed_at") {
+		p.line("%s removed %s: nothing more is delivered to it", p.st.Bold(d.s("hook_id")), p.at(d, "removed_at"))
+	} else {
+		p.line("%s delivers %s to %s", p.st.Bold(d.s("hook_id")), strings.Join(d.strs("events"), ", "), d.s("url"))
+	}
+	p.fields("format", d.s("format"), "created", p.at(d, "created_at"), "by", d.s("created_by"))
+	if secret := d.s("secret"); secret != "" {
+		p.line("signing secret (shown this once): %s", p.st.Bold(secret))
+	}
+}
+
+func hookList(p *printer, d doc) {
+	rows := [][]cell{}
+	for _, h := range d.list("hooks") {
+		rows = append(rows, []cell{c(h.s("hook_id")), c(h.s("format")), c(strings.Join(h.strs("events"), ",")), c(orDash(h.s("last_outcome"))), c(h.s("url"))})
+	}
+	if len(rows) > 0 {
+		p.table("", []string{"HOOK", "FORMAT", "EVENTS", "LAST", "URL"}, rows)
+	}
+	p.line("%s", Plural(d.n("count"), "hook", "hooks"))
+}
+
+func hookAttempt(p *printer, a doc) string {
+	status := "no answer"
+	if a.n("status") > 0 {
+		status = fmt.Sprintf("HTTP %d", a.n("status"))
+	}
+	return fmt.Sprintf("attempt %d: %s, %s in %d ms", a.n("attempt"), a.s("outcome"), status, a.n("latency_ms"))
+}
+
+func hookTest(p *printer, d doc) {
+	p.line("test delivery %s", p.st.Bold(d.s("message_id")))
+	if a := d.m("attempt"); len(a) > 0 {
+		p.line("  %s", hookAttempt(p, a))
+	}
+}
+
+func hookDeliveries(p *printer, d doc) {
+	rows := [][]cell{}
+	for _, x := range d.list("deliveries") {
+		rows = append(rows, []cell{c(x.s("message_id")), c(x.s("type")), c(x.s("state")), c(fmt.Sprint(x.n("attempts"))), c(p.age(timeOf(x, "created_at")))})
+	}
+	p.line("deliveries of %s", d.s("hook_id"))
+	if len(rows) > 0 {
+		p.table("", []string{"MESSAGE", "EVENT", "STATE", "ATTEMPTS", "CREATED"}, rows)
+	}
+	if attempts := d.list("attempts"); len(attempts) > 0 {
+		p.line("attempts")
+		for _, a := range attempts {
+			p.line("  %s  %s  %s", a.s("message_id"), p.age(timeOf(a, "at")), hookAttempt(p, a))
+		}
+	}
+}
+
+func hookDeliver(p *printer, d doc) {
+	p.line("%d attempted: %d delivered, %d to retry, %d failed", d.n("attempted"), d.n("delivered"), d.n("retrying"), d.n("failed"))
 }
 
 func secretRotation(p *printer, d doc) {

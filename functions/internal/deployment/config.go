@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
 )
@@ -35,6 +36,11 @@ const (
 	// project's callback secret at rest; set by the stack. Unset, secrets
 	// are stored as they are (the stand-ins' default; docs/aws.md).
 	EnvSecretsKey = "DONT_SECRETS_KEY"
+	// Webhooks (docs/hooks.md): the event bus events are put on ("off":
+	// none), the private ranges a hook may reach, the approvals page's URL.
+	EnvEventBus     = "DONT_EVENT_BUS"
+	EnvAllowPrivate = "DONT_HOOKS_ALLOW_PRIVATE"
+	EnvPublicURL    = "DONT_PUBLIC_URL"
 )
 
 // DefaultApprovalPoll is how often a long-poll of a session's frames, or a
@@ -70,6 +76,12 @@ type Config struct {
 	FrameRetention time.Duration
 	// SecretsKey is the KMS key sealing project secrets ("" for none).
 	SecretsKey string
+	// EventBus is the EventBridge bus every event is put on ("": none,
+	// the default; the stack's dont:eventBus sets it).
+	EventBus string
+	// HookPolicy is the webhook address policy; PublicURL the approvals page.
+	HookPolicy hooks.AddrPolicy
+	PublicURL  string
 }
 
 // ConfigFromEnv reads the configuration; getenv is os.Getenv in production.
@@ -113,6 +125,20 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		*d.dst = dur
 	}
+	// Off unless named: every announced event on the bus costs a write
+	// more per commit and a PutEvents entry (docs/aws-cost.md).
+	switch v := strings.TrimSpace(getenv(EnvEventBus)); v {
+	case "", "off", "none":
+		c.EventBus = ""
+	default:
+		c.EventBus = v
+	}
+	allow, err := hooks.ParsePrefixes(getenv(EnvAllowPrivate))
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", EnvAllowPrivate, err)
+	}
+	c.HookPolicy = hooks.AddrPolicy{Allow: allow}
+	c.PublicURL = strings.TrimSpace(getenv(EnvPublicURL))
 	for _, p := range strings.Split(getenv(EnvProjects), ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			c.Projects = append(c.Projects, p)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -15,6 +16,7 @@ import (
 	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/dynamo"
+	"github.com/dont-cli/dont/internal/webhook"
 )
 
 // Connect reads the configuration and builds the clients: once per cold
@@ -51,8 +53,10 @@ func Connect(ctx context.Context, getenv func(string) string, author string, log
 			}
 			return st
 		},
-		Queue:    &sqssched.Queue{Client: queue, URL: cfg.QueueURL},
-		Registry: &Registry{Client: ddb, Table: cfg.Table},
+		Queue:       &sqssched.Queue{Client: queue, URL: cfg.QueueURL},
+		Registry:    &Registry{Client: ddb, Table: cfg.Table},
+		Webhooks:    webhook.New(cfg.HookPolicy),
+		EventBridge: eventbridge.NewFromConfig(awsCfg),
 	}, nil
 }
 

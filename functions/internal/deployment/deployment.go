@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/dont-cli/dont/internal/eventbus"
 	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/dynamo"
@@ -20,6 +21,7 @@ type Store interface {
 	service.TokenStore
 	service.ApprovalStore
 	service.ConfirmationStore
+	service.HookStore
 }
 
 // Deployment holds what lives for the whole life of a function's process
@@ -38,6 +40,10 @@ type Deployment struct {
 	Open     func(project string) Store
 	Queue    *sqssched.Queue
 	Registry *Registry
+	// Webhooks delivers webhooks (nil: no deliveries from this process);
+	// EventBridge puts events on Config.EventBus (nil: none).
+	Webhooks    service.Sender
+	EventBridge eventbus.PutAPI
 	// Now is the services' clock (default: the wall clock).
 	Now func() time.Time
 
@@ -60,12 +66,36 @@ func (d *Deployment) Service(project string) *service.Service {
 // project for the scheduled sweep).
 func (d *Deployment) NewService(project string, st Store) *service.Service {
 	sched := registering{registry: d.Registry, next: d.Queue.For(project), project: project, log: d.Log}
+	hc := service.HooksConfig{Store: st, Sender: d.Webhooks, Policy: d.Config.HookPolicy, PublicURL: d.Config.PublicURL}
+	if d.EventBridge != nil && d.Config.EventBus != "" {
+		hc.Bus = eventbus.Publisher{Client: d.EventBridge, Bus: d.Config.EventBus, Project: project}
+	}
+	if ds, ok := st.(*dynamo.Store); ok {
+		d.announcing(ds, project)
+	}
 	return service.New(service.Deps{
-		Store: st, Confirmations: st, Tokens: st, Project: project, Clock: d.Now, SpawnTimeout: d.Config.SpawnTimeout, SpawnMaxLease: d.Config.SpawnMaxLease, Author: d.Author,
+		HooksConfig: hc,
+		Store:       st, Confirmations: st, Tokens: st, Project: project, Clock: d.Now, SpawnTimeout: d.Config.SpawnTimeout, SpawnMaxLease: d.Config.SpawnMaxLease, Author: d.Author,
 		Log:       d.Log.With("project", project),
 		Scheduler: sched, ApprovalScheduler: sched,
 		Approvals: service.Approvals{Store: st, Timeout: d.Config.ApprovalTimeout, Lease: d.Config.SubscriberLease,
 			Poll: d.Config.ApprovalPoll, Scheduled: true},
+	})
+}
+
+// announcing makes st queue event-bus deliveries (when there is a bus)
+// and send the project's delivery message after each write that queued
+// deliveries, so that they go out in seconds; the scheduled sweep is the
+// backstop for a lost message.
+func (d *Deployment) announcing(st *dynamo.Store, project string) {
+	st.SetEventBus(d.EventBridge != nil && d.Config.EventBus != "")
+	if d.Queue == nil {
+		return
+	}
+	st.SetOnAnnounce(func(ctx context.Context) {
+		if err := d.Queue.NudgeDelivery(context.WithoutCancel(ctx), project); err != nil {
+			d.Log.Warn("delivery message", "project", project, "err", err)
+		}
 	})
 }
 

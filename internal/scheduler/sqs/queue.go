@@ -56,6 +56,17 @@ func (m Message) Encode() string {
 	return string(b)
 }
 
+// DeliverRequest is the request id of a delivery message: the project
+// has webhook deliveries (or event-bus entries) due now (docs/hooks.md).
+const DeliverRequest = "hook:deliver"
+
+// NudgeDelivery sends project's delivery message, due at once: the API
+// function sends it after a write that queued deliveries, so that they go
+// out in seconds rather than at the next scheduled sweep.
+func (q *Queue) NudgeDelivery(ctx context.Context, project string) error {
+	return q.Send(ctx, Message{Project: project, RequestID: DeliverRequest, ExpiresAt: q.now()})
+}
+
 // ErrMalformed marks a body that is not a timeout message; retrying it
 // cannot help.
 var ErrMalformed = errors.New("malformed timeout message")
@@ -72,6 +83,7 @@ func Decode(body string) (Message, error) {
 		return m, fmt.Errorf("%w: version %d", ErrMalformed, m.Version)
 	case m.Project == "":
 		return m, fmt.Errorf("%w: no project", ErrMalformed)
+	case m.RequestID == DeliverRequest:
 	case ids.Kind(m.RequestID) != ids.Spawn && ids.Kind(m.RequestID) != ids.Approval:
 		return m, fmt.Errorf("%w: %q is neither a spawn nor an approval request id", ErrMalformed, m.RequestID)
 	case m.ExpiresAt.IsZero():

@@ -26,6 +26,17 @@ type Timeouts interface {
 	ScheduleComingDue(ctx context.Context, horizon, period time.Duration, limit int) (int, error)
 }
 
+// Deliverer is what a project's service offers to deliver its due
+// webhooks (docs/hooks.md); *service.Service implements it. A service
+// without it has nothing to deliver.
+type Deliverer interface {
+	DeliverHooks(ctx context.Context, limit int) (service.DeliverResult, error)
+}
+
+// deliverBatch bounds the deliveries one message or one scheduled pass
+// attempts per project.
+const deliverBatch = 50
+
 // Projects opens a project's service and lists the projects the scheduled
 // sweep visits.
 type Projects interface {
@@ -128,6 +139,9 @@ func (s *Sweeper) Expire(ctx context.Context, m Message) (string, error) {
 	if err != nil {
 		return OutcomeFailed, err
 	}
+	if m.RequestID == DeliverRequest {
+		return s.deliver(ctx, svc, m)
+	}
 	expire := expireSpawn
 	if ids.Kind(m.RequestID) == ids.Approval {
 		expire = expireApproval
@@ -152,6 +166,30 @@ func (s *Sweeper) Expire(ctx context.Context, m Message) (string, error) {
 		}
 		return OutcomeRequeued, nil
 	}
+}
+
+// OutcomeDelivered: a delivery message's pass ran (what it attempted is
+// in the delivery log).
+const OutcomeDelivered = "delivered"
+
+// deliver runs one delivery pass for a delivery message; a full batch
+// sends the message on, so a backlog drains without waiting for the
+// scheduled sweep.
+func (s *Sweeper) deliver(ctx context.Context, svc Timeouts, m Message) (string, error) {
+	d, ok := svc.(Deliverer)
+	if !ok {
+		return OutcomeUnknown, nil
+	}
+	res, err := d.DeliverHooks(ctx, deliverBatch)
+	if err != nil {
+		return OutcomeFailed, err
+	}
+	if res.Attempted >= deliverBatch {
+		if err := s.Queue.NudgeDelivery(ctx, m.Project); err != nil {
+			return OutcomeFailed, err
+		}
+	}
+	return OutcomeDelivered, nil
 }
 
 // expireSpawn is one attempt at a spawn's timeout: its outcome, or the
@@ -236,7 +274,9 @@ type ProjectSweep struct {
 	Announced         int `json:"announced"`
 	// Scheduled counts the timeout messages sent for spawns and questions
 	// that came within MaxDelay of their expiry since the last sweep.
-	Scheduled int    `json:"scheduled"`
+	Scheduled int `json:"scheduled"`
+	// Delivered counts the webhook and event-bus deliveries attempted.
+	Delivered int    `json:"delivered,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
 
@@ -295,7 +335,14 @@ func (s *Sweeper) sweepProject(ctx context.Context, name string, limit int, ps *
 	}
 	n, serr := svc.ScheduleComingDue(ctx, MaxDelay, s.period(), limit)
 	ps.Scheduled = n
-	return errors.Join(err, serr)
+	// The backstop of the delivery messages: what is due, retries included.
+	var derr error
+	if d, ok := svc.(Deliverer); ok {
+		var res service.DeliverResult
+		res, derr = d.DeliverHooks(ctx, limit)
+		ps.Delivered = res.Attempted
+	}
+	return errors.Join(err, serr, derr)
 }
 
 func (s *Sweeper) period() time.Duration {

@@ -226,8 +226,13 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 	if err != nil {
 		return err
 	}
+	outbox, err := s.outbox(ctx, askedMessages(a))
+	if err != nil {
+		return err
+	}
 	build := func(context.Context) (writeSet, error) {
 		var w writeSet
+		w.addOutbox(outbox)
 		w.add(a.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
 			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 			ExpressionAttributeNames: map[string]string{"#pk": PartitionKey}}})
@@ -262,7 +267,7 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 	}
 	f := *question
 	f.SessionID = a.SessionID
-	if err := s.appendFrame(ctx, &f, build); err != nil {
+	if err := s.announced(ctx, outbox, s.appendFrame(ctx, &f, build)); err != nil {
 		return err
 	}
 	question.Cursor = f.Cursor
@@ -431,6 +436,11 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		ConditionExpression:       aws.String("#st = :pending"),
 		ExpressionAttributeNames:  map[string]string{"#st": "st"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending))}}})
+	outbox, err := s.outbox(ctx, endedMessages(a))
+	if err != nil {
+		return err
+	}
+	w.addOutbox(outbox)
 	if a.State != approvals.Pending && a.Verdict != approvals.Approved {
 		w.add(lockOwner, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table),
 			Key:                       key(s.callPK(a.CallID), callLockKey),
@@ -438,7 +448,7 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 			ExpressionAttributeNames:  map[string]string{"#h": "h"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(a.ID)}}})
 	}
-	err = s.commitSet(ctx, w)
+	err = s.announced(ctx, outbox, s.commitSet(ctx, w))
 	if service.FailedOn(err, lockOwner) {
 		return fmt.Errorf("dynamo: the lock of call %q is not held by pending approval %s", a.CallID, a.ID)
 	}

@@ -44,11 +44,15 @@ func (s *Store) PutConfirmation(ctx context.Context, p confirm.Pending) error {
 	if err != nil {
 		return err
 	}
-	err = s.transact(ctx, putNew(s.table, it))
+	outbox, err := s.outbox(ctx, heldMessages(p))
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, append([]types.TransactWriteItem{putNew(s.table, it)}, outbox...)...)
 	if isCancelled(err) {
 		return &service.ConditionFailed{ID: p.ID}
 	}
-	return err
+	return s.announced(ctx, outbox, err)
 }
 
 // GetConfirmation implements service.ConfirmationStore.

@@ -156,6 +156,10 @@ type Store struct {
 	retry   backoff
 	// frameRetention is how long approval frames are kept (0: for good).
 	frameRetention time.Duration
+	// eventBus: announced events are queued for the event bus too (SetEventBus).
+	eventBus bool
+	// onAnnounce runs after a write that queued deliveries (SetOnAnnounce).
+	onAnnounce func(ctx context.Context)
 
 	secretMu sync.Mutex
 	// secrets caches the project's secret versions, opened, by key id,
@@ -330,13 +334,33 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 	if err := s.checkPlan(p); err != nil {
 		return err
 	}
+	// The outbox (docs/hooks.md): a delivery per hook that hears one of
+	// this commit's events, in the same transaction.
+	outbox, err := s.outbox(ctx, eventMessages(tx.Events))
+	if err != nil {
+		return err
+	}
 	for _, sp := range p.spawnItems {
 		if err := s.putSpawnItem(ctx, sp); err != nil {
 			return err
 		}
 	}
-	if p.inline != nil {
+	if p.inline != nil && len(outbox) == 0 {
 		return s.putOnce(ctx, p.inline, p.inlineOwner, func(ctx context.Context) (bool, error) { return s.issued(ctx, p.inlineSpawn) })
+	}
+	if p.inline != nil {
+		// Announced: the inline put becomes the first item of a transaction.
+		in := p.inline
+		p.items = []types.TransactWriteItem{{Put: &types.Put{TableName: in.TableName, Item: in.Item, ConditionExpression: in.ConditionExpression,
+			ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues}}}
+		p.owners = []string{p.inlineOwner}
+	}
+	for _, it := range outbox {
+		p.items = append(p.items, it)
+		p.owners = append(p.owners, "")
+	}
+	if len(p.items) > maxTransactItems {
+		return fmt.Errorf("dynamo: a commit of %d items exceeds DynamoDB's %d per transaction", len(p.items), maxTransactItems)
 	}
 	in := &dynamodb.TransactWriteItemsInput{
 		TransactItems:          p.items,
@@ -355,7 +379,7 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 			}
 		}
 	}
-	return err
+	return s.announced(ctx, outbox, err)
 }
 
 // commitPlan is how one Tx is written.

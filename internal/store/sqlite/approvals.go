@@ -142,10 +142,11 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 			return err
 		}
 		if question != nil {
-			_, err := appendFrame(ctx, tx, question)
-			return err
+			if _, err := appendFrame(ctx, tx, question); err != nil {
+				return err
+			}
 		}
-		return nil
+		return s.announceAsked(ctx, tx, a)
 	})
 }
 
@@ -208,7 +209,10 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 	return s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, "UPDATE approvals SET state = ?, verdict = ?, doc = ? WHERE id = ? AND state = 'pending'",
 			string(a.State), string(a.Verdict), doc, a.ID)
-		return affectedOne(res, err, a.ID)
+		if err := affectedOne(res, err, a.ID); err != nil {
+			return err
+		}
+		return s.announceEnded(ctx, tx, a)
 	})
 }
 

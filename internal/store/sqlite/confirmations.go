@@ -42,7 +42,10 @@ func (s *Store) PutConfirmation(ctx context.Context, p confirm.Pending) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, "INSERT INTO confirmations(id, state, requested_at, doc) VALUES(?,?,?,?) ON CONFLICT(id) DO NOTHING",
 			p.ID, string(p.State), timeText(p.RequestedAt), doc)
-		return affectedOne(res, err, p.ID)
+		if err := affectedOne(res, err, p.ID); err != nil {
+			return err
+		}
+		return s.announceHeld(ctx, tx, p)
 	})
 }
 

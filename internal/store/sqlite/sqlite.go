@@ -98,6 +98,7 @@ type Store struct {
 	secret   []byte
 
 	curieReady atomic.Bool // the CURIE key exists (ensureCurieKey)
+	hooksReady atomic.Bool // the webhook tables exist (ensureHooks)
 }
 
 // Hooks are the points at which tests inject faults into the store's
@@ -440,6 +441,10 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {
 			ev.ID, ev.EntityID, ev.RequestID, string(ev.Kind), doc); err != nil {
 			return err
 		}
+	}
+	// The outbox: in this transaction, so a rollback announces nothing.
+	if err := s.announceEvents(ctx, tx, t.Events); err != nil {
+		return err
 	}
 	if s.Hooks.BeforeCommit != nil {
 		return s.Hooks.BeforeCommit(ctx)

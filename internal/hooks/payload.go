@@ -1,0 +1,139 @@
+package hooks
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dont-cli/dont/internal/visible"
+)
+
+// Body is the request body a hook of format f receives for m. publicURL
+// is where the approvals page is served (config `[hooks] public_url`);
+// empty, a Slack message carries no link.
+func Body(f Format, m Message, publicURL string) ([]byte, error) {
+	if f == FormatSlack {
+		return json.Marshal(Slack(m, publicURL))
+	}
+	return json.Marshal(JSONPayload{Type: m.Type, Timestamp: m.At, Data: m.Data})
+}
+
+// SlackMessage is a Slack incoming-webhook payload (Block Kit).
+type SlackMessage struct {
+	Text   string       `json:"text"`
+	Blocks []SlackBlock `json:"blocks"`
+}
+
+// SlackBlock is one Block Kit block.
+type SlackBlock struct {
+	Type     string        `json:"type"`
+	Text     *SlackText    `json:"text,omitempty"`
+	Fields   []SlackText   `json:"fields,omitempty"`
+	Elements []SlackButton `json:"elements,omitempty"`
+}
+
+// SlackText is a text object. Agent-written text is always plain_text
+// (Slack does not read mrkdwn, mentions or links in it) and escaped with
+// internal/visible.
+type SlackText struct {
+	Type  string `json:"type"`
+	Text  string `json:"text"`
+	Emoji bool   `json:"emoji,omitempty"`
+}
+
+// SlackButton is a link button.
+type SlackButton struct {
+	Type string    `json:"type"`
+	Text SlackText `json:"text"`
+	URL  string    `json:"url"`
+}
+
+func plain(s string, limit int) SlackText { return SlackText{Type: "plain_text", Text: clip(s, limit)} }
+
+// clip keeps s within limit bytes (Slack's per-field limits), on a rune
+// boundary.
+func clip(s string, limit int) string {
+	if s == "" {
+		return "—"
+	}
+	if len(s) <= limit {
+		return s
+	}
+	s = s[:limit-len("…")]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// ApprovalsLink is the approvals page for one question.
+func ApprovalsLink(publicURL, sessionID, approvalID string) string {
+	if publicURL == "" {
+		return ""
+	}
+	v := url.Values{"session": {sessionID}, "approval": {approvalID}}
+	return strings.TrimRight(publicURL, "/") + "/approvals#" + v.Encode()
+}
+
+// Slack renders m for a Slack channel: for a question, who asks, the
+// command preview, the reason, the deadline and a link to the approvals
+// page; for the other events one line of what happened.
+func Slack(m Message, publicURL string) SlackMessage {
+	switch m.Type {
+	case ApprovalAsked, ApprovalEnded:
+		var d ApprovalData
+		_ = json.Unmarshal(m.Data, &d)
+		return slackApproval(m.Type, d, publicURL)
+	case ConfirmationHeld:
+		var d ConfirmationData
+		_ = json.Unmarshal(m.Data, &d)
+		line := "A call of " + visible.Line(d.Tool) + " by " + visible.Line(d.RequestedBy) + " is held for confirmation (" + d.ConfirmationID + ", expires " + d.ExpiresAt.UTC().Format(time.RFC3339) + ")."
+		return SlackMessage{Text: clip(line, 3000), Blocks: []SlackBlock{{Type: "section", Text: ptext(plain(line, 3000))}}}
+	case SpawnRequested, SpawnResolved, SpawnTimeout:
+		var d SpawnData
+		_ = json.Unmarshal(m.Data, &d)
+		line := string(m.Type) + ": " + d.RequestID
+		if d.EntityID != "" {
+			line += " on " + d.EntityID
+		}
+		if d.Outcome != "" {
+			line += " (" + visible.Line(d.Outcome) + ")"
+		}
+		return SlackMessage{Text: clip(line, 3000), Blocks: []SlackBlock{{Type: "section", Text: ptext(plain(line, 3000))}}}
+	}
+	line := "dont: " + visible.Line(string(m.Type)) + " " + m.ID
+	return SlackMessage{Text: line, Blocks: []SlackBlock{{Type: "section", Text: ptext(plain(line, 3000))}}}
+}
+
+func ptext(t SlackText) *SlackText { return &t }
+
+func slackApproval(t EventType, d ApprovalData, publicURL string) SlackMessage {
+	who := visible.Line(d.Requester)
+	to := visible.Line(string(d.ToTier))
+	head := "Escalation asked: " + to
+	text := who + " asks for " + to + " for call " + visible.Line(d.CallID)
+	if t == ApprovalEnded {
+		head = "Escalation " + visible.Line(string(d.Verdict)) + ": " + to
+		text = "The escalation of call " + visible.Line(d.CallID) + " to " + to + " ended: " + visible.Line(string(d.Verdict))
+		if d.AnsweredBy != "" {
+			text += " by " + visible.Line(d.AnsweredBy)
+		}
+	}
+	blocks := []SlackBlock{
+		{Type: "header", Text: ptext(plain(head, 150))},
+		{Type: "section", Fields: []SlackText{
+			plain("Asked by: "+who, 2000),
+			plain("Deadline: "+d.Deadline.UTC().Format(time.RFC3339), 2000),
+			plain("From: "+visible.Line(string(d.FromTier))+" → "+to, 2000),
+			plain("Session: "+d.SessionID, 2000),
+		}},
+		{Type: "section", Text: ptext(plain("Command: "+visible.Line(d.Preview), 3000))},
+		{Type: "section", Text: ptext(plain("Reason: "+visible.Line(d.Reason), 3000))},
+	}
+	if link := ApprovalsLink(publicURL, d.SessionID, d.ApprovalID); link != "" && t == ApprovalAsked {
+		blocks = append(blocks, SlackBlock{Type: "actions", Elements: []SlackButton{{Type: "button", Text: plain("Open in dont", 75), URL: link}}})
+	}
+	return SlackMessage{Text: clip(text, 3000), Blocks: blocks}
+}

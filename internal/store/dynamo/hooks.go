@@ -1,0 +1,378 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/confirm"
+	"github.com/dont-cli/dont/internal/hooks"
+	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/service"
+)
+
+// Webhooks (docs/hooks.md). The outbox is a delivery item per hook that
+// hears an event, put in the same TransactWriteItems as the event (the
+// inline put that issues a spawn becomes a transaction when something
+// hears spawn.requested); it carries its message, so a worker reads one
+// item per delivery.
+//
+//	item                 pk                         sk
+//	hook                 P#<p>#HOOK                 <hook id>           doc, sec (the signing secret), rm
+//	delivery (outbox)    P#<p>#HD#<hook id>         <message id>        doc, msg, st; pending: gsi1pk P#<p>#HD#due, expires_at = next attempt
+//	attempt (the log)    P#<p>#HA#<hook id>         <at>#<message id>#<n>  doc
+func (s *Store) hookPK() string                { return s.prefix + "HOOK" }
+func (s *Store) deliveryPK(hook string) string { return s.prefix + "HD#" + hook }
+func (s *Store) attemptPK(hook string) string  { return s.prefix + "HA#" + hook }
+func (s *Store) dueDeliveriesPK() string       { return s.prefix + "HD#due" }
+
+var _ service.HookStore = (*Store)(nil)
+
+// SetOnAnnounce sets f to run after each write that queued deliveries
+// commits (the API function sends a delivery message: docs/aws.md).
+func (s *Store) SetOnAnnounce(f func(ctx context.Context)) { s.onAnnounce = f }
+
+// announced runs the OnAnnounce callback after a committed write whose
+// outbox was not empty.
+func (s *Store) announced(ctx context.Context, outbox []types.TransactWriteItem, err error) error {
+	if err == nil && len(outbox) > 0 && s.onAnnounce != nil {
+		s.onAnnounce(ctx)
+	}
+	return err
+}
+
+// SetEventBus makes every announced event queue a delivery to the
+// deployment's event bus (hooks.BusHook) as well as to the project's hooks.
+func (s *Store) SetEventBus(on bool) { s.eventBus = on }
+
+func (s *Store) hookItem(h hooks.Hook) (map[string]types.AttributeValue, error) {
+	secret := h.Secret
+	doc, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	it := key(s.hookPK(), h.ID)
+	it["doc"], it["sec"] = str(string(doc)), str(secret)
+	if h.RemovedAt != nil {
+		it["rm"] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	return it, nil
+}
+
+func decodeHook(it map[string]types.AttributeValue) (hooks.Hook, error) {
+	var h hooks.Hook
+	if err := json.Unmarshal([]byte(attrString(it, "doc")), &h); err != nil {
+		return h, fmt.Errorf("dynamo: decode hook %s: %w", attrString(it, SortKey), err)
+	}
+	h.Secret = attrString(it, "sec")
+	return h, nil
+}
+
+func (s *Store) deliveryItem(d hooks.Delivery, m hooks.Message) (map[string]types.AttributeValue, error) {
+	doc, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	it := key(s.deliveryPK(d.HookID), d.MessageID)
+	it["doc"], it["msg"], it["st"] = str(string(doc)), str(string(msg)), str(string(d.State))
+	if d.State == hooks.StatePending {
+		it[PendingKey], it[ExpiresAtKey] = str(s.dueDeliveriesPK()), str(timeText(d.NextAt))
+	}
+	return it, nil
+}
+
+func decodeDueDelivery(it map[string]types.AttributeValue) (service.DueDelivery, error) {
+	var due service.DueDelivery
+	if err := json.Unmarshal([]byte(attrString(it, "doc")), &due.Delivery); err != nil {
+		return due, fmt.Errorf("dynamo: decode delivery: %w", err)
+	}
+	if err := json.Unmarshal([]byte(attrString(it, "msg")), &due.Message); err != nil {
+		return due, fmt.Errorf("dynamo: decode message: %w", err)
+	}
+	return due, nil
+}
+
+// outbox returns the delivery puts announcing msgs, one per live hook
+// that hears each: read with one Query of the project's hooks when there
+// is something to announce.
+func (s *Store) outbox(ctx context.Context, msgs []hooks.Message) ([]types.TransactWriteItem, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	live, err := s.ListHooks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.eventBus {
+		live = append(live, hooks.Bus())
+	}
+	var out []types.TransactWriteItem
+	for _, m := range msgs {
+		for _, h := range live {
+			if !h.Hears(m.Type) {
+				continue
+			}
+			m = m.Identified()
+			it, err := s.deliveryItem(hooks.Delivery{MessageID: m.ID, HookID: h.ID, Type: m.Type, State: hooks.StatePending, CreatedAt: m.At, NextAt: m.At}, m)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, putNew(s.table, it))
+		}
+	}
+	return out, nil
+}
+
+func eventMessages(evs []ledger.Event) []hooks.Message {
+	var out []hooks.Message
+	for _, ev := range evs {
+		if m, ok := hooks.OfEvent(ev); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func one(m hooks.Message, ok bool) []hooks.Message {
+	if !ok {
+		return nil
+	}
+	return []hooks.Message{m}
+}
+
+func askedMessages(a approvals.Approval) []hooks.Message { return one(hooks.OfAsked(a)) }
+func endedMessages(a approvals.Approval) []hooks.Message { return one(hooks.OfEnded(a)) }
+func heldMessages(p confirm.Pending) []hooks.Message     { return one(hooks.OfHeld(p)) }
+func (w *writeSet) addOutbox(items []types.TransactWriteItem) {
+	for _, it := range items {
+		w.add("", it)
+	}
+}
+
+// PutHook implements service.HookStore.
+func (s *Store) PutHook(ctx context.Context, h hooks.Hook) error {
+	it, err := s.hookItem(h)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, putNew(s.table, it))
+	if isCancelled(err) {
+		return &service.ConditionFailed{ID: h.ID}
+	}
+	return err
+}
+
+// GetHook implements service.HookStore.
+func (s *Store) GetHook(ctx context.Context, id string) (hooks.Hook, error) {
+	it, err := s.getItem(ctx, key(s.hookPK(), id))
+	if err != nil {
+		return hooks.Hook{}, err
+	}
+	if it == nil {
+		return hooks.Hook{}, service.ErrNotFound
+	}
+	return decodeHook(it)
+}
+
+// ListHooks implements service.HookStore.
+func (s *Store) ListHooks(ctx context.Context) ([]hooks.Hook, error) {
+	var out []hooks.Hook
+	err := s.query(ctx, s.partitionQuery(s.hookPK()), func(it map[string]types.AttributeValue) error {
+		h, err := decodeHook(it)
+		out = append(out, h)
+		return err
+	})
+	return out, err
+}
+
+// RemoveHook implements service.HookStore: the hook is marked removed
+// (conditioned on it not being so), then its pending deliveries are
+// failed one by one; one a crash leaves pending is failed by the worker,
+// which finds its hook removed.
+func (s *Store) RemoveHook(ctx context.Context, id string, at time.Time) error {
+	h, err := s.GetHook(ctx, id)
+	if err != nil {
+		return err
+	}
+	if h.RemovedAt != nil {
+		return service.ErrNotFound
+	}
+	h.RemovedAt = &at
+	it, err := s.hookItem(h)
+	if err != nil {
+		return err
+	}
+	err = s.transact(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
+		ConditionExpression:      aws.String("attribute_exists(#pk) AND attribute_not_exists(#rm)"),
+		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey, "#rm": "rm"}}})
+	if isCancelled(err) {
+		return service.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	q := s.partitionQuery(s.deliveryPK(id))
+	whereEqual(q, "st", string(hooks.StatePending))
+	var pending []service.DueDelivery
+	if err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
+		d, err := decodeDueDelivery(it)
+		pending = append(pending, d)
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, d := range pending {
+		d.Delivery.State, d.Delivery.LastError = hooks.StateFailed, "the hook was removed"
+		it, err := s.deliveryItem(d.Delivery, d.Message)
+		if err != nil {
+			return err
+		}
+		if err := s.transact(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Enqueue implements service.HookStore.
+func (s *Store) Enqueue(ctx context.Context, m hooks.Message, hookIDs []string) error {
+	m = m.Identified()
+	var items []types.TransactWriteItem
+	for _, id := range hookIDs {
+		it, err := s.deliveryItem(hooks.Delivery{MessageID: m.ID, HookID: id, Type: m.Type, State: hooks.StatePending, CreatedAt: m.At, NextAt: m.At}, m)
+		if err != nil {
+			return err
+		}
+		items = append(items, putNew(s.table, it))
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	return s.transact(ctx, items...)
+}
+
+// ClaimDue implements service.HookStore: a range of the pending-expiry
+// index (its cost follows what is due), then one conditional update per
+// delivery moving its next attempt to now+lease; a delivery another
+// worker claimed first (its expires_at moved) is skipped. The index is
+// eventually consistent: a delivery it misses is claimed by a later pass.
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]service.DueDelivery, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	q := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(PendingExpiryIndex),
+		KeyConditionExpression:    aws.String("#p = :p AND #exp <= :until"),
+		ExpressionAttributeNames:  map[string]string{"#p": PendingKey, "#exp": ExpiresAtKey},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": str(s.dueDeliveriesPK()), ":until": str(timeText(now))},
+		ScanIndexForward:          aws.Bool(true),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
+	}
+	type seen struct {
+		due service.DueDelivery
+		exp string
+	}
+	found, err := queryUpTo(ctx, s, q, limit, func(it map[string]types.AttributeValue) (seen, error) {
+		d, err := decodeDueDelivery(it)
+		return seen{d, attrString(it, ExpiresAtKey)}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []service.DueDelivery
+	for _, f := range found {
+		d := f.due.Delivery
+		err := s.write(ctx, func(ctx context.Context) error {
+			_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(s.table),
+				Key:                       key(s.deliveryPK(d.HookID), d.MessageID),
+				UpdateExpression:          aws.String("SET #exp = :lease"),
+				ConditionExpression:       aws.String("#exp = :seen AND #st = :pending"),
+				ExpressionAttributeNames:  map[string]string{"#exp": ExpiresAtKey, "#st": "st"},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":lease": str(timeText(now.Add(lease))), ":seen": str(f.exp), ":pending": str(string(hooks.StatePending))},
+				ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes}, noSDKRetries)
+			return err
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			continue // another worker claimed it, or it is done
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, f.due)
+	}
+	return out, nil
+}
+
+// RecordAttempt implements service.HookStore: the attempt and the
+// delivery after it in one transaction.
+func (s *Store) RecordAttempt(ctx context.Context, a hooks.Attempt, d hooks.Delivery) error {
+	cur, err := s.getItem(ctx, key(s.deliveryPK(d.HookID), d.MessageID))
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		return service.ErrNotFound
+	}
+	due, err := decodeDueDelivery(cur)
+	if err != nil {
+		return err
+	}
+	doc, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	att := key(s.attemptPK(a.HookID), fmt.Sprintf("%s#%s#%06d", timeText(a.At), a.MessageID, a.N))
+	att["doc"] = str(string(doc))
+	it, err := s.deliveryItem(d, due.Message)
+	if err != nil {
+		return err
+	}
+	return s.transact(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: att}},
+		types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}})
+}
+
+func decodeAttempt(it map[string]types.AttributeValue) (hooks.Attempt, error) {
+	var a hooks.Attempt
+	err := json.Unmarshal([]byte(attrString(it, "doc")), &a)
+	return a, err
+}
+
+// Deliveries implements service.HookStore.
+func (s *Store) Deliveries(ctx context.Context, hookID string, limit int) ([]hooks.Delivery, []hooks.Attempt, error) {
+	q := s.partitionQuery(s.deliveryPK(hookID))
+	q.ScanIndexForward = aws.Bool(false)
+	ds, err := queryUpTo(ctx, s, q, limit, func(it map[string]types.AttributeValue) (hooks.Delivery, error) {
+		d, err := decodeDueDelivery(it)
+		return d.Delivery, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	q = s.partitionQuery(s.attemptPK(hookID))
+	q.ScanIndexForward = aws.Bool(false)
+	as, err := queryUpTo(ctx, s, q, limit, decodeAttempt)
+	return ds, as, err
+}
+
+// LastAttempt implements service.HookStore.
+func (s *Store) LastAttempt(ctx context.Context, hookID string) (hooks.Attempt, bool, error) {
+	q := s.partitionQuery(s.attemptPK(hookID))
+	q.ScanIndexForward = aws.Bool(false)
+	as, err := queryUpTo(ctx, s, q, 1, decodeAttempt)
+	if err != nil || len(as) == 0 {
+		return hooks.Attempt{}, false, err
+	}
+	return as[0], true, nil
+}
