@@ -162,7 +162,7 @@ var table = map[errs.Code]Class{
 		"a guess spawn resolves with answer":                  steps("dont answer <request> --candidate \"<answer>\"", "answer the guess"),
 		"request_id names a spawn of this entity":             steps("dont <action> <entity> … --request-id <request>", "call back on the spawn's own entity"),
 	}, nil},
-	errs.NotInitialised:     {ExitState, statusUnavailable, steps("dont init", "create .dont/ in the project folder (or set DONT_PROJECT_DIR)"), nil, nil},
+	errs.NotInitialised:     {ExitState, statusConflict, steps("dont init", "create .dont/ in the project folder (or set DONT_PROJECT_DIR)"), nil, nil},
 	errs.AlreadyInitialised: {ExitRefusal, statusConflict, steps("dont list", "the project is ready; use it"), nil, nil},
 	// A permanent condition of the project: 409, never 503, which clients
 	// and gateways retry.
