@@ -10,22 +10,17 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"log"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
-	"time"
 
 	localkms "github.com/nsmithuk/local-kms/src"
 	"github.com/nsmithuk/local-kms/src/config"
 	"github.com/nsmithuk/local-kms/src/data"
+
+	"github.com/dont-cli/dont/localstack/loopback"
 )
 
 func main() {
@@ -40,13 +35,7 @@ func main() {
 }
 
 func run(addr, region, account, dir string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("refusing to listen on %s: the stand-in is for the loopback interface only", addr)
-	}
+	var err error
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "kmsstandin-"); err != nil {
 			return err
@@ -59,28 +48,5 @@ func run(addr, region, account, dir string) error {
 	}
 	db := data.NewDatabase(config.DatabasePath)
 	defer db.Close()
-
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { localkms.HandleRequest(w, r, db) })
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Printf("listening http://%s\n", ln.Addr())
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return loopback.Serve(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { localkms.HandleRequest(w, r, db) }))
 }
