@@ -274,7 +274,9 @@ func (a *app) watchCommand() *cobra.Command {
 // reads one line per answer from in, and keeps its pending state bounded
 // by the ending frames and by its own clock.
 func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber string, in io.Reader) error {
-	tty := isTerminal(a.stdout)
+	// On a terminal the prompt, with its countdown, is redrawn in place on
+	// stderr (where long waits count down); what happens goes to stdout.
+	tty := isTerminal(a.stderr)
 	m := newWatchModel()
 	drawn := "" // the prompt on screen (terminals only)
 	out := func(lines []string) {
@@ -282,7 +284,7 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 			return
 		}
 		if tty && drawn != "" {
-			fmt.Fprint(a.stdout, "\r\033[K")
+			fmt.Fprint(a.stderr, "\r\033[K")
 			drawn = ""
 		}
 		for _, l := range lines {
@@ -361,7 +363,7 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 		p := m.Prompt(now)
 		if tty {
 			if p != drawn {
-				fmt.Fprint(a.stdout, "\r\033[K"+p)
+				fmt.Fprint(a.stderr, "\r\033[K"+p)
 				drawn = p
 			}
 		} else if p != "" && m.promptKey() != prompt {
@@ -371,7 +373,7 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 	}
 	erase := func() {
 		if tty && drawn != "" {
-			fmt.Fprint(a.stdout, "\r\033[K")
+			fmt.Fprint(a.stderr, "\r\033[K")
 		}
 	}
 	for {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strings"
@@ -68,7 +69,7 @@ func TestWatchOnARealTerminalCountsDownAndNeverSendsAKeystrokeToADeadRequest(t *
 	ses := p.session("read-only")
 	slave, screen := openTerminal(t)
 	w := p.cmd("approvals", "watch", "--session", ses)
-	w.Stdout = slave
+	w.Stdout, w.Stderr = slave, slave     // the countdown prompt is drawn on stderr
 	keys := withControllingTerminal(t, w) // where a person's answers are typed
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -102,3 +103,44 @@ func TestWatchOnARealTerminalCountsDownAndNeverSendsAKeystrokeToADeadRequest(t *
 		t.Fatal("watch did not end on EOF")
 	}
 }
+
+// The watch's countdown is drawn on stderr, like every long wait's: with
+// stdout sent to a file, the terminal still counts down and the file gets
+// only what happened.
+func TestWatchDrawsItsCountdownOnStderr(t *testing.T) {
+	p := newApprovalProject(t)
+	ses := p.session("read-only")
+	slave, screen := openTerminal(t)
+	w := p.cmd("approvals", "watch", "--session", ses)
+	var stdout syncBuffer
+	w.Stdout, w.Stderr = &stdout, slave
+	keys := withControllingTerminal(t, w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	defer w.Process.Kill()
+	apr := p.runEnv([]string{"DONT_APPROVAL_TIMEOUT=30s"}, "escalate", "--session", ses, "--call", "c1", "--to", "workspace-write",
+		"--reason", "writes the cache", "--no-wait", "--", "make", "cache").str("approval_id")
+	at := screen.expect(t, 0, "\r\x1b[K"+apr+" [")
+	screen.expect(t, at, "left] approve workspace-write for call c1? [y/n] ")
+	fmt.Fprint(keys, "\x04") // Ctrl-D
+	w.Wait()
+	out := stdout.String()
+	if !strings.Contains(out, "$ make cache") || strings.Contains(out, "left]") || strings.Contains(out, "\x1b[K") {
+		t.Fatalf("stdout: %q; want the request, without the countdown prompt", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the command's writer goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
