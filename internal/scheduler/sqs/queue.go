@@ -22,11 +22,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/service"
@@ -105,6 +108,18 @@ type Queue struct {
 	URL    string
 	// Now is the clock the delay is computed with (default time.Now).
 	Now func() time.Time
+	// Horizon is how far ahead a message is sent (default MaxDelay, the
+	// longest SQS delay): a spawn due further away gets its message from
+	// the scheduled sweep. Tests shorten it to run the horizon in real time.
+	Horizon time.Duration
+}
+
+// horizon is Horizon or its default.
+func (q *Queue) horizon() time.Duration {
+	if q.Horizon > 0 && q.Horizon < MaxDelay {
+		return q.Horizon
+	}
+	return MaxDelay
 }
 
 func (q *Queue) now() time.Time {
@@ -117,7 +132,7 @@ func (q *Queue) now() time.Time {
 // within reports whether at is at most MaxDelay away by the queue's
 // clock: whether one message can wait until then.
 func (q *Queue) within(at time.Time) bool {
-	return at.Sub(q.now()) <= MaxDelay
+	return at.Sub(q.now()) <= q.horizon()
 }
 
 // Send enqueues m, delayed until its expires_at or by MaxDelay, whichever
@@ -175,3 +190,122 @@ func (p projectScheduler) sendWithin(ctx context.Context, requestID string, at t
 }
 
 var _ service.ApprovalTimeoutScheduler = projectScheduler{}
+
+// BatchAPI is SQS's SendMessageBatch. A Queue whose Client has it sends
+// many messages ten to a request; otherwise one SendMessage each.
+type BatchAPI interface {
+	SendMessageBatch(ctx context.Context, in *awssqs.SendMessageBatchInput, optFns ...func(*awssqs.Options)) (*awssqs.SendMessageBatchOutput, error)
+}
+
+// MaxBatch is the most messages one SendMessageBatch carries.
+const MaxBatch = 10
+
+// batchRequests is how many SendMessageBatch requests one SendBatch has in
+// flight at once.
+const batchRequests = 8
+
+// outgoing is one message of a batch: its body, its delay and what the
+// error names when it fails.
+type outgoing struct {
+	body  string
+	delay int32
+	name  string
+}
+
+// SendBatch enqueues every message, delayed like Send, ten to a request.
+// It returns an error naming each message that was not sent (every other
+// one was).
+func (q *Queue) SendBatch(ctx context.Context, ms []Message) error {
+	_, err := q.sendAll(ctx, outgoingOf(q, ms))
+	return err
+}
+
+// sendAll sends out and returns how many were sent.
+func (q *Queue) sendAll(ctx context.Context, out []outgoing) (int, error) {
+	batch, ok := q.Client.(BatchAPI)
+	if !ok {
+		var failed []error
+		for _, o := range out {
+			_, err := q.Client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(o.body), DelaySeconds: o.delay})
+			if err != nil {
+				failed = append(failed, fmt.Errorf("send message for %s: %w", o.name, err))
+			}
+		}
+		return len(out) - len(failed), errors.Join(failed...)
+	}
+	var (
+		mu     sync.Mutex
+		failed []error
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, batchRequests)
+	)
+	fail := func(err error) {
+		mu.Lock()
+		failed = append(failed, err)
+		mu.Unlock()
+	}
+	for start := 0; start < len(out); start += MaxBatch {
+		chunk := out[start:min(start+MaxBatch, len(out))]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			in := &awssqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL)}
+			for i, o := range chunk {
+				in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{
+					Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(o.body), DelaySeconds: o.delay})
+			}
+			res, err := batch.SendMessageBatch(ctx, in)
+			if err != nil {
+				for _, o := range chunk {
+					fail(fmt.Errorf("send message for %s: %w", o.name, err))
+				}
+				return
+			}
+			for _, f := range res.Failed {
+				i, _ := strconv.Atoi(aws.ToString(f.Id))
+				if i < 0 || i >= len(chunk) {
+					i = 0
+				}
+				fail(fmt.Errorf("send message for %s: %s: %s", chunk[i].name, aws.ToString(f.Code), aws.ToString(f.Message)))
+			}
+		}()
+	}
+	wg.Wait()
+	return len(out) - len(failed), errors.Join(failed...)
+}
+
+// SweepMessage is the body of one message of the sweep work queue: "sweep
+// this project" (the scheduled sweep's fan-out, Sweeper.SweepAll).
+type SweepMessage struct {
+	Version int    `json:"v"`
+	Sweep   string `json:"sweep"`
+}
+
+// Encode returns the message body.
+func (m SweepMessage) Encode() string {
+	m.Version = MessageVersion
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// DecodeSweep reports whether body is a sweep message, and its project.
+// A body that names no project is not one (it is left to Decode).
+func DecodeSweep(body string) (SweepMessage, bool) {
+	var m SweepMessage
+	if err := json.Unmarshal([]byte(body), &m); err != nil || m.Sweep == "" || m.Version < 1 || m.Version > MessageVersion {
+		return m, false
+	}
+	return m, true
+}
+
+// SendSweeps enqueues one sweep message per project, ten to a request,
+// and returns how many were sent.
+func (q *Queue) SendSweeps(ctx context.Context, projects []string) (int, error) {
+	out := make([]outgoing, len(projects))
+	for i, p := range projects {
+		out[i] = outgoing{body: SweepMessage{Sweep: p}.Encode(), name: "project " + p}
+	}
+	return q.sendAll(ctx, out)
+}
