@@ -94,38 +94,41 @@ func (r *recordingSQS) SendMessageBatch(ctx context.Context, in *awssqs.SendMess
 }
 
 // scaleParams are one run's sizes: the number of projects, of spawns
-// (spread over the projects), the schedule's period and the horizon.
+// (spread over the projects), and the shortest schedule period.
 type scaleParams struct {
 	projects, spawns int
-	period, horizon  time.Duration
+	period           time.Duration
 }
 
 func scaleParamsFor(t *testing.T) scaleParams {
-	// The DynamoDB stand-in serialises requests and answers an index query
-	// by scanning the table (a few ms each), so a project's sweep costs it
-	// ~40 ms of its one lock: the full run keeps the real one-minute
-	// period, the short one scales everything down.
-	p := scaleParams{projects: 1000, spawns: 200, period: time.Minute, horizon: 3 * time.Minute}
+	p := scaleParams{projects: 1000, spawns: 100, period: 10 * time.Second}
 	if testing.Short() {
-		p = scaleParams{projects: 12, spawns: 12, period: time.Second, horizon: 3 * time.Second}
+		p = scaleParams{projects: 12, spawns: 12, period: time.Second}
 	}
 	if v, err := strconv.Atoi(os.Getenv("DONT_SCALE_PROJECTS")); err == nil && v > 0 {
 		p.projects, p.spawns = v, min(p.spawns, v)
 	}
-	t.Logf("%d projects, %d spawns, schedule period %v (jittered, some runs missed), horizon %v", p.projects, p.spawns, p.period, p.horizon)
+	t.Logf("%d projects, %d spawns", p.projects, p.spawns)
 	return p
 }
 
-// The scheduled sweep at scale, over the DynamoDB stand-in and fauxqs,
-// with the schedule's time and the horizon scaled down so that it runs
-// in real time: every run fans out one sweep message per project (ten to
-// a SendMessageBatch), consumers like Lambda's pollers (bounded
+// The scheduled sweep at scale, over the DynamoDB stand-in and fauxqs:
+// every run fans out one sweep message per project (ten to a
+// SendMessageBatch), consumers like Lambda's pollers (bounded
 // concurrency, batches of ten) sweep each project, and the horizon sends
 // each spawn's timeout message from the project's stored
 // scheduled_until, so runs that come early, late or not at all leave no
-// spawn without a message. Every run's fan-out must be done before the
-// next run is due, every spawn's message must be sent before its expiry,
-// and p99 of expires_at → committed timeout must be under 2 s.
+// spawn without a message.
+//
+// The stand-in serialises every request and answers an index query by
+// scanning the table, so a project's sweep costs it tens of
+// milliseconds, where DynamoDB serves the sweeps in parallel. The first
+// run calibrates: its fan-out must finish within the real schedule's
+// minute, and the schedule's period is then 1.5 times what it took (the
+// horizon three periods), so the rest runs in real time. Every later
+// run's fan-out must be done within one period, every spawn's message
+// must be sent before its expiry, and p99 of expires_at → committed
+// timeout must be under 2 s.
 func TestTheScheduledFanOutAtScaleTimesEverySpawnOutOnTime(t *testing.T) {
 	sqsEndpoint := os.Getenv("DONT_SQS_ENDPOINT")
 	if sqsEndpoint == "" {
@@ -159,7 +162,7 @@ func TestTheScheduledFanOutAtScaleTimesEverySpawnOutOnTime(t *testing.T) {
 	}
 	timeoutsURL, workURL := queueURL(name+"-timeouts"), queueURL(name+"-sweeps")
 	rec := &recordingSQS{Client: client, now: now, firstAt: map[string]time.Time{}}
-	queue := &sqs.Queue{Client: rec, URL: timeoutsURL, Now: now, Horizon: p.horizon}
+	queue := &sqs.Queue{Client: rec, URL: timeoutsURL, Now: now, Horizon: time.Second}
 	work := &sqs.Queue{Client: rec, URL: workURL, Now: now}
 
 	d := &scaleDeployment{services: map[string]*service.Service{}, stores: map[string]*dynamo.Store{}}
@@ -172,7 +175,7 @@ func TestTheScheduledFanOutAtScaleTimesEverySpawnOutOnTime(t *testing.T) {
 			SpawnTimeout: time.Hour, Author: "scale", Scheduler: queue.For(pn), ApprovalScheduler: queue.For(pn),
 			Approvals: service.Approvals{Store: st, Scheduled: true}})
 	}
-	sweeper := &sqs.Sweeper{Queue: queue, Work: work, Projects: d, Limit: 100, IndexLag: p.horizon / 20}
+	sweeper := &sqs.Sweeper{Queue: queue, Work: work, Projects: d, Limit: 100}
 
 	// The spawns, an hour each (beyond the horizon: no message at issue),
 	// issued four at a time into projects spread over the deployment.
@@ -213,19 +216,6 @@ func TestTheScheduledFanOutAtScaleTimesEverySpawnOutOnTime(t *testing.T) {
 	if n := rec.messages; n != 0 {
 		t.Fatalf("issuing hour-long spawns sent %d messages, want none (beyond the horizon)", n)
 	}
-	// Skip ahead to just before the first expiry enters the horizon.
-	first := time.Time{}
-	for _, s := range spawns {
-		sp, err := d.stores[s.project].GetSpawn(ctx, s.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if first.IsZero() || sp.ExpiresAt.Before(first) {
-			first = sp.ExpiresAt
-		}
-	}
-	offset.Store(int64(first.Add(-p.horizon - p.period).Sub(time.Now())))
-
 	// Lambda's pollers: long polls, batches of ten, at most conc batches
 	// of each queue at once, each handled with a 60 s invocation deadline.
 	var swept atomic.Int64
@@ -274,6 +264,49 @@ func TestTheScheduledFanOutAtScaleTimesEverySpawnOutOnTime(t *testing.T) {
 	})
 	defer func() { stopPolling(); pollers.Wait() }()
 
+	// fanOut runs the schedule's run once and waits until every sweep
+	// message it sent has been handled, up to limit.
+	var enqueued int64
+	fanOut := func(run int, limit time.Duration) time.Duration {
+		t.Helper()
+		began := time.Now()
+		rep, err := sweeper.SweepAll(ctx, 0)
+		if err != nil || rep.Enqueued != p.projects {
+			t.Fatalf("run %d: %+v %v, want %d enqueued", run, rep, err, p.projects)
+		}
+		enqueued += int64(rep.Enqueued)
+		for swept.Load() < enqueued {
+			if time.Since(began) > limit {
+				t.Fatalf("run %d: %d of %d sweep messages handled after %v", run, swept.Load()-(enqueued-int64(p.projects)), p.projects, time.Since(began))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return time.Since(began)
+	}
+	calibration := fanOut(-1, 5*time.Minute)
+	t.Logf("calibration run: %d projects swept in %v", p.projects, calibration.Round(time.Millisecond))
+	if calibration > time.Minute {
+		t.Errorf("the fan-out of %d projects took %v on the stand-in, over the schedule's minute", p.projects, calibration)
+	}
+	period := max(p.period, calibration*3/2).Round(100 * time.Millisecond)
+	horizon := 3 * period
+	queue.Horizon, sweeper.IndexLag = horizon, horizon/20
+	t.Logf("schedule period %v (jittered by ±25%%, every fourth run missed), horizon %v", period, horizon)
+
+	// Skip ahead to just before the first expiry enters the horizon.
+	first := time.Time{}
+	for _, s := range spawns {
+		sp, err := d.stores[s.project].GetSpawn(ctx, s.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.IsZero() || sp.ExpiresAt.Before(first) {
+			first = sp.ExpiresAt
+		}
+	}
+	offset.Store(int64(first.Add(-horizon - period).Sub(time.Now())))
+
+
 	// The schedule: a run every period, jittered by ±25 %, every fourth
 	// one missed (a gap of up to 2.5 periods), until every spawn has
 	// ended. Each run must have fanned out and been consumed within one
@@ -292,30 +325,19 @@ func TestTheScheduledFanOutAtScaleTimesEverySpawnOutOnTime(t *testing.T) {
 		return n, lags
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	var enqueued int64
 	var fanouts []time.Duration
-	deadline := time.Now().Add(p.horizon + 4*p.period + time.Duration(p.spawns)*100*time.Millisecond + 2*time.Minute)
+	deadline := time.Now().Add(horizon + 4*period + time.Duration(p.spawns)*100*time.Millisecond + 2*time.Minute)
+	last := time.Now()
 	for run := 0; ; run++ {
-		jitter := time.Duration((rng.Float64()*0.5 - 0.25) * float64(p.period))
+		jitter := time.Duration((rng.Float64()*0.5 - 0.25) * float64(period))
 		if run > 0 {
-			time.Sleep(p.period + jitter)
+			time.Sleep(time.Until(last.Add(period + jitter)))
 		}
+		last = time.Now()
 		if run%4 == 3 {
 			continue // missed
 		}
-		began := time.Now()
-		rep, err := sweeper.SweepAll(ctx, 0)
-		if err != nil || rep.Enqueued != p.projects {
-			t.Fatalf("run %d: %+v %v, want %d enqueued", run, rep, err, p.projects)
-		}
-		enqueued += int64(rep.Enqueued)
-		for swept.Load() < enqueued {
-			if time.Since(began) > 3*p.period {
-				t.Fatalf("run %d: %d of %d sweep messages handled after %v", run, swept.Load(), enqueued, time.Since(began))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		fanouts = append(fanouts, time.Since(began))
+		fanouts = append(fanouts, fanOut(run, 3*period))
 		if n, _ := resolved(); n == p.spawns {
 			break
 		}
@@ -333,8 +355,8 @@ func TestTheScheduledFanOutAtScaleTimesEverySpawnOutOnTime(t *testing.T) {
 		p.projects, q(fanouts, 0.5).Round(time.Millisecond), fanouts[len(fanouts)-1].Round(time.Millisecond), len(fanouts), rec.batches.Load(), rec.singles.Load())
 	t.Logf("timeout lag expires_at -> committed: p50 %v, p90 %v, p99 %v, max %v; %d by a due sweep, the rest by their message",
 		q(lags, 0.5).Round(time.Millisecond), q(lags, 0.9).Round(time.Millisecond), q(lags, 0.99).Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond), d.backstop.Load())
-	if m := fanouts[len(fanouts)-1]; m > p.period {
-		t.Errorf("a run's fan-out took %v, more than the schedule's period (%v)", m, p.period)
+	if m := fanouts[len(fanouts)-1]; m > period {
+		t.Errorf("a run's fan-out took %v, more than the schedule's period (%v)", m, period)
 	}
 	if p99 := q(lags, 0.99); p99 > 2*time.Second || lags[0] < 0 {
 		t.Errorf("timeout lag p99 %v (min %v), want within 2 s and never early", p99, lags[0])
