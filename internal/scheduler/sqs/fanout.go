@@ -170,8 +170,9 @@ func (s *Sweeper) SweepProject(ctx context.Context, name string, limit int) (ps 
 
 // sendHorizon sends the timeout messages of the project's pending spawns
 // and questions expiring in (scheduled_until, now + horizon], page by
-// page, and after each page moves scheduled_until to where the page
-// ended (kept IndexLag behind the horizon's end). Whatever the runs'
+// page, and after each page that sent something moves scheduled_until to
+// where the page ended (kept IndexLag behind the horizon's end); an idle
+// project's sweep writes nothing. Whatever the runs'
 // jitter, a missed run or a retry, the windows of consecutive runs
 // therefore meet: the next one starts where the stored mark is, and the
 // mark only moves past what was sent. A project that never stored a mark
@@ -210,7 +211,9 @@ func (s *Sweeper) sendHorizon(ctx context.Context, name string, svc Timeouts, li
 		if err != nil {
 			return errs.E(service.ScheduleFailed, "could not send the horizon's timeout messages: "+err.Error()).Wrap(err)
 		}
-		if through := minTime(page.Through, keep); h != nil && through.After(after) {
+		// A window with nothing in it leaves the mark where it is (no
+		// write): the next window, read from the same mark, holds it.
+		if through := minTime(page.Through, keep); h != nil && (len(page.Due) > 0 || page.More) && through.After(after) {
 			if _, err := h.AdvanceScheduledUntil(ctx, through); err != nil {
 				return err
 			}

@@ -21,9 +21,11 @@ const (
 
 // ScheduledUntil is the end of the project's scheduled horizon: every
 // pending spawn and question expiring by then has had its timeout message
-// sent. Zero when no horizon run has stored one.
+// sent. Zero when no horizon run has stored one. The read is eventually
+// consistent (half a read unit): a stale value is an earlier one, which
+// only widens the next window (messages sent twice, never a gap).
 func (s *Store) ScheduledUntil(ctx context.Context) (time.Time, error) {
-	it, err := s.getItem(ctx, key(s.metaPK(), horizonSortKey))
+	it, err := s.readItem(ctx, key(s.metaPK(), horizonSortKey), false)
 	if err != nil || it == nil {
 		return time.Time{}, err
 	}
