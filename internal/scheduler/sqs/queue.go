@@ -4,12 +4,18 @@
 // expires_at or the question's deadline, sent once that is within SQS's
 // 15-minute delay limit (the horizon): at once if it already is when the
 // spawn is issued, else by the scheduled sweep when it comes within the
-// horizon (Sweeper.SweepAll, Service.ScheduleComingDue). A spawn resolved
-// before its expiry comes within the horizon costs no message. The
-// sweeper function hands each delivered message to Sweeper, which ends
-// the spawn or question by timeout or, if it is not yet due (clock skew,
-// or a message sent by an older build for a later expiry), sends the
-// remainder on again.
+// horizon. A spawn resolved before its expiry comes within the horizon
+// costs no message. The sweeper function hands each delivered message to
+// Sweeper, which ends the spawn or question by timeout or, if it is not
+// yet due (clock skew, or a message sent by an older build for a later
+// expiry), sends the remainder on again.
+//
+// The scheduled sweep is a fan-out (fanout.go): each run sends one
+// "sweep project p" message per project to a work queue, ten to a
+// SendMessageBatch, and the same consumer sweeps each message's project:
+// its due questions and spawns, page by page, then the timeout messages
+// of what expires in (scheduled_until, now + horizon], the mark the
+// project's store keeps, so that no run's jitter leaves a gap.
 //
 // Delivery is at least once and messages may be lost; neither matters for
 // correctness: ExpireSpawn and ExpireApproval are idempotent (exactly one
@@ -129,7 +135,7 @@ func (q *Queue) now() time.Time {
 	return time.Now()
 }
 
-// within reports whether at is at most MaxDelay away by the queue's
+// within reports whether at is at most the horizon away by the queue's
 // clock: whether one message can wait until then.
 func (q *Queue) within(at time.Time) bool {
 	return at.Sub(q.now()) <= q.horizon()
@@ -168,10 +174,10 @@ type projectScheduler struct {
 	project string
 }
 
-// ScheduleTimeout sends the spawn's message if it expires within
-// MaxDelay, so that one message carries it to its expiry. A spawn due
+// ScheduleTimeout sends the spawn's message if it expires within the
+// horizon, so that one message carries it to its expiry. A spawn due
 // later gets nothing now: the scheduled sweep sends its message once its
-// expiry comes within MaxDelay (Service.ScheduleComingDue), and a spawn
+// expiry comes within the horizon (Sweeper.SweepProject), and a spawn
 // resolved before then never costs a message.
 func (p projectScheduler) ScheduleTimeout(ctx context.Context, requestID string, expiresAt time.Time) error {
 	return p.sendWithin(ctx, requestID, expiresAt)
