@@ -124,8 +124,8 @@ func scaleParamsFor(t *testing.T) scaleParams {
 // scanning the table, so a project's sweep costs it tens of
 // milliseconds, where DynamoDB serves the sweeps in parallel. The first
 // run calibrates: its fan-out must finish within the real schedule's
-// minute, and the schedule's period is then 1.5 times what it took (the
-// horizon three periods), so the rest runs in real time. Every later
+// minute, and the schedule's period is then twice what it took (the
+// horizon 3.5 periods), so the rest runs in real time. Every later
 // run's fan-out must be done within one period, every spawn's message
 // must be sent before its expiry, and p99 of expires_at → committed
 // timeout must be under 2 s.
@@ -288,8 +288,12 @@ func TestTheScheduledFanOutAtScaleTimesEverySpawnOutOnTime(t *testing.T) {
 	if calibration > time.Minute {
 		t.Errorf("the fan-out of %d projects took %v on the stand-in, over the schedule's minute", p.projects, calibration)
 	}
-	period := max(p.period, calibration*3/2).Round(100 * time.Millisecond)
-	horizon := 3 * period
+	// Twice the calibration: a run that meets the expiries does their
+	// timeouts as well. The horizon covers the longest gap between two
+	// sweeps of one project: a missed run and the jitter (2.5 periods) plus
+	// a fan-out's spread (up to a period).
+	period := max(p.period, calibration*2).Round(100 * time.Millisecond)
+	horizon := period * 7 / 2
 	queue.Horizon, sweeper.IndexLag = horizon, horizon/20
 	t.Logf("schedule period %v (jittered by ±25%%, every fourth run missed), horizon %v", period, horizon)
 
@@ -304,7 +308,7 @@ func TestTheScheduledFanOutAtScaleTimesEverySpawnOutOnTime(t *testing.T) {
 			first = sp.ExpiresAt
 		}
 	}
-	offset.Store(int64(first.Add(-horizon - period).Sub(time.Now())))
+	offset.Store(int64(first.Add(-horizon + period/2).Sub(time.Now())))
 
 
 	// The schedule: a run every period, jittered by ±25 %, every fourth
