@@ -308,8 +308,7 @@ func TestTheScheduledFanOutAtScaleTimesEverySpawnOutOnTime(t *testing.T) {
 			first = sp.ExpiresAt
 		}
 	}
-	offset.Store(int64(first.Add(-horizon + period/2).Sub(time.Now())))
-
+	offset.Store(int64(time.Until(first.Add(-horizon + period/2))))
 
 	// The schedule: a run every period, jittered by ±25 %, every fourth
 	// one missed (a gap of up to 2.5 periods), until every spawn has
