@@ -28,9 +28,11 @@ type probe struct {
 	DetailType string `json:"detail-type"`
 }
 
-// invoke handles an SQS batch (answering batchItemFailures, so that only
-// the failed records are delivered again) or a scheduled EventBridge
-// event (answering the sweep report; an error makes EventBridge retry).
+// invoke handles an SQS batch from either queue (timeout messages, or
+// "sweep project p" messages of the work queue; answering
+// batchItemFailures, so that only the failed records are delivered again)
+// or a scheduled EventBridge event (answering the sweep report: with a
+// work queue, how many sweep messages it enqueued).
 func (h handler) invoke(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p probe
 	if err := json.Unmarshal(raw, &p); err != nil {
@@ -53,7 +55,7 @@ func (h handler) invoke(ctx context.Context, raw json.RawMessage) (any, error) {
 			questions += ps.ApprovalsTimedOut
 			scheduled += ps.Scheduled
 		}
-		h.log.InfoContext(ctx, "scheduled sweep", "projects", len(rep.Projects), "timed_out", timedOut,
+		h.log.InfoContext(ctx, "scheduled sweep", "projects", len(rep.Projects), "enqueued", rep.Enqueued, "timed_out", timedOut,
 			"approvals_timed_out", questions, "scheduled", scheduled, "failed", err != nil)
 		return rep, err
 	}

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/dont-cli/dont/internal/approvals"
 	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
 	"github.com/dont-cli/dont/internal/service"
@@ -48,10 +52,12 @@ func (p *project) Sweep(_ context.Context, limit int) (service.SweepReport, erro
 	return service.SweepReport{TimedOut: []service.TimeoutResult{{RequestID: "spawn:x"}}}, nil
 }
 
-// ScheduleComingDue hands over one spawn per tick.
-func (p *project) ScheduleComingDue(_ context.Context, horizon, period time.Duration, limit int) (int, error) {
-	p.swept = append(p.swept, fmt.Sprintf("horizon %v every %v", horizon, period))
-	return 1, nil
+// ComingDue hands over one spawn per tick.
+func (p *project) ComingDue(_ context.Context, after, until time.Time, limit int) (service.ComingDuePage, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.swept = append(p.swept, fmt.Sprintf("horizon of %v", until.Sub(after)))
+	return service.ComingDuePage{Due: []service.DueTimeout{{ID: "spawn:01JDW0000000000000000000AC", At: until}}, Through: until}, nil
 }
 
 type projects map[string]*project
@@ -62,9 +68,37 @@ func (ps projects) Project(_ context.Context, name string) (sqssched.Timeouts, e
 
 func (ps projects) List(context.Context) ([]string, error) { return []string{"acme", "globex"}, nil }
 
+// batchSQS records the batches sent to it, by queue URL.
+type batchSQS struct {
+	mu      sync.Mutex
+	batches map[string][][]string
+}
+
+func (b *batchSQS) SendMessage(ctx context.Context, in *awssqs.SendMessageInput, _ ...func(*awssqs.Options)) (*awssqs.SendMessageOutput, error) {
+	_, err := b.SendMessageBatch(ctx, &awssqs.SendMessageBatchInput{QueueUrl: in.QueueUrl, Entries: []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("0"), MessageBody: in.MessageBody}}})
+	return &awssqs.SendMessageOutput{}, err
+}
+
+func (b *batchSQS) SendMessageBatch(_ context.Context, in *awssqs.SendMessageBatchInput, _ ...func(*awssqs.Options)) (*awssqs.SendMessageBatchOutput, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var bodies []string
+	for _, e := range in.Entries {
+		bodies = append(bodies, aws.ToString(e.MessageBody))
+	}
+	if b.batches == nil {
+		b.batches = map[string][][]string{}
+	}
+	b.batches[aws.ToString(in.QueueUrl)] = append(b.batches[aws.ToString(in.QueueUrl)], bodies)
+	return &awssqs.SendMessageBatchOutput{}, nil
+}
+
+const timeoutsURL, workURL = "http://127.0.0.1:1/000000000000/timeouts", "http://127.0.0.1:1/000000000000/sweeps"
+
 func newTestHandler() (handler, projects) {
 	ps := projects{"acme": &project{}, "globex": &project{}}
-	return handler{sweeper: &sqssched.Sweeper{Projects: ps}, limit: 10, log: slog.New(slog.DiscardHandler)}, ps
+	q := &sqssched.Queue{Client: &batchSQS{}, URL: timeoutsURL}
+	return handler{sweeper: &sqssched.Sweeper{Projects: ps, Queue: q}, limit: 10, log: slog.New(slog.DiscardHandler)}, ps
 }
 
 // Events as Lambda delivers them (abridged from the AWS documentation's samples).
@@ -105,7 +139,7 @@ func TestTheScheduledEventSweepsEveryProjectThenSendsWhatCameWithinTheHorizon(t 
 		t.Fatal(err)
 	}
 	rep := out.(sqssched.SweepReport)
-	want := []string{"approvals", "sweep", "horizon 15m0s every 1m0s"}
+	want := []string{"approvals", "sweep", "horizon of 1m0s"}
 	if len(rep.Projects) != 2 || !slices.Equal(ps["acme"].swept, want) || !slices.Equal(ps["globex"].swept, want) ||
 		rep.Projects[0].ApprovalsTimedOut != 1 || rep.Projects[0].Scheduled != 1 || rep.Projects[1].Scheduled != 1 {
 		t.Fatalf("report %+v, sweeps %q %q: want %q in each project", rep, ps["acme"].swept, ps["globex"].swept, want)
@@ -117,6 +151,37 @@ func TestTheScheduledEventSweepsEveryProjectThenSendsWhatCameWithinTheHorizon(t 
 	}
 	if err := json.Unmarshal(logged.Bytes(), &line); err != nil || line.Msg != "scheduled sweep" || line.TimedOut != 2 || line.Scheduled == nil || *line.Scheduled != 2 {
 		t.Fatalf("log line %s (%v): want the sweep's totals, scheduled 2", logged.Bytes(), err)
+	}
+}
+
+// With a work queue the scheduled event only enqueues: one sweep message
+// per project, ten to a batch; each delivered message sweeps its project.
+func TestTheScheduledEventFansOutOneSweepMessagePerProject(t *testing.T) {
+	h, ps := newTestHandler()
+	fake := &batchSQS{}
+	h.sweeper.Queue.Client = fake
+	h.sweeper.Work = &sqssched.Queue{Client: fake, URL: workURL}
+	out, err := h.invoke(context.Background(), json.RawMessage(scheduledEvent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := out.(sqssched.SweepReport); rep.Enqueued != 2 || len(rep.Projects) != 0 || len(ps["acme"].swept) != 0 {
+		t.Fatalf("report %+v, acme swept %q: want 2 enqueued and no project swept by the scheduled run", rep, ps["acme"].swept)
+	}
+	batches := fake.batches[workURL]
+	if len(batches) != 1 || !slices.Equal(batches[0], []string{`{"v":1,"sweep":"acme"}`, `{"v":1,"sweep":"globex"}`}) {
+		t.Fatalf("work queue batches %q", batches)
+	}
+	ev := `{"Records":[{"messageId":"w1","body":"{\"v\":1,\"sweep\":\"globex\"}","eventSource":"aws:sqs"}]}`
+	out, err = h.invoke(context.Background(), json.RawMessage(ev))
+	if b, _ := json.Marshal(out); err != nil || string(b) != `{"batchItemFailures":[]}` {
+		t.Fatalf("sweep message: %s %v", b, err)
+	}
+	if want := []string{"approvals", "sweep", "horizon of 1m0s"}; !slices.Equal(ps["globex"].swept, want) || len(ps["acme"].swept) != 0 {
+		t.Fatalf("globex swept %q (want %q), acme %q (want nothing)", ps["globex"].swept, want, ps["acme"].swept)
+	}
+	if sent := fake.batches[timeoutsURL]; len(sent) != 1 || len(sent[0]) != 1 {
+		t.Fatalf("timeout queue batches %q, want globex's one coming-due spawn", sent)
 	}
 }
 

@@ -6,9 +6,12 @@
 //     ReportBatchItemFailures): each message resolves its spawn (spawn:…)
 //     or ends its question (apr:…) by timeout if due, or sends the
 //     remainder on if not;
-//   - the EventBridge schedule's "Scheduled Event": the bounded sweeps of
-//     every project (due questions, missing ending frames, due spawns),
-//     the backstop for lost or parked messages.
+//   - the EventBridge schedule's "Scheduled Event": one "sweep project p"
+//     message per project to the sweep work queue (DONT_SWEEP_QUEUE_URL);
+//   - batches from the work queue: each sweeps its project (due questions,
+//     missing ending frames, due spawns, page by page, then the timeout
+//     messages of what came within the horizon), the backstop for lost or
+//     parked messages.
 //
 // Configuration is in package deployment; clients are built once, here,
 // before the first event.

@@ -124,11 +124,24 @@ func TestIsolationAndThrottling(t *testing.T) {
 	if reserved["Api"] != stack.DefaultAPIConcurrency || reserved["Sweeper"] != stack.DefaultSweeperConcurrency {
 		t.Errorf("reserved concurrency = %v", reserved)
 	}
+	// One mapping per queue: the timeout queue's at SweeperQueueConcurrency,
+	// the sweep work queue's at SweepQueueConcurrency, together below the
+	// sweeper's reservation.
+	total := 0.0
 	for id, m := range resources(raw, "AWS::Lambda::EventSourceMapping") {
 		sc, _ := props(m)["ScalingConfig"].(map[string]any)
-		if sc["MaximumConcurrency"] != float64(stack.SweeperQueueConcurrency) {
-			t.Errorf("%s ScalingConfig = %v, want MaximumConcurrency %d", id, sc, stack.SweeperQueueConcurrency)
+		want := float64(stack.SweeperQueueConcurrency)
+		if strings.Contains(jsonString(props(m)["EventSourceArn"]), "SweepQueue") {
+			want = stack.SweepQueueConcurrency
 		}
+		if sc["MaximumConcurrency"] != want {
+			t.Errorf("%s ScalingConfig = %v, want MaximumConcurrency %v", id, sc, want)
+		}
+		total += want
+	}
+	if total != stack.SweeperQueueConcurrency+stack.SweepQueueConcurrency || total >= stack.DefaultSweeperConcurrency {
+		t.Errorf("the mappings' maximum concurrency adds up to %v, want %d, below the sweeper's reservation %d",
+			total, stack.SweeperQueueConcurrency+stack.SweepQueueConcurrency, stack.DefaultSweeperConcurrency)
 	}
 	t.Run("the schedule's failed runs are not retried by Lambda", func(t *testing.T) {
 		configs := resources(raw, "AWS::Lambda::EventInvokeConfig")

@@ -1,5 +1,6 @@
 // Package stack defines dont's AWS deployment as one CDK stack: the
-// single DynamoDB table, the spawn-timeout queue and its dead-letter queue,
+// single DynamoDB table, the spawn-timeout queue, the scheduled sweep's
+// work queue (one message per project) and their dead-letter queues,
 // the api and sweeper Lambda functions, the HTTP API in front of api, the
 // EventBridge schedule that backs up the queue, and the alarms an operator
 // needs.
@@ -62,6 +63,9 @@ const (
 	EnvSecretsKey = "DONT_SECRETS_KEY"
 	// EnvEventBus names the bus events are put on, or "off".
 	EnvEventBus = "DONT_EVENT_BUS"
+	// EnvSweepQueueURL is the sweep work queue, the sweeper's alone: the
+	// minute schedule's run enqueues one message per project there.
+	EnvSweepQueueURL = "DONT_SWEEP_QUEUE_URL"
 
 	// Context keys that override where the Lambda assets are read from
 	// (cdk synth -c dont:apiAssetDir=... or cdk.json "context").
@@ -102,12 +106,15 @@ const (
 	ContextThrottleRate  = "dont:throttleRate"
 	ContextThrottleBurst = "dont:throttleBurst"
 
-	// Defaults of the settings above. The sweeper's SQS mapping runs at most
-	// SweeperQueueConcurrency batches at once, below its reservation so the
-	// schedule always finds a slot.
+	// Defaults of the settings above. The sweeper's SQS mappings run at most
+	// SweeperQueueConcurrency batches of timeout messages and
+	// SweepQueueConcurrency batches of sweep messages (ten projects each)
+	// at once, together below its reservation so the schedule always finds
+	// a slot.
 	DefaultAPIConcurrency     = 200
 	DefaultSweeperConcurrency = 20
 	SweeperQueueConcurrency   = 10
+	SweepQueueConcurrency     = 5
 	DefaultThrottleRate       = 1000
 	DefaultThrottleBurst      = 2000
 
@@ -121,6 +128,10 @@ const (
 	// DeadLetterMaxReceiveCount is how often a timeout message may fail
 	// before it is parked in the dead-letter queue.
 	DeadLetterMaxReceiveCount = 5
+
+	// SweepQueueMaxAgeSeconds: a sweep message older than this is not
+	// being consumed (the schedule sends them every minute).
+	SweepQueueMaxAgeSeconds = 5 * 60
 )
 
 // TableActions are the only DynamoDB actions the functions call, on the
@@ -159,8 +170,12 @@ type Stack struct {
 	Table        awsdynamodb.Table
 	TimeoutQueue awssqs.Queue
 	DeadLetters  awssqs.Queue
-	API          awslambda.Function
-	Sweeper      awslambda.Function
+	// SweepQueue is the scheduled sweep's work queue: one message per
+	// project each minute, consumed by the sweeper.
+	SweepQueue       awssqs.Queue
+	SweepDeadLetters awssqs.Queue
+	API              awslambda.Function
+	Sweeper          awslambda.Function
 	// Operator makes a project's first token and sets its settings; only
 	// an operator's direct invoke reaches it.
 	Operator awslambda.Function
@@ -248,6 +263,22 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		EnableKeyRotation: jsii.Bool(true),
 		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
 	})
+
+	s.SweepDeadLetters = awssqs.NewQueue(s.Stack, jsii.String("SweepDeadLetters"), &awssqs.QueueProps{
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+		EnforceSSL:      jsii.Bool(true),
+	})
+	s.SweepQueue = awssqs.NewQueue(s.Stack, jsii.String("SweepQueue"), &awssqs.QueueProps{
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * sweeperTimeoutSeconds)),
+		// A sweep message is worth a minute: the next run sends another.
+		RetentionPeriod: awscdk.Duration_Hours(jsii.Number(1)),
+		EnforceSSL:      jsii.Bool(true),
+		DeadLetterQueue: &awssqs.DeadLetterQueue{
+			Queue:           s.SweepDeadLetters,
+			MaxReceiveCount: jsii.Number(DeadLetterMaxReceiveCount),
+		},
+	})
+
 	env := &map[string]*string{
 		EnvTable:           s.Table.TableName(),
 		EnvTimeoutQueueURL: s.TimeoutQueue.QueueUrl(),
@@ -255,6 +286,10 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	}
 	bus := setting(s.Stack, "", ContextEventBus, "off")
 	(*env)[EnvEventBus] = jsii.String(bus)
+	sweeperEnv := &map[string]*string{EnvSweepQueueURL: s.SweepQueue.QueueUrl()}
+	for k, v := range *env {
+		(*sweeperEnv)[k] = v
+	}
 	opts := functionOptions{
 		arch:     arch,
 		tracing:  choice(s.Stack, ContextTracing, "active", "active", "off"),
@@ -263,12 +298,14 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	}
 	apiConcurrency := number(s.Stack, ContextAPIConcurrency, DefaultAPIConcurrency)
 	sweeperConcurrency := number(s.Stack, ContextSweeperConcurrency, DefaultSweeperConcurrency)
-	if sweeperConcurrency != 0 && sweeperConcurrency <= SweeperQueueConcurrency {
-		panic(fmt.Sprintf("%s must be 0 or above %d (the queue mapping's maximum concurrency), not %d",
-			ContextSweeperConcurrency, SweeperQueueConcurrency, sweeperConcurrency))
+	if sweeperConcurrency != 0 && sweeperConcurrency <= SweeperQueueConcurrency+SweepQueueConcurrency {
+		panic(fmt.Sprintf("%s must be 0 or above %d (the queue mappings' maximum concurrency together), not %d",
+			ContextSweeperConcurrency, SweeperQueueConcurrency+SweepQueueConcurrency, sweeperConcurrency))
 	}
 	s.API = function(s.Stack, "Api", apiDir, 29, apiConcurrency, false, opts)
-	s.Sweeper = function(s.Stack, "Sweeper", sweeperDir, sweeperTimeoutSeconds, sweeperConcurrency, true, opts)
+	sweeperOpts := opts
+	sweeperOpts.env = sweeperEnv
+	s.Sweeper = function(s.Stack, "Sweeper", sweeperDir, sweeperTimeoutSeconds, sweeperConcurrency, true, sweeperOpts)
 	// Operator actions live apart from the public api function: a grant to
 	// invoke the API is never a grant to mint any project's admin token.
 	s.Operator = function(s.Stack, "Operator", operatorDir, 29, 0, false, opts)
@@ -319,6 +356,16 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		// A timeout burst scales the sweeper to this many concurrent
 		// batches and no further (its reservation caps it as well).
 		MaxConcurrency: jsii.Number(SweeperQueueConcurrency),
+	}))
+	// The scheduled run's fan-out: the sweeper sends one message per
+	// project to the work queue (and a project's message again when its
+	// sweep runs out of time), and consumes them, ten projects a batch,
+	// at most SweepQueueConcurrency batches at once.
+	s.SweepQueue.GrantSendMessages(s.Sweeper)
+	s.Sweeper.AddEventSource(awslambdaeventsources.NewSqsEventSource(s.SweepQueue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency:          jsii.Number(SweepQueueConcurrency),
 	}))
 
 	// The rate is sqs.Sweeper.Period's default: each run sends the messages
@@ -402,6 +449,7 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	output(s.Stack, "TableName", "DynamoDB table ("+EnvTable+")", s.Table.TableName())
 	output(s.Stack, "TimeoutQueueUrl", "Spawn-timeout queue ("+EnvTimeoutQueueURL+")", s.TimeoutQueue.QueueUrl())
 	output(s.Stack, "DeadLetterQueueUrl", "Dead-letter queue of the spawn-timeout queue", s.DeadLetters.QueueUrl())
+	output(s.Stack, "SweepQueueUrl", "The scheduled sweep's work queue ("+EnvSweepQueueURL+")", s.SweepQueue.QueueUrl())
 	output(s.Stack, "ApiFunctionName", "Name of the api function", s.API.FunctionName())
 	output(s.Stack, "SweeperFunctionName", "Name of the sweeper function", s.Sweeper.FunctionName())
 	output(s.Stack, "OperatorFunctionName", "Name of the operator function (a project's first token, its settings)", s.Operator.FunctionName())
@@ -546,6 +594,10 @@ func (s *Stack) alarms(schedule awsevents.Rule, apiConcurrency, sweeperConcurren
 	// minutes is not being consumed.
 	alarm(s.Stack, s.Alarms, "TimeoutQueueAgeAlarm", "Spawn-timeout messages wait longer than their longest delay (the sweeper is not consuming)",
 		s.TimeoutQueue.MetricApproximateAgeOfOldestMessage(maximum(1)), 20*60)
+	alarm(s.Stack, s.Alarms, "SweepDeadLettersVisibleAlarm", "Sweep messages reached the dead-letter queue (a project's sweep failed 5 times)",
+		s.SweepDeadLetters.MetricApproximateNumberOfMessagesVisible(maximum(1)), 0)
+	alarm(s.Stack, s.Alarms, "SweepQueueAgeAlarm", "Sweep messages wait longer than 5 minutes (the sweeper is not keeping up with the projects)",
+		s.SweepQueue.MetricApproximateAgeOfOldestMessage(maximum(1)), SweepQueueMaxAgeSeconds)
 	for name, fn := range map[string]awslambda.Function{"Api": s.API, "Sweeper": s.Sweeper, "Operator": s.Operator} {
 		alarm(s.Stack, s.Alarms, name+"ErrorsAlarm", "The "+strings.ToLower(name)+" function returned errors", fn.MetricErrors(sum(5)), 0)
 		alarm(s.Stack, s.Alarms, name+"ThrottlesAlarm", "The "+strings.ToLower(name)+" function was throttled", fn.MetricThrottles(sum(5)), 0)
@@ -639,6 +691,7 @@ func nagSuppressions(s *Stack) {
 	suppress(s.Sweeper, "Serverless-LambdaEventSourceMappingDestination",
 		"SQS event sources park failed messages through the queue's redrive policy (TimeoutDeadLetters, maxReceiveCount 5, DeadLettersVisibleAlarm)")
 	suppress(s.DeadLetters, "Serverless-SQSRedrivePolicy", "it is the dead-letter queue")
+	suppress(s.SweepDeadLetters, "Serverless-SQSRedrivePolicy", "it is the sweep queue's dead-letter queue")
 	suppress(s.Alarms, "AwsSolutions-SNS2",
 		"CloudWatch alarms cannot publish to a topic encrypted with the AWS managed SNS key; alarm messages carry no secrets")
 	suppress(s.Stack.Node().FindChild(jsii.String("SweepSchedule")), "Serverless-EventBusDLQ",

@@ -127,15 +127,15 @@ func TestResourceCounts(t *testing.T) {
 	tpl, _ := template(t)
 	counts := map[string]float64{
 		"AWS::DynamoDB::Table":            1,
-		"AWS::SQS::Queue":                 2,
+		"AWS::SQS::Queue":                 4,
 		"AWS::Lambda::Function":           3,
-		"AWS::Lambda::EventSourceMapping": 1,
+		"AWS::Lambda::EventSourceMapping": 2,
 		"AWS::ApiGatewayV2::Api":          1,
 		"AWS::ApiGatewayV2::Integration":  1,
 		"AWS::ApiGatewayV2::Route":        1,
 		"AWS::ApiGatewayV2::Stage":        1,
 		"AWS::Events::Rule":               1,
-		"AWS::CloudWatch::Alarm":          16,
+		"AWS::CloudWatch::Alarm":          18,
 		"AWS::Logs::LogGroup":             4,
 		"AWS::IAM::Role":                  3,
 		"AWS::SNS::Topic":                 1,
@@ -470,6 +470,56 @@ func TestSweeperTriggers(t *testing.T) {
 	})
 }
 
+// The scheduled run's fan-out: a work queue of its own, with a DLQ and
+// alarms, consumed by the sweeper alone, whose environment alone names it.
+func TestTheScheduledSweepFansOutThroughTheSweepQueue(t *testing.T) {
+	tpl, raw := template(t)
+	for id, fn := range resources(raw, "AWS::Lambda::Function") {
+		vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		has := vars[stack.EnvSweepQueueURL] != nil
+		if sweeper := strings.HasPrefix(id, "SweeperFunction"); has != sweeper {
+			t.Errorf("%s: %s set = %v, want it on the sweeper only", id, stack.EnvSweepQueueURL, has)
+		}
+	}
+	check(t, "sweep queue redrives to its own DLQ", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), obj(map[string]any{
+			"RedrivePolicy": obj(map[string]any{
+				"maxReceiveCount":     stack.DeadLetterMaxReceiveCount,
+				"deadLetterTargetArn": obj(map[string]any{"Fn::GetAtt": arrayWith(assertions.Match_StringLikeRegexp(jsii.String("^SweepDeadLetters")))}),
+			}),
+		}))
+	})
+	check(t, "the sweeper consumes the sweep queue", func() {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), obj(map[string]any{
+			"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
+			"BatchSize":             10,
+			"EventSourceArn":        obj(map[string]any{"Fn::GetAtt": arrayWith(assertions.Match_StringLikeRegexp(jsii.String("^SweepQueue")))}),
+			"FunctionName":          obj(map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^SweeperFunction"))}),
+			"ScalingConfig":         obj(map[string]any{"MaximumConcurrency": stack.SweepQueueConcurrency}),
+		}))
+	})
+	for _, c := range []struct{ queue, metric string }{{"SweepDeadLetters", "ApproximateNumberOfMessagesVisible"}, {"SweepQueue", "ApproximateAgeOfOldestMessage"}} {
+		check(t, c.queue+" alarm", func() {
+			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), obj(map[string]any{
+				"Namespace": "AWS/SQS", "MetricName": c.metric,
+				"Dimensions": arrayWith(obj(map[string]any{
+					"Name":  "QueueName",
+					"Value": obj(map[string]any{"Fn::GetAtt": arrayWith(assertions.Match_StringLikeRegexp(jsii.String("^" + c.queue + "[0-9A-F]")))}),
+				})),
+			}))
+		})
+	}
+	for _, role := range []string{"ApiRole", "OperatorRole"} {
+		for _, st := range policiesOf(raw, role) {
+			for _, r := range st.resources {
+				if strings.Contains(r, "SweepQueue") || strings.Contains(r, "SweepDeadLetters") {
+					t.Errorf("%s has %v on %s: only the sweeper uses the sweep queue", role, st.actions, r)
+				}
+			}
+		}
+	}
+}
+
 func TestHTTPAPI(t *testing.T) {
 	tpl, _ := template(t)
 	check(t, "HTTP protocol", func() {
@@ -526,7 +576,7 @@ func TestAlarms(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	tpl, _ := template(t)
-	for _, name := range []string{"ApiUrl", "TableName", "TimeoutQueueUrl", "DeadLetterQueueUrl", "ApiFunctionName", "SweeperFunctionName", "OperatorFunctionName", "AlarmTopicArn"} {
+	for _, name := range []string{"ApiUrl", "TableName", "TimeoutQueueUrl", "DeadLetterQueueUrl", "SweepQueueUrl", "ApiFunctionName", "SweeperFunctionName", "OperatorFunctionName", "AlarmTopicArn"} {
 		t.Run(name, func(t *testing.T) {
 			check(t, name, func() {
 				tpl.HasOutput(jsii.String(name), obj(map[string]any{"Value": assertions.Match_AnyValue()}))

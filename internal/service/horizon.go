@@ -106,3 +106,83 @@ func handOver[T any](items []T, w window, when func(T) (string, time.Time), send
 func scheduleErr(id string, err error) error {
 	return errs.E(ScheduleFailed, "could not schedule the timeout of "+id+": "+err.Error()).Wrap(err)
 }
+
+// DueTimeout is one pending spawn or approval question and the time its
+// timeout is due: what a scheduler is handed.
+type DueTimeout struct {
+	ID string
+	At time.Time
+}
+
+// ComingDuePage is one page of ComingDue.
+type ComingDuePage struct {
+	// Due are the pending spawns, then the pending questions, expiring in
+	// (after, Through], earliest first within each kind; none due by now.
+	Due []DueTimeout
+	// Through is how far the page reached: until, or less when a read
+	// was full (More); the next page starts after it.
+	Through time.Time
+	More    bool
+}
+
+// ComingDue reads the pending spawns and questions expiring in the
+// window (after, until], at most limit of each, for a scheduler that keeps
+// its own record of how far it has scheduled (the SQS sweeper's stored
+// scheduled_until): unlike ScheduleComingDue it hands nothing over and
+// assumes no fixed period, so a caller that asks for (last until, now +
+// horizon] leaves no gap whatever its runs' jitter. What is already due
+// by now is left out (the due sweep's job). A full read ends the page
+// before its last item's time, so that items sharing that time are read
+// again by the next page (duplicates are harmless, gaps are not).
+func (s *core) ComingDue(ctx context.Context, after, until time.Time, limit int) (ComingDuePage, error) {
+	if limit <= 0 {
+		limit = SweepBatch
+	}
+	now := s.now()
+	if after.Before(now) {
+		after = now
+	}
+	page := ComingDuePage{Due: []DueTimeout{}, Through: until}
+	if !until.After(after) {
+		return page, nil
+	}
+	spawns, err := s.Store.ExpiringSpawns(ctx, after, until, limit)
+	if err != nil {
+		return page, storeErr(err)
+	}
+	page.cut(len(spawns), limit, after, func() time.Time { return spawns[len(spawns)-1].ExpiresAt })
+	var questions []approvals.Approval
+	if s.ApprovalScheduler != nil && s.Approvals.Store != nil {
+		if questions, err = s.Approvals.Store.DueApprovals(ctx, page.Through, limit); err != nil {
+			return page, storeErr(err)
+		}
+		page.cut(len(questions), limit, after, func() time.Time { return questions[len(questions)-1].Deadline })
+	}
+	w := window{now: now, from: after, to: page.Through}
+	for _, sp := range spawns {
+		if w.holds(sp.ExpiresAt) {
+			page.Due = append(page.Due, DueTimeout{ID: sp.ID, At: sp.ExpiresAt})
+		}
+	}
+	for _, a := range questions {
+		if w.holds(a.Deadline) {
+			page.Due = append(page.Due, DueTimeout{ID: a.ID, At: a.Deadline})
+		}
+	}
+	return page, nil
+}
+
+// cut ends the page just before the last item of a full read, or at it
+// when every item of the read shares one time (progress over precision).
+func (p *ComingDuePage) cut(n, limit int, after time.Time, last func() time.Time) {
+	if n < limit {
+		return
+	}
+	end := last().Add(-time.Nanosecond)
+	if !end.After(after) {
+		end = last()
+	}
+	if end.Before(p.Through) {
+		p.Through, p.More = end, true
+	}
+}

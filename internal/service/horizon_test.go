@@ -223,3 +223,46 @@ func TestATickReachesItsWindowWhateverIsDueBeforeIt(t *testing.T) {
 		t.Fatalf("handed over %v (%d, %v), want only %s", got, n, err, inWindow)
 	}
 }
+
+// ComingDue reads a window page by page: a full read ends the page before
+// its last item's time, so consecutive pages from Through cover the
+// window without a gap; what is due by now is never in it.
+func TestComingDuePagesThroughItsWindowWithoutAGap(t *testing.T) {
+	e := newEnv(t)
+	h := &handOvers{}
+	e.svc.Scheduler, e.svc.ApprovalScheduler = h, h
+	var want []string
+	e.issue(time.Minute) // due by the time the window is read
+	for i := range 5 {
+		want = append(want, e.issue(20*time.Minute+time.Duration(i)*time.Minute).RequestID)
+	}
+	e.issue(time.Hour) // beyond the window
+	e.clock.Advance(2 * time.Minute)
+	now := e.clock.Now()
+	var got []string
+	after, until := now.Add(-time.Hour), now.Add(30*time.Minute)
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("no end of pages")
+		}
+		page, err := e.svc.ComingDue(ctx, after, until, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range page.Due {
+			if !slices.Contains(got, d.ID) {
+				got = append(got, d.ID)
+			}
+		}
+		if !page.More {
+			if !page.Through.Equal(until) {
+				t.Fatalf("the last page ends at %v, want the window's end %v", page.Through, until)
+			}
+			break
+		}
+		after = page.Through
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("pages gave %v, want the five in the window, in order: %v", got, want)
+	}
+}

@@ -25,7 +25,11 @@ const (
 	EnvTimeoutQueueURL = "DONT_TIMEOUT_QUEUE_URL"
 	EnvSpawnTimeout    = settings.EnvSpawnTimeout
 	EnvSweepLimit      = "DONT_SWEEP_LIMIT"
-	EnvProjects        = "DONT_PROJECTS"
+	// EnvSweepQueueURL is the sweep work queue (set by the stack for the
+	// sweeper): the schedule's run enqueues one message per project there.
+	// Unset, the run sweeps every project itself, in turn.
+	EnvSweepQueueURL = "DONT_SWEEP_QUEUE_URL"
+	EnvProjects      = "DONT_PROJECTS"
 	// Tier escalation: a question's deadline, the subscriber lease, how
 	// often waits re-read the table, and how long frames are kept.
 	EnvApprovalTimeout = settings.EnvApprovalTimeout
@@ -49,7 +53,9 @@ const (
 // second per open approvals page.
 const DefaultApprovalPoll = 200 * time.Millisecond
 
-// DefaultSweepLimit bounds each project's scheduled sweep.
+// DefaultSweepLimit is the page size of a project's scheduled sweep: each
+// read of due spawns, or of the horizon, returns at most this many, and
+// the sweep pages on until done.
 const DefaultSweepLimit = 1000
 
 // Config is the functions' configuration.
@@ -60,8 +66,10 @@ type Config struct {
 	SpawnTimeout time.Duration
 	// SpawnMaxLease bounds heartbeats in every project (0: 7 days).
 	SpawnMaxLease time.Duration
-	// SweepLimit bounds the scheduled sweep per project.
+	// SweepLimit is the page size of a project's scheduled sweep.
 	SweepLimit int
+	// SweepQueueURL is the sweep work queue ("": none, sweep in turn).
+	SweepQueueURL string
 	// Projects are swept by the schedule in addition to the registry.
 	Projects []string
 	// ApprovalTimeout is a question's deadline (0: the service's 120 s).
@@ -87,11 +95,12 @@ type Config struct {
 // ConfigFromEnv reads the configuration; getenv is os.Getenv in production.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
-		Table:        strings.TrimSpace(getenv(EnvTable)),
-		QueueURL:     strings.TrimSpace(getenv(EnvTimeoutQueueURL)),
-		SpawnTimeout: service.DefaultSpawnTimeout,
-		SweepLimit:   DefaultSweepLimit,
-		SecretsKey:   strings.TrimSpace(getenv(EnvSecretsKey)),
+		Table:         strings.TrimSpace(getenv(EnvTable)),
+		QueueURL:      strings.TrimSpace(getenv(EnvTimeoutQueueURL)),
+		SweepQueueURL: strings.TrimSpace(getenv(EnvSweepQueueURL)),
+		SpawnTimeout:  service.DefaultSpawnTimeout,
+		SweepLimit:    DefaultSweepLimit,
+		SecretsKey:    strings.TrimSpace(getenv(EnvSecretsKey)),
 	}
 	if c.Table == "" {
 		return c, fmt.Errorf("%s is required: the DynamoDB table name", EnvTable)

@@ -54,10 +54,19 @@ func Connect(ctx context.Context, getenv func(string) string, author string, log
 			return st
 		},
 		Queue:       &sqssched.Queue{Client: queue, URL: cfg.QueueURL},
+		Work:        workQueue(queue, cfg.SweepQueueURL),
 		Registry:    &Registry{Client: ddb, Table: cfg.Table},
 		Webhooks:    webhook.New(cfg.HookPolicy),
 		EventBridge: eventbridge.NewFromConfig(awsCfg),
 	}, nil
+}
+
+// workQueue is the sweep work queue, or nil when none is configured.
+func workQueue(client *awssqs.Client, url string) *sqssched.Queue {
+	if url == "" {
+		return nil
+	}
+	return &sqssched.Queue{Client: client, URL: url}
 }
 
 // TableService is the service of the project st belongs to, for stores

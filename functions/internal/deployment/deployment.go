@@ -37,8 +37,11 @@ type Deployment struct {
 	// when the deployment has no key.
 	Sealer dynamo.Sealer
 	// Open returns one project's store; Connect sets it to the DynamoDB store.
-	Open     func(project string) Store
-	Queue    *sqssched.Queue
+	Open  func(project string) Store
+	Queue *sqssched.Queue
+	// Work is the sweep work queue (nil: the scheduled run sweeps every
+	// project itself).
+	Work     *sqssched.Queue
 	Registry *Registry
 	// Webhooks delivers webhooks (nil: no deliveries from this process);
 	// EventBridge puts events on Config.EventBus (nil: none).
@@ -116,9 +119,19 @@ func (d *Deployment) List(ctx context.Context) ([]string, error) {
 	return slices.Compact(names), nil
 }
 
-// Sweeper is the consumer of the timeout queue over this deployment.
+// Horizon implements sqs.Horizons: the project's stored scheduled_until,
+// when its store keeps one (the DynamoDB store does); nil otherwise.
+func (d *Deployment) Horizon(_ context.Context, name string) (sqssched.Horizon, error) {
+	if h, ok := d.Open(name).(sqssched.Horizon); ok {
+		return h, nil
+	}
+	return nil, nil
+}
+
+// Sweeper is the consumer of the timeout queue and the sweep work queue
+// over this deployment.
 func (d *Deployment) Sweeper() *sqssched.Sweeper {
-	return &sqssched.Sweeper{Queue: d.Queue, Projects: d, Log: d.Log}
+	return &sqssched.Sweeper{Queue: d.Queue, Work: d.Work, Projects: d, Log: d.Log, Limit: d.Config.SweepLimit}
 }
 
 // registering registers the project the first time each process

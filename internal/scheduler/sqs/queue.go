@@ -4,12 +4,18 @@
 // expires_at or the question's deadline, sent once that is within SQS's
 // 15-minute delay limit (the horizon): at once if it already is when the
 // spawn is issued, else by the scheduled sweep when it comes within the
-// horizon (Sweeper.SweepAll, Service.ScheduleComingDue). A spawn resolved
-// before its expiry comes within the horizon costs no message. The
-// sweeper function hands each delivered message to Sweeper, which ends
-// the spawn or question by timeout or, if it is not yet due (clock skew,
-// or a message sent by an older build for a later expiry), sends the
-// remainder on again.
+// horizon. A spawn resolved before its expiry comes within the horizon
+// costs no message. The sweeper function hands each delivered message to
+// Sweeper, which ends the spawn or question by timeout or, if it is not
+// yet due (clock skew, or a message sent by an older build for a later
+// expiry), sends the remainder on again.
+//
+// The scheduled sweep is a fan-out (fanout.go): each run sends one
+// "sweep project p" message per project to a work queue, ten to a
+// SendMessageBatch, and the same consumer sweeps each message's project:
+// its due questions and spawns, page by page, then the timeout messages
+// of what expires in (scheduled_until, now + horizon], the mark the
+// project's store keeps, so that no run's jitter leaves a gap.
 //
 // Delivery is at least once and messages may be lost; neither matters for
 // correctness: ExpireSpawn and ExpireApproval are idempotent (exactly one
@@ -22,11 +28,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/service"
@@ -117,6 +126,18 @@ type Queue struct {
 	URL    string
 	// Now is the clock the delay is computed with (default time.Now).
 	Now func() time.Time
+	// Horizon is how far ahead a message is sent (default MaxDelay, the
+	// longest SQS delay): a spawn due further away gets its message from
+	// the scheduled sweep. Tests shorten it to run the horizon in real time.
+	Horizon time.Duration
+}
+
+// horizon is Horizon or its default.
+func (q *Queue) horizon() time.Duration {
+	if q.Horizon > 0 && q.Horizon < MaxDelay {
+		return q.Horizon
+	}
+	return MaxDelay
 }
 
 func (q *Queue) now() time.Time {
@@ -126,10 +147,10 @@ func (q *Queue) now() time.Time {
 	return time.Now()
 }
 
-// within reports whether at is at most MaxDelay away by the queue's
+// within reports whether at is at most the horizon away by the queue's
 // clock: whether one message can wait until then.
 func (q *Queue) within(at time.Time) bool {
-	return at.Sub(q.now()) <= MaxDelay
+	return at.Sub(q.now()) <= q.horizon()
 }
 
 // Send enqueues m, delayed until its expires_at or by MaxDelay, whichever
@@ -165,10 +186,10 @@ type projectScheduler struct {
 	project string
 }
 
-// ScheduleTimeout sends the spawn's message if it expires within
-// MaxDelay, so that one message carries it to its expiry. A spawn due
+// ScheduleTimeout sends the spawn's message if it expires within the
+// horizon, so that one message carries it to its expiry. A spawn due
 // later gets nothing now: the scheduled sweep sends its message once its
-// expiry comes within MaxDelay (Service.ScheduleComingDue), and a spawn
+// expiry comes within the horizon (Sweeper.SweepProject), and a spawn
 // resolved before then never costs a message.
 func (p projectScheduler) ScheduleTimeout(ctx context.Context, requestID string, expiresAt time.Time) error {
 	return p.sendWithin(ctx, requestID, expiresAt)
@@ -187,3 +208,122 @@ func (p projectScheduler) sendWithin(ctx context.Context, requestID string, at t
 }
 
 var _ service.ApprovalTimeoutScheduler = projectScheduler{}
+
+// BatchAPI is SQS's SendMessageBatch. A Queue whose Client has it sends
+// many messages ten to a request; otherwise one SendMessage each.
+type BatchAPI interface {
+	SendMessageBatch(ctx context.Context, in *awssqs.SendMessageBatchInput, optFns ...func(*awssqs.Options)) (*awssqs.SendMessageBatchOutput, error)
+}
+
+// MaxBatch is the most messages one SendMessageBatch carries.
+const MaxBatch = 10
+
+// batchRequests is how many SendMessageBatch requests one SendBatch has in
+// flight at once.
+const batchRequests = 8
+
+// outgoing is one message of a batch: its body, its delay and what the
+// error names when it fails.
+type outgoing struct {
+	body  string
+	delay int32
+	name  string
+}
+
+// SendBatch enqueues every message, delayed like Send, ten to a request.
+// It returns an error naming each message that was not sent (every other
+// one was).
+func (q *Queue) SendBatch(ctx context.Context, ms []Message) error {
+	_, err := q.sendAll(ctx, outgoingOf(q, ms))
+	return err
+}
+
+// sendAll sends out and returns how many were sent.
+func (q *Queue) sendAll(ctx context.Context, out []outgoing) (int, error) {
+	batch, ok := q.Client.(BatchAPI)
+	if !ok {
+		var failed []error
+		for _, o := range out {
+			_, err := q.Client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(o.body), DelaySeconds: o.delay})
+			if err != nil {
+				failed = append(failed, fmt.Errorf("send message for %s: %w", o.name, err))
+			}
+		}
+		return len(out) - len(failed), errors.Join(failed...)
+	}
+	var (
+		mu     sync.Mutex
+		failed []error
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, batchRequests)
+	)
+	fail := func(err error) {
+		mu.Lock()
+		failed = append(failed, err)
+		mu.Unlock()
+	}
+	for start := 0; start < len(out); start += MaxBatch {
+		chunk := out[start:min(start+MaxBatch, len(out))]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			in := &awssqs.SendMessageBatchInput{QueueUrl: aws.String(q.URL)}
+			for i, o := range chunk {
+				in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{
+					Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(o.body), DelaySeconds: o.delay})
+			}
+			res, err := batch.SendMessageBatch(ctx, in)
+			if err != nil {
+				for _, o := range chunk {
+					fail(fmt.Errorf("send message for %s: %w", o.name, err))
+				}
+				return
+			}
+			for _, f := range res.Failed {
+				i, _ := strconv.Atoi(aws.ToString(f.Id))
+				if i < 0 || i >= len(chunk) {
+					i = 0
+				}
+				fail(fmt.Errorf("send message for %s: %s: %s", chunk[i].name, aws.ToString(f.Code), aws.ToString(f.Message)))
+			}
+		}()
+	}
+	wg.Wait()
+	return len(out) - len(failed), errors.Join(failed...)
+}
+
+// SweepMessage is the body of one message of the sweep work queue: "sweep
+// this project" (the scheduled sweep's fan-out, Sweeper.SweepAll).
+type SweepMessage struct {
+	Version int    `json:"v"`
+	Sweep   string `json:"sweep"`
+}
+
+// Encode returns the message body.
+func (m SweepMessage) Encode() string {
+	m.Version = MessageVersion
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// DecodeSweep reports whether body is a sweep message, and its project.
+// A body that names no project is not one (it is left to Decode).
+func DecodeSweep(body string) (SweepMessage, bool) {
+	var m SweepMessage
+	if err := json.Unmarshal([]byte(body), &m); err != nil || m.Sweep == "" || m.Version < 1 || m.Version > MessageVersion {
+		return m, false
+	}
+	return m, true
+}
+
+// SendSweeps enqueues one sweep message per project, ten to a request,
+// and returns how many were sent.
+func (q *Queue) SendSweeps(ctx context.Context, projects []string) (int, error) {
+	out := make([]outgoing, len(projects))
+	for i, p := range projects {
+		out[i] = outgoing{body: SweepMessage{Sweep: p}.Encode(), name: "project " + p}
+	}
+	return q.sendAll(ctx, out)
+}

@@ -2,7 +2,6 @@ package sqs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -23,7 +22,7 @@ type Timeouts interface {
 	ExpireApproval(ctx context.Context, approvalID string) (service.ApprovalExpiry, time.Duration, error)
 	Sweep(ctx context.Context, limit int) (service.SweepReport, error)
 	SweepApprovals(ctx context.Context, limit int) (service.ApprovalSweep, error)
-	ScheduleComingDue(ctx context.Context, horizon, period time.Duration, limit int) (int, error)
+	ComingDue(ctx context.Context, after, until time.Time, limit int) (service.ComingDuePage, error)
 }
 
 // Deliverer is what a project's service offers to deliver its due
@@ -57,9 +56,26 @@ type Sweeper struct {
 	// Concurrency bounds the records of one batch handled at once (default 10).
 	Concurrency int
 	// Period is how often SweepAll runs (default 1 minute, the EventBridge
-	// rule's rate(1 minute)): each run sends the messages of the spawns and
-	// questions that came within MaxDelay of their expiry since the last.
+	// rule's rate(1 minute)). It matters only to projects that store no
+	// horizon (see Horizons): each run then sends the messages of what came
+	// within the horizon in the last Period.
 	Period time.Duration
+	// Work is the sweep work queue: SweepAll enqueues one "sweep project p"
+	// message per project there, and HandleSQS sweeps the project of each
+	// such message. Nil: SweepAll sweeps every project itself, in turn.
+	Work *Queue
+	// Limit bounds one read of a project's sweep (a page; default
+	// service.SweepBatch); a project's sweep pages on until done.
+	Limit int
+	// Reserve: a project's sweep stops paging when less than this is left
+	// of the invocation (default 10 s) and sends its project's sweep
+	// message again, so the rest is done by the next invocation.
+	Reserve time.Duration
+	// IndexLag is how far behind the stored horizon is kept from the end
+	// of what was read (default 2 s), so that a spawn the index did not yet
+	// show is read again by the next run (the index is eventually
+	// consistent); what lies in that slice may be sent twice.
+	IndexLag time.Duration
 }
 
 // Outcome of one message.
@@ -108,6 +124,9 @@ func (s *Sweeper) HandleSQS(ctx context.Context, ev events.SQSEvent) events.SQSE
 }
 
 func (s *Sweeper) handle(ctx context.Context, rec events.SQSMessage) string {
+	if sm, ok := DecodeSweep(rec.Body); ok {
+		return s.handleSweep(ctx, rec, sm.Sweep)
+	}
 	ctx = readmemo.With(ctx) // one message is one request: its spawn and entity are read once
 	log := s.log().With("message_id", rec.MessageId)
 	m, err := Decode(rec.Body)
@@ -256,100 +275,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// SweepReport is what the scheduled sweep did, per project.
-type SweepReport struct {
-	Projects []ProjectSweep `json:"projects"`
-}
-
-// ProjectSweep is one project's part of a scheduled sweep.
-type ProjectSweep struct {
-	Project  string `json:"project"`
-	TimedOut int    `json:"timed_out"`
-	Lost     int    `json:"lost"`
-	// ApprovalsTimedOut counts questions ended at their deadline,
-	// Announced endings whose missing frame was appended.
-	ApprovalsTimedOut int `json:"approvals_timed_out"`
-	Announced         int `json:"announced"`
-	// Scheduled counts the timeout messages sent for spawns and questions
-	// that came within MaxDelay of their expiry since the last sweep.
-	Scheduled int `json:"scheduled"`
-	// Delivered counts the webhook and event-bus deliveries attempted.
-	Delivered int    `json:"delivered,omitempty"`
-	Error     string `json:"error,omitempty"`
-}
-
-// SweepAll runs the bounded sweeps of every project, the backstop for
-// lost or parked messages: at most limit due approval questions (ended as
-// timed-out, and missing ending frames appended), then at most limit due
-// spawns. Then it sends the messages of the spawns and questions whose
-// expiry came within MaxDelay since the last run (the horizon: a spawn
-// issued further from its expiry got no message then; see
-// Service.ScheduleComingDue). One project's failure does not stop the
-// others; it is returned at the end so that the invocation counts as
-// failed and EventBridge retries it.
-func (s *Sweeper) SweepAll(ctx context.Context, limit int) (SweepReport, error) {
-	rep := SweepReport{Projects: []ProjectSweep{}}
-	names, err := s.Projects.List(ctx)
-	if err != nil {
-		return rep, fmt.Errorf("list projects: %w", err)
-	}
-	var failed []error
-	for _, name := range names {
-		ps := ProjectSweep{Project: name}
-		err := s.sweepProject(ctx, name, limit, &ps)
-		if err != nil {
-			ps.Error = err.Error()
-			failed = append(failed, fmt.Errorf("project %s: %w", name, err))
-			s.log().ErrorContext(ctx, "scheduled sweep", "project", name, "err", err)
-		} else if ps.TimedOut > 0 || ps.Lost > 0 || ps.ApprovalsTimedOut > 0 || ps.Announced > 0 || ps.Scheduled > 0 {
-			s.log().InfoContext(ctx, "scheduled sweep", "project", name, "timed_out", ps.TimedOut, "lost", ps.Lost,
-				"approvals_timed_out", ps.ApprovalsTimedOut, "announced", ps.Announced, "scheduled", ps.Scheduled)
-		}
-		rep.Projects = append(rep.Projects, ps)
-	}
-	return rep, errors.Join(failed...)
-}
-
-// sweepProject sweeps one project. The approvals sweep runs on its own
-// first, so that its failure fails the project (the spawn sweep runs one
-// too, but only logs its errors); a project whose service keeps no
-// approvals has nothing to sweep there. The horizon's messages come last,
-// after the due sweeps, and even when the spawn sweep failed.
-func (s *Sweeper) sweepProject(ctx context.Context, name string, limit int, ps *ProjectSweep) error {
-	svc, err := s.Projects.Project(ctx, name)
-	if err != nil {
-		return err
-	}
-	a, err := svc.SweepApprovals(ctx, limit)
-	if err != nil && !errs.Is(err, service.ApprovalsUnavailable) {
-		return err
-	}
-	r, err := svc.Sweep(ctx, limit)
-	ps.TimedOut, ps.Lost = len(r.TimedOut), len(r.Lost)
-	ps.ApprovalsTimedOut, ps.Announced = len(a.TimedOut), len(a.Announced)
-	if r.Approvals != nil { // anything that came due between the two
-		ps.ApprovalsTimedOut += len(r.Approvals.TimedOut)
-		ps.Announced += len(r.Approvals.Announced)
-	}
-	n, serr := svc.ScheduleComingDue(ctx, MaxDelay, s.period(), limit)
-	ps.Scheduled = n
-	// The backstop of the delivery messages: what is due, retries included.
-	var derr error
-	if d, ok := svc.(Deliverer); ok {
-		var res service.DeliverResult
-		res, derr = d.DeliverHooks(ctx, limit)
-		ps.Delivered = res.Attempted
-	}
-	return errors.Join(err, serr, derr)
-}
-
-func (s *Sweeper) period() time.Duration {
-	if s.Period > 0 {
-		return s.Period
-	}
-	return defaultPeriod
 }
 
 func (s *Sweeper) log() *slog.Logger {

@@ -26,6 +26,7 @@
 //	token (project's list)    P#<p>#T                    <token id>
 //	callback secret           P#<p>#M                    secret (k1…kN, current; secrets.go)
 //	project settings          P#<p>#M                    settings
+//	scheduled horizon         P#<p>#M                    horizon (scheduled_until; horizon.go)
 //	pending confirmation      P#<p>#C                    <confirmation id>
 //	Idempotency-Key record    P#<p>#I#<key>              I
 //	token (global)            T#<token id>               T
