@@ -160,7 +160,7 @@ start() {
   printf '%s\n' "$events" >"$state/events.endpoint"
   print_env >"$state/env"
   trap - EXIT
-  log "DynamoDB stand-in $dynamo (pid $(cat "$state/dynamo.pid")), fauxqs $sqs (pid $(cat "$state/sqs.pid")), KMS stand-in $kms (pid $(cat "$state/kms.pid")); logs in $state"
+  log "DynamoDB stand-in $dynamo (pid $(cat "$state/dynamo.pid")), fauxqs $sqs (pid $(cat "$state/sqs.pid")), KMS stand-in $kms (pid $(cat "$state/kms.pid")), EventBridge stand-in $events (pid $(cat "$state/events.pid")); logs in $state"
   print_env
 }
 
