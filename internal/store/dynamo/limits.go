@@ -24,9 +24,10 @@ const (
 	maxTransactBytes = 4 * 1024 * 1024
 )
 
-// itemBytes is it's size by DynamoDB's rules: the UTF-8 length of every
-// attribute name plus the size of its value.
-func itemBytes(it map[string]types.AttributeValue) int {
+// ItemBytes is an item's size by DynamoDB's rules: the UTF-8 length of
+// every attribute name plus the size of its value. The store's limits
+// check it; the test-only capacity counter bills by it.
+func ItemBytes(it map[string]types.AttributeValue) int {
 	n := 0
 	for name, v := range it {
 		n += len(name) + valueBytes(v)
@@ -96,7 +97,7 @@ func tooManyItems(n int) error {
 
 // checkItem refuses an item DynamoDB would refuse for its size.
 func checkItem(owner string, it map[string]types.AttributeValue) error {
-	if n := itemBytes(it); n > maxItemBytes {
+	if n := ItemBytes(it); n > maxItemBytes {
 		return tooLarge(owner, fmt.Sprintf("this change would store an item of %d bytes; DynamoDB stores at most %d", n, maxItemBytes))
 	}
 	return nil
@@ -120,16 +121,16 @@ func checkTransact(items []types.TransactWriteItem, owners []string) error {
 			if err := checkItem(owner, ti.Put.Item); err != nil {
 				return err
 			}
-			n = itemBytes(ti.Put.Item)
+			n = ItemBytes(ti.Put.Item)
 		case ti.Update != nil:
-			n = itemBytes(ti.Update.Key) + itemBytes(ti.Update.ExpressionAttributeValues)
+			n = ItemBytes(ti.Update.Key) + ItemBytes(ti.Update.ExpressionAttributeValues)
 			if n > maxItemBytes {
 				return tooLarge(owner, fmt.Sprintf("this change would write %d bytes to one item; DynamoDB stores at most %d", n, maxItemBytes))
 			}
 		case ti.Delete != nil:
-			n = itemBytes(ti.Delete.Key)
+			n = ItemBytes(ti.Delete.Key)
 		case ti.ConditionCheck != nil:
-			n = itemBytes(ti.ConditionCheck.Key)
+			n = ItemBytes(ti.ConditionCheck.Key)
 		}
 		total += n
 	}

@@ -21,7 +21,7 @@ func tally(input, result any, st stored) (u Usage, reported bool) {
 		if len(out.Item) > 0 {
 			u.ItemsRead = 1
 		}
-		est.ReadUnits = readUnits(itemSize(out.Item), consistent(in != nil && aws.ToBool(in.ConsistentRead)), 1)
+		est.ReadUnits = readUnits(dynamo.ItemBytes(out.Item), consistent(in != nil && aws.ToBool(in.ConsistentRead)), 1)
 	case *dynamodb.QueryOutput:
 		in, _ := input.(*dynamodb.QueryInput)
 		capacities = one(out.ConsumedCapacity)
@@ -39,7 +39,7 @@ func tally(input, result any, st stored) (u Usage, reported bool) {
 			strong := in != nil && aws.ToBool(in.RequestItems[table].ConsistentRead)
 			for _, it := range items {
 				u.ItemsRead++
-				est.ReadUnits += readUnits(itemSize(it), consistent(strong), 1)
+				est.ReadUnits += readUnits(dynamo.ItemBytes(it), consistent(strong), 1)
 			}
 		}
 	case *dynamodb.TransactGetItemsOutput:
@@ -48,21 +48,21 @@ func tally(input, result any, st stored) (u Usage, reported bool) {
 			if len(r.Item) > 0 {
 				u.ItemsRead++
 			}
-			est.ReadUnits += readUnits(itemSize(r.Item), 1, 2)
+			est.ReadUnits += readUnits(dynamo.ItemBytes(r.Item), 1, 2)
 		}
 	case *dynamodb.PutItemOutput:
 		capacities = one(out.ConsumedCapacity)
 		u.ItemsWritten = 1
 		if in, ok := input.(*dynamodb.PutItemInput); ok {
 			table := aws.ToString(in.TableName)
-			est.write(writeUnits(itemSize(in.Item)), st.old(table, keyOf(in.Item)), in.Item)
+			est.write(writeUnits(dynamo.ItemBytes(in.Item)), st.old(table, keyOf(in.Item)), in.Item)
 		}
 	case *dynamodb.UpdateItemOutput:
 		capacities = one(out.ConsumedCapacity)
 		u.ItemsWritten = 1
 		if in, ok := input.(*dynamodb.UpdateItemInput); ok {
 			table := aws.ToString(in.TableName)
-			est.write(writeUnits(itemSize(in.Key)+itemSize(in.ExpressionAttributeValues)), st.old(table, in.Key), st.new(table, in.Key))
+			est.write(writeUnits(dynamo.ItemBytes(in.Key)+dynamo.ItemBytes(in.ExpressionAttributeValues)), st.old(table, in.Key), st.new(table, in.Key))
 		}
 	case *dynamodb.DeleteItemOutput:
 		capacities = one(out.ConsumedCapacity)
@@ -80,7 +80,7 @@ func tally(input, result any, st stored) (u Usage, reported bool) {
 					switch {
 					case r.PutRequest != nil:
 						it := r.PutRequest.Item
-						est.write(writeUnits(itemSize(it)), st.old(table, keyOf(it)), it)
+						est.write(writeUnits(dynamo.ItemBytes(it)), st.old(table, keyOf(it)), it)
 					case r.DeleteRequest != nil:
 						est.write(1, st.old(table, r.DeleteRequest.Key), nil)
 					}
@@ -95,11 +95,11 @@ func tally(input, result any, st stored) (u Usage, reported bool) {
 				case ti.Put != nil:
 					u.ItemsWritten++
 					table, it := aws.ToString(ti.Put.TableName), ti.Put.Item
-					est.write(2*writeUnits(itemSize(it)), st.old(table, keyOf(it)), it)
+					est.write(2*writeUnits(dynamo.ItemBytes(it)), st.old(table, keyOf(it)), it)
 				case ti.Update != nil:
 					u.ItemsWritten++
 					table, k := aws.ToString(ti.Update.TableName), ti.Update.Key
-					est.write(2*writeUnits(itemSize(k)+itemSize(ti.Update.ExpressionAttributeValues)), st.old(table, k), st.new(table, k))
+					est.write(2*writeUnits(dynamo.ItemBytes(k)+dynamo.ItemBytes(ti.Update.ExpressionAttributeValues)), st.old(table, k), st.new(table, k))
 				case ti.Delete != nil:
 					u.ItemsWritten++
 					est.write(2, st.old(aws.ToString(ti.Delete.TableName), ti.Delete.Key), nil)
@@ -156,13 +156,13 @@ func indexUnits(old, new map[string]types.AttributeValue) float64 {
 	was, is := indexed(old), indexed(new)
 	switch {
 	case was && is && sameIndexKey(old, new):
-		return writeUnits(max(itemSize(old), itemSize(new)))
+		return writeUnits(max(dynamo.ItemBytes(old), dynamo.ItemBytes(new)))
 	case was && is:
-		return writeUnits(itemSize(old)) + writeUnits(itemSize(new))
+		return writeUnits(dynamo.ItemBytes(old)) + writeUnits(dynamo.ItemBytes(new))
 	case was:
-		return writeUnits(itemSize(old))
+		return writeUnits(dynamo.ItemBytes(old))
 	case is:
-		return writeUnits(itemSize(new))
+		return writeUnits(dynamo.ItemBytes(new))
 	}
 	return 0
 }
@@ -208,60 +208,7 @@ func readUnits(size int, factor, weight float64) float64 {
 func itemsSize(items []map[string]types.AttributeValue) int {
 	n := 0
 	for _, it := range items {
-		n += itemSize(it)
+		n += dynamo.ItemBytes(it)
 	}
 	return n
-}
-
-// itemSize is an item's size as DynamoDB bills it: attribute names plus values.
-func itemSize(it map[string]types.AttributeValue) int {
-	n := 0
-	for name, v := range it {
-		n += len(name) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return (len(v.Value)+1)/2 + 1
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberSS:
-		n := 0
-		for _, s := range v.Value {
-			n += len(s)
-		}
-		return n
-	case *types.AttributeValueMemberNS:
-		n := 0
-		for _, s := range v.Value {
-			n += (len(s)+1)/2 + 1
-		}
-		return n
-	case *types.AttributeValueMemberBS:
-		n := 0
-		for _, b := range v.Value {
-			n += len(b)
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += 1 + valueSize(e)
-		}
-		return n
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += 1 + len(k) + valueSize(e)
-		}
-		return n
-	}
-	return 0
 }
