@@ -120,6 +120,13 @@ func TestWatchDrawsItsCountdownOnStderr(t *testing.T) {
 	}
 	slave.Close()
 	defer w.Process.Kill()
+	// The watch is a live subscriber once it says so (on stdout here).
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), "watching "+ses); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch never started: stdout %q", stdout.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	apr := p.runEnv([]string{"DONT_APPROVAL_TIMEOUT=30s"}, "escalate", "--session", ses, "--call", "c1", "--to", "workspace-write",
 		"--reason", "writes the cache", "--no-wait", "--", "make", "cache").str("approval_id")
 	at := screen.expect(t, 0, "\r\x1b[K"+apr+" [")
