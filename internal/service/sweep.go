@@ -32,15 +32,21 @@ type TimeoutResult struct {
 }
 
 // Sweep resolves up to limit (1000 if not positive) expired pending
-// spawns by timeout: `dont sweep`, and the sweep the tool surface runs
-// before every call that needs it (SweepBatch). It is idempotent: a spawn
+// spawns by timeout, and ends due questions: `dont sweep`, the timers and
+// the ticker (SweepFirst is the part a tool call runs). It is idempotent: a spawn
 // some other resolver committed first is reported as lost and left alone.
 func (s *core) Sweep(ctx context.Context, limit int) (SweepReport, error) {
+	return s.sweep(ctx, limit, true)
+}
+
+func (s *core) sweep(ctx context.Context, limit int, withApprovals bool) (SweepReport, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
 	rep := SweepReport{TimedOut: []TimeoutResult{}, Lost: []TimeoutResult{}}
-	rep.Approvals = s.sweepApprovalsQuietly(ctx, limit)
+	if withApprovals {
+		rep.Approvals = s.sweepApprovalsQuietly(ctx, limit)
+	}
 	due, err := s.Store.ExpiringSpawns(ctx, time.Time{}, s.now(), limit)
 	if err != nil {
 		return rep, storeErr(err)
@@ -57,6 +63,49 @@ func (s *core) Sweep(ctx context.Context, limit int) (SweepReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// SweepFirstPolicy is how much of the sweep a tool call runs first
+// (SweepFirst). Expired spawns are swept on every call whatever the
+// policy: a command that touches an entity or a spawn whose pending spawn
+// has expired sees the timeout committed first (docs/design.md §5.5), and
+// that part costs one read of the pending-expiry index, which finds
+// nothing when nothing is due.
+type SweepFirstPolicy struct {
+	// ApprovalsEvery, when positive, runs the approvals part of a call's
+	// sweep (due questions ended, missing ending frames announced) at
+	// most once per this interval of the service's clock; zero runs it on
+	// every call. It is for a front end whose own periodic sweep ends due
+	// questions anyway (dont serve's ticker): every approvals operation
+	// reads a question's deadline itself (an answer after it times the
+	// question out), so a call between two of those sweeps decides the
+	// same, and only a missing ending frame waits up to the interval for
+	// its announce.
+	ApprovalsEvery time.Duration
+}
+
+// SweepFirst is the sweep the tool surface runs before (or after) every
+// call that needs it: Sweep of SweepBatch, with the approvals part as the
+// service's SweepFirstPolicy allows. `dont sweep`, the timers and the
+// ticker call Sweep, which always sweeps in full.
+func (s *core) SweepFirst(ctx context.Context) (SweepReport, error) {
+	return s.sweep(ctx, SweepBatch, s.approvalsDue())
+}
+
+// approvalsDue says whether this call's sweep-first sweeps questions,
+// and if so takes the interval's turn.
+func (s *core) approvalsDue() bool {
+	every := s.SweepPolicy.ApprovalsEvery
+	if every <= 0 {
+		return true
+	}
+	now := s.now().UnixNano()
+	last := s.approvalsSweptAt.Load()
+	if last != 0 && now-last < int64(every) && now >= last {
+		return false
+	}
+	// One caller of those that race here takes the turn.
+	return s.approvalsSweptAt.CompareAndSwap(last, now)
 }
 
 // ExpireSpawn is the queue-driven timeout of one request: it resolves the

@@ -115,7 +115,7 @@ func insert[T any](s []T, at int, more []T) []T {
 func sweep(ctx context.Context, s *service.Service) ([]envelope.Warning, []string) {
 	var warns []envelope.Warning
 	var hints []string
-	rep, err := s.Sweep(ctx, service.SweepBatch)
+	rep, err := s.SweepFirst(ctx)
 	if err != nil {
 		return append(warns, envelope.Warning{Code: envelope.WarnSweepFailed, Message: errs.As(err).Message}), nil
 	}

@@ -147,7 +147,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	if key != "" {
 		var stored string
 		var old []byte
-		if err := tx.Stmt(s.stmts["key"]).QueryRow(name + "/" + key).Scan(&stored, &old); err == nil {
+		if err := tx.Stmt(s.stmts["key"]).QueryRow(name+"/"+key).Scan(&stored, &old); err == nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(old)
 			return
