@@ -60,7 +60,7 @@ type Options struct {
 	TotalBurst     int
 	// Clock is the rate limits' "now" (nil: the wall clock).
 	Clock func() time.Time
-	Log           *slog.Logger
+	Log   *slog.Logger
 	// DisableInteractiveConfirm turns the server-side gate of the
 	// interactive-confirm contract off (it is on by default): the schema
 	// advertises no features.interactive_confirm, cli_confirmed is ignored
