@@ -13,12 +13,13 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Default rate limits (docs/security.md, "Rate limits"): sized to what
-// one `dont serve` commits on two cores (bench/serveload: ~1,900 full
-// lifecycles a second, about 3,800 requests) so that the server, not a
-// bucket, is what bounds one harness running 16 subagents on one token,
-// while a flood beyond that capacity, from one token or from many, is
-// answered 429 with Retry-After instead of queueing at the writer.
+// Default rate limits (docs/security.md, "Rate limits"), sized to what
+// SQLite commits on two cores: bench/serveload's floor (the same durable
+// work done the simplest way on the same driver) does ~2,500 lifecycles a
+// second, 5,000 requests. One token may use all of that, so the server,
+// not a bucket, is what bounds one harness running 16 subagents; every
+// token together may ask twice that, and a flood beyond it is answered
+// 429 with Retry-After before its token is read.
 const (
 	// DefaultRatePerSecond and DefaultBurst are each token's bucket.
 	DefaultRatePerSecond = 5000
