@@ -73,12 +73,12 @@ func main() {
 		}
 	}
 	fmt.Printf("%d workers sharing one harness token, %s per run, %d round(s), `dont serve` with its default flags\n\n", *workers, *duration, *rounds)
-	fmt.Printf("| server | Idempotency-Key | lifecycles/s | assume p50 | assume p99 | callback p50 | callback p99 | 429s | max RSS |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("| server | Idempotency-Key | lifecycles/s | assume p50 | assume p99 | callback p50 | callback p99 | 429s | CPU per lifecycle | max RSS |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, keys := range modes {
 		for _, server := range []string{"floor", "dont serve"} {
 			m := median(results[name(server, keys)])
-			fmt.Printf("| %s | %s | %.0f | %s | %s | %s | %s | %d | %.1f MB |\n", server, yes(keys), m.rate,
-				ms(m.p50["assume"]), ms(m.p99["assume"]), ms(m.p50["dismiss"]), ms(m.p99["dismiss"]), m.throttled, float64(m.rss)/(1<<20))
+			fmt.Printf("| %s | %s | %.0f | %s | %s | %s | %s | %d | %d µs | %.1f MB |\n", server, yes(keys), m.rate,
+				ms(m.p50["assume"]), ms(m.p99["assume"]), ms(m.p50["dismiss"]), ms(m.p99["dismiss"]), m.throttled, m.cpu.Microseconds(), float64(m.rss)/(1<<20))
 		}
 	}
 	fmt.Printf("\n| Idempotency-Key | dont / floor lifecycles/s | goal | callback p99 (goal <= %s) | 429s (goal 0) | dont serve max RSS (goal <= %d MB) |\n|---|---|---|---|---|---|\n", ms(goalP99), goalRSSBytes>>20)
@@ -87,6 +87,12 @@ func main() {
 		ratio := d.rate / f.rate
 		fmt.Printf("| %s | %.2f× | %s | %s %s | %d %s | %.1f MB %s |\n", yes(keys), ratio, meets(ratio >= goalRatio),
 			ms(d.p99["dismiss"]), meets(d.p99["dismiss"] <= goalP99), d.throttled, meets(d.throttled == 0), float64(d.rss)/(1<<20), meets(d.rss <= goalRSSBytes))
+	}
+	fmt.Println()
+	for _, keys := range modes {
+		f, d := median(results[name("floor", keys)]), median(results[name("dont serve", keys)])
+		fmt.Printf("Idempotency-Key %s: dont serve = %.0f lifecycles/s, floor %.0f lifecycles/s (%.2f×); CPU per lifecycle %d µs against %d µs\n",
+			yes(keys), d.rate, f.rate, d.rate/f.rate, d.cpu.Microseconds(), f.cpu.Microseconds())
 	}
 	fmt.Println("\ndont doctor --strict after every dont serve run: no violations")
 }
@@ -112,7 +118,9 @@ type result struct {
 	p50, p99  map[string]time.Duration
 	throttled int
 	rss       int64
-	all       map[string][]time.Duration
+	// cpu is the server's CPU time (user + system) per lifecycle.
+	cpu time.Duration
+	all map[string][]time.Duration
 }
 
 // median takes each figure's median over the rounds on its own.
@@ -129,6 +137,7 @@ func median(rs []result) result {
 	m.rate = pick(func(r result) float64 { return r.rate })
 	m.throttled = int(pick(func(r result) float64 { return float64(r.throttled) }))
 	m.rss = int64(pick(func(r result) float64 { return float64(r.rss) }))
+	m.cpu = time.Duration(pick(func(r result) float64 { return float64(r.cpu) }))
 	for _, route := range []string{"assume", "dismiss"} {
 		m.p50[route] = time.Duration(pick(func(r result) float64 { return float64(r.p50[route]) }))
 		m.p99[route] = time.Duration(pick(func(r result) float64 { return float64(r.p99[route]) }))
@@ -261,6 +270,7 @@ func drive(srv *exec.Cmd, token string, keys bool) result {
 	wg.Wait()
 	elapsed := time.Since(start)
 	res := result{rate: float64(lifecycles) / elapsed.Seconds(), throttled: throttled, rss: vmHWM(srv.Process.Pid),
+		cpu: cpuTime(srv.Process.Pid) / time.Duration(max(1, lifecycles)),
 		p50: map[string]time.Duration{}, p99: map[string]time.Duration{}, all: lat}
 	for route, d := range lat {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
@@ -270,6 +280,21 @@ func drive(srv *exec.Cmd, token string, keys bool) result {
 	srv.Process.Signal(os.Interrupt)
 	srv.Wait()
 	return res
+}
+
+// cpuTime is the process's user and system CPU time so far
+// (/proc/<pid>/stat, in clock ticks of 10 ms).
+func cpuTime(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	check(err)
+	// The command name may hold spaces; the fields after it are plain.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		check(fmt.Errorf("cannot read the CPU time of %d", pid))
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // vmHWM is the process's peak resident set size (/proc/<pid>/status).
