@@ -110,7 +110,7 @@ var errCondition = errors.New("condition failed")
 func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if err != nil {
-		http.Error(w, err.Error(), 400)
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	var req struct {
@@ -121,18 +121,18 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		} `json:"args"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), 400)
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	presented := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	name := r.PathValue("name")
 	if name == "dismiss" {
 		if !hmac.Equal([]byte(presented), []byte(s.callbackToken(req.Args.RequestID))) {
-			http.Error(w, "unauthorized", 401)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
 	} else if h := sha256.Sum256([]byte(presented)); subtle.ConstantTimeCompare(h[:], s.tokenHash[:]) != 1 {
-		http.Error(w, "unauthorized", 401)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
@@ -140,7 +140,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	fp := hex.EncodeToString(sum[:])
 	tx, err := s.db.BeginTx(r.Context(), nil)
 	if err != nil {
-		http.Error(w, err.Error(), 500)
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	defer tx.Rollback() //nolint:errcheck // no-op after Commit
@@ -194,13 +194,13 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		}
 		data = map[string]any{"id": entity, "status": "dismissed"}
 	default:
-		http.Error(w, "no such tool", 404)
+		http.Error(w, "no such tool", http.StatusNotFound)
 		return
 	}
 	if err != nil {
-		status := 500
+		status := http.StatusInternalServerError
 		if errors.Is(err, errCondition) || errors.Is(err, sql.ErrNoRows) {
-			status = 409
+			status = http.StatusConflict
 		}
 		http.Error(w, err.Error(), status)
 		return
@@ -208,12 +208,12 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	out, _ := json.Marshal(map[string]any{"ok": true, "data": data})
 	if key != "" {
 		if _, err := tx.Stmt(s.stmts["insKey"]).Exec(name+"/"+key, fp, out); err != nil {
-			http.Error(w, err.Error(), 500)
+			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		http.Error(w, err.Error(), 500)
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
