@@ -105,10 +105,12 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	// sweep is the backstop (the scheduled sweep's role) for spawns the CLI
 	// issued on the same file, for timers lost in a restart and for a full heap.
 	timers := &scheduler.Timers{Log: log}
-	// The ticker ends due questions every sweepEvery, so a call's own sweep
-	// ends them at most that often (expired spawns it sweeps on every call).
+	// The ticker sweeps every sweepEvery, so a call's own sweep ends due
+	// questions at most that often, and a callback's sweep after itself
+	// runs at most that often; a call that sweeps first always sweeps
+	// expired spawns (service.SweepFirstPolicy).
 	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: "api", Log: log, Scheduler: timers,
-		SweepPolicy: service.SweepFirstPolicy{ApprovalsEvery: sweepEvery}})
+		SweepPolicy: service.SweepFirstPolicy{ApprovalsEvery: sweepEvery, AfterEvery: sweepEvery}})
 	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
 		return err
 	}

@@ -61,8 +61,8 @@ type Deps struct {
 	Project string
 	// HooksConfig keeps webhook subscriptions and delivers them (docs/hooks.md).
 	HooksConfig HooksConfig
-	// SweepFirst is the policy of the sweep a tool call runs first
-	// (SweepFirst); the zero policy sweeps everything on every call.
+	// SweepPolicy is the policy of the sweep a tool call runs (SweepFirst,
+	// SweepAfter); the zero policy sweeps everything on every call.
 	SweepPolicy SweepFirstPolicy
 }
 
@@ -87,9 +87,10 @@ type Service struct {
 // that read and write across domains.
 type core struct {
 	Deps
-	// approvalsSweptAt is when a call's sweep-first last swept questions
+	// approvalsSweptAt is when a call's sweep last swept questions, and
+	// afterSweptAt when a call last swept after resolving its own request
 	// (unix nanoseconds of the service's clock; SweepFirstPolicy).
-	approvalsSweptAt atomic.Int64
+	approvalsSweptAt, afterSweptAt atomic.Int64
 }
 
 // Ledger records claims and terms and moves them through the status

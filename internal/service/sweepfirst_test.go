@@ -7,6 +7,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // dont serve's policy: the ticker ends due questions every sweep interval,
@@ -63,5 +64,38 @@ func TestARateLimitedSweepFirstEndsDueQuestionsAtMostOncePerInterval(t *testing.
 		if rec := e.record(a.ID); rec.Verdict != approvals.TimedOut || len(endings(e.frames(ses), a.ID)) != 1 {
 			t.Fatalf("%s: %s with %d ending frames", a.ID, rec.Verdict, len(endings(e.frames(ses), a.ID)))
 		}
+	}
+}
+
+// The sweep after a callback concerns other spawns only (the callback
+// resolved its own request and answered before it ran), so dont serve runs
+// it at most once per interval; a command that then touches one of those
+// other spawns sweeps first and sees its timeout committed.
+func TestARateLimitedSweepAfterACallbackLeavesOtherSpawnsToTheNextSweepFirst(t *testing.T) {
+	e := newEnv(t)
+	e.svc.SweepPolicy = service.SweepFirstPolicy{AfterEvery: time.Second}
+	e.svc.SpawnTimeout = 500 * time.Millisecond
+	var ids, rids []string
+	for _, st := range []string{"water boils at 100 C", "ice melts at 0 C", "salt dissolves in water"} {
+		id := e.conclude(st)
+		ids, rids = append(ids, id), append(rids, e.spawnReq(spawn.Assume, id).RequestID)
+	}
+	if _, err := call(e.svc, "dismiss", callbackArgs(ledger.Verify, ids[2], rids[2])); err != nil { // takes the interval's turn
+		t.Fatal(err)
+	}
+	e.clock.Advance(600 * time.Millisecond) // the other two are due; the interval is not over
+	late, err := call(e.svc, "dismiss", callbackArgs(ledger.Verify, ids[0], rids[0]))
+	if err != nil || !hasWarning(late, "spawn-expired") {
+		t.Fatalf("a late callback: %v %v", warningCodes(late), err)
+	}
+	if v, err := e.store.GetEntity(ctx, ids[1]); err != nil || v.PendingSpawn != rids[1] {
+		t.Fatalf("the callback's sweep ran within the interval: %+v %v", v, err)
+	}
+	shown, err := call(e.svc, "show", map[string]any{"id": ids[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := shown.Data.(service.EntityView); v.PendingSpawn != "" || v.Status != ledger.Unverified {
+		t.Fatalf("show of an expired spawn's claim did not see its timeout first: %+v", v)
 	}
 }
