@@ -66,7 +66,7 @@ func main() {
 	// 3. dont serve under load, with every latency kept for the chart.
 	step("bench/serveload")
 	latFile := filepath.Join(os.TempDir(), "dont-serveload-latencies.csv")
-	md.WriteString("## `dont serve` under load (loopback, full spawn lifecycles over HTTP)\n\n")
+	md.WriteString("## `dont serve` under load against its floor (loopback, full spawn lifecycles over HTTP, default flags)\n\n")
 	load := goRun("./bench/serveload", "-duration", loadDur, "-latencies", latFile)
 	md.WriteString(load + "\n")
 	lat := readLatencies(latFile)

@@ -46,6 +46,7 @@ var (
 	rounds   = flag.Int("rounds", 1, "interleaved rounds (floor, dont) per key mode; medians are printed")
 	lats     = flag.String("latencies", "", "also write every request's latency of the last dont run as CSV (route,microseconds) here")
 	only     = flag.String("keys", "both", "Idempotency-Key modes: both, with, without")
+	baseline = flag.String("baseline", "", "also run this dont binary (an older build) in every round, as \"baseline\"")
 )
 
 func main() {
@@ -70,12 +71,16 @@ func main() {
 			d := runDont(dont, filepath.Join(dir, fmt.Sprintf("dont-%v-%d", keys, r)), keys)
 			results[name("floor", keys)] = append(results[name("floor", keys)], f)
 			results[name("dont serve", keys)] = append(results[name("dont serve", keys)], d)
+			if *baseline != "" {
+				b := runDont(*baseline, filepath.Join(dir, fmt.Sprintf("baseline-%v-%d", keys, r)), keys)
+				results[name("baseline", keys)] = append(results[name("baseline", keys)], b)
+			}
 		}
 	}
 	fmt.Printf("%d workers sharing one harness token, %s per run, %d round(s), `dont serve` with its default flags\n\n", *workers, *duration, *rounds)
 	fmt.Printf("| server | Idempotency-Key | lifecycles/s | assume p50 | assume p99 | callback p50 | callback p99 | 429s | CPU per lifecycle | max RSS |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, keys := range modes {
-		for _, server := range []string{"floor", "dont serve"} {
+		for _, server := range servers() {
 			m := median(results[name(server, keys)])
 			fmt.Printf("| %s | %s | %.0f | %s | %s | %s | %s | %d | %d µs | %.1f MB |\n", server, yes(keys), m.rate,
 				ms(m.p50["assume"]), ms(m.p99["assume"]), ms(m.p50["dismiss"]), ms(m.p99["dismiss"]), m.throttled, m.cpu.Microseconds(), float64(m.rss)/(1<<20))
@@ -95,6 +100,13 @@ func main() {
 			yes(keys), d.rate, f.rate, d.rate/f.rate, d.cpu.Microseconds(), f.cpu.Microseconds())
 	}
 	fmt.Println("\ndont doctor --strict after every dont serve run: no violations")
+}
+
+func servers() []string {
+	if *baseline != "" {
+		return []string{"floor", "dont serve", "baseline"}
+	}
+	return []string{"floor", "dont serve"}
 }
 
 func name(server string, keys bool) string { return server + "/" + yes(keys) }
