@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -231,5 +233,51 @@ func TestServeSweepsACLIIssuedSpawnThatExpiredBeforeTheTickerRan(t *testing.T) {
 		"dismiss", late, "--request-id", lateRID, "--evidence", "https://example.org/a", "--json")
 	if cb.exit != 0 || cb.str("status") != "verified" || !strings.Contains(strings.Join(warnings(cb), " "), "spawn-expired") {
 		t.Fatalf("late callback: exit %d %v %s", cb.exit, warnings(cb), cb.stdout)
+	}
+}
+
+// An agent flooding `dont serve` past --rate (its token) or --total-rate
+// (every token) gets 429 with Retry-After and an error envelope.
+func TestAFloodThroughDontServeGets429WithRetryAfter(t *testing.T) {
+	p := newProject(t)
+	harness, approver := p.token("harness"), p.token("approver")
+	for _, flags := range [][]string{{"--rate", "0.001", "--total-rate", "-1"}, {"--rate", "-1", "--total-rate", "0.001"}} {
+		srv := p.serveWith(t, append([]string{"--sweep-interval", "1h"}, flags...))
+		post := func(token string) (int, string, map[string]any) {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodPost, srv.endpoint+"/v1/tools/list", strings.NewReader(`{"args":{}}`))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var env map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+				t.Fatal(err)
+			}
+			return resp.StatusCode, resp.Header.Get("Retry-After"), env
+		}
+		if status, _, env := post(harness); status != http.StatusOK {
+			t.Fatalf("%v: the first call: %d %v", flags, status, env)
+		}
+		// The same token again; under --total-rate another token too.
+		for _, tok := range []string{harness, approver} {
+			status, retry, env := post(tok)
+			if flags[1] != "-1" && tok == approver {
+				if status != http.StatusOK {
+					t.Fatalf("%v: another token's bucket is its own: %d %v", flags, status, env)
+				}
+				continue
+			}
+			data, _ := env["data"].(map[string]any)
+			rem, _ := data["remediation"].([]any)
+			if s, err := strconv.Atoi(retry); status != http.StatusTooManyRequests || err != nil || s < 1 || data["code"] != "rate-limited" || len(rem) == 0 {
+				t.Fatalf("%v: a flood got %d Retry-After %q %v", flags, status, retry, env)
+			}
+		}
+		srv.cmd.Process.Signal(syscall.SIGTERM)
+		srv.cmd.Wait()
 	}
 }
