@@ -44,7 +44,7 @@ var (
 	workers  = flag.Int("workers", 16, "concurrent clients sharing one harness token")
 	duration = flag.Duration("duration", 10*time.Second, "how long each run drives load")
 	rounds   = flag.Int("rounds", 1, "interleaved rounds (floor, dont) per key mode; medians are printed")
-	lats     = flag.String("latencies", "", "also write every request's latency of the last dont run as CSV (route,microseconds) here")
+	lats     = flag.String("latencies", "", "also write every request's latency of the last dont serve run without keys as CSV (route,microseconds) here")
 	only     = flag.String("keys", "both", "Idempotency-Key modes: both, with, without")
 	baseline = flag.String("baseline", "", "also run this dont binary (an older build) in every round, as \"baseline\"")
 )
@@ -180,7 +180,7 @@ func runDont(dont, dir string, keys bool) result {
 	if out, err := doctor.Output(); err != nil {
 		check(fmt.Errorf("dont doctor --strict after the load: %v %s", err, out))
 	}
-	if *lats != "" {
+	if *lats != "" && !keys && dont != *baseline {
 		var b bytes.Buffer
 		b.WriteString("route,microseconds\n")
 		for route, ds := range res.all {
