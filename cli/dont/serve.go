@@ -25,7 +25,7 @@ import (
 func (a *app) serveCommand() *cobra.Command {
 	var addr string
 	var sweepEvery time.Duration
-	var rate float64
+	var rate, totalRate float64
 	var interactiveConfirm bool
 	var tlsCert, tlsKey string
 	c := &cobra.Command{
@@ -43,12 +43,13 @@ cross the network in clear).`,
   dont serve --addr :8443 --tls-cert cert.pem --tls-key key.pem`,
 		Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
-			return a.serve(c.Context(), serveOptions{addr: addr, sweepEvery: sweepEvery, rate: rate, interactiveConfirm: interactiveConfirm, tlsCert: tlsCert, tlsKey: tlsKey})
+			return a.serve(c.Context(), serveOptions{addr: addr, sweepEvery: sweepEvery, rate: rate, totalRate: totalRate, interactiveConfirm: interactiveConfirm, tlsCert: tlsCert, tlsKey: tlsKey})
 		},
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8787", "listen address (port 0 picks a free port)")
 	c.Flags().DurationVar(&sweepEvery, "sweep-interval", time.Second, "how often the in-process sweeper runs")
-	c.Flags().Float64Var(&rate, "rate", 0, "requests per second per token (0: default 500, negative: no limit)")
+	c.Flags().Float64Var(&rate, "rate", 0, "requests per second per token (0: the default, "+strconv.Itoa(httpapi.DefaultRatePerSecond)+"; negative: no limit)")
+	c.Flags().Float64Var(&totalRate, "total-rate", 0, "requests per second for every token together (0: the default, "+strconv.Itoa(httpapi.DefaultTotalPerSecond)+"; negative: no limit)")
 	c.Flags().StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	c.Flags().StringVar(&tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	c.Flags().BoolVar(&interactiveConfirm, "interactive-confirm", true, "the server-side gate of client-side confirmation: advertise interactive_confirm to CLIs and honour cli_confirmed (=false: every gated call waits for dont confirmations confirm)")
@@ -58,7 +59,7 @@ cross the network in clear).`,
 type serveOptions struct {
 	addr               string
 	sweepEvery         time.Duration
-	rate               float64
+	rate, totalRate    float64
 	interactiveConfirm bool
 	tlsCert, tlsKey    string
 }
@@ -104,7 +105,12 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	// sweep is the backstop (the scheduled sweep's role) for spawns the CLI
 	// issued on the same file, for timers lost in a restart and for a full heap.
 	timers := &scheduler.Timers{Log: log}
-	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: "api", Log: log, Scheduler: timers})
+	// The ticker sweeps every sweepEvery, so a call's own sweep ends due
+	// questions at most that often, and a callback's sweep after itself
+	// runs at most that often; a call that sweeps first always sweeps
+	// expired spawns (service.SweepFirstPolicy).
+	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: "api", Log: log, Scheduler: timers,
+		SweepPolicy: service.SweepFirstPolicy{ApprovalsEvery: sweepEvery, AfterEvery: sweepEvery}})
 	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
 		return err
 	}
@@ -113,7 +119,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	}
 	handler := httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}},
-		RatePerSecond: rate, Log: log, DisableInteractiveConfirm: !interactiveConfirm,
+		RatePerSecond: rate, TotalPerSecond: o.totalRate, Log: log, DisableInteractiveConfirm: !interactiveConfirm,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

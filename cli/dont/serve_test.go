@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -185,4 +187,97 @@ func TestServeTimesOutASpawnWhenDueWithoutWaitingForTheSweep(t *testing.T) {
 		return
 	}
 	t.Fatalf("no spawn_timeout in the history: %s", r.stdout)
+}
+
+// A spawn the embedded CLI issued on the same file has no timer in the
+// server, and with --sweep-interval 1h the ticker does not run either:
+// only each call's own sweep-first stands between an expired spawn and a
+// command that touches it. The server rate-limits the approvals part of
+// that sweep, never the spawns part.
+func TestServeSweepsACLIIssuedSpawnThatExpiredBeforeTheTickerRan(t *testing.T) {
+	p := newProject(t)
+	harness := p.token("harness")
+	srv := p.serveWith(t, []string{"--sweep-interval", "1h"})
+	remote := []string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + harness}
+	p.runEnv(remote, "list", "--json") // the approvals sweep's turn is taken for the hour
+	issue := func(id string) (rid, token string) {
+		t.Helper()
+		req := p.runEnv([]string{"DONT_SPAWN_TIMEOUT=500ms"}, "assume", id, "--json")
+		expires, err := time.Parse(time.RFC3339Nano, req.str("expires_at"))
+		token, _ = req.data()["callback"].(map[string]any)["token"].(string)
+		if req.str("request_id") == "" || token == "" || err != nil {
+			t.Fatalf("assume: %s %v", req.stdout, err)
+		}
+		time.Sleep(time.Until(expires.Add(100 * time.Millisecond))) // due now; no timer or ticker will end it
+		return req.str("request_id"), token
+	}
+
+	// The timed-out view lists an expired spawn right away: the listing's
+	// own sweep-first commits the timeout.
+	listed := p.ok("conclude", "ice melts at 0 C").str("id")
+	listedRID, _ := issue(listed)
+	r := p.runEnv(remote, "spawns", "--timed-out", "--json")
+	spawns, _ := r.data()["spawns"].([]any)
+	if len(spawns) != 1 || spawns[0].(map[string]any)["request_id"] != listedRID {
+		t.Fatalf("spawns --timed-out right after the expiry: %s", r.stdout)
+	}
+	if st := p.runEnv(remote, "show", listed, "--json").str("status"); st != "unverified" {
+		t.Fatalf("%s is %s, want its pre-spawn status restored", listed, st)
+	}
+
+	// A late callback whose request has no committed resolver still
+	// applies, with spawn-expired: it resolves before its call's sweep.
+	late := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	lateRID, callbackToken := issue(late)
+	cb := p.runEnv([]string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + callbackToken},
+		"dismiss", late, "--request-id", lateRID, "--evidence", "https://example.org/a", "--json")
+	if cb.exit != 0 || cb.str("status") != "verified" || !strings.Contains(strings.Join(warnings(cb), " "), "spawn-expired") {
+		t.Fatalf("late callback: exit %d %v %s", cb.exit, warnings(cb), cb.stdout)
+	}
+}
+
+// An agent flooding `dont serve` past --rate (its token) or --total-rate
+// (every token) gets 429 with Retry-After and an error envelope.
+func TestAFloodThroughDontServeGets429WithRetryAfter(t *testing.T) {
+	p := newProject(t)
+	harness, approver := p.token("harness"), p.token("approver")
+	for _, flags := range [][]string{{"--rate", "0.001", "--total-rate", "-1"}, {"--rate", "-1", "--total-rate", "0.001"}} {
+		srv := p.serveWith(t, append([]string{"--sweep-interval", "1h"}, flags...))
+		post := func(token string) (int, string, map[string]any) {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodPost, srv.endpoint+"/v1/tools/list", strings.NewReader(`{"args":{}}`))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var env map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+				t.Fatal(err)
+			}
+			return resp.StatusCode, resp.Header.Get("Retry-After"), env
+		}
+		if status, _, env := post(harness); status != http.StatusOK {
+			t.Fatalf("%v: the first call: %d %v", flags, status, env)
+		}
+		// The same token again; under --total-rate another token too.
+		for _, tok := range []string{harness, approver} {
+			status, retry, env := post(tok)
+			if flags[1] != "-1" && tok == approver {
+				if status != http.StatusOK {
+					t.Fatalf("%v: another token's bucket is its own: %d %v", flags, status, env)
+				}
+				continue
+			}
+			data, _ := env["data"].(map[string]any)
+			rem, _ := data["remediation"].([]any)
+			if s, err := strconv.Atoi(retry); status != http.StatusTooManyRequests || err != nil || s < 1 || data["code"] != "rate-limited" || len(rem) == 0 {
+				t.Fatalf("%v: a flood got %d Retry-After %q %v", flags, status, retry, env)
+			}
+		}
+		srv.cmd.Process.Signal(syscall.SIGTERM)
+		srv.cmd.Wait()
+	}
 }

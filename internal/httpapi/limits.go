@@ -13,37 +13,85 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// limiter is a token bucket per token id.
+// Default rate limits (docs/security.md, "Rate limits"), sized to what
+// SQLite commits on two cores: bench/serveload's floor (the same durable
+// work done the simplest way on the same driver) does ~2,500 lifecycles a
+// second, 5,000 requests. One token may use all of that, so the server,
+// not a bucket, is what bounds one harness running 16 subagents; every
+// token together may ask twice that, and a flood beyond it is answered
+// 429 with Retry-After before its token is read.
+const (
+	// DefaultRatePerSecond and DefaultBurst are each token's bucket.
+	DefaultRatePerSecond = 5000
+	DefaultBurst         = 5000
+	// DefaultTotalPerSecond and DefaultTotalBurst are the bucket every
+	// request shares, taken before the token is even read.
+	DefaultTotalPerSecond = 10000
+	DefaultTotalBurst     = 10000
+)
+
+// limiter is a token bucket per key (a token id, or a callback token's
+// request id). Buckets that have refilled are dropped as the map grows,
+// so one bucket per spawn a callback token was used for does not pile up.
 type limiter struct {
-	mu      sync.Mutex
-	rate    rate.Limit
-	burst   int
-	buckets map[string]*rate.Limiter
+	mu        sync.Mutex
+	rate      rate.Limit
+	burst     int
+	buckets   map[string]*rate.Limiter
+	nextPrune int
+	now       func() time.Time
 }
 
-func newLimiter(perSecond float64, burst int) *limiter {
+// pruneAt is the map size at which full buckets are first dropped.
+const pruneAt = 1024
+
+func newLimiter(perSecond float64, burst int, now func() time.Time) *limiter {
 	if burst <= 0 {
 		burst = int(perSecond) + 1
 	}
-	return &limiter{rate: rate.Limit(perSecond), burst: burst, buckets: map[string]*rate.Limiter{}}
+	if now == nil {
+		now = time.Now
+	}
+	return &limiter{rate: rate.Limit(perSecond), burst: burst, buckets: map[string]*rate.Limiter{}, nextPrune: pruneAt, now: now}
 }
 
 // allow takes one token from key's bucket, or says how long to wait.
 func (l *limiter) allow(key string) (time.Duration, bool) {
+	now := l.now()
 	l.mu.Lock()
 	b, ok := l.buckets[key]
 	if !ok {
+		if len(l.buckets) >= l.nextPrune {
+			l.prune(now)
+		}
 		b = rate.NewLimiter(l.rate, l.burst)
 		l.buckets[key] = b
 	}
 	l.mu.Unlock()
-	now := time.Now()
 	res := b.ReserveN(now, 1)
 	if d := res.DelayFrom(now); d > 0 {
 		res.CancelAt(now)
 		return d, false
 	}
 	return 0, true
+}
+
+// prune drops the buckets that are full again: a new bucket is the same.
+// It runs when the map has doubled since, so its cost is constant per key.
+func (l *limiter) prune(now time.Time) {
+	for k, b := range l.buckets {
+		if b.TokensAt(now) >= float64(l.burst) {
+			delete(l.buckets, k)
+		}
+	}
+	l.nextPrune = max(pruneAt, 2*len(l.buckets))
+}
+
+// size is how many buckets the limiter keeps.
+func (l *limiter) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets)
 }
 
 // idempotentCall is one call's Idempotency-Key. What the store keeps is

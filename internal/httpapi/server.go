@@ -49,10 +49,18 @@ type Options struct {
 	Backend Backend
 	// MaxBody caps request bodies (default 64 KiB).
 	MaxBody int64
-	// RatePerSecond and Burst limit each token; RatePerSecond < 0 disables.
+	// RatePerSecond and Burst limit each token (DefaultRatePerSecond and
+	// DefaultBurst if zero); RatePerSecond < 0 disables.
 	RatePerSecond float64
 	Burst         int
-	Log           *slog.Logger
+	// TotalPerSecond and TotalBurst limit every request together, before
+	// its token is read (DefaultTotalPerSecond and DefaultTotalBurst if
+	// zero); TotalPerSecond < 0 disables.
+	TotalPerSecond float64
+	TotalBurst     int
+	// Clock is the rate limits' "now" (nil: the wall clock).
+	Clock func() time.Time
+	Log   *slog.Logger
 	// DisableInteractiveConfirm turns the server-side gate of the
 	// interactive-confirm contract off (it is on by default): the schema
 	// advertises no features.interactive_confirm, cli_confirmed is ignored
@@ -66,6 +74,7 @@ const DefaultMaxBody = 64 << 10
 type server struct {
 	opts    Options
 	limiter *limiter
+	total   *limiter
 	log     *slog.Logger
 }
 
@@ -75,14 +84,20 @@ func New(o Options) http.Handler {
 		o.MaxBody = DefaultMaxBody
 	}
 	if o.RatePerSecond == 0 {
-		o.RatePerSecond, o.Burst = 500, 1000
+		o.RatePerSecond, o.Burst = DefaultRatePerSecond, DefaultBurst
+	}
+	if o.TotalPerSecond == 0 {
+		o.TotalPerSecond, o.TotalBurst = DefaultTotalPerSecond, DefaultTotalBurst
 	}
 	s := &server{opts: o, log: o.Log}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if o.RatePerSecond > 0 {
-		s.limiter = newLimiter(o.RatePerSecond, o.Burst)
+		s.limiter = newLimiter(o.RatePerSecond, o.Burst, o.Clock)
+	}
+	if o.TotalPerSecond > 0 {
+		s.total = newLimiter(o.TotalPerSecond, o.TotalBurst, o.Clock)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/health", s.method(http.MethodGet, s.health))
@@ -142,6 +157,14 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	// (authenticate, check the callback's powers, apply it); a store may
 	// answer the repeats from this request's memo.
 	r = r.WithContext(readmemo.With(r.Context()))
+	// The server's total first: a flood beyond what it can commit is
+	// refused before it costs a token read.
+	if s.total != nil {
+		if wait, ok := s.total.allow(""); !ok {
+			s.throttled(w, r, wait, "rate limit exceeded for this server")
+			return
+		}
+	}
 	principal, project, err := s.opts.Backend.Authenticate(r.Context(), bearer(r))
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="dont"`)
@@ -150,8 +173,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.limiter != nil {
 		if wait, ok := s.limiter.allow(principal.TokenID + principal.RequestID); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds()+0.999)))
-			s.fail(w, r, errs.E(service.RateLimited, "rate limit exceeded for this token"))
+			s.throttled(w, r, wait, "rate limit exceeded for this token")
 			return
 		}
 	}
@@ -193,6 +215,12 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.respond(w, r, replay, okStatus(res), env, start)
+}
+
+// throttled answers 429 with Retry-After in whole seconds (at least 1).
+func (s *server) throttled(w http.ResponseWriter, r *http.Request, wait time.Duration, message string) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(wait.Seconds()+0.999))))
+	s.fail(w, r, errs.E(service.RateLimited, message))
 }
 
 func (s *server) respond(w http.ResponseWriter, r *http.Request, replay idempotentCall, status int, env envelope.Envelope, start time.Time) {

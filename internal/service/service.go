@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
@@ -60,6 +61,9 @@ type Deps struct {
 	Project string
 	// HooksConfig keeps webhook subscriptions and delivers them (docs/hooks.md).
 	HooksConfig HooksConfig
+	// SweepPolicy is the policy of the sweep a tool call runs (SweepFirst,
+	// SweepAfter); the zero policy sweeps everything on every call.
+	SweepPolicy SweepFirstPolicy
 }
 
 // Service is the one service every front end calls, split by domain over
@@ -83,6 +87,10 @@ type Service struct {
 // that read and write across domains.
 type core struct {
 	Deps
+	// approvalsSweptAt is when a call's sweep last swept questions, and
+	// afterSweptAt when a call last swept after resolving its own request
+	// (unix nanoseconds of the service's clock; SweepFirstPolicy).
+	approvalsSweptAt, afterSweptAt atomic.Int64
 }
 
 // Ledger records claims and terms and moves them through the status

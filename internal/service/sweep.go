@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
@@ -32,15 +33,21 @@ type TimeoutResult struct {
 }
 
 // Sweep resolves up to limit (1000 if not positive) expired pending
-// spawns by timeout: `dont sweep`, and the sweep the tool surface runs
-// before every call that needs it (SweepBatch). It is idempotent: a spawn
+// spawns by timeout, and ends due questions: `dont sweep`, the timers and
+// the ticker (SweepFirst is the part a tool call runs). It is idempotent: a spawn
 // some other resolver committed first is reported as lost and left alone.
 func (s *core) Sweep(ctx context.Context, limit int) (SweepReport, error) {
+	return s.sweep(ctx, limit, true)
+}
+
+func (s *core) sweep(ctx context.Context, limit int, withApprovals bool) (SweepReport, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
 	rep := SweepReport{TimedOut: []TimeoutResult{}, Lost: []TimeoutResult{}}
-	rep.Approvals = s.sweepApprovalsQuietly(ctx, limit)
+	if withApprovals {
+		rep.Approvals = s.sweepApprovalsQuietly(ctx, limit)
+	}
 	due, err := s.Store.ExpiringSpawns(ctx, time.Time{}, s.now(), limit)
 	if err != nil {
 		return rep, storeErr(err)
@@ -57,6 +64,66 @@ func (s *core) Sweep(ctx context.Context, limit int) (SweepReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// SweepFirstPolicy is how much of the sweep a tool call runs (SweepFirst
+// before the call, SweepAfter after a call that resolves its own request
+// first). A call that sweeps first sweeps expired spawns whatever the
+// policy: a command that touches an entity or a spawn whose pending spawn
+// has expired sees the timeout committed first (docs/design.md §5.5), and
+// that part costs one read of the pending-expiry index, which finds
+// nothing when nothing is due.
+type SweepFirstPolicy struct {
+	// ApprovalsEvery, when positive, runs the approvals part of a call's
+	// sweep (due questions ended, missing ending frames announced) at
+	// most once per this interval of the service's clock; zero runs it on
+	// every call. It is for a front end whose own periodic sweep ends due
+	// questions anyway (dont serve's ticker): every approvals operation
+	// reads a question's deadline itself (an answer after it times the
+	// question out), so a call between two of those sweeps decides the
+	// same, and only a missing ending frame waits up to the interval for
+	// its announce.
+	ApprovalsEvery time.Duration
+	// AfterEvery, when positive, runs the sweep after a call that resolved
+	// its own request first (a callback, an answer) at most once per this
+	// interval; zero runs it after every such call. That sweep never
+	// concerned what the call touched — the call resolved its own request
+	// and built its answer before it — only other due spawns and
+	// questions, which the next call that sweeps first, a timer or the
+	// periodic sweep ends anyway.
+	AfterEvery time.Duration
+}
+
+// SweepFirst is the sweep the tool surface runs before every call that
+// needs it: Sweep of SweepBatch, with the approvals part as the service's
+// SweepFirstPolicy allows. `dont sweep`, the timers and the ticker call
+// Sweep, which always sweeps in full.
+func (s *core) SweepFirst(ctx context.Context) (SweepReport, error) {
+	return s.sweep(ctx, SweepBatch, turn(&s.approvalsSweptAt, s.SweepPolicy.ApprovalsEvery, s.now()))
+}
+
+// SweepAfter is the sweep the tool surface runs after a call that
+// resolved its own request (or answered its own question) first:
+// SweepFirst, at most once per SweepFirstPolicy.AfterEvery.
+func (s *core) SweepAfter(ctx context.Context) (SweepReport, error) {
+	if !turn(&s.afterSweptAt, s.SweepPolicy.AfterEvery, s.now()) {
+		return SweepReport{TimedOut: []TimeoutResult{}, Lost: []TimeoutResult{}}, nil
+	}
+	return s.SweepFirst(ctx)
+}
+
+// turn says whether a sweep rate-limited to once per every (none if not
+// positive) runs now, and if so takes the interval's turn: of the callers
+// that race for one turn, one gets it. last holds the turn's time.
+func turn(last *atomic.Int64, every time.Duration, at time.Time) bool {
+	if every <= 0 {
+		return true
+	}
+	now, prev := at.UnixNano(), last.Load()
+	if prev != 0 && now >= prev && now-prev < int64(every) {
+		return false
+	}
+	return last.CompareAndSwap(prev, now)
 }
 
 // ExpireSpawn is the queue-driven timeout of one request: it resolves the

@@ -80,17 +80,17 @@ func (t *Tool) call(ctx context.Context, s *service.Service, a Args) (Output, er
 	}
 	switch order {
 	case sweepBefore:
-		w, h := sweep(ctx, s)
+		w, h := sweep(s.SweepFirst(ctx))
 		out, err := t.run(ctx, s, a)
 		out.Warnings = append(w, out.Warnings...)
 		out.Hints = append(h, out.Hints...)
 		if err == nil && out.sweepAgain {
-			out.mergeAfter(sweep(ctx, s))
+			out.mergeAfter(sweep(s.SweepFirst(ctx)))
 		}
 		return out, err
 	case sweepAfter:
 		out, err := t.run(ctx, s, a)
-		out.mergeAfter(sweep(ctx, s))
+		out.mergeAfter(sweep(s.SweepAfter(ctx)))
 		return out, err
 	}
 	return t.run(ctx, s, a)
@@ -111,11 +111,10 @@ func insert[T any](s []T, at int, more []T) []T {
 	return append(out, s[at:]...)
 }
 
-// sweep is the sweep a tool call runs, as warnings and hints.
-func sweep(ctx context.Context, s *service.Service) ([]envelope.Warning, []string) {
+// sweep is what the sweep a tool call ran did, as warnings and hints.
+func sweep(rep service.SweepReport, err error) ([]envelope.Warning, []string) {
 	var warns []envelope.Warning
 	var hints []string
-	rep, err := s.Sweep(ctx, service.SweepBatch)
 	if err != nil {
 		return append(warns, envelope.Warning{Code: envelope.WarnSweepFailed, Message: errs.As(err).Message}), nil
 	}
