@@ -173,6 +173,9 @@ type Store struct {
 	// secretClock stamps when a version stopped being current (SetSecretClock).
 	secretClock func() time.Time
 
+	// hookCache keeps the project's hooks for the commits' outbox (SetHookCache).
+	hookCache hookCache
+
 	states entityStates
 }
 
