@@ -20,8 +20,9 @@
 #     --runtime-api-address, which the emulator hands the bootstrap as
 #     AWS_LAMBDA_RUNTIME_API): api (DONT_SPAWN_TIMEOUT 24h, the callback
 #     and approval paths), api-short (DONT_SPAWN_TIMEOUT and
-#     DONT_APPROVAL_TIMEOUT = $DONT_IT_SHORT_TIMEOUT, the timeout paths)
-#     sweeper and operator (a project's first token, its settings). The
+#     DONT_APPROVAL_TIMEOUT = $DONT_IT_SHORT_TIMEOUT, the timeout paths),
+#     sweeper (with the sweep work queue, DONT_SWEEP_QUEUE_URL, as the
+#     stack wires it: the scheduled event fans out) and operator (a project's first token, its settings). The
 #     emulator serves one invoke at a time
 #     per instance; the suite invokes each one serially.
 #   - the stand-ins, when it started them.
@@ -120,10 +121,16 @@ DONT_LAMBDA_OUT="$work/lambda" LAMBDA_ARCH="$(go env GOARCH)" bash "$here/build-
 
 # ---- table and queue, fresh for this run
 run_id="it-$(date +%s)-$$"
-exports="$(go run ./localstack/integration/setup -table "dont-$run_id" -queue "dont-timeouts-$run_id")" || exit 1
+exports="$(go run ./localstack/integration/setup -table "dont-$run_id" -queue "dont-timeouts-$run_id" -sweep-queue "dont-sweeps-$run_id")" || exit 1
 eval "$exports"
-export DONT_TABLE DONT_TIMEOUT_QUEUE_URL DONT_SECRETS_KEY
-log "table $DONT_TABLE, queue $DONT_TIMEOUT_QUEUE_URL, secrets key $DONT_SECRETS_KEY"
+# The sweep work queue is the sweeper's alone (as infra/stack wires it):
+# only the sweeper's environment names it; the suite reads it as
+# DONT_IT_SWEEP_QUEUE_URL and delivers its messages to the sweeper as the
+# event source mapping would.
+sweep_queue="$DONT_SWEEP_QUEUE_URL"
+unset DONT_SWEEP_QUEUE_URL
+export DONT_TABLE DONT_TIMEOUT_QUEUE_URL DONT_SECRETS_KEY DONT_IT_SWEEP_QUEUE_URL="$sweep_queue"
+log "table $DONT_TABLE, timeout queue $DONT_TIMEOUT_QUEUE_URL, sweep work queue $sweep_queue, secrets key $DONT_SECRETS_KEY"
 
 # ---- functions under the emulator
 used_ports=" "
@@ -185,7 +192,7 @@ start_function api "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT=24h
 export DONT_IT_API="$fn_url"
 start_function api-short "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT="$short" DONT_APPROVAL_TIMEOUT="$short"
 export DONT_IT_API_SHORT="$fn_url"
-start_function sweeper "$work/lambda/sweeper/bootstrap"
+start_function sweeper "$work/lambda/sweeper/bootstrap" DONT_SWEEP_QUEUE_URL="$sweep_queue"
 export DONT_IT_SWEEPER="$fn_url"
 start_function operator "$work/lambda/operator/bootstrap"
 export DONT_IT_OPERATOR="$fn_url"

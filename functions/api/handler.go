@@ -9,13 +9,16 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/dont-cli/dont/functions/internal/deployment"
 	"github.com/dont-cli/dont/internal/httpapi"
 )
 
 // newHandler turns API Gateway HTTP API (payload 2.0) events into
-// requests for the one net/http handler `dont serve` also runs.
+// requests for the one net/http handler `dont serve` also runs. Its
+// per-request line is DEBUG behind a stage that logs every request
+// (deployment.CallLogger).
 func newHandler(backend httpapi.Backend, log *slog.Logger) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	api := httpapi.New(httpapi.Options{Backend: backend, Log: log})
+	api := httpapi.New(httpapi.Options{Backend: backend, Log: deployment.CallLogger(log)})
 	return httpadapter.NewV2(withRequestID(api, log)).ProxyWithContext
 }
 

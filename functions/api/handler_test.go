@@ -166,3 +166,37 @@ func TestTheBearerSchemeIsCaseInsensitiveThroughTheAPIFunction(t *testing.T) {
 		t.Fatalf("Basic: %d %s", resp.StatusCode, resp.Body)
 	}
 }
+
+// Behind the HTTP API the stage writes one access line per request, so
+// the function's own per-request line is DEBUG: at the default INFO level
+// a request costs one log line, not two. Without a stage (the function-URL
+// variant) the function's line is the access line.
+func TestBehindTheStageTheFunctionsPerRequestLineIsDebug(t *testing.T) {
+	calls := func(f *fn) int { return strings.Count(f.logs.String(), `"msg":"call"`) }
+	t.Run("function URL: one INFO line per request", func(t *testing.T) {
+		f := newFn(t)
+		f.call("r1", event("POST", "/v1/tools/list", f.token, `{}`, nil))
+		if n := calls(f); n != 1 || !strings.Contains(f.logs.String(), `"level":"INFO"`) {
+			t.Fatalf("%d call lines: %s", n, f.logs.String())
+		}
+	})
+	t.Run("behind the stage: none at INFO", func(t *testing.T) {
+		t.Setenv("DONT_ACCESS_LOG", "stage")
+		f := newFn(t)
+		f.call("r1", event("POST", "/v1/tools/list", f.token, `{}`, nil))
+		f.call("r2", event("POST", "/v1/tools/list", "", `{}`, nil)) // 401: a client error is the stage's line too
+		if n := calls(f); n != 0 {
+			t.Fatalf("%d call lines at INFO: %s", n, f.logs.String())
+		}
+	})
+	t.Run("behind the stage at DEBUG: the line is back, as DEBUG", func(t *testing.T) {
+		t.Setenv("DONT_ACCESS_LOG", "stage")
+		f := newFn(t)
+		debug := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		f.handle = newHandler(httpapi.SingleProject{Project: httpapi.Project{Service: service.New(service.Deps{Store: f.store, Confirmations: f.store, Tokens: f.store, SpawnTimeout: time.Hour, Author: "api"}), Idempotency: f.store}}, debug)
+		f.call("r1", event("POST", "/v1/tools/list", f.token, `{}`, nil))
+		if n := calls(f); n != 1 || !strings.Contains(f.logs.String(), `"level":"DEBUG"`) {
+			t.Fatalf("%d call lines: %s", n, f.logs.String())
+		}
+	})
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"time"
+
+	"github.com/dont-cli/dont/functions/internal/deployment"
 
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
@@ -38,6 +41,11 @@ type operatorEvent struct {
 		RotateSecret *struct {
 			Project string `json:"project"`
 		} `json:"rotate_secret"`
+		// RetireSecrets removes the versions of the project's callback
+		// secret older than its spawn_max_lease (deployment.RetireSecrets).
+		RetireSecrets *struct {
+			Project string `json:"project"`
+		} `json:"retire_secrets"`
 	} `json:"dont_operator"`
 }
 
@@ -55,11 +63,13 @@ func newFunction(backend projects, log *slog.Logger) func(context.Context, json.
 		var op operatorEvent
 		if err := json.Unmarshal(raw, &op); err != nil || op.Operator == nil {
 			return failure(errs.E(errs.InvalidArgument, "not an operator event: the operator function takes {\"dont_operator\":{…}} only",
-				createTokenStep, setProjectStep, rotateSecretStep).Unmet("dont_operator.create_token, dont_operator.set_project or dont_operator.rotate_secret")), nil
+				createTokenStep, setProjectStep, rotateSecretStep, retireSecretsStep).Unmet(actionsUnmet)), nil
 		}
 		return operate(ctx, backend, op, log), nil
 	}
 }
+
+const actionsUnmet = "dont_operator.create_token, dont_operator.set_project, dont_operator.rotate_secret or dont_operator.retire_secrets"
 
 const invokeCommand = `aws lambda invoke --function-name "$DONT_OPERATOR_FUNCTION" --cli-binary-format raw-in-base64-out --payload `
 
@@ -71,6 +81,10 @@ var (
 	rotateSecretStep = errs.Step{
 		Command:     invokeCommand + `'{"dont_operator":{"rotate_secret":{"project":"<project>"}}}' /dev/stdout`,
 		Description: "rotate a project's callback secret: new spawns get tokens under the new version, issued ones keep working",
+	}
+	retireSecretsStep = errs.Step{
+		Command:     invokeCommand + `'{"dont_operator":{"retire_secrets":{"project":"<project>"}}}' /dev/stdout`,
+		Description: "retire a project's secret versions replaced longer ago than its spawn_max_lease: their tokens stop verifying",
 	}
 	setProjectStep = errs.Step{
 		Command:     invokeCommand + `'{"dont_operator":{"set_project":{"project":"<project>","spawn_timeout":"2h"}}}' /dev/stdout`,
@@ -107,6 +121,28 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 		log.InfoContext(ctx, "operator", "action", "rotate_secret", "project", in.Project, "key_id", view.KeyID)
 		return success(tools.Output{Kind: envelope.KindSecretRotation, Data: view,
 			Hints: []string{"callback tokens issued before keep verifying under " + view.Previous}})
+	case op.Operator.RetireSecrets != nil:
+		in := op.Operator.RetireSecrets
+		if in.Project == "" {
+			return failure(errs.E(errs.InvalidArgument, "retire_secrets needs a project", retireSecretsStep).Unmet("project must not be empty"))
+		}
+		svc := backend.Project(in.Project).Service
+		now := time.Now
+		if svc.Clock != nil {
+			now = svc.Clock
+		}
+		view, err := deployment.RetireSecrets(ctx, svc, now())
+		if err != nil {
+			log.InfoContext(ctx, "operator", "action", "retire_secrets", "project", in.Project, "refused", errs.As(err).Code)
+			return failure(err, retireSecretsStep)
+		}
+		backend.Refresh(in.Project)
+		log.InfoContext(ctx, "operator", "action", "retire_secrets", "project", in.Project, "retired", len(view.Retired), "kept", len(view.Kept))
+		hints := []string{"callback tokens made under a retired version are refused from now on"}
+		if len(view.Retired) == 0 {
+			hints = []string{"no version older than the current one is kept"}
+		}
+		return success(tools.Output{Kind: envelope.KindSecretRotation, Data: view, Hints: hints})
 	case op.Operator.CreateToken != nil:
 		in := op.Operator.CreateToken
 		if in.Project == "" {
@@ -120,9 +156,9 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 		log.InfoContext(ctx, "operator", "action", "create_token", "project", in.Project, "role", view.Role)
 		return success(res)
 	}
-	return failure(errs.E(errs.InvalidArgument, "unknown operator action: the actions are create_token, set_project and rotate_secret",
-		createTokenStep, setProjectStep, rotateSecretStep).
-		Unmet("dont_operator.create_token, dont_operator.set_project or dont_operator.rotate_secret"))
+	return failure(errs.E(errs.InvalidArgument, "unknown operator action: the actions are create_token, set_project, rotate_secret and retire_secrets",
+		createTokenStep, setProjectStep, rotateSecretStep, retireSecretsStep).
+		Unmet(actionsUnmet))
 }
 
 func success(res tools.Output) json.RawMessage {

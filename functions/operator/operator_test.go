@@ -106,6 +106,8 @@ func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *te
 		`{"dont_operator":{"create_token":{"project":"p1","role":"root"}}}`,
 		`{"dont_operator":{"rotate_secret":{}}}`,
 		`{"dont_operator":{"rotate_secret":{"project":"p1"}}}`, // this store's secret does not rotate
+		`{"dont_operator":{"retire_secrets":{}}}`,
+		`{"dont_operator":{"retire_secrets":{"project":"p1"}}}`, // nor has it versions to retire
 	} {
 		env := call(bad)
 		data, _ := env["data"].(map[string]any)

@@ -66,6 +66,10 @@ const (
 	// EnvSweepQueueURL is the sweep work queue, the sweeper's alone: the
 	// minute schedule's run enqueues one message per project there.
 	EnvSweepQueueURL = "DONT_SWEEP_QUEUE_URL"
+	// EnvAccessLog is "stage" on the api behind the HTTP API: the stage
+	// writes the one access line per request, and the function's own
+	// per-request line is DEBUG (functions/internal/deployment.CallLogger).
+	EnvAccessLog = "DONT_ACCESS_LOG"
 
 	// Context keys that override where the Lambda assets are read from
 	// (cdk synth -c dont:apiAssetDir=... or cdk.json "context").
@@ -424,6 +428,9 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 			DestinationArn: accessLogs.LogGroupArn(),
 			Format:         jsii.String(AccessLogFormat),
 		})
+		// That line is the request's one log line: the function's own
+		// per-request line drops to DEBUG.
+		s.API.AddEnvironment(jsii.String(EnvAccessLog), jsii.String("stage"), nil)
 		apiURL = stage.Url()
 		cdknag.NagSuppressions_AddResourceSuppressions(s.HTTPAPI, &[]*cdknag.NagPackSuppression{{
 			Id:     jsii.String("AwsSolutions-APIG4"),
@@ -498,13 +505,14 @@ func number(stack awscdk.Stack, key string, fallback int) int {
 	panic(fmt.Sprintf("%s must be a non-negative integer, not %v", key, stack.Node().TryGetContext(jsii.String(key))))
 }
 
-// AccessLogFormat is the HTTP API's access log line: JSON, no headers (a
-// bearer token never reaches the log).
-const AccessLogFormat = `{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",` +
-	`"requestTime":"$context.requestTime","method":"$context.httpMethod","path":"$context.path",` +
-	`"status":"$context.status","responseLength":"$context.responseLength",` +
-	`"latencyMs":"$context.responseLatency","integrationLatencyMs":"$context.integrationLatency",` +
-	`"integrationError":"$context.integrationErrorMessage"}`
+// AccessLogFormat is the HTTP API's access log line, the one log line of
+// a request: JSON, no headers (a bearer token never reaches the log); the
+// time is the log event's own. Short keys: CloudWatch Logs bills every
+// byte ingested (docs/aws.md, "Cost per million lifecycles, logs
+// included").
+const AccessLogFormat = `{"id":"$context.requestId","ip":"$context.identity.sourceIp",` +
+	`"method":"$context.httpMethod","path":"$context.path","status":"$context.status",` +
+	`"ms":"$context.responseLatency","err":"$context.integrationErrorMessage"}`
 
 // functionOptions are the settings every function shares.
 type functionOptions struct {

@@ -659,6 +659,35 @@ func TestLocalStackVariant(t *testing.T) {
 		if a, _ := props(fn)["Architectures"].([]any); len(a) != 1 || a[0] != "x86_64" {
 			t.Errorf("%s Architectures = %v, want [x86_64]", id, props(fn)["Architectures"])
 		}
+		// No stage writes access lines: the api's own line is the access line.
+		if vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any); vars[stack.EnvAccessLog] != nil {
+			t.Errorf("%s: %s = %v without a stage", id, stack.EnvAccessLog, vars[stack.EnvAccessLog])
+		}
+	}
+}
+
+// Behind the HTTP API a request writes one log line: the stage's access
+// line (short keys, no headers); the api function's own per-request line
+// is DEBUG there (DONT_ACCESS_LOG=stage), and no other function is told so.
+func TestARequestWritesOneAccessLineBehindTheHTTPAPI(t *testing.T) {
+	_, raw := template(t)
+	for id, fn := range resources(raw, "AWS::Lambda::Function") {
+		vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		want := any(nil)
+		if strings.HasPrefix(id, "ApiFunction") {
+			want = "stage"
+		}
+		if vars[stack.EnvAccessLog] != want {
+			t.Errorf("%s: %s = %v, want %v", id, stack.EnvAccessLog, vars[stack.EnvAccessLog], want)
+		}
+	}
+	// A dismiss's line, as the stage writes it, stays under 140 bytes:
+	// each byte is billed (docs/aws.md: 26 more per line).
+	line := strings.NewReplacer("$context.requestId", "JZ1pQj2tIAMEJ5Q=", "$context.identity.sourceIp", "203.0.113.10",
+		"$context.httpMethod", "POST", "$context.path", "/v1/tools/dismiss", "$context.status", "200",
+		"$context.responseLatency", "45", "$context.integrationErrorMessage", "-").Replace(stack.AccessLogFormat)
+	if len(line) > 140 || strings.Contains(line, "$context") {
+		t.Errorf("an access line is %d bytes: %s", len(line), line)
 	}
 }
 

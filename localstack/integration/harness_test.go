@@ -43,9 +43,13 @@ type suite struct {
 	sqs      *awssqs.Client
 	table    string
 	queueURL string
-	region   string
-	short    time.Duration
-	sealer   kms.Sealer
+	// sweepQueueURL is the sweep work queue: the sweeper's scheduled event
+	// sends one "sweep project p" message per project there, and the suite
+	// delivers them back to the sweeper as the event source mapping would.
+	sweepQueueURL string
+	region        string
+	short         time.Duration
+	sealer        kms.Sealer
 	// api issues spawns that expire in 24h, apiShort in s.short; operator
 	// takes the operator's direct invokes (a project's first token).
 	api, apiShort, sweeper, operator *function
@@ -78,7 +82,7 @@ func newSuite() (*suite, error) {
 		return v, nil
 	}
 	s := &suite{}
-	vals := map[string]*string{"DONT_TABLE": &s.table, "DONT_TIMEOUT_QUEUE_URL": &s.queueURL}
+	vals := map[string]*string{"DONT_TABLE": &s.table, "DONT_TIMEOUT_QUEUE_URL": &s.queueURL, "DONT_IT_SWEEP_QUEUE_URL": &s.sweepQueueURL}
 	urls := map[string]**function{"DONT_IT_API": &s.api, "DONT_IT_API_SHORT": &s.apiShort, "DONT_IT_SWEEPER": &s.sweeper, "DONT_IT_OPERATOR": &s.operator}
 	for name, p := range vals {
 		v, err := need(name)
@@ -374,8 +378,13 @@ func (s *suite) receive(t *testing.T, wait time.Duration) []sqstypes.Message {
 }
 
 func (s *suite) receiveErr(wait time.Duration) ([]sqstypes.Message, error) {
+	return s.receiveFrom(s.queueURL, wait)
+}
+
+// receiveFrom long-polls the queue at url, ten messages at most.
+func (s *suite) receiveFrom(url string, wait time.Duration) ([]sqstypes.Message, error) {
 	out, err := s.sqs.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
-		QueueUrl:                    aws.String(s.queueURL),
+		QueueUrl:                    aws.String(url),
 		MaxNumberOfMessages:         10,
 		WaitTimeSeconds:             int32(wait / time.Second),
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
@@ -386,9 +395,16 @@ func (s *suite) receiveErr(wait time.Duration) ([]sqstypes.Message, error) {
 	return out.Messages, nil
 }
 
-// sqsEvent is the event Lambda's poller builds from received messages.
+// sqsEvent is the event Lambda's poller builds from messages received
+// from the timeout queue.
 func (s *suite) sqsEvent(msgs []sqstypes.Message) events.SQSEvent {
-	name := s.queueURL[strings.LastIndex(s.queueURL, "/")+1:]
+	return s.sqsEventOf(s.queueURL, msgs)
+}
+
+// sqsEventOf is the event Lambda's poller builds from messages received
+// from the queue at url.
+func (s *suite) sqsEventOf(url string, msgs []sqstypes.Message) events.SQSEvent {
+	name := url[strings.LastIndex(url, "/")+1:]
 	var ev events.SQSEvent
 	for _, m := range msgs {
 		ev.Records = append(ev.Records, events.SQSMessage{
@@ -413,11 +429,18 @@ func (s *suite) sweep(t *testing.T, msgs []sqstypes.Message) []string {
 }
 
 func (s *suite) sweepErr(msgs []sqstypes.Message) ([]string, error) {
+	return s.deliverErr(s.queueURL, msgs)
+}
+
+// deliverErr hands msgs, received from the queue at url, to the sweeper
+// as one SQS event and deletes from that queue every record it did not
+// report failed: what Lambda's event source mapping does for either queue.
+func (s *suite) deliverErr(url string, msgs []sqstypes.Message) ([]string, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
 	var resp events.SQSEventResponse
-	if err := s.sweeper.invoke(ctx, s.sqsEvent(msgs), &resp); err != nil {
+	if err := s.sweeper.invoke(ctx, s.sqsEventOf(url, msgs), &resp); err != nil {
 		return nil, err
 	}
 	failed := map[string]bool{}
@@ -432,7 +455,7 @@ func (s *suite) sweepErr(msgs []sqstypes.Message) ([]string, error) {
 			done = append(done, m)
 		}
 	}
-	return ids, s.deleteErr(done)
+	return ids, s.deleteFrom(url, done)
 }
 
 func (s *suite) delete(t *testing.T, msgs []sqstypes.Message) {
@@ -443,6 +466,10 @@ func (s *suite) delete(t *testing.T, msgs []sqstypes.Message) {
 }
 
 func (s *suite) deleteErr(msgs []sqstypes.Message) error {
+	return s.deleteFrom(s.queueURL, msgs)
+}
+
+func (s *suite) deleteFrom(url string, msgs []sqstypes.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -450,7 +477,7 @@ func (s *suite) deleteErr(msgs []sqstypes.Message) error {
 	for i, m := range msgs {
 		entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
 	}
-	out, err := s.sqs.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(s.queueURL), Entries: entries})
+	out, err := s.sqs.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dont-cli/dont/internal/approvals"
-	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
 	"github.com/dont-cli/dont/internal/service"
 )
 
@@ -269,13 +268,8 @@ func TestTheScheduledSweepEndsAQuestionWhoseMessageWasLost(t *testing.T) {
 	if a := p.storedApproval(id); a.State != approvals.Pending {
 		t.Fatalf("ended without its message: %s", a.Verdict)
 	}
-	var rep sqssched.SweepReport
-	if err := s.sweeper.invoke(ctx, s.scheduledEvent(), &rep); err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(rep.Projects, func(ps sqssched.ProjectSweep) bool { return ps.Project == p.name })
-	if i < 0 || rep.Projects[i].ApprovalsTimedOut != 1 {
-		t.Fatalf("the scheduled sweep did not end the question of %s: %+v", p.name, rep.Projects)
+	if _, swept := s.scheduledSweep(t); swept[p.name] != 1 {
+		t.Fatalf("the scheduled sweep did not visit %s (registered by its question): %v", p.name, swept)
 	}
 	if a := p.storedApproval(id); a.Verdict != approvals.TimedOut || !a.Announced {
 		t.Fatalf("approval %+v", a)

@@ -22,12 +22,25 @@ import (
 // on both, as the CLI sends. It counts DynamoDB capacity with
 // capacity.Counter, like the store-level lifecycles in internal/store/dynamo.
 //
+// The "api" case reads the project's hooks on every commit; "deployed"
+// caches them as the functions do (deployment.DefaultHookCache).
+//
 //	go test ./functions/internal/deployment -run '^$' -bench SpawnLifecycle -benchtime 200x
 func BenchmarkSpawnLifecycle(b *testing.B) {
-	b.Run("api", func(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		hookCache time.Duration
+	}{{"api", 0}, {"deployed", deployment.DefaultHookCache}} {
+		b.Run(c.name, func(b *testing.B) { benchLifecycle(b, c.hookCache) })
+	}
+}
+
+func benchLifecycle(b *testing.B, hookCache time.Duration) {
+	{
 		needServer(b)
 		counter := newCounter()
 		backend := deployment.NewBackend(newClient(nil, counter), table, func(st *dynamo.Store) *service.Service {
+			st.SetHookCache(hookCache, nil, nil)
 			return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: st.Project(), SpawnTimeout: time.Hour, Author: "bench"})
 		})
 		srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: backend, RatePerSecond: -1}))
@@ -49,7 +62,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 		}
 		b.StopTimer()
 		counter.Report(b, "lifecycle")
-	})
+	}
 }
 
 func post(b *testing.B, base, token, tool string, args map[string]any, header ...string) map[string]any {

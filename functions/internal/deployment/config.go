@@ -45,7 +45,20 @@ const (
 	EnvEventBus     = "DONT_EVENT_BUS"
 	EnvAllowPrivate = "DONT_HOOKS_ALLOW_PRIVATE"
 	EnvPublicURL    = "DONT_PUBLIC_URL"
+	// EnvHookCache is how long a function instance's commits announce to
+	// the project's hooks as last read (DefaultHookCache; "0s": read on
+	// every commit); adding a hook waits that long before it answers.
+	EnvHookCache = "DONT_HOOK_CACHE"
 )
+
+// DefaultHookCache spares every commit its read of the project's hooks
+// (a strongly consistent Query, a read unit, even in projects without
+// hooks) but one per instance and project every 10 seconds; a hook add
+// takes 10 seconds to answer, after which every commit hears it.
+const DefaultHookCache = 10 * time.Second
+
+// maxHookCache keeps a hook add's wait well inside API Gateway's 30 s.
+const maxHookCache = 20 * time.Second
 
 // DefaultApprovalPoll is how often a long-poll of a session's frames, or a
 // requester's wait, re-reads the table in AWS: each read is a strongly
@@ -90,6 +103,9 @@ type Config struct {
 	// HookPolicy is the webhook address policy; PublicURL the approvals page.
 	HookPolicy hooks.AddrPolicy
 	PublicURL  string
+	// HookCache is how long commits announce to the hooks as last read
+	// (0: read on every commit; see EnvHookCache).
+	HookCache time.Duration
 }
 
 // ConfigFromEnv reads the configuration; getenv is os.Getenv in production.
@@ -101,6 +117,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		SpawnTimeout:  service.DefaultSpawnTimeout,
 		SweepLimit:    DefaultSweepLimit,
 		SecretsKey:    strings.TrimSpace(getenv(EnvSecretsKey)),
+		HookCache:     DefaultHookCache,
 	}
 	if c.Table == "" {
 		return c, fmt.Errorf("%s is required: the DynamoDB table name", EnvTable)
@@ -114,6 +131,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s must be a positive integer, got %q", EnvSweepLimit, v)
 		}
 		c.SweepLimit = n
+	}
+	if v := strings.TrimSpace(getenv(EnvHookCache)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > maxHookCache {
+			return c, fmt.Errorf("%s must be a Go duration from 0s to %v, got %q", EnvHookCache, maxHookCache, v)
+		}
+		c.HookCache = d
 	}
 	c.ApprovalPoll = DefaultApprovalPoll
 	// Every duration follows its setting's one rule (internal/settings),

@@ -77,6 +77,7 @@ func workQueue(client *awssqs.Client, url string) *sqssched.Queue {
 // it never fails a request.
 func (d *Deployment) TableService(st *dynamo.Store) *service.Service {
 	st.SetFrameRetention(d.Config.FrameRetention)
+	st.SetSecretClock(d.Now)
 	svc := d.NewService(st.Project(), st)
 	svc.Settings = st
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -92,6 +92,9 @@ func (d *Deployment) NewService(project string, st Store) *service.Service {
 // backstop for a lost message.
 func (d *Deployment) announcing(st *dynamo.Store, project string) {
 	st.SetEventBus(d.EventBridge != nil && d.Config.EventBus != "")
+	// Commits announce to the project's hooks as read at most HookCache
+	// ago (a hook add waits that long before it returns: dynamo.SetHookCache).
+	st.SetHookCache(d.Config.HookCache, nil, nil)
 	if d.Queue == nil {
 		return
 	}

@@ -39,8 +39,11 @@ func TestConfigFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SpawnTimeout != 24*time.Hour || c.SweepLimit != DefaultSweepLimit || !reflect.DeepEqual(c.Projects, []string{"acme", "globex"}) {
+	if c.SpawnTimeout != 24*time.Hour || c.SweepLimit != DefaultSweepLimit || !reflect.DeepEqual(c.Projects, []string{"acme", "globex"}) || c.HookCache != DefaultHookCache {
 		t.Fatalf("defaults: %+v", c)
+	}
+	if c, err := ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvHookCache, "0s")); err != nil || c.HookCache != 0 {
+		t.Fatalf("no hook cache: %+v %v", c, err)
 	}
 	c, err = ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSpawnTimeout, "90s", EnvSweepLimit, "50"))
 	if err != nil || c.SpawnTimeout != 90*time.Second || c.SweepLimit != 50 {
@@ -66,6 +69,8 @@ func TestConfigFromEnvironment(t *testing.T) {
 		{EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSpawnTimeout, "soon"},
 		{EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSpawnTimeout, "-1s"},
 		{EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSweepLimit, "0"},
+		{EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvHookCache, "-1s"},
+		{EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvHookCache, "1m"}, // a hook add would outwait API Gateway
 	} {
 		if _, err := ConfigFromEnv(env(bad...)); err == nil {
 			t.Errorf("%v: no error", bad)

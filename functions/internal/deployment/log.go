@@ -58,3 +58,45 @@ func (h invocationHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h invocationHandler) WithGroup(name string) slog.Handler {
 	return invocationHandler{h.Handler.WithGroup(name)}
 }
+
+// EnvAccessLog says who writes the one access line per request: "stage"
+// (the stack sets it behind the HTTP API, whose stage writes a JSON
+// access-log line for every request) makes the api function's own
+// per-request line (CallLogger) a DEBUG line, so that a request costs one
+// log line, not two (docs/aws.md, "Cost per million lifecycles, logs
+// included"). Unset (the function-URL variant, which has no stage), the
+// function's line is the access line and stays INFO.
+const EnvAccessLog = "DONT_ACCESS_LOG"
+
+// CallLogger is the logger the API handler writes its per-request "call"
+// line with: log itself, or, when the stage writes the access lines
+// (EnvAccessLog=stage), log with its INFO lines written as DEBUG (WARN and
+// ERROR lines unchanged).
+func CallLogger(log *slog.Logger) *slog.Logger {
+	if os.Getenv(EnvAccessLog) != "stage" {
+		return log
+	}
+	return slog.New(demoted{log.Handler()})
+}
+
+// demoted writes INFO records as DEBUG ones.
+type demoted struct{ slog.Handler }
+
+func demote(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (h demoted) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, demote(l))
+}
+
+func (h demoted) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h demoted) WithAttrs(as []slog.Attr) slog.Handler { return demoted{h.Handler.WithAttrs(as)} }
+func (h demoted) WithGroup(name string) slog.Handler    { return demoted{h.Handler.WithGroup(name)} }

@@ -170,6 +170,11 @@ type Store struct {
 	// sealer seals the secret versions at rest (KMS on AWS); nil keeps
 	// them as written.
 	sealer Sealer
+	// secretClock stamps when a version stopped being current (SetSecretClock).
+	secretClock func() time.Time
+
+	// hookCache keeps the project's hooks for the commits' outbox (SetHookCache).
+	hookCache hookCache
 
 	states entityStates
 }

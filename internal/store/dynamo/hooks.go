@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -103,13 +104,14 @@ func decodeDueDelivery(it map[string]types.AttributeValue) (service.DueDelivery,
 }
 
 // outbox returns the delivery puts announcing msgs, one per live hook
-// that hears each: read with one Query of the project's hooks when there
-// is something to announce.
+// that hears each: the project's hooks read with one Query when there is
+// something to announce, or, with a hook cache (SetHookCache), the list
+// such a Query read less than the cache's age ago.
 func (s *Store) outbox(ctx context.Context, msgs []hooks.Message) ([]types.TransactWriteItem, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	live, err := s.ListHooks(ctx)
+	live, err := s.liveHooks(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +161,10 @@ func (w *writeSet) addOutbox(items []types.TransactWriteItem) {
 	}
 }
 
-// PutHook implements service.HookStore.
+// PutHook implements service.HookStore. With a hook cache it returns only
+// once every cache that could predate the hook has expired (the cache's
+// age after the write), so that every event committed after it returns,
+// on any instance, is heard (SetHookCache).
 func (s *Store) PutHook(ctx context.Context, h hooks.Hook) error {
 	it, err := s.hookItem(h)
 	if err != nil {
@@ -169,7 +174,110 @@ func (s *Store) PutHook(ctx context.Context, h hooks.Hook) error {
 	if isCancelled(err) {
 		return &service.ConditionFailed{ID: h.ID}
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.hookCache.written(ctx)
+}
+
+// SetHookCache lets the commits of this store announce to a list of the
+// project's hooks read at most ttl ago instead of reading it each time
+// (a Query, a read unit, per commit, even in projects without hooks). It
+// stays correct across warm instances, each with its own cache, without
+// any marker to read: a cache is dated from before its Query was sent and
+// used for ttl at most, and PutHook waits ttl after its write before it
+// returns, so that by then every cache in use anywhere was read after the
+// hook was written. A hook is therefore heard by every event committed
+// once its add returned, as without a cache (events committed while the
+// add is under way may be heard or not, as before); this store's own
+// cache is dropped at once. A removed hook may still be announced to for
+// ttl by other instances; its worker fails such a delivery, finding it
+// removed. now and sleep are the clock and the wait (nil: the wall clock,
+// a timer); ttl 0 reads the hooks on every commit (the default).
+func (s *Store) SetHookCache(ttl time.Duration, now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) {
+	s.hookCache.mu.Lock()
+	defer s.hookCache.mu.Unlock()
+	s.hookCache.ttl, s.hookCache.now, s.hookCache.sleep = ttl, now, sleep
+	s.hookCache.valid = false
+}
+
+// hookCache is a store's list of its project's hooks, dated from before
+// the Query that read it.
+type hookCache struct {
+	mu    sync.Mutex
+	ttl   time.Duration
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+	valid bool
+	at    time.Time
+	hooks []hooks.Hook
+	// gen counts this store's hook writes: a list read across one is not kept.
+	gen int
+}
+
+func (c *hookCache) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// drop forgets the cached list (this store wrote a hook).
+func (c *hookCache) drop() {
+	c.mu.Lock()
+	c.valid = false
+	c.gen++
+	c.mu.Unlock()
+}
+
+// written drops the cache and waits out every other instance's.
+func (c *hookCache) written(ctx context.Context) error {
+	c.drop()
+	c.mu.Lock()
+	ttl, sleep := c.ttl, c.sleep
+	c.mu.Unlock()
+	if ttl <= 0 {
+		return nil
+	}
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	return sleep(ctx, ttl)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// liveHooks is the project's hooks for an outbox: read, or cached.
+func (s *Store) liveHooks(ctx context.Context) ([]hooks.Hook, error) {
+	c := &s.hookCache
+	c.mu.Lock()
+	ttl := c.ttl
+	if ttl > 0 && c.valid && c.clock().Sub(c.at) < ttl {
+		out := c.hooks
+		c.mu.Unlock()
+		return out, nil
+	}
+	started, gen := c.clock(), c.gen
+	c.mu.Unlock()
+	list, err := s.ListHooks(ctx)
+	if err != nil || ttl <= 0 {
+		return list, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen == c.gen && (!c.valid || started.After(c.at)) {
+		c.valid, c.at, c.hooks = true, started, list
+	}
+	return list, nil
 }
 
 // GetHook implements service.HookStore.
@@ -221,6 +329,7 @@ func (s *Store) RemoveHook(ctx context.Context, id string, at time.Time) error {
 	if err != nil {
 		return err
 	}
+	s.hookCache.drop() // this instance stops announcing to it at once
 	q := s.partitionQuery(s.deliveryPK(id))
 	whereEqual(q, "st", string(hooks.StatePending))
 	var pending []service.DueDelivery

@@ -5,7 +5,10 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -29,10 +32,23 @@ type Sealer interface {
 // stays readable, and a rotation then writes a sealed one).
 func (s *Store) SetSealer(sealer Sealer) { s.sealer = sealer }
 
+// SetSecretClock is the clock a rotation stamps the outgoing version's
+// end with (nil: the wall clock).
+func (s *Store) SetSecretClock(now func() time.Time) { s.secretClock = now }
+
+func (s *Store) secretNow() time.Time {
+	if s.secretClock != nil {
+		return s.secretClock()
+	}
+	return time.Now()
+}
+
 // The secret item (P#<p>#M / secret) holds every version of the project's
-// callback secret: k<N> its bytes (sealed when k<N>_sealed is true) and
-// current the version new tokens are made under. An item written before
-// versions has only secret (version 1, as it is) and no current.
+// callback secret still kept: k<N> its bytes (sealed when k<N>_sealed is
+// true), k<N>_until when it stopped being current (written by the rotation
+// that replaced it), and current the version new tokens are made under.
+// An item written before versions has only secret (version 1, as it is)
+// and no current. Retiring a version removes its three attributes.
 const (
 	attrSecretLegacy  = "secret"
 	attrSecretCurrent = "current"
@@ -40,6 +56,7 @@ const (
 
 func versionAttr(keyID string) string       { return "k" + keyID }
 func versionSealedAttr(keyID string) string { return "k" + keyID + "_sealed" }
+func versionUntilAttr(keyID string) string  { return "k" + keyID + "_until" }
 
 // ProjectSecret implements service.TokenStore: the current version.
 func (s *Store) ProjectSecret(ctx context.Context) ([]byte, error) {
@@ -70,19 +87,37 @@ func (s *Store) CurrentSecret(ctx context.Context) (string, []byte, error) {
 	return keyID, secret, err
 }
 
-// SecretVersion implements service.RotatingSecrets: a cached version, or
-// the item read again (a rotation elsewhere may have made it).
+// SecretVersion implements service.RotatingSecrets: the current version
+// from the cache (kept for the store's life, a minute in a function, as
+// CurrentSecret's); any other version only while the item still holds it,
+// read again each time (strongly consistent, one read unit; the opened
+// bytes stay cached, so KMS is asked once), so that a version an operator
+// retired (RetireSecretVersions) is refused on every warm instance at
+// once. Tokens of older versions are the few made before a rotation.
 func (s *Store) SecretVersion(ctx context.Context, keyID string) ([]byte, error) {
 	s.secretMu.Lock()
 	defer s.secretMu.Unlock()
-	if secret, ok := s.secrets[keyID]; ok {
+	if secret, ok := s.secrets[keyID]; ok && keyID == s.current {
 		return secret, nil
 	}
 	it, err := s.secretItem(ctx)
 	if err != nil {
 		return nil, err
 	}
+	s.current = currentVersion(it)
+	if !hasVersion(it, keyID) {
+		delete(s.secrets, keyID)
+		return nil, service.ErrNotFound
+	}
 	return s.openVersion(ctx, it, keyID)
+}
+
+// hasVersion reports whether the item still holds version keyID.
+func hasVersion(it map[string]types.AttributeValue, keyID string) bool {
+	if attrBytes(it, versionAttr(keyID)) != nil {
+		return true
+	}
+	return keyID == service.FirstSecretVersion && attrBytes(it, attrSecretLegacy) != nil
 }
 
 // CreateProjectSecret implements service.TokenStore: version 1, 256 random
@@ -152,13 +187,14 @@ func (s *Store) RotateSecret(ctx context.Context) (string, error) {
 		values[":was"] = &types.AttributeValueMemberN{Value: was}
 	}
 	in := &dynamodb.UpdateItemInput{TableName: aws.String(s.table), Key: key(s.metaPK(), "secret"),
-		UpdateExpression:    aws.String("SET #v = :v, #vs = :vs, #cur = :next"),
+		UpdateExpression:    aws.String("SET #v = :v, #vs = :vs, #cur = :next, #until = :until"),
 		ConditionExpression: aws.String(cond),
 		ExpressionAttributeNames: map[string]string{"#v": versionAttr(next), "#vs": versionSealedAttr(next),
-			"#cur": attrSecretCurrent},
+			"#cur": attrSecretCurrent, "#until": versionUntilAttr(was)},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":v": values[versionAttr(next)], ":vs": values[versionSealedAttr(next)],
-			":next": &types.AttributeValueMemberN{Value: next}},
+			":next":  &types.AttributeValueMemberN{Value: next},
+			":until": str(s.secretNow().UTC().Format(time.RFC3339Nano))},
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
 	if w, ok := values[":was"]; ok {
 		in.ExpressionAttributeValues[":was"] = w
@@ -249,4 +285,107 @@ func (s *Store) openVersion(ctx context.Context, it map[string]types.AttributeVa
 	}
 	s.secrets[keyID] = secret
 	return secret, nil
+}
+
+// SecretVersion is one kept version of a project's callback secret, as
+// SecretVersions lists it: never its bytes.
+type SecretVersion struct {
+	KeyID   string
+	Current bool
+	// Until is when a rotation replaced it; zero for the current version
+	// and for versions replaced before rotations recorded it.
+	Until time.Time
+}
+
+// SecretVersions lists the versions the secret item keeps, oldest first
+// (read strongly consistently); ErrNotFound if the project has no secret.
+func (s *Store) SecretVersions(ctx context.Context) ([]SecretVersion, error) {
+	s.secretMu.Lock()
+	defer s.secretMu.Unlock()
+	it, err := s.secretItem(ctx)
+	if err != nil {
+		return nil, err
+	}
+	current := currentVersion(it)
+	seen := map[int]bool{}
+	for name := range it {
+		if name == attrSecretLegacy {
+			seen[1] = true
+			continue
+		}
+		if !strings.HasPrefix(name, "k") {
+			continue
+		}
+		if n, err := strconv.Atoi(name[1:]); err == nil && n > 0 && strconv.Itoa(n) == name[1:] {
+			seen[n] = true
+		}
+	}
+	var out []SecretVersion
+	for n := range seen {
+		id := strconv.Itoa(n)
+		v := SecretVersion{KeyID: id, Current: id == current}
+		if u := attrString(it, versionUntilAttr(id)); u != "" {
+			if v.Until, err = time.Parse(time.RFC3339Nano, u); err != nil {
+				return nil, fmt.Errorf("dynamo: version %s's end %q is not a time", id, u)
+			}
+		}
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, _ := strconv.Atoi(out[i].KeyID)
+		b, _ := strconv.Atoi(out[j].KeyID)
+		return a < b
+	})
+	return out, nil
+}
+
+// RetireSecretVersions removes versions keyIDs from the secret item, in
+// one update conditioned on current still being current (which a
+// rotation moves) and on none of keyIDs being it: service.ErrConflict and
+// nothing removed otherwise. Tokens made under a removed version no longer
+// verify (SecretVersion: ErrNotFound). Which versions may go is the
+// caller's rule (functions/internal/deployment: RetireSecrets).
+func (s *Store) RetireSecretVersions(ctx context.Context, current string, keyIDs []string) error {
+	if len(keyIDs) == 0 {
+		return nil
+	}
+	s.secretMu.Lock()
+	defer s.secretMu.Unlock()
+	names := map[string]string{"#cur": attrSecretCurrent}
+	var remove []string
+	for i, id := range keyIDs {
+		if id == current {
+			return service.ErrConflict
+		}
+		for j, attr := range []string{versionAttr(id), versionSealedAttr(id), versionUntilAttr(id)} {
+			n := fmt.Sprintf("#r%d_%d", i, j)
+			names[n] = attr
+			remove = append(remove, n)
+		}
+		if id == service.FirstSecretVersion {
+			names["#legacy"] = attrSecretLegacy
+			remove = append(remove, "#legacy")
+		}
+	}
+	in := &dynamodb.UpdateItemInput{TableName: aws.String(s.table), Key: key(s.metaPK(), "secret"),
+		UpdateExpression:          aws.String("REMOVE " + strings.Join(remove, ", ")),
+		ConditionExpression:       aws.String("#cur = :cur"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: map[string]types.AttributeValue{":cur": &types.AttributeValueMemberN{Value: current}},
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes}
+	err := s.write(ctx, func(ctx context.Context) error {
+		_, err := s.client.UpdateItem(ctx, in, noSDKRetries)
+		return err
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return service.ErrConflict
+	}
+	if err != nil {
+		return err
+	}
+	for _, id := range keyIDs {
+		delete(s.secrets, id)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -13,6 +14,7 @@ import (
 	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/kms"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/standin"
@@ -189,5 +191,85 @@ func TestALegacyPlaintextSecretStillVerifiesAndRotatesToASealedOne(t *testing.T)
 	}
 	if _, err := svc.Credentials.Authenticate(ctx, old); err != nil {
 		t.Fatalf("the legacy token after rotation: %v", err)
+	}
+}
+
+// A rotation records when the outgoing version stopped being current, and
+// a retired version is gone from the item: its tokens stop verifying on
+// every store at once, including a warm one that had opened it, and a
+// retirement racing a rotation, or naming the current version, removes
+// nothing.
+func TestARetiredSecretVersionIsRemovedAndItsTokensStopVerifying(t *testing.T) {
+	needServer(t)
+	ctx := context.Background()
+	sl := sealer(t)
+	project := "retire-" + randomName()
+	st := dynamo.New(newClient(nil, nil), table, project)
+	st.SetSealer(sl)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	st.SetSecretClock(func() time.Time { return at })
+	first, err := st.CreateProjectSecret(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := auth.CallbackTokenKeyed(first, project, "1", "spawn:01OLD")
+	if _, err := st.RotateSecret(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A warm store (built after the rotation: a function instance keeps a
+	// project's store a minute, and retiring waits at least that) that
+	// opened version 1 for a token made before it.
+	warm := dynamo.New(newClient(nil, nil), table, project)
+	warm.SetSealer(sl)
+	warmSvc := service.New(service.Deps{Tokens: warm, Project: project})
+	if _, err := warmSvc.Credentials.Authenticate(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := st.SecretVersions(ctx)
+	if err != nil || len(vs) != 2 || vs[0].KeyID != "1" || vs[0].Current || !vs[0].Until.Equal(at) ||
+		vs[1].KeyID != "2" || !vs[1].Current || !vs[1].Until.IsZero() {
+		t.Fatalf("versions after a rotation: %+v %v", vs, err)
+	}
+	// The old token verifies on the warm store again until retired.
+	if _, err := warmSvc.Credentials.Authenticate(ctx, old); err != nil {
+		t.Fatalf("before retiring: %v", err)
+	}
+	before := secretItem(t, project)
+	for _, c := range []struct {
+		name    string
+		current string
+		ids     []string
+	}{{"a stale current (a rotation won meanwhile)", "1", []string{"1"}}, {"the current version itself", "2", []string{"2"}}} {
+		if err := st.RetireSecretVersions(ctx, c.current, c.ids); !errors.Is(err, service.ErrConflict) {
+			t.Errorf("%s: err = %v, want a conflict", c.name, err)
+		}
+	}
+	if got := secretItem(t, project); len(got) != len(before) {
+		t.Fatalf("a refused retirement changed the item: %d attributes, was %d", len(got), len(before))
+	}
+	if err := st.RetireSecretVersions(ctx, "2", []string{"1"}); err != nil {
+		t.Fatal(err)
+	}
+	it := secretItem(t, project)
+	for _, a := range []string{"k1", "k1_sealed", "k1_until"} {
+		if it[a] != nil {
+			t.Errorf("%s is still in the item after retiring version 1", a)
+		}
+	}
+	if vs, _ := st.SecretVersions(ctx); len(vs) != 1 || vs[0].KeyID != "2" {
+		t.Fatalf("versions after retiring: %+v", vs)
+	}
+	if _, err := warm.SecretVersion(ctx, "1"); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("the warm store still opens the retired version: %v", err)
+	}
+	if _, err := warmSvc.Credentials.Authenticate(ctx, old); errs.As(err).Code != service.Unauthenticated {
+		t.Fatalf("a token of the retired version on a warm store: %v", err)
+	}
+	_, second, err := st.CurrentSecret(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := warmSvc.Credentials.Authenticate(ctx, auth.CallbackTokenKeyed(second, project, "2", "spawn:01NEW")); err != nil {
+		t.Fatalf("a token of the current version after retiring: %v", err)
 	}
 }
