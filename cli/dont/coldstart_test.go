@@ -1,0 +1,54 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The WAL is persistent (internal/store/sqlite, open.go): a CLI run neither
+// deletes the -wal and -shm files beside the database nor makes them
+// again, the last close leaves the -wal empty after its checkpoint, and
+// what one run wrote the next one reads. A hard link to each file pins
+// its inode, so a file deleted and made again cannot pass for the same.
+func TestASecondShowLeavesTheWALFilesInPlace(t *testing.T) {
+	p := newProject(t)
+	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	p.ok("show", id)
+	db := filepath.Join(p.dir, ".dont", "dont.db")
+	pins := map[string]os.FileInfo{}
+	for _, side := range []string{"-wal", "-shm"} {
+		pin := filepath.Join(t.TempDir(), "pin"+side)
+		if err := os.Link(db+side, pin); err != nil {
+			t.Fatalf("%s after a show: %v", side, err)
+		}
+		fi, err := os.Stat(pin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pins[side] = fi
+	}
+	if r := p.ok("show", id); r.str("id") != id {
+		t.Fatalf("second show read %q, want %s", r.str("id"), id)
+	}
+	other := p.ok("conclude", "ice melts at 0 C").str("id")
+	if r := p.ok("show", other); r.str("statement") != "ice melts at 0 C" {
+		t.Fatalf("a later run does not read the write: %v", r.data())
+	}
+	for side, pinned := range pins {
+		fi, err := os.Stat(db + side)
+		if err != nil {
+			t.Fatalf("%s is gone after the second show: %v", side, err)
+		}
+		if !os.SameFile(fi, pinned) {
+			t.Errorf("%s was deleted and made again", side)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", side, fi.Mode().Perm())
+		}
+	}
+	if fi, _ := os.Stat(db + "-wal"); fi.Size() != 0 {
+		t.Errorf("-wal holds %d bytes after the last close, want it truncated after the checkpoint", fi.Size())
+	}
+	// newProject's cleanup ends with doctor --strict.
+}
