@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -51,4 +56,58 @@ func TestASecondShowLeavesTheWALFilesInPlace(t *testing.T) {
 		t.Errorf("-wal holds %d bytes after the last close, want it truncated after the checkpoint", fi.Size())
 	}
 	// newProject's cleanup ends with doctor --strict.
+}
+
+// DONT_DEBUG_ADDR still serves what the soak reads — the goroutine count —
+// and the CPU and heap profiles, without net/http/pprof linked.
+func TestTheDebugListenerServesTheGoroutineCountAndProfiles(t *testing.T) {
+	p := newProject(t)
+	c := p.cmd("serve", "--addr", "127.0.0.1:0")
+	c.Env = append(c.Env, "DONT_DEBUG_ADDR=127.0.0.1:0")
+	errPipe, _ := c.StderrPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	var url string
+	sc := bufio.NewScanner(errPipe)
+	for sc.Scan() {
+		var l struct{ Debug string }
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Debug != "" {
+			url = l.Debug
+			break
+		}
+	}
+	go func() { // drain the log so the server never blocks on it
+		for sc.Scan() {
+		}
+	}()
+	if url == "" {
+		t.Fatal("serve printed no debug address")
+	}
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("goroutine?debug=1"); code != 200 || !strings.HasPrefix(body, "goroutine profile: total ") {
+		t.Errorf("goroutine?debug=1: %d %.80q", code, body)
+	}
+	if code, body := get(""); code != 200 || !strings.Contains(body, "heap") || !strings.Contains(body, "profile") {
+		t.Errorf("index: %d %q", code, body)
+	}
+	if code, body := get("heap"); code != 200 || len(body) == 0 {
+		t.Errorf("heap: %d, %d bytes", code, len(body))
+	}
+	if code, body := get("profile?seconds=1"); code != 200 || len(body) == 0 {
+		t.Errorf("profile: %d, %d bytes", code, len(body))
+	}
+	if code, _ := get("no-such-profile"); code != 404 {
+		t.Errorf("an unknown profile: %d, want 404", code)
+	}
 }
