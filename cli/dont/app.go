@@ -51,6 +51,11 @@ type app struct {
 	// harnessRetry is the command line of a spawning verb again with
 	// --harness: what a person without a provider runs instead.
 	harnessRetry string
+	// unbuilt holds, per tool command, what is left to build of it: its
+	// flags and run function, then the adjustments made to them
+	// (approvalCommands). A run builds only the command it invokes
+	// (buildFor).
+	unbuilt map[*cobra.Command][]func()
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -58,8 +63,10 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) strin
 }
 
 func (a *app) run(ctx context.Context, argv []string) int {
-	root := a.rootCommand()
-	root.SetArgs(skipFlagValue(argv))
+	root := a.commands()
+	args := skipFlagValue(argv)
+	a.buildFor(root, args)
+	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		a.fail(a.usageError(err, argv))
 	}
@@ -74,7 +81,59 @@ func (a *app) stdoutTTY() bool {
 // is not a terminal (an agent is reading).
 func (a *app) machine() bool { return a.jsonOut || !a.stdoutTTY() }
 
+// rootCommand is the whole command tree, every command built.
 func (a *app) rootCommand() *cobra.Command {
+	root := a.commands()
+	a.buildAll()
+	return root
+}
+
+// later defers fn, a step of building c, until c is invoked (buildFor).
+func (a *app) later(c *cobra.Command, fn func()) {
+	if a.unbuilt == nil {
+		a.unbuilt = map[*cobra.Command][]func(){}
+	}
+	a.unbuilt[c] = append(a.unbuilt[c], fn)
+}
+
+// build finishes c, once.
+func (a *app) build(c *cobra.Command) {
+	steps := a.unbuilt[c]
+	delete(a.unbuilt, c)
+	for _, fn := range steps {
+		fn()
+	}
+}
+
+func (a *app) buildAll() {
+	for len(a.unbuilt) > 0 {
+		for c := range a.unbuilt {
+			a.build(c)
+		}
+	}
+}
+
+// buildFor builds the command args invoke: a run pays for one tool's
+// flags, not for every tool's (each a pflag set). Building it can change
+// how its flags are read, so the command is looked up again until it
+// stands. Completion reads every command's flags: it gets them all.
+func (a *app) buildFor(root *cobra.Command, args []string) {
+	if len(args) > 0 && (args[0] == "completions" || strings.HasPrefix(args[0], "__complete")) {
+		a.buildAll()
+		return
+	}
+	for {
+		c, _, err := root.Find(args)
+		if err != nil || a.unbuilt[c] == nil {
+			return
+		}
+		a.build(c)
+	}
+}
+
+// commands makes the command tree; each tool command's flags and run
+// function wait in a.unbuilt.
+func (a *app) commands() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "dont",
 		Short:         "A ledger of claims with enforced doubt, and the hand-off protocols agent harnesses need.",
@@ -148,6 +207,7 @@ func (a *app) helpCommand() *cobra.Command {
 				return errs.E(errs.Usage, fmt.Sprintf("unknown help topic %q", strings.Join(args, " ")),
 					errs.Step{Command: "dont help", Description: "list the commands and help topics"})
 			}
+			a.build(cmd)
 			cmd.InitDefaultHelpFlag()
 			return cmd.Help()
 		},
@@ -196,6 +256,16 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 	if hasParam(t, "mode") {
 		c.Long = t.Summary + "\n\n" + modesHelp
 	}
+	// Runnable until built, so that help lists it; run() builds it first.
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		return errs.E(errs.Internal, "the command "+c.CommandPath()+" was run before it was built")
+	}
+	a.later(c, func() { a.buildToolCommand(c, t, positional) })
+	return c
+}
+
+// buildToolCommand gives a tool command its flags and run function.
+func (a *app) buildToolCommand(c *cobra.Command, t *tools.Tool, positional []tools.Param) {
 	a.addConfirmFlags(c, t, len(positional))
 	for _, p := range t.Params {
 		if p.Positional || p.Internal {
@@ -258,7 +328,6 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 		}
 		return a.gatedCall(c, t, argv, args)
 	}
-	return c
 }
 
 // modesHelp is the Long help of every verb that spawns a subagent.

@@ -91,9 +91,8 @@ var shortOverrides = map[string]string{
 // addHelp adds to every command of the tree its examples, its exit codes
 // and "(required)" on each flag a call cannot do without.
 func addHelp(root *cobra.Command) {
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		path := strings.TrimPrefix(strings.TrimPrefix(c.CommandPath(), "dont"), " ")
+	var walk func(c *cobra.Command, path string)
+	walk = func(c *cobra.Command, path string) {
 		if s, ok := shortOverrides[path]; ok {
 			if c.Long == "" {
 				c.Long = c.Short
@@ -113,10 +112,14 @@ func addHelp(root *cobra.Command) {
 			}
 		}
 		for _, sub := range c.Commands() {
-			walk(sub)
+			if path == "" {
+				walk(sub, sub.Name())
+			} else {
+				walk(sub, path+" "+sub.Name())
+			}
 		}
 	}
-	walk(root)
+	walk(root, "")
 }
 
 // markRequired puts "(required)" before the usage of a flag a call needs.
