@@ -191,7 +191,7 @@ func (a *app) commands() *cobra.Command {
 	}
 	groups["spawns"].AddCommand(a.spawnsRunCommand()) // the reference harness (spawnsrun.go)
 	a.approvalCommands(root)
-	addHelp(root)
+	a.addHelp(root)
 	return root
 }
 
