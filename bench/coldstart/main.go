@@ -4,8 +4,9 @@
 // the schema and runs the statements a `dont show` runs), with a Go
 // hello-world and `dont --help` as context. The four are run interleaved,
 // one of each per round, so that a noisy machine slows them alike; the
-// table gives medians of wall time and of max RSS (rusage), and the
-// headline is the ratio of dont show to the floor. Run it through bench/run.
+// table gives medians of wall time, of CPU time (user + system, which a
+// loaded machine disturbs less) and of max RSS (rusage), and the headline
+// is the ratio of dont show's wall time to the floor's. Run it through bench/run.
 package main
 
 import (
@@ -28,7 +29,8 @@ const (
 
 type sample struct {
 	wall time.Duration
-	rss  int64 // max RSS, bytes
+	cpu  time.Duration // user + system
+	rss  int64         // max RSS, bytes
 }
 
 func main() {
@@ -75,11 +77,12 @@ func main() {
 		}
 	}
 	floorT := median(walls(rows[1].s))
-	fmt.Printf("| binary | runs | median | p90 | × floor | max RSS (median) |\n|---|---|---|---|---|---|\n")
+	floorCPU := median(cpus(rows[1].s))
+	fmt.Printf("| binary | runs | median | p90 | × floor | CPU (median) | CPU × floor | max RSS (median) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, row := range rows {
-		w := walls(row.s)
-		fmt.Printf("| %s | %d | %s | %s | %.2f | %s |\n", row.name, len(w), ms(median(w)), ms(pct(w, 90)),
-			float64(median(w))/float64(floorT), mb(medianRSS(row.s)))
+		w, c := walls(row.s), cpus(row.s)
+		fmt.Printf("| %s | %d | %s | %s | %.2f | %s | %.2f | %s |\n", row.name, len(w), ms(median(w)), ms(pct(w, 90)),
+			float64(median(w))/float64(floorT), ms(median(c)), float64(median(c))/float64(floorCPU), mb(medianRSS(row.s)))
 	}
 	show := rows[3]
 	ratio := float64(median(walls(show.s))) / float64(floorT)
@@ -112,13 +115,21 @@ func run(dir, bin string, args ...string) result {
 	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = int64(ru.Maxrss) * 1024 // kilobytes on Linux
 	}
-	return result{out, sample{wall, rss}}
+	return result{out, sample{wall, c.ProcessState.UserTime() + c.ProcessState.SystemTime(), rss}}
 }
 
 func walls(s []sample) []time.Duration {
 	d := make([]time.Duration, len(s))
 	for i := range s {
 		d[i] = s[i].wall
+	}
+	return d
+}
+
+func cpus(s []sample) []time.Duration {
+	d := make([]time.Duration, len(s))
+	for i := range s {
+		d[i] = s[i].cpu
 	}
 	return d
 }

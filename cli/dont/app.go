@@ -63,8 +63,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) strin
 }
 
 func (a *app) run(ctx context.Context, argv []string) int {
-	root := a.commands()
 	args := skipFlagValue(argv)
+	root := a.commands(invokedTool(args))
 	a.buildFor(root, args)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -83,7 +83,7 @@ func (a *app) machine() bool { return a.jsonOut || !a.stdoutTTY() }
 
 // rootCommand is the whole command tree, every command built.
 func (a *app) rootCommand() *cobra.Command {
-	root := a.commands()
+	root := a.commands("")
 	a.buildAll()
 	return root
 }
@@ -131,9 +131,60 @@ func (a *app) buildFor(root *cobra.Command, args []string) {
 	}
 }
 
+// rootBoolFlags and rootValueFlags are the flags the root command and its
+// persistent flags define, as invokedTool reads them.
+var (
+	rootBoolFlags  = map[string]bool{"--json": true, "--direct": true, "--harness": true, "--plain": true, "--yes": true, "-y": true, "--no-input": true, "--refresh": true}
+	rootValueFlags = map[string]bool{"--endpoint": true}
+)
+
+// invokedTool is the tool args plainly invoke — "show", "spawns.cancel" —
+// or "" when that is not certain: another command, a flag before the
+// command that the root does not define, a group whose subcommand is not
+// the next word. Then the whole tree is made, as it always was.
+func invokedTool(args []string) string {
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case rootBoolFlags[arg]:
+			continue
+		case rootValueFlags[arg]:
+			i++
+			continue
+		case strings.HasPrefix(arg, "--endpoint="):
+			continue
+		case strings.HasPrefix(arg, "-"):
+			return ""
+		}
+		t, ok := tools.Lookup(arg)
+		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			if sub, ok := tools.Lookup(arg + "." + args[i+1]); ok {
+				return sub.Name
+			}
+		}
+		if !ok || hasSubTools(arg) {
+			return ""
+		}
+		return t.Name
+	}
+	return ""
+}
+
+// hasSubTools reports whether word is also a group of tools ("spawns").
+func hasSubTools(word string) bool {
+	for _, t := range tools.All() {
+		if strings.HasPrefix(t.Name, word+".") {
+			return true
+		}
+	}
+	return false
+}
+
 // commands makes the command tree; each tool command's flags and run
-// function wait in a.unbuilt.
-func (a *app) commands() *cobra.Command {
+// function wait in a.unbuilt. With only set (invokedTool), the tree holds
+// that tool's command (and its group's) and no other tool's: cobra finds
+// the same command in it, with the same flags and help.
+func (a *app) commands(only string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "dont",
 		Short:         "A ledger of claims with enforced doubt, and the hand-off protocols agent harnesses need.",
@@ -173,6 +224,9 @@ func (a *app) commands() *cobra.Command {
 	root.AddCommand(a.doctorCommand(), a.versionCommand())
 	groups := map[string]*cobra.Command{}
 	for _, t := range tools.All() {
+		if only != "" && t.Name != only && !strings.HasPrefix(only, t.Name+".") {
+			continue
+		}
 		group, _, grouped := strings.Cut(t.Name, ".")
 		if !grouped {
 			c := a.toolCommand(t)
@@ -189,7 +243,9 @@ func (a *app) commands() *cobra.Command {
 		}
 		parent.AddCommand(a.toolCommand(t))
 	}
-	groups["spawns"].AddCommand(a.spawnsRunCommand()) // the reference harness (spawnsrun.go)
+	if spawns := groups["spawns"]; spawns != nil {
+		spawns.AddCommand(a.spawnsRunCommand()) // the reference harness (spawnsrun.go)
+	}
 	a.approvalCommands(root)
 	a.addHelp(root)
 	return root

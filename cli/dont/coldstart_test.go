@@ -2,13 +2,18 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 // The WAL is persistent (internal/store/sqlite, open.go): a CLI run neither
@@ -111,3 +116,38 @@ func TestTheDebugListenerServesTheGoroutineCountAndProfiles(t *testing.T) {
 		t.Errorf("an unknown profile: %d, want 404", code)
 	}
 }
+
+// A run builds only the command it invokes (invokedTool, buildFor): for
+// every tool, `dont <tool> --help` and a call with a bad flag print
+// exactly what they print from the whole command tree.
+func TestTheInvokedCommandAloneBehavesAsInTheWholeTree(t *testing.T) {
+	getenv := func(string) string { return "" }
+	for _, tool := range tools.All() {
+		words := strings.Split(tool.Name, ".")
+		for _, args := range [][]string{
+			append(append([]string{}, words...), "--help"),
+			append([]string{"--json"}, append(append([]string{}, words...), "--no-such-flag")...),
+		} {
+			if got := invokedTool(args); got != tool.Name && !hasSubTools(tool.Name) {
+				t.Errorf("invokedTool(%q) = %q, want %s: the run would build every command", args, got, tool.Name)
+			}
+			var lazyOut, lazyErr, fullOut, fullErr bytes.Buffer
+			code := newApp(strings.NewReader(""), &lazyOut, &lazyErr, getenv).run(context.Background(), args)
+
+			full := newApp(strings.NewReader(""), &fullOut, &fullErr, getenv)
+			root := full.rootCommand()
+			root.SetArgs(args)
+			if err := root.ExecuteContext(context.Background()); err != nil {
+				full.fail(full.usageError(err, args))
+			}
+			if code != full.exit || withoutRequestIDs(lazyOut.String()) != withoutRequestIDs(fullOut.String()) || lazyErr.String() != fullErr.String() {
+				t.Errorf("dont %s: exit %d\n%s%s\nthe whole tree: exit %d\n%s%s", strings.Join(args, " "),
+					code, lazyOut.String(), lazyErr.String(), full.exit, fullOut.String(), fullErr.String())
+			}
+		}
+	}
+}
+
+var requestIDs = regexp.MustCompile(`"(request_id|duration_ms)":("[^"]*"|\d+)`)
+
+func withoutRequestIDs(s string) string { return requestIDs.ReplaceAllString(s, "") }
