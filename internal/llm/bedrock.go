@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -88,9 +87,7 @@ func newBedrock(cfg Config) (*bedrock, error) {
 	case os.Getenv("AWS_ACCESS_KEY_ID") != "" && os.Getenv("AWS_SECRET_ACCESS_KEY") != "":
 		p.creds = credentials.NewStaticCredentialsProvider(os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN"))
 	default:
-		if _, err := exec.LookPath("aws"); err != nil {
-			return nil, &ConfigError{Missing: []string{"AWS credentials (a Bedrock API key in " + EnvAPIKey + " or AWS_BEARER_TOKEN_BEDROCK, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the aws CLI for profiles and SSO)"}}
-		}
+		// Resolved on the first request, as the SDK's chain was.
 		p.creds = aws.NewCredentialsCache(processcreds.NewProvider(bedrockCredentialProcess))
 	}
 	if p.creds != nil {
@@ -103,7 +100,8 @@ func newBedrock(cfg Config) (*bedrock, error) {
 func (p *bedrock) sigV4(req *http.Request, payload []byte) error {
 	creds, err := p.creds.Retrieve(req.Context())
 	if err != nil {
-		return &ProviderError{Message: "no AWS credentials: " + err.Error()}
+		return &ProviderError{Message: "no AWS credentials (give a Bedrock API key in " + EnvAPIKey + " or AWS_BEARER_TOKEN_BEDROCK, " +
+			"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or install the aws CLI for profiles and SSO): " + err.Error()}
 	}
 	sum := sha256.Sum256(payload)
 	return p.signer.SignHTTP(req.Context(), creds, req, hex.EncodeToString(sum[:]), "bedrock", p.region, p.now())

@@ -46,17 +46,24 @@ func TestBedrockSignsWithWhatTheAWSCLIResolves(t *testing.T) {
 	}
 }
 
-// TestBedrockWithoutAnyCredentialsIsAConfigError: no API key, no access
-// keys and no aws CLI is a configuration error that names every way to
-// give credentials, before any request.
-func TestBedrockWithoutAnyCredentialsIsAConfigError(t *testing.T) {
+// TestBedrockWithoutAnyCredentialsFailsBeforeSending: no API key, no access
+// keys and no aws CLI fail the call — as the SDK's chain did, on the first
+// request — with a provider error that names every way to give
+// credentials, and nothing is sent unsigned.
+func TestBedrockWithoutAnyCredentialsFailsBeforeSending(t *testing.T) {
 	bedrockEnv(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("PATH", t.TempDir())
-	_, err := New(bedrockConfig("http://127.0.0.1:1"))
-	var ce *ConfigError
-	if !errors.As(err, &ce) || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "AWS_BEARER_TOKEN_BEDROCK") || !strings.Contains(err.Error(), "aws CLI") {
-		t.Fatalf("New = %v, want a ConfigError naming the credential sources", err)
+	srv := newFakeProvider(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		respond(t, w, 200, "bedrock/converse_tool_use.json")
+	})
+	_, err := newTestProvider(t, bedrockConfig(srv.URL)).Judge(context.Background(), judgePrompt)
+	var pe *ProviderError
+	if !errors.As(err, &pe) || !errors.Is(err, ErrProvider) || !strings.Contains(err.Error(), "AWS_BEARER_TOKEN_BEDROCK") || !strings.Contains(err.Error(), "aws CLI") {
+		t.Fatalf("Judge = %v, want a provider error naming the credential sources", err)
+	}
+	if n := len(srv.requests()); n != 0 {
+		t.Errorf("%d requests sent without credentials", n)
 	}
 }
 
