@@ -1,6 +1,12 @@
-// Command coldstart measures the CLI's cold start: `dont show <id>` against
-// a Go hello-world binary, interleaved in one run, and prints a table of
-// medians. Run it through bench/run.
+// Command coldstart measures the CLI's cold start: `dont show <id> --json`
+// against its floor, bench/coldstart/sqlitefloor (a pure-Go program that
+// opens the same .dont/dont.db through the same driver, lets SQLite parse
+// the schema and runs the statements a `dont show` runs), with a Go
+// hello-world and `dont --help` as context. The four are run interleaved,
+// one of each per round, so that a noisy machine slows them alike; the
+// table gives medians of wall time, of CPU time (user + system, which a
+// loaded machine disturbs less) and of max RSS (rusage), and the headline
+// is the ratio of dont show's wall time to the floor's. Run it through bench/run.
 package main
 
 import (
@@ -11,8 +17,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 )
+
+// The goals of the cold start (docs/design.md#scale-and-speed).
+const (
+	goalRatio = 1.3 // median dont show / median floor
+	goalRSSMB = 12  // median max RSS of dont show
+)
+
+type sample struct {
+	wall time.Duration
+	cpu  time.Duration // user + system
+	rss  int64         // max RSS, bytes
+}
 
 func main() {
 	runs := flag.Int("runs", 30, "runs of each binary")
@@ -35,28 +54,41 @@ func main() {
 	var env struct {
 		Data struct{ ID string } `json:"data"`
 	}
-	check(json.Unmarshal(run(proj, dont, "conclude", "water boils at 100 C at sea level"), &env))
+	check(json.Unmarshal(run(proj, dont, "conclude", "water boils at 100 C at sea level").out, &env))
 
 	db := filepath.Join(proj, ".dont", "dont.db")
-	var helloT, floorT, helpT, dontT []time.Duration
+	rows := []struct {
+		name string
+		bin  string
+		args []string
+		s    []sample
+	}{
+		{name: "go hello-world", bin: hello},
+		{name: "sqlite floor: open + the statements show runs", bin: floor, args: []string{db, env.Data.ID}},
+		{name: "dont --help (no store)", bin: dont, args: []string{"--help"}},
+		{name: "dont show <id> --json", bin: dont, args: []string{"show", env.Data.ID, "--json"}},
+	}
 	for i := 0; i < *runs+3; i++ {
-		h := timed(proj, hello)
-		f := timed(proj, floor, db, env.Data.ID)
-		p := timed(proj, dont, "--help")
-		d := timed(proj, dont, "show", env.Data.ID, "--json")
-		if i >= 3 { // the first runs warm the page cache
-			helloT, floorT, helpT, dontT = append(helloT, h), append(floorT, f), append(helpT, p), append(dontT, d)
+		for r := range rows {
+			s := run(proj, rows[r].bin, rows[r].args...)
+			if i >= 3 { // the first rounds warm the page cache
+				rows[r].s = append(rows[r].s, s.sample)
+			}
 		}
 	}
-	mh, md := median(helloT), median(dontT)
-	fmt.Printf("| binary | runs | median | p90 | × hello |\n|---|---|---|---|---|\n")
-	for _, row := range []struct {
-		name string
-		t    []time.Duration
-	}{{"go hello-world", helloT}, {"sqlite floor: open + the 2 queries show runs", floorT}, {"dont --help (no store)", helpT}, {"dont show <id> --json", dontT}} {
-		fmt.Printf("| %s | %d | %s | %s | %.2f |\n", row.name, len(row.t), ms(median(row.t)), ms(pct(row.t, 90)), float64(median(row.t))/float64(mh))
+	floorT := median(walls(rows[1].s))
+	floorCPU := median(cpus(rows[1].s))
+	fmt.Printf("| binary | runs | median | p90 | × floor | CPU (median) | CPU × floor | max RSS (median) |\n|---|---|---|---|---|---|---|---|\n")
+	for _, row := range rows {
+		w, c := walls(row.s), cpus(row.s)
+		fmt.Printf("| %s | %d | %s | %s | %.2f | %s | %.2f | %s |\n", row.name, len(w), ms(median(w)), ms(pct(w, 90)),
+			float64(median(w))/float64(floorT), ms(median(c)), float64(median(c))/float64(floorCPU), mb(medianRSS(row.s)))
 	}
-	fmt.Printf("\ncold start ratio (median dont show / median hello): %.2fx (target <= 2.5x; absolute target 50 ms: %s)\n", float64(md)/float64(mh), ms(md))
+	show := rows[3]
+	ratio := float64(median(walls(show.s))) / float64(floorT)
+	rss := medianRSS(show.s)
+	fmt.Printf("\ncold start: dont show / sqlite floor = %.2fx (goal <= %.1fx), max RSS %s (goal <= %d MB; floor %s)\n",
+		ratio, goalRatio, mb(rss), goalRSSMB, mb(medianRSS(rows[1].s)))
 }
 
 func build(out, pkg string) {
@@ -65,18 +97,50 @@ func build(out, pkg string) {
 	check(c.Run())
 }
 
-func run(dir, bin string, args ...string) []byte {
-	c := exec.Command(bin, args...)
-	c.Dir = dir
-	out, err := c.Output()
-	check(err)
-	return out
+type result struct {
+	out []byte
+	sample
 }
 
-func timed(dir, bin string, args ...string) time.Duration {
+// run runs bin once, timing it from start to exit and reading its max RSS
+// from the kernel's rusage.
+func run(dir, bin string, args ...string) result {
+	c := exec.Command(bin, args...)
+	c.Dir = dir
 	start := time.Now()
-	run(dir, bin, args...)
-	return time.Since(start)
+	out, err := c.Output()
+	wall := time.Since(start)
+	check(err)
+	var rss int64
+	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = int64(ru.Maxrss) * 1024 // kilobytes on Linux
+	}
+	return result{out, sample{wall, c.ProcessState.UserTime() + c.ProcessState.SystemTime(), rss}}
+}
+
+func walls(s []sample) []time.Duration {
+	d := make([]time.Duration, len(s))
+	for i := range s {
+		d[i] = s[i].wall
+	}
+	return d
+}
+
+func cpus(s []sample) []time.Duration {
+	d := make([]time.Duration, len(s))
+	for i := range s {
+		d[i] = s[i].cpu
+	}
+	return d
+}
+
+func medianRSS(s []sample) int64 {
+	r := make([]int64, len(s))
+	for i := range s {
+		r[i] = s[i].rss
+	}
+	sort.Slice(r, func(i, j int) bool { return r[i] < r[j] })
+	return r[(len(r)-1)/2]
 }
 
 func median(d []time.Duration) time.Duration { return pct(d, 50) }
@@ -88,6 +152,8 @@ func pct(d []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }
 
 func check(err error) {
 	if err != nil {

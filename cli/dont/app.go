@@ -51,6 +51,11 @@ type app struct {
 	// harnessRetry is the command line of a spawning verb again with
 	// --harness: what a person without a provider runs instead.
 	harnessRetry string
+	// unbuilt holds, per tool command, what is left to build of it: its
+	// flags and run function, then the adjustments made to them
+	// (approvalCommands). A run builds only the command it invokes
+	// (buildFor).
+	unbuilt map[*cobra.Command][]func()
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -58,8 +63,10 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) strin
 }
 
 func (a *app) run(ctx context.Context, argv []string) int {
-	root := a.rootCommand()
-	root.SetArgs(skipFlagValue(argv))
+	args := skipFlagValue(argv)
+	root := a.commands(invokedTool(args))
+	a.buildFor(root, args)
+	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		a.fail(a.usageError(err, argv))
 	}
@@ -74,7 +81,110 @@ func (a *app) stdoutTTY() bool {
 // is not a terminal (an agent is reading).
 func (a *app) machine() bool { return a.jsonOut || !a.stdoutTTY() }
 
+// rootCommand is the whole command tree, every command built.
 func (a *app) rootCommand() *cobra.Command {
+	root := a.commands("")
+	a.buildAll()
+	return root
+}
+
+// later defers fn, a step of building c, until c is invoked (buildFor).
+func (a *app) later(c *cobra.Command, fn func()) {
+	if a.unbuilt == nil {
+		a.unbuilt = map[*cobra.Command][]func(){}
+	}
+	a.unbuilt[c] = append(a.unbuilt[c], fn)
+}
+
+// build finishes c, once.
+func (a *app) build(c *cobra.Command) {
+	steps := a.unbuilt[c]
+	delete(a.unbuilt, c)
+	for _, fn := range steps {
+		fn()
+	}
+}
+
+func (a *app) buildAll() {
+	for len(a.unbuilt) > 0 {
+		for c := range a.unbuilt {
+			a.build(c)
+		}
+	}
+}
+
+// buildFor builds the command args invoke: a run pays for one tool's
+// flags, not for every tool's (each a pflag set). Building it can change
+// how its flags are read, so the command is looked up again until it
+// stands. Completion reads every command's flags: it gets them all.
+func (a *app) buildFor(root *cobra.Command, args []string) {
+	if len(args) > 0 && (args[0] == "completions" || strings.HasPrefix(args[0], "__complete")) {
+		a.buildAll()
+		return
+	}
+	for {
+		c, _, err := root.Find(args)
+		if err != nil || a.unbuilt[c] == nil {
+			return
+		}
+		a.build(c)
+	}
+}
+
+// rootBoolFlags and rootValueFlags are the flags the root command and its
+// persistent flags define, as invokedTool reads them.
+var (
+	rootBoolFlags  = map[string]bool{"--json": true, "--direct": true, "--harness": true, "--plain": true, "--yes": true, "-y": true, "--no-input": true, "--refresh": true}
+	rootValueFlags = map[string]bool{"--endpoint": true}
+)
+
+// invokedTool is the tool args plainly invoke — "show", "spawns.cancel" —
+// or "" when that is not certain: another command, a flag before the
+// command that the root does not define, a group whose subcommand is not
+// the next word. Then the whole tree is made, as it always was.
+func invokedTool(args []string) string {
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case rootBoolFlags[arg]:
+			continue
+		case rootValueFlags[arg]:
+			i++
+			continue
+		case strings.HasPrefix(arg, "--endpoint="):
+			continue
+		case strings.HasPrefix(arg, "-"):
+			return ""
+		}
+		t, ok := tools.Lookup(arg)
+		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			if sub, ok := tools.Lookup(arg + "." + args[i+1]); ok {
+				return sub.Name
+			}
+		}
+		if !ok || hasSubTools(arg) {
+			return ""
+		}
+		return t.Name
+	}
+	return ""
+}
+
+// hasSubTools reports whether word is also a group of tools ("spawns").
+func hasSubTools(word string) bool {
+	for _, t := range tools.All() {
+		if strings.HasPrefix(t.Name, word+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// commands makes the command tree; each tool command's flags and run
+// function wait in a.unbuilt. With only set (invokedTool), the tree holds
+// that tool's command (and its group's) and no other tool's: cobra finds
+// the same command in it, with the same flags and help.
+func (a *app) commands(only string) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "dont",
 		Short:         "A ledger of claims with enforced doubt, and the hand-off protocols agent harnesses need.",
@@ -114,6 +224,9 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.doctorCommand(), a.versionCommand())
 	groups := map[string]*cobra.Command{}
 	for _, t := range tools.All() {
+		if only != "" && t.Name != only && !strings.HasPrefix(only, t.Name+".") {
+			continue
+		}
 		group, _, grouped := strings.Cut(t.Name, ".")
 		if !grouped {
 			c := a.toolCommand(t)
@@ -130,9 +243,11 @@ func (a *app) rootCommand() *cobra.Command {
 		}
 		parent.AddCommand(a.toolCommand(t))
 	}
-	groups["spawns"].AddCommand(a.spawnsRunCommand()) // the reference harness (spawnsrun.go)
+	if spawns := groups["spawns"]; spawns != nil {
+		spawns.AddCommand(a.spawnsRunCommand()) // the reference harness (spawnsrun.go)
+	}
 	a.approvalCommands(root)
-	addHelp(root)
+	a.addHelp(root)
 	return root
 }
 
@@ -148,6 +263,7 @@ func (a *app) helpCommand() *cobra.Command {
 				return errs.E(errs.Usage, fmt.Sprintf("unknown help topic %q", strings.Join(args, " ")),
 					errs.Step{Command: "dont help", Description: "list the commands and help topics"})
 			}
+			a.build(cmd)
 			cmd.InitDefaultHelpFlag()
 			return cmd.Help()
 		},
@@ -196,6 +312,16 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 	if hasParam(t, "mode") {
 		c.Long = t.Summary + "\n\n" + modesHelp
 	}
+	// Runnable until built, so that help lists it; run() builds it first.
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		return errs.E(errs.Internal, "the command "+c.CommandPath()+" was run before it was built")
+	}
+	a.later(c, func() { a.buildToolCommand(c, t, positional) })
+	return c
+}
+
+// buildToolCommand gives a tool command its flags and run function.
+func (a *app) buildToolCommand(c *cobra.Command, t *tools.Tool, positional []tools.Param) {
 	a.addConfirmFlags(c, t, len(positional))
 	for _, p := range t.Params {
 		if p.Positional || p.Internal {
@@ -258,7 +384,6 @@ func (a *app) toolCommand(t *tools.Tool) *cobra.Command {
 		}
 		return a.gatedCall(c, t, argv, args)
 	}
-	return c
 }
 
 // modesHelp is the Long help of every verb that spawns a subagent.

@@ -65,20 +65,20 @@ func usesApprovals(t *tools.Tool) bool {
 	return t.Name == "escalate" || strings.HasPrefix(t.Name, "approvals.") || strings.HasPrefix(t.Name, "sessions.")
 }
 
-// approvalCommands adjusts the generated escalation commands and adds the
-// CLI-only ones.
+// approvalCommands adjusts the generated escalation commands (once they
+// are built) and adds the CLI-only ones.
 func (a *app) approvalCommands(root *cobra.Command) {
 	for _, c := range root.Commands() {
 		switch c.Name() {
 		case "escalate":
-			a.escalateCommand(c)
+			a.later(c, func() { a.escalateCommand(c) })
 		case "approvals":
 			for _, sub := range c.Commands() {
 				switch sub.Name() {
 				case "frames":
-					a.framesCommand(sub)
+					a.later(sub, func() { a.framesCommand(sub) })
 				case "wait":
-					a.waitCountdown(sub)
+					a.later(sub, func() { a.waitCountdown(sub) })
 				}
 			}
 			c.AddCommand(a.watchCommand())

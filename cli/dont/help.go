@@ -89,11 +89,12 @@ var shortOverrides = map[string]string{
 }
 
 // addHelp adds to every command of the tree its examples, its exit codes
-// and "(required)" on each flag a call cannot do without.
-func addHelp(root *cobra.Command) {
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		path := strings.TrimPrefix(strings.TrimPrefix(c.CommandPath(), "dont"), " ")
+// and its one-line summary. The summaries are set now (help lists them);
+// the examples and exit codes when the command is built (app.later), as
+// only its own help shows them.
+func (a *app) addHelp(root *cobra.Command) {
+	var walk func(c *cobra.Command, path string)
+	walk = func(c *cobra.Command, path string) {
 		if s, ok := shortOverrides[path]; ok {
 			if c.Long == "" {
 				c.Long = c.Short
@@ -101,22 +102,28 @@ func addHelp(root *cobra.Command) {
 			c.Short = s
 		}
 		if h, ok := help[path]; ok {
-			if c.Example == "" {
-				c.Example = "  " + h.examples[0] + "\n  " + h.examples[1]
-			}
-			if h.exits != "" {
-				long := c.Long
-				if long == "" {
-					long = c.Short
+			a.later(c, func() {
+				if c.Example == "" {
+					c.Example = "  " + h.examples[0] + "\n  " + h.examples[1]
 				}
-				c.Long = long + "\n\nExit codes: " + h.exits + "."
-			}
+				if h.exits != "" {
+					long := c.Long
+					if long == "" {
+						long = c.Short
+					}
+					c.Long = long + "\n\nExit codes: " + h.exits + "."
+				}
+			})
 		}
 		for _, sub := range c.Commands() {
-			walk(sub)
+			if path == "" {
+				walk(sub, sub.Name())
+			} else {
+				walk(sub, path+" "+sub.Name())
+			}
 		}
 	}
-	walk(root)
+	walk(root, "")
 }
 
 // markRequired puts "(required)" before the usage of a flag a call needs.

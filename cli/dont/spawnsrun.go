@@ -68,6 +68,12 @@ See docs/harnesses.md.`,
 		Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error { return a.spawnsRun(c.Context(), f) },
 	}
+	a.later(c, func() { f.register(c) })
+	return c
+}
+
+// register gives `spawns run` its flags (when it is invoked: app.later).
+func (f *spawnsRunFlags) register(c *cobra.Command) {
 	c.Flags().StringArrayVar(&f.requestIDs, "request-id", nil, "a spawn request to run (spawn:…; repeatable)")
 	c.Flags().BoolVar(&f.watch, "watch", false, "run every new pending spawn of the project until interrupted")
 	c.Flags().StringVar(&f.agent, "agent", "", "the agent profile: a name under [agents] in .dont/config.toml, or claude-code, codex, generic (default: the only one configured)")
@@ -77,7 +83,6 @@ See docs/harnesses.md.`,
 	c.Flags().DurationVar(&f.grace, "grace", 5*time.Second, "how long an agent has after SIGTERM before SIGKILL")
 	c.Flags().DurationVar(&f.poll, "poll", 2*time.Second, "how often --watch lists the pending spawns")
 	c.Flags().StringVar(&f.workdir, "workdir", "", "the agents' working directory (default: this one)")
-	return c
 }
 
 func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {

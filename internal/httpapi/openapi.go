@@ -125,7 +125,7 @@ func OpenAPI() map[string]any {
 				map[string]any{"name": "Idempotency-Key", "in": "header", "required": false, "schema": map[string]any{"type": "string", "maxLength": 255},
 					"description": idempotencyKeyDescription(t)},
 				map[string]any{"name": "X-Request-Id", "in": "header", "required": false, "schema": map[string]any{"type": "string"},
-					"description": "the caller's request id: when it matches " + requestIDRe.String() + " it is echoed in meta.request_id and the X-Request-Id header; otherwise the server makes one"},
+					"description": "the caller's request id: when it matches " + requestIDRe().String() + " it is echoed in meta.request_id and the X-Request-Id header; otherwise the server makes one"},
 				capsParameter(),
 			},
 			"requestBody": map[string]any{"required": false, "content": jsonBody(map[string]any{

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/dont-cli/dont/internal/errs"
@@ -82,17 +83,19 @@ func Next(id string, from Status, a Action) (Status, error) {
 // dependency is doubted.
 func CascadesStale(s Status) bool { return s == Unverified || s == Verified }
 
-var hedgeWords = map[string]bool{}
-
-func init() {
+// hedgeWords is built on first use, not at start-up: every CLI run pays
+// for package initialisation, few of them check a reason.
+var hedgeWords = sync.OnceValue(func() map[string]bool {
+	words := map[string]bool{}
 	for _, w := range strings.Fields(`a an the i im i'm it its it's this that is be may maybe might could
 		perhaps possibly probably likely unlikely seems seem seemed looks look feel feels felt think thought
 		guess hunch unsure not sure certain uncertain unclear doubt doubtful dubious questionable suspicious
 		wrong off weird odd fishy idk dunno hmm hm um uh so just kinda sorta somewhat bit little like
 		something somehow really very quite to me my gut instinct`) {
-		hedgeWords[w] = true
+		words[w] = true
 	}
-}
+	return words
+})
 
 // CheckReason refuses an empty reason and a reason made only of hedges
 // ("maybe wrong", "seems off"): doubt must name a specific flaw.
@@ -103,8 +106,9 @@ func CheckReason(id, reason string) error {
 	words := strings.FieldsFunc(strings.ToLower(reason), func(r rune) bool {
 		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'')
 	})
+	hedges := hedgeWords()
 	for _, w := range words {
-		if !hedgeWords[w] {
+		if !hedges[w] {
 			return nil
 		}
 	}
@@ -112,9 +116,10 @@ func CheckReason(id, reason string) error {
 		Unmet("reason must name a specific flaw, source or counter-example")
 }
 
+// The evidence patterns are compiled on first use, like hedgeWords.
 var (
-	schemeRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
-	curieRe  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*:[^\s]+$`)
+	schemeRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`) })
+	curieRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*:[^\s]+$`) })
 )
 
 // CheckEvidence accepts well-formed URIs (scheme:…; http(s) need a host)
@@ -137,7 +142,7 @@ func wellFormedEvidence(ev string) bool {
 		return false
 	}
 	scheme, rest, ok := strings.Cut(ev, ":")
-	if !ok || rest == "" || !schemeRe.MatchString(scheme) {
+	if !ok || rest == "" || !schemeRe().MatchString(scheme) {
 		return false
 	}
 	switch strings.ToLower(scheme) {
@@ -145,12 +150,12 @@ func wellFormedEvidence(ev string) bool {
 		u, err := url.Parse(ev)
 		return err == nil && u.Host != ""
 	}
-	return curieRe.MatchString(ev) || strings.HasPrefix(rest, "/")
+	return curieRe().MatchString(ev) || strings.HasPrefix(rest, "/")
 }
 
 // CheckCurie accepts prefix:local.
 func CheckCurie(curie string) error {
-	if !curieRe.MatchString(curie) || strings.HasPrefix(curie, "claim:") || strings.HasPrefix(curie, "term:") {
+	if !curieRe().MatchString(curie) || strings.HasPrefix(curie, "claim:") || strings.HasPrefix(curie, "term:") {
 		return errs.E(errs.InvalidArgument, "not a CURIE: "+quote(curie)).Unmet("a term is named prefix:local, e.g. ex:Widget")
 	}
 	return nil

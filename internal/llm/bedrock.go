@@ -2,152 +2,205 @@ package llm
 
 import (
 	"context"
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
-	"github.com/aws/smithy-go"
-	"github.com/aws/smithy-go/auth/bearer"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/credentials/processcreds"
+	"github.com/aws/smithy-go/encoding/httpbinding"
 )
 
 // bedrockMaxTokens bounds each answer.
 const bedrockMaxTokens = 1024
 
-// converser is the part of *bedrockruntime.Client the adapter uses.
-type converser interface {
-	Converse(ctx context.Context, in *bedrockruntime.ConverseInput, optFns ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseOutput, error)
-}
+// bedrockCredentialProcess is the AWS CLI command the adapter asks for
+// credentials when neither a Bedrock API key nor the environment's access
+// keys are set: the CLI resolves the whole default chain (profiles, SSO,
+// assumed roles, instance and container credentials) and prints them in
+// the credential_process format the SDK's processcreds reads.
+const bedrockCredentialProcess = "aws configure export-credentials --format process"
 
-// bedrock speaks Amazon Bedrock's Converse API through aws-sdk-go-v2. The
-// SDK's own retries are off: the shared retry policy applies, as for the HTTP
-// adapters.
+// bedrock speaks Amazon Bedrock's Converse API as JSON over net/http, signed
+// with the AWS SDK's SigV4 signer (or sent with a Bedrock API key as a
+// bearer token). It does not link the SDK's service clients or its config
+// loader: their package initialisation alone cost every CLI start about
+// 1.8 ms (docs/design.md#decisions). The shared retry policy applies, as for
+// the other HTTP adapters.
 type bedrock struct {
-	settings
-	client   converser
+	http     httpJSON
 	region   string
 	endpoint string
-	key      string // Bedrock API key, when set; never formatted
+	creds    aws.CredentialsProvider // nil with an API key
+	signer   *v4.Signer
+	now      func() time.Time
 }
 
 func newBedrock(cfg Config) (*bedrock, error) {
-	var opts []func(*awsconfig.LoadOptions) error
-	if cfg.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(cfg.Region))
+	region := cfg.Region
+	if region == "" {
+		region = DefaultRegion
 	}
-	// Loading resolves settings only: credentials are fetched lazily, on
-	// the first request.
-	awsCfg, err := awsconfig.LoadDefaultConfig(context.Background(), opts...)
-	if err != nil {
-		return nil, &ConfigError{Invalid: []string{"AWS configuration (" + scrubKey(err.Error(), cfg.APIKey) + ")"}}
+	endpoint := strings.TrimRight(cfg.BaseURL, "/")
+	if endpoint == "" {
+		endpoint = "https://bedrock-runtime." + region + ".amazonaws.com"
 	}
-	if awsCfg.Region == "" {
-		awsCfg.Region = DefaultRegion
-	}
-	key := cfg.APIKey
-	client := bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) {
-		o.Retryer = aws.NopRetryer{}
-		if cfg.BaseURL != "" {
-			o.BaseEndpoint = aws.String(strings.TrimRight(cfg.BaseURL, "/"))
-		}
-		if cfg.HTTPClient != nil {
-			o.HTTPClient = cfg.HTTPClient
-		}
-		if key != "" {
-			o.BearerAuthTokenProvider = bearer.TokenProviderFunc(func(context.Context) (bearer.Token, error) {
-				return bearer.Token{Value: key}, nil
-			})
-			o.AuthSchemePreference = []string{"httpBearerAuth"}
-		}
-	})
-	return &bedrock{
+	p := &bedrock{region: region, endpoint: endpoint, signer: v4.NewSigner(), now: time.Now}
+	p.http = httpJSON{
 		settings: newSettings(cfg),
-		client:   client,
-		region:   awsCfg.Region,
-		endpoint: cfg.BaseURL,
-		key:      key,
-	}, nil
+		client:   clientOf(cfg),
+		key:      cfg.APIKey,
+		headers:  func(h http.Header) { h.Del("Accept") }, // as the SDK: Converse answers JSON
+		errorBody: func(body []byte) (string, string) {
+			var e struct {
+				Type    string `json:"__type"`
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			}
+			_ = json.Unmarshal(body, &e)
+			return sanitizeAWSErrorCode(e.Type + e.Code), e.Message
+		},
+		errorType:        func(h http.Header) string { return sanitizeAWSErrorCode(h.Get("X-Amzn-Errortype")) },
+		requestIDHeaders: []string{"X-Amzn-Requestid"},
+	}
+	switch {
+	case cfg.APIKey != "":
+		// A Bedrock API key is a bearer token: like the SDK, send it over
+		// HTTPS only.
+		if u, err := url.Parse(endpoint); err != nil || u.Scheme != "https" {
+			return nil, &ConfigError{Invalid: []string{"base URL " + redactURL(endpoint) + " (a Bedrock API key is sent over https only)"}}
+		}
+		key := cfg.APIKey
+		p.http.sign = func(req *http.Request, _ []byte) error {
+			req.Header.Set("Authorization", "Bearer "+key)
+			return nil
+		}
+	case os.Getenv("AWS_ACCESS_KEY_ID") != "" && os.Getenv("AWS_SECRET_ACCESS_KEY") != "":
+		p.creds = credentials.NewStaticCredentialsProvider(os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN"))
+	default:
+		// Resolved on the first request, as the SDK's chain was.
+		p.creds = aws.NewCredentialsCache(processcreds.NewProvider(bedrockCredentialProcess))
+	}
+	if p.creds != nil {
+		p.http.sign = p.sigV4
+	}
+	return p, nil
 }
 
-func (p *bedrock) Name() string { return p.provider }
+// sigV4 signs one attempt's request for the bedrock service in p.region.
+func (p *bedrock) sigV4(req *http.Request, payload []byte) error {
+	creds, err := p.creds.Retrieve(req.Context())
+	if err != nil {
+		return &ProviderError{Message: "no AWS credentials (give a Bedrock API key in " + EnvAPIKey + " or AWS_BEARER_TOKEN_BEDROCK, " +
+			"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or install the aws CLI for profiles and SSO): " + err.Error()}
+	}
+	sum := sha256.Sum256(payload)
+	return p.signer.SignHTTP(req.Context(), creds, req, hex.EncodeToString(sum[:]), "bedrock", p.region, p.now())
+}
+
+// sanitizeAWSErrorCode strips the namespace and URI the wire adds to an
+// error code ("ThrottlingException:http://internal.amazon.com/...").
+func sanitizeAWSErrorCode(code string) string {
+	code, _, _ = strings.Cut(code, ":")
+	if i := strings.Index(code, "#"); i >= 0 {
+		code = code[i+1:]
+	}
+	return code
+}
+
+func (p *bedrock) Name() string { return p.http.provider }
 
 // String describes the provider without its key.
 func (p *bedrock) String() string {
-	return fmt.Sprintf("llm.Provider{%s model=%q region=%q endpoint=%q}", p.provider, p.model, p.region, redactURL(p.endpoint))
+	return fmt.Sprintf("llm.Provider{%s model=%q region=%q endpoint=%q}", p.http.provider, p.http.model, p.region, redactURL(p.endpoint))
 }
 
 // Format prints String for every verb.
 func (p *bedrock) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, p.String()) }
 
-// converse runs one Converse call under the shared retry policy.
-func (p *bedrock) converse(ctx context.Context, op string, in *bedrockruntime.ConverseInput) (*bedrockruntime.ConverseOutput, error) {
-	var out *bedrockruntime.ConverseOutput
-	err := p.retry(ctx, op, func(ctx context.Context) error {
-		o, err := p.client.Converse(ctx, in)
-		if err != nil {
-			return p.providerError(err)
-		}
-		out = o
-		return nil
-	})
-	return out, err
+// The Converse wire format: the parts of its request and response the
+// adapter uses.
+type (
+	converseText struct {
+		Text string `json:"text"`
+	}
+	converseRequest struct {
+		System          []converseText `json:"system"`
+		Messages        []converseMsg  `json:"messages"`
+		InferenceConfig converseInfer  `json:"inferenceConfig"`
+		ToolConfig      *converseTools `json:"toolConfig,omitempty"`
+	}
+	converseMsg struct {
+		Role    string         `json:"role"`
+		Content []converseText `json:"content"`
+	}
+	converseInfer struct {
+		MaxTokens   int      `json:"maxTokens"`
+		Temperature *float32 `json:"temperature,omitempty"`
+	}
+	converseTools struct {
+		Tools      []converseTool `json:"tools"`
+		ToolChoice converseChoice `json:"toolChoice"`
+	}
+	converseTool struct {
+		ToolSpec struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+			InputSchema struct {
+				JSON map[string]any `json:"json"`
+			} `json:"inputSchema"`
+		} `json:"toolSpec"`
+	}
+	converseChoice struct {
+		Tool struct {
+			Name string `json:"name"`
+		} `json:"tool"`
+	}
+	converseResponse struct {
+		Output struct {
+			Message *struct {
+				Content []struct {
+					Text    *string `json:"text"`
+					ToolUse *struct {
+						Name  string          `json:"name"`
+						Input json.RawMessage `json:"input"`
+					} `json:"toolUse"`
+				} `json:"content"`
+			} `json:"message"`
+		} `json:"output"`
+		StopReason string `json:"stopReason"`
+	}
+)
+
+func (p *bedrock) input(system, prompt string) converseRequest {
+	return converseRequest{
+		System:          []converseText{{Text: system}},
+		Messages:        []converseMsg{{Role: "user", Content: []converseText{{Text: prompt}}}},
+		InferenceConfig: converseInfer{MaxTokens: bedrockMaxTokens},
+	}
 }
 
-// providerError turns an SDK error into a *ProviderError carrying the HTTP
-// status, Retry-After, error code, message and request id.
-func (p *bedrock) providerError(err error) *ProviderError {
-	pe := &ProviderError{}
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.Response != nil {
-		pe.StatusCode = re.HTTPStatusCode()
-		if re.Response.Response != nil {
-			pe.RetryAfter = parseRetryAfter(re.Response.Header, time.Now())
-		}
+// converse sends one Converse request under the shared retry policy.
+func (p *bedrock) converse(ctx context.Context, op string, in converseRequest) (converseResponse, error) {
+	var out converseResponse
+	url := p.endpoint + "/model/" + httpbinding.EscapePath(p.http.model, true) + "/converse"
+	raw, err := p.http.post(ctx, op, url, in)
+	if err != nil {
+		return out, err
 	}
-	var are *awshttp.ResponseError
-	if errors.As(err, &are) {
-		pe.RequestID = are.ServiceRequestID()
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return out, unusable(p.Name(), op, "the response is not Converse JSON")
 	}
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		pe.Type = scrubKey(api.ErrorCode(), p.key)
-		pe.Message = scrubKey(api.ErrorMessage(), p.key)
-	}
-	if pe.StatusCode == 0 {
-		pe.Err = scrubKeyErr(err, p.key)
-	}
-	return pe
-}
-
-func (p *bedrock) input(system, prompt string) *bedrockruntime.ConverseInput {
-	return &bedrockruntime.ConverseInput{
-		ModelId: aws.String(p.model),
-		System:  []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: system}},
-		Messages: []types.Message{{
-			Role:    types.ConversationRoleUser,
-			Content: []types.ContentBlock{&types.ContentBlockMemberText{Value: prompt}},
-		}},
-		InferenceConfig: &types.InferenceConfiguration{MaxTokens: aws.Int32(bedrockMaxTokens)},
-	}
-}
-
-func bedrockContent(out *bedrockruntime.ConverseOutput) ([]types.ContentBlock, bool) {
-	if out == nil {
-		return nil, false
-	}
-	msg, ok := out.Output.(*types.ConverseOutputMemberMessage)
-	if !ok {
-		return nil, false
-	}
-	return msg.Value.Content, true
+	return out, nil
 }
 
 // Judge forces a call of the verdict tool (toolChoice "tool") and reads the
@@ -157,38 +210,29 @@ func (p *bedrock) Judge(ctx context.Context, prompt string) (Verdict, error) {
 		return Verdict{}, invalidArgument("empty prompt")
 	}
 	in := p.input(JudgeInstructions, prompt)
-	in.ToolConfig = &types.ToolConfiguration{
-		Tools: []types.Tool{&types.ToolMemberToolSpec{Value: types.ToolSpecification{
-			Name:        aws.String(verdictToolName),
-			Description: aws.String(verdictToolDescription),
-			InputSchema: &types.ToolInputSchemaMemberJson{Value: document.NewLazyDocument(verdictSchema())},
-		}}},
-		ToolChoice: &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String(verdictToolName)}},
-	}
+	tool := converseTool{}
+	tool.ToolSpec.Name, tool.ToolSpec.Description = verdictToolName, verdictToolDescription
+	tool.ToolSpec.InputSchema.JSON = verdictSchema()
+	in.ToolConfig = &converseTools{Tools: []converseTool{tool}}
+	in.ToolConfig.ToolChoice.Tool.Name = verdictToolName
 	out, err := p.converse(ctx, opJudge, in)
 	if err != nil {
 		return Verdict{}, err
 	}
-	if out.StopReason == types.StopReasonMaxTokens {
+	if out.StopReason == "max_tokens" {
 		return Verdict{}, unusable(p.Name(), opJudge, "output cut off at the token limit")
 	}
-	content, ok := bedrockContent(out)
-	if !ok {
+	if out.Output.Message == nil {
 		return Verdict{}, unusable(p.Name(), opJudge, "response has no message")
 	}
-	for _, block := range content {
-		use, ok := block.(*types.ContentBlockMemberToolUse)
-		if !ok || aws.ToString(use.Value.Name) != verdictToolName {
+	for _, block := range out.Output.Message.Content {
+		if block.ToolUse == nil || block.ToolUse.Name != verdictToolName {
 			continue
 		}
-		if use.Value.Input == nil {
+		if len(block.ToolUse.Input) == 0 || string(block.ToolUse.Input) == "null" {
 			return Verdict{}, unusable(p.Name(), opJudge, "the %s tool call has no input", verdictToolName)
 		}
-		raw, err := use.Value.Input.MarshalSmithyDocument()
-		if err != nil {
-			return Verdict{}, unusable(p.Name(), opJudge, "the %s tool input is unreadable", verdictToolName)
-		}
-		return parseVerdict(p.Name(), raw)
+		return parseVerdict(p.Name(), block.ToolUse.Input)
 	}
 	return Verdict{}, unusable(p.Name(), opJudge, "no %s tool call in the response (stopReason %q)", verdictToolName, out.StopReason)
 }
@@ -199,18 +243,20 @@ func (p *bedrock) Candidates(ctx context.Context, prompt string, n int, temperat
 	if err := checkCandidateArgs(prompt, n, temperature); err != nil {
 		return nil, err
 	}
-	return p.fanOut(ctx, n, func(ctx context.Context, _ int) (string, error) {
+	return p.http.fanOut(ctx, n, func(ctx context.Context, _ int) (string, error) {
 		in := p.input(CandidateInstructions, prompt)
-		in.InferenceConfig.Temperature = aws.Float32(float32(temperature))
+		t := float32(temperature)
+		in.InferenceConfig.Temperature = &t
 		out, err := p.converse(ctx, opCandidates, in)
 		if err != nil {
 			return "", err
 		}
-		content, _ := bedrockContent(out)
 		var b strings.Builder
-		for _, block := range content {
-			if t, ok := block.(*types.ContentBlockMemberText); ok {
-				b.WriteString(t.Value)
+		if out.Output.Message != nil {
+			for _, block := range out.Output.Message.Content {
+				if block.Text != nil {
+					b.WriteString(*block.Text)
+				}
 			}
 		}
 		text := strings.TrimSpace(b.String())

@@ -35,11 +35,13 @@ type Config struct {
 	// Model is the model name, or the Bedrock model or inference profile id.
 	Model string
 	// APIKey authenticates to OpenAI or Anthropic. For Bedrock it is optional:
-	// set, it is sent as a Bedrock API key (bearer token); unset, the AWS
-	// default credential chain signs the requests.
+	// set, it is sent as a Bedrock API key (bearer token); unset, requests
+	// are SigV4-signed with AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+	// AWS_SESSION_TOKEN, else with what the aws CLI resolves from the
+	// default chain (profiles, SSO, roles; see bedrock.go).
 	APIKey string `json:"-"`
-	// Region is the AWS region for Bedrock; empty means the AWS default chain's
-	// region, else us-east-1.
+	// Region is the AWS region for Bedrock; empty means us-east-1
+	// (ConfigFromEnv reads AWS_REGION and AWS_DEFAULT_REGION).
 	Region string
 	// Timeout bounds each request (each retry gets a fresh one).
 	Timeout time.Duration
@@ -97,7 +99,7 @@ var providerKeyVar = map[string]string{
 // replace base's values when set. A key still missing falls back to the
 // provider's usual variable (OPENAI_API_KEY, ANTHROPIC_API_KEY,
 // AWS_BEARER_TOKEN_BEDROCK), and a region to AWS_REGION, then
-// AWS_DEFAULT_REGION. AWS credentials are left to the SDK's default chain.
+// AWS_DEFAULT_REGION. AWS credentials are read when the provider is built (bedrock.go).
 // getenv is os.Getenv in production.
 func ConfigFromEnv(base Config, getenv func(string) string) Config {
 	cfg := base

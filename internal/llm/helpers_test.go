@@ -141,7 +141,7 @@ func settingsOf(p Provider) *settings {
 	case *anthropic:
 		return &p.http.settings
 	case *bedrock:
-		return &p.settings
+		return &p.http.settings
 	}
 	panic("unknown provider type")
 }

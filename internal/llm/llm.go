@@ -4,7 +4,8 @@
 //
 // Three adapters sit behind one small interface: an OpenAI-compatible
 // chat-completions client (OpenAI, vLLM, Ollama, llama.cpp server), Anthropic
-// Messages, and Amazon Bedrock Converse (aws-sdk-go-v2). Every adapter retries
+// Messages, and Amazon Bedrock Converse (JSON over net/http, SigV4-signed by
+// the AWS SDK's signer; no SDK service client). Every adapter retries
 // 429 and 5xx answers with exponential backoff and jitter, honours Retry-After,
 // bounds each request with a timeout and stops waiting as soon as the caller's
 // context is cancelled.

@@ -133,6 +133,12 @@ type httpJSON struct {
 	errorBody func(body []byte) (typ, msg string)
 	// requestIDHeaders lists the headers carrying the provider's request id.
 	requestIDHeaders []string
+	// errorType, when set, reads the error type from an error response's
+	// headers (Bedrock's X-Amzn-Errortype); it wins over the body's.
+	errorType func(h http.Header) string
+	// sign, when set, authenticates each attempt's request (Bedrock's
+	// SigV4 over the payload); its *ProviderError is the attempt's.
+	sign func(req *http.Request, payload []byte) error
 }
 
 // post sends body to url with retries and returns the raw 2xx response body.
@@ -150,6 +156,15 @@ func (c *httpJSON) post(ctx context.Context, op, url string, body any) ([]byte, 
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json")
 		c.headers(req.Header)
+		if c.sign != nil {
+			if err := c.sign(req, payload); err != nil {
+				if pe, ok := err.(*ProviderError); ok {
+					pe.Message = c.scrub(pe.Message)
+					return pe
+				}
+				return &ProviderError{Err: c.scrubErr(err)}
+			}
+		}
 		resp, err := c.client.Do(req)
 		if err != nil {
 			return &ProviderError{Err: c.scrubErr(err)}
@@ -174,6 +189,11 @@ func (c *httpJSON) post(ctx context.Context, op, url string, body any) ([]byte, 
 			}
 		}
 		typ, msg := c.errorBody(data)
+		if c.errorType != nil {
+			if h := c.errorType(resp.Header); h != "" {
+				typ = h
+			}
+		}
 		if typ == "" && msg == "" {
 			msg = snippet(string(data))
 		}

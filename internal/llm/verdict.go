@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -102,7 +103,9 @@ func parseVerdict(provider string, raw []byte) (Verdict, error) {
 
 // schemeOrPrefix matches a URI scheme (RFC 3986) or a CURIE prefix (an NCName
 // without its rarer characters).
-var schemeOrPrefix = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.+-]*$`)
+// It and hedgeVocabulary are built on first use: the CLI links this
+// package, and most runs never judge a verdict.
+var schemeOrPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.+-]*$`) })
 
 // WellFormedEvidence reports whether s is an absolute URI
 // ("https://go.dev/ref/spec", "file:///etc/hosts", "urn:isbn:0451450523") or a
@@ -115,7 +118,7 @@ func WellFormedEvidence(s string) bool {
 		return false
 	}
 	prefix, ref, ok := strings.Cut(s, ":")
-	if !ok || ref == "" || !schemeOrPrefix.MatchString(prefix) {
+	if !ok || ref == "" || !schemeOrPrefix().MatchString(prefix) {
 		return false
 	}
 	if rest, hier := strings.CutPrefix(ref, "//"); hier {
@@ -134,7 +137,7 @@ func WellFormedEvidence(s string) bool {
 // hedgeVocabulary holds the words a reason can be made of and still say
 // nothing specific: hedges, verdict words and filler. A reason all of whose
 // words are here is a hedge.
-var hedgeVocabulary = func() map[string]bool {
+var hedgeVocabulary = sync.OnceValue(func() map[string]bool {
 	words := `
 		not no nor none nothing never sure unsure uncertain uncertainty unclear unknown
 		maybe perhaps possibly possible probably probable likely unlikely might may
@@ -160,7 +163,7 @@ var hedgeVocabulary = func() map[string]bool {
 		m[w] = true
 	}
 	return m
-}()
+})
 
 // IsHedge reports whether reason carries no specific content: it is empty, or
 // every word in it is a hedge, a generic verdict word or filler ("Not sure.",
@@ -177,7 +180,7 @@ func IsHedge(reason string) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	})
 	for _, w := range words {
-		if !hedgeVocabulary[w] {
+		if !hedgeVocabulary()[w] {
 			return false
 		}
 	}

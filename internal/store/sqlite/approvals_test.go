@@ -45,6 +45,10 @@ func TestAnOlderDatabaseGainsTheApprovalTablesOnFirstUse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A file of that age is at schema version 2 (the CURIE key) at most.
+	if _, err := s.DB().Exec("PRAGMA user_version=2"); err != nil {
+		t.Fatal(err)
+	}
 	s.Close()
 	old, err := sqlite.Open(path)
 	if err != nil {

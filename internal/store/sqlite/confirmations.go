@@ -19,6 +19,9 @@ CREATE INDEX IF NOT EXISTS confirmations_requested ON confirmations(requested_at
 
 // ensureConfirmations creates the table if it is missing (a read when it exists).
 func (s *Store) ensureConfirmations(ctx context.Context) error {
+	if s.confirmationsReady.Load() {
+		return nil
+	}
 	var n int
 	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'confirmations'").Scan(&n)
 	if err == nil && n == 0 {
