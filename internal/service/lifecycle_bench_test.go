@@ -166,7 +166,7 @@ type floorEntity struct {
 	version int64
 }
 
-func newLifecycleFloor(b *testing.B) *lifecycleFloor {
+func newLifecycleFloor(b testing.TB) *lifecycleFloor {
 	path := filepath.Join(b.TempDir(), "dont.db")
 	st, err := sqlite.Create(context.Background(), path) // the same schema
 	if err != nil {
@@ -207,7 +207,7 @@ func newLifecycleFloor(b *testing.B) *lifecycleFloor {
 	return f
 }
 
-func (f *lifecycleFloor) entity(b *testing.B) *floorEntity {
+func (f *lifecycleFloor) entity(b testing.TB) *floorEntity {
 	e := &floorEntity{id: ids.New(ids.Claim, time.Now()), version: 1}
 	if _, err := f.insEntity.Exec(e.id, f.entityDoc); err != nil {
 		b.Fatal(err)

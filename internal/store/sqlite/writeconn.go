@@ -1,0 +1,190 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"time"
+)
+
+// Every write of a Store runs on one connection of its own, taken from
+// the pool on the first write and kept until Close: its statements stay
+// prepared (prepared.go), PRAGMA data_version on it changes only when
+// another connection — another process, or another Store — commits
+// (liveHooks), and its automatic checkpoints are off, so that no commit
+// copies the WAL into the database while it holds the write lock.
+//
+// Instead, a commit that leaves checkpointFrames or more frames not yet
+// checkpointed starts a PASSIVE checkpoint in the background on a pooled
+// connection, while writers go on. Frames
+// committed meanwhile stay in the WAL, and SQLite starts the WAL over only
+// when a writer finds all of it checkpointed; so when the WAL has grown
+// past walRestartFrames the background checkpoint copies that short tail
+// once more with this Store's writers held (writeMu), and the next write
+// starts the file over; past walMaxFrames a commit checkpoints at once.
+// Close checkpoints a WAL of checkpointFrames or more that this Store
+// added to, so that short-lived processes sharing the
+// file with a long-lived one cannot grow it without bound (SQLite itself
+// checkpoints when the last connection to the file closes).
+const (
+	// checkpointFrames is SQLite's default automatic checkpoint (1000 pages).
+	checkpointFrames = 1000
+	walRestartFrames = 2048
+	walMaxFrames     = 4096
+)
+
+// write runs fn in one immediate transaction on the write connection,
+// with the store's busy retries.
+func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	for attempt := 0; ; attempt++ {
+		err := s.writeOnce(ctx, fn)
+		if isBusy(err) && attempt < 20 && ctx.Err() == nil {
+			time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
+			continue
+		}
+		if err == nil {
+			s.committed()
+		}
+		return classify(err)
+	}
+}
+
+func (s *Store) writeOnce(ctx context.Context, fn func(*txn) error) error {
+	c, err := s.writeConn(ctx)
+	if err != nil {
+		return err
+	}
+	tx, err := c.BeginTx(ctx, nil)
+	if err != nil {
+		if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
+			s.dropWriteConn()
+		}
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after Commit
+	if err := fn(&txn{tx: tx, s: s}); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// writeConn returns the write connection, opening it if need be. The
+// caller holds writeMu.
+func (s *Store) writeConn(ctx context.Context) (*sql.Conn, error) {
+	if s.wconn != nil {
+		return s.wconn, nil
+	}
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var file string
+	if err := c.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if _, err := c.ExecContext(ctx, "PRAGMA wal_autocheckpoint=0"); err != nil {
+		c.Close()
+		return nil, err
+	}
+	s.wconn, s.hookCache = c, hookCache{}
+	if s.shm == nil {
+		s.shm, _ = os.Open(file + "-shm") // the checkpoint hint; none without it
+	}
+	return c, nil
+}
+
+func (s *Store) dropWriteConn() {
+	if s.wconn != nil {
+		s.wconn.Close()
+		s.wconn, s.hookCache = nil, hookCache{}
+	}
+}
+
+// committed starts a background checkpoint (one at a time) when the
+// backlog has reached checkpointFrames; past walMaxFrames (writers
+// outpacing the background) it checkpoints at once, as SQLite's automatic
+// checkpoint would. The caller holds writeMu.
+func (s *Store) committed() {
+	s.sinceCheckpoint++
+	if s.closing {
+		return
+	}
+	length, backlog := s.walFrames()
+	if length >= walMaxFrames && backlog > 0 {
+		s.db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // best effort; the next commit retries
+		s.sinceCheckpoint = 0
+		return
+	}
+	if backlog < checkpointFrames || s.checkpointing.Load() {
+		return
+	}
+	s.checkpointing.Store(true)
+	s.sinceCheckpoint = 0
+	s.checkpoints.Add(1)
+	go func() {
+		defer s.checkpoints.Done()
+		defer s.checkpointing.Store(false)
+		// PASSIVE: it copies what no reader still needs and never waits
+		// for a lock; what it leaves, a later one copies.
+		ctx := context.Background()
+		if _, err := s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+			return
+		}
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+		if length, _ := s.walFrames(); length >= walRestartFrames && !s.closing {
+			s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // best effort; the next one retries
+		}
+	}()
+}
+
+// walFrames reads the WAL's length in frames and how many of them are not
+// yet checkpointed from the wal-index header in the -shm file (mxFrame at
+// byte 16, nBackfill at byte 96, in native byte order: SQLite's documented
+// WAL format). It is a hint, read without a lock: zeros when the file
+// cannot be read.
+func (s *Store) walFrames() (length, backlog int) {
+	if s.shm == nil {
+		return 0, 0
+	}
+	var hdr [100]byte
+	if _, err := s.shm.ReadAt(hdr[:], 0); err != nil {
+		return 0, 0
+	}
+	mx, backfilled := binary.NativeEndian.Uint32(hdr[16:]), binary.NativeEndian.Uint32(hdr[96:])
+	if backfilled >= mx {
+		return int(mx), 0
+	}
+	return int(mx), int(mx - backfilled)
+}
+
+// Close waits for a background checkpoint, checkpoints a large backlog
+// this Store has added to, and closes the database.
+func (s *Store) Close() error {
+	s.writeMu.Lock()
+	s.closing = true
+	s.writeMu.Unlock()
+	s.checkpoints.Wait()
+	s.writeMu.Lock()
+	if s.wconn != nil {
+		if length, backlog := s.walFrames(); s.sinceCheckpoint > 0 && backlog > 0 && length >= checkpointFrames {
+			s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // best effort, as SQLite's own
+		}
+		s.wconn.Close()
+		s.wconn = nil
+	}
+	if s.shm != nil {
+		s.shm.Close()
+		s.shm = nil
+	}
+	s.writeMu.Unlock()
+	s.closeStatements()
+	return s.db.Close()
+}
