@@ -298,26 +298,23 @@ func (s *Store) approvals(ctx context.Context, q string, args ...any) ([]approva
 	if err := s.approvalsReady(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.query(ctx, q, args...)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
+	short := strings.Contains(q, " LIMIT ") || strings.HasSuffix(q, "WHERE id = ?") // one by id, a sweep's probe
 	var out []approvals.Approval
-	for rows.Next() {
+	err := s.readRows(ctx, short, q, args, func(rows *sql.Rows) error {
 		var doc []byte
 		var announced bool
 		if err := rows.Scan(&doc, &announced); err != nil {
-			return nil, classify(err)
+			return err
 		}
 		var a approvals.Approval
 		if err := json.Unmarshal(doc, &a); err != nil {
-			return nil, err
+			return err
 		}
 		a.Announced = announced
 		out = append(out, a)
-	}
-	return out, classify(rows.Err())
+		return nil
+	})
+	return out, classify(err)
 }
 
 var _ service.ApprovalStore = (*Store)(nil)

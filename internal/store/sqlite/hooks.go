@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"time"
@@ -216,26 +217,22 @@ func (s *Store) hooksWhere(ctx context.Context, where string, args ...any) ([]ho
 	if ok, err := s.hooksExist(ctx); !ok || err != nil {
 		return nil, err
 	}
-	rows, err := s.query(ctx, "SELECT doc, secret FROM hooks "+where+" ORDER BY id", args...)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
 	var out []hooks.Hook
-	for rows.Next() {
+	err := s.readRows(ctx, false, "SELECT doc, secret FROM hooks "+where+" ORDER BY id", args, func(rows *sql.Rows) error {
 		var doc []byte
 		var secret string
 		if err := rows.Scan(&doc, &secret); err != nil {
-			return nil, classify(err)
+			return err
 		}
 		var h hooks.Hook
 		if err := json.Unmarshal(doc, &h); err != nil {
-			return nil, err
+			return err
 		}
 		h.Secret = secret
 		out = append(out, h)
-	}
-	return out, classify(rows.Err())
+		return nil
+	})
+	return out, classify(err)
 }
 
 // GetHook implements service.HookStore.

@@ -64,41 +64,118 @@ func (s *Store) closeStatements() {
 	})
 }
 
-// query runs a read on the pool with q's prepared statement.
-func (s *Store) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	st, err := s.prepared(ctx, q)
-	if err != nil {
-		return nil, err
+// A short read (one row by key, a sweep's probe) runs on the write
+// connection when no write holds it: that connection's page cache is hot
+// (it wrote the pages), where a pooled connection drops its whole cache
+// whenever another connection has committed. A long read (a listing, a
+// history) runs on the pool and never holds up writers.
+
+// onWriteConn takes writeMu if it is free and the write connection is
+// open; the caller unlocks.
+func (s *Store) onWriteConn() bool {
+	if !s.writeMu.TryLock() {
+		return false
 	}
-	if st == nil {
-		return s.db.QueryContext(ctx, q, args...)
+	if s.wconn == nil || s.closing {
+		s.writeMu.Unlock()
+		return false
 	}
-	return st.QueryContext(ctx, args...)
+	return true
 }
 
-// row is a single-row read whose statement may have failed to prepare.
+// wstmt is q prepared on the write connection, for short reads outside a
+// transaction (a statement bound to a sql.Conn stays prepared there). The
+// caller holds writeMu.
+func (s *Store) wstmt(ctx context.Context, q string) *sql.Stmt {
+	if st, ok := s.wstmts[q]; ok {
+		return st
+	}
+	if !cacheable(q) || len(s.wstmts) >= maxPrepared {
+		return nil
+	}
+	st, err := s.wconn.PrepareContext(ctx, q)
+	if err != nil {
+		return nil
+	}
+	if s.wstmts == nil {
+		s.wstmts = map[string]*sql.Stmt{}
+	}
+	s.wstmts[q] = st
+	return st
+}
+
+// closeWriteStatements closes the write connection's statements; the
+// caller holds writeMu.
+func (s *Store) closeWriteStatements() {
+	for q, st := range s.wstmts {
+		st.Close()
+		delete(s.wstmts, q)
+	}
+}
+
+// readRows runs q and hands each row to scan: on the write connection
+// when short and it is free, else on the pool.
+func (s *Store) readRows(ctx context.Context, short bool, q string, args []any, scan func(*sql.Rows) error) error {
+	if short && s.onWriteConn() {
+		defer s.writeMu.Unlock()
+		if st := s.wstmt(ctx, q); st != nil {
+			return eachRow(st.QueryContext(ctx, args...))(scan)
+		}
+	}
+	st, err := s.prepared(ctx, q)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return eachRow(s.db.QueryContext(ctx, q, args...))(scan)
+	}
+	return eachRow(st.QueryContext(ctx, args...))(scan)
+}
+
+func eachRow(rows *sql.Rows, err error) func(func(*sql.Rows) error) error {
+	return func(scan func(*sql.Rows) error) error {
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+}
+
+// row is a single-row read, run when it is scanned (a short read).
 type row struct {
-	r   *sql.Row
-	err error
+	s    *Store
+	ctx  context.Context
+	q    string
+	args []any
 }
 
 func (r row) Scan(dest ...any) error {
-	if r.err != nil {
-		return r.err
+	s, ctx := r.s, r.ctx
+	if s.onWriteConn() {
+		defer s.writeMu.Unlock()
+		if st := s.wstmt(ctx, r.q); st != nil {
+			return st.QueryRowContext(ctx, r.args...).Scan(dest...)
+		}
 	}
-	return r.r.Scan(dest...)
-}
-
-// queryRow is query for one row.
-func (s *Store) queryRow(ctx context.Context, q string, args ...any) row {
-	st, err := s.prepared(ctx, q)
+	st, err := s.prepared(ctx, r.q)
 	if err != nil {
-		return row{err: err}
+		return err
 	}
 	if st == nil {
-		return row{r: s.db.QueryRowContext(ctx, q, args...)}
+		return s.db.QueryRowContext(ctx, r.q, r.args...).Scan(dest...)
 	}
-	return row{r: st.QueryRowContext(ctx, args...)}
+	return st.QueryRowContext(ctx, r.args...).Scan(dest...)
+}
+
+// queryRow is a read of one row.
+func (s *Store) queryRow(ctx context.Context, q string, args ...any) row {
+	return row{s: s, ctx: ctx, q: q, args: args}
 }
 
 // txn is a write transaction of this store: its statements come from the

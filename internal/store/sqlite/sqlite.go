@@ -109,7 +109,8 @@ type Store struct {
 	// on (writeconn.go), the live hooks last read on it (liveHooks), and
 	// the commits since this Store last started a checkpoint.
 	wconn           *sql.Conn
-	shm             *os.File // the -shm file, for walFrames
+	shm             *os.File             // the -shm file, for walFrames
+	wstmts          map[string]*sql.Stmt // short reads' statements on wconn
 	hookCache       hookCache
 	sinceCheckpoint int
 	checkpoints     sync.WaitGroup // background checkpoints in flight
@@ -281,7 +282,7 @@ func (s *Store) AllEvents(ctx context.Context) ([]ledger.Event, error) {
 
 // GetSpawn implements service.Store.
 func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
-	rows, err := s.spawns(ctx, "SELECT doc, request FROM spawns WHERE id = ?", id)
+	rows, err := s.spawns(ctx, true, "SELECT doc, request FROM spawns WHERE id = ?", id)
 	if err != nil {
 		return spawn.Spawn{}, err
 	}
@@ -300,57 +301,51 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 	if f.EntityID != "" {
 		q, args = q+" AND entity_id = ?", append(args, f.EntityID)
 	}
-	return s.spawns(ctx, q+" ORDER BY issued_at, id", args...)
+	return s.spawns(ctx, false, q+" ORDER BY issued_at, id", args...)
 }
 
 // ExpiringSpawns implements service.Store through the partial index spawns_due.
 func (s *Store) ExpiringSpawns(ctx context.Context, after, until time.Time, limit int) ([]spawn.Spawn, error) {
-	return s.spawns(ctx, dueQuery, timeText(after), timeText(until), limit)
+	return s.spawns(ctx, limit <= service.SweepBatch, dueQuery, timeText(after), timeText(until), limit)
 }
 
 const dueQuery = "SELECT doc, request FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at > ? AND expires_at <= ? ORDER BY expires_at LIMIT ?"
 
-func (s *Store) spawns(ctx context.Context, q string, args ...any) ([]spawn.Spawn, error) {
-	rows, err := s.query(ctx, q, args...)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
+// spawns reads spawns; short ones on the write connection (readRows).
+func (s *Store) spawns(ctx context.Context, short bool, q string, args ...any) ([]spawn.Spawn, error) {
 	var out []spawn.Spawn
-	for rows.Next() {
+	err := s.readRows(ctx, short, q, args, func(rows *sql.Rows) error {
 		var doc, req []byte
 		if err := rows.Scan(&doc, &req); err != nil {
-			return nil, classify(err)
+			return err
 		}
 		var sp spawn.Spawn
 		if err := json.Unmarshal(doc, &sp); err != nil {
-			return nil, err
+			return err
 		}
 		sp.Request = req
 		out = append(out, sp)
-	}
-	return out, classify(rows.Err())
+		return nil
+	})
+	return out, classify(err)
 }
 
+// queryDocs reads the documents of a long read (on the pool).
 func queryDocs[T any](ctx context.Context, s *Store, q string, args ...any) ([]T, error) {
-	rows, err := s.query(ctx, q, args...)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
 	var out []T
-	for rows.Next() {
+	err := s.readRows(ctx, false, q, args, func(rows *sql.Rows) error {
 		var doc []byte
 		if err := rows.Scan(&doc); err != nil {
-			return nil, classify(err)
+			return err
 		}
 		var v T
 		if err := json.Unmarshal(doc, &v); err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, v)
-	}
-	return out, classify(rows.Err())
+		return nil
+	})
+	return out, classify(err)
 }
 
 // Commit implements service.Store: all writes in one immediate

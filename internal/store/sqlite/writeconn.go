@@ -102,6 +102,7 @@ func (s *Store) writeConn(ctx context.Context) (*sql.Conn, error) {
 
 func (s *Store) dropWriteConn() {
 	if s.wconn != nil {
+		s.closeWriteStatements()
 		s.wconn.Close()
 		s.wconn, s.hookCache = nil, hookCache{}
 	}
@@ -177,6 +178,7 @@ func (s *Store) Close() error {
 		if length, backlog := s.walFrames(); s.sinceCheckpoint > 0 && backlog > 0 && length >= checkpointFrames {
 			s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // best effort, as SQLite's own
 		}
+		s.closeWriteStatements()
 		s.wconn.Close()
 		s.wconn = nil
 	}
