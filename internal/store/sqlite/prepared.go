@@ -47,7 +47,7 @@ func (s *Store) prepared(ctx context.Context, q string) (*sql.Stmt, error) {
 // prepared; schema scripts and migrations run as they are.
 func cacheable(q string) bool {
 	q = strings.TrimLeft(q, " \t\n")
-	for _, p := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "PRAGMA data_version"} {
+	for _, p := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "PRAGMA data_version", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"} {
 		if strings.HasPrefix(q, p) {
 			return true
 		}
@@ -83,9 +83,9 @@ func (s *Store) onWriteConn() bool {
 	return true
 }
 
-// wstmt is q prepared on the write connection, for short reads outside a
-// transaction (a statement bound to a sql.Conn stays prepared there). The
-// caller holds writeMu.
+// wstmt is q prepared on the write connection, for its transactions and
+// for short reads (a statement bound to a sql.Conn stays prepared there),
+// or nil: q is then run unprepared. The caller holds writeMu.
 func (s *Store) wstmt(ctx context.Context, q string) *sql.Stmt {
 	if st, ok := s.wstmts[q]; ok {
 		return st
@@ -178,45 +178,39 @@ func (s *Store) queryRow(ctx context.Context, q string, args ...any) row {
 	return row{s: s, ctx: ctx, q: q, args: args}
 }
 
-// txn is a write transaction of this store: its statements come from the
-// cache. The methods have *sql.Tx's signatures.
+// txn is a write transaction of this store, on the write connection:
+// BEGIN IMMEDIATE … COMMIT run as statements there (writeOnce), and every
+// statement in between is one prepared on that connection once and kept
+// (wstmt), with no *sql.Tx to re-bind it each time. The methods have
+// *sql.Tx's signatures.
 type txn struct {
-	tx *sql.Tx
-	s  *Store
+	s *Store
 	// dataVersion is PRAGMA data_version read once in this transaction
 	// (liveHooks), valid when dvRead.
 	dataVersion int64
 	dvRead      bool
 }
 
-func (t *txn) stmt(ctx context.Context, q string) *sql.Stmt {
-	st, err := t.s.prepared(ctx, q)
-	if err != nil || st == nil {
-		return nil // run unprepared in the transaction, which may see what the pool does not
-	}
-	return t.tx.StmtContext(ctx, st)
-}
-
-// ExecContext is (*sql.Tx).ExecContext through the statement cache.
+// ExecContext runs q in the transaction.
 func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if st := t.stmt(ctx, q); st != nil {
+	if st := t.s.wstmt(ctx, q); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
-	return t.tx.ExecContext(ctx, q, args...)
+	return t.s.wconn.ExecContext(ctx, q, args...)
 }
 
-// QueryContext is (*sql.Tx).QueryContext through the statement cache.
+// QueryContext runs q in the transaction.
 func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if st := t.stmt(ctx, q); st != nil {
+	if st := t.s.wstmt(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return t.tx.QueryContext(ctx, q, args...)
+	return t.s.wconn.QueryContext(ctx, q, args...)
 }
 
-// QueryRowContext is (*sql.Tx).QueryRowContext through the statement cache.
+// QueryRowContext runs q in the transaction.
 func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	if st := t.stmt(ctx, q); st != nil {
+	if st := t.s.wstmt(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return t.tx.QueryRowContext(ctx, q, args...)
+	return t.s.wconn.QueryRowContext(ctx, q, args...)
 }

@@ -115,6 +115,7 @@ type Store struct {
 	sinceCheckpoint int
 	checkpoints     sync.WaitGroup // background checkpoints in flight
 	checkpointing   atomic.Bool
+	tailWanted      atomic.Bool // a background checkpoint left a long WAL
 	closing         bool
 }
 

@@ -23,9 +23,8 @@ import (
 // connection, while writers go on. Frames
 // committed meanwhile stay in the WAL, and SQLite starts the WAL over only
 // when a writer finds all of it checkpointed; so when the WAL has grown
-// past walRestartFrames the background checkpoint copies that short tail
-// once more with this Store's writers held (writeMu), and the next write
-// starts the file over; past walMaxFrames a commit checkpoints at once.
+// past walRestartFrames the next commit copies that short tail once more
+// (committed), and the next write starts the file over.
 // Close checkpoints a WAL of checkpointFrames or more that this Store
 // added to, so that short-lived processes sharing the
 // file with a long-lived one cannot grow it without bound (SQLite itself
@@ -56,22 +55,33 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
 }
 
 func (s *Store) writeOnce(ctx context.Context, fn func(*txn) error) error {
-	c, err := s.writeConn(ctx)
-	if err != nil {
+	if _, err := s.writeConn(ctx); err != nil {
 		return err
 	}
-	tx, err := c.BeginTx(ctx, nil)
-	if err != nil {
+	if _, err := s.wexec(ctx, "BEGIN IMMEDIATE"); err != nil {
 		if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
 			s.dropWriteConn()
 		}
 		return err
 	}
-	defer tx.Rollback() //nolint:errcheck // no-op after Commit
-	if err := fn(&txn{tx: tx, s: s}); err != nil {
-		return err
+	err := fn(&txn{s: s})
+	if err == nil {
+		_, err = s.wexec(ctx, "COMMIT")
 	}
-	return tx.Commit()
+	if err != nil {
+		// Undoes what fn wrote; an error means SQLite has already rolled
+		// the transaction back (a failed COMMIT, an interrupted statement).
+		s.wexec(context.Background(), "ROLLBACK") //nolint:errcheck // see above
+	}
+	return err
+}
+
+// wexec runs one statement on the write connection; the caller holds writeMu.
+func (s *Store) wexec(ctx context.Context, q string) (sql.Result, error) {
+	if st := s.wstmt(ctx, q); st != nil {
+		return st.ExecContext(ctx)
+	}
+	return s.wconn.ExecContext(ctx, q)
 }
 
 // writeConn returns the write connection, opening it if need be. The
@@ -109,24 +119,28 @@ func (s *Store) dropWriteConn() {
 }
 
 // committed starts a background checkpoint (one at a time) when the
-// backlog has reached checkpointFrames; past walMaxFrames (writers
-// outpacing the background) it checkpoints at once, as SQLite's automatic
-// checkpoint would. The caller holds writeMu.
+// backlog has reached checkpointFrames. When that checkpoint has left a
+// WAL of walRestartFrames or more, the next commit copies the tail, and
+// past walMaxFrames (writers outpacing the background) a commit waits for
+// the background and checkpoints at once, as SQLite's automatic checkpoint
+// would: either way the WAL is all copied and the next write starts it
+// over. The caller holds writeMu.
 func (s *Store) committed() {
 	s.sinceCheckpoint++
 	if s.closing {
 		return
 	}
 	length, backlog := s.walFrames()
-	if length >= walMaxFrames && backlog > 0 {
-		s.db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // best effort; the next commit retries
+	if backlog > 0 && (length >= walMaxFrames || (s.tailWanted.Load() && !s.checkpointing.Load())) {
+		s.checkpoints.Wait()
+		s.tailWanted.Store(false)
 		s.sinceCheckpoint = 0
+		s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // best effort; the next commit retries
 		return
 	}
-	if backlog < checkpointFrames || s.checkpointing.Load() {
+	if backlog < checkpointFrames || !s.checkpointing.CompareAndSwap(false, true) {
 		return
 	}
-	s.checkpointing.Store(true)
 	s.sinceCheckpoint = 0
 	s.checkpoints.Add(1)
 	go func() {
@@ -134,14 +148,9 @@ func (s *Store) committed() {
 		defer s.checkpointing.Store(false)
 		// PASSIVE: it copies what no reader still needs and never waits
 		// for a lock; what it leaves, a later one copies.
-		ctx := context.Background()
-		if _, err := s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
-			return
-		}
-		s.writeMu.Lock()
-		defer s.writeMu.Unlock()
-		if length, _ := s.walFrames(); length >= walRestartFrames && !s.closing {
-			s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // best effort; the next one retries
+		var busy, length, copied int
+		if err := s.db.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &length, &copied); err == nil && length >= walRestartFrames {
+			s.tailWanted.Store(true)
 		}
 	}()
 }
@@ -171,9 +180,7 @@ func (s *Store) walFrames() (length, backlog int) {
 func (s *Store) Close() error {
 	s.writeMu.Lock()
 	s.closing = true
-	s.writeMu.Unlock()
 	s.checkpoints.Wait()
-	s.writeMu.Lock()
 	if s.wconn != nil {
 		if length, backlog := s.walFrames(); s.sinceCheckpoint > 0 && backlog > 0 && length >= checkpointFrames {
 			s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // best effort, as SQLite's own
