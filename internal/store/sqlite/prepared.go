@@ -47,7 +47,7 @@ func (s *Store) prepared(ctx context.Context, q string) (*sql.Stmt, error) {
 // prepared; schema scripts and migrations run as they are.
 func cacheable(q string) bool {
 	q = strings.TrimLeft(q, " \t\n")
-	for _, p := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "PRAGMA data_version", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"} {
+	for _, p := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"} {
 		if strings.HasPrefix(q, p) {
 			return true
 		}
@@ -185,10 +185,6 @@ func (s *Store) queryRow(ctx context.Context, q string, args ...any) row {
 // *sql.Tx's signatures.
 type txn struct {
 	s *Store
-	// dataVersion is PRAGMA data_version read once in this transaction
-	// (liveHooks), valid when dvRead.
-	dataVersion int64
-	dvRead      bool
 }
 
 // ExecContext runs q in the transaction.

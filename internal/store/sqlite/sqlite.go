@@ -106,12 +106,11 @@ type Store struct {
 	nstmts int
 
 	// Guarded by writeMu: the connection every write of this Store runs
-	// on (writeconn.go), the live hooks last read on it (liveHooks), and
-	// the commits since this Store last started a checkpoint.
+	// on (writeconn.go), its statements, and the commits since this
+	// Store last started a checkpoint.
 	wconn           *sql.Conn
 	shm             *os.File             // the -shm file, for walFrames
 	wstmts          map[string]*sql.Stmt // short reads' statements on wconn
-	hookCache       hookCache
 	sinceCheckpoint int
 	checkpoints     sync.WaitGroup // background checkpoints in flight
 	checkpointing   atomic.Bool

@@ -13,10 +13,9 @@ import (
 
 // Every write of a Store runs on one connection of its own, taken from
 // the pool on the first write and kept until Close: its statements stay
-// prepared (prepared.go), PRAGMA data_version on it changes only when
-// another connection — another process, or another Store — commits
-// (liveHooks), and its automatic checkpoints are off, so that no commit
-// copies the WAL into the database while it holds the write lock.
+// prepared (prepared.go), its page cache stays hot for short reads, and
+// its automatic checkpoints are off, so that no commit copies the WAL
+// into the database while it holds the write lock.
 //
 // Instead, a commit that leaves checkpointFrames or more frames not yet
 // checkpointed starts a PASSIVE checkpoint in the background on a pooled
@@ -103,7 +102,7 @@ func (s *Store) writeConn(ctx context.Context) (*sql.Conn, error) {
 		c.Close()
 		return nil, err
 	}
-	s.wconn, s.hookCache = c, hookCache{}
+	s.wconn = c
 	if s.shm == nil {
 		s.shm, _ = os.Open(file + "-shm") // the checkpoint hint; none without it
 	}
@@ -114,7 +113,7 @@ func (s *Store) dropWriteConn() {
 	if s.wconn != nil {
 		s.closeWriteStatements()
 		s.wconn.Close()
-		s.wconn, s.hookCache = nil, hookCache{}
+		s.wconn = nil
 	}
 }
 

@@ -55,10 +55,10 @@ func newHook(at time.Time) hooks.Hook {
 		Format: hooks.FormatJSON, CreatedAt: at, Secret: "whsec_AAAA"}
 }
 
-// A store remembers that a project has no hooks, so that an event commit
-// need not read them; a hook added by another process (another
-// connection to the file) is heard by this store's very next event, and
-// one removed there is no longer delivered to.
+// Statements stay prepared on the write connection across transactions,
+// yet a hook added by another process (another connection to the file)
+// is heard by this store's very next event, and one removed there is no
+// longer delivered to.
 func TestAHookAddedOrRemovedByAnotherProcessIsSeenByTheNextEvent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "dont.db")
 	a := newStore2(t, path)
