@@ -16,6 +16,7 @@ import (
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 // BenchmarkSpawnLifecycle measures full lifecycles (assume → dismiss
@@ -33,7 +34,16 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 	b.Run("dont", func(b *testing.B) {
 		svc := benchService(b)
 		id := benchClaim(b, svc)
-		dont = measureLifecycles(b, func() error { return dontLifecycle(svc, id) })
+		dont = measureLifecycles(b, func() error { return dontLifecycle(ctx, svc, id) })
+	})
+	// As under dont serve, where every call's context can be cancelled
+	// (not in the ratio).
+	b.Run("dont-cancellable-ctx", func(b *testing.B) {
+		svc := benchService(b)
+		id := benchClaim(b, svc)
+		c, cancel := context.WithCancel(ctx)
+		defer cancel()
+		measureLifecycles(b, func() error { return dontLifecycle(c, svc, id) })
 	})
 	printRatio("SpawnLifecycle", floor, dont)
 }
@@ -53,7 +63,7 @@ func BenchmarkSpawnLifecycleParallel(b *testing.B) {
 		svc := benchService(b)
 		dont = measureParallel(b, func() func() error {
 			id := benchClaim(b, svc)
-			return func() error { return dontLifecycle(svc, id) }
+			return func() error { return dontLifecycle(ctx, svc, id) }
 		})
 	})
 	printRatio("SpawnLifecycleParallel", floor, dont)
@@ -78,12 +88,12 @@ func benchClaim(b *testing.B, svc *service.Service) string {
 
 // dontLifecycle is one lifecycle through the tool surface, as a harness
 // runs it: the assume, then the subagent's callback with the request id.
-func dontLifecycle(svc *service.Service, id string) error {
-	r, err := call(svc, "assume", map[string]any{"id": id, "mode": string(spawn.ModeHarness)})
+func dontLifecycle(c context.Context, svc *service.Service, id string) error {
+	r, err := tools.Call(c, svc, "assume", map[string]any{"id": id, "mode": string(spawn.ModeHarness)})
 	if err != nil {
 		return err
 	}
-	_, err = call(svc, "dismiss", map[string]any{"id": id, "evidence": []string{"https://example.org/x"}, "request_id": requestID(r)})
+	_, err = tools.Call(c, svc, "dismiss", map[string]any{"id": id, "evidence": []string{"https://example.org/x"}, "request_id": requestID(r)})
 	return err
 }
 

@@ -119,7 +119,7 @@ func (s *Store) readRows(ctx context.Context, short bool, q string, args []any, 
 	if short && s.onWriteConn() {
 		defer s.writeMu.Unlock()
 		if st := s.wstmt(ctx, q); st != nil {
-			return eachRow(st.QueryContext(ctx, args...))(scan)
+			return eachRow(st.QueryContext(context.WithoutCancel(ctx), args...))(scan)
 		}
 	}
 	st, err := s.prepared(ctx, q)
@@ -160,7 +160,7 @@ func (r row) Scan(dest ...any) error {
 	if s.onWriteConn() {
 		defer s.writeMu.Unlock()
 		if st := s.wstmt(ctx, r.q); st != nil {
-			return st.QueryRowContext(ctx, r.args...).Scan(dest...)
+			return st.QueryRowContext(context.WithoutCancel(ctx), r.args...).Scan(dest...)
 		}
 	}
 	st, err := s.prepared(ctx, r.q)
@@ -187,8 +187,15 @@ type txn struct {
 	s *Store
 }
 
+// Statements in a write transaction, and short reads on the write
+// connection, are short: they run with ctx's values but not its
+// cancellation (the driver would start a goroutine per statement to watch
+// it). A write observes cancellation at BEGIN, in the BeforeCommit hook
+// and before COMMIT (writeOnce).
+
 // ExecContext runs q in the transaction.
 func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	ctx = context.WithoutCancel(ctx)
 	if st := t.s.wstmt(ctx, q); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -197,6 +204,7 @@ func (t *txn) ExecContext(ctx context.Context, q string, args ...any) (sql.Resul
 
 // QueryContext runs q in the transaction.
 func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	ctx = context.WithoutCancel(ctx)
 	if st := t.s.wstmt(ctx, q); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -205,6 +213,7 @@ func (t *txn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Row
 
 // QueryRowContext runs q in the transaction.
 func (t *txn) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	ctx = context.WithoutCancel(ctx)
 	if st := t.s.wstmt(ctx, q); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}

@@ -65,7 +65,10 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*txn) error) error {
 	}
 	err := fn(&txn{s: s})
 	if err == nil {
-		_, err = s.wexec(ctx, "COMMIT")
+		err = ctx.Err() // a caller gone before the commit commits nothing
+	}
+	if err == nil {
+		_, err = s.wexec(context.WithoutCancel(ctx), "COMMIT")
 	}
 	if err != nil {
 		// Undoes what fn wrote; an error means SQLite has already rolled
