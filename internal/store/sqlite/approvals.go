@@ -318,3 +318,26 @@ func (s *Store) approvals(ctx context.Context, q string, args ...any) ([]approva
 }
 
 var _ service.ApprovalStore = (*Store)(nil)
+
+// anythingDueQuery is the sweep's probe in one statement, each part a
+// search of its partial index: a pending spawn or question due at ?, or a
+// question's ending not yet announced.
+const anythingDueQuery = `SELECT
+	EXISTS(SELECT 1 FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at <= ?),
+	EXISTS(SELECT 1 FROM approvals INDEXED BY approvals_due WHERE state = 'pending' AND deadline <= ?),
+	EXISTS(SELECT 1 FROM approvals INDEXED BY approvals_unannounced WHERE asked = 1 AND state = 'resolved' AND announced = 0)`
+
+// AnythingDue reports, with one prepared read, whether a sweep at now
+// would find work: a caller's cheap check before it runs the sweep's
+// queries (ExpiringSpawns, DueApprovals, Unannounced).
+func (s *Store) AnythingDue(ctx context.Context, now time.Time) (bool, error) {
+	if err := s.approvalsReady(ctx); err != nil {
+		return false, err
+	}
+	at := timeText(now)
+	var spawns, questions, endings bool
+	if err := s.queryRow(ctx, anythingDueQuery, at, at).Scan(&spawns, &questions, &endings); err != nil {
+		return false, classify(err)
+	}
+	return spawns || questions || endings, nil
+}
