@@ -27,7 +27,7 @@ func openStore(t *testing.T, path string) *sqlite.Store {
 
 // requested commits a new claim with a spawn_requested event, which a
 // hook on spawn.requested hears.
-func requested(t *testing.T, s *sqlite.Store, statement string) {
+func requested(t testing.TB, s *sqlite.Store, statement string) {
 	t.Helper()
 	if err := s.Commit(ctx, requestedTx(statement)); err != nil {
 		t.Fatal(err)
