@@ -92,6 +92,9 @@ func main() {
 	}
 	check(chartBars(filepath.Join(*outDir, "lifecycles.png"), "Spawn lifecycles per second", "lifecycles/s", bars))
 	md.WriteString("\n![lifecycles per second](lifecycles.png)\n\n")
+	step("bench/lifecycles")
+	md.WriteString("### In-process beside the hand-written SQLite floor (`bench/lifecycles`, interleaved rounds)\n\n")
+	md.WriteString(lifecycleRounds(*quick) + "\n")
 
 	// 5. Timeout lag of the embedded sweeper.
 	step("timeout lag of dont serve")
@@ -129,6 +132,20 @@ func main() {
 }
 
 func step(s string) { fmt.Fprintf(os.Stderr, "report: %s …\n", s) }
+
+// lifecycleRounds runs bench/lifecycles (floor and dont interleaved,
+// medians and the dont/floor ratio) and returns its table.
+func lifecycleRounds(quick bool) string {
+	c := exec.Command("bash", "bench/lifecycles")
+	c.Env = append(os.Environ(), "ROUNDS=5", "BENCHTIME=2s")
+	if quick {
+		c.Env = append(os.Environ(), "ROUNDS=1", "BENCHTIME=100ms")
+	}
+	c.Stderr = os.Stderr
+	out, err := c.Output()
+	check(err)
+	return string(out)
+}
 
 // goRun runs a bench command and returns its stdout.
 func goRun(pkg string, args ...string) string {

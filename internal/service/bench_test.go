@@ -15,40 +15,6 @@ import (
 	"github.com/dont-cli/dont/internal/tools"
 )
 
-// BenchmarkSpawnLifecycle measures full lifecycles (assume → dismiss
-// callback with the request id) in-process on a real SQLite file, with the
-// sweep each invocation runs.
-func BenchmarkSpawnLifecycle(b *testing.B) {
-	st, err := sqlite.Create(context.Background(), filepath.Join(b.TempDir(), "dont.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	svc := service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: time.Hour})
-	b.RunParallel(func(pb *testing.PB) {
-		res, err := call(svc, "conclude", map[string]any{"statement": "bench claim"})
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		id := res.Data.(service.EntityView).ID
-		for pb.Next() {
-			r, err := call(svc, "assume", map[string]any{"id": id, "mode": string(spawn.ModeHarness)})
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			rid := requestID(r)
-			if _, err := call(svc, "dismiss", map[string]any{"id": id,
-				"evidence": []string{"https://example.org/x"}, "request_id": rid}); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lifecycles/s")
-}
-
 func requestID(r tools.Output) string {
 	raw := string(r.Data.(json.RawMessage))
 	i := len(`{"request_id":"`)

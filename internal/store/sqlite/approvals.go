@@ -55,11 +55,11 @@ func (s *Store) approvalsReady(ctx context.Context) error {
 	}
 	q := "SELECT count(*) FROM sqlite_master WHERE name IN (?" + strings.Repeat(",?", len(approvalObjects)-1) + ")"
 	var n int
-	if err := s.db.QueryRowContext(ctx, q, approvalObjects...).Scan(&n); err != nil {
+	if err := s.queryRow(ctx, q, approvalObjects...).Scan(&n); err != nil {
 		return classify(err)
 	}
 	if n != len(approvalObjects) {
-		if err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := s.write(ctx, func(tx *txn) error {
 			_, err := tx.ExecContext(ctx, approvalSchema)
 			return err
 		}); err != nil {
@@ -79,7 +79,7 @@ func (s *Store) CreateSession(ctx context.Context, ses approvals.Session) error 
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, "INSERT INTO approval_sessions(id, opened_at, doc) VALUES(?,?,?) ON CONFLICT(id) DO NOTHING",
 			ses.ID, timeText(ses.OpenedAt), doc)
 		return affectedOne(res, err, ses.ID)
@@ -93,7 +93,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (approvals.Session, e
 		return ses, err
 	}
 	var doc []byte
-	if err := s.db.QueryRowContext(ctx, "SELECT doc FROM approval_sessions WHERE id = ?", id).Scan(&doc); err != nil {
+	if err := s.queryRow(ctx, "SELECT doc FROM approval_sessions WHERE id = ?", id).Scan(&doc); err != nil {
 		return ses, classify(err)
 	}
 	return ses, json.Unmarshal(doc, &ses)
@@ -104,7 +104,7 @@ func (s *Store) ListSessions(ctx context.Context) ([]approvals.Session, error) {
 	if err := s.approvalsReady(ctx); err != nil {
 		return nil, err
 	}
-	return queryDocs[approvals.Session](ctx, s.db, "SELECT doc FROM approval_sessions ORDER BY opened_at, id")
+	return queryDocs[approvals.Session](ctx, s, "SELECT doc FROM approval_sessions ORDER BY opened_at, id")
 }
 
 // CreateApproval implements service.ApprovalStore.
@@ -117,7 +117,7 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		var one int
 		if err := tx.QueryRowContext(ctx, "SELECT 1 FROM approval_sessions WHERE id = ?", a.SessionID).Scan(&one); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
@@ -152,7 +152,7 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 
 // appendFrame numbers f with its session's next cursor and stores it. The
 // transaction is immediate, so cursor order is commit order.
-func appendFrame(ctx context.Context, tx *sql.Tx, f *approvals.Frame) (int64, error) {
+func appendFrame(ctx context.Context, tx *txn, f *approvals.Frame) (int64, error) {
 	if err := tx.QueryRowContext(ctx, "UPDATE approval_sessions SET last_cursor = last_cursor + 1 WHERE id = ? RETURNING last_cursor",
 		f.SessionID).Scan(&f.Cursor); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -206,7 +206,7 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, "UPDATE approvals SET state = ?, verdict = ?, doc = ? WHERE id = ? AND state = 'pending'",
 			string(a.State), string(a.Verdict), doc, a.ID)
 		if err := affectedOne(res, err, a.ID); err != nil {
@@ -222,7 +222,7 @@ func (s *Store) AnnounceEnding(ctx context.Context, f approvals.Frame) (approval
 	if err := s.approvalsReady(ctx); err != nil {
 		return f, err
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		var session, state string
 		var asked, announced bool
 		err := tx.QueryRowContext(ctx, "SELECT session_id, state, asked, announced FROM approvals WHERE id = ?", f.RequestID).
@@ -250,7 +250,7 @@ func (s *Store) Frames(ctx context.Context, sessionID string, after int64, limit
 	if err := s.approvalsReady(ctx); err != nil {
 		return nil, err
 	}
-	return queryDocs[approvals.Frame](ctx, s.db,
+	return queryDocs[approvals.Frame](ctx, s,
 		"SELECT doc FROM approval_frames WHERE session_id = ? AND cursor > ? ORDER BY cursor LIMIT ?", sessionID, after, limit)
 }
 
@@ -259,7 +259,7 @@ func (s *Store) TouchSubscriber(ctx context.Context, sessionID, subscriber strin
 	if err := s.approvalsReady(ctx); err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO approval_subscribers(session_id, subscriber, last_read_at) VALUES(?,?,?)
 			ON CONFLICT(session_id, subscriber) DO UPDATE SET last_read_at = max(last_read_at, excluded.last_read_at)`,
 			sessionID, subscriber, timeText(at))
@@ -273,7 +273,7 @@ func (s *Store) LastRead(ctx context.Context, sessionID string) (time.Time, erro
 		return time.Time{}, err
 	}
 	var last sql.NullString
-	if err := s.db.QueryRowContext(ctx, "SELECT max(last_read_at) FROM approval_subscribers WHERE session_id = ?", sessionID).Scan(&last); err != nil {
+	if err := s.queryRow(ctx, "SELECT max(last_read_at) FROM approval_subscribers WHERE session_id = ?", sessionID).Scan(&last); err != nil {
 		return time.Time{}, classify(err)
 	}
 	if !last.Valid {
@@ -298,26 +298,46 @@ func (s *Store) approvals(ctx context.Context, q string, args ...any) ([]approva
 	if err := s.approvalsReady(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
+	short := strings.Contains(q, " LIMIT ") || strings.HasSuffix(q, "WHERE id = ?") // one by id, a sweep's probe
 	var out []approvals.Approval
-	for rows.Next() {
+	err := s.readRows(ctx, short, q, args, func(rows *sql.Rows) error {
 		var doc []byte
 		var announced bool
 		if err := rows.Scan(&doc, &announced); err != nil {
-			return nil, classify(err)
+			return err
 		}
 		var a approvals.Approval
 		if err := json.Unmarshal(doc, &a); err != nil {
-			return nil, err
+			return err
 		}
 		a.Announced = announced
 		out = append(out, a)
-	}
-	return out, classify(rows.Err())
+		return nil
+	})
+	return out, classify(err)
 }
 
 var _ service.ApprovalStore = (*Store)(nil)
+
+// anythingDueQuery is the sweep's probe in one statement, each part a
+// search of its partial index: a pending spawn or question due at ?, or a
+// question's ending not yet announced.
+const anythingDueQuery = `SELECT
+	EXISTS(SELECT 1 FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at <= ?),
+	EXISTS(SELECT 1 FROM approvals INDEXED BY approvals_due WHERE state = 'pending' AND deadline <= ?),
+	EXISTS(SELECT 1 FROM approvals INDEXED BY approvals_unannounced WHERE asked = 1 AND state = 'resolved' AND announced = 0)`
+
+// AnythingDue reports, with one prepared read, whether a sweep at now
+// would find work: a caller's cheap check before it runs the sweep's
+// queries (ExpiringSpawns, DueApprovals, Unannounced).
+func (s *Store) AnythingDue(ctx context.Context, now time.Time) (bool, error) {
+	if err := s.approvalsReady(ctx); err != nil {
+		return false, err
+	}
+	at := timeText(now)
+	var spawns, questions, endings bool
+	if err := s.queryRow(ctx, anythingDueQuery, at, at).Scan(&spawns, &questions, &endings); err != nil {
+		return false, classify(err)
+	}
+	return spawns || questions || endings, nil
+}

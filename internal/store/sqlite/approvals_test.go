@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/storetest"
 )
@@ -91,4 +93,40 @@ func queryPlan(t *testing.T, db *sql.DB, q string, args ...any) []string {
 		plan = append(plan, detail)
 	}
 	return plan
+}
+
+// The sweep's probe answers in one statement whether a sweep has work,
+// each part through its partial index.
+func TestTheSweepProbeSaysWhetherAnythingIsDue(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	due := func() bool {
+		t.Helper()
+		ok, err := s.AnythingDue(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if due() {
+		t.Fatal("an empty store has something due")
+	}
+	sp := spawn.Spawn{ID: ids.New(ids.Spawn, now), Kind: spawn.Guess, State: spawn.Pending, IssuedAt: now, ExpiresAt: now.Add(time.Minute), Request: []byte("{}")}
+	if err := s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if due() {
+		t.Fatal("a spawn expiring in a minute is due now")
+	}
+	now = now.Add(time.Minute)
+	if !due() {
+		t.Fatal("a spawn that has just expired is not due")
+	}
+	plan := strings.Join(queryPlan(t, s.DB(), "EXPLAIN QUERY PLAN "+sqlite.AnythingDueQuery, "2026-01-01T00:00:00.000000000Z", "2026-01-01T00:00:00.000000000Z"), "\n")
+	for _, want := range []string{"SEARCH spawns USING COVERING INDEX spawns_due (expires_at<?)", "SEARCH approvals USING COVERING INDEX approvals_due (deadline<?)", "SCAN approvals USING INDEX approvals_unannounced"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("probe plan lacks %q:\n%s", want, plan)
+		}
+	}
 }

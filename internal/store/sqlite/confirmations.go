@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 
 	"github.com/dont-cli/dont/internal/confirm"
@@ -23,9 +22,9 @@ func (s *Store) ensureConfirmations(ctx context.Context) error {
 		return nil
 	}
 	var n int
-	err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'confirmations'").Scan(&n)
+	err := s.queryRow(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'confirmations'").Scan(&n)
 	if err == nil && n == 0 {
-		err = s.write(ctx, func(tx *sql.Tx) error {
+		err = s.write(ctx, func(tx *txn) error {
 			_, err := tx.ExecContext(ctx, confirmationsSchema)
 			return err
 		})
@@ -42,7 +41,7 @@ func (s *Store) PutConfirmation(ctx context.Context, p confirm.Pending) error {
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, "INSERT INTO confirmations(id, state, requested_at, doc) VALUES(?,?,?,?) ON CONFLICT(id) DO NOTHING",
 			p.ID, string(p.State), timeText(p.RequestedAt), doc)
 		if err := affectedOne(res, err, p.ID); err != nil {
@@ -59,7 +58,7 @@ func (s *Store) GetConfirmation(ctx context.Context, id string) (confirm.Pending
 		return p, err
 	}
 	var doc []byte
-	if err := s.db.QueryRowContext(ctx, "SELECT doc FROM confirmations WHERE id = ?", id).Scan(&doc); err != nil {
+	if err := s.queryRow(ctx, "SELECT doc FROM confirmations WHERE id = ?", id).Scan(&doc); err != nil {
 		return p, classify(err)
 	}
 	return p, json.Unmarshal(doc, &p)
@@ -70,7 +69,7 @@ func (s *Store) ListConfirmations(ctx context.Context) ([]confirm.Pending, error
 	if err := s.ensureConfirmations(ctx); err != nil {
 		return nil, err
 	}
-	return queryDocs[confirm.Pending](ctx, s.db, "SELECT doc FROM confirmations ORDER BY requested_at, id")
+	return queryDocs[confirm.Pending](ctx, s, "SELECT doc FROM confirmations ORDER BY requested_at, id")
 }
 
 // UpdateConfirmation implements service.ConfirmationStore: one conditional
@@ -83,7 +82,7 @@ func (s *Store) UpdateConfirmation(ctx context.Context, p confirm.Pending, from 
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, "UPDATE confirmations SET state = ?, doc = ? WHERE id = ? AND state = ?", string(p.State), doc, p.ID, string(from))
 		return affectedOne(res, err, p.ID)
 	})

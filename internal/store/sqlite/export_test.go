@@ -10,3 +10,11 @@ const DueQuery = dueQuery
 
 // V1Schema is the schema of a database made before the CURIE key.
 const V1Schema = schema + approvalSchema
+
+// WALFrames exposes the checkpoint hint: the WAL's length in frames and
+// its backlog not yet checkpointed.
+func (s *Store) WALFrames() (length, backlog int) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.walFrames()
+}

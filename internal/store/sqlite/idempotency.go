@@ -33,7 +33,7 @@ var idempotencySchemaReady sync.Map // *Store -> struct{}
 
 // expire is the first step of every idempotency write: the index exists,
 // and at most expiredBatch records older than the window are gone.
-func (s *Store) expire(ctx context.Context, tx *sql.Tx, now time.Time) error {
+func (s *Store) expire(ctx context.Context, tx *txn, now time.Time) error {
 	if _, ok := idempotencySchemaReady.Load(s); !ok {
 		if _, err := tx.ExecContext(ctx, idempotencySchema); err != nil {
 			return err
@@ -51,7 +51,7 @@ func expiredBefore(now time.Time) string { return timeText(now.Add(-idempotency.
 // Claim implements idempotency.Store.
 func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Time) (*idempotency.Record, error) {
 	var existing *idempotency.Record
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		if err := s.expire(ctx, tx, now); err != nil {
 			return err
 		}
@@ -85,7 +85,7 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Tim
 
 // Complete implements idempotency.Store.
 func (s *Store) Complete(ctx context.Context, key string, status int, body []byte) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, "UPDATE idempotency SET state = 'done', status = ?, body = ? WHERE key = ? AND state = 'claimed'", status, body, key)
 		return err
 	})
@@ -93,7 +93,7 @@ func (s *Store) Complete(ctx context.Context, key string, status int, body []byt
 
 // Release implements idempotency.Store.
 func (s *Store) Release(ctx context.Context, key string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, "DELETE FROM idempotency WHERE key = ? AND state = 'claimed'", key)
 		return err
 	})
@@ -103,7 +103,7 @@ func (s *Store) Release(ctx context.Context, key string) error {
 func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempotency.Record, error) {
 	var st idempotency.Record
 	var state string
-	err := s.db.QueryRowContext(ctx, "SELECT state, fingerprint, status, body FROM idempotency WHERE key = ? AND created_at >= ?", key, expiredBefore(now)).
+	err := s.queryRow(ctx, "SELECT state, fingerprint, status, body FROM idempotency WHERE key = ? AND created_at >= ?", key, expiredBefore(now)).
 		Scan(&state, &st.Fingerprint, &st.Status, &st.Body)
 	if err == sql.ErrNoRows {
 		return nil, nil
@@ -118,7 +118,7 @@ func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempot
 // Remember implements idempotency.Store: the first response stored (or
 // one past the window) stays.
 func (s *Store) Remember(ctx context.Context, key, fingerprint string, status int, body []byte, now time.Time) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *txn) error {
 		if err := s.expire(ctx, tx, now); err != nil {
 			return err
 		}

@@ -204,11 +204,11 @@ func (s *Store) ensureCurieKey(ctx context.Context) error {
 	}
 	const probe = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'entities_curie'"
 	var n int
-	if err := s.db.QueryRowContext(ctx, probe).Scan(&n); err != nil {
+	if err := s.queryRow(ctx, probe).Scan(&n); err != nil {
 		return classify(err)
 	}
 	if n == 0 {
-		if err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := s.write(ctx, func(tx *txn) error {
 			if err := tx.QueryRowContext(ctx, probe).Scan(&n); err != nil || n > 0 {
 				return err
 			}

@@ -8,13 +8,14 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -43,6 +44,23 @@ type Store struct {
 	hooksReady atomic.Bool // the webhook tables exist (ensureHooks)
 	// confirmationsReady: the confirmations table exists (ensureConfirmations).
 	confirmationsReady atomic.Bool
+
+	// The statement cache (prepared.go).
+	stmtMu sync.Mutex
+	stmts  sync.Map // query string -> *sql.Stmt
+	nstmts int
+
+	// Guarded by writeMu: the connection every write of this Store runs
+	// on (writeconn.go), its statements, and the commits since this
+	// Store last started a checkpoint.
+	wconn           *sql.Conn
+	shm             *os.File             // the -shm file, for walFrames
+	wstmts          map[string]*sql.Stmt // short reads' statements on wconn
+	sinceCheckpoint int
+	checkpoints     sync.WaitGroup // background checkpoints in flight
+	checkpointing   atomic.Bool
+	tailWanted      atomic.Bool // a background checkpoint left a long WAL
+	closing         bool
 }
 
 // Hooks are the points at which tests inject faults into the store's
@@ -57,14 +75,11 @@ type Hooks struct {
 	BeforeCommit func(ctx context.Context) error
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
-
 // GetEntity implements service.Store.
 func (s *Store) GetEntity(ctx context.Context, id string) (ledger.Entity, error) {
 	var e ledger.Entity
 	var doc []byte
-	err := s.db.QueryRowContext(ctx, "SELECT doc FROM entities WHERE id = ?", id).Scan(&doc)
+	err := s.queryRow(ctx, "SELECT doc FROM entities WHERE id = ?", id).Scan(&doc)
 	if err != nil {
 		return e, classify(err)
 	}
@@ -80,28 +95,28 @@ func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]led
 	if f.Kind != "" {
 		q, args = q+" AND kind = ?", append(args, string(f.Kind))
 	}
-	return queryDocs[ledger.Entity](ctx, s.db, q+" ORDER BY id", args...)
+	return queryDocs[ledger.Entity](ctx, s, q+" ORDER BY id", args...)
 }
 
 // Dependents implements service.Store.
 func (s *Store) Dependents(ctx context.Context, id string) ([]ledger.Entity, error) {
-	return queryDocs[ledger.Entity](ctx, s.db,
+	return queryDocs[ledger.Entity](ctx, s,
 		"SELECT e.doc FROM dependencies d JOIN entities e ON e.id = d.entity_id WHERE d.depends_on = ? ORDER BY e.id", id)
 }
 
 // Events implements service.Store: an entity's events in commit order.
 func (s *Store) Events(ctx context.Context, entityID string) ([]ledger.Event, error) {
-	return queryDocs[ledger.Event](ctx, s.db, "SELECT doc FROM events WHERE entity_id = ? ORDER BY seq", entityID)
+	return queryDocs[ledger.Event](ctx, s, "SELECT doc FROM events WHERE entity_id = ? ORDER BY seq", entityID)
 }
 
 // AllEvents returns every event in commit order (for audits and doctor).
 func (s *Store) AllEvents(ctx context.Context) ([]ledger.Event, error) {
-	return queryDocs[ledger.Event](ctx, s.db, "SELECT doc FROM events ORDER BY seq")
+	return queryDocs[ledger.Event](ctx, s, "SELECT doc FROM events ORDER BY seq")
 }
 
 // GetSpawn implements service.Store.
 func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
-	rows, err := s.spawns(ctx, "SELECT doc, request FROM spawns WHERE id = ?", id)
+	rows, err := s.spawns(ctx, true, "SELECT doc, request FROM spawns WHERE id = ?", id)
 	if err != nil {
 		return spawn.Spawn{}, err
 	}
@@ -120,99 +135,103 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 	if f.EntityID != "" {
 		q, args = q+" AND entity_id = ?", append(args, f.EntityID)
 	}
-	return s.spawns(ctx, q+" ORDER BY issued_at, id", args...)
+	return s.spawns(ctx, false, q+" ORDER BY issued_at, id", args...)
 }
 
 // ExpiringSpawns implements service.Store through the partial index spawns_due.
 func (s *Store) ExpiringSpawns(ctx context.Context, after, until time.Time, limit int) ([]spawn.Spawn, error) {
-	return s.spawns(ctx, dueQuery, timeText(after), timeText(until), limit)
+	return s.spawns(ctx, limit <= service.SweepBatch, dueQuery, timeText(after), timeText(until), limit)
 }
 
 const dueQuery = "SELECT doc, request FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at > ? AND expires_at <= ? ORDER BY expires_at LIMIT ?"
 
-func (s *Store) spawns(ctx context.Context, q string, args ...any) ([]spawn.Spawn, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
+// spawns reads spawns; short ones on the write connection (readRows).
+func (s *Store) spawns(ctx context.Context, short bool, q string, args ...any) ([]spawn.Spawn, error) {
 	var out []spawn.Spawn
-	for rows.Next() {
+	err := s.readRows(ctx, short, q, args, func(rows *sql.Rows) error {
 		var doc, req []byte
 		if err := rows.Scan(&doc, &req); err != nil {
-			return nil, classify(err)
+			return err
 		}
 		var sp spawn.Spawn
 		if err := json.Unmarshal(doc, &sp); err != nil {
-			return nil, err
+			return err
 		}
 		sp.Request = req
 		out = append(out, sp)
-	}
-	return out, classify(rows.Err())
+		return nil
+	})
+	return out, classify(err)
 }
 
-func queryDocs[T any](ctx context.Context, db *sql.DB, q string, args ...any) ([]T, error) {
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rows.Close()
+// queryDocs reads the documents of a long read (on the pool).
+func queryDocs[T any](ctx context.Context, s *Store, q string, args ...any) ([]T, error) {
 	var out []T
-	for rows.Next() {
+	err := s.readRows(ctx, false, q, args, func(rows *sql.Rows) error {
 		var doc []byte
 		if err := rows.Scan(&doc); err != nil {
-			return nil, classify(err)
+			return err
 		}
 		var v T
 		if err := json.Unmarshal(doc, &v); err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, v)
-	}
-	return out, classify(rows.Err())
+		return nil
+	})
+	return out, classify(err)
 }
 
 // Commit implements service.Store: all writes in one immediate
-// transaction, each conditional, retried while another process holds the lock.
+// transaction, each conditional, retried while another process holds the
+// lock. Everything pure — the documents' JSON, the hook messages — is done
+// before the write lock is taken.
 func (s *Store) Commit(ctx context.Context, t service.Tx) error {
 	if err := s.ensureCurieKey(ctx); err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error { return s.commit(ctx, tx, t) })
-}
-
-// write runs fn in one immediate transaction with the store's busy retries.
-func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	for attempt := 0; ; attempt++ {
-		err := func() error {
-			tx, err := s.db.BeginTx(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer tx.Rollback() //nolint:errcheck // no-op after Commit
-			if err := fn(tx); err != nil {
-				return err
-			}
-			return tx.Commit()
-		}()
-		if isBusy(err) && attempt < 20 && ctx.Err() == nil {
-			time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
-			continue
-		}
-		return classify(err)
+	enc, err := encode(t)
+	if err != nil {
+		return err
 	}
+	return s.write(ctx, func(tx *txn) error { return s.commit(ctx, tx, t, enc) })
 }
 
-func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {
-	for _, p := range t.Entities {
-		doc, err := json.Marshal(p.Entity)
-		if err != nil {
-			return err
+// encoded is a Tx's documents and hook messages, made before the lock.
+type encoded struct {
+	entities, spawns, events [][]byte
+	messages                 []hooks.Message // of the events hooks may hear
+}
+
+func encode(t service.Tx) (encoded, error) {
+	enc := encoded{entities: make([][]byte, len(t.Entities)), spawns: make([][]byte, len(t.Spawns)), events: make([][]byte, len(t.Events))}
+	var err error
+	for i, p := range t.Entities {
+		if enc.entities[i], err = json.Marshal(p.Entity); err != nil {
+			return enc, err
 		}
+	}
+	for i, p := range t.Spawns {
+		if enc.spawns[i], err = json.Marshal(p.Spawn); err != nil {
+			return enc, err
+		}
+	}
+	for i, ev := range t.Events {
+		if enc.events[i], err = json.Marshal(ev); err != nil {
+			return enc, err
+		}
+		if m, ok := hooks.OfEvent(ev); ok {
+			enc.messages = append(enc.messages, m)
+		}
+	}
+	return enc, nil
+}
+
+func (s *Store) commit(ctx context.Context, tx *txn, t service.Tx, enc encoded) error {
+	for i, p := range t.Entities {
+		doc := enc.entities[i]
 		var res sql.Result
+		var err error
 		if p.PrevVersion == 0 {
 			// A term's CURIE is its unique key (curieSchema); a taken one
 			// fails the insert with a constraint error, not a conflict on id.
@@ -240,12 +259,10 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {
 			}
 		}
 	}
-	for _, p := range t.Spawns {
-		doc, err := json.Marshal(p.Spawn)
-		if err != nil {
-			return err
-		}
+	for i, p := range t.Spawns {
+		doc := enc.spawns[i]
 		var res sql.Result
+		var err error
 		sp := p.Spawn
 		if p.Create {
 			res, err = tx.ExecContext(ctx, "INSERT INTO spawns(id, entity_id, state, issued_at, expires_at, doc, request) VALUES(?,?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
@@ -265,19 +282,17 @@ func (s *Store) commit(ctx context.Context, tx *sql.Tx, t service.Tx) error {
 			return err
 		}
 	}
-	for _, ev := range t.Events {
-		doc, err := json.Marshal(ev)
-		if err != nil {
-			return err
-		}
+	for i, ev := range t.Events {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO events(id, entity_id, request_id, kind, doc) VALUES(?,?,?,?,?)",
-			ev.ID, ev.EntityID, ev.RequestID, string(ev.Kind), doc); err != nil {
+			ev.ID, ev.EntityID, ev.RequestID, string(ev.Kind), enc.events[i]); err != nil {
 			return err
 		}
 	}
 	// The outbox: in this transaction, so a rollback announces nothing.
-	if err := s.announceEvents(ctx, tx, t.Events); err != nil {
-		return err
+	for _, m := range enc.messages {
+		if err := s.announce(ctx, tx, m, true); err != nil {
+			return err
+		}
 	}
 	if s.Hooks.BeforeCommit != nil {
 		return s.Hooks.BeforeCommit(ctx)

@@ -22,7 +22,7 @@ import (
 
 var ctx = context.Background()
 
-func newStore(t *testing.T) *sqlite.Store {
+func newStore(t testing.TB) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Create(context.Background(), filepath.Join(t.TempDir(), "dont.db"))
 	if err != nil {

@@ -22,7 +22,7 @@ func (s *Store) PutToken(ctx context.Context, t auth.Token) error {
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, "INSERT INTO tokens(id, doc, hash) VALUES(?,?,?) ON CONFLICT(id) DO NOTHING", t.ID, doc, t.Hash)
 		return affectedOne(res, err, t.ID)
 	})
@@ -31,7 +31,7 @@ func (s *Store) PutToken(ctx context.Context, t auth.Token) error {
 // GetToken implements service.TokenStore.
 func (s *Store) GetToken(ctx context.Context, id string) (auth.Token, error) {
 	var doc []byte
-	if err := s.db.QueryRowContext(ctx, "SELECT doc FROM tokens WHERE id = ?", id).Scan(&doc); err != nil {
+	if err := s.queryRow(ctx, "SELECT doc FROM tokens WHERE id = ?", id).Scan(&doc); err != nil {
 		return auth.Token{}, classify(err)
 	}
 	var d tokenDoc
@@ -42,7 +42,7 @@ func (s *Store) GetToken(ctx context.Context, id string) (auth.Token, error) {
 
 // ListTokens implements service.TokenStore.
 func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
-	docs, err := queryDocs[tokenDoc](ctx, s.db, "SELECT doc FROM tokens ORDER BY id")
+	docs, err := queryDocs[tokenDoc](ctx, s, "SELECT doc FROM tokens ORDER BY id")
 	out := make([]auth.Token, len(docs))
 	for i, d := range docs {
 		out[i] = d.Token
@@ -65,7 +65,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *txn) error {
 		_, err := tx.ExecContext(ctx, "UPDATE tokens SET doc = ? WHERE id = ?", doc, id)
 		return err
 	})
@@ -81,19 +81,19 @@ func (s *Store) ProjectSecret(ctx context.Context) ([]byte, error) {
 		return s.secret, nil
 	}
 	var v []byte
-	err := s.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'callback_secret'").Scan(&v)
+	err := s.queryRow(ctx, "SELECT value FROM meta WHERE key = 'callback_secret'").Scan(&v)
 	if err == sql.ErrNoRows {
 		fresh := make([]byte, 32)
 		if _, err := crand.Read(fresh); err != nil {
 			return nil, err
 		}
-		if err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := s.write(ctx, func(tx *txn) error {
 			_, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO meta(key, value) VALUES('callback_secret', ?)", fresh)
 			return err
 		}); err != nil {
 			return nil, err
 		}
-		err = s.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'callback_secret'").Scan(&v)
+		err = s.queryRow(ctx, "SELECT value FROM meta WHERE key = 'callback_secret'").Scan(&v)
 	}
 	if err != nil {
 		return nil, classify(err)

@@ -1,0 +1,201 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"time"
+)
+
+// Every write of a Store runs on one connection of its own, taken from
+// the pool on the first write and kept until Close: its statements stay
+// prepared (prepared.go), its page cache stays hot for short reads, and
+// its automatic checkpoints are off, so that no commit copies the WAL
+// into the database while it holds the write lock.
+//
+// Instead, a commit that leaves checkpointFrames or more frames not yet
+// checkpointed starts a PASSIVE checkpoint in the background on a pooled
+// connection, while writers go on. Frames
+// committed meanwhile stay in the WAL, and SQLite starts the WAL over only
+// when a writer finds all of it checkpointed; so when the WAL has grown
+// past walRestartFrames the next commit copies that short tail once more
+// (committed), and the next write starts the file over.
+// Close checkpoints a WAL of checkpointFrames or more that this Store
+// added to, so that short-lived processes sharing the
+// file with a long-lived one cannot grow it without bound (SQLite itself
+// checkpoints when the last connection to the file closes).
+const (
+	// checkpointFrames is SQLite's default automatic checkpoint (1000 pages).
+	checkpointFrames = 1000
+	walRestartFrames = 2048
+	walMaxFrames     = 4096
+)
+
+// write runs fn in one immediate transaction on the write connection,
+// with the store's busy retries.
+func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	for attempt := 0; ; attempt++ {
+		err := s.writeOnce(ctx, fn)
+		if isBusy(err) && attempt < 20 && ctx.Err() == nil {
+			time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
+			continue
+		}
+		if err == nil {
+			s.committed()
+		}
+		return classify(err)
+	}
+}
+
+func (s *Store) writeOnce(ctx context.Context, fn func(*txn) error) error {
+	if _, err := s.writeConn(ctx); err != nil {
+		return err
+	}
+	if _, err := s.wexec(ctx, "BEGIN IMMEDIATE"); err != nil {
+		if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
+			s.dropWriteConn()
+		}
+		return err
+	}
+	err := fn(&txn{s: s})
+	if err == nil {
+		err = ctx.Err() // a caller gone before the commit commits nothing
+	}
+	if err == nil {
+		_, err = s.wexec(context.WithoutCancel(ctx), "COMMIT")
+	}
+	if err != nil {
+		// Undoes what fn wrote; an error means SQLite has already rolled
+		// the transaction back (a failed COMMIT, an interrupted statement).
+		s.wexec(context.Background(), "ROLLBACK") //nolint:errcheck // see above
+	}
+	return err
+}
+
+// wexec runs one statement on the write connection; the caller holds writeMu.
+func (s *Store) wexec(ctx context.Context, q string) (sql.Result, error) {
+	if st := s.wstmt(ctx, q); st != nil {
+		return st.ExecContext(ctx)
+	}
+	return s.wconn.ExecContext(ctx, q)
+}
+
+// writeConn returns the write connection, opening it if need be. The
+// caller holds writeMu.
+func (s *Store) writeConn(ctx context.Context) (*sql.Conn, error) {
+	if s.wconn != nil {
+		return s.wconn, nil
+	}
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var file string
+	if err := c.QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if _, err := c.ExecContext(ctx, "PRAGMA wal_autocheckpoint=0"); err != nil {
+		c.Close()
+		return nil, err
+	}
+	s.wconn = c
+	if s.shm == nil {
+		s.shm, _ = os.Open(file + "-shm") // the checkpoint hint; none without it
+	}
+	return c, nil
+}
+
+func (s *Store) dropWriteConn() {
+	if s.wconn != nil {
+		s.closeWriteStatements()
+		s.wconn.Close()
+		s.wconn = nil
+	}
+}
+
+// committed starts a background checkpoint (one at a time) when the
+// backlog has reached checkpointFrames. When that checkpoint has left a
+// WAL of walRestartFrames or more, the next commit copies the tail, and
+// past walMaxFrames (writers outpacing the background) a commit waits for
+// the background and checkpoints at once, as SQLite's automatic checkpoint
+// would: either way the WAL is all copied and the next write starts it
+// over. The caller holds writeMu.
+func (s *Store) committed() {
+	s.sinceCheckpoint++
+	if s.closing {
+		return
+	}
+	length, backlog := s.walFrames()
+	if backlog > 0 && (length >= walMaxFrames || (s.tailWanted.Load() && !s.checkpointing.Load())) {
+		s.checkpoints.Wait()
+		s.tailWanted.Store(false)
+		s.sinceCheckpoint = 0
+		s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // best effort; the next commit retries
+		return
+	}
+	if backlog < checkpointFrames || !s.checkpointing.CompareAndSwap(false, true) {
+		return
+	}
+	s.sinceCheckpoint = 0
+	s.checkpoints.Add(1)
+	go func() {
+		defer s.checkpoints.Done()
+		defer s.checkpointing.Store(false)
+		// PASSIVE: it copies what no reader still needs and never waits
+		// for a lock; what it leaves, a later one copies.
+		var busy, length, copied int
+		if err := s.db.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &length, &copied); err == nil && length >= walRestartFrames {
+			s.tailWanted.Store(true)
+		}
+	}()
+}
+
+// walFrames reads the WAL's length in frames and how many of them are not
+// yet checkpointed from the wal-index header in the -shm file (mxFrame at
+// byte 16, nBackfill at byte 96, in native byte order: SQLite's documented
+// WAL format). It is a hint, read without a lock: zeros when the file
+// cannot be read.
+func (s *Store) walFrames() (length, backlog int) {
+	if s.shm == nil {
+		return 0, 0
+	}
+	var hdr [100]byte
+	if _, err := s.shm.ReadAt(hdr[:], 0); err != nil {
+		return 0, 0
+	}
+	mx, backfilled := binary.NativeEndian.Uint32(hdr[16:]), binary.NativeEndian.Uint32(hdr[96:])
+	if backfilled >= mx {
+		return int(mx), 0
+	}
+	return int(mx), int(mx - backfilled)
+}
+
+// Close waits for a background checkpoint, checkpoints a large backlog
+// this Store has added to, and closes the database.
+func (s *Store) Close() error {
+	s.writeMu.Lock()
+	s.closing = true
+	s.checkpoints.Wait()
+	if s.wconn != nil {
+		if length, backlog := s.walFrames(); s.sinceCheckpoint > 0 && backlog > 0 && length >= checkpointFrames {
+			s.wconn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // best effort, as SQLite's own
+		}
+		s.closeWriteStatements()
+		s.wconn.Close()
+		s.wconn = nil
+	}
+	if s.shm != nil {
+		s.shm.Close()
+		s.shm = nil
+	}
+	s.writeMu.Unlock()
+	s.closeStatements()
+	return s.db.Close()
+}
