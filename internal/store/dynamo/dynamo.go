@@ -116,7 +116,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -172,13 +174,16 @@ type Store struct {
 	sealer Sealer
 
 	states entityStates
+	// shards is the number of pending_expiry partitions (SetPendingShards).
+	shards int
 }
 
 // New returns the store of project in table. Every key it reads or writes
 // is scoped to the project, except the global token and spawn items,
 // which it checks belong to the project before using them.
 func New(client *dynamodb.Client, table, project string) *Store {
-	return &Store{client: client, table: table, project: project, prefix: "P#" + escapeKey(project) + "#", retry: defaultBackoff}
+	return &Store{client: client, table: table, project: project, prefix: "P#" + escapeKey(project) + "#", retry: defaultBackoff,
+		shards: DefaultPendingShards}
 }
 
 // Project is the project this store reads and writes.
@@ -211,8 +216,53 @@ func curieSortKey(curie string) string {
 	return "#" + hex.EncodeToString(sum[:])
 }
 
-// pendingPK is the index partition of this project's pending spawns.
-func (s *Store) pendingPK() string { return s.spawnPK() }
+// DefaultPendingShards is how many index partitions a project's pending
+// spawns are spread over unless SetPendingShards says otherwise: each is a
+// partition of the pending_expiry index (about 1,000 index writes a
+// second, two a lifecycle), and each sweep reads every one of them (half
+// a read unit each when nothing is due). docs/aws.md, "Limits and scale".
+const DefaultPendingShards = 2
+
+// MaxPendingShards bounds SetPendingShards: a sweep queries every shard.
+const MaxPendingShards = 64
+
+// SetPendingShards sets how many index partitions this store spreads the
+// project's pending spawns over (1 to MaxPendingShards). A spawn's shard
+// follows from its id, so every writer and sweeper of one deployment
+// must use the same count; it may be raised at any time (items stay in
+// the shard they were written to, which every sweep still reads), and
+// lowered only once no pending spawn is left in the shards it drops.
+func (s *Store) SetPendingShards(n int) error {
+	if n < 1 || n > MaxPendingShards {
+		return fmt.Errorf("dynamo: pending shards %d: want 1 to %d", n, MaxPendingShards)
+	}
+	s.shards = n
+	return nil
+}
+
+// PendingShards is the number of index partitions the store sweeps.
+func (s *Store) PendingShards() int { return max(s.shards, 1) }
+
+// pendingShard is the shard of spawn id: FNV-1a of the id, modulo the
+// shard count, so that the write that puts a spawn in the index and a
+// later sweep agree without reading anything.
+func (s *Store) pendingShard(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % uint32(s.PendingShards()))
+}
+
+// pendingPK is the index partition of this project's pending spawn id:
+// shard 0 is P#<p>#S, the key of every pending spawn before the index
+// was sharded (so that those are still swept), shard n > 0 P#<p>#S#<n>.
+func (s *Store) pendingPK(id string) string { return s.pendingShardPK(s.pendingShard(id)) }
+
+func (s *Store) pendingShardPK(n int) string {
+	if n == 0 {
+		return s.spawnPK()
+	}
+	return s.spawnPK() + "#" + strconv.Itoa(n)
+}
 
 func tokenPK(id string) string  { return "T#" + id }
 func versionKey(v int64) string { return fmt.Sprintf("%012d", v) }

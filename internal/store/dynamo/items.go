@@ -78,7 +78,7 @@ func (s *Store) entityItem(e ledger.Entity, st entityState) (map[string]types.At
 	it["v"], it["st"], it["kind"] = num(e.Version), str(string(e.Status)), str(string(e.Kind))
 	packText(it, "doc", doc)
 	if st.pending != "" {
-		it["ps"], it[PendingKey], it[ExpiresAtKey] = str(st.pending), str(s.pendingPK()), str(st.expires)
+		it["ps"], it[PendingKey], it[ExpiresAtKey] = str(st.pending), str(s.pendingPK(st.pending)), str(st.expires)
 	}
 	if len(st.tail) > 0 {
 		tail, err := json.Marshal(st.tail)
@@ -155,7 +155,7 @@ func (s *Store) spawnItem(sp spawn.Spawn) (map[string]types.AttributeValue, erro
 	}
 	it["st"] = str(string(sp.State))
 	if sp.State == spawn.Pending {
-		it[PendingKey], it[ExpiresAtKey] = str(s.pendingPK()), str(timeText(sp.ExpiresAt))
+		it[PendingKey], it[ExpiresAtKey] = str(s.pendingPK(sp.ID)), str(timeText(sp.ExpiresAt))
 	}
 	return it, nil
 }

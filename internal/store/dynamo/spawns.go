@@ -158,30 +158,84 @@ func (s *Store) pendingOn(ctx context.Context, spawns []spawn.Spawn) (map[string
 	return out, nil
 }
 
-// ExpiringSpawns implements service.Store by reading the sparse index
-// range gsi1pk = P#<p>#S AND expires_at BETWEEN after+1ns AND until,
-// earliest first, at most limit items: only entities with a pending spawn
-// and pending spawns on no entity are in the index, so the read is
-// O(returned). The index is eventually
-// consistent (see the package comment); the service re-reads each spawn
-// (GetSpawn) before resolving it. An entity's entry yields the spawn's id,
-// entity and expiry, which is all a sweep needs.
+// ExpiringSpawns implements service.Store by reading, in parallel, every
+// shard of the sparse index range gsi1pk = P#<p>#S[#<n>] AND expires_at
+// BETWEEN after+1ns AND until, earliest first, at most limit items from
+// each, and merging them by expiry into the earliest limit: only entities
+// with a pending spawn and pending spawns on no entity are in the index,
+// so the read is O(returned) plus half a read unit per shard. The index
+// is eventually consistent (see the package comment); the service re-reads
+// each spawn (GetSpawn) before resolving it. An entity's entry yields the
+// spawn's id, entity and expiry, which is all a sweep needs.
 func (s *Store) ExpiringSpawns(ctx context.Context, after, until time.Time, limit int) ([]spawn.Spawn, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	q := &dynamodb.QueryInput{
+	var out []spawn.Spawn
+	err := s.eachShard(ctx, func(ctx context.Context, pk string) ([]spawn.Spawn, error) {
+		return queryUpTo(ctx, s, s.pendingRange(pk, timeText(after.Add(time.Nanosecond)), timeText(until)), limit, decodeDue)
+	}, func(got []spawn.Spawn) { out = append(out, got...) })
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].ExpiresAt.Equal(out[j].ExpiresAt) {
+			return out[i].ExpiresAt.Before(out[j].ExpiresAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out[:min(len(out), limit)], nil
+}
+
+// pendingRange is the index query of one shard's entries expiring in
+// [from, until] (texts of timeKey).
+func (s *Store) pendingRange(pk, from, until string) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
 		TableName:                aws.String(s.table),
 		IndexName:                aws.String(PendingExpiryIndex),
 		KeyConditionExpression:   aws.String("#p = :p AND #exp BETWEEN :after AND :until"),
 		ExpressionAttributeNames: map[string]string{"#p": PendingKey, "#exp": ExpiresAtKey},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":p": str(s.pendingPK()), ":after": str(timeText(after.Add(time.Nanosecond))), ":until": str(timeText(until)),
+			":p": str(pk), ":after": str(from), ":until": str(until),
 		},
 		ScanIndexForward:       aws.Bool(true),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
 	}
-	return queryUpTo(ctx, s, q, limit, decodeDue)
+}
+
+// eachShard runs read on every shard of the project's pending spawns at
+// once and hands each shard's result to add, one at a time; the first
+// error wins.
+func (s *Store) eachShard(ctx context.Context, read func(context.Context, string) ([]spawn.Spawn, error), add func([]spawn.Spawn)) error {
+	n := s.PendingShards()
+	if n == 1 {
+		got, err := read(ctx, s.pendingShardPK(0))
+		if err == nil {
+			add(got)
+		}
+		return err
+	}
+	type result struct {
+		got []spawn.Spawn
+		err error
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i].got, results[i].err = read(ctx, s.pendingShardPK(i))
+		}()
+	}
+	wg.Wait()
+	for _, r := range results {
+		if r.err != nil {
+			return r.err
+		}
+		add(r.got)
+	}
+	return nil
 }
 
 func decodeDue(it map[string]types.AttributeValue) (spawn.Spawn, error) {
