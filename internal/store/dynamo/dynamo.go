@@ -140,6 +140,11 @@ const (
 	PendingKey         = "gsi1pk"
 	ExpiresAtKey       = "expires_at"
 	TTLAttribute       = "ttl"
+	// EntityStatusIndex is the sparse index of entities by status: only
+	// entity items carry its sort key StatusKey, and it projects only the
+	// keys (a list reads the entities it names from the table).
+	EntityStatusIndex = "entity_status"
+	StatusKey         = "es"
 )
 
 // timeKey is fixed-width so that text order is time order.
@@ -202,6 +207,11 @@ func (s *Store) tokenListPK() string             { return s.prefix + "T" }
 func (s *Store) metaPK() string                  { return s.prefix + "M" }
 func (s *Store) idempotencyPK(key string) string { return s.prefix + "I#" + key }
 func (s *Store) curiePK() string                 { return s.prefix + "CURIE" }
+
+// timedOutPK is the pending_expiry partition of the spawns whose timeout
+// is still their entity's latest spawn (and of timed-out guess spawns):
+// what `spawns --timed-out` lists.
+func (s *Store) timedOutPK() string { return s.prefix + "TO" }
 
 // maxCurieKey keeps a CURIE's sort key within DynamoDB's 1024 bytes.
 const maxCurieKey = 512
@@ -292,9 +302,20 @@ func (s *Store) readEntity(it map[string]types.AttributeValue) (ledger.Entity, e
 	return e, err
 }
 
-// ListEntities implements service.Store: one Query over the project's
-// entities, ordered by id.
+// ListEntities implements service.Store. Terms are read through their
+// CURIE items (one consistent Query of P#<p>#CURIE, then the terms it
+// names), so that a term's CURIE check at define reads the project's
+// terms, not its ledger; an Indexed status filter reads the sparse
+// entity_status index and then the entities it names, consistently
+// (dropping any whose status has changed since); everything else is one
+// Query over the project's entities. Ordered by id.
 func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
+	switch {
+	case f.Kind == ledger.KindTerm:
+		return s.listTerms(ctx, f.Status)
+	case f.Indexed && f.Status != "":
+		return s.listByStatus(ctx, f)
+	}
 	q := s.partitionQuery(s.entityPK())
 	whereEqual(q, "st", string(f.Status), "kind", string(f.Kind))
 	var out []ledger.Entity
@@ -304,6 +325,69 @@ func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]led
 		return err
 	})
 	return out, err
+}
+
+// listTerms reads the project's terms through their CURIE items: every
+// term has a CURIE (Define requires one) and its item names the term.
+func (s *Store) listTerms(ctx context.Context, status ledger.Status) ([]ledger.Entity, error) {
+	var keys []map[string]types.AttributeValue
+	err := s.query(ctx, s.partitionQuery(s.curiePK()), func(it map[string]types.AttributeValue) error {
+		if id := attrString(it, "ent"); id != "" {
+			keys = append(keys, key(s.entityPK(), id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.readEntities(ctx, keys, func(e ledger.Entity) bool {
+		return e.Kind == ledger.KindTerm && (status == "" || e.Status == status)
+	})
+}
+
+// listByStatus reads the entity_status index (keys only) for f.Status and
+// then the entities it names.
+func (s *Store) listByStatus(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
+	q := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(EntityStatusIndex),
+		KeyConditionExpression:    aws.String("#pk = :pk AND #es = :es"),
+		ExpressionAttributeNames:  map[string]string{"#pk": PartitionKey, "#es": StatusKey},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(s.entityPK()), ":es": str(string(f.Status))},
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
+	}
+	var keys []map[string]types.AttributeValue
+	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
+		keys = append(keys, key(s.entityPK(), attrString(it, SortKey)))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.readEntities(ctx, keys, func(e ledger.Entity) bool {
+		return e.Status == f.Status && (f.Kind == "" || e.Kind == f.Kind)
+	})
+}
+
+// readEntities reads the entity items of keys consistently and returns
+// those keep accepts, ordered by id.
+func (s *Store) readEntities(ctx context.Context, keys []map[string]types.AttributeValue, keep func(ledger.Entity) bool) ([]ledger.Entity, error) {
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := []ledger.Entity{}
+	for _, it := range items {
+		e, err := s.readEntity(it)
+		if err != nil {
+			return nil, err
+		}
+		if keep(e) {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
 }
 
 // Dependents implements service.Store: the dependency edges of id, then
@@ -642,7 +726,12 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 			return err
 		}
 	}
-	next := entityState{pending: stored.pending, expires: stored.expires}
+	next := entityState{pending: stored.pending, expires: stored.expires, timedOut: stored.timedOut, toHistory: stored.toHistory}
+	history := append(append([]ledger.Event(nil), stored.tail...), evs...)
+	first := e.Version
+	if len(stored.tail) > 0 {
+		first = put.PrevVersion
+	}
 	cond := &types.Put{TableName: aws.String(s.table)}
 	if put.PrevVersion == 0 {
 		cond.ConditionExpression = aws.String("attribute_not_exists(#pk)")
@@ -667,7 +756,12 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 		if err := pendingHere(*o.closes); err != nil {
 			return err
 		}
-		next.pending, next.expires = "", ""
+		next.pending, next.expires, next.timedOut, next.toHistory = "", "", "", ""
+		if o.closes.Spawn.Outcome == spawn.TimeoutRestored {
+			// The entity's latest spawn timed out: it stays in the index,
+			// under P#<p>#TO, until another spawn is issued on it.
+			next.timedOut, next.toHistory, next.expires = o.closes.Spawn.ID, versionKey(first), stored.expires
+		}
 	}
 	if o.moves != nil {
 		// A heartbeat: its index key moves to the new expiry, and its item
@@ -683,6 +777,14 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 			return &service.ConditionFailed{ID: o.opens.ID} // one pending spawn per entity
 		}
 		next.pending, next.expires = o.opens.ID, timeText(o.opens.ExpiresAt)
+		next.timedOut, next.toHistory = "", ""
+	}
+	if o.ended != nil && o.opens == nil && o.closes == nil {
+		// A spawn issued already resolved is the entity's latest now.
+		next.timedOut, next.toHistory = "", ""
+		if next.pending == "" {
+			next.expires = ""
+		}
 	}
 	it, err := s.entityItem(e, next)
 	if err != nil {
@@ -690,11 +792,6 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 	}
 	cond.Item = it
 	add(owner, types.TransactWriteItem{Put: cond})
-	history := append(append([]ledger.Event(nil), stored.tail...), evs...)
-	first := e.Version
-	if len(stored.tail) > 0 {
-		first = put.PrevVersion
-	}
 	if len(history) > 0 || o.resolved() != nil {
 		h, err := eventsItem(s.historyPK(e.ID), versionKey(first), history, o.resolved())
 		if err != nil {

@@ -29,6 +29,12 @@ import (
 //	h     a history item: {"evs": one commit's events about one entity,
 //	      "sp": the spawn it resolved}, or hz: the same, gzip-compressed
 //	sid   the id of the spawn a history item's commit resolved
+//	es    an entity's status, the sort key of the entity_status index
+//	      (the same as st; st alone is not indexed, since other items use
+//	      it too)
+//	to    the id of the spawn whose timeout is an entity's latest spawn,
+//	      while it is (the entity is then in the pending_expiry index
+//	      under P#<p>#TO); toh: the sort key of that timeout's history item
 
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 
@@ -64,8 +70,15 @@ func attrInt(it map[string]types.AttributeValue, name string) (int64, bool) {
 type entityState struct {
 	version int64
 	pending string // ps: the id of the spawn pending on the entity
-	expires string // expires_at while a spawn is pending (index sort key)
+	// expires is expires_at (the index sort key): while a spawn is
+	// pending its expiry, while the entity's latest spawn is one that
+	// timed out (timedOut) that spawn's.
+	expires string
 	tail    []ledger.Event
+	// timedOut (to) is the entity's latest spawn when that spawn timed
+	// out and no other spawn was issued on the entity since; toHistory
+	// (toh) the sort key of the history item that recorded the timeout.
+	timedOut, toHistory string
 }
 
 // entityItem is an entity's item in state st (version aside).
@@ -76,9 +89,13 @@ func (s *Store) entityItem(e ledger.Entity, st entityState) (map[string]types.At
 	}
 	it := key(s.entityPK(), e.ID)
 	it["v"], it["st"], it["kind"] = num(e.Version), str(string(e.Status)), str(string(e.Kind))
+	it[StatusKey] = str(string(e.Status))
 	packText(it, "doc", doc)
-	if st.pending != "" {
+	switch {
+	case st.pending != "":
 		it["ps"], it[PendingKey], it[ExpiresAtKey] = str(st.pending), str(s.pendingPK(st.pending)), str(st.expires)
+	case st.timedOut != "":
+		it["to"], it["toh"], it[PendingKey], it[ExpiresAtKey] = str(st.timedOut), str(st.toHistory), str(s.timedOutPK()), str(st.expires)
 	}
 	if len(st.tail) > 0 {
 		tail, err := json.Marshal(st.tail)
@@ -112,7 +129,8 @@ func unpackText(it map[string]types.AttributeValue, name string) ([]byte, error)
 
 func decodeEntity(it map[string]types.AttributeValue) (ledger.Entity, entityState, error) {
 	var e ledger.Entity
-	st := entityState{pending: attrString(it, "ps"), expires: attrString(it, ExpiresAtKey)}
+	st := entityState{pending: attrString(it, "ps"), expires: attrString(it, ExpiresAtKey),
+		timedOut: attrString(it, "to"), toHistory: attrString(it, "toh")}
 	doc, err := unpackText(it, "doc")
 	if err == nil {
 		err = json.Unmarshal(doc, &e)
@@ -154,8 +172,11 @@ func (s *Store) spawnItem(sp spawn.Spawn) (map[string]types.AttributeValue, erro
 		return it, nil
 	}
 	it["st"] = str(string(sp.State))
-	if sp.State == spawn.Pending {
+	switch {
+	case sp.State == spawn.Pending:
 		it[PendingKey], it[ExpiresAtKey] = str(s.pendingPK(sp.ID)), str(timeText(sp.ExpiresAt))
+	case sp.Outcome == spawn.TimeoutRestored:
+		it[PendingKey], it[ExpiresAtKey] = str(s.timedOutPK()), str(timeText(sp.ExpiresAt))
 	}
 	return it, nil
 }
