@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dont-cli/dont/infra/stack"
+	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
 // TestTableActionsAreTheOnesTheCodeCalls reads the DynamoDB calls the
@@ -211,4 +212,45 @@ func firstOf(m map[string]map[string]any) map[string]any {
 		return m[k]
 	}
 	return nil
+}
+
+// TestTheIndexesAreTheOnesTheStoreQueries checks the table's key and
+// index names against the store's, and that every index the store
+// queries is one the stack defines and grants (the grant names indexes,
+// never index/*).
+func TestTheIndexesAreTheOnesTheStoreQueries(t *testing.T) {
+	pairs := [][2]string{
+		{stack.PartitionKey, dynamo.PartitionKey}, {stack.SortKey, dynamo.SortKey}, {stack.TTLAttribute, dynamo.TTLAttribute},
+		{stack.PendingExpiryIndex, dynamo.PendingExpiryIndex}, {stack.PendingKey, dynamo.PendingKey}, {stack.ExpiresAtKey, dynamo.ExpiresAtKey},
+		{stack.EntityStatusIndex, dynamo.EntityStatusIndex}, {stack.StatusKey, dynamo.StatusKey},
+	}
+	for _, p := range pairs {
+		if p[0] != p[1] {
+			t.Errorf("the stack names %q where the store names %q", p[0], p[1])
+		}
+	}
+	uses := regexp.MustCompile(`IndexName:\s+aws\.String\((\w+)\)`)
+	files, _ := filepath.Glob("../../internal/store/dynamo/*.go")
+	queried := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || strings.HasSuffix(f, "table.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range uses.FindAllStringSubmatch(string(b), -1) {
+			queried[m[1]] = true
+		}
+	}
+	known := map[string]bool{"PendingExpiryIndex": true, "EntityStatusIndex": true}
+	if len(queried) == 0 {
+		t.Fatal("found no index queries in internal/store/dynamo")
+	}
+	for name := range queried {
+		if !known[name] {
+			t.Errorf("the store queries index %s, which the stack neither defines nor grants", name)
+		}
+	}
 }

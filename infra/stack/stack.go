@@ -54,6 +54,13 @@ const (
 	// ("2006-01-02T15:04:05.000000000Z"): plain RFC3339Nano drops trailing
 	// zeros, and then string order is not time order.
 	ExpiresAtKey = "expires_at"
+	// EntityStatusIndex is the sparse GSI of entities by status
+	// (`dont list --status`): partition PartitionKey, sort StatusKey,
+	// which only entity items carry; it projects the keys only, and an
+	// entry is written when an entity is created or changes status.
+	EntityStatusIndex = "entity_status"
+	// StatusKey is EntityStatusIndex's sort key (string).
+	StatusKey = "es"
 
 	// EnvTable and EnvTimeoutQueueURL are the environment variables both
 	// functions read.
@@ -238,6 +245,12 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(ExpiresAtKey), Type: awsdynamodb.AttributeType_STRING},
 		ProjectionType: awsdynamodb.ProjectionType_ALL,
 	})
+	s.Table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		IndexName:      jsii.String(EntityStatusIndex),
+		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(PartitionKey), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(StatusKey), Type: awsdynamodb.AttributeType_STRING},
+		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
+	})
 
 	s.DeadLetters = awssqs.NewQueue(s.Stack, jsii.String("TimeoutDeadLetters"), &awssqs.QueueProps{
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
@@ -315,6 +328,7 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		Resources: &[]*string{
 			s.Table.TableArn(),
 			awscdk.Fn_Join(jsii.String(""), &[]*string{s.Table.TableArn(), jsii.String("/index/" + PendingExpiryIndex)}),
+			awscdk.Fn_Join(jsii.String(""), &[]*string{s.Table.TableArn(), jsii.String("/index/" + EntityStatusIndex)}),
 		},
 	})
 	s.API.AddToRolePolicy(tablePolicy)
