@@ -112,6 +112,17 @@ const (
 	// request rate (per second) and burst limits.
 	ContextThrottleRate  = "dont:throttleRate"
 	ContextThrottleBurst = "dont:throttleBurst"
+	// ContextPendingShards is how many partitions of the pending_expiry
+	// index each project's pending spawns are spread over (1 to
+	// MaxPendingShards, default DefaultPendingShards), set on every
+	// function as EnvPendingShards. Raise it for a project that issues
+	// more than ≈ 500 spawns a second; every sweep then reads that many
+	// index partitions (docs/aws.md, "Limits and scale"). Lower it only
+	// when no spawn is pending in the shards it drops.
+	ContextPendingShards = "dont:pendingShards"
+	EnvPendingShards     = "DONT_PENDING_SHARDS"
+	DefaultPendingShards = 1
+	MaxPendingShards     = 64
 
 	// Defaults of the settings above. The sweeper's SQS mappings run at most
 	// SweeperQueueConcurrency batches of timeout messages and
@@ -297,6 +308,11 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		EnvTimeoutQueueURL: s.TimeoutQueue.QueueUrl(),
 		EnvSecretsKey:      s.SecretsKey.KeyArn(),
 	}
+	shards := number(s.Stack, ContextPendingShards, DefaultPendingShards)
+	if shards < 1 || shards > MaxPendingShards {
+		panic(fmt.Sprintf("%s must be from 1 to %d, not %d", ContextPendingShards, MaxPendingShards, shards))
+	}
+	(*env)[EnvPendingShards] = jsii.String(fmt.Sprint(shards))
 	bus := setting(s.Stack, "", ContextEventBus, "off")
 	(*env)[EnvEventBus] = jsii.String(bus)
 	sweeperEnv := &map[string]*string{EnvSweepQueueURL: s.SweepQueue.QueueUrl()}

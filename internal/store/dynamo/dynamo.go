@@ -117,6 +117,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,7 +189,7 @@ type Store struct {
 // which it checks belong to the project before using them.
 func New(client *dynamodb.Client, table, project string) *Store {
 	return &Store{client: client, table: table, project: project, prefix: "P#" + escapeKey(project) + "#", retry: defaultBackoff,
-		shards: DefaultPendingShards}
+		shards: processShards()}
 }
 
 // Project is the project this store reads and writes.
@@ -227,11 +228,45 @@ func curieSortKey(curie string) string {
 }
 
 // DefaultPendingShards is how many index partitions a project's pending
-// spawns are spread over unless SetPendingShards says otherwise: each is a
+// spawns are spread over when neither the process's DONT_PENDING_SHARDS
+// (EnvPendingShards) nor SetPendingShards says otherwise. Each shard is a
 // partition of the pending_expiry index (about 1,000 index writes a
-// second, two a lifecycle), and each sweep reads every one of them (half
-// a read unit each when nothing is due). docs/aws.md, "Limits and scale".
-const DefaultPendingShards = 2
+// second, two a lifecycle), and every sweep reads every shard (half a
+// read unit each when nothing is due); one partition already outruns the
+// project's entity partition, which caps a project first (docs/aws.md,
+// "Limits and scale").
+const DefaultPendingShards = 1
+
+// EnvPendingShards names the variable that sets the shard count of every
+// store a process opens (1 to MaxPendingShards): infra/stack sets it on
+// every function from dont:pendingShards, so that the writers and the
+// sweepers of one deployment agree.
+const EnvPendingShards = "DONT_PENDING_SHARDS"
+
+// ParsePendingShards reads a shard count as EnvPendingShards holds it;
+// empty is DefaultPendingShards.
+func ParsePendingShards(v string) (int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return DefaultPendingShards, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxPendingShards {
+		return 0, fmt.Errorf("%s must be a whole number from 1 to %d, got %q", EnvPendingShards, MaxPendingShards, v)
+	}
+	return n, nil
+}
+
+// processShards is the process's shard count: EnvPendingShards, read
+// once (the functions check it at init, deployment.ConfigFromEnv; a value
+// it refuses never gets this far).
+var processShards = sync.OnceValue(func() int {
+	n, err := ParsePendingShards(os.Getenv(EnvPendingShards))
+	if err != nil {
+		return DefaultPendingShards
+	}
+	return n
+})
 
 // MaxPendingShards bounds SetPendingShards: a sweep queries every shard.
 const MaxPendingShards = 64

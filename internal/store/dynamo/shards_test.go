@@ -170,6 +170,12 @@ func TestTheShardCountIsBounded(t *testing.T) {
 	if s.PendingShards() != dynamo.DefaultPendingShards {
 		t.Fatalf("shards after refusals = %d", s.PendingShards())
 	}
+	for v, want := range map[string]int{"": dynamo.DefaultPendingShards, "4": 4, " 2 ": 2, "0": 0, "65": 0, "two": 0} {
+		n, err := dynamo.ParsePendingShards(v)
+		if (want == 0) != (err != nil) || (err == nil && n != want) {
+			t.Errorf("ParsePendingShards(%q) = %d %v, want %d", v, n, err, want)
+		}
+	}
 }
 
 func spawnIDsOf(sps []spawn.Spawn) []string {
