@@ -381,7 +381,10 @@ func (s *Store) listTerms(ctx context.Context, status ledger.Status) ([]ledger.E
 }
 
 // listByStatus reads the entity_status index (keys only) for f.Status and
-// then the entities it names.
+// then the entities it names. An unverified entity with a spawn pending
+// on it is listed in that index under the status it had before the spawn
+// (entityState.listed): for f.Status unverified the entities of the
+// pending index's entries are read too.
 func (s *Store) listByStatus(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
 	q := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
@@ -392,12 +395,38 @@ func (s *Store) listByStatus(ctx context.Context, f service.EntityFilter) ([]led
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
 	}
 	var keys []map[string]types.AttributeValue
+	seen := map[string]bool{}
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			keys = append(keys, key(s.entityPK(), id))
+		}
+	}
 	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
-		keys = append(keys, key(s.entityPK(), attrString(it, SortKey)))
+		add(attrString(it, SortKey))
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if f.Status == ledger.Unverified {
+		err := s.eachShard(ctx, func(ctx context.Context, pk string) ([]spawn.Spawn, error) {
+			var got []spawn.Spawn
+			err := s.query(ctx, s.indexPartition(pk), func(it map[string]types.AttributeValue) error {
+				if attrString(it, "ps") != "" {
+					got = append(got, spawn.Spawn{EntityID: attrString(it, SortKey)})
+				}
+				return nil
+			})
+			return got, err
+		}, func(got []spawn.Spawn) {
+			for _, sp := range got {
+				add(sp.EntityID)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	return s.readEntities(ctx, keys, func(e ledger.Entity) bool {
 		return e.Status == f.Status && (f.Kind == "" || e.Kind == f.Kind)
@@ -656,7 +685,11 @@ func (s *Store) planInline(ctx context.Context, tx service.Tx, onEntity map[stri
 	if st.pending != "" {
 		return false, &service.ConditionFailed{ID: o.opens.ID}
 	}
-	it, err := s.entityItem(put.Entity, entityState{pending: o.opens.ID, expires: timeText(o.opens.ExpiresAt), tail: tx.Events})
+	listed := st.listed // the status the entity is listed under stays
+	if listed == "" {
+		listed = string(o.opens.PreStatus)
+	}
+	it, err := s.entityItem(put.Entity, entityState{pending: o.opens.ID, expires: timeText(o.opens.ExpiresAt), tail: tx.Events, listed: listed})
 	if err != nil {
 		return false, err
 	}
@@ -761,7 +794,8 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 			return err
 		}
 	}
-	next := entityState{pending: stored.pending, expires: stored.expires, timedOut: stored.timedOut, toHistory: stored.toHistory}
+	next := entityState{pending: stored.pending, expires: stored.expires, timedOut: stored.timedOut, toHistory: stored.toHistory,
+		listed: stored.listed}
 	history := append(append([]ledger.Event(nil), stored.tail...), evs...)
 	first := e.Version
 	if len(stored.tail) > 0 {

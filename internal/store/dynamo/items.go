@@ -29,9 +29,10 @@ import (
 //	h     a history item: {"evs": one commit's events about one entity,
 //	      "sp": the spawn it resolved}, or hz: the same, gzip-compressed
 //	sid   the id of the spawn a history item's commit resolved
-//	es    an entity's status, the sort key of the entity_status index
-//	      (the same as st; st alone is not indexed, since other items use
-//	      it too)
+//	es    the status the entity_status index lists an entity under (its
+//	      sort key): st, but while a spawn is pending on an unverified
+//	      entity the status it had before (see entityState.listed); st
+//	      itself is not indexed, since other items use it too
 //	to    the id of the spawn whose timeout is an entity's latest spawn,
 //	      while it is (the entity is then in the pending_expiry index
 //	      under P#<p>#TO); toh: the sort key of that timeout's history item
@@ -79,6 +80,20 @@ type entityState struct {
 	// out and no other spawn was issued on the entity since; toHistory
 	// (toh) the sort key of the history item that recorded the timeout.
 	timedOut, toHistory string
+	// listed (es) is the status the entity_status index lists the entity
+	// under: its status, except while a spawn is pending on it and it is
+	// unverified (as a pending spawn leaves it, spawn.UnderReview), when it
+	// keeps the one it had, so that a spawn's lifecycle writes no entry
+	// of that index; ListEntities finds those through the pending index.
+	listed string
+}
+
+// listedStatus is the entity_status sort key of e stored with st.
+func listedStatus(e ledger.Entity, st entityState) string {
+	if st.pending != "" && e.Status == ledger.Unverified {
+		return st.listed
+	}
+	return string(e.Status)
 }
 
 // entityItem is an entity's item in state st (version aside).
@@ -89,7 +104,9 @@ func (s *Store) entityItem(e ledger.Entity, st entityState) (map[string]types.At
 	}
 	it := key(s.entityPK(), e.ID)
 	it["v"], it["st"], it["kind"] = num(e.Version), str(string(e.Status)), str(string(e.Kind))
-	it[StatusKey] = str(string(e.Status))
+	if es := listedStatus(e, st); es != "" {
+		it[StatusKey] = str(es)
+	}
 	packText(it, "doc", doc)
 	switch {
 	case st.pending != "":
@@ -130,7 +147,7 @@ func unpackText(it map[string]types.AttributeValue, name string) ([]byte, error)
 func decodeEntity(it map[string]types.AttributeValue) (ledger.Entity, entityState, error) {
 	var e ledger.Entity
 	st := entityState{pending: attrString(it, "ps"), expires: attrString(it, ExpiresAtKey),
-		timedOut: attrString(it, "to"), toHistory: attrString(it, "toh")}
+		timedOut: attrString(it, "to"), toHistory: attrString(it, "toh"), listed: attrString(it, StatusKey)}
 	doc, err := unpackText(it, "doc")
 	if err == nil {
 		err = json.Unmarshal(doc, &e)

@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -152,5 +153,60 @@ func TestListsReadUnitsScaleWithTheResultNotTheLedger(t *testing.T) {
 	}
 	if err := counter.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A spawn leaves its claim unverified while pending (spawn.UnderReview):
+// `list --status` shows it unverified then and verified again after, yet
+// a re-verification's lifecycle writes no entity_status entry — the
+// entry stays under the status the claim had, and an unverified list
+// reads the pending index too.
+func TestAClaimUnderReviewIsListedUnverifiedAndItsLifecycleWritesNoStatusEntry(t *testing.T) {
+	needServer(t)
+	counter := newCounter()
+	s := dynamo.New(newClient(nil, counter), table, "test-"+randomName())
+	now := t0
+	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
+	e := newClaim()
+	e.Status = ledger.Verified
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+		t.Fatal(err)
+	}
+	listed := func(status ledger.Status) bool {
+		l, err := svc.Ledger.List(ctx, string(status))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Entities) == 1 && l.Entities[0].ID == e.ID && l.Entities[0].Status == status
+	}
+	unlisted := func(status ledger.Status) bool {
+		l, err := svc.Ledger.List(ctx, string(status))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Entities) == 0
+	}
+	converges(t, func() bool { return listed(ledger.Verified) && unlisted(ledger.Unverified) }, func() string { return "not listed verified" })
+	counter.Reset()
+	r, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: e.ID, Mode: spawn.ModeHarness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued := counter.Total().IndexWriteUnits
+	converges(t, func() bool { return listed(ledger.Unverified) && unlisted(ledger.Verified) }, func() string { return "under review: not listed unverified" })
+	var req spawn.Request
+	if err := json.Unmarshal(r.Request, &req); err != nil {
+		t.Fatal(err)
+	}
+	counter.Reset()
+	if out, _, err := svc.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: e.ID,
+		Evidence: []string{"https://example.org/boiling"}, RequestID: req.RequestID}); err != nil || out.Resolution == nil {
+		t.Fatalf("callback: %v", err)
+	}
+	resolved := counter.Total().IndexWriteUnits
+	converges(t, func() bool { return listed(ledger.Verified) && unlisted(ledger.Unverified) }, func() string { return "verified again: not listed verified" })
+	// One pending_expiry entry put and deleted; no entity_status entry.
+	if issued != 1 || resolved != 1 {
+		t.Errorf("index write units: %.0f at issue, %.0f at the callback, want 1 and 1 (the pending index only)", issued, resolved)
 	}
 }
