@@ -7,11 +7,12 @@
 //
 // # Table
 //
-// Primary key pk (string) and sk (string), on-demand, one sparse global
-// secondary index pending_expiry (partition gsi1pk, sort expires_at, all
-// attributes projected), and TTL on the attribute ttl. The names are the
-// ones infra/stack gives the deployed table; CreateTable makes the same
-// table for tests and local stand-ins.
+// Primary key pk (string) and sk (string), on-demand, two sparse global
+// secondary indexes — pending_expiry (partition gsi1pk, sort expires_at,
+// all attributes projected) and entity_status (partition pk, sort es,
+// keys only) — and TTL on the attribute ttl. The names are the ones
+// infra/stack gives the deployed table; CreateTable makes the same table
+// for tests and local stand-ins.
 //
 // Every project-scoped key starts with P#<project>#; the project name is
 // escaped so that it cannot forge another project's prefix.
@@ -37,15 +38,39 @@
 //	frame                     P#<p>#FR#<session id>      <12-digit cursor>
 //	subscriber lease          P#<p>#SUB#<session id>     <subscriber>
 //
+// and in the indexes:
+//
+//	index entry                    partition                 sort
+//	pending spawn on an entity,    P#<p>#S (shard 0),        expires_at
+//	  pending guess spawn          P#<p>#S#<n> (shard n)
+//	entity whose latest spawn      P#<p>#TO                  expires_at
+//	  timed out; timed-out guess
+//	pending approval               P#<p>#APR#due             expires_at
+//	ended, unannounced approval    P#<p>#APR#unannounced     expires_at
+//	entity (entity_status)         P#<p>#E                   es (its status)
+//
+// A pending spawn's shard is FNV-1a of its id modulo the deployment's
+// shard count (SetPendingShards, DONT_PENDING_SHARDS; default 1), so
+// the write that puts it in the index and every later sweep agree
+// without a read; sweeps query every shard at once. Shard 0 is the key
+// every pending spawn had before sharding, so those are still swept.
+//
 // Entities, spawns, tokens, events, sessions, approvals and frames are
-// listed with Query, never Scan.
+// listed with Query, never Scan. The lists a person runs on a long
+// ledger read what they return: `list --status` the entity_status index
+// (and, for unverified, the pending entries: an entity under review is
+// listed there under the status it had, so that a lifecycle writes no
+// entry of that index), `spawns --pending` the pending shards,
+// `spawns --timed-out` P#<p>#TO, and a term's CURIE check the CURIE items
+// (ListEntities of kind term), each followed by a BatchGetItem of the
+// items named.
 //
 // # Spawns live on their entities
 //
 // A verification spawn (assume, overlook) is pending on exactly one
 // entity, and an entity has at most one pending (docs/design.md §5.3), so the
 // spawn's state lives on the entity's item while it is pending: ps (its
-// id) and the index keys gsi1pk (P#<p>#S) and expires_at. ExpiringSpawns
+// id) and the index keys gsi1pk (P#<p>#S[#<n>]) and expires_at. ExpiringSpawns
 // reads a range of that index (for a sweep, the spawns whose expiry has
 // passed): its cost follows what it returns, not what is stored. The spawn's own item under P#<p>#S
 // holds it as issued, with its payload (the prompt), written once before
@@ -98,7 +123,11 @@
 // # Consistency
 //
 // Every read of the base table is strongly consistent, except an
-// Idempotency-Key lookup (see Lookup). ExpiringSpawns reads the
+// Idempotency-Key lookup (see Lookup), and the lists a service asks for
+// Indexed (service.EntityFilter, service.SpawnFilter: `list --status`,
+// `spawns --pending|--timed-out`), which read an index and then,
+// consistently, what it names; they can miss what changed in the last
+// moments. ExpiringSpawns reads the
 // global secondary index, which is eventually consistent: it can miss a
 // spawn that has just become pending or return one that was just
 // resolved. Both are safe. A missed spawn is found by a later sweep; a
