@@ -216,11 +216,11 @@ func (s *Store) listTimedOut(ctx context.Context, entity string) ([]spawn.Spawn,
 			}
 			return err
 		}
-		eid := attrString(it, SortKey)
-		if entity != "" && eid != entity {
+		eid, toh := attrString(it, SortKey), attrString(it, "toh")
+		if (entity != "" && eid != entity) || toh == "" {
 			return nil
 		}
-		keys = append(keys, key(s.historyPK(eid), attrString(it, "toh")), key(s.spawnPK(), sid))
+		keys = append(keys, key(s.historyPK(eid), toh), key(s.spawnPK(), sid))
 		payloadOf[sid] = true
 		return nil
 	})
