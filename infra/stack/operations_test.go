@@ -1,6 +1,7 @@
 package stack_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dont-cli/dont/infra/stack"
+	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
 // TestTableActionsAreTheOnesTheCodeCalls reads the DynamoDB calls the
@@ -211,4 +213,84 @@ func firstOf(m map[string]map[string]any) map[string]any {
 		return m[k]
 	}
 	return nil
+}
+
+// TestTheIndexesAreTheOnesTheStoreQueries checks the table's key and
+// index names against the store's, and that every index the store
+// queries is one the stack defines and grants (the grant names indexes,
+// never index/*).
+func TestTheIndexesAreTheOnesTheStoreQueries(t *testing.T) {
+	pairs := [][2]string{
+		{stack.PartitionKey, dynamo.PartitionKey}, {stack.SortKey, dynamo.SortKey}, {stack.TTLAttribute, dynamo.TTLAttribute},
+		{stack.PendingExpiryIndex, dynamo.PendingExpiryIndex}, {stack.PendingKey, dynamo.PendingKey}, {stack.ExpiresAtKey, dynamo.ExpiresAtKey},
+		{stack.EntityStatusIndex, dynamo.EntityStatusIndex}, {stack.StatusKey, dynamo.StatusKey},
+		{stack.EnvPendingShards, dynamo.EnvPendingShards},
+	}
+	if stack.DefaultPendingShards != dynamo.DefaultPendingShards || stack.MaxPendingShards != dynamo.MaxPendingShards {
+		t.Errorf("pending shards: the stack's default %d and maximum %d, the store's %d and %d",
+			stack.DefaultPendingShards, stack.MaxPendingShards, dynamo.DefaultPendingShards, dynamo.MaxPendingShards)
+	}
+	for _, p := range pairs {
+		if p[0] != p[1] {
+			t.Errorf("the stack names %q where the store names %q", p[0], p[1])
+		}
+	}
+	uses := regexp.MustCompile(`IndexName:\s+aws\.String\((\w+)\)`)
+	files, _ := filepath.Glob("../../internal/store/dynamo/*.go")
+	queried := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || strings.HasSuffix(f, "table.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range uses.FindAllStringSubmatch(string(b), -1) {
+			queried[m[1]] = true
+		}
+	}
+	known := map[string]bool{"PendingExpiryIndex": true, "EntityStatusIndex": true}
+	if len(queried) == 0 {
+		t.Fatal("found no index queries in internal/store/dynamo")
+	}
+	for name := range queried {
+		if !known[name] {
+			t.Errorf("the store queries index %s, which the stack neither defines nor grants", name)
+		}
+	}
+}
+
+// Every function gets the same shard count, so that the spawns one writes
+// are in the shards the others sweep.
+func TestEveryFunctionSweepsTheShardsTheOthersWrite(t *testing.T) {
+	for _, tc := range []struct {
+		context map[string]any
+		want    string
+	}{{nil, "1"}, {map[string]any{stack.ContextPendingShards: "4"}, "4"}} {
+		_, raw, err := synth(tc.context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for id, fn := range resources(raw, "AWS::Lambda::Function") {
+			vars, _ := props(fn)["Environment"].(map[string]any)
+			v, _ := vars["Variables"].(map[string]any)
+			if v == nil || v[stack.EnvTable] == nil {
+				continue // not one of dont's functions (a CDK helper)
+			}
+			n++
+			if got := fmt.Sprint(v[stack.EnvPendingShards]); got != tc.want {
+				t.Errorf("%s: %s = %s, want %s", id, stack.EnvPendingShards, got, tc.want)
+			}
+		}
+		if n != 3 {
+			t.Errorf("%d functions read the table, want 3", n)
+		}
+	}
+	for _, bad := range []string{"0", "65"} {
+		if _, _, err := synth(map[string]any{stack.ContextPendingShards: bad}); err == nil {
+			t.Errorf("%s=%s synthesised", stack.ContextPendingShards, bad)
+		}
+	}
 }

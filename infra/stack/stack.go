@@ -54,6 +54,13 @@ const (
 	// ("2006-01-02T15:04:05.000000000Z"): plain RFC3339Nano drops trailing
 	// zeros, and then string order is not time order.
 	ExpiresAtKey = "expires_at"
+	// EntityStatusIndex is the sparse GSI of entities by status
+	// (`dont list --status`): partition PartitionKey, sort StatusKey,
+	// which only entity items carry; it projects the keys only, and an
+	// entry is written when an entity is created or changes status.
+	EntityStatusIndex = "entity_status"
+	// StatusKey is EntityStatusIndex's sort key (string).
+	StatusKey = "es"
 
 	// EnvTable and EnvTimeoutQueueURL are the environment variables both
 	// functions read.
@@ -109,6 +116,17 @@ const (
 	// request rate (per second) and burst limits.
 	ContextThrottleRate  = "dont:throttleRate"
 	ContextThrottleBurst = "dont:throttleBurst"
+	// ContextPendingShards is how many partitions of the pending_expiry
+	// index each project's pending spawns are spread over (1 to
+	// MaxPendingShards, default DefaultPendingShards), set on every
+	// function as EnvPendingShards. Raise it for a project that issues
+	// more than ≈ 500 spawns a second; every sweep then reads that many
+	// index partitions (docs/aws.md, "Limits and scale"). Lower it only
+	// when no spawn is pending in the shards it drops.
+	ContextPendingShards = "dont:pendingShards"
+	EnvPendingShards     = "DONT_PENDING_SHARDS"
+	DefaultPendingShards = 1
+	MaxPendingShards     = 64
 
 	// Defaults of the settings above. The sweeper's SQS mappings run at most
 	// SweeperQueueConcurrency batches of timeout messages and
@@ -242,6 +260,12 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(ExpiresAtKey), Type: awsdynamodb.AttributeType_STRING},
 		ProjectionType: awsdynamodb.ProjectionType_ALL,
 	})
+	s.Table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		IndexName:      jsii.String(EntityStatusIndex),
+		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(PartitionKey), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(StatusKey), Type: awsdynamodb.AttributeType_STRING},
+		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
+	})
 
 	s.DeadLetters = awssqs.NewQueue(s.Stack, jsii.String("TimeoutDeadLetters"), &awssqs.QueueProps{
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
@@ -288,6 +312,11 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		EnvTimeoutQueueURL: s.TimeoutQueue.QueueUrl(),
 		EnvSecretsKey:      s.SecretsKey.KeyArn(),
 	}
+	shards := number(s.Stack, ContextPendingShards, DefaultPendingShards)
+	if shards < 1 || shards > MaxPendingShards {
+		panic(fmt.Sprintf("%s must be from 1 to %d, not %d", ContextPendingShards, MaxPendingShards, shards))
+	}
+	(*env)[EnvPendingShards] = jsii.String(fmt.Sprint(shards))
 	bus := setting(s.Stack, "", ContextEventBus, "off")
 	(*env)[EnvEventBus] = jsii.String(bus)
 	sweeperEnv := &map[string]*string{EnvSweepQueueURL: s.SweepQueue.QueueUrl()}
@@ -319,6 +348,7 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		Resources: &[]*string{
 			s.Table.TableArn(),
 			awscdk.Fn_Join(jsii.String(""), &[]*string{s.Table.TableArn(), jsii.String("/index/" + PendingExpiryIndex)}),
+			awscdk.Fn_Join(jsii.String(""), &[]*string{s.Table.TableArn(), jsii.String("/index/" + EntityStatusIndex)}),
 		},
 	})
 	s.API.AddToRolePolicy(tablePolicy)

@@ -281,7 +281,7 @@ func (s *Ledger) List(ctx context.Context, status string) (EntityList, error) {
 		return res, errs.E(errs.InvalidArgument, "unknown status "+status).
 			Unmet("status is one of unverified, doubted, verified, locked, ignored, stale")
 	}
-	list, err := s.Store.ListEntities(ctx, EntityFilter{Status: ledger.Status(status)})
+	list, err := s.Store.ListEntities(ctx, EntityFilter{Status: ledger.Status(status), Indexed: true})
 	if err != nil {
 		return res, storeErr(err)
 	}

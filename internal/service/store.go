@@ -36,12 +36,26 @@ type Store interface {
 type EntityFilter struct {
 	Status ledger.Status
 	Kind   ledger.EntityKind
+	// Indexed lets the store answer a Status filter from an eventually
+	// consistent secondary index (DynamoDB's), whose cost follows what it
+	// returns: an entity whose status changed in the last moments may be
+	// missing. The entities returned are read consistently.
+	Indexed bool
 }
 
 // SpawnFilter narrows ListSpawns; results are ordered by issued_at, oldest first.
 type SpawnFilter struct {
 	State    spawn.State
 	EntityID string
+	// Outcome narrows resolved spawns to one outcome; a store may return
+	// others too (callers filter again).
+	Outcome spawn.Outcome
+	// Indexed lets the store answer State Pending, or Outcome
+	// TimeoutRestored (then only spawns that are still their entity's
+	// latest), from an eventually consistent secondary index whose cost
+	// follows what it returns: a spawn issued or timed out in the last
+	// moments may be missing.
+	Indexed bool
 }
 
 // Tx is one atomic, conditional write. An event about an entity is always

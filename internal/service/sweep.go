@@ -240,12 +240,12 @@ type SpawnList struct {
 // timed-out (expired and not re-assumed since) or all.
 func (s *Spawns) List(ctx context.Context, view string) (SpawnList, error) {
 	var res SpawnList
-	var f SpawnFilter
+	f := SpawnFilter{Indexed: true}
 	switch view {
 	case ViewPending:
 		f.State = spawn.Pending
 	case ViewTimedOut:
-		f.State = spawn.Resolved
+		f.State, f.Outcome = spawn.Resolved, spawn.TimeoutRestored
 	case ViewAll, "":
 		view = ViewAll
 	default:

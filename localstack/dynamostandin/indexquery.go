@@ -192,14 +192,19 @@ func (s *Standin) query(body []byte) *response {
 	if in.Limit > 0 && len(page) > in.Limit {
 		page = page[:in.Limit]
 	}
-	// A page ends at 1 MB of items read (before the filter), like DynamoDB's.
+	// A page ends at 1 MB of index entries read (before the filter), like
+	// DynamoDB's; what it read is what it costs (capacity.go).
 	full := in.Limit > 0 && len(page) == in.Limit
 	read1MB := 0
 	for i, it := range page {
-		if read1MB += itemSize(it); read1MB > maxPageSize {
+		if read1MB += itemSize(projectIndex(it, idx.Projection, order)); read1MB > maxPageSize {
 			page, full = page[:max(i, 1)], true
 			break
 		}
+	}
+	readBytes := 0
+	for _, it := range page {
+		readBytes += itemSize(projectIndex(it, idx.Projection, order))
 	}
 
 	items := []item{}
@@ -218,6 +223,9 @@ func (s *Standin) query(body []byte) *response {
 	}
 
 	out := map[string]any{"Count": len(items), "ScannedCount": len(page)}
+	if mode := wantsCapacity(body); mode != "" {
+		out["ConsumedCapacity"] = readCapacity(mode, in.TableName, in.IndexName, readBytes, false)
+	}
 	if in.Select != "COUNT" {
 		out["Items"] = items
 	}

@@ -350,8 +350,8 @@ func pageFits(body []byte, resp *response) bool {
 // pagedRead answers a base-table Query or Scan with pages of at most 1 MB.
 func (s *Standin) pagedRead(op string, body []byte) *response {
 	resp := s.forward(op, body)
-	if pageFits(body, resp) {
-		return resp
+	if !pageFits(body, resp) {
+		resp = s.forward(op, s.capPage(op, body))
 	}
-	return s.forward(op, s.capPage(op, body))
+	return s.withReadCapacity(op, body, resp)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
+	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
 // Environment variables. DONT_TABLE and DONT_TIMEOUT_QUEUE_URL are set by
@@ -124,6 +125,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.QueueURL == "" {
 		return c, fmt.Errorf("%s is required: the spawn-timeout queue URL", EnvTimeoutQueueURL)
+	}
+	if _, err := dynamo.ParsePendingShards(getenv(dynamo.EnvPendingShards)); err != nil {
+		return c, err // the stores read it themselves; a bad value stops init here
 	}
 	if v := getenv(EnvSweepLimit); v != "" {
 		n, err := strconv.Atoi(v)

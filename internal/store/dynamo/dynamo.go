@@ -7,11 +7,12 @@
 //
 // # Table
 //
-// Primary key pk (string) and sk (string), on-demand, one sparse global
-// secondary index pending_expiry (partition gsi1pk, sort expires_at, all
-// attributes projected), and TTL on the attribute ttl. The names are the
-// ones infra/stack gives the deployed table; CreateTable makes the same
-// table for tests and local stand-ins.
+// Primary key pk (string) and sk (string), on-demand, two sparse global
+// secondary indexes — pending_expiry (partition gsi1pk, sort expires_at,
+// all attributes projected) and entity_status (partition pk, sort es,
+// keys only) — and TTL on the attribute ttl. The names are the ones
+// infra/stack gives the deployed table; CreateTable makes the same table
+// for tests and local stand-ins.
 //
 // Every project-scoped key starts with P#<project>#; the project name is
 // escaped so that it cannot forge another project's prefix.
@@ -37,15 +38,39 @@
 //	frame                     P#<p>#FR#<session id>      <12-digit cursor>
 //	subscriber lease          P#<p>#SUB#<session id>     <subscriber>
 //
+// and in the indexes:
+//
+//	index entry                    partition                 sort
+//	pending spawn on an entity,    P#<p>#S (shard 0),        expires_at
+//	  pending guess spawn          P#<p>#S#<n> (shard n)
+//	entity whose latest spawn      P#<p>#TO                  expires_at
+//	  timed out; timed-out guess
+//	pending approval               P#<p>#APR#due             expires_at
+//	ended, unannounced approval    P#<p>#APR#unannounced     expires_at
+//	entity (entity_status)         P#<p>#E                   es (its status)
+//
+// A pending spawn's shard is FNV-1a of its id modulo the deployment's
+// shard count (SetPendingShards, DONT_PENDING_SHARDS; default 1), so
+// the write that puts it in the index and every later sweep agree
+// without a read; sweeps query every shard at once. Shard 0 is the key
+// every pending spawn had before sharding, so those are still swept.
+//
 // Entities, spawns, tokens, events, sessions, approvals and frames are
-// listed with Query, never Scan.
+// listed with Query, never Scan. The lists a person runs on a long
+// ledger read what they return: `list --status` the entity_status index
+// (and, for unverified, the pending entries: an entity under review is
+// listed there under the status it had, so that a lifecycle writes no
+// entry of that index), `spawns --pending` the pending shards,
+// `spawns --timed-out` P#<p>#TO, and a term's CURIE check the CURIE items
+// (ListEntities of kind term), each followed by a BatchGetItem of the
+// items named.
 //
 // # Spawns live on their entities
 //
 // A verification spawn (assume, overlook) is pending on exactly one
 // entity, and an entity has at most one pending (docs/design.md §5.3), so the
 // spawn's state lives on the entity's item while it is pending: ps (its
-// id) and the index keys gsi1pk (P#<p>#S) and expires_at. ExpiringSpawns
+// id) and the index keys gsi1pk (P#<p>#S[#<n>]) and expires_at. ExpiringSpawns
 // reads a range of that index (for a sweep, the spawns whose expiry has
 // passed): its cost follows what it returns, not what is stored. The spawn's own item under P#<p>#S
 // holds it as issued, with its payload (the prompt), written once before
@@ -98,7 +123,11 @@
 // # Consistency
 //
 // Every read of the base table is strongly consistent, except an
-// Idempotency-Key lookup (see Lookup). ExpiringSpawns reads the
+// Idempotency-Key lookup (see Lookup), and the lists a service asks for
+// Indexed (service.EntityFilter, service.SpawnFilter: `list --status`,
+// `spawns --pending|--timed-out`), which read an index and then,
+// consistently, what it names; they can miss what changed in the last
+// moments. ExpiringSpawns reads the
 // global secondary index, which is eventually consistent: it can miss a
 // spawn that has just become pending or return one that was just
 // resolved. Both are safe. A missed spawn is found by a later sweep; a
@@ -116,7 +145,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -138,6 +170,11 @@ const (
 	PendingKey         = "gsi1pk"
 	ExpiresAtKey       = "expires_at"
 	TTLAttribute       = "ttl"
+	// EntityStatusIndex is the sparse index of entities by status: only
+	// entity items carry its sort key StatusKey, and it projects only the
+	// keys (a list reads the entities it names from the table).
+	EntityStatusIndex = "entity_status"
+	StatusKey         = "es"
 )
 
 // timeKey is fixed-width so that text order is time order.
@@ -177,13 +214,16 @@ type Store struct {
 	hookCache hookCache
 
 	states entityStates
+	// shards is the number of pending_expiry partitions (SetPendingShards).
+	shards int
 }
 
 // New returns the store of project in table. Every key it reads or writes
 // is scoped to the project, except the global token and spawn items,
 // which it checks belong to the project before using them.
 func New(client *dynamodb.Client, table, project string) *Store {
-	return &Store{client: client, table: table, project: project, prefix: "P#" + escapeKey(project) + "#", retry: defaultBackoff}
+	return &Store{client: client, table: table, project: project, prefix: "P#" + escapeKey(project) + "#", retry: defaultBackoff,
+		shards: processShards()}
 }
 
 // Project is the project this store reads and writes.
@@ -203,6 +243,11 @@ func (s *Store) metaPK() string                  { return s.prefix + "M" }
 func (s *Store) idempotencyPK(key string) string { return s.prefix + "I#" + key }
 func (s *Store) curiePK() string                 { return s.prefix + "CURIE" }
 
+// timedOutPK is the pending_expiry partition of the spawns whose timeout
+// is still their entity's latest spawn (and of timed-out guess spawns):
+// what `spawns --timed-out` lists.
+func (s *Store) timedOutPK() string { return s.prefix + "TO" }
+
 // maxCurieKey keeps a CURIE's sort key within DynamoDB's 1024 bytes.
 const maxCurieKey = 512
 
@@ -216,8 +261,87 @@ func curieSortKey(curie string) string {
 	return "#" + hex.EncodeToString(sum[:])
 }
 
-// pendingPK is the index partition of this project's pending spawns.
-func (s *Store) pendingPK() string { return s.spawnPK() }
+// DefaultPendingShards is how many index partitions a project's pending
+// spawns are spread over when neither the process's DONT_PENDING_SHARDS
+// (EnvPendingShards) nor SetPendingShards says otherwise. Each shard is a
+// partition of the pending_expiry index (about 1,000 index writes a
+// second, two a lifecycle), and every sweep reads every shard (half a
+// read unit each when nothing is due); one partition already outruns the
+// project's entity partition, which caps a project first (docs/aws.md,
+// "Limits and scale").
+const DefaultPendingShards = 1
+
+// EnvPendingShards names the variable that sets the shard count of every
+// store a process opens (1 to MaxPendingShards): infra/stack sets it on
+// every function from dont:pendingShards, so that the writers and the
+// sweepers of one deployment agree.
+const EnvPendingShards = "DONT_PENDING_SHARDS"
+
+// ParsePendingShards reads a shard count as EnvPendingShards holds it;
+// empty is DefaultPendingShards.
+func ParsePendingShards(v string) (int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return DefaultPendingShards, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxPendingShards {
+		return 0, fmt.Errorf("%s must be a whole number from 1 to %d, got %q", EnvPendingShards, MaxPendingShards, v)
+	}
+	return n, nil
+}
+
+// processShards is the process's shard count: EnvPendingShards, read
+// once (the functions check it at init, deployment.ConfigFromEnv; a value
+// it refuses never gets this far).
+var processShards = sync.OnceValue(func() int {
+	n, err := ParsePendingShards(os.Getenv(EnvPendingShards))
+	if err != nil {
+		return DefaultPendingShards
+	}
+	return n
+})
+
+// MaxPendingShards bounds SetPendingShards: a sweep queries every shard.
+const MaxPendingShards = 64
+
+// SetPendingShards sets how many index partitions this store spreads the
+// project's pending spawns over (1 to MaxPendingShards). A spawn's shard
+// follows from its id, so every writer and sweeper of one deployment
+// must use the same count; it may be raised at any time (items stay in
+// the shard they were written to, which every sweep still reads), and
+// lowered only once no pending spawn is left in the shards it drops.
+func (s *Store) SetPendingShards(n int) error {
+	if n < 1 || n > MaxPendingShards {
+		return fmt.Errorf("dynamo: pending shards %d: want 1 to %d", n, MaxPendingShards)
+	}
+	s.shards = n
+	return nil
+}
+
+// PendingShards is the number of index partitions the store sweeps.
+func (s *Store) PendingShards() int { return max(s.shards, 1) }
+
+// pendingShard is the shard of spawn id: FNV-1a of the id, modulo the
+// shard count, so that the write that puts a spawn in the index and a
+// later sweep agree without reading anything.
+func (s *Store) pendingShard(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % uint32(s.PendingShards()))
+}
+
+// pendingPK is the index partition of this project's pending spawn id:
+// shard 0 is P#<p>#S, the key of every pending spawn before the index
+// was sharded (so that those are still swept), shard n > 0 P#<p>#S#<n>.
+func (s *Store) pendingPK(id string) string { return s.pendingShardPK(s.pendingShard(id)) }
+
+func (s *Store) pendingShardPK(n int) string {
+	if n == 0 {
+		return s.spawnPK()
+	}
+	return s.spawnPK() + "#" + strconv.Itoa(n)
+}
 
 func tokenPK(id string) string  { return "T#" + id }
 func versionKey(v int64) string { return fmt.Sprintf("%012d", v) }
@@ -247,9 +371,20 @@ func (s *Store) readEntity(it map[string]types.AttributeValue) (ledger.Entity, e
 	return e, err
 }
 
-// ListEntities implements service.Store: one Query over the project's
-// entities, ordered by id.
+// ListEntities implements service.Store. Terms are read through their
+// CURIE items (one consistent Query of P#<p>#CURIE, then the terms it
+// names), so that a term's CURIE check at define reads the project's
+// terms, not its ledger; an Indexed status filter reads the sparse
+// entity_status index and then the entities it names, consistently
+// (dropping any whose status has changed since); everything else is one
+// Query over the project's entities. Ordered by id.
 func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
+	switch {
+	case f.Kind == ledger.KindTerm:
+		return s.listTerms(ctx, f.Status)
+	case f.Indexed && f.Status != "":
+		return s.listByStatus(ctx, f)
+	}
 	q := s.partitionQuery(s.entityPK())
 	whereEqual(q, "st", string(f.Status), "kind", string(f.Kind))
 	var out []ledger.Entity
@@ -259,6 +394,98 @@ func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]led
 		return err
 	})
 	return out, err
+}
+
+// listTerms reads the project's terms through their CURIE items: every
+// term has a CURIE (Define requires one) and its item names the term.
+func (s *Store) listTerms(ctx context.Context, status ledger.Status) ([]ledger.Entity, error) {
+	var keys []map[string]types.AttributeValue
+	err := s.query(ctx, s.partitionQuery(s.curiePK()), func(it map[string]types.AttributeValue) error {
+		if id := attrString(it, "ent"); id != "" {
+			keys = append(keys, key(s.entityPK(), id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.readEntities(ctx, keys, func(e ledger.Entity) bool {
+		return e.Kind == ledger.KindTerm && (status == "" || e.Status == status)
+	})
+}
+
+// listByStatus reads the entity_status index (keys only) for f.Status and
+// then the entities it names. An unverified entity with a spawn pending
+// on it is listed in that index under the status it had before the spawn
+// (entityState.listed): for f.Status unverified the entities of the
+// pending index's entries are read too.
+func (s *Store) listByStatus(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
+	q := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(EntityStatusIndex),
+		KeyConditionExpression:    aws.String("#pk = :pk AND #es = :es"),
+		ExpressionAttributeNames:  map[string]string{"#pk": PartitionKey, "#es": StatusKey},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(s.entityPK()), ":es": str(string(f.Status))},
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
+	}
+	var keys []map[string]types.AttributeValue
+	seen := map[string]bool{}
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			keys = append(keys, key(s.entityPK(), id))
+		}
+	}
+	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
+		add(attrString(it, SortKey))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if f.Status == ledger.Unverified {
+		err := s.eachShard(ctx, func(ctx context.Context, pk string) ([]spawn.Spawn, error) {
+			var got []spawn.Spawn
+			err := s.query(ctx, s.indexPartition(pk), func(it map[string]types.AttributeValue) error {
+				if attrString(it, "ps") != "" {
+					got = append(got, spawn.Spawn{EntityID: attrString(it, SortKey)})
+				}
+				return nil
+			})
+			return got, err
+		}, func(got []spawn.Spawn) {
+			for _, sp := range got {
+				add(sp.EntityID)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return s.readEntities(ctx, keys, func(e ledger.Entity) bool {
+		return e.Status == f.Status && (f.Kind == "" || e.Kind == f.Kind)
+	})
+}
+
+// readEntities reads the entity items of keys consistently and returns
+// those keep accepts, ordered by id.
+func (s *Store) readEntities(ctx context.Context, keys []map[string]types.AttributeValue, keep func(ledger.Entity) bool) ([]ledger.Entity, error) {
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := []ledger.Entity{}
+	for _, it := range items {
+		e, err := s.readEntity(it)
+		if err != nil {
+			return nil, err
+		}
+		if keep(e) {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
 }
 
 // Dependents implements service.Store: the dependency edges of id, then
@@ -492,7 +719,11 @@ func (s *Store) planInline(ctx context.Context, tx service.Tx, onEntity map[stri
 	if st.pending != "" {
 		return false, &service.ConditionFailed{ID: o.opens.ID}
 	}
-	it, err := s.entityItem(put.Entity, entityState{pending: o.opens.ID, expires: timeText(o.opens.ExpiresAt), tail: tx.Events})
+	listed := st.listed // the status the entity is listed under stays
+	if listed == "" {
+		listed = string(o.opens.PreStatus)
+	}
+	it, err := s.entityItem(put.Entity, entityState{pending: o.opens.ID, expires: timeText(o.opens.ExpiresAt), tail: tx.Events, listed: listed})
 	if err != nil {
 		return false, err
 	}
@@ -597,7 +828,13 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 			return err
 		}
 	}
-	next := entityState{pending: stored.pending, expires: stored.expires}
+	next := entityState{pending: stored.pending, expires: stored.expires, timedOut: stored.timedOut, toHistory: stored.toHistory,
+		listed: stored.listed}
+	history := append(append([]ledger.Event(nil), stored.tail...), evs...)
+	first := e.Version
+	if len(stored.tail) > 0 {
+		first = put.PrevVersion
+	}
 	cond := &types.Put{TableName: aws.String(s.table)}
 	if put.PrevVersion == 0 {
 		cond.ConditionExpression = aws.String("attribute_not_exists(#pk)")
@@ -622,7 +859,12 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 		if err := pendingHere(*o.closes); err != nil {
 			return err
 		}
-		next.pending, next.expires = "", ""
+		next.pending, next.expires, next.timedOut, next.toHistory = "", "", "", ""
+		if o.closes.Spawn.Outcome == spawn.TimeoutRestored {
+			// The entity's latest spawn timed out: it stays in the index,
+			// under P#<p>#TO, until another spawn is issued on it.
+			next.timedOut, next.toHistory, next.expires = o.closes.Spawn.ID, versionKey(first), stored.expires
+		}
 	}
 	if o.moves != nil {
 		// A heartbeat: its index key moves to the new expiry, and its item
@@ -638,6 +880,14 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 			return &service.ConditionFailed{ID: o.opens.ID} // one pending spawn per entity
 		}
 		next.pending, next.expires = o.opens.ID, timeText(o.opens.ExpiresAt)
+		next.timedOut, next.toHistory = "", ""
+	}
+	if o.ended != nil && o.opens == nil && o.closes == nil {
+		// A spawn issued already resolved is the entity's latest now.
+		next.timedOut, next.toHistory = "", ""
+		if next.pending == "" {
+			next.expires = ""
+		}
 	}
 	it, err := s.entityItem(e, next)
 	if err != nil {
@@ -645,11 +895,6 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 	}
 	cond.Item = it
 	add(owner, types.TransactWriteItem{Put: cond})
-	history := append(append([]ledger.Event(nil), stored.tail...), evs...)
-	first := e.Version
-	if len(stored.tail) > 0 {
-		first = put.PrevVersion
-	}
 	if len(history) > 0 || o.resolved() != nil {
 		h, err := eventsItem(s.historyPK(e.ID), versionKey(first), history, o.resolved())
 		if err != nil {

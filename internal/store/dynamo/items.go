@@ -29,6 +29,13 @@ import (
 //	h     a history item: {"evs": one commit's events about one entity,
 //	      "sp": the spawn it resolved}, or hz: the same, gzip-compressed
 //	sid   the id of the spawn a history item's commit resolved
+//	es    the status the entity_status index lists an entity under (its
+//	      sort key): st, but while a spawn is pending on an unverified
+//	      entity the status it had before (see entityState.listed); st
+//	      itself is not indexed, since other items use it too
+//	to    the id of the spawn whose timeout is an entity's latest spawn,
+//	      while it is (the entity is then in the pending_expiry index
+//	      under P#<p>#TO); toh: the sort key of that timeout's history item
 
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 
@@ -64,8 +71,29 @@ func attrInt(it map[string]types.AttributeValue, name string) (int64, bool) {
 type entityState struct {
 	version int64
 	pending string // ps: the id of the spawn pending on the entity
-	expires string // expires_at while a spawn is pending (index sort key)
+	// expires is expires_at (the index sort key): while a spawn is
+	// pending its expiry, while the entity's latest spawn is one that
+	// timed out (timedOut) that spawn's.
+	expires string
 	tail    []ledger.Event
+	// timedOut (to) is the entity's latest spawn when that spawn timed
+	// out and no other spawn was issued on the entity since; toHistory
+	// (toh) the sort key of the history item that recorded the timeout.
+	timedOut, toHistory string
+	// listed (es) is the status the entity_status index lists the entity
+	// under: its status, except while a spawn is pending on it and it is
+	// unverified (as a pending spawn leaves it, spawn.UnderReview), when it
+	// keeps the one it had, so that a spawn's lifecycle writes no entry
+	// of that index; ListEntities finds those through the pending index.
+	listed string
+}
+
+// listedStatus is the entity_status sort key of e stored with st.
+func listedStatus(e ledger.Entity, st entityState) string {
+	if st.pending != "" && e.Status == ledger.Unverified {
+		return st.listed
+	}
+	return string(e.Status)
 }
 
 // entityItem is an entity's item in state st (version aside).
@@ -76,9 +104,15 @@ func (s *Store) entityItem(e ledger.Entity, st entityState) (map[string]types.At
 	}
 	it := key(s.entityPK(), e.ID)
 	it["v"], it["st"], it["kind"] = num(e.Version), str(string(e.Status)), str(string(e.Kind))
+	if es := listedStatus(e, st); es != "" {
+		it[StatusKey] = str(es)
+	}
 	packText(it, "doc", doc)
-	if st.pending != "" {
-		it["ps"], it[PendingKey], it[ExpiresAtKey] = str(st.pending), str(s.pendingPK()), str(st.expires)
+	switch {
+	case st.pending != "":
+		it["ps"], it[PendingKey], it[ExpiresAtKey] = str(st.pending), str(s.pendingPK(st.pending)), str(st.expires)
+	case st.timedOut != "":
+		it["to"], it["toh"], it[PendingKey], it[ExpiresAtKey] = str(st.timedOut), str(st.toHistory), str(s.timedOutPK()), str(st.expires)
 	}
 	if len(st.tail) > 0 {
 		tail, err := json.Marshal(st.tail)
@@ -112,7 +146,8 @@ func unpackText(it map[string]types.AttributeValue, name string) ([]byte, error)
 
 func decodeEntity(it map[string]types.AttributeValue) (ledger.Entity, entityState, error) {
 	var e ledger.Entity
-	st := entityState{pending: attrString(it, "ps"), expires: attrString(it, ExpiresAtKey)}
+	st := entityState{pending: attrString(it, "ps"), expires: attrString(it, ExpiresAtKey),
+		timedOut: attrString(it, "to"), toHistory: attrString(it, "toh"), listed: attrString(it, StatusKey)}
 	doc, err := unpackText(it, "doc")
 	if err == nil {
 		err = json.Unmarshal(doc, &e)
@@ -154,8 +189,11 @@ func (s *Store) spawnItem(sp spawn.Spawn) (map[string]types.AttributeValue, erro
 		return it, nil
 	}
 	it["st"] = str(string(sp.State))
-	if sp.State == spawn.Pending {
-		it[PendingKey], it[ExpiresAtKey] = str(s.pendingPK()), str(timeText(sp.ExpiresAt))
+	switch {
+	case sp.State == spawn.Pending:
+		it[PendingKey], it[ExpiresAtKey] = str(s.pendingPK(sp.ID)), str(timeText(sp.ExpiresAt))
+	case sp.Outcome == spawn.TimeoutRestored:
+		it[PendingKey], it[ExpiresAtKey] = str(s.timedOutPK()), str(timeText(sp.ExpiresAt))
 	}
 	return it, nil
 }

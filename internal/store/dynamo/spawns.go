@@ -87,7 +87,17 @@ func (s *Store) resolutions(ctx context.Context, entity, only string) (map[strin
 // items; then, for spawns on entities, their entities' items (which are
 // pending) and the history of those with spawns that are not (how they
 // ended). Ordered by issue time, then id.
+//
+// An Indexed filter for the pending spawns, or for the timed-out ones,
+// reads the pending_expiry index instead (listPending, listTimedOut): its
+// cost follows what it returns.
 func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.Spawn, error) {
+	switch {
+	case f.Indexed && f.State == spawn.Pending:
+		return s.listPending(ctx, f.EntityID)
+	case f.Indexed && f.Outcome == spawn.TimeoutRestored && f.State != spawn.Pending:
+		return s.listTimedOut(ctx, f.EntityID)
+	}
 	q := s.partitionQuery(s.spawnPK())
 	whereEqual(q, "ent", f.EntityID)
 	var items []spawn.Spawn
@@ -127,13 +137,137 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 			out = append(out, sp)
 		}
 	}
+	sortByIssue(out)
+	return out, nil
+}
+
+func sortByIssue(out []spawn.Spawn) {
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].IssuedAt.Equal(out[j].IssuedAt) {
 			return out[i].IssuedAt.Before(out[j].IssuedAt)
 		}
 		return out[i].ID < out[j].ID
 	})
+}
+
+// listPending lists the pending spawns (of entity, if given) from every
+// shard of the pending_expiry index, then reads the spawn items of those
+// on entities (the index entry is the entity's item): eventually
+// consistent, and O(pending).
+func (s *Store) listPending(ctx context.Context, entity string) ([]spawn.Spawn, error) {
+	var entries []spawn.Spawn
+	err := s.eachShard(ctx, func(ctx context.Context, pk string) ([]spawn.Spawn, error) {
+		var got []spawn.Spawn
+		err := s.query(ctx, s.indexPartition(pk), func(it map[string]types.AttributeValue) error {
+			sp, err := decodeDue(it)
+			got = append(got, sp)
+			return err
+		})
+		return got, err
+	}, func(got []spawn.Spawn) { entries = append(entries, got...) })
+	if err != nil {
+		return nil, err
+	}
+	out := []spawn.Spawn{}
+	var keys []map[string]types.AttributeValue
+	expires := map[string]time.Time{}
+	for _, sp := range entries {
+		switch {
+		case entity != "" && sp.EntityID != entity:
+		case sp.EntityID == "":
+			out = append(out, sp) // a guess spawn's entry is its item
+		default:
+			keys = append(keys, key(s.spawnPK(), sp.ID))
+			expires[sp.ID] = sp.ExpiresAt
+		}
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		sp, err := decodeSpawn(it)
+		if err != nil {
+			return nil, err
+		}
+		sp = asPending(sp)
+		sp.ExpiresAt = expires[sp.ID]
+		out = append(out, sp)
+	}
+	sortByIssue(out)
 	return out, nil
+}
+
+// listTimedOut lists the spawns whose timeout is still their entity's
+// latest spawn, and the timed-out guess spawns (of entity, if given):
+// the index partition P#<p>#TO, then, for spawns on entities, the
+// history items that recorded the timeouts and the spawns' items (their
+// payloads). Eventually consistent, and O(listed).
+func (s *Store) listTimedOut(ctx context.Context, entity string) ([]spawn.Spawn, error) {
+	out := []spawn.Spawn{}
+	var keys []map[string]types.AttributeValue
+	payloadOf := map[string]bool{}
+	err := s.query(ctx, s.indexPartition(s.timedOutPK()), func(it map[string]types.AttributeValue) error {
+		sid := attrString(it, "to")
+		if sid == "" {
+			sp, err := decodeSpawn(it)
+			if err == nil && (entity == "" || sp.EntityID == entity) && sp.Outcome == spawn.TimeoutRestored {
+				out = append(out, sp)
+			}
+			return err
+		}
+		eid, toh := attrString(it, SortKey), attrString(it, "toh")
+		if (entity != "" && eid != entity) || toh == "" {
+			return nil
+		}
+		keys = append(keys, key(s.historyPK(eid), toh), key(s.spawnPK(), sid))
+		payloadOf[sid] = true
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	ended, payloads := map[string]spawn.Spawn{}, map[string][]byte{}
+	for _, it := range items {
+		if attrString(it, PartitionKey) == s.spawnPK() {
+			sp, err := decodeSpawn(it)
+			if err != nil {
+				return nil, err
+			}
+			payloads[sp.ID] = sp.Request
+			continue
+		}
+		_, sp, err := decodeHistory(it)
+		if err != nil {
+			return nil, err
+		}
+		if sp != nil && payloadOf[sp.ID] && sp.Outcome == spawn.TimeoutRestored {
+			ended[sp.ID] = *sp
+		}
+	}
+	for id, sp := range ended {
+		sp.Request = payloads[id]
+		out = append(out, sp)
+	}
+	sortByIssue(out)
+	return out, nil
+}
+
+// indexPartition reads one whole partition of the pending_expiry index.
+func (s *Store) indexPartition(pk string) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(PendingExpiryIndex),
+		KeyConditionExpression:    aws.String("#p = :p"),
+		ExpressionAttributeNames:  map[string]string{"#p": PendingKey},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": str(pk)},
+		ScanIndexForward:          aws.Bool(true),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
+	}
 }
 
 // pendingOn reads the entities of spawns and says which spawn is pending
@@ -158,30 +292,84 @@ func (s *Store) pendingOn(ctx context.Context, spawns []spawn.Spawn) (map[string
 	return out, nil
 }
 
-// ExpiringSpawns implements service.Store by reading the sparse index
-// range gsi1pk = P#<p>#S AND expires_at BETWEEN after+1ns AND until,
-// earliest first, at most limit items: only entities with a pending spawn
-// and pending spawns on no entity are in the index, so the read is
-// O(returned). The index is eventually
-// consistent (see the package comment); the service re-reads each spawn
-// (GetSpawn) before resolving it. An entity's entry yields the spawn's id,
-// entity and expiry, which is all a sweep needs.
+// ExpiringSpawns implements service.Store by reading, in parallel, every
+// shard of the sparse index range gsi1pk = P#<p>#S[#<n>] AND expires_at
+// BETWEEN after+1ns AND until, earliest first, at most limit items from
+// each, and merging them by expiry into the earliest limit: only entities
+// with a pending spawn and pending spawns on no entity are in the index,
+// so the read is O(returned) plus half a read unit per shard. The index
+// is eventually consistent (see the package comment); the service re-reads
+// each spawn (GetSpawn) before resolving it. An entity's entry yields the
+// spawn's id, entity and expiry, which is all a sweep needs.
 func (s *Store) ExpiringSpawns(ctx context.Context, after, until time.Time, limit int) ([]spawn.Spawn, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	q := &dynamodb.QueryInput{
+	var out []spawn.Spawn
+	err := s.eachShard(ctx, func(ctx context.Context, pk string) ([]spawn.Spawn, error) {
+		return queryUpTo(ctx, s, s.pendingRange(pk, timeText(after.Add(time.Nanosecond)), timeText(until)), limit, decodeDue)
+	}, func(got []spawn.Spawn) { out = append(out, got...) })
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].ExpiresAt.Equal(out[j].ExpiresAt) {
+			return out[i].ExpiresAt.Before(out[j].ExpiresAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out[:min(len(out), limit)], nil
+}
+
+// pendingRange is the index query of one shard's entries expiring in
+// [from, until] (texts of timeKey).
+func (s *Store) pendingRange(pk, from, until string) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
 		TableName:                aws.String(s.table),
 		IndexName:                aws.String(PendingExpiryIndex),
 		KeyConditionExpression:   aws.String("#p = :p AND #exp BETWEEN :after AND :until"),
 		ExpressionAttributeNames: map[string]string{"#p": PendingKey, "#exp": ExpiresAtKey},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":p": str(s.pendingPK()), ":after": str(timeText(after.Add(time.Nanosecond))), ":until": str(timeText(until)),
+			":p": str(pk), ":after": str(from), ":until": str(until),
 		},
 		ScanIndexForward:       aws.Bool(true),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
 	}
-	return queryUpTo(ctx, s, q, limit, decodeDue)
+}
+
+// eachShard runs read on every shard of the project's pending spawns at
+// once and hands each shard's result to add, one at a time; the first
+// error wins.
+func (s *Store) eachShard(ctx context.Context, read func(context.Context, string) ([]spawn.Spawn, error), add func([]spawn.Spawn)) error {
+	n := s.PendingShards()
+	if n == 1 {
+		got, err := read(ctx, s.pendingShardPK(0))
+		if err == nil {
+			add(got)
+		}
+		return err
+	}
+	type result struct {
+		got []spawn.Spawn
+		err error
+	}
+	results := make([]result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i].got, results[i].err = read(ctx, s.pendingShardPK(i))
+		}()
+	}
+	wg.Wait()
+	for _, r := range results {
+		if r.err != nil {
+			return r.err
+		}
+		add(r.got)
+	}
+	return nil
 }
 
 func decodeDue(it map[string]types.AttributeValue) (spawn.Spawn, error) {

@@ -14,7 +14,8 @@ import (
 
 // CreateTable makes the table the store expects, as infra/stack deploys it
 // (on-demand, pk/sk strings, the sparse pending_expiry index with every
-// attribute projected), waits until it is ACTIVE and turns TTL on for the
+// attribute projected, the sparse entity_status index with the keys
+// only), waits until it is ACTIVE and turns TTL on for the
 // ttl attribute. It is for tests and local stand-ins; in AWS the CDK stack
 // owns the table. A table that already exists is left as it is and
 // waited for.
@@ -25,7 +26,7 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
 		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{s(PartitionKey), s(SortKey), s(PendingKey), s(ExpiresAtKey)},
+		AttributeDefinitions: []types.AttributeDefinition{s(PartitionKey), s(SortKey), s(PendingKey), s(ExpiresAtKey), s(StatusKey)},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(PartitionKey), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(SortKey), KeyType: types.KeyTypeRange},
@@ -37,6 +38,13 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 				{AttributeName: aws.String(ExpiresAtKey), KeyType: types.KeyTypeRange},
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}, {
+			IndexName: aws.String(EntityStatusIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(PartitionKey), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(StatusKey), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
 	})
 	var inUse *types.ResourceInUseException

@@ -146,33 +146,71 @@ func (u *Usage) write(base float64, old, new map[string]types.AttributeValue) {
 	u.IndexWriteUnits += index
 }
 
-// indexUnits bills the writes of the sparse index (every attribute
-// projected) when old is replaced by new, either absent (nil), as
-// standard writes whatever the base write: an entry put when new enters
-// the index, deleted when old leaves it, both when the entry's keys
-// change, and one write of the larger when it stays under the same keys.
-// An item is in the index when it carries both index keys.
+// indexSpec is one of the table's sparse global indexes, as CreateTable
+// and infra/stack define them: its key attributes, and whether it
+// projects every attribute or only the keys.
+type indexSpec struct {
+	hash, sort string
+	keysOnly   bool
+}
+
+var indexes = []indexSpec{
+	{hash: dynamo.PendingKey, sort: dynamo.ExpiresAtKey},
+	{hash: dynamo.PartitionKey, sort: dynamo.StatusKey, keysOnly: true},
+}
+
+// indexUnits bills the writes of the sparse indexes when old is replaced
+// by new, either absent (nil), as standard writes whatever the base
+// write: for each index an entry put when new enters it, deleted when old
+// leaves it, both when the entry's keys change, and, when it stays under
+// the same keys, one write of the larger if the index projects every
+// attribute and none if it projects only the keys (nothing it holds
+// changed). An item is in an index when it carries both its keys.
 func indexUnits(old, new map[string]types.AttributeValue) float64 {
-	was, is := indexed(old), indexed(new)
+	units := 0.0
+	for _, ix := range indexes {
+		units += ix.units(old, new)
+	}
+	return units
+}
+
+func (ix indexSpec) units(old, new map[string]types.AttributeValue) float64 {
+	was, is := ix.holds(old), ix.holds(new)
 	switch {
-	case was && is && sameIndexKey(old, new):
+	case was && is && ix.sameKey(old, new) && ix.keysOnly:
+		return 0
+	case was && is && ix.sameKey(old, new):
 		return writeUnits(max(dynamo.ItemBytes(old), dynamo.ItemBytes(new)))
 	case was && is:
-		return writeUnits(dynamo.ItemBytes(old)) + writeUnits(dynamo.ItemBytes(new))
+		return ix.entryUnits(old) + ix.entryUnits(new)
 	case was:
-		return writeUnits(dynamo.ItemBytes(old))
+		return ix.entryUnits(old)
 	case is:
-		return writeUnits(dynamo.ItemBytes(new))
+		return ix.entryUnits(new)
 	}
 	return 0
 }
 
-func indexed(it map[string]types.AttributeValue) bool {
-	return it[dynamo.PendingKey] != nil && it[dynamo.ExpiresAtKey] != nil
+// entryUnits is the write units of it's entry in the index.
+func (ix indexSpec) entryUnits(it map[string]types.AttributeValue) float64 {
+	if !ix.keysOnly {
+		return writeUnits(dynamo.ItemBytes(it))
+	}
+	entry := map[string]types.AttributeValue{}
+	for _, k := range []string{dynamo.PartitionKey, dynamo.SortKey, ix.hash, ix.sort} {
+		if v, ok := it[k]; ok {
+			entry[k] = v
+		}
+	}
+	return writeUnits(dynamo.ItemBytes(entry))
 }
 
-func sameIndexKey(a, b map[string]types.AttributeValue) bool {
-	return keyText(a[dynamo.PendingKey]) == keyText(b[dynamo.PendingKey]) && keyText(a[dynamo.ExpiresAtKey]) == keyText(b[dynamo.ExpiresAtKey])
+func (ix indexSpec) holds(it map[string]types.AttributeValue) bool {
+	return it[ix.hash] != nil && it[ix.sort] != nil
+}
+
+func (ix indexSpec) sameKey(a, b map[string]types.AttributeValue) bool {
+	return keyText(a[ix.hash]) == keyText(b[ix.hash]) && keyText(a[ix.sort]) == keyText(b[ix.sort])
 }
 
 // scanned is the number of items a Query or Scan evaluated. Servers that
