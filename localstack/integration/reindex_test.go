@@ -18,7 +18,7 @@ func TestTheOperatorFunctionsReindexListsAnUpgradedProjectsOldClaims(t *testing.
 	p := s.newProject(t)
 	id := p.verifiedClaim(s.api)
 	if _, err := s.ddb.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(s.table),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "P#" + p.name + "#E"}, "sk": &types.AttributeValueMemberS{Value: id}},
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "P#" + p.name + "#E"}, "sk": &types.AttributeValueMemberS{Value: id}},
 		UpdateExpression: aws.String("REMOVE #es"), ExpressionAttributeNames: map[string]string{"#es": "es"}}); err != nil {
 		t.Fatal(err)
 	}
