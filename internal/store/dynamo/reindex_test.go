@@ -230,7 +230,7 @@ func TestAReindexNeverOverwritesACommitThatRacesIt(t *testing.T) {
 		strip(t, dynamo.EntityKey(s, e.ID), dynamo.StatusKey)
 		claims = append(claims, e)
 	}
-	racer := dynamo.New(newClient(nil, nil), table, s.Project())
+	racer := dynamo.New(newClient(nil, nil), table, s.Project()) // another process's store
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	var rep dynamo.ReindexReport
@@ -244,8 +244,8 @@ func TestAReindexNeverOverwritesACommitThatRacesIt(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		<-start
-		for _, e := range claims {
-			e2 := e
+		for i := range claims { // from the end, so that it meets the reindex halfway
+			e2 := claims[len(claims)-1-i]
 			e2.Version, e2.Status = 2, ledger.Verified
 			if err := racer.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}}); err != nil {
 				commitErr = errors.Join(commitErr, err)
@@ -258,6 +258,9 @@ func TestAReindexNeverOverwritesACommitThatRacesIt(t *testing.T) {
 		t.Fatal(commitErr)
 	}
 	t.Logf("reindex beside %d commits: %+v", n, rep)
+	if rep.Examined != n || rep.Fixed+rep.Raced > n {
+		t.Fatalf("reindex beside %d commits examined %d, fixed %d and raced %d", n, rep.Examined, rep.Fixed, rep.Raced)
+	}
 	for _, e := range claims {
 		got, err := s.GetEntity(ctx, e.ID)
 		if err != nil || got.Version != 2 || got.Status != ledger.Verified {
