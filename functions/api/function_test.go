@@ -21,6 +21,7 @@ func TestMintingAnAdminTokenThroughThePublicAPIFunctionIsRefused(t *testing.T) {
 	for _, payload := range []string{
 		`{"dont_operator":{"create_token":{"project":"victim","role":"admin","name":"mine"}}}`,
 		`{"dont_operator":{"set_project":{"project":"victim","spawn_timeout":"1h"}}}`,
+		`{"dont_operator":{"reindex":{"project":"victim"}}}`,
 		`{"dont_operator":null,"version":"2.0"}`,
 	} {
 		out, err := invoke(context.Background(), json.RawMessage(payload))

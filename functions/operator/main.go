@@ -1,6 +1,7 @@
 // Command operator is the operator's Lambda function (provided.al2023,
 // built as bootstrap): it makes a project's first token (and with it the
-// project's callback secret) and sets a project's own settings, over the
+// project's callback secret), sets a project's own settings, rotates and
+// retires its secret and backfills its list indexes (reindex), over the
 // same table the api function serves. Nothing routes a request here: an
 // operator invokes it (aws lambda invoke), and IAM's lambda:InvokeFunction
 // on this function alone decides who may. The public api function refuses

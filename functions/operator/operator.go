@@ -46,6 +46,13 @@ type operatorEvent struct {
 		RetireSecrets *struct {
 			Project string `json:"project"`
 		} `json:"retire_secrets"`
+		// Reindex backfills the project's list indexes on items written
+		// before them (deployment.Reindex); Cursor continues a run that
+		// answered done false.
+		Reindex *struct {
+			Project string `json:"project"`
+			Cursor  string `json:"cursor"`
+		} `json:"reindex"`
 	} `json:"dont_operator"`
 }
 
@@ -63,13 +70,13 @@ func newFunction(backend projects, log *slog.Logger) func(context.Context, json.
 		var op operatorEvent
 		if err := json.Unmarshal(raw, &op); err != nil || op.Operator == nil {
 			return failure(errs.E(errs.InvalidArgument, "not an operator event: the operator function takes {\"dont_operator\":{…}} only",
-				createTokenStep, setProjectStep, rotateSecretStep, retireSecretsStep).Unmet(actionsUnmet)), nil
+				createTokenStep, setProjectStep, rotateSecretStep, retireSecretsStep, deployment.ReindexStep).Unmet(actionsUnmet)), nil
 		}
 		return operate(ctx, backend, op, log), nil
 	}
 }
 
-const actionsUnmet = "dont_operator.create_token, dont_operator.set_project, dont_operator.rotate_secret or dont_operator.retire_secrets"
+const actionsUnmet = "dont_operator.create_token, dont_operator.set_project, dont_operator.rotate_secret, dont_operator.retire_secrets or dont_operator.reindex"
 
 const invokeCommand = `aws lambda invoke --function-name "$DONT_OPERATOR_FUNCTION" --cli-binary-format raw-in-base64-out --payload `
 
@@ -143,6 +150,22 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 			hints = []string{"no version older than the current one is kept"}
 		}
 		return success(tools.Output{Kind: envelope.KindSecretRotation, Data: view, Hints: hints})
+	case op.Operator.Reindex != nil:
+		in := op.Operator.Reindex
+		if in.Project == "" {
+			return failure(errs.E(errs.InvalidArgument, "reindex needs a project", deployment.ReindexStep).Unmet("project must not be empty"))
+		}
+		view, err := deployment.Reindex(ctx, backend.Project(in.Project).Service, in.Cursor, reindexBudget(ctx, time.Now))
+		if err != nil {
+			log.InfoContext(ctx, "operator", "action", "reindex", "project", in.Project, "refused", errs.As(err).Code)
+			return failure(err)
+		}
+		log.InfoContext(ctx, "operator", "action", "reindex", "project", in.Project, "examined", view.Examined, "fixed", view.Fixed, "done", view.Done)
+		hint := "every item of the project is indexed; the lists read what they return"
+		if !view.Done {
+			hint = "not done: invoke reindex again with this cursor"
+		}
+		return success(tools.Output{Kind: envelope.KindProjectSettings, Data: view, Hints: []string{hint}})
 	case op.Operator.CreateToken != nil:
 		in := op.Operator.CreateToken
 		if in.Project == "" {
@@ -156,9 +179,30 @@ func operate(ctx context.Context, backend projects, op operatorEvent, log *slog.
 		log.InfoContext(ctx, "operator", "action", "create_token", "project", in.Project, "role", view.Role)
 		return success(res)
 	}
-	return failure(errs.E(errs.InvalidArgument, "unknown operator action: the actions are create_token, set_project, rotate_secret and retire_secrets",
-		createTokenStep, setProjectStep, rotateSecretStep, retireSecretsStep).
+	return failure(errs.E(errs.InvalidArgument, "unknown operator action: the actions are create_token, set_project, rotate_secret, retire_secrets and reindex",
+		createTokenStep, setProjectStep, rotateSecretStep, retireSecretsStep, deployment.ReindexStep).
 		Unmet(actionsUnmet))
+}
+
+// reindexSpare is the time a reindex leaves of its invocation, to answer
+// with its cursor before Lambda ends the function; reindexBudget is its
+// budget when the context has no deadline.
+const (
+	reindexSpare         = 15 * time.Second
+	reindexDefaultBudget = 40 * time.Second
+)
+
+// reindexBudget says, between pages, whether a reindex should stop: once
+// less than reindexSpare is left before ctx's deadline (or reindexDefaultBudget
+// has passed since the call, without one), by now.
+func reindexBudget(ctx context.Context, now func() time.Time) func() bool {
+	end, ok := ctx.Deadline()
+	if ok {
+		end = end.Add(-reindexSpare)
+	} else {
+		end = now().Add(reindexDefaultBudget)
+	}
+	return func() bool { return !now().Before(end) }
 }
 
 func success(res tools.Output) json.RawMessage {

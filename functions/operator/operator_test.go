@@ -108,6 +108,9 @@ func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *te
 		`{"dont_operator":{"rotate_secret":{"project":"p1"}}}`, // this store's secret does not rotate
 		`{"dont_operator":{"retire_secrets":{}}}`,
 		`{"dont_operator":{"retire_secrets":{"project":"p1"}}}`, // nor has it versions to retire
+		`{"dont_operator":{"reindex":{}}}`,
+		`{"dont_operator":{"reindex":{"project":"p1"}}}`, // nor list indexes to backfill
+		`{"dont_operator":{"reindex":{"project":"p1","cursor":"not-a-cursor"}}}`,
 	} {
 		env := call(bad)
 		data, _ := env["data"].(map[string]any)
@@ -193,5 +196,33 @@ func TestAnOperatorSetsAProjectsSpawnMaxLease(t *testing.T) {
 	data, _ := env["data"].(map[string]any)
 	if env["ok"] != true || data["spawn_max_lease"] != "48h0m0s" || backend.settings["p1"].SpawnMaxLease != 48*time.Hour {
 		t.Fatalf("set_project with spawn_max_lease: %v, stored %v", env, backend.settings)
+	}
+}
+
+// A reindex stops between pages once less than reindexSpare is left of
+// its invocation (the context's deadline), or after reindexDefaultBudget
+// without a deadline, so that it answers its cursor in time.
+func TestAReindexStopsInTimeToAnswerItsCursor(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(60*time.Second))
+	defer cancel()
+	stop := reindexBudget(ctx, clock)
+	if stop() {
+		t.Fatal("stopped with 60 s left")
+	}
+	now = now.Add(60*time.Second - reindexSpare)
+	if !stop() {
+		t.Fatalf("did not stop with %v left", reindexSpare)
+	}
+	now = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	free := reindexBudget(context.Background(), clock)
+	now = now.Add(reindexDefaultBudget - time.Second)
+	if free() {
+		t.Fatal("stopped before its budget without a deadline")
+	}
+	now = now.Add(time.Second)
+	if !free() {
+		t.Fatal("did not stop at its budget without a deadline")
 	}
 }
