@@ -6,7 +6,11 @@
 // one of each per round, so that a noisy machine slows them alike; the
 // table gives medians of wall time, of CPU time (user + system, which a
 // loaded machine disturbs less) and of max RSS (rusage), and the headline
-// is the ratio of dont show's wall time to the floor's. Run it through bench/run.
+// is the ratio of dont show's wall time to the floor's. Minor page faults
+// (rusage) are printed beside: the binary's pages a run touches are most
+// of its RSS. -also NAME=BINARY (repeatable) times `BINARY show <id>
+// --json` in the same rounds — main's dont, or a variant build — so a
+// before and after come from one run. Run it through bench/run.
 package main
 
 import (
@@ -17,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -31,10 +36,25 @@ type sample struct {
 	wall time.Duration
 	cpu  time.Duration // user + system
 	rss  int64         // max RSS, bytes
+	flt  int64         // minor page faults
 }
 
 func main() {
 	runs := flag.Int("runs", 30, "runs of each binary")
+	type variant struct{ name, bin string }
+	var also []variant
+	flag.Func("also", "NAME=BINARY: also time BINARY show <id> --json (repeatable)", func(v string) error {
+		name, bin, ok := strings.Cut(v, "=")
+		if !ok || name == "" || bin == "" {
+			return fmt.Errorf("want NAME=BINARY, got %q", v)
+		}
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			return err
+		}
+		also = append(also, variant{name, abs})
+		return nil
+	})
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "dont-coldstart")
 	check(err)
@@ -45,6 +65,10 @@ func main() {
 	build(hello, filepath.Join(dir, "hello.go"))
 	dont := filepath.Join(dir, "dont")
 	build(dont, "./cli/dont")
+	// What a user's `go build ./cli/dont` makes: symbols and DWARF kept.
+	// They are not loaded, so it should touch the same pages.
+	plain := filepath.Join(dir, "dont-plain")
+	buildWith(plain, "./cli/dont")
 	floor := filepath.Join(dir, "sqlitefloor")
 	build(floor, "./bench/coldstart/sqlitefloor")
 
@@ -68,6 +92,20 @@ func main() {
 		{name: "dont --help (no store)", bin: dont, args: []string{"--help"}},
 		{name: "dont show <id> --json", bin: dont, args: []string{"show", env.Data.ID, "--json"}},
 	}
+	rows = append(rows, struct {
+		name string
+		bin  string
+		args []string
+		s    []sample
+	}{name: "dont show <id> --json (go build, not stripped)", bin: plain, args: []string{"show", env.Data.ID, "--json"}})
+	for _, v := range also {
+		rows = append(rows, struct {
+			name string
+			bin  string
+			args []string
+			s    []sample
+		}{name: "dont show <id> --json (" + v.name + ")", bin: v.bin, args: []string{"show", env.Data.ID, "--json"}})
+	}
 	for i := 0; i < *runs+3; i++ {
 		for r := range rows {
 			s := run(proj, rows[r].bin, rows[r].args...)
@@ -78,11 +116,11 @@ func main() {
 	}
 	floorT := median(walls(rows[1].s))
 	floorCPU := median(cpus(rows[1].s))
-	fmt.Printf("| binary | runs | median | p90 | × floor | CPU (median) | CPU × floor | max RSS (median) |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("| binary | runs | median | p90 | × floor | CPU (median) | CPU × floor | max RSS (median) | page faults (median) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range rows {
 		w, c := walls(row.s), cpus(row.s)
-		fmt.Printf("| %s | %d | %s | %s | %.2f | %s | %.2f | %s |\n", row.name, len(w), ms(median(w)), ms(pct(w, 90)),
-			float64(median(w))/float64(floorT), ms(median(c)), float64(median(c))/float64(floorCPU), mb(medianRSS(row.s)))
+		fmt.Printf("| %s | %d | %s | %s | %.2f | %s | %.2f | %s | %d |\n", row.name, len(w), ms(median(w)), ms(pct(w, 90)),
+			float64(median(w))/float64(floorT), ms(median(c)), float64(median(c))/float64(floorCPU), mb(medianRSS(row.s)), medianFaults(row.s))
 	}
 	show := rows[3]
 	ratio := float64(median(walls(show.s))) / float64(floorT)
@@ -91,8 +129,10 @@ func main() {
 		ratio, goalRatio, mb(rss), goalRSSMB, mb(medianRSS(rows[1].s)))
 }
 
-func build(out, pkg string) {
-	c := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+func build(out, pkg string) { buildWith(out, pkg, "-trimpath", "-ldflags=-s -w") }
+
+func buildWith(out, pkg string, flags ...string) {
+	c := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, pkg)...)
 	c.Stderr = os.Stderr
 	check(c.Run())
 }
@@ -111,11 +151,12 @@ func run(dir, bin string, args ...string) result {
 	out, err := c.Output()
 	wall := time.Since(start)
 	check(err)
-	var rss int64
+	var rss, flt int64
 	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = int64(ru.Maxrss) * 1024 // kilobytes on Linux
+		flt = int64(ru.Minflt)
 	}
-	return result{out, sample{wall, c.ProcessState.UserTime() + c.ProcessState.SystemTime(), rss}}
+	return result{out, sample{wall, c.ProcessState.UserTime() + c.ProcessState.SystemTime(), rss, flt}}
 }
 
 func walls(s []sample) []time.Duration {
@@ -141,6 +182,15 @@ func medianRSS(s []sample) int64 {
 	}
 	sort.Slice(r, func(i, j int) bool { return r[i] < r[j] })
 	return r[(len(r)-1)/2]
+}
+
+func medianFaults(s []sample) int64 {
+	f := make([]int64, len(s))
+	for i := range s {
+		f[i] = s[i].flt
+	}
+	sort.Slice(f, func(i, j int) bool { return f[i] < f[j] })
+	return f[(len(f)-1)/2]
 }
 
 func median(d []time.Duration) time.Duration { return pct(d, 50) }
