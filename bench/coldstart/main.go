@@ -2,15 +2,17 @@
 // against its floor, bench/coldstart/sqlitefloor (a pure-Go program that
 // opens the same .dont/dont.db through the same driver, lets SQLite parse
 // the schema and runs the statements a `dont show` runs), with a Go
-// hello-world and `dont --help` as context. The four are run interleaved,
-// one of each per round, so that a noisy machine slows them alike; the
-// table gives medians of wall time, of CPU time (user + system, which a
-// loaded machine disturbs less) and of max RSS (rusage), and the headline
-// is the ratio of dont show's wall time to the floor's. Minor page faults
-// (rusage) are printed beside: the binary's pages a run touches are most
-// of its RSS. -also NAME=BINARY (repeatable) times `BINARY show <id>
-// --json` in the same rounds — main's dont, or a variant build — so a
-// before and after come from one run. Run it through bench/run.
+// hello-world, `dont --help` and the unstripped `go build` of dont as
+// context. All are built as README.md builds dont (CGO_ENABLED=0) and run
+// interleaved, one of each per round, each round starting at the next
+// row, so that a noisy machine slows them alike; the table gives medians
+// of wall time, of CPU time (user + system, which a loaded machine
+// disturbs less), of max RSS and of minor page faults (rusage: the pages
+// of the binary a run touches are most of its RSS), and the headline is
+// the ratio of dont show's wall time to the floor's. -also NAME=BINARY
+// (repeatable) times `BINARY show <id> --json` in the same rounds — main's
+// dont, or a variant build — so a before and after come from one run.
+// Run it through bench/run.
 package main
 
 import (
@@ -108,7 +110,10 @@ func main() {
 		}{name: "dont show <id> --json (" + v.name + ")", bin: v.bin, args: []string{"show", env.Data.ID, "--json"}})
 	}
 	for i := 0; i < *runs+3; i++ {
-		for r := range rows {
+		for k := range rows {
+			// Each round starts at the next row, so that no binary always
+			// runs first (or right after the same one).
+			r := (i + k) % len(rows)
 			s := run(proj, rows[r].bin, rows[r].args...)
 			if i >= 3 { // the first rounds warm the page cache
 				rows[r].s = append(rows[r].s, s.sample)
