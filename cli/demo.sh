@@ -8,7 +8,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 echo "building bin/dont from cli/dont (go build -v: one line per package compiled)"
 start=$SECONDS
-go build -v -o "$repo/bin/dont" "$repo/cli/dont" 2>&1 | sed -u 's/^/  compiled /'
+CGO_ENABLED=0 go build -v -o "$repo/bin/dont" "$repo/cli/dont" 2>&1 | sed -u 's/^/  compiled /'
 dont="$repo/bin/dont"
 echo "built bin/dont $("$dont" version --json | python3 -c "import json,sys; print(json.load(sys.stdin)['data']['version'])") in $((SECONDS - start)) s"
 echo

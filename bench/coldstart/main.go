@@ -2,11 +2,17 @@
 // against its floor, bench/coldstart/sqlitefloor (a pure-Go program that
 // opens the same .dont/dont.db through the same driver, lets SQLite parse
 // the schema and runs the statements a `dont show` runs), with a Go
-// hello-world and `dont --help` as context. The four are run interleaved,
-// one of each per round, so that a noisy machine slows them alike; the
-// table gives medians of wall time, of CPU time (user + system, which a
-// loaded machine disturbs less) and of max RSS (rusage), and the headline
-// is the ratio of dont show's wall time to the floor's. Run it through bench/run.
+// hello-world, `dont --help` and the unstripped `go build` of dont as
+// context. All are built as README.md builds dont (CGO_ENABLED=0) and run
+// interleaved, one of each per round, each round starting at the next
+// row, so that a noisy machine slows them alike; the table gives medians
+// of wall time, of CPU time (user + system, which a loaded machine
+// disturbs less), of max RSS and of minor page faults (rusage: the pages
+// of the binary a run touches are most of its RSS), and the headline is
+// the ratio of dont show's wall time to the floor's. -also NAME=BINARY
+// (repeatable) times `BINARY show <id> --json` in the same rounds — main's
+// dont, or a variant build — so a before and after come from one run.
+// Run it through bench/run.
 package main
 
 import (
@@ -17,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -31,10 +38,26 @@ type sample struct {
 	wall time.Duration
 	cpu  time.Duration // user + system
 	rss  int64         // max RSS, bytes
+	flt  int64         // minor page faults
 }
 
 func main() {
 	runs := flag.Int("runs", 30, "runs of each binary")
+	type variant struct{ name, bin string }
+	var also []variant
+	flag.Func("also", "NAME=BINARY: also time BINARY show <id> --json (repeatable)", func(v string) error {
+		i := strings.LastIndex(v, "=") // a name may hold "=", a path seldom does
+		name, bin := v[:max(i, 0)], v[i+1:]
+		if i < 0 || name == "" || bin == "" {
+			return fmt.Errorf("want NAME=BINARY, got %q", v)
+		}
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			return err
+		}
+		also = append(also, variant{name, abs})
+		return nil
+	})
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "dont-coldstart")
 	check(err)
@@ -45,6 +68,10 @@ func main() {
 	build(hello, filepath.Join(dir, "hello.go"))
 	dont := filepath.Join(dir, "dont")
 	build(dont, "./cli/dont")
+	// What a user's `go build ./cli/dont` makes: symbols and DWARF kept.
+	// They are not loaded, so it should touch the same pages.
+	plain := filepath.Join(dir, "dont-plain")
+	buildWith(plain, "./cli/dont")
 	floor := filepath.Join(dir, "sqlitefloor")
 	build(floor, "./bench/coldstart/sqlitefloor")
 
@@ -68,8 +95,25 @@ func main() {
 		{name: "dont --help (no store)", bin: dont, args: []string{"--help"}},
 		{name: "dont show <id> --json", bin: dont, args: []string{"show", env.Data.ID, "--json"}},
 	}
+	rows = append(rows, struct {
+		name string
+		bin  string
+		args []string
+		s    []sample
+	}{name: "dont show <id> --json (go build, not stripped)", bin: plain, args: []string{"show", env.Data.ID, "--json"}})
+	for _, v := range also {
+		rows = append(rows, struct {
+			name string
+			bin  string
+			args []string
+			s    []sample
+		}{name: "dont show <id> --json (" + v.name + ")", bin: v.bin, args: []string{"show", env.Data.ID, "--json"}})
+	}
 	for i := 0; i < *runs+3; i++ {
-		for r := range rows {
+		for k := range rows {
+			// Each round starts at the next row, so that no binary always
+			// runs first (or right after the same one).
+			r := (i + k) % len(rows)
 			s := run(proj, rows[r].bin, rows[r].args...)
 			if i >= 3 { // the first rounds warm the page cache
 				rows[r].s = append(rows[r].s, s.sample)
@@ -78,21 +122,31 @@ func main() {
 	}
 	floorT := median(walls(rows[1].s))
 	floorCPU := median(cpus(rows[1].s))
-	fmt.Printf("| binary | runs | median | p90 | × floor | CPU (median) | CPU × floor | max RSS (median) |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("| binary | runs | median | p90 | × floor | CPU (median) | CPU × floor | max RSS (median) | page faults (median) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range rows {
 		w, c := walls(row.s), cpus(row.s)
-		fmt.Printf("| %s | %d | %s | %s | %.2f | %s | %.2f | %s |\n", row.name, len(w), ms(median(w)), ms(pct(w, 90)),
-			float64(median(w))/float64(floorT), ms(median(c)), float64(median(c))/float64(floorCPU), mb(medianRSS(row.s)))
+		fmt.Printf("| %s | %d | %s | %s | %.2f | %s | %.2f | %s | %d |\n", row.name, len(w), ms(median(w)), ms(pct(w, 90)),
+			float64(median(w))/float64(floorT), ms(median(c)), float64(median(c))/float64(floorCPU), mb(medianRSS(row.s)), medianFaults(row.s))
 	}
 	show := rows[3]
 	ratio := float64(median(walls(show.s))) / float64(floorT)
 	rss := medianRSS(show.s)
+	// A child's rusage max RSS starts from its parent's high-water mark at
+	// the fork (Linux carries it across exec), so a value at or below this
+	// process's own is this process's, not the child's.
+	fmt.Printf("\n(max RSS at or below %s is the launcher's own: Linux counts the forking process's high-water mark into the child's)\n", mb(ownHWM()))
 	fmt.Printf("\ncold start: dont show / sqlite floor = %.2fx (goal <= %.1fx), max RSS %s (goal <= %d MB; floor %s)\n",
 		ratio, goalRatio, mb(rss), goalRSSMB, mb(medianRSS(rows[1].s)))
 }
 
-func build(out, pkg string) {
-	c := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+func build(out, pkg string) { buildWith(out, pkg, "-trimpath", "-ldflags=-s -w") }
+
+func buildWith(out, pkg string, flags ...string) {
+	c := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, pkg)...)
+	// As README.md builds dont: without cgo, so statically linked (no
+	// dynamic loader, no libc mapped). Every binary here is built alike,
+	// the floor too, so the ratio compares the same kind of program.
+	c.Env = append(os.Environ(), "CGO_ENABLED=0")
 	c.Stderr = os.Stderr
 	check(c.Run())
 }
@@ -111,11 +165,12 @@ func run(dir, bin string, args ...string) result {
 	out, err := c.Output()
 	wall := time.Since(start)
 	check(err)
-	var rss int64
+	var rss, flt int64
 	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = int64(ru.Maxrss) * 1024 // kilobytes on Linux
+		flt = int64(ru.Minflt)
 	}
-	return result{out, sample{wall, c.ProcessState.UserTime() + c.ProcessState.SystemTime(), rss}}
+	return result{out, sample{wall, c.ProcessState.UserTime() + c.ProcessState.SystemTime(), rss, flt}}
 }
 
 func walls(s []sample) []time.Duration {
@@ -141,6 +196,31 @@ func medianRSS(s []sample) int64 {
 	}
 	sort.Slice(r, func(i, j int) bool { return r[i] < r[j] })
 	return r[(len(r)-1)/2]
+}
+
+// ownHWM is this process's peak RSS (VmHWM), 0 if unknown.
+func ownHWM() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func medianFaults(s []sample) int64 {
+	f := make([]int64, len(s))
+	for i := range s {
+		f[i] = s[i].flt
+	}
+	sort.Slice(f, func(i, j int) bool { return f[i] < f[j] })
+	return f[(len(f)-1)/2]
 }
 
 func median(d []time.Duration) time.Duration { return pct(d, 50) }

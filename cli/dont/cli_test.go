@@ -26,7 +26,10 @@ func TestMain(m *testing.M) {
 	binary = filepath.Join(dir, "dont")
 	// A test build: DONT_FAULT_COMMIT_DELAY holds write transactions open
 	// (faulthooks.go, and the package comment).
-	if out, err := exec.Command("go", "build", "-tags", "faulthooks", "-o", binary, ".").CombinedOutput(); err != nil {
+	// Built without cgo, as README.md builds the CLI.
+	build := exec.Command("go", "build", "-tags", "faulthooks", "-o", binary, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		panic(string(out))
 	}
 	code := m.Run()

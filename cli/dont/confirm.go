@@ -177,17 +177,16 @@ func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map
 		a.confirm.confirmed = true
 		return a.callEach(ctx, t, confirm.WithoutSkip(args))
 	}
-	s, err := a.toolSchema(ctx)
+	gate, feature, err := a.gateOf(ctx, t)
 	if err != nil {
 		return err
 	}
 	path := "dont " + strings.ReplaceAll(t.Name, ".", " ")
 	// Ids read from stdin (`dont lock -`) take stdin just as --args-file - does.
 	stdinIDs := args["id"] == "-"
-	gate := s.gate(t.Name)
-	plan := confirm.Decide(confirm.Call{Path: path, Gate: gate, Feature: s.Schema.Features.InteractiveConfirm,
+	plan := confirm.Decide(confirm.Call{Path: path, Gate: gate, Feature: feature,
 		Args: args, Yes: a.confirm.yes, NoInput: a.confirm.noInput, StdinArgs: stdinArgs || stdinIDs})
-	a.confirm.feature = s.Schema.Features.InteractiveConfirm
+	a.confirm.feature = feature
 	if plan.Warning != "" {
 		fmt.Fprintln(a.stderr, plan.Warning)
 	}
@@ -391,7 +390,7 @@ func (a *app) toolSchema(ctx context.Context) (*toolSchema, error) {
 	}
 	ep := a.remote()
 	if ep == "" {
-		a.confirm.schema = &toolSchema{Caps: confirm.CLICaps, Schema: tools.SchemaFor(true, true), Source: "embedded"}
+		a.confirm.schema = &toolSchema{Caps: confirm.CLICaps, Schema: tools.SchemaFor(true, embeddedFeature), Source: "embedded"}
 		return a.confirm.schema, nil
 	}
 	file := schemaFile(ep)
@@ -413,16 +412,37 @@ func (a *app) toolSchema(ctx context.Context) (*toolSchema, error) {
 	return s, nil
 }
 
+// gateOf is the gate the CLI applies to t, and whether the server offers
+// the interactive confirmation. Embedded, it is the binary's own tool's —
+// what the embedded schema (tools.SchemaFor) copies — read without
+// building every tool's JSON Schema on each run (bench/coldstart;
+// TestTheEmbeddedGateIsTheEmbeddedSchemas). Remote, the server's schema
+// decides.
+func (a *app) gateOf(ctx context.Context, t *tools.Tool) (confirm.Gate, bool, error) {
+	if a.confirm.schema == nil && a.remote() == "" {
+		return t.Annotations.Gate, embeddedFeature, nil
+	}
+	s, err := a.toolSchema(ctx)
+	if err != nil {
+		return confirm.Gate{}, false, err
+	}
+	return s.gate(t.Name), s.Schema.Features.InteractiveConfirm, nil
+}
+
+// embeddedFeature: the embedded CLI always offers the interactive
+// confirmation.
+const embeddedFeature = true
+
 // helpGate is the gate --help describes: remote, the server's (from the
 // cache, or fetched briefly); when it cannot be known, no note.
 func (a *app) helpGate(t *tools.Tool) (confirm.Gate, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := a.toolSchema(ctx)
+	g, feature, err := a.gateOf(ctx, t)
 	if err != nil {
 		return confirm.Gate{}, false
 	}
-	return s.gate(t.Name), s.Schema.Features.InteractiveConfirm
+	return g, feature
 }
 
 // schemaFile is the cache file: under the user cache directory, named

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,7 @@ import (
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 // seenRequest is one request the counting middleware saw.
@@ -897,5 +899,38 @@ func TestMCPKeepsTheServerSideContract(t *testing.T) {
 	// The owner confirms the held lock at a terminal of the CLI; it runs.
 	if r := g.p.answered(nil, "confirmations", "confirm", conf); r.exit != 0 || r.str("status") != "locked" {
 		t.Fatalf("confirm: %d %s", r.exit, r.stdout)
+	}
+}
+
+// The embedded CLI reads a tool's gate from the tool itself rather than
+// building the embedded schema on every run; for every tool that is the
+// gate (and the feature) the embedded schema — what `dont tools` prints —
+// carries.
+func TestTheEmbeddedGateIsTheEmbeddedSchemas(t *testing.T) {
+	a := newApp(strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" })
+	full := newApp(strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" })
+	schema, err := full.toolSchema(context.Background())
+	if err != nil || schema.Source != "embedded" {
+		t.Fatalf("embedded schema: %v, source %q", err, schema.Source)
+	}
+	gated := 0
+	for _, tool := range tools.All() {
+		g, feature, err := a.gateOf(context.Background(), tool)
+		if err != nil {
+			t.Fatalf("%s: %v", tool.Name, err)
+		}
+		if !reflect.DeepEqual(g, schema.gate(tool.Name)) || feature != schema.Schema.Features.InteractiveConfirm {
+			t.Errorf("%s: gate %+v feature %v, the embedded schema says %+v feature %v", tool.Name, g, feature,
+				schema.gate(tool.Name), schema.Schema.Features.InteractiveConfirm)
+		}
+		if g.Gated() {
+			gated++
+		}
+	}
+	if gated == 0 {
+		t.Fatal("no tool is gated: the comparison proves nothing")
+	}
+	if a.confirm.schema != nil {
+		t.Error("reading the embedded gates built the schema")
 	}
 }

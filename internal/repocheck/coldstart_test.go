@@ -1,7 +1,9 @@
 package repocheck
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -36,6 +38,50 @@ func TestThePlainCLILinksNoAWSServiceClientOrConfigLoader(t *testing.T) {
 			if strings.HasPrefix(dep, f) {
 				t.Errorf("cli/dont links %s: the CLI's start-up runs its init (docs/design.md#decisions)", dep)
 			}
+		}
+	}
+}
+
+// The CLI is built without cgo everywhere the repository builds it for a
+// person (README.md's install line, cli/demo.sh; bench/coldstart and the
+// CLI's tests set it in their own code): with cgo on, `net` alone links
+// the dynamic loader and libc, which cost every start their relocations
+// and about 1.4 MB of RSS (docs/design.md#decisions, "built without cgo").
+func TestEveryBuildOfTheCLIIsWithoutCgo(t *testing.T) {
+	root, _ := tracked(t)
+	builds := 0
+	for _, file := range []string{"README.md", "cli/demo.sh"} {
+		b, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if !strings.Contains(line, "cli/dont") || !(strings.Contains(line, "go build") || strings.Contains(line, "go install")) {
+				continue
+			}
+			if strings.Contains(line, "-tags faulthooks") || strings.HasPrefix(strings.TrimSpace(line), "echo") {
+				continue // the tests' build, described; or a line that only tells
+			}
+			n := strings.Count(line, "go build") + strings.Count(line, "go install")
+			builds += n
+			if strings.Count(line, "CGO_ENABLED=0 go ") < n {
+				t.Errorf("%s:%d builds the CLI with cgo on (the default): %s", file, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+	if builds < 2 {
+		t.Fatalf("found %d builds of the CLI in README.md and cli/demo.sh: the check proves nothing", builds)
+	}
+	module := modulePath(t, root)
+	cmd := exec.Command("go", "list", "-deps", module+"/cli/dont")
+	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list without cgo: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "runtime/cgo" {
+			t.Error("cli/dont links runtime/cgo even without cgo")
 		}
 	}
 }
