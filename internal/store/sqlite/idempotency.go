@@ -120,7 +120,8 @@ func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempot
 //
 // Concurrent Remembers share one write transaction (group commit): a
 // caller queues its record; the first caller with none in flight writes
-// every record queued by then in one transaction, each caller returns once
+// every record queued by the time it holds the write lock in one
+// transaction; each caller returns once
 // the transaction that holds its record has committed (or failed), and
 // the next waiting caller writes what queued meanwhile. A record is
 // durable before its Remember returns, as when each had its own
@@ -139,11 +140,14 @@ func (s *Store) Remember(ctx context.Context, key, fingerprint string, status in
 			return t.err
 		}
 	}
-	q.mu.Lock()
-	batch := q.queued
-	q.queued = nil
-	q.mu.Unlock()
+	// The batch is taken inside the transaction, once this caller holds
+	// the write lock: what queued while it waited for the lock joins it.
+	var batch []*remembered
 	err := s.write(ctx, func(tx *txn) error {
+		q.mu.Lock()
+		batch = append(batch, q.queued...)
+		q.queued = nil
+		q.mu.Unlock()
 		if err := s.expire(ctx, tx, batch[len(batch)-1].now); err != nil {
 			return err
 		}
