@@ -117,104 +117,21 @@ func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempot
 
 // Remember implements idempotency.Store: the first response stored (or
 // one past the window) stays.
-//
-// Concurrent Remembers share one write transaction (group commit): a
-// caller queues its record; the first caller with none in flight writes
-// every record queued by the time it holds the write lock in one
-// transaction; each caller returns once
-// the transaction that holds its record has committed (or failed), and
-// the next waiting caller writes what queued meanwhile. A record is
-// durable before its Remember returns, as when each had its own
-// transaction; under load a server's remembered responses cost one
-// commit per batch instead of one each.
 func (s *Store) Remember(ctx context.Context, key, fingerprint string, status int, body []byte, now time.Time) error {
-	q := s.remembers()
-	r := &remembered{key: key, fingerprint: fingerprint, status: status, body: body, now: now, done: make(chan rememberTurn, 1)}
-	q.mu.Lock()
-	q.queued = append(q.queued, r)
-	lead := !q.writing
-	q.writing = true
-	q.mu.Unlock()
-	if !lead {
-		if t := <-r.done; !t.lead {
-			return t.err
-		}
-	}
-	// The batch is taken inside the transaction, once this caller holds
-	// the write lock: what queued while it waited for the lock joins it.
-	var batch []*remembered
 	err := s.write(ctx, func(tx *txn) error {
-		q.mu.Lock()
-		batch = append(batch, q.queued...)
-		q.queued = nil
-		q.mu.Unlock()
-		if err := s.expire(ctx, tx, batch[len(batch)-1].now); err != nil {
+		if err := s.expire(ctx, tx, now); err != nil {
 			return err
 		}
-		for _, b := range batch {
-			if _, err := tx.ExecContext(ctx, rememberStatement,
-				b.key, b.fingerprint, b.status, b.body, timeText(b.now), expiredBefore(b.now)); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := tx.ExecContext(ctx, "INSERT INTO idempotency(key, state, fingerprint, status, body, created_at) VALUES(?, 'done', ?, ?, ?, ?) "+
+			"ON CONFLICT(key) DO UPDATE SET state = 'done', fingerprint = excluded.fingerprint, status = excluded.status, body = excluded.body, "+
+			"created_at = excluded.created_at WHERE idempotency.created_at < ?",
+			key, fingerprint, status, body, timeText(now), expiredBefore(now))
+		return err
 	})
 	if err == nil {
 		idempotencySchemaReady.Store(s, struct{}{})
 	}
-	for _, b := range batch {
-		if b != r {
-			b.done <- rememberTurn{err: err}
-		}
-	}
-	q.mu.Lock()
-	if len(q.queued) > 0 {
-		q.queued[0].done <- rememberTurn{lead: true}
-	} else {
-		q.writing = false
-	}
-	q.mu.Unlock()
 	return err
-}
-
-// rememberStatement stores one response unless one younger than the
-// window is stored under its key.
-const rememberStatement = "INSERT INTO idempotency(key, state, fingerprint, status, body, created_at) VALUES(?, 'done', ?, ?, ?, ?) " +
-	"ON CONFLICT(key) DO UPDATE SET state = 'done', fingerprint = excluded.fingerprint, status = excluded.status, body = excluded.body, " +
-	"created_at = excluded.created_at WHERE idempotency.created_at < ?"
-
-// rememberQueue is one store's Remembers waiting for a transaction.
-type rememberQueue struct {
-	mu      sync.Mutex
-	queued  []*remembered
-	writing bool // a caller is writing a batch; the queued wait for it
-}
-
-// remembered is one queued Remember.
-type remembered struct {
-	key, fingerprint string
-	status           int
-	body             []byte
-	now              time.Time
-	done             chan rememberTurn
-}
-
-// rememberTurn is what a queued Remember is told: its batch's result, or
-// that it writes the next batch.
-type rememberTurn struct {
-	err  error
-	lead bool
-}
-
-// rememberQueues holds each store's queue.
-var rememberQueues sync.Map // *Store -> *rememberQueue
-
-func (s *Store) remembers() *rememberQueue {
-	if q, ok := rememberQueues.Load(s); ok {
-		return q.(*rememberQueue)
-	}
-	q, _ := rememberQueues.LoadOrStore(s, &rememberQueue{})
-	return q.(*rememberQueue)
 }
 
 var _ idempotency.Store = (*Store)(nil)
