@@ -206,7 +206,7 @@ func (s *core) expire(ctx context.Context, requestID string) (r TimeoutResult, w
 			return r, false, err
 		}
 		r.Restored, r.Status = tx.restored, tx.status
-		err = s.Store.Commit(ctx, tx.Tx)
+		err = s.commit(ctx, tx.Tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue
 		}
