@@ -231,6 +231,8 @@ func (s *server) respond(w http.ResponseWriter, r *http.Request, replay idempote
 	s.log.Info("call", "request_id", env.Meta.RequestID, "path", r.URL.Path, "status", status, "duration_ms", env.Meta.DurationMS)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Request-Id", env.Meta.RequestID)
+	// One write of a known length: no chunked encoding for a long answer.
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
 }
