@@ -226,11 +226,13 @@ func (s *server) throttled(w http.ResponseWriter, r *http.Request, wait time.Dur
 
 func (s *server) respond(w http.ResponseWriter, r *http.Request, replay idempotentCall, status int, env envelope.Envelope, start time.Time) {
 	env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: requestID(r)}
-	body := envelope.Marshal(env)
+	body := marshalEnvelope(env)
 	replay.finish(r.Context(), status, body)
 	s.log.Info("call", "request_id", env.Meta.RequestID, "path", r.URL.Path, "status", status, "duration_ms", env.Meta.DurationMS)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Request-Id", env.Meta.RequestID)
+	// One write of a known length: no chunked encoding for a long answer.
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
 }

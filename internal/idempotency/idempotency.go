@@ -92,6 +92,9 @@ const Redacted = "[redacted]"
 // cost a second write unit on DynamoDB (docs/aws-cost.md).
 func StoredForm(body []byte) []byte {
 	body = withoutDerived(body)
+	if k, ok := topKind(body); ok && len(SecretFields[k]) == 0 {
+		return body // no secret: spared decoding the whole response
+	}
 	var env envelope.Envelope
 	if json.Unmarshal(body, &env) != nil {
 		return body
@@ -127,6 +130,27 @@ func StoredForm(body []byte) []byte {
 		out = bytes.ReplaceAll(out, jsonText(s), jsonText(Redacted))
 	}
 	return out
+}
+
+// kindKey is how envelope.Marshal writes envelope_kind, ahead of data.
+var kindKey = []byte(`"envelope_kind":"`)
+
+// topKind reads the envelope_kind of an envelope as envelope.Marshal
+// writes it: the first `"envelope_kind":"` is the envelope's own (it
+// comes before data, and inside a JSON string the quote after the key
+// would be escaped), and a plain value ends at the next quote. ok is
+// false for anything else, which is decoded in full.
+func topKind(body []byte) (string, bool) {
+	i := bytes.Index(body, kindKey)
+	if i < 0 {
+		return "", false
+	}
+	rest := body[i+len(kindKey):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", false
+	}
+	return string(rest[:end]), true
 }
 
 const (

@@ -76,3 +76,19 @@ func TestASpawnRequestReplaysItsForbiddenToolsByteForByte(t *testing.T) {
 		t.Fatalf("a plain body changed: %s", got)
 	}
 }
+
+// The kind is read without decoding the response: a token envelope is
+// still stored redacted, and a response of another kind is stored as it
+// is even when its data holds a token field or quotes an envelope_kind.
+func TestTheStoredFormReadsTheEnvelopesOwnKind(t *testing.T) {
+	tok, _ := envelope.MarshalData(map[string]any{"id": "token:01", "token": "dont_secret_abc"})
+	body := envelope.Marshal(envelope.Envelope{OK: true, Kind: "token", Data: tok})
+	if got := idempotency.StoredForm(body); bytes.Contains(got, []byte("dont_secret_abc")) || !bytes.Contains(got, []byte(idempotency.Redacted)) {
+		t.Fatalf("a token envelope was stored with its secret: %s", got)
+	}
+	other, _ := envelope.MarshalData(map[string]any{"note": `"envelope_kind":"token"`, "token": "not a secret here"})
+	body = envelope.Marshal(envelope.Envelope{OK: true, Kind: "entity", Data: other})
+	if got := idempotency.StoredForm(body); !bytes.Equal(got, body) {
+		t.Fatalf("an entity envelope was changed:\n%s\n%s", body, got)
+	}
+}

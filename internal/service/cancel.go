@@ -48,7 +48,7 @@ func (s *Spawns) Cancel(ctx context.Context, requestID, reason string) (CancelRe
 			return CancelResult{}, nil, err
 		}
 		r.Restored, r.Status = tx.restored, tx.status
-		err = s.Store.Commit(ctx, tx.Tx)
+		err = s.commit(ctx, tx.Tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue // a resolver or a writer got there first: re-read and decide again
 		}

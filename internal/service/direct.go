@@ -224,7 +224,7 @@ func (s *core) closeFailed(ctx context.Context, requestID string, cause *errs.Er
 		if err != nil {
 			return sp, false, err
 		}
-		err = s.Store.Commit(ctx, tx.Tx)
+		err = s.commit(ctx, tx.Tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue
 		}

@@ -87,7 +87,7 @@ func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Du
 		if err != nil {
 			return r, nil, err
 		}
-		err = s.Store.Commit(ctx, tx)
+		err = s.commit(ctx, tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue // resolved, or its entity moved: re-read and decide again
 		}

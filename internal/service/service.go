@@ -192,7 +192,7 @@ func (s *Ledger) Conclude(ctx context.Context, in ConcludeInput) (EntityView, er
 	}
 	ev := s.event(ledger.EvConcluded, e.ID, now)
 	ev.To = ledger.Unverified
-	if err := s.Store.Commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); err != nil {
+	if err := s.commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); err != nil {
 		return res, storeErr(err)
 	}
 	return EntityView{Entity: e}, nil
@@ -220,7 +220,7 @@ func (s *Ledger) Define(ctx context.Context, curie, doc string) (EntityView, err
 	}
 	ev := s.event(ledger.EvDefined, e.ID, now)
 	ev.To = ledger.Unverified
-	err := s.Store.Commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}})
+	err := s.commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}})
 	if FailedOn(err, CurieKey(curie)) {
 		// Another define committed the CURIE after the check: it is
 		// committed, so a read now finds its term.

@@ -12,6 +12,7 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/readmemo"
 	"github.com/dont-cli/dont/internal/spawn"
 )
 
@@ -64,7 +65,7 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 		if err != nil {
 			return res, nil, err
 		}
-		err = s.Store.Commit(ctx, tx)
+		err = s.commit(ctx, tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue // the entity moved, perhaps under another spawn: re-read
 		}
@@ -222,7 +223,7 @@ func (s *core) answer(ctx context.Context, requestID string, candidates []string
 		concluded.To, concluded.RequestID, concluded.Direct = ledger.Unverified, sp.ID, direct
 		done := s.event(ledger.EvSpawnResolved, e.ID, now)
 		done.RequestID, done.Outcome, done.Direct = sp.ID, string(spawn.CallbackApplied), direct
-		err = s.Store.Commit(ctx, Tx{
+		err = s.commit(ctx, Tx{
 			Entities: []EntityPut{{Entity: e}},
 			Spawns:   []SpawnPut{{Spawn: resolved(sp, spawn.CallbackApplied, now)}},
 			Events:   []ledger.Event{answered, concluded, done},
@@ -247,6 +248,10 @@ func (s *core) spawnRecord(ctx context.Context, id string) (spawn.Spawn, error) 
 	if ids.Kind(id) != ids.Spawn {
 		return spawn.Spawn{}, errs.E(errs.SpawnNotFound, "not a spawn request id: "+quoteID(id)).Unmet("request ids look like spawn:<ULID>")
 	}
+	memo := readmemo.From(ctx)
+	if v, ok := memo.Get(memoSpawn + id); ok {
+		return v.(spawn.Spawn), nil
+	}
 	sp, err := s.Store.GetSpawn(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return sp, errs.E(errs.SpawnNotFound, "no spawn request "+id+" in this project")
@@ -254,7 +259,22 @@ func (s *core) spawnRecord(ctx context.Context, id string) (spawn.Spawn, error) 
 	if err != nil {
 		return sp, storeErr(err)
 	}
+	memo.Put(memoSpawn+id, sp)
 	return sp, nil
+}
+
+// memoSpawn prefixes a spawn's key in a request's read memo
+// (internal/readmemo): checking a callback token's powers and applying
+// the callback read the same spawn, and the second read is answered from
+// the first until the request's next commit (core.commit).
+const memoSpawn = "service.spawn\x00"
+
+// commit applies tx; whatever the outcome, the request's remembered
+// reads are forgotten, so a retry after a failed condition (or any read
+// after a write) reads the store again.
+func (s *core) commit(ctx context.Context, tx Tx) error {
+	defer readmemo.From(ctx).Forget()
+	return s.Store.Commit(ctx, tx)
 }
 
 func resolved(sp spawn.Spawn, outcome spawn.Outcome, now time.Time) spawn.Spawn {

@@ -98,8 +98,42 @@ type SweepFirstPolicy struct {
 // needs it: Sweep of SweepBatch, with the approvals part as the service's
 // SweepFirstPolicy allows. `dont sweep`, the timers and the ticker call
 // Sweep, which always sweeps in full.
+//
+// A store that can tell in one read whether anything is due (DueProbe)
+// is asked first, and a sweep that would find nothing costs that read
+// alone: no due spawn, question or unannounced ending means every part of
+// the sweep would have found nothing.
 func (s *core) SweepFirst(ctx context.Context) (SweepReport, error) {
-	return s.sweep(ctx, SweepBatch, turn(&s.approvalsSweptAt, s.SweepPolicy.ApprovalsEvery, s.now()))
+	// The interval's turn is taken whether or not anything is due, as if
+	// the approvals part had run and found nothing.
+	approvalsTurn := turn(&s.approvalsSweptAt, s.SweepPolicy.ApprovalsEvery, s.now())
+	if s.nothingDue(ctx) {
+		return SweepReport{TimedOut: []TimeoutResult{}, Lost: []TimeoutResult{}}, nil
+	}
+	return s.sweep(ctx, SweepBatch, approvalsTurn)
+}
+
+// DueProbe is the optional one-read check of a Store: whether a sweep at
+// now would find a pending spawn or question due, or a question's ending
+// not yet announced. The SQLite store implements it; a store without it
+// is swept in full.
+type DueProbe interface {
+	AnythingDue(ctx context.Context, now time.Time) (bool, error)
+}
+
+// nothingDue reports whether the store says no part of a sweep has work.
+// It answers for the approvals part too only if the questions live in the
+// same store; any error means "sweep and see".
+func (s *core) nothingDue(ctx context.Context) bool {
+	probe, ok := s.Store.(DueProbe)
+	if !ok {
+		return false
+	}
+	if s.Approvals.Store != nil && !s.Approvals.Scheduled && any(s.Approvals.Store) != any(s.Store) {
+		return false
+	}
+	due, err := probe.AnythingDue(ctx, s.now())
+	return err == nil && !due
 }
 
 // SweepAfter is the sweep the tool surface runs after a call that
@@ -172,7 +206,7 @@ func (s *core) expire(ctx context.Context, requestID string) (r TimeoutResult, w
 			return r, false, err
 		}
 		r.Restored, r.Status = tx.restored, tx.status
-		err = s.Store.Commit(ctx, tx.Tx)
+		err = s.commit(ctx, tx.Tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue
 		}

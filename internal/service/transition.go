@@ -7,6 +7,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/readmemo"
 	"github.com/dont-cli/dont/internal/spawn"
 )
 
@@ -55,7 +56,7 @@ func (s *Ledger) Transition(ctx context.Context, in TransitionInput) (EntityView
 		if err != nil {
 			return EntityView{}, nil, err
 		}
-		err = s.Store.Commit(ctx, tx)
+		err = s.commit(ctx, tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue
 		}
@@ -166,7 +167,9 @@ func (s *core) callback(ctx context.Context, in TransitionInput) (EntityView, []
 		if err != nil {
 			// The entity refuses the transition. If the spawn was resolved
 			// since it was read, this callback lost the race: say who won
-			// rather than blame the entity's newer status.
+			// rather than blame the entity's newer status (read afresh,
+			// not from the request's memo).
+			readmemo.From(ctx).Forget()
 			if again, rerr := s.spawnRecord(ctx, sp.ID); rerr == nil && again.State != spawn.Pending {
 				return s.alreadyResolved(ctx, again)
 			}
@@ -179,7 +182,7 @@ func (s *core) callback(ctx context.Context, in TransitionInput) (EntityView, []
 		done := s.event(ledger.EvSpawnResolved, e.ID, now)
 		done.RequestID, done.Outcome, done.Direct = sp.ID, string(spawn.CallbackApplied), in.Direct
 		tx.Events = append(tx.Events, done)
-		err = s.Store.Commit(ctx, tx)
+		err = s.commit(ctx, tx)
 		if isCondition(err) && attempt < maxAttempts {
 			continue // re-read: either the spawn was resolved (we lost) or the entity moved
 		}

@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
@@ -128,12 +130,34 @@ func (a Args) Bool(name string) bool { b, _ := a[name].(bool); return b }
 
 // All returns the tools, sorted by name.
 func All() []*Tool {
-	out := make([]*Tool, 0, len(registry))
-	for _, t := range registry {
-		out = append(out, t)
+	return slices.Clone(sortedTools().tools)
+}
+
+// toolList is the registry sorted by name, and the names.
+type toolList struct {
+	tools []*Tool
+	names []string
+}
+
+// sorted is the registry's toolList, built on first use: the registry is
+// fixed once the package's init has run (register resets it), and every
+// call's spawn request and gate read it.
+var sorted atomic.Pointer[toolList]
+
+func sortedTools() *toolList {
+	if l := sorted.Load(); l != nil {
+		return l
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	l := &toolList{tools: make([]*Tool, 0, len(registry)), names: make([]string, 0, len(registry))}
+	for _, t := range registry {
+		l.tools = append(l.tools, t)
+	}
+	sort.Slice(l.tools, func(i, j int) bool { return l.tools[i].Name < l.tools[j].Name })
+	for _, t := range l.tools {
+		l.names = append(l.names, t.Name)
+	}
+	sorted.Store(l)
+	return l
 }
 
 // AllowedRoles is the list of bearer roles that may call the tool.
@@ -157,13 +181,7 @@ var registry = map[string]*Tool{}
 
 // Every spawn request forbids every registered tool it does not allow.
 var _ = func() bool {
-	spawn.UseToolNames(func() []string {
-		names := make([]string, 0, len(registry))
-		for _, t := range All() {
-			names = append(names, t.Name)
-		}
-		return names
-	})
+	spawn.UseToolNames(func() []string { return sortedTools().names })
 	return true
 }()
 
@@ -185,6 +203,7 @@ func register(t *Tool) {
 		panic("tools: duplicate tool " + t.Name)
 	}
 	registry[t.Name] = t
+	sorted.Store(nil)
 }
 
 // Call validates raw arguments and runs the tool under its policy (see

@@ -50,7 +50,15 @@ const (
 	// the project's hooks as last read (DefaultHookCache; "0s": read on
 	// every commit); adding a hook waits that long before it answers.
 	EnvHookCache = "DONT_HOOK_CACHE"
+	// EnvSweepAfterEvery is how often, at most, an instance sweeps after a
+	// callback (DefaultSweepAfterEvery; "0s": after every callback): that
+	// sweep concerns other spawns only, which their timeout messages and
+	// the scheduled sweep end anyway (service.SweepFirstPolicy).
+	EnvSweepAfterEvery = "DONT_SWEEP_AFTER_EVERY"
 )
+
+// DefaultSweepAfterEvery is dont serve's default sweep interval.
+const DefaultSweepAfterEvery = time.Second
 
 // DefaultHookCache spares every commit its read of the project's hooks
 // (a strongly consistent Query, a read unit, even in projects without
@@ -107,6 +115,9 @@ type Config struct {
 	// HookCache is how long commits announce to the hooks as last read
 	// (0: read on every commit; see EnvHookCache).
 	HookCache time.Duration
+	// SweepAfterEvery rate-limits the sweep after a callback (0: none;
+	// see EnvSweepAfterEvery).
+	SweepAfterEvery time.Duration
 }
 
 // ConfigFromEnv reads the configuration; getenv is os.Getenv in production.
@@ -119,6 +130,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		SweepLimit:    DefaultSweepLimit,
 		SecretsKey:    strings.TrimSpace(getenv(EnvSecretsKey)),
 		HookCache:     DefaultHookCache,
+		// A callback's sweep after itself at most once a second.
+		SweepAfterEvery: DefaultSweepAfterEvery,
 	}
 	if c.Table == "" {
 		return c, fmt.Errorf("%s is required: the DynamoDB table name", EnvTable)
@@ -135,6 +148,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s must be a positive integer, got %q", EnvSweepLimit, v)
 		}
 		c.SweepLimit = n
+	}
+	if v := strings.TrimSpace(getenv(EnvSweepAfterEvery)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("%s must be a Go duration of 0s or more, got %q", EnvSweepAfterEvery, v)
+		}
+		c.SweepAfterEvery = d
 	}
 	if v := strings.TrimSpace(getenv(EnvHookCache)); v != "" {
 		d, err := time.ParseDuration(v)

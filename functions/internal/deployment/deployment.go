@@ -83,6 +83,7 @@ func (d *Deployment) NewService(project string, st Store) *service.Service {
 		Scheduler: sched, ApprovalScheduler: sched,
 		Approvals: service.Approvals{Store: st, Timeout: d.Config.ApprovalTimeout, Lease: d.Config.SubscriberLease,
 			Poll: d.Config.ApprovalPoll, Scheduled: true},
+		SweepPolicy: service.SweepFirstPolicy{AfterEvery: d.Config.SweepAfterEvery},
 	})
 }
 

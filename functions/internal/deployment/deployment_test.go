@@ -45,6 +45,15 @@ func TestConfigFromEnvironment(t *testing.T) {
 	if c, err := ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvHookCache, "0s")); err != nil || c.HookCache != 0 {
 		t.Fatalf("no hook cache: %+v %v", c, err)
 	}
+	if c.SweepAfterEvery != DefaultSweepAfterEvery {
+		t.Fatalf("the sweep after a callback: %v, want at most once per %v", c.SweepAfterEvery, DefaultSweepAfterEvery)
+	}
+	if c, err := ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSweepAfterEvery, "0s")); err != nil || c.SweepAfterEvery != 0 {
+		t.Fatalf("a sweep after every callback: %+v %v", c, err)
+	}
+	if _, err := ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSweepAfterEvery, "-1s")); err == nil {
+		t.Fatal("a negative sweep interval was accepted")
+	}
 	c, err = ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSpawnTimeout, "90s", EnvSweepLimit, "50"))
 	if err != nil || c.SpawnTimeout != 90*time.Second || c.SweepLimit != 50 {
 		t.Fatalf("%+v %v", c, err)

@@ -62,3 +62,54 @@ func TestIdempotencyRecordsExpireAfter24Hours(t *testing.T) {
 		}
 	})
 }
+
+// Concurrent Remembers share transactions; each must still be stored
+// when it returns, and of one key's racing responses exactly one stays.
+func TestConcurrentRemembersAreEachStoredWhenTheyReturnAndTheFirstStays(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	const n = 32
+	errc := make(chan error, 2*n)
+	start := make(chan struct{})
+	for i := range n {
+		go func() {
+			<-start
+			key := fmt.Sprintf("k-%d", i)
+			if err := s.Remember(ctx, key, "fp", 200, []byte(key), now); err != nil {
+				errc <- err
+				return
+			}
+			rec, err := s.Lookup(ctx, key, now)
+			if err == nil && (rec == nil || !rec.Done || string(rec.Body) != key) {
+				err = fmt.Errorf("%s returned but reads back as %+v", key, rec)
+			}
+			errc <- err
+		}()
+		go func() {
+			<-start
+			errc <- s.Remember(ctx, "shared", fmt.Sprintf("fp-%d", i), 200, []byte(fmt.Sprintf("body-%d", i)), now)
+		}()
+	}
+	close(start)
+	for range 2 * n {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := s.Lookup(ctx, "shared", now)
+	if err != nil || rec == nil {
+		t.Fatalf("shared: %+v %v", rec, err)
+	}
+	if want := "body-" + rec.Fingerprint[len("fp-"):]; string(rec.Body) != want {
+		t.Fatalf("the stored body %q is not the one of fingerprint %q", rec.Body, rec.Fingerprint)
+	}
+	for i := range 3 {
+		if err := s.Remember(ctx, "shared", "later", 201, []byte("later"), now.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if again, _ := s.Lookup(ctx, "shared", now); string(again.Body) != string(rec.Body) {
+		t.Fatalf("a later Remember replaced the first response: %q", again.Body)
+	}
+}
