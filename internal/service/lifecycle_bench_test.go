@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -51,9 +52,22 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 // BenchmarkSpawnLifecycleParallel is BenchmarkSpawnLifecycle with
 // GOMAXPROCS callers at once, each on its own claim, floor beside it.
 func BenchmarkSpawnLifecycleParallel(b *testing.B) {
+	benchParallelLifecycles(b, "SpawnLifecycleParallel", 1)
+}
+
+// BenchmarkSpawnLifecycleParallel16 is it with 16 callers at once, as
+// dont serve's default workers (bench/serveload): 16 subagents of one
+// harness, each on its own claim.
+func BenchmarkSpawnLifecycleParallel16(b *testing.B) {
+	benchParallelLifecycles(b, "SpawnLifecycleParallel16", max(1, 16/runtime.GOMAXPROCS(0)))
+}
+
+// benchParallelLifecycles runs GOMAXPROCS×parallelism callers, floor and dont.
+func benchParallelLifecycles(b *testing.B, name string, parallelism int) {
 	var floor, dont lifecycleResult
 	b.Run("floor", func(b *testing.B) {
 		f := newLifecycleFloor(b)
+		b.SetParallelism(parallelism)
 		floor = measureParallel(b, func() func() error {
 			e := f.entity(b)
 			return func() error { return f.lifecycle(e) }
@@ -61,12 +75,13 @@ func BenchmarkSpawnLifecycleParallel(b *testing.B) {
 	})
 	b.Run("dont", func(b *testing.B) {
 		svc := benchService(b)
+		b.SetParallelism(parallelism)
 		dont = measureParallel(b, func() func() error {
 			id := benchClaim(b, svc)
 			return func() error { return dontLifecycle(ctx, svc, id) }
 		})
 	})
-	printRatio("SpawnLifecycleParallel", floor, dont)
+	printRatio(name, floor, dont)
 }
 
 func benchService(b *testing.B) *service.Service {
