@@ -52,73 +52,75 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
 	s.queueMu.Lock()
 	s.queue = append(s.queue, w)
 	if s.leading {
-		// A leader is running: it, or the next leader, takes w.
+		// A leader is running: its batch, or a later one, takes w, or w
+		// is made the next leader.
 		w.done = make(chan struct{})
 		s.queueMu.Unlock()
 		<-w.done
-		return w.err
+		if !w.leads {
+			return w.err
+		}
+	} else {
+		s.leading = true
+		s.queueMu.Unlock()
 	}
-	s.leading = true
-	s.queueMu.Unlock()
-	s.lead()
+	s.lead(w)
 	return w.err
 }
 
 // queuedWrite is one caller's write waiting for (or in) a batch.
 type queuedWrite struct {
-	ctx  context.Context
-	fn   func(*txn) error
-	err  error
-	done chan struct{} // nil for the leader's own write
+	ctx   context.Context
+	fn    func(*txn) error
+	err   error
+	done  chan struct{} // closed when err is set or the write leads; nil for a first leader
+	leads bool          // made the next leader (set before done is closed)
 }
 
 // maxBatch bounds the writes of one group commit.
 const maxBatch = 64
 
-// lead runs batches under writeMu until the queue is empty, then gives up
-// leadership.
-func (s *Store) lead() {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+// lead runs one batch, the queued writes up to maxBatch with w (the
+// queue's first) among them, then hands the leadership to the first
+// write still queued, or gives it up: a leader returns after its own
+// batch, so that no caller commits others' writes for long.
+func (s *Store) lead(w *queuedWrite) {
 	var batch []*queuedWrite
+	s.writeMu.Lock()
 	defer func() {
-		// A write that panicked (a bug) must not leave the others waiting
-		// for a leader that is gone: they fail, and the next write leads.
-		if p := recover(); p != nil {
-			s.queueMu.Lock()
-			rest := s.queue
-			s.queue, s.leading = nil, false
-			s.queueMu.Unlock()
-			for _, w := range append(batch, rest...) {
-				if w.done != nil {
-					w.err = errors.New("sqlite: a write of the same batch panicked")
-					close(w.done)
+		p := recover()
+		if p != nil {
+			s.writeMu.Unlock()
+			for _, o := range batch {
+				if o != w && o.done != nil {
+					o.err = errors.New("sqlite: a write of the same batch panicked")
 				}
 			}
+		}
+		s.queueMu.Lock()
+		if len(s.queue) > 0 {
+			next := s.queue[0]
+			next.leads = true
+			close(next.done)
+		} else {
+			s.queue, s.leading = nil, false
+		}
+		s.queueMu.Unlock()
+		for _, o := range batch {
+			if o != w && o.done != nil {
+				close(o.done)
+			}
+		}
+		if p != nil {
 			panic(p)
 		}
 	}()
-	for {
-		s.queueMu.Lock()
-		batch = s.queue
-		if len(batch) > maxBatch {
-			batch = batch[:maxBatch:maxBatch]
-		}
-		s.queue = s.queue[len(batch):]
-		if len(batch) == 0 {
-			s.queue = nil
-			s.leading = false
-			s.queueMu.Unlock()
-			return
-		}
-		s.queueMu.Unlock()
-		s.runBatch(batch)
-		for _, w := range batch {
-			if w.done != nil {
-				close(w.done)
-			}
-		}
-	}
+	s.queueMu.Lock()
+	batch = s.queue[:min(len(s.queue), maxBatch):min(len(s.queue), maxBatch)]
+	s.queue = s.queue[len(batch):]
+	s.queueMu.Unlock()
+	s.runBatch(batch)
+	s.writeMu.Unlock()
 }
 
 // runBatch runs the writes of batch in one transaction (one alone without
