@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -51,9 +52,22 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 // BenchmarkSpawnLifecycleParallel is BenchmarkSpawnLifecycle with
 // GOMAXPROCS callers at once, each on its own claim, floor beside it.
 func BenchmarkSpawnLifecycleParallel(b *testing.B) {
+	benchParallelLifecycles(b, "SpawnLifecycleParallel", 1)
+}
+
+// BenchmarkSpawnLifecycleParallel16 is it with 16 callers at once, as
+// dont serve's default workers (bench/serveload): 16 subagents of one
+// harness, each on its own claim.
+func BenchmarkSpawnLifecycleParallel16(b *testing.B) {
+	benchParallelLifecycles(b, "SpawnLifecycleParallel16", max(1, 16/runtime.GOMAXPROCS(0)))
+}
+
+// benchParallelLifecycles runs GOMAXPROCS×parallelism callers, floor and dont.
+func benchParallelLifecycles(b *testing.B, name string, parallelism int) {
 	var floor, dont lifecycleResult
 	b.Run("floor", func(b *testing.B) {
 		f := newLifecycleFloor(b)
+		b.SetParallelism(parallelism)
 		floor = measureParallel(b, func() func() error {
 			e := f.entity(b)
 			return func() error { return f.lifecycle(e) }
@@ -61,12 +75,13 @@ func BenchmarkSpawnLifecycleParallel(b *testing.B) {
 	})
 	b.Run("dont", func(b *testing.B) {
 		svc := benchService(b)
+		b.SetParallelism(parallelism)
 		dont = measureParallel(b, func() func() error {
 			id := benchClaim(b, svc)
 			return func() error { return dontLifecycle(ctx, svc, id) }
 		})
 	})
-	printRatio("SpawnLifecycleParallel", floor, dont)
+	printRatio(name, floor, dont)
 }
 
 func benchService(b *testing.B) *service.Service {
@@ -282,4 +297,71 @@ func one(res sql.Result, err error) error {
 		return fmt.Errorf("condition failed (%d rows): %v", n, err)
 	}
 	return nil
+}
+
+// BenchmarkSpawnLifecycleInterleaved runs the floor and dont in
+// alternating short phases of the same work (each phase a few dozen
+// lifecycles by the given number of concurrent callers, each on its own
+// claim) and sums each side's wall and CPU time over the phases: on a
+// shared machine whose load moves from second to second, both sides see
+// the same load, where the floor/dont sub-benchmarks above run a second
+// or more apart. b.N is the lifecycles of each side.
+func BenchmarkSpawnLifecycleInterleaved(b *testing.B) {
+	for _, callers := range []int{1, 2, 16} {
+		name := fmt.Sprintf("callers=%d", callers)
+		var floorLast, dontLast lifecycleResult
+		b.Run(name, func(b *testing.B) {
+			f := newLifecycleFloor(b)
+			svc := benchService(b)
+			floorOnes, dontOnes := make([]func() error, callers), make([]func() error, callers)
+			for i := range callers {
+				e, id := f.entity(b), benchClaim(b, svc)
+				floorOnes[i] = func() error { return f.lifecycle(e) }
+				dontOnes[i] = func() error { return dontLifecycle(ctx, svc, id) }
+			}
+			phase := max(64, 8*callers)
+			var floor, dont phaseTotals
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				k := min(phase, b.N-done)
+				floor.add(b, floorOnes, k)
+				dont.add(b, dontOnes, k)
+				done += k
+			}
+			b.StopTimer()
+			n := float64(b.N)
+			fr := lifecycleResult{nsPer: float64(floor.wall.Nanoseconds()) / n, cpuPer: float64(floor.cpu.Nanoseconds()) / n}
+			dr := lifecycleResult{nsPer: float64(dont.wall.Nanoseconds()) / n, cpuPer: float64(dont.cpu.Nanoseconds()) / n}
+			b.ReportMetric(1e9/fr.nsPer, "floor-lifecycles/s")
+			b.ReportMetric(1e9/dr.nsPer, "dont-lifecycles/s")
+			b.ReportMetric(fr.nsPer/dr.nsPer, "dont/floor")
+			floorLast, dontLast = fr, dr
+		})
+		printRatio("SpawnLifecycleInterleaved/"+name, floorLast, dontLast) // the last run's, not the ramp-up's
+	}
+}
+
+// phaseTotals sums one side's wall and CPU time over its phases.
+type phaseTotals struct{ wall, cpu time.Duration }
+
+// add runs k lifecycles spread over the callers, all at once.
+func (p *phaseTotals) add(b *testing.B, ones []func() error, k int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	cpu0, t0 := cpuTime(), time.Now()
+	for _, one := range ones {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(k) {
+				if err := one(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	p.wall += time.Since(t0)
+	p.cpu += cpuTime() - cpu0
 }

@@ -18,3 +18,13 @@ func (s *Store) WALFrames() (length, backlog int) {
 	defer s.writeMu.Unlock()
 	return s.walFrames()
 }
+
+// QueuedWrites is how many writes wait for the group commit's leader.
+func (s *Store) QueuedWrites() int {
+	s.queueMu.Lock()
+	defer s.queueMu.Unlock()
+	return len(s.queue)
+}
+
+// GroupCommits is how many transactions have committed several writes.
+func (s *Store) GroupCommits() int64 { return s.groupCommits.Load() }

@@ -34,6 +34,13 @@ type Store struct {
 	// writeMu serialises this process's writers so they queue in Go rather
 	// than spin on SQLITE_BUSY; other processes are kept out by BEGIN IMMEDIATE.
 	writeMu sync.Mutex
+	// The group commit's queue (writeconn.go): writes waiting for the
+	// leader, and whether one is running.
+	queueMu sync.Mutex
+	queue   []*queuedWrite
+	leading bool
+	// groupCommits counts transactions that committed several writes.
+	groupCommits atomic.Int64
 	// Hooks are for tests; production code leaves them unset.
 	Hooks Hooks
 

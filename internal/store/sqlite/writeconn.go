@@ -37,20 +37,189 @@ const (
 
 // write runs fn in one immediate transaction on the write connection,
 // with the store's busy retries.
+//
+// Writers that arrive while another holds the write connection commit
+// together (group commit): the first to find no leader takes writeMu and
+// runs every write queued by then in one immediate transaction, each in a
+// SAVEPOINT of its own so that one that fails (a condition, a constraint)
+// is rolled back alone and the others commit; each caller returns after
+// that COMMIT, with its own result. A lone writer runs as it always did,
+// with no savepoint. Under many concurrent callers (dont serve's workers)
+// the pages every write touches — the right edge of each table and
+// index — are written to the WAL once per batch instead of once per write.
 func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
+	w := &queuedWrite{ctx: ctx, fn: fn}
+	s.queueMu.Lock()
+	s.queue = append(s.queue, w)
+	if s.leading {
+		// A leader is running: its batch, or a later one, takes w, or w
+		// is made the next leader.
+		w.done = make(chan struct{})
+		s.queueMu.Unlock()
+		<-w.done
+		if !w.leads {
+			return w.err
+		}
+	} else {
+		s.leading = true
+		s.queueMu.Unlock()
+	}
+	s.lead(w)
+	return w.err
+}
+
+// queuedWrite is one caller's write waiting for (or in) a batch.
+type queuedWrite struct {
+	ctx   context.Context
+	fn    func(*txn) error
+	err   error
+	done  chan struct{} // closed when err is set or the write leads; nil for a first leader
+	leads bool          // made the next leader (set before done is closed)
+}
+
+// maxBatch bounds the writes of one group commit.
+const maxBatch = 64
+
+// lead runs one batch, the queued writes up to maxBatch with w (the
+// queue's first) among them, then hands the leadership to the first
+// write still queued, or gives it up: a leader returns after its own
+// batch, so that no caller commits others' writes for long.
+func (s *Store) lead(w *queuedWrite) {
+	var batch []*queuedWrite
 	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	defer func() {
+		p := recover()
+		if p != nil {
+			s.writeMu.Unlock()
+			for _, o := range batch {
+				if o != w && o.done != nil {
+					o.err = errors.New("sqlite: a write of the same batch panicked")
+				}
+			}
+		}
+		s.queueMu.Lock()
+		if len(s.queue) > 0 {
+			next := s.queue[0]
+			next.leads = true
+			close(next.done)
+		} else {
+			s.queue, s.leading = nil, false
+		}
+		s.queueMu.Unlock()
+		for _, o := range batch {
+			if o != w && o.done != nil {
+				close(o.done)
+			}
+		}
+		if p != nil {
+			panic(p)
+		}
+	}()
+	s.queueMu.Lock()
+	batch = s.queue[:min(len(s.queue), maxBatch):min(len(s.queue), maxBatch)]
+	s.queue = s.queue[len(batch):]
+	s.queueMu.Unlock()
+	s.runBatch(batch)
+	s.writeMu.Unlock()
+}
+
+// runBatch runs the writes of batch in one transaction (one alone without
+// a savepoint), with the store's busy retries, and sets each one's error.
+// The caller holds writeMu.
+func (s *Store) runBatch(batch []*queuedWrite) {
 	for attempt := 0; ; attempt++ {
-		err := s.writeOnce(ctx, fn)
-		if isBusy(err) && attempt < 20 && ctx.Err() == nil {
+		var err error
+		if len(batch) == 1 {
+			err = s.writeOnce(batch[0].ctx, batch[0].fn)
+			batch[0].err = err
+		} else {
+			err = s.writeGroup(batch)
+		}
+		if isBusy(err) && attempt < 20 && anyLive(batch) {
 			time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
 			continue
 		}
 		if err == nil {
 			s.committed()
 		}
-		return classify(err)
+		for _, w := range batch {
+			w.err = classify(w.err)
+		}
+		return
 	}
+}
+
+func anyLive(batch []*queuedWrite) bool {
+	for _, w := range batch {
+		if w.ctx.Err() == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// writeGroup runs several writes in one immediate transaction, each in a
+// savepoint. It returns the error that ended the whole transaction (BEGIN,
+// COMMIT, a busy write that the batch retries), having set it on every
+// write; else nil, each write's own error set.
+func (s *Store) writeGroup(batch []*queuedWrite) error {
+	fail := func(err error) error {
+		for _, w := range batch {
+			w.err = err
+		}
+		return err
+	}
+	if _, err := s.writeConn(context.Background()); err != nil {
+		return fail(err)
+	}
+	if _, err := s.wexec(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
+			s.dropWriteConn()
+		}
+		return fail(err)
+	}
+	abort := func(err error) error {
+		s.wexec(context.Background(), "ROLLBACK") //nolint:errcheck // as in writeOnce
+		return fail(err)
+	}
+	committing := 0
+	for _, w := range batch {
+		if w.err = w.ctx.Err(); w.err != nil {
+			continue // a caller gone before its write commits nothing
+		}
+		if _, err := s.wexec(context.Background(), "SAVEPOINT w"); err != nil {
+			return abort(err)
+		}
+		w.err = w.fn(&txn{s: s})
+		if w.err == nil {
+			w.err = w.ctx.Err()
+		}
+		if isBusy(w.err) {
+			return abort(w.err)
+		}
+		if w.err != nil {
+			if _, err := s.wexec(context.Background(), "ROLLBACK TO w"); err != nil {
+				// SQLite ended the transaction itself: nothing of it stays.
+				return abort(err)
+			}
+		} else {
+			committing++
+		}
+		if _, err := s.wexec(context.Background(), "RELEASE w"); err != nil {
+			return abort(err)
+		}
+	}
+	if committing == 0 {
+		_, err := s.wexec(context.Background(), "ROLLBACK")
+		return err
+	}
+	if _, err := s.wexec(context.Background(), "COMMIT"); err != nil {
+		return abort(err)
+	}
+	if committing > 1 {
+		s.groupCommits.Add(1)
+	}
+	return nil
 }
 
 func (s *Store) writeOnce(ctx context.Context, fn func(*txn) error) error {

@@ -1,0 +1,119 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/dont-cli/dont/internal/service"
+)
+
+type holdKey struct{}
+
+// Writers that queue while another write holds the connection commit in
+// one transaction, each in its own savepoint: the one whose write fails
+// (its BeforeCommit refuses) and the one whose condition fails get their
+// own errors and leave nothing behind, and the others commit.
+func TestWritesQueuedBehindACommitCommitTogetherAndAFailedOneAlone(t *testing.T) {
+	s := newStore(t)
+	held, release := make(chan struct{}), make(chan struct{})
+	refused := errors.New("refused by the test")
+	s.Hooks.BeforeCommit = func(ctx context.Context) error {
+		switch ctx.Value(holdKey{}) {
+		case "hold":
+			close(held)
+			<-release
+		case "fail":
+			return refused
+		}
+		return nil
+	}
+	first, ok1, failing, ok2 := requestedTx("first"), requestedTx("second"), requestedTx("refused"), requestedTx("third")
+	stale := requestedTx("stale")
+	if err := s.Commit(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	stale.Entities[0].PrevVersion = 7 // the stored version is 1
+	stale.Events[0].ID += "b"
+	var wg sync.WaitGroup
+	errsOf := make([]error, 5)
+	commit := func(i int, c context.Context, tx service.Tx) {
+		defer wg.Done()
+		errsOf[i] = s.Commit(c, tx)
+	}
+	wg.Add(1)
+	go commit(0, context.WithValue(ctx, holdKey{}, "hold"), first)
+	<-held
+	wg.Add(4)
+	go commit(1, ctx, ok1)
+	go commit(2, context.WithValue(ctx, holdKey{}, "fail"), failing)
+	go commit(3, ctx, stale)
+	go commit(4, ctx, ok2)
+	for s.QueuedWrites() < 4 {
+		runtime.Gosched()
+	}
+	close(release)
+	wg.Wait()
+	var cf *service.ConditionFailed
+	if errsOf[0] != nil || errsOf[1] != nil || errsOf[4] != nil || !errors.Is(errsOf[2], refused) || !errors.As(errsOf[3], &cf) {
+		t.Fatalf("results %v; want nil, nil, refused, a condition failed, nil", errsOf)
+	}
+	if n := s.GroupCommits(); n != 1 {
+		t.Fatalf("group commits: %d, want 1", n)
+	}
+	for _, tx := range []service.Tx{first, ok1, ok2} {
+		if _, err := s.GetEntity(ctx, tx.Entities[0].Entity.ID); err != nil {
+			t.Fatalf("%s: %v", tx.Entities[0].Entity.Statement, err)
+		}
+	}
+	if _, err := s.GetEntity(ctx, failing.Entities[0].Entity.ID); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("the refused write's entity: %v, want not found", err)
+	}
+	for _, tx := range []service.Tx{failing, stale} {
+		evs, err := s.Events(ctx, tx.Entities[0].Entity.ID)
+		if err != nil || len(evs) > 1 {
+			t.Fatalf("events of a failed write: %d, %v; want none of its own", len(evs), err)
+		}
+	}
+}
+
+// A write whose caller has gone by the time its batch runs commits
+// nothing, and the batch's others commit.
+func TestAQueuedWriteWhoseCallerHasGoneCommitsNothing(t *testing.T) {
+	s := newStore(t)
+	held, release := make(chan struct{}), make(chan struct{})
+	s.Hooks.BeforeCommit = func(ctx context.Context) error {
+		if ctx.Value(holdKey{}) == "hold" {
+			close(held)
+			<-release
+		}
+		return nil
+	}
+	gone, cancel := context.WithCancel(ctx)
+	first, kept, dropped := requestedTx("first"), requestedTx("kept"), requestedTx("dropped")
+	var wg sync.WaitGroup
+	var errFirst, errKept, errDropped error
+	wg.Add(1)
+	go func() { defer wg.Done(); errFirst = s.Commit(context.WithValue(ctx, holdKey{}, "hold"), first) }()
+	<-held
+	wg.Add(2)
+	go func() { defer wg.Done(); errKept = s.Commit(ctx, kept) }()
+	go func() { defer wg.Done(); errDropped = s.Commit(gone, dropped) }()
+	for s.QueuedWrites() < 2 {
+		runtime.Gosched()
+	}
+	cancel()
+	close(release)
+	wg.Wait()
+	if errFirst != nil || errKept != nil || errDropped == nil {
+		t.Fatalf("results %v, %v, %v; want nil, nil, an error", errFirst, errKept, errDropped)
+	}
+	if _, err := s.GetEntity(ctx, dropped.Entities[0].Entity.ID); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("the gone caller's entity: %v, want not found", err)
+	}
+	if _, err := s.GetEntity(ctx, kept.Entities[0].Entity.ID); err != nil {
+		t.Fatal(err)
+	}
+}
