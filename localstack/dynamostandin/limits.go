@@ -285,27 +285,7 @@ func (s *Standin) capPage(op string, body []byte) []byte {
 	if json.Unmarshal(body, &req) != nil {
 		return body
 	}
-	probe := map[string]json.RawMessage{}
-	for k, v := range req {
-		switch k {
-		case "FilterExpression", "ProjectionExpression", "Select", "AttributesToGet", "QueryFilter", "ScanFilter",
-			"ExpressionAttributeNames", "ExpressionAttributeValues", "ConditionalOperator", "ReturnConsumedCapacity":
-		default:
-			probe[k] = v
-		}
-	}
-	var cond string
-	_ = json.Unmarshal(req["KeyConditionExpression"], &cond)
-	var names map[string]string
-	var values map[string]json.RawMessage
-	_ = json.Unmarshal(req["ExpressionAttributeNames"], &names)
-	_ = json.Unmarshal(req["ExpressionAttributeValues"], &values)
-	if n := usedNames(cond, names); len(n) > 0 {
-		probe["ExpressionAttributeNames"] = mustJSON(n)
-	}
-	if v := usedValues(cond, values); len(v) > 0 {
-		probe["ExpressionAttributeValues"] = mustJSON(v)
-	}
+	probe := probeOf(req)
 	var page struct{ Items []item }
 	if s.callJSON(op, probe, &page) != nil {
 		return body
