@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/dynamo"
@@ -134,23 +133,7 @@ func TestRaisingTheShardCountKeepsSpawnsPendingUnderTheOldKeysSwept(t *testing.T
 		return fmt.Sprint(got) == fmt.Sprint(want)
 	}, func() string { return fmt.Sprintf("due after raising the shards = %v, want %v", got, want) })
 	// Resolving one written under the old count takes it out of the index.
-	sp, err := raised.GetSpawn(ctx, legacy[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := raised.GetEntity(ctx, sp.EntityID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := sp
-	done.State, done.Outcome = spawn.Resolved, spawn.TimeoutRestored
-	e2 := e
-	e2.Version, e2.PendingSpawn = e.Version+1, ""
-	ev := ledger.Event{ID: ids.New(ids.Event, t0), EntityID: e.ID, Kind: ledger.EvSpawnTimeout, At: t0}
-	if err := raised.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: e.Version}},
-		Spawns: []service.SpawnPut{{Spawn: done, PrevExpiresAt: sp.ExpiresAt}}, Events: []ledger.Event{ev}}); err != nil {
-		t.Fatal(err)
-	}
+	timeOut(t, raised, legacy[0])
 	converges(t, func() bool {
 		due, err := raised.ExpiringSpawns(ctx, time.Time{}, t0.Add(2*time.Hour), 100)
 		if err != nil {
