@@ -222,3 +222,45 @@ func TestBeforeCommitHookHoldsTheTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A write that panics (a bug in a caller's code, which net/http's handler
+// recovery would survive) must not leave its transaction open: the store
+// keeps writing, and no read sees what the panicked write wrote.
+func TestAWriteThatPanicsLeavesNoTransactionOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dont.db")
+	s, err := sqlite.Create(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Now()
+	claim := func(text string) ledger.Entity {
+		return ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Statement: text, Status: ledger.Unverified, Version: 1, CreatedAt: at, UpdatedAt: at}
+	}
+	panicked := claim("written, then the write panicked")
+	s.Hooks.BeforeCommit = func(context.Context) error { panic("a bug inside the write") }
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not reach the writer")
+			}
+		}()
+		s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: panicked}}}) //nolint:errcheck // it panics
+	}()
+	s.Hooks = sqlite.Hooks{}
+	if _, err := s.GetEntity(ctx, panicked.ID); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("the panicked write's entity read back: %v, want not found (its transaction rolled back)", err)
+	}
+	next := claim("the next write")
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: next}}}); err != nil {
+		t.Fatalf("the write after a panicked one: %v", err)
+	}
+	other, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.GetEntity(ctx, next.ID); err != nil {
+		t.Fatalf("another store on the file reads the next write: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"time"
@@ -90,6 +91,12 @@ func (s *Store) lead(w *queuedWrite) {
 	defer func() {
 		p := recover()
 		if p != nil {
+			// A write that panicked left its transaction open: undo it, or
+			// the next BEGIN fails and short reads on this connection see
+			// what it wrote.
+			if s.wconn != nil {
+				s.wexec(context.Background(), "ROLLBACK") //nolint:errcheck // none may be open
+			}
 			s.writeMu.Unlock()
 			for _, o := range batch {
 				if o != w && o.done != nil {
@@ -229,7 +236,11 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*txn) error) error {
 	if _, err := s.wexec(ctx, "BEGIN IMMEDIATE"); err != nil {
 		if errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) {
 			s.dropWriteConn()
+			return err
 		}
+		// The driver reports a cancellation it saw even when BEGIN took
+		// effect: end whatever it began.
+		s.wexec(context.Background(), "ROLLBACK") //nolint:errcheck // none may be open
 		return err
 	}
 	err := fn(&txn{s: s})
@@ -260,6 +271,11 @@ func (s *Store) wexec(ctx context.Context, q string) (sql.Result, error) {
 func (s *Store) writeConn(ctx context.Context) (*sql.Conn, error) {
 	if s.wconn != nil {
 		return s.wconn, nil
+	}
+	if s.closing {
+		// A write queued behind Close must not open a connection that
+		// Close has already passed and db.Close would never reach.
+		return nil, fmt.Errorf("sqlite: the store is closed: %w", sql.ErrConnDone)
 	}
 	c, err := s.db.Conn(ctx)
 	if err != nil {
