@@ -44,12 +44,11 @@ type KeptVersion struct {
 // RetireSecrets removes the versions of the project's callback secret that
 // no live token can still need: every version older than the current one
 // that stopped being current (a rotation replaced it) more than the
-// project's longest spawn lease ago, and at least projectRefresh ago. A
-// spawn lives at most spawn_max_lease from its issue, and its token was
-// made under the version current at issue, so every token of such a
-// version belongs to a spawn that has already ended; the minute is how
-// long a warm instance may still take the replaced version for the current
-// one. A version replaced before rotations recorded when is bounded by the
+// project's longest spawn lease plus projectRefresh ago. A spawn lives at
+// most spawn_max_lease from its issue, and its token was made under the
+// version its instance took for current at issue — which, for up to
+// projectRefresh after a rotation, may be the replaced one — so every
+// token of such a version belongs to a spawn that has already ended. A version replaced before rotations recorded when is bounded by the
 // end of any later version (it ended no later). When older versions exist
 // and none may go yet, it refuses (conflict, with the time to retry) and
 // removes nothing; a project with nothing older than its current version
@@ -71,7 +70,9 @@ func RetireSecrets(ctx context.Context, svc *service.Service, now time.Time) (Se
 	if wait <= 0 {
 		wait = settings.DefaultSpawnMaxLease
 	}
-	wait = max(wait, projectRefresh)
+	// A warm instance may issue tokens under the old version for up to
+	// projectRefresh after the rotation, each living up to the lease.
+	wait += projectRefresh
 	rep := SecretRetirement{Project: svc.Project, Retired: []string{}, Kept: []KeptVersion{}, Wait: wait.String()}
 	// Walk newest first, carrying the earliest known end of a later
 	// version: an older version ended no later than that.
@@ -101,7 +102,7 @@ func RetireSecrets(ctx context.Context, svc *service.Service, now time.Time) (Se
 		e := errs.E(errs.Conflict, "no secret version is safe to retire yet: a token made under it may belong to a spawn that is still pending",
 			retireSecretsStep).
 			With("project", svc.Project).
-			Unmet("a version may be retired once it stopped being current more than the project's spawn_max_lease (at least a minute) ago: " + rep.Wait)
+			Unmet("a version may be retired once it stopped being current more than the project's spawn_max_lease plus a minute ago: " + rep.Wait)
 		if first := earliest(rep.Kept); first != nil {
 			at := first.UTC().Format(time.RFC3339)
 			e = e.Unmet("retirable_at " + at)

@@ -55,10 +55,10 @@ func TestRetiringOldSecretVersionsWaitsOutTheLeaseAndTheirTokensAreThenRefused(t
 	now.Add(int64(lease - time.Minute))
 	rep, err := deployment.RetireSecrets(ctx, svc, clock())
 	e := errs.As(err)
-	if e.Code != errs.Conflict || len(e.Remediation) == 0 || !slices.Contains(e.UnmetClauses, "retirable_at "+rotated.Add(lease).Format(time.RFC3339)) {
+	if e.Code != errs.Conflict || len(e.Remediation) == 0 || !slices.Contains(e.UnmetClauses, "retirable_at "+rotated.Add(lease+time.Minute).Format(time.RFC3339)) {
 		t.Fatalf("retiring before the lease is out: %+v", e)
 	}
-	if len(rep.Kept) != 1 || rep.Kept[0].KeyID != "1" || !rep.Kept[0].RetirableAt.Equal(rotated.Add(lease)) {
+	if len(rep.Kept) != 1 || rep.Kept[0].KeyID != "1" || !rep.Kept[0].RetirableAt.Equal(rotated.Add(lease+time.Minute)) {
 		t.Fatalf("kept: %+v", rep.Kept)
 	}
 	st := dynamo.New(newClient(nil, nil), table, project)
@@ -70,6 +70,10 @@ func TestRetiringOldSecretVersionsWaitsOutTheLeaseAndTheirTokensAreThenRefused(t
 		t.Fatalf("the old token before retiring: %d %v", r.status, r.env.Data)
 	}
 
+	now.Add(int64(time.Minute)) // the lease is out, the minute after it not yet
+	if _, err := deployment.RetireSecrets(ctx, svc, clock()); errs.As(err).Code != errs.Conflict {
+		t.Fatalf("retiring at the lease's end, before the warm instances' minute: %v", err)
+	}
 	now.Add(int64(time.Minute))
 	rep, err = deployment.RetireSecrets(ctx, svc, clock())
 	if err != nil || len(rep.Retired) != 1 || rep.Retired[0] != "1" || rep.KeyID != "2" || len(rep.Kept) != 0 {
@@ -120,7 +124,11 @@ func TestRetiringWaitsAtLeastAMinuteAfterTheRotation(t *testing.T) {
 		t.Fatalf("30 s after the rotation with a 1 s lease: %v", err)
 	}
 	now.Add(int64(30 * time.Second))
-	if rep, err := deployment.RetireSecrets(ctx, svc, clock()); err != nil || len(rep.Retired) != 1 || rep.Wait != "1m0s" {
+	if _, err := deployment.RetireSecrets(ctx, svc, clock()); errs.As(err).Code != errs.Conflict {
+		t.Fatalf("a minute after the rotation with a 1 s lease: %v", err)
+	}
+	now.Add(int64(time.Second))
+	if rep, err := deployment.RetireSecrets(ctx, svc, clock()); err != nil || len(rep.Retired) != 1 || rep.Wait != "1m1s" {
 		t.Fatalf("a minute after: %+v %v", rep, err)
 	}
 }
