@@ -177,7 +177,9 @@ func (s *Store) PutHook(ctx context.Context, h hooks.Hook) error {
 	if err != nil {
 		return err
 	}
-	return s.hookCache.written(ctx)
+	// The hook is committed: a caller gone during the wait must not see an
+	// error (its retry would add a second hook), so the wait ignores it.
+	return s.hookCache.written(context.WithoutCancel(ctx))
 }
 
 // SetHookCache lets the commits of this store announce to a list of the
