@@ -34,14 +34,7 @@ func (b backoff) sleep(ctx context.Context, attempt int) error {
 	if d > b.cap || d <= 0 {
 		d = b.cap
 	}
-	t := time.NewTimer(time.Duration(rand.Int64N(int64(d) + 1)))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return sleepCtx(ctx, time.Duration(rand.Int64N(int64(d)+1)))
 }
 
 // noSDKRetries turns the SDK's own retryer off for one call: the store
