@@ -224,17 +224,17 @@ func encode(t service.Tx) (encoded, error) {
 	enc := encoded{entities: make([][]byte, len(t.Entities)), spawns: make([][]byte, len(t.Spawns)), events: make([][]byte, len(t.Events))}
 	var err error
 	for i, p := range t.Entities {
-		if enc.entities[i], err = json.Marshal(p.Entity); err != nil {
+		if enc.entities[i], err = entityDoc(p.Entity); err != nil {
 			return enc, err
 		}
 	}
 	for i, p := range t.Spawns {
-		if enc.spawns[i], err = json.Marshal(p.Spawn); err != nil {
+		if enc.spawns[i], err = spawnDoc(p.Spawn); err != nil {
 			return enc, err
 		}
 	}
 	for i, ev := range t.Events {
-		if enc.events[i], err = json.Marshal(ev); err != nil {
+		if enc.events[i], err = eventDoc(ev); err != nil {
 			return enc, err
 		}
 		if m, ok := hooks.OfEvent(ev); ok {
