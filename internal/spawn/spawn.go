@@ -154,8 +154,9 @@ func CallbackActions(k Kind) []string {
 
 // ForbiddenTools is every tool of the surface not in allowed.
 func ForbiddenTools(allowed []string) []string {
-	var out []string
-	for _, v := range toolNames() {
+	names := toolNames()
+	out := make([]string, 0, len(names))
+	for _, v := range names {
 		ok := false
 		for _, a := range allowed {
 			ok = ok || a == v
@@ -163,6 +164,9 @@ func ForbiddenTools(allowed []string) []string {
 		if !ok {
 			out = append(out, v)
 		}
+	}
+	if len(out) == 0 {
+		return nil // as ever: none forbidden encodes as null
 	}
 	return out
 }

@@ -358,7 +358,11 @@ func spawnCopy(sp spawn.Spawn, norm bool) (spawn.Spawn, bool) {
 		}
 		c.ResolvedAt = &v
 	}
-	c.Request = append(json.RawMessage(nil), sp.Request...)
+	if !norm {
+		// Out of what is known: the caller's own copy. Kept, the request
+		// is the one written (a Commit's caller's, never changed) or read.
+		c.Request = append(json.RawMessage(nil), sp.Request...)
+	}
 	return c, ok
 }
 
