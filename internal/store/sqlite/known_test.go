@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
@@ -115,5 +116,28 @@ func TestWhatAStoreKnowsReadsAsItsStoredDocumentsDo(t *testing.T) {
 	}
 	if string(want.Request) != `{"request":1}` {
 		t.Errorf("the resolved spawn's request is %q", want.Request)
+	}
+}
+
+// A question this Store asks (a write other than a Commit) after a probe
+// that found nothing due is seen by the next probe once its deadline has
+// passed: such a write makes the Store forget what it knew.
+func TestAQuestionAskedAfterAProbeIsSeenByTheNextProbe(t *testing.T) {
+	s := newStore(t)
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	if due, err := s.AnythingDue(ctx, now); err != nil || due {
+		t.Fatalf("an empty store: due %v %v", due, err)
+	}
+	ses := approvals.Session{ID: ids.New(ids.Session, now), OpenedAt: now}
+	if err := s.CreateSession(ctx, ses); err != nil {
+		t.Fatal(err)
+	}
+	a := approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: "call-1", To: "t1", Asked: true,
+		State: approvals.Pending, CreatedAt: now, Deadline: now.Add(time.Minute)}
+	if err := s.CreateApproval(ctx, a, nil); err != nil {
+		t.Fatal(err)
+	}
+	if due, err := s.AnythingDue(ctx, now.Add(time.Minute)); err != nil || !due {
+		t.Fatalf("a question at its deadline: due %v %v, want true", due, err)
 	}
 }

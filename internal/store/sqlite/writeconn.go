@@ -109,6 +109,8 @@ func (s *Store) lead(w *queuedWrite) {
 			if s.wconn != nil {
 				s.wexec(context.Background(), "ROLLBACK") //nolint:errcheck // none may be open
 			}
+			s.forgetKnown() // what it read and kept in its transaction
+			s.kn.valid = false
 			s.writeMu.Unlock()
 			for _, o := range batch {
 				if o != w && o.done != nil {
