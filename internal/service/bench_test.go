@@ -16,9 +16,10 @@ import (
 )
 
 func requestID(r tools.Output) string {
-	raw := string(r.Data.(json.RawMessage))
+	raw := r.Data.(json.RawMessage)
 	i := len(`{"request_id":"`)
-	return raw[i : i+len("spawn:")+26]
+	return string(raw[i : i+len("spawn:")+26]) // not the whole payload
+
 }
 
 // BenchmarkSweep times one sweep over a store holding many pending spawns,

@@ -198,7 +198,8 @@ func newLifecycleFloor(b testing.TB) *lifecycleFloor {
 		b.Fatal(err)
 	}
 	st.Close()
-	// The DSN of sqlite.Open.
+	// The DSN of sqlite.Open, less its journal_size_limit (which bounds the
+	// WAL file's size on disk, not what a commit makes durable).
 	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate")
 	if err != nil {
 		b.Fatal(err)

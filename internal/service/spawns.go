@@ -89,6 +89,16 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 	}
 }
 
+// requestJSON is a spawn request's payload as envelope.MarshalData writes
+// it, written by hand (spawn.Request.AppendJSON) unless it holds a value
+// only encoding/json can refuse.
+func requestJSON(r spawn.Request) (json.RawMessage, error) {
+	if b, ok := r.AppendJSON(make([]byte, 0, 1536)); ok {
+		return b, nil
+	}
+	return envelope.MarshalData(r)
+}
+
 func checkSpawnInput(in *SpawnInput) error {
 	switch in.Kind {
 	case spawn.Assume, spawn.Overlook:
@@ -164,7 +174,7 @@ func (s *core) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.R
 	// list would make every spawn item dearer to write (docs/aws-cost.md).
 	bare := req
 	bare.Context.ForbiddenTools = nil
-	stored, err := envelope.MarshalData(bare)
+	stored, err := requestJSON(bare)
 	if err != nil {
 		return sp, req, tx, errs.E(errs.Internal, "encode spawn request").Wrap(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/auth"
-	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -258,7 +257,7 @@ func (s *core) publicRequest(ctx context.Context, req spawn.Request) (json.RawMe
 		// rotating secrets, also the version it is made under.
 		req.Callback.Token = auth.CallbackTokenKeyed(secret, s.Project, keyID, req.RequestID)
 	}
-	b, err := envelope.MarshalData(req)
+	b, err := requestJSON(req)
 	if err != nil {
 		return nil, errs.E(errs.Internal, "encode spawn request").Wrap(err)
 	}

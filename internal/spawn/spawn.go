@@ -154,8 +154,9 @@ func CallbackActions(k Kind) []string {
 
 // ForbiddenTools is every tool of the surface not in allowed.
 func ForbiddenTools(allowed []string) []string {
-	var out []string
-	for _, v := range toolNames() {
+	names := toolNames()
+	out := make([]string, 0, len(names))
+	for _, v := range names {
 		ok := false
 		for _, a := range allowed {
 			ok = ok || a == v
@@ -163,6 +164,9 @@ func ForbiddenTools(allowed []string) []string {
 		if !ok {
 			out = append(out, v)
 		}
+	}
+	if len(out) == 0 {
+		return nil // as ever: none forbidden encodes as null
 	}
 	return out
 }
@@ -223,16 +227,17 @@ func Prompt(sp Spawn, e *ledger.Entity) string {
 		b.WriteString("Independently verify the claim below from a clean context. Do not trust earlier reasoning; " +
 			"check it against sources you can cite.\n\n")
 	}
-	fmt.Fprintf(&b, "%s: %s\n", e.ID, describe(e))
+	// Written piece by piece (no fmt): every assume and overlook builds it.
+	b.WriteString(e.ID + ": " + describe(e) + "\n")
 	if len(e.Atoms) > 0 {
-		fmt.Fprintf(&b, "Atoms: %s\n", strings.Join(e.Atoms, "; "))
+		b.WriteString("Atoms: " + strings.Join(e.Atoms, "; ") + "\n")
 	}
 	if len(e.Refs) > 0 {
-		fmt.Fprintf(&b, "Refs: %s\n", strings.Join(e.Refs, " "))
+		b.WriteString("Refs: " + strings.Join(e.Refs, " ") + "\n")
 	}
-	fmt.Fprintf(&b, "\nFinish with exactly one of:\n"+
-		"  dont dismiss %s --evidence <uri-or-curie> --request-id %s   (it holds; cite evidence)\n"+
-		"  dont trust %s --reason \"<the specific flaw>\" --request-id %s   (it does not hold)\n", e.ID, sp.ID, e.ID, sp.ID)
+	b.WriteString("\nFinish with exactly one of:\n" +
+		"  dont dismiss " + e.ID + " --evidence <uri-or-curie> --request-id " + sp.ID + "   (it holds; cite evidence)\n" +
+		"  dont trust " + e.ID + " --reason \"<the specific flaw>\" --request-id " + sp.ID + "   (it does not hold)\n")
 	return b.String()
 }
 

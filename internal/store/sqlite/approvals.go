@@ -335,6 +335,9 @@ func (s *Store) AnythingDue(ctx context.Context, now time.Time) (bool, error) {
 		return false, err
 	}
 	at := timeText(now)
+	if due, ok := s.knownDue(ctx, at); ok {
+		return due, nil
+	}
 	var spawns, questions, endings bool
 	if err := s.queryRow(ctx, anythingDueQuery, at, at).Scan(&spawns, &questions, &endings); err != nil {
 		return false, classify(err)

@@ -68,6 +68,7 @@ type Store struct {
 	checkpointing   atomic.Bool
 	tailWanted      atomic.Bool // a background checkpoint left a long WAL
 	closing         bool
+	kn              known // what this Store knows without reading (known.go)
 }
 
 // Hooks are the points at which tests inject faults into the store's
@@ -84,9 +85,12 @@ type Hooks struct {
 
 // GetEntity implements service.Store.
 func (s *Store) GetEntity(ctx context.Context, id string) (ledger.Entity, error) {
+	if e, err, ok := s.getEntity(ctx, id); ok {
+		return e, err
+	}
 	var e ledger.Entity
 	var doc []byte
-	err := s.queryRow(ctx, "SELECT doc FROM entities WHERE id = ?", id).Scan(&doc)
+	err := s.queryRow(ctx, entityQuery, id).Scan(&doc)
 	if err != nil {
 		return e, classify(err)
 	}
@@ -123,7 +127,13 @@ func (s *Store) AllEvents(ctx context.Context) ([]ledger.Event, error) {
 
 // GetSpawn implements service.Store.
 func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
-	rows, err := s.spawns(ctx, true, "SELECT doc, request FROM spawns WHERE id = ?", id)
+	if sp, found, err, ok := s.getSpawn(ctx, id); ok {
+		if err == nil && !found {
+			err = service.ErrNotFound
+		}
+		return sp, classify(err)
+	}
+	rows, err := s.spawns(ctx, true, spawnQuery, id)
 	if err != nil {
 		return spawn.Spawn{}, err
 	}
@@ -201,7 +211,7 @@ func (s *Store) Commit(ctx context.Context, t service.Tx) error {
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *txn) error { return s.commit(ctx, tx, t, enc) })
+	return s.writeLearning(ctx, func(tx *txn) error { return s.commit(ctx, tx, t, enc) }, learnOf(s, t))
 }
 
 // encoded is a Tx's documents and hook messages, made before the lock.
@@ -214,17 +224,17 @@ func encode(t service.Tx) (encoded, error) {
 	enc := encoded{entities: make([][]byte, len(t.Entities)), spawns: make([][]byte, len(t.Spawns)), events: make([][]byte, len(t.Events))}
 	var err error
 	for i, p := range t.Entities {
-		if enc.entities[i], err = json.Marshal(p.Entity); err != nil {
+		if enc.entities[i], err = entityDoc(p.Entity); err != nil {
 			return enc, err
 		}
 	}
 	for i, p := range t.Spawns {
-		if enc.spawns[i], err = json.Marshal(p.Spawn); err != nil {
+		if enc.spawns[i], err = spawnDoc(p.Spawn); err != nil {
 			return enc, err
 		}
 	}
 	for i, ev := range t.Events {
-		if enc.events[i], err = json.Marshal(ev); err != nil {
+		if enc.events[i], err = eventDoc(ev); err != nil {
 			return enc, err
 		}
 		if m, ok := hooks.OfEvent(ev); ok {

@@ -49,7 +49,18 @@ const (
 // the pages every write touches — the right edge of each table and
 // index — are written to the WAL once per batch instead of once per write.
 func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
-	w := &queuedWrite{ctx: ctx, fn: fn}
+	// What it writes is not known (known.go): the Store forgets what it
+	// knew as the write starts, before it reads in its transaction.
+	return s.writeLearning(ctx, func(tx *txn) error {
+		s.forgetKnown()
+		return fn(tx)
+	}, nil)
+}
+
+// writeLearning is write of a write whose effect learn records in what
+// the Store knows (known.go), once it has committed.
+func (s *Store) writeLearning(ctx context.Context, fn func(*txn) error, learn func()) error {
+	w := &queuedWrite{ctx: ctx, fn: fn, learn: learn}
 	s.queueMu.Lock()
 	s.queue = append(s.queue, w)
 	if s.leading {
@@ -73,6 +84,7 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
 type queuedWrite struct {
 	ctx   context.Context
 	fn    func(*txn) error
+	learn func() // what it wrote, for what the Store knows (nil: not known)
 	err   error
 	done  chan struct{} // closed when err is set or the write leads; nil for a first leader
 	leads bool          // made the next leader (set before done is closed)
@@ -97,6 +109,8 @@ func (s *Store) lead(w *queuedWrite) {
 			if s.wconn != nil {
 				s.wexec(context.Background(), "ROLLBACK") //nolint:errcheck // none may be open
 			}
+			s.forgetKnown() // what it read and kept in its transaction
+			s.kn.valid = false
 			s.writeMu.Unlock()
 			for _, o := range batch {
 				if o != w && o.done != nil {
@@ -143,12 +157,14 @@ func (s *Store) runBatch(batch []*queuedWrite) {
 			err = s.writeGroup(batch)
 		}
 		if isBusy(err) && attempt < 20 && anyLive(batch) {
+			s.forgetKnown() // what the rolled-back attempt read and kept
 			time.Sleep(time.Duration(1+rand.IntN(10*(attempt+1))) * time.Millisecond)
 			continue
 		}
 		if err == nil {
 			s.committed()
 		}
+		s.afterBatch(batch, err)
 		for _, w := range batch {
 			w.err = classify(w.err)
 		}
@@ -185,6 +201,7 @@ func (s *Store) writeGroup(batch []*queuedWrite) error {
 		}
 		return fail(err)
 	}
+	s.knownState()
 	abort := func(err error) error {
 		s.wexec(context.Background(), "ROLLBACK") //nolint:errcheck // as in writeOnce
 		return fail(err)
@@ -243,6 +260,7 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*txn) error) error {
 		s.wexec(context.Background(), "ROLLBACK") //nolint:errcheck // none may be open
 		return err
 	}
+	s.knownState()
 	err := fn(&txn{s: s})
 	if err == nil {
 		err = ctx.Err() // a caller gone before the commit commits nothing
@@ -298,6 +316,8 @@ func (s *Store) writeConn(ctx context.Context) (*sql.Conn, error) {
 }
 
 func (s *Store) dropWriteConn() {
+	s.forgetKnown()
+	s.kn.valid = false
 	if s.wconn != nil {
 		s.closeWriteStatements()
 		s.wconn.Close()
