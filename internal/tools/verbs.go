@@ -62,6 +62,11 @@ func init() {
 			if ids.Kind(a.Str("id")) == ids.Spawn {
 				return issued(s.Spawns.Show(ctx, a.Str("id")))
 			}
+			if !a.Bool("history") {
+				if v, ok, err := s.Ledger.ShowStored(ctx, a.Str("id")); ok {
+					return Output{Kind: string(v.Kind), Data: v.Doc}, err
+				}
+			}
 			v, err := s.Ledger.Show(ctx, a.Str("id"), a.Bool("history"))
 			return entity(v, nil, err)
 		}})

@@ -4,6 +4,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -91,6 +92,29 @@ func (s *Store) GetEntity(ctx context.Context, id string) (ledger.Entity, error)
 		return e, classify(err)
 	}
 	return e, json.Unmarshal(doc, &e)
+}
+
+// EntityDoc implements service.DocStore: the entity's document as
+// entityDoc wrote it, not decoded.
+func (s *Store) EntityDoc(ctx context.Context, id string) (json.RawMessage, error) {
+	var doc []byte
+	if err := s.queryRow(ctx, "SELECT doc FROM entities WHERE id = ?", id).Scan(&doc); err != nil {
+		return nil, classify(err)
+	}
+	return doc, nil
+}
+
+// entityDoc encodes an entity's document as every transport encodes data
+// (envelope.MarshalData: compact, HTML not escaped), so that `show` can
+// send it as it is stored (service.DocStore).
+func entityDoc(e ledger.Entity) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // ListEntities implements service.Store.
@@ -214,7 +238,7 @@ func encode(t service.Tx) (encoded, error) {
 	enc := encoded{entities: make([][]byte, len(t.Entities)), spawns: make([][]byte, len(t.Spawns)), events: make([][]byte, len(t.Events))}
 	var err error
 	for i, p := range t.Entities {
-		if enc.entities[i], err = json.Marshal(p.Entity); err != nil {
+		if enc.entities[i], err = entityDoc(p.Entity); err != nil {
 			return enc, err
 		}
 	}
