@@ -143,18 +143,26 @@ type toolList struct {
 // fixed once the package's init has run, and every call's spawn request
 // and gate read it.
 var sorted = sync.OnceValue(func() *toolList {
-	l := &toolList{tools: make([]*Tool, 0, len(registry)), names: make([]string, 0, len(registry))}
-	for _, e := range registry {
-		l.tools = append(l.tools, e.tool())
-	}
-	sort.Slice(l.tools, func(i, j int) bool { return l.tools[i].Name < l.tools[j].Name })
-	for _, t := range l.tools {
-		l.names = append(l.names, t.Name)
+	l := &toolList{names: Names(), tools: make([]*Tool, 0, len(registry))}
+	for _, n := range l.names {
+		l.tools = append(l.tools, registry[n].tool())
 	}
 	return l
 })
 
 func sortedTools() *toolList { return sorted() }
+
+// Names lists every tool's name, sorted, without building the tools.
+func Names() []string { return slices.Clone(names()) }
+
+var names = sync.OnceValue(func() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+})
 
 // AllowedRoles is the list of bearer roles that may call the tool.
 func (t *Tool) AllowedRoles() []string {
@@ -208,7 +216,7 @@ func (r *registered) tool() *Tool {
 
 // Every spawn request forbids every registered tool it does not allow.
 var _ = func() bool {
-	spawn.UseToolNames(func() []string { return sortedTools().names })
+	spawn.UseToolNames(names)
 	return true
 }()
 
