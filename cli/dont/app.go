@@ -172,8 +172,8 @@ func invokedTool(args []string) string {
 
 // hasSubTools reports whether word is also a group of tools ("spawns").
 func hasSubTools(word string) bool {
-	for _, t := range tools.All() {
-		if strings.HasPrefix(t.Name, word+".") {
+	for _, name := range tools.Names() {
+		if strings.HasPrefix(name, word+".") {
 			return true
 		}
 	}
@@ -223,10 +223,11 @@ func (a *app) commands(only string) *cobra.Command {
 	a.addConfirmCommands(root)
 	root.AddCommand(a.doctorCommand(), a.versionCommand())
 	groups := map[string]*cobra.Command{}
-	for _, t := range tools.All() {
-		if only != "" && t.Name != only && !strings.HasPrefix(only, t.Name+".") {
-			continue
+	for _, name := range tools.Names() {
+		if only != "" && name != only && !strings.HasPrefix(only, name+".") {
+			continue // not built: a run builds only the tool it invokes
 		}
+		t, _ := tools.Lookup(name)
 		group, _, grouped := strings.Cut(t.Name, ".")
 		if !grouped {
 			c := a.toolCommand(t)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -151,3 +152,32 @@ func TestTheInvokedCommandAloneBehavesAsInTheWholeTree(t *testing.T) {
 var requestIDs = regexp.MustCompile(`"(request_id|duration_ms)":("[^"]*"|\d+)`)
 
 func withoutRequestIDs(s string) string { return requestIDs.ReplaceAllString(s, "") }
+
+// The main goroutine's stack is grown once, before the other packages
+// initialise (internal/mainstack): its package must be initialised
+// before the first one whose initialisation calls deep (the SQLite
+// driver's C runtime, the JSON Schema library) and before main's.
+func TestTheMainStackIsGrownBeforeThePackagesThatCallDeepInitialise(t *testing.T) {
+	cmd := exec.Command(binary, "--help")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var trace bytes.Buffer
+	cmd.Stderr = &trace
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	order := map[string]int{}
+	for i, line := range strings.Split(trace.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
+			order[f[1]] = i
+		}
+	}
+	first, ok := order["github.com/dont-cli/dont/internal/mainstack"]
+	if !ok {
+		t.Fatalf("internal/mainstack is not initialised:\n%s", trace.String())
+	}
+	for _, later := range []string{"modernc.org/libc", "github.com/google/jsonschema-go/jsonschema", "encoding/gob", "main"} {
+		if at, ok := order[later]; !ok || at < first {
+			t.Errorf("%s initialised before internal/mainstack (lines %d, %d)", later, at, first)
+		}
+	}
+}

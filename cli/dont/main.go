@@ -20,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	_ "github.com/dont-cli/dont/internal/mainstack" // first: see its comment
 )
 
 func main() {

@@ -99,16 +99,6 @@ func Fail(err error, warnings []Warning) Envelope {
 	}
 }
 
-// Marshal encodes an envelope the same way on every transport: compact,
-// without HTML escaping, newline-terminated.
-func Marshal(env Envelope) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(env)
-	return b.Bytes()
-}
-
 // MarshalData encodes a payload compactly without HTML escaping, the way
 // every transport carries it.
 func MarshalData(v any) (json.RawMessage, error) {

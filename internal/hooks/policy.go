@@ -3,6 +3,7 @@ package hooks
 import (
 	"net/netip"
 	"strings"
+	"sync"
 
 	"github.com/dont-cli/dont/internal/errs"
 )
@@ -39,8 +40,11 @@ func ParsePrefixes(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// special are the ranges that are not public unicast.
-var special = func() []netip.Prefix {
+// special are the ranges that are not public unicast, parsed on first
+// use: parsing an IPv6 prefix interns its zone (package unique), which
+// starts the runtime's cleanup goroutines, and a CLI command that sends
+// no hook should not pay for that at start.
+var special = sync.OnceValue(func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{
 		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
@@ -52,12 +56,12 @@ var special = func() []netip.Prefix {
 		out = append(out, netip.MustParsePrefix(s))
 	}
 	return out
-}()
+})
 
 // Private reports whether a is outside public unicast space.
 func Private(a netip.Addr) bool {
 	a = a.Unmap()
-	for _, p := range special {
+	for _, p := range special() {
 		if p.Contains(a) {
 			return true
 		}

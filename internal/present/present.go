@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dont-cli/dont/internal/errs"
 )
@@ -108,171 +109,174 @@ func direct(first string, between ...errs.Step) map[string][]errs.Step {
 }
 
 // table is every code. Keep it grouped by the package that declares the code.
-var table = map[errs.Code]Class{
-	// internal/errs
-	errs.Usage: {ExitUsage, statusBadRequest, steps("dont help", "show the commands and their flags"), nil, nil},
-	errs.InvalidArgument: {ExitUsage, statusBadRequest, steps("dont help", "check the command's arguments"), map[string][]errs.Step{
-		// internal/service (approvals.go)
-		"tier is one of ":                     steps("dont sessions open --tier read-only", "tiers are read-only, workspace-write, danger-full-access"),
-		"a session name is at most 200 bytes": steps("dont sessions open --tier <tier> --name <short name>", "shorten the name"),
-		"call id must not be empty":           escalateHelp,
-		"reason must not be empty":            escalateHelp,
-		"preview <= 4096 bytes":               escalateHelp,
-		"to is a tier name":                   escalateHelp,
-		"a reason is at most 2048 bytes":      steps("dont approvals refuse <id> --reason \"…\"", "shorten the reason"),
-		"after >= 0 and 0 <= wait <= ":        steps("dont approvals frames --session <session> --after 0 --wait 20s", "read from the start, long-polling 20 s"),
-	}, nil},
-	errs.InvalidID: {ExitUsage, statusBadRequest, steps("dont list", "list entity ids (they look like claim:01HX…)"), map[string][]errs.Step{
-		// internal/service (approvals.go, confirmations.go, tokens.go)
-		"session ids look like ses:<ULID>": steps("dont sessions open --tier read-only", "session ids look like ses:<ULID>"),
-		"ids look like conf:<ULID>":        steps("dont confirmations list", "list confirmation ids (conf:…)"),
-		"token ids look like tok:<ULID>":   steps("dont tokens list", "list token ids"),
-	}, nil},
-	errs.EmptyReason:     {ExitRefusal, statusUnprocessable, steps("dont trust <id> --reason \"<the specific flaw>\"", "give a specific, non-empty reason"), nil, nil},
-	errs.HedgeReason:     {ExitRefusal, statusUnprocessable, steps("dont trust <id> --reason \"<the specific flaw>\"", "name the concrete problem instead of hedging"), nil, nil},
-	errs.InvalidEvidence: {ExitRefusal, statusUnprocessable, steps("dont dismiss <id> --evidence https://…", "cite evidence as a URI (scheme:…) or CURIE (prefix:local)"), nil, nil},
-	errs.InvalidTransition: {ExitRefusal, statusConflict, steps("dont show <id> --history", "see the entity's status and history"), map[string][]errs.Step{
-		// the clauses of ledger.Next
-		"status must be verified":                 steps("dont dismiss <id> --evidence <uri>", "verify it first, then lock"),
-		"locked entities are final":               steps("dont conclude \"<corrected statement>\"", "record a new claim instead"),
-		"ignored entities must be reopened first": steps("dont reopen <id> --reason \"<why>\"", "reopen it, then act"),
-		// internal/service (spawns.go)
-		"status must not be locked or ignored": steps("dont show <id> --history", "see why it is <status>"),
-	}, nil},
-	errs.NotFound: {ExitState, statusNotFound, steps("dont list", "list the entities that exist"), nil, map[string][]errs.Step{
-		"tok": steps("dont tokens list", "list token ids"),
-	}},
-	errs.AlreadyExists: {ExitRefusal, statusConflict, steps("dont show <id>", "inspect the existing entity"), map[string][]errs.Step{
-		// internal/service (service.go): a define that lost the race
-		"a CURIE names at most one term": steps("dont list", "find the term that holds it"),
-	}, map[string][]errs.Step{
-		"term": steps("dont show <id>", "see the existing definition"),
-	}},
-	errs.DependencyNotFound: {ExitRefusal, statusUnprocessable, steps("dont list", "depend only on entities that exist"), nil, nil},
-	errs.SpawnPending: {ExitRefusal, statusConflict, steps("dont spawns --pending", "wait for or resolve the pending spawn"), map[string][]errs.Step{
-		"at most one pending verification spawn per entity": steps2(
-			"dont spawns --pending", "see the pending spawn <request>",
-			"dont dismiss <id> --evidence <uri> --request-id <request>", "or resolve it"),
-	}, nil},
-	errs.SpawnNotFound: {ExitState, statusNotFound, steps("dont spawns --all", "list known spawn request ids"), nil, nil},
-	errs.SpawnExpired:  {ExitState, statusGone, steps("dont assume <id>", "request a new verification round"), nil, nil},
-	errs.SpawnMismatch: {ExitRefusal, statusConflict, steps("dont spawns --all", "use the request id issued for this entity"), map[string][]errs.Step{
-		// internal/service (spawns.go, transition.go)
-		"a verification spawn resolves with dismiss or trust": steps("dont dismiss <entity> --evidence <uri> --request-id <request>", "resolve the verification"),
-		"a guess spawn resolves with answer":                  steps("dont answer <request> --candidate \"<answer>\"", "answer the guess"),
-		"request_id names a spawn of this entity":             steps("dont <action> <entity> … --request-id <request>", "call back on the spawn's own entity"),
-	}, nil},
-	errs.NotInitialised:     {ExitState, statusConflict, steps("dont init", "create .dont/ in the project folder (or set DONT_PROJECT_DIR)"), nil, nil},
-	errs.AlreadyInitialised: {ExitRefusal, statusConflict, steps("dont list", "the project is ready; use it"), nil, nil},
-	// A permanent condition of the project: 409, never 503, which clients
-	// and gateways retry.
-	errs.ConfigMissing: {ExitState, statusConflict, steps("dont help config", "set the missing settings in .dont/config.toml or the environment"), map[string][]errs.Step{
-		// internal/service (spawns.go): direct mode without a provider
-		"llm.provider": steps2(
-			"export DONT_LLM_PROVIDER=openai DONT_LLM_MODEL=<model> DONT_LLM_API_KEY=<key>", "configure a provider ([llm] in .dont/config.toml works too)",
-			"dont assume <id> --harness", "or emit a spawn_request and let your harness's subagent do the reasoning"),
-	}, nil},
-	errs.ConfigInvalid: {ExitState, statusUnavailable, steps("dont help config", "fix .dont/config.toml or the environment variable"), nil, nil},
-	errs.DBLocked:      {ExitState, statusUnavailable, steps("dont list", "retry: another process holds the database"), nil, nil},
-	errs.StoreError:    {ExitState, statusInternal, steps("dont doctor", "check the store; retry the command"), nil, nil},
-	errs.Conflict:      {ExitState, statusConflict, steps("dont show <id>", "re-read the entity and retry"), nil, nil},
-	errs.Interrupted: {ExitInterrupt, statusClientClosed, steps("dont show <id>", "nothing was written; re-run the command"), map[string][]errs.Step{
-		// internal/service (approvals.go)
-		"an interrupted wait does not use its grant": steps("dont escalate --session <session> --call <a new call id> …", "ask again for a new call"),
-	}, map[string][]errs.Step{
-		// internal/service (approvals.go, direct.go)
-		"apr":      steps2("dont approvals wait <id>", "wait again", "dont approvals cancel <id>", "or withdraw it"),
-		"ses":      steps("dont approvals frames --session <id> --after <after>", "read again from the same cursor"),
-		"assume":   steps(retry("assume"), "run it again"),
-		"overlook": steps(retry("overlook"), "run it again"),
-		"guess":    steps(retry("guess"), "run it again"),
-	}},
-	errs.Internal: {ExitInternal, statusInternal, steps("dont doctor", "report the bug with the request id from meta"), nil, nil},
+// It is built on first use: a command that succeeds never reads it.
+var table = sync.OnceValue(func() map[errs.Code]Class {
+	return map[errs.Code]Class{
+		// internal/errs
+		errs.Usage: {ExitUsage, statusBadRequest, steps("dont help", "show the commands and their flags"), nil, nil},
+		errs.InvalidArgument: {ExitUsage, statusBadRequest, steps("dont help", "check the command's arguments"), map[string][]errs.Step{
+			// internal/service (approvals.go)
+			"tier is one of ":                     steps("dont sessions open --tier read-only", "tiers are read-only, workspace-write, danger-full-access"),
+			"a session name is at most 200 bytes": steps("dont sessions open --tier <tier> --name <short name>", "shorten the name"),
+			"call id must not be empty":           escalateHelp,
+			"reason must not be empty":            escalateHelp,
+			"preview <= 4096 bytes":               escalateHelp,
+			"to is a tier name":                   escalateHelp,
+			"a reason is at most 2048 bytes":      steps("dont approvals refuse <id> --reason \"…\"", "shorten the reason"),
+			"after >= 0 and 0 <= wait <= ":        steps("dont approvals frames --session <session> --after 0 --wait 20s", "read from the start, long-polling 20 s"),
+		}, nil},
+		errs.InvalidID: {ExitUsage, statusBadRequest, steps("dont list", "list entity ids (they look like claim:01HX…)"), map[string][]errs.Step{
+			// internal/service (approvals.go, confirmations.go, tokens.go)
+			"session ids look like ses:<ULID>": steps("dont sessions open --tier read-only", "session ids look like ses:<ULID>"),
+			"ids look like conf:<ULID>":        steps("dont confirmations list", "list confirmation ids (conf:…)"),
+			"token ids look like tok:<ULID>":   steps("dont tokens list", "list token ids"),
+		}, nil},
+		errs.EmptyReason:     {ExitRefusal, statusUnprocessable, steps("dont trust <id> --reason \"<the specific flaw>\"", "give a specific, non-empty reason"), nil, nil},
+		errs.HedgeReason:     {ExitRefusal, statusUnprocessable, steps("dont trust <id> --reason \"<the specific flaw>\"", "name the concrete problem instead of hedging"), nil, nil},
+		errs.InvalidEvidence: {ExitRefusal, statusUnprocessable, steps("dont dismiss <id> --evidence https://…", "cite evidence as a URI (scheme:…) or CURIE (prefix:local)"), nil, nil},
+		errs.InvalidTransition: {ExitRefusal, statusConflict, steps("dont show <id> --history", "see the entity's status and history"), map[string][]errs.Step{
+			// the clauses of ledger.Next
+			"status must be verified":                 steps("dont dismiss <id> --evidence <uri>", "verify it first, then lock"),
+			"locked entities are final":               steps("dont conclude \"<corrected statement>\"", "record a new claim instead"),
+			"ignored entities must be reopened first": steps("dont reopen <id> --reason \"<why>\"", "reopen it, then act"),
+			// internal/service (spawns.go)
+			"status must not be locked or ignored": steps("dont show <id> --history", "see why it is <status>"),
+		}, nil},
+		errs.NotFound: {ExitState, statusNotFound, steps("dont list", "list the entities that exist"), nil, map[string][]errs.Step{
+			"tok": steps("dont tokens list", "list token ids"),
+		}},
+		errs.AlreadyExists: {ExitRefusal, statusConflict, steps("dont show <id>", "inspect the existing entity"), map[string][]errs.Step{
+			// internal/service (service.go): a define that lost the race
+			"a CURIE names at most one term": steps("dont list", "find the term that holds it"),
+		}, map[string][]errs.Step{
+			"term": steps("dont show <id>", "see the existing definition"),
+		}},
+		errs.DependencyNotFound: {ExitRefusal, statusUnprocessable, steps("dont list", "depend only on entities that exist"), nil, nil},
+		errs.SpawnPending: {ExitRefusal, statusConflict, steps("dont spawns --pending", "wait for or resolve the pending spawn"), map[string][]errs.Step{
+			"at most one pending verification spawn per entity": steps2(
+				"dont spawns --pending", "see the pending spawn <request>",
+				"dont dismiss <id> --evidence <uri> --request-id <request>", "or resolve it"),
+		}, nil},
+		errs.SpawnNotFound: {ExitState, statusNotFound, steps("dont spawns --all", "list known spawn request ids"), nil, nil},
+		errs.SpawnExpired:  {ExitState, statusGone, steps("dont assume <id>", "request a new verification round"), nil, nil},
+		errs.SpawnMismatch: {ExitRefusal, statusConflict, steps("dont spawns --all", "use the request id issued for this entity"), map[string][]errs.Step{
+			// internal/service (spawns.go, transition.go)
+			"a verification spawn resolves with dismiss or trust": steps("dont dismiss <entity> --evidence <uri> --request-id <request>", "resolve the verification"),
+			"a guess spawn resolves with answer":                  steps("dont answer <request> --candidate \"<answer>\"", "answer the guess"),
+			"request_id names a spawn of this entity":             steps("dont <action> <entity> … --request-id <request>", "call back on the spawn's own entity"),
+		}, nil},
+		errs.NotInitialised:     {ExitState, statusConflict, steps("dont init", "create .dont/ in the project folder (or set DONT_PROJECT_DIR)"), nil, nil},
+		errs.AlreadyInitialised: {ExitRefusal, statusConflict, steps("dont list", "the project is ready; use it"), nil, nil},
+		// A permanent condition of the project: 409, never 503, which clients
+		// and gateways retry.
+		errs.ConfigMissing: {ExitState, statusConflict, steps("dont help config", "set the missing settings in .dont/config.toml or the environment"), map[string][]errs.Step{
+			// internal/service (spawns.go): direct mode without a provider
+			"llm.provider": steps2(
+				"export DONT_LLM_PROVIDER=openai DONT_LLM_MODEL=<model> DONT_LLM_API_KEY=<key>", "configure a provider ([llm] in .dont/config.toml works too)",
+				"dont assume <id> --harness", "or emit a spawn_request and let your harness's subagent do the reasoning"),
+		}, nil},
+		errs.ConfigInvalid: {ExitState, statusUnavailable, steps("dont help config", "fix .dont/config.toml or the environment variable"), nil, nil},
+		errs.DBLocked:      {ExitState, statusUnavailable, steps("dont list", "retry: another process holds the database"), nil, nil},
+		errs.StoreError:    {ExitState, statusInternal, steps("dont doctor", "check the store; retry the command"), nil, nil},
+		errs.Conflict:      {ExitState, statusConflict, steps("dont show <id>", "re-read the entity and retry"), nil, nil},
+		errs.Interrupted: {ExitInterrupt, statusClientClosed, steps("dont show <id>", "nothing was written; re-run the command"), map[string][]errs.Step{
+			// internal/service (approvals.go)
+			"an interrupted wait does not use its grant": steps("dont escalate --session <session> --call <a new call id> …", "ask again for a new call"),
+		}, map[string][]errs.Step{
+			// internal/service (approvals.go, direct.go)
+			"apr":      steps2("dont approvals wait <id>", "wait again", "dont approvals cancel <id>", "or withdraw it"),
+			"ses":      steps("dont approvals frames --session <id> --after <after>", "read again from the same cursor"),
+			"assume":   steps(retry("assume"), "run it again"),
+			"overlook": steps(retry("overlook"), "run it again"),
+			"guess":    steps(retry("guess"), "run it again"),
+		}},
+		errs.Internal: {ExitInternal, statusInternal, steps("dont doctor", "report the bug with the request id from meta"), nil, nil},
 
-	// internal/confirm
-	"confirmation-required":     {ExitUsage, statusBadRequest, steps("dont <command> … --yes", "confirm the action on the command line"), nil, nil},
-	"person-required":           {ExitUsage, statusPreconditionRequired, steps("dont approvals watch --session <session>  # in a terminal of your own", "a person answers at a terminal; an agent (DONT_HARNESS, DONT_REQUEST_ID, dont mcp) never does"), nil, nil},
-	"invalid-skip-confirmation": {ExitRefusal, statusBadRequest, steps("dont <command> … --yes", "drop skip_confirmation and pass --yes instead"), nil, nil},
-	"schema-cache-stale":        {ExitRefusal, statusConflict, steps("dont --refresh tools", "re-fetch the tool schema, then run the command again"), nil, nil},
-	"confirmation-not-found":    {ExitState, statusNotFound, steps("dont confirmations list --all", "list the pending confirmations (conf:…)"), nil, nil},
-	"confirmation-closed":       {ExitRefusal, statusConflict, steps("dont confirmations show <id>", "see how it ended; send the call again if it is still wanted"), nil, nil},
-	"confirmation-revoked":      {ExitRefusal, statusConflict, steps("dont confirmations show <id>", "the token that asked was revoked, so its held call was dropped; a live principal sends the call again if it is still wanted"), nil, nil},
-	"interactive-only":          {ExitUsage, statusPreconditionRequired, steps("dont <command> … (at a terminal, answering its [y/N] prompt)", "an interactive-only action runs only when a person confirms it at a client; it is never held for later"), nil, nil},
-	"confirmation-declined":     {ExitRefusal, statusConflict, steps("tools/call <tool> (again, if the person wants it)", "a person declined the confirmation; nothing ran and nothing is held"), nil, nil},
-	"confirmations-unavailable": {ExitState, statusUnavailable, steps("dont serve", "use a store that keeps pending confirmations"), nil, nil},
+		// internal/confirm
+		"confirmation-required":     {ExitUsage, statusBadRequest, steps("dont <command> … --yes", "confirm the action on the command line"), nil, nil},
+		"person-required":           {ExitUsage, statusPreconditionRequired, steps("dont approvals watch --session <session>  # in a terminal of your own", "a person answers at a terminal; an agent (DONT_HARNESS, DONT_REQUEST_ID, dont mcp) never does"), nil, nil},
+		"invalid-skip-confirmation": {ExitRefusal, statusBadRequest, steps("dont <command> … --yes", "drop skip_confirmation and pass --yes instead"), nil, nil},
+		"schema-cache-stale":        {ExitRefusal, statusConflict, steps("dont --refresh tools", "re-fetch the tool schema, then run the command again"), nil, nil},
+		"confirmation-not-found":    {ExitState, statusNotFound, steps("dont confirmations list --all", "list the pending confirmations (conf:…)"), nil, nil},
+		"confirmation-closed":       {ExitRefusal, statusConflict, steps("dont confirmations show <id>", "see how it ended; send the call again if it is still wanted"), nil, nil},
+		"confirmation-revoked":      {ExitRefusal, statusConflict, steps("dont confirmations show <id>", "the token that asked was revoked, so its held call was dropped; a live principal sends the call again if it is still wanted"), nil, nil},
+		"interactive-only":          {ExitUsage, statusPreconditionRequired, steps("dont <command> … (at a terminal, answering its [y/N] prompt)", "an interactive-only action runs only when a person confirms it at a client; it is never held for later"), nil, nil},
+		"confirmation-declined":     {ExitRefusal, statusConflict, steps("tools/call <tool> (again, if the person wants it)", "a person declined the confirmation; nothing ran and nothing is held"), nil, nil},
+		"confirmations-unavailable": {ExitState, statusUnavailable, steps("dont serve", "use a store that keeps pending confirmations"), nil, nil},
 
-	// internal/service (approvals.go; the hop rules' codes are approvals' causes)
-	"session-not-found":       {ExitState, statusNotFound, steps("dont sessions open --tier read-only", "open a session; escalations name it with --session ses:…"), nil, nil},
-	"approval-not-found":      {ExitState, statusNotFound, steps("dont approvals list", "list the approval requests (apr:…)"), nil, nil},
-	"unknown-tier":            {ExitRefusal, statusUnprocessable, steps("dont escalate --session <session> --call <call> --to danger-full-access --reason \"…\"", "name a tier: read-only, workspace-write or danger-full-access"), nil, nil},
-	"hop-not-allowed":         {ExitRefusal, statusForbidden, steps("dont sessions show <session>", "a call may reach only its current tier's row: read-only → workspace-write, danger-full-access; workspace-write → danger-full-access"), nil, nil},
-	"hop-ratchet":             {ExitRefusal, statusForbidden, steps("dont sessions open --tier <the tier the task needs>", "a call is widened at most once; run the task in a session opened at the tier it needs"), nil, nil},
-	"call-of-another-session": {ExitRefusal, statusForbidden, steps("dont escalate --session <your session> --call <a call id of that session> …", "a grant never crosses sessions; ask for your own session's call"), nil, nil},
-	"escalation-pending":      {ExitRefusal, statusConflict, steps("dont approvals wait <id>", "wait for the call's open question instead of asking again"), nil, nil},
-	"no-subscriber":           {ExitRefusal, statusConflict, steps("dont approvals watch --session <session>", "nobody could have answered: start a client for the session (in another terminal), then ask again"), nil, nil},
-	"approval-refused":        {ExitRefusal, statusForbidden, steps("dont approvals show <id>", "the escalation was refused: do not run the command, at this tier or any other"), nil, nil},
-	"approval-timed-out":      {ExitRefusal, statusGone, steps("dont approvals watch --session <session>", "nobody answered before the deadline; make sure someone is watching, then ask again"), nil, nil},
-	"approval-cancelled":      {ExitRefusal, statusConflict, steps("dont approvals show <id>", "the request was withdrawn; ask again if the command is still needed"), nil, nil},
-	"approval-channel-error": {ExitRefusal, statusUnavailable, steps("dont approvals audit", "the store failed while asking, which is a refusal; check the store and ask again"), map[string][]errs.Step{
-		"an answer counts once it is recorded": steps("dont approvals show <id>", "check the request, then answer again"),
-	}, nil},
-	"approvals-unavailable":  {ExitState, statusUnavailable, steps("dont init", "use a store that keeps sessions and approvals"), nil, nil},
-	"frame-log-inconsistent": {ExitState, statusInternal, steps("dont approvals sweep", "announce endings a failed announce left out, then audit again; anything left is a bug"), nil, nil},
-	// internal/service (direct.go)
-	"provider-error": {ExitState, statusBadGateway, steps("dont assume <id> --direct", "retry; check DONT_LLM_* or [llm] in .dont/config.toml if it keeps failing"), nil,
-		direct("retry", errs.Step{Command: "env | grep DONT_LLM_; cat .dont/config.toml", Description: "check the provider settings (provider, model, base_url, API key)"})},
-	"provider-timeout": {ExitState, statusGatewayTimeout, steps("dont assume <id> --direct", "retry, or raise timeout in [llm] of .dont/config.toml"), nil,
-		direct("retry", errs.Step{Command: "timeout = \"120s\"  # in [llm] of .dont/config.toml", Description: "give each provider request longer"})},
-	"provider-unusable": {ExitState, statusBadGateway, steps("dont assume <id> --harness", "or let your harness's subagent do the reasoning (harness mode)"), nil,
-		direct("retry: a fresh answer may be usable")},
-	// internal/service (tokens.go)
-	"unauthenticated": {ExitState, statusUnauthorized, steps("export DONT_TOKEN=<token from dont tokens create>", "send a valid bearer token"), nil, nil},
-	"forbidden": {ExitState, statusForbidden, steps("dont tokens create --role <role>", "use a token whose role (or spawn) allows this call"), map[string][]errs.Step{
-		// a callback token's rules (tokens.go)
-		"request_id = ": steps("dont <tool> … --request-id <request>", "name the spawn this verdict resolves"),
-		"spawn pending": steps("dont show <entity>", "read the outcome with a harness token"),
-	}, nil},
-	"rate-limited":       {ExitState, statusTooManyRequests, steps("sleep <Retry-After seconds>", "retry after the interval the server gave"), nil, nil},
-	"tokens-unavailable": {ExitState, statusUnavailable, steps("dont serve", "tokens need a store that keeps them"), nil, nil},
-	// internal/service (operator.go)
-	"settings-unavailable": {ExitState, statusUnavailable, steps(`spawn_timeout = "24h"  # in .dont/config.toml`, "an embedded project keeps its settings in its config file"), nil, nil},
-	// internal/hooks, internal/service (hooks.go)
-	"hook-url-refused":  {ExitUsage, statusUnprocessable, steps("dont hooks add --url https://<public host>/<path> --events approval.asked", "use an https URL to a public address (http only to loopback; private ranges need [hooks] allow_private, docs/hooks.md)"), nil, nil},
-	"hook-not-found":    {ExitState, statusNotFound, steps("dont hooks list", "list the hooks that exist"), nil, nil},
-	"hooks-unavailable": {ExitState, statusUnavailable, steps("dont serve", "webhooks need a store that keeps them (docs/hooks.md)"), nil, nil},
-	// internal/service (horizon.go)
-	"schedule-failed": {ExitState, statusUnavailable, steps("dont sweep", "the due sweep times the request out when it is due; check the timeout queue"), nil, nil},
+		// internal/service (approvals.go; the hop rules' codes are approvals' causes)
+		"session-not-found":       {ExitState, statusNotFound, steps("dont sessions open --tier read-only", "open a session; escalations name it with --session ses:…"), nil, nil},
+		"approval-not-found":      {ExitState, statusNotFound, steps("dont approvals list", "list the approval requests (apr:…)"), nil, nil},
+		"unknown-tier":            {ExitRefusal, statusUnprocessable, steps("dont escalate --session <session> --call <call> --to danger-full-access --reason \"…\"", "name a tier: read-only, workspace-write or danger-full-access"), nil, nil},
+		"hop-not-allowed":         {ExitRefusal, statusForbidden, steps("dont sessions show <session>", "a call may reach only its current tier's row: read-only → workspace-write, danger-full-access; workspace-write → danger-full-access"), nil, nil},
+		"hop-ratchet":             {ExitRefusal, statusForbidden, steps("dont sessions open --tier <the tier the task needs>", "a call is widened at most once; run the task in a session opened at the tier it needs"), nil, nil},
+		"call-of-another-session": {ExitRefusal, statusForbidden, steps("dont escalate --session <your session> --call <a call id of that session> …", "a grant never crosses sessions; ask for your own session's call"), nil, nil},
+		"escalation-pending":      {ExitRefusal, statusConflict, steps("dont approvals wait <id>", "wait for the call's open question instead of asking again"), nil, nil},
+		"no-subscriber":           {ExitRefusal, statusConflict, steps("dont approvals watch --session <session>", "nobody could have answered: start a client for the session (in another terminal), then ask again"), nil, nil},
+		"approval-refused":        {ExitRefusal, statusForbidden, steps("dont approvals show <id>", "the escalation was refused: do not run the command, at this tier or any other"), nil, nil},
+		"approval-timed-out":      {ExitRefusal, statusGone, steps("dont approvals watch --session <session>", "nobody answered before the deadline; make sure someone is watching, then ask again"), nil, nil},
+		"approval-cancelled":      {ExitRefusal, statusConflict, steps("dont approvals show <id>", "the request was withdrawn; ask again if the command is still needed"), nil, nil},
+		"approval-channel-error": {ExitRefusal, statusUnavailable, steps("dont approvals audit", "the store failed while asking, which is a refusal; check the store and ask again"), map[string][]errs.Step{
+			"an answer counts once it is recorded": steps("dont approvals show <id>", "check the request, then answer again"),
+		}, nil},
+		"approvals-unavailable":  {ExitState, statusUnavailable, steps("dont init", "use a store that keeps sessions and approvals"), nil, nil},
+		"frame-log-inconsistent": {ExitState, statusInternal, steps("dont approvals sweep", "announce endings a failed announce left out, then audit again; anything left is a bug"), nil, nil},
+		// internal/service (direct.go)
+		"provider-error": {ExitState, statusBadGateway, steps("dont assume <id> --direct", "retry; check DONT_LLM_* or [llm] in .dont/config.toml if it keeps failing"), nil,
+			direct("retry", errs.Step{Command: "env | grep DONT_LLM_; cat .dont/config.toml", Description: "check the provider settings (provider, model, base_url, API key)"})},
+		"provider-timeout": {ExitState, statusGatewayTimeout, steps("dont assume <id> --direct", "retry, or raise timeout in [llm] of .dont/config.toml"), nil,
+			direct("retry", errs.Step{Command: "timeout = \"120s\"  # in [llm] of .dont/config.toml", Description: "give each provider request longer"})},
+		"provider-unusable": {ExitState, statusBadGateway, steps("dont assume <id> --harness", "or let your harness's subagent do the reasoning (harness mode)"), nil,
+			direct("retry: a fresh answer may be usable")},
+		// internal/service (tokens.go)
+		"unauthenticated": {ExitState, statusUnauthorized, steps("export DONT_TOKEN=<token from dont tokens create>", "send a valid bearer token"), nil, nil},
+		"forbidden": {ExitState, statusForbidden, steps("dont tokens create --role <role>", "use a token whose role (or spawn) allows this call"), map[string][]errs.Step{
+			// a callback token's rules (tokens.go)
+			"request_id = ": steps("dont <tool> … --request-id <request>", "name the spawn this verdict resolves"),
+			"spawn pending": steps("dont show <entity>", "read the outcome with a harness token"),
+		}, nil},
+		"rate-limited":       {ExitState, statusTooManyRequests, steps("sleep <Retry-After seconds>", "retry after the interval the server gave"), nil, nil},
+		"tokens-unavailable": {ExitState, statusUnavailable, steps("dont serve", "tokens need a store that keeps them"), nil, nil},
+		// internal/service (operator.go)
+		"settings-unavailable": {ExitState, statusUnavailable, steps(`spawn_timeout = "24h"  # in .dont/config.toml`, "an embedded project keeps its settings in its config file"), nil, nil},
+		// internal/hooks, internal/service (hooks.go)
+		"hook-url-refused":  {ExitUsage, statusUnprocessable, steps("dont hooks add --url https://<public host>/<path> --events approval.asked", "use an https URL to a public address (http only to loopback; private ranges need [hooks] allow_private, docs/hooks.md)"), nil, nil},
+		"hook-not-found":    {ExitState, statusNotFound, steps("dont hooks list", "list the hooks that exist"), nil, nil},
+		"hooks-unavailable": {ExitState, statusUnavailable, steps("dont serve", "webhooks need a store that keeps them (docs/hooks.md)"), nil, nil},
+		// internal/service (horizon.go)
+		"schedule-failed": {ExitState, statusUnavailable, steps("dont sweep", "the due sweep times the request out when it is due; check the timeout queue"), nil, nil},
 
-	// internal/store/dynamo (limits.go)
-	"too-large-to-store": {ExitUsage, statusEntityTooLarge, steps("dont show <id>", "nothing was written: one stored item holds at most 400 KB and one commit at most 100 items and 4 MB; send a shorter statement, fewer refs, atoms, evidence or dependencies"), nil, nil},
+		// internal/store/dynamo (limits.go)
+		"too-large-to-store": {ExitUsage, statusEntityTooLarge, steps("dont show <id>", "nothing was written: one stored item holds at most 400 KB and one commit at most 100 items and 4 MB; send a shorter statement, fewer refs, atoms, evidence or dependencies"), nil, nil},
 
-	// internal/client
-	"endpoint-unreachable": {ExitState, statusBadGateway, steps("curl $DONT_ENDPOINT/v1/health", "check DONT_ENDPOINT and that dont serve is running"), nil, nil},
+		// internal/client
+		"endpoint-unreachable": {ExitState, statusBadGateway, steps("curl $DONT_ENDPOINT/v1/health", "check DONT_ENDPOINT and that dont serve is running"), nil, nil},
 
-	// internal/httpapi
-	"route-not-found":         {ExitUsage, statusNotFound, openapi, nil, nil},
-	"method-not-allowed":      {ExitUsage, statusMethodNotAllowed, openapi, nil, nil},
-	"body-too-large":          {ExitUsage, statusEntityTooLarge, steps("dont <tool> --args-file <smaller file>", "send a body under 64 KiB"), nil, nil},
-	"bad-json":                {ExitUsage, statusBadRequest, steps(`curl -d '{"args":{…}}' $DONT_ENDPOINT/v1/tools/<name>`, `send one JSON object {"args": {…}}`), nil, nil},
-	"unsupported-media-type":  {ExitUsage, statusUnsupportedMedia, steps("curl -H 'Content-Type: application/json' …", "send application/json"), nil, nil},
-	"idempotency-in-progress": {ExitState, statusConflict, steps("retry with the same Idempotency-Key after a second", "the first request with this key is still running"), nil, nil},
-	"idempotency-key-reused":  {ExitUsage, statusUnprocessable, steps("use a fresh Idempotency-Key", "a key may only be reused for the identical request"), nil, nil},
+		// internal/httpapi
+		"route-not-found":         {ExitUsage, statusNotFound, openapi, nil, nil},
+		"method-not-allowed":      {ExitUsage, statusMethodNotAllowed, openapi, nil, nil},
+		"body-too-large":          {ExitUsage, statusEntityTooLarge, steps("dont <tool> --args-file <smaller file>", "send a body under 64 KiB"), nil, nil},
+		"bad-json":                {ExitUsage, statusBadRequest, steps(`curl -d '{"args":{…}}' $DONT_ENDPOINT/v1/tools/<name>`, `send one JSON object {"args": {…}}`), nil, nil},
+		"unsupported-media-type":  {ExitUsage, statusUnsupportedMedia, steps("curl -H 'Content-Type: application/json' …", "send application/json"), nil, nil},
+		"idempotency-in-progress": {ExitState, statusConflict, steps("retry with the same Idempotency-Key after a second", "the first request with this key is still running"), nil, nil},
+		"idempotency-key-reused":  {ExitUsage, statusUnprocessable, steps("use a fresh Idempotency-Key", "a key may only be reused for the identical request"), nil, nil},
 
-	// cli/dont (doctor.go)
-	"invariant-violation": {ExitState, statusInternal, steps("dont doctor", "list the violations with the entity or request each concerns"), nil, nil},
-	"store-not-private":   {ExitState, statusInternal, steps("chmod 700 .dont && chmod 600 .dont/dont.db*", "in the project folder: only the owner may read the store"), nil, nil},
-}
+		// cli/dont (doctor.go)
+		"invariant-violation": {ExitState, statusInternal, steps("dont doctor", "list the violations with the entity or request each concerns"), nil, nil},
+		"store-not-private":   {ExitState, statusInternal, steps("chmod 700 .dont && chmod 600 .dont/dont.db*", "in the project folder: only the owner may read the store"), nil, nil},
+	}
+})
 
 // Of is the class of a code; ok is false for a code the table lacks.
 func Of(code errs.Code) (c Class, ok bool) {
-	c, ok = table[code]
+	c, ok = table()[code]
 	return c, ok
 }
 
 // Codes lists every code in the table, sorted.
 func Codes() []errs.Code {
-	out := make([]errs.Code, 0, len(table))
-	for c := range table {
+	out := make([]errs.Code, 0, len(table()))
+	for c := range table() {
 		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
@@ -285,7 +289,7 @@ func Exit(err error) int {
 	if err == nil {
 		return ExitOK
 	}
-	c, ok := table[errs.As(err).Code]
+	c, ok := table()[errs.As(err).Code]
 	if !ok {
 		return ExitInternal
 	}
@@ -298,7 +302,7 @@ func Status(err error) int {
 	if err == nil {
 		return 200
 	}
-	c, ok := table[errs.As(err).Code]
+	c, ok := table()[errs.As(err).Code]
 	if !ok {
 		return statusInternal
 	}
@@ -312,9 +316,9 @@ func Status(err error) int {
 func Remediation(e *errs.Error) []errs.Step {
 	src := e.Remediation
 	if len(src) == 0 {
-		c, ok := table[e.Code]
+		c, ok := table()[e.Code]
 		if !ok {
-			c = table[errs.Internal]
+			c = table()[errs.Internal]
 		}
 		src = c.refine(e)
 	}

@@ -64,7 +64,19 @@ func TestTheTableHoldsEachCodeOnce(t *testing.T) {
 		if !ok || len(v.Names) != 1 || v.Names[0].Name != "table" {
 			return true
 		}
-		for _, elt := range v.Values[0].(*ast.CompositeLit).Elts {
+		var lit *ast.CompositeLit // the map literal the table's function returns
+		ast.Inspect(v.Values[0], func(n ast.Node) bool {
+			if c, ok := n.(*ast.CompositeLit); ok && lit == nil {
+				if _, isMap := c.Type.(*ast.MapType); isMap {
+					lit = c
+				}
+			}
+			return lit == nil
+		})
+		if lit == nil {
+			t.Fatal("the table holds no map literal")
+		}
+		for _, elt := range lit.Elts {
 			var key string
 			switch k := elt.(*ast.KeyValueExpr).Key.(type) {
 			case *ast.BasicLit:

@@ -155,6 +155,9 @@ var domain = map[string][]string{
 	// and every transport reach it: the presentation table
 	"internal/present":  nil,
 	"internal/settings": nil,
+	// encoding/json's encodings without reflection, for the envelope,
+	// the spawn request and the stores' documents
+	"internal/jsontext": nil,
 }
 
 func TestDomainPackagesImportOnlyTheStandardLibrary(t *testing.T) {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -30,6 +31,14 @@ type Store interface {
 	// resolved, so callers re-read a spawn before acting on it.
 	ExpiringSpawns(ctx context.Context, after, until time.Time, limit int) ([]spawn.Spawn, error)
 	Commit(ctx context.Context, tx Tx) error
+}
+
+// DocStore is a Store that can hand over an entity's document as it keeps
+// it: JSON that is byte for byte the entity's encoding as data
+// (envelope.MarshalData). Ledger.ShowStored uses it so that `show`
+// neither decodes nor encodes the entity (the SQLite store; TestShowSendsTheStoredDocumentAsTheEntitysEncoding).
+type DocStore interface {
+	EntityDoc(ctx context.Context, id string) (json.RawMessage, error)
 }
 
 // EntityFilter narrows ListEntities; zero values match everything.

@@ -1,10 +1,12 @@
 package service_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -95,7 +97,8 @@ func TestARateLimitedSweepAfterACallbackLeavesOtherSpawnsToTheNextSweepFirst(t *
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := shown.Data.(service.EntityView); v.PendingSpawn != "" || v.Status != ledger.Unverified {
+	var v ledger.Entity
+	if b, _ := envelope.MarshalData(shown.Data); json.Unmarshal(b, &v) != nil || v.PendingSpawn != "" || v.Status != ledger.Unverified {
 		t.Fatalf("show of an expired spawn's claim did not see its timeout first: %+v", v)
 	}
 }

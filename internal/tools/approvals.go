@@ -29,116 +29,144 @@ func init() {
 	// Only approvers answer (docs/design.md §6.3): the harness that asked cannot answer its own request.
 	answerers := []string{auth.RoleApprover}
 
-	register(&Tool{Name: "sessions.open", Summary: "Open a session at its default tier; prints its id (ses:…).",
-		Params: []Param{
-			{Name: "tier", Type: String, Required: true, Enum: tierNames(approvals.Tiers), Description: "the default tier every call of the session runs at"},
-			{Name: "name", Type: String, Description: "a label"},
-		},
-		approvals: true, sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return opened(s.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: a.Str("tier"), Name: a.Str("name")}))
-		}})
-	register(&Tool{Name: "sessions.list", Summary: "List the project's sessions, oldest first: tier, name, who opened it, open questions.", Annotations: Annotations{ReadOnly: true},
-		approvals: true, sweep: always,
-		run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
-			return data[service.SessionList](envelope.KindSessions)(s.Escalations.ListSessions(ctx))
-		}})
-	register(&Tool{Name: "sessions.show", Summary: "Show a session: its default tier and whether a client is watching it.", Annotations: Annotations{ReadOnly: true},
-		Params:    []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "session id (ses:…)"}},
-		approvals: true, sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return session(s.Escalations.ShowSession(ctx, a.Str("id")))
-		}})
+	register("sessions.open", func() *Tool {
+		return &Tool{Name: "sessions.open", Summary: "Open a session at its default tier; prints its id (ses:…).",
+			Params: []Param{
+				{Name: "tier", Type: String, Required: true, Enum: tierNames(approvals.Tiers), Description: "the default tier every call of the session runs at"},
+				{Name: "name", Type: String, Description: "a label"},
+			},
+			approvals: true, sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return opened(s.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: a.Str("tier"), Name: a.Str("name")}))
+			}}
+	})
+	register("sessions.list", func() *Tool {
+		return &Tool{Name: "sessions.list", Summary: "List the project's sessions, oldest first: tier, name, who opened it, open questions.", Annotations: Annotations{ReadOnly: true},
+			approvals: true, sweep: always,
+			run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
+				return data[service.SessionList](envelope.KindSessions)(s.Escalations.ListSessions(ctx))
+			}}
+	})
+	register("sessions.show", func() *Tool {
+		return &Tool{Name: "sessions.show", Summary: "Show a session: its default tier and whether a client is watching it.", Annotations: Annotations{ReadOnly: true},
+			Params:    []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "session id (ses:…)"}},
+			approvals: true, sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return session(s.Escalations.ShowSession(ctx, a.Str("id")))
+			}}
+	})
 
-	register(&Tool{Name: "escalate", Summary: "Ask a person for one wider tier for one call; blocks until the verdict (exit 0 with the granted tier, 1 otherwise).",
-		Params: []Param{
-			requiredSession,
-			{Name: "call", Type: String, Required: true, Description: "the call id the wider tier is for (once per call)"},
-			// The schema advertises the reachable-in-principle set; the hop
-			// table decides at execution what this call may reach, so the
-			// name is not an enum here (an unknown tier is refused and recorded).
-			{Name: "to", Type: String, Required: true, Description: "target tier: " + approvals.TierNames(approvals.Targets()) + " (the hop table decides what this call may reach)"},
-			{Name: "reason", Type: String, Required: true, Description: "why the call needs it; the person answering reads it"},
-			{Name: "preview", Type: String, Description: "the command, as the person answering will see it (the CLI takes it after --)"},
-			{Name: "no_wait", Type: Boolean, Description: "return the request id at once; resume with dont approvals wait"},
-		},
-		approvals: true, sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return escalated(s.Escalations.Escalate(ctx, service.EscalateInput{SessionID: a.Str("session"), CallID: a.Str("call"), To: a.Str("to"),
-				Reason: a.Str("reason"), Preview: a.Str("preview"), NoWait: a.Bool("no_wait")}))
-		}})
+	register("escalate", func() *Tool {
+		return &Tool{Name: "escalate", Summary: "Ask a person for one wider tier for one call; blocks until the verdict (exit 0 with the granted tier, 1 otherwise).",
+			Params: []Param{
+				requiredSession,
+				{Name: "call", Type: String, Required: true, Description: "the call id the wider tier is for (once per call)"},
+				// The schema advertises the reachable-in-principle set; the hop
+				// table decides at execution what this call may reach, so the
+				// name is not an enum here (an unknown tier is refused and recorded).
+				{Name: "to", Type: String, Required: true, Description: "target tier: " + approvals.TierNames(approvals.Targets()) + " (the hop table decides what this call may reach)"},
+				{Name: "reason", Type: String, Required: true, Description: "why the call needs it; the person answering reads it"},
+				{Name: "preview", Type: String, Description: "the command, as the person answering will see it (the CLI takes it after --)"},
+				{Name: "no_wait", Type: Boolean, Description: "return the request id at once; resume with dont approvals wait"},
+			},
+			approvals: true, sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return escalated(s.Escalations.Escalate(ctx, service.EscalateInput{SessionID: a.Str("session"), CallID: a.Str("call"), To: a.Str("to"),
+					Reason: a.Str("reason"), Preview: a.Str("preview"), NoWait: a.Bool("no_wait")}))
+			}}
+	})
 
-	register(&Tool{Name: "approvals.list", Summary: "List approval requests, oldest first.", Annotations: Annotations{ReadOnly: true},
-		Params:    []Param{sessionParam, {Name: "pending", Type: Boolean, Description: "only open questions"}},
-		approvals: true, sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.ApprovalList](envelope.KindApprovals)(s.Escalations.List(ctx, service.ApprovalQuery{SessionID: a.Str("session"), Pending: a.Bool("pending")}))
-		}})
-	register(&Tool{Name: "approvals.show", Summary: "Show one approval request.", Annotations: Annotations{ReadOnly: true},
-		Params:    []Param{approvalID},
-		approvals: true, sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return approval(s.Escalations.Show(ctx, a.Str("id")))
-		}})
-	register(&Tool{Name: "approvals.approve", Summary: "Approve a request: its call runs at the wider tier. The first answer wins.", Roles: answerers,
-		Annotations: Annotations{Presence: true},
-		Params:      []Param{approvalID},
-		approvals:   true, sweep: answerFirst,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return decided(s.Escalations.Approve(ctx, a.Str("id"), ""))
-		}})
-	register(&Tool{Name: "approvals.refuse", Summary: "Refuse a request: its command does not run. The first answer wins.", Roles: answerers,
-		Annotations: Annotations{Presence: true},
-		Params:      []Param{approvalID, {Name: "reason", Type: String, Description: "why, for the requester"}},
-		approvals:   true, sweep: answerFirst,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return decided(s.Escalations.Refuse(ctx, a.Str("id"), a.Str("reason"), ""))
-		}})
-	register(&Tool{Name: "approvals.cancel", Summary: "Withdraw a request (the requester giving up); announced like every ending.",
-		Params:    []Param{approvalID, {Name: "reason", Type: String, Description: "why"}},
-		approvals: true, sweep: answerFirst,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return decided(s.Escalations.Cancel(ctx, a.Str("id"), a.Str("reason"), ""))
-		}})
-	register(&Tool{Name: "approvals.wait", Summary: "Wait for a request's verdict: exit 0 with the granted tier, 1 otherwise.",
-		Params:    []Param{approvalID},
-		approvals: true, sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return escalated(s.Escalations.Wait(ctx, a.Str("id")))
-		}})
-	register(&Tool{Name: "approvals.frames", Summary: "Read a session's frames after a cursor (NDJSON on the CLI), long-polling up to --wait.", Annotations: Annotations{ReadOnly: true},
-		Params: []Param{
-			requiredSession,
-			{Name: "after", Type: Integer, Default: 0, Description: "the last cursor already read"},
-			{Name: "wait", Type: String, Description: "long-poll up to this long for the first new frame (a Go duration such as 20s; at most 60s)"},
-			{Name: "subscriber", Type: String, Description: "the reader's name for its subscriber lease (default: the author)"},
-		},
-		check:     func(a Args) error { _, err := framesWait(a); return err },
-		approvals: true, sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			wait, _ := framesWait(a)
-			return data[service.FramesPage](envelope.KindFrames)(s.Escalations.Frames(ctx, service.FramesInput{SessionID: a.Str("session"), After: int64(a.Int("after")), Wait: wait, Subscriber: a.Str("subscriber")}))
-		}})
-	register(&Tool{Name: "approvals.inbox", Summary: "Every open question of the project across sessions, the recent endings with their reasons, and the names of the sessions and tokens they mention.",
-		Annotations: Annotations{ReadOnly: true},
-		Params: []Param{
-			{Name: "session", Type: String, Description: "only this session's questions and endings (ses:…)"},
-			{Name: "endings", Type: Integer, Default: service.DefaultInboxEndings, Description: "at most this many recent endings, newest first (at most 500)"},
-			{Name: "subscriber", Type: String, Description: "the reader's name for its subscriber lease (default: the author)"},
-		},
-		approvals: true, sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.Inbox](envelope.KindApprovalsInbox)(s.Escalations.Inbox(ctx, service.InboxInput{SessionID: a.Str("session"), Endings: a.Int("endings"), Subscriber: a.Str("subscriber")}))
-		}})
-	register(&Tool{Name: "approvals.sweep", Summary: "End questions past their deadline and announce endings a failed announce left out.",
-		Params: []Param{{Name: "limit", Type: Integer, Default: 1000, Description: "at most this many"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.ApprovalSweep](envelope.KindApprovalsSweep)(s.SweepApprovals(ctx, a.Int("limit")))
-		}})
-	register(&Tool{Name: "approvals.audit", Summary: "Check the frame log: every question has exactly one ending frame; fails (exit 3) on any finding.", Annotations: Annotations{ReadOnly: true},
-		run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
-			return audited(s.Escalations.Audit(ctx))
-		}})
+	register("approvals.list", func() *Tool {
+		return &Tool{Name: "approvals.list", Summary: "List approval requests, oldest first.", Annotations: Annotations{ReadOnly: true},
+			Params:    []Param{sessionParam, {Name: "pending", Type: Boolean, Description: "only open questions"}},
+			approvals: true, sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return data[service.ApprovalList](envelope.KindApprovals)(s.Escalations.List(ctx, service.ApprovalQuery{SessionID: a.Str("session"), Pending: a.Bool("pending")}))
+			}}
+	})
+	register("approvals.show", func() *Tool {
+		return &Tool{Name: "approvals.show", Summary: "Show one approval request.", Annotations: Annotations{ReadOnly: true},
+			Params:    []Param{approvalID},
+			approvals: true, sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return approval(s.Escalations.Show(ctx, a.Str("id")))
+			}}
+	})
+	register("approvals.approve", func() *Tool {
+		return &Tool{Name: "approvals.approve", Summary: "Approve a request: its call runs at the wider tier. The first answer wins.", Roles: answerers,
+			Annotations: Annotations{Presence: true},
+			Params:      []Param{approvalID},
+			approvals:   true, sweep: answerFirst,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return decided(s.Escalations.Approve(ctx, a.Str("id"), ""))
+			}}
+	})
+	register("approvals.refuse", func() *Tool {
+		return &Tool{Name: "approvals.refuse", Summary: "Refuse a request: its command does not run. The first answer wins.", Roles: answerers,
+			Annotations: Annotations{Presence: true},
+			Params:      []Param{approvalID, {Name: "reason", Type: String, Description: "why, for the requester"}},
+			approvals:   true, sweep: answerFirst,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return decided(s.Escalations.Refuse(ctx, a.Str("id"), a.Str("reason"), ""))
+			}}
+	})
+	register("approvals.cancel", func() *Tool {
+		return &Tool{Name: "approvals.cancel", Summary: "Withdraw a request (the requester giving up); announced like every ending.",
+			Params:    []Param{approvalID, {Name: "reason", Type: String, Description: "why"}},
+			approvals: true, sweep: answerFirst,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return decided(s.Escalations.Cancel(ctx, a.Str("id"), a.Str("reason"), ""))
+			}}
+	})
+	register("approvals.wait", func() *Tool {
+		return &Tool{Name: "approvals.wait", Summary: "Wait for a request's verdict: exit 0 with the granted tier, 1 otherwise.",
+			Params:    []Param{approvalID},
+			approvals: true, sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return escalated(s.Escalations.Wait(ctx, a.Str("id")))
+			}}
+	})
+	register("approvals.frames", func() *Tool {
+		return &Tool{Name: "approvals.frames", Summary: "Read a session's frames after a cursor (NDJSON on the CLI), long-polling up to --wait.", Annotations: Annotations{ReadOnly: true},
+			Params: []Param{
+				requiredSession,
+				{Name: "after", Type: Integer, Default: 0, Description: "the last cursor already read"},
+				{Name: "wait", Type: String, Description: "long-poll up to this long for the first new frame (a Go duration such as 20s; at most 60s)"},
+				{Name: "subscriber", Type: String, Description: "the reader's name for its subscriber lease (default: the author)"},
+			},
+			check:     func(a Args) error { _, err := framesWait(a); return err },
+			approvals: true, sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				wait, _ := framesWait(a)
+				return data[service.FramesPage](envelope.KindFrames)(s.Escalations.Frames(ctx, service.FramesInput{SessionID: a.Str("session"), After: int64(a.Int("after")), Wait: wait, Subscriber: a.Str("subscriber")}))
+			}}
+	})
+	register("approvals.inbox", func() *Tool {
+		return &Tool{Name: "approvals.inbox", Summary: "Every open question of the project across sessions, the recent endings with their reasons, and the names of the sessions and tokens they mention.",
+			Annotations: Annotations{ReadOnly: true},
+			Params: []Param{
+				{Name: "session", Type: String, Description: "only this session's questions and endings (ses:…)"},
+				{Name: "endings", Type: Integer, Default: service.DefaultInboxEndings, Description: "at most this many recent endings, newest first (at most 500)"},
+				{Name: "subscriber", Type: String, Description: "the reader's name for its subscriber lease (default: the author)"},
+			},
+			approvals: true, sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return data[service.Inbox](envelope.KindApprovalsInbox)(s.Escalations.Inbox(ctx, service.InboxInput{SessionID: a.Str("session"), Endings: a.Int("endings"), Subscriber: a.Str("subscriber")}))
+			}}
+	})
+	register("approvals.sweep", func() *Tool {
+		return &Tool{Name: "approvals.sweep", Summary: "End questions past their deadline and announce endings a failed announce left out.",
+			Params: []Param{{Name: "limit", Type: Integer, Default: 1000, Description: "at most this many"}},
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return data[service.ApprovalSweep](envelope.KindApprovalsSweep)(s.SweepApprovals(ctx, a.Int("limit")))
+			}}
+	})
+	register("approvals.audit", func() *Tool {
+		return &Tool{Name: "approvals.audit", Summary: "Check the frame log: every question has exactly one ending frame; fails (exit 3) on any finding.", Annotations: Annotations{ReadOnly: true},
+			run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
+				return audited(s.Escalations.Audit(ctx))
+			}}
+	})
 }
 
 // answerFirst is the sweep policy of answers and cancels: the answer is

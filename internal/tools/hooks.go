@@ -16,49 +16,61 @@ func init() {
 	for i, t := range hooks.EventTypes {
 		events[i] = string(t)
 	}
-	register(&Tool{Name: "hooks.add", Summary: "Subscribe a URL to events; the signing secret is shown once.", Roles: admin,
-		Params: []Param{
-			{Name: "url", Type: String, Required: true, Description: "the receiver: https (http only to loopback)"},
-			{Name: "events", Type: Strings, Required: true, Description: "comma-separated or repeated: " + joinNames(events)},
-			{Name: "format", Type: String, Enum: hooks.Formats, Default: string(hooks.FormatJSON), Description: "json (Standard Webhooks) or slack (an incoming-webhook URL)"},
-		},
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			v, err := s.Hooks.Add(ctx, service.HookAddInput{URL: a.Str("url"), Events: a.Strs("events"), Format: a.Str("format")})
-			if err != nil {
-				return Output{}, err
-			}
-			return Output{Kind: envelope.KindHook, Data: v, Hints: []string{
-				"the signing secret is shown once; give it to the receiver now (it verifies webhook-signature with it)",
-				"send a test delivery with: dont hooks test " + v.ID,
-			}}, nil
-		}})
-	register(&Tool{Name: "hooks.list", Summary: "List webhook subscriptions (never their secrets) with their last attempt.", Roles: admin, Annotations: Annotations{ReadOnly: true},
-		run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
-			return data[service.HookList](envelope.KindHooks)(s.Hooks.List(ctx))
-		}})
-	register(&Tool{Name: "hooks.remove", Summary: "Remove a webhook subscription; its pending deliveries fail.", Roles: admin, Annotations: Annotations{Destructive: true},
-		Params: []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "hook id (hook:…)"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.HookView](envelope.KindHook)(s.Hooks.Remove(ctx, a.Str("id")))
-		}})
-	register(&Tool{Name: "hooks.test", Summary: "Send a signed hook.test message to one hook now.", Roles: admin,
-		Params: []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "hook id (hook:…)"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.HookTestResult](envelope.KindHookTest)(s.Hooks.Test(ctx, a.Str("id")))
-		}})
-	register(&Tool{Name: "hooks.deliveries", Summary: "Show a hook's recent deliveries and delivery log.", Roles: admin, Annotations: Annotations{ReadOnly: true},
-		Params: []Param{
-			{Name: "id", Type: String, Required: true, Positional: true, Description: "hook id (hook:…)"},
-			{Name: "limit", Type: Integer, Default: 50, Description: "at most this many of each"},
-		},
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.HookDeliveries](envelope.KindHookDeliveries)(s.Hooks.Deliveries(ctx, a.Str("id"), a.Int("limit")))
-		}})
-	register(&Tool{Name: "hooks.deliver", Summary: "Attempt the due webhook deliveries now (dont serve does so every second).", Roles: admin,
-		Params: []Param{{Name: "limit", Type: Integer, Default: 100, Description: "at most this many"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.DeliverResult](envelope.KindHookDeliver)(s.Hooks.Deliver(ctx, a.Int("limit")))
-		}})
+	register("hooks.add", func() *Tool {
+		return &Tool{Name: "hooks.add", Summary: "Subscribe a URL to events; the signing secret is shown once.", Roles: admin,
+			Params: []Param{
+				{Name: "url", Type: String, Required: true, Description: "the receiver: https (http only to loopback)"},
+				{Name: "events", Type: Strings, Required: true, Description: "comma-separated or repeated: " + joinNames(events)},
+				{Name: "format", Type: String, Enum: hooks.Formats, Default: string(hooks.FormatJSON), Description: "json (Standard Webhooks) or slack (an incoming-webhook URL)"},
+			},
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				v, err := s.Hooks.Add(ctx, service.HookAddInput{URL: a.Str("url"), Events: a.Strs("events"), Format: a.Str("format")})
+				if err != nil {
+					return Output{}, err
+				}
+				return Output{Kind: envelope.KindHook, Data: v, Hints: []string{
+					"the signing secret is shown once; give it to the receiver now (it verifies webhook-signature with it)",
+					"send a test delivery with: dont hooks test " + v.ID,
+				}}, nil
+			}}
+	})
+	register("hooks.list", func() *Tool {
+		return &Tool{Name: "hooks.list", Summary: "List webhook subscriptions (never their secrets) with their last attempt.", Roles: admin, Annotations: Annotations{ReadOnly: true},
+			run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
+				return data[service.HookList](envelope.KindHooks)(s.Hooks.List(ctx))
+			}}
+	})
+	register("hooks.remove", func() *Tool {
+		return &Tool{Name: "hooks.remove", Summary: "Remove a webhook subscription; its pending deliveries fail.", Roles: admin, Annotations: Annotations{Destructive: true},
+			Params: []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "hook id (hook:…)"}},
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return data[service.HookView](envelope.KindHook)(s.Hooks.Remove(ctx, a.Str("id")))
+			}}
+	})
+	register("hooks.test", func() *Tool {
+		return &Tool{Name: "hooks.test", Summary: "Send a signed hook.test message to one hook now.", Roles: admin,
+			Params: []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "hook id (hook:…)"}},
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return data[service.HookTestResult](envelope.KindHookTest)(s.Hooks.Test(ctx, a.Str("id")))
+			}}
+	})
+	register("hooks.deliveries", func() *Tool {
+		return &Tool{Name: "hooks.deliveries", Summary: "Show a hook's recent deliveries and delivery log.", Roles: admin, Annotations: Annotations{ReadOnly: true},
+			Params: []Param{
+				{Name: "id", Type: String, Required: true, Positional: true, Description: "hook id (hook:…)"},
+				{Name: "limit", Type: Integer, Default: 50, Description: "at most this many of each"},
+			},
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return data[service.HookDeliveries](envelope.KindHookDeliveries)(s.Hooks.Deliveries(ctx, a.Str("id"), a.Int("limit")))
+			}}
+	})
+	register("hooks.deliver", func() *Tool {
+		return &Tool{Name: "hooks.deliver", Summary: "Attempt the due webhook deliveries now (dont serve does so every second).", Roles: admin,
+			Params: []Param{{Name: "limit", Type: Integer, Default: 100, Description: "at most this many"}},
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return data[service.DeliverResult](envelope.KindHookDeliver)(s.Hooks.Deliver(ctx, a.Int("limit")))
+			}}
+	})
 }
 
 func joinNames(s []string) string {

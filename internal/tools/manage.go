@@ -20,107 +20,125 @@ func init() {
 	RegisterGroup("confirmations", "Calls held for an approver: list, show, confirm (runs the call once) or refuse.")
 
 	spawnID := Param{Name: "request_id", Type: String, Required: true, Positional: true, Description: "the spawn request (spawn:…)"}
-	register(&Tool{Name: "spawns.cancel", Summary: "Cancel a pending spawn: it resolves as cancelled and the entity gets its pre-spawn status back.",
-		Params: []Param{spawnID, {Name: "reason", Type: String, Description: "why it is cancelled"}},
-		sweep:  always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason")))
-		}})
-	register(&Tool{Name: "spawns.heartbeat", Summary: "Keep a pending spawn alive: move its expires_at to now + --extend (never past spawn_max_lease from its issue).",
-		Params: []Param{spawnID, {Name: "extend", Type: String, Description: "how far from now the expiry moves, a Go duration (default: the project's spawn timeout)"}},
-		sweep:  always, // an expired spawn is timed out first: a heartbeat never revives it
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			var extend time.Duration
-			if v := a.Str("extend"); v != "" {
-				d, err := settings.SpawnHeartbeat.FromArgument("extend", v,
-					errs.Step{Command: "dont spawns heartbeat " + a.Str("request_id") + " --extend " + settings.SpawnHeartbeat.Example, Description: "give --extend as " + settings.SpawnHeartbeat.Rule()})
+	register("spawns.cancel", func() *Tool {
+		return &Tool{Name: "spawns.cancel", Summary: "Cancel a pending spawn: it resolves as cancelled and the entity gets its pre-spawn status back.",
+			Params: []Param{spawnID, {Name: "reason", Type: String, Description: "why it is cancelled"}},
+			sweep:  always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason")))
+			}}
+	})
+	register("spawns.heartbeat", func() *Tool {
+		return &Tool{Name: "spawns.heartbeat", Summary: "Keep a pending spawn alive: move its expires_at to now + --extend (never past spawn_max_lease from its issue).",
+			Params: []Param{spawnID, {Name: "extend", Type: String, Description: "how far from now the expiry moves, a Go duration (default: the project's spawn timeout)"}},
+			sweep:  always, // an expired spawn is timed out first: a heartbeat never revives it
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				var extend time.Duration
+				if v := a.Str("extend"); v != "" {
+					d, err := settings.SpawnHeartbeat.FromArgument("extend", v,
+						errs.Step{Command: "dont spawns heartbeat " + a.Str("request_id") + " --extend " + settings.SpawnHeartbeat.Example, Description: "give --extend as " + settings.SpawnHeartbeat.Rule()})
+					if err != nil {
+						return Output{}, err
+					}
+					extend = d
+				}
+				return withWarnings[service.HeartbeatResult](envelope.KindSpawnHeartbeat)(s.Spawns.Heartbeat(ctx, a.Str("request_id"), extend))
+			}}
+	})
+	register("spawns.manage", func() *Tool {
+		return &Tool{Name: "spawns.manage", Summary: "One action for spawn requests: --op list, show or cancel (--op is required).",
+			Params: []Param{
+				{Name: "op", Type: String, Short: "o", Required: true, Enum: []string{"list", "show", "cancel"}, Description: "list, show or cancel"},
+				{Name: "request_id", Type: String, Description: "the spawn request (show, cancel)"},
+				{Name: "view", Type: String, Enum: []string{service.ViewPending, service.ViewTimedOut, service.ViewAll}, Description: "pending, timed-out or all (list; default all)"},
+				{Name: "reason", Type: String, Description: "why it is cancelled (cancel)"},
+			},
+			check: func(a Args) error {
+				if op := a.Str("op"); op != "list" {
+					return need(a, "spawns.manage", op, "request_id")
+				}
+				return nil
+			},
+			sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				switch a.Str("op") {
+				case "list":
+					return data[service.SpawnList](envelope.KindSpawns)(s.Spawns.List(ctx, a.Str("view")))
+				case "show":
+					return data[service.SpawnView](envelope.KindSpawn)(s.Spawns.Record(ctx, a.Str("request_id")))
+				default:
+					return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason")))
+				}
+			}}
+	})
+
+	admin := []string{auth.RoleAdmin}
+	register("tokens.manage", func() *Tool {
+		return &Tool{Name: "tokens.manage", Summary: "One action for bearer tokens: --op list (the default), create or revoke.", Roles: admin,
+			Params: []Param{
+				{Name: "op", Type: String, Short: "o", Enum: []string{"list", "create", "revoke"}, Default: "list", Description: "list (default), create or revoke"},
+				{Name: "role", Type: String, Enum: auth.Roles, Description: "harness, approver or admin (create)"},
+				{Name: "name", Type: String, Description: "a label (create)"},
+				{Name: "id", Type: String, Description: "token id tok:… (revoke)"},
+			},
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				switch a.Str("op") {
+				case "create":
+					if err := need(a, "tokens.manage", "create", "role"); err != nil {
+						return Output{}, err
+					}
+					return CreatedToken(s.Credentials.Create(ctx, a.Str("role"), a.Str("name")))
+				case "revoke":
+					if err := need(a, "tokens.manage", "revoke", "id"); err != nil {
+						return Output{}, err
+					}
+					return token(s.Credentials.Revoke(ctx, a.Str("id")))
+				default:
+					return data[service.TokenList](envelope.KindTokens)(s.Credentials.List(ctx))
+				}
+			}}
+	})
+	register("tokens.revoke-all", func() *Tool {
+		return &Tool{Name: "tokens.revoke-all", Summary: "Revoke every bearer token of the project at once (incident response; interactive only).", Roles: admin,
+			run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
+				v, err := s.Credentials.RevokeAll(ctx)
 				if err != nil {
 					return Output{}, err
 				}
-				extend = d
-			}
-			return withWarnings[service.HeartbeatResult](envelope.KindSpawnHeartbeat)(s.Spawns.Heartbeat(ctx, a.Str("request_id"), extend))
-		}})
-	register(&Tool{Name: "spawns.manage", Summary: "One action for spawn requests: --op list, show or cancel (--op is required).",
-		Params: []Param{
-			{Name: "op", Type: String, Short: "o", Required: true, Enum: []string{"list", "show", "cancel"}, Description: "list, show or cancel"},
-			{Name: "request_id", Type: String, Description: "the spawn request (show, cancel)"},
-			{Name: "view", Type: String, Enum: []string{service.ViewPending, service.ViewTimedOut, service.ViewAll}, Description: "pending, timed-out or all (list; default all)"},
-			{Name: "reason", Type: String, Description: "why it is cancelled (cancel)"},
-		},
-		check: func(a Args) error {
-			if op := a.Str("op"); op != "list" {
-				return need(a, "spawns.manage", op, "request_id")
-			}
-			return nil
-		},
-		sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			switch a.Str("op") {
-			case "list":
-				return data[service.SpawnList](envelope.KindSpawns)(s.Spawns.List(ctx, a.Str("view")))
-			case "show":
-				return data[service.SpawnView](envelope.KindSpawn)(s.Spawns.Record(ctx, a.Str("request_id")))
-			default:
-				return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason")))
-			}
-		}})
-
-	admin := []string{auth.RoleAdmin}
-	register(&Tool{Name: "tokens.manage", Summary: "One action for bearer tokens: --op list (the default), create or revoke.", Roles: admin,
-		Params: []Param{
-			{Name: "op", Type: String, Short: "o", Enum: []string{"list", "create", "revoke"}, Default: "list", Description: "list (default), create or revoke"},
-			{Name: "role", Type: String, Enum: auth.Roles, Description: "harness, approver or admin (create)"},
-			{Name: "name", Type: String, Description: "a label (create)"},
-			{Name: "id", Type: String, Description: "token id tok:… (revoke)"},
-		},
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			switch a.Str("op") {
-			case "create":
-				if err := need(a, "tokens.manage", "create", "role"); err != nil {
-					return Output{}, err
-				}
-				return CreatedToken(s.Credentials.Create(ctx, a.Str("role"), a.Str("name")))
-			case "revoke":
-				if err := need(a, "tokens.manage", "revoke", "id"); err != nil {
-					return Output{}, err
-				}
-				return token(s.Credentials.Revoke(ctx, a.Str("id")))
-			default:
-				return data[service.TokenList](envelope.KindTokens)(s.Credentials.List(ctx))
-			}
-		}})
-	register(&Tool{Name: "tokens.revoke-all", Summary: "Revoke every bearer token of the project at once (incident response; interactive only).", Roles: admin,
-		run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
-			v, err := s.Credentials.RevokeAll(ctx)
-			if err != nil {
-				return Output{}, err
-			}
-			return Output{Kind: envelope.KindTokensRevoked, Data: v,
-				Hints: []string{"dont tokens create --role <role>  # on the project's machine, to issue new tokens"}}, nil
-		}})
+				return Output{Kind: envelope.KindTokensRevoked, Data: v,
+					Hints: []string{"dont tokens create --role <role>  # on the project's machine, to issue new tokens"}}, nil
+			}}
+	})
 
 	confID := Param{Name: "id", Type: String, Required: true, Positional: true, Description: "the confirmation (conf:…)"}
 	deciders := []string{auth.RoleApprover, auth.RoleAdmin}
-	register(&Tool{Name: "confirmations.list", Summary: "List the calls waiting for confirmation (--all: every one ever held).", Annotations: Annotations{ReadOnly: true}, Roles: deciders,
-		Params: []Param{{Name: "all", Type: Boolean, Description: "include confirmed, refused and expired ones"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.ConfirmationList](envelope.KindConfirmations)(s.Held.List(ctx, a.Bool("all")))
-		}})
-	register(&Tool{Name: "confirmations.show", Summary: "Show one held call and how it ended.", Annotations: Annotations{ReadOnly: true}, Roles: deciders,
-		Params: []Param{confID},
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return confirmation(s.Held.Show(ctx, a.Str("id")))
-		}})
-	register(&Tool{Name: "confirmations.confirm", Summary: "Confirm a held call: it runs now, exactly once (an approver or admin who may call it, never the token that asked).", Roles: deciders,
-		Annotations: Annotations{Presence: true},
-		Params:      []Param{confID},
-		run:         runConfirmed})
-	register(&Tool{Name: "confirmations.refuse", Summary: "Refuse a held call: it never runs (approver or admin).", Roles: deciders,
-		Params: []Param{confID, {Name: "reason", Type: String, Description: "why"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return confirmation(s.Held.Refuse(ctx, a.Str("id"), a.Str("reason")))
-		}})
+	register("confirmations.list", func() *Tool {
+		return &Tool{Name: "confirmations.list", Summary: "List the calls waiting for confirmation (--all: every one ever held).", Annotations: Annotations{ReadOnly: true}, Roles: deciders,
+			Params: []Param{{Name: "all", Type: Boolean, Description: "include confirmed, refused and expired ones"}},
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return data[service.ConfirmationList](envelope.KindConfirmations)(s.Held.List(ctx, a.Bool("all")))
+			}}
+	})
+	register("confirmations.show", func() *Tool {
+		return &Tool{Name: "confirmations.show", Summary: "Show one held call and how it ended.", Annotations: Annotations{ReadOnly: true}, Roles: deciders,
+			Params: []Param{confID},
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return confirmation(s.Held.Show(ctx, a.Str("id")))
+			}}
+	})
+	register("confirmations.confirm", func() *Tool {
+		return &Tool{Name: "confirmations.confirm", Summary: "Confirm a held call: it runs now, exactly once (an approver or admin who may call it, never the token that asked).", Roles: deciders,
+			Annotations: Annotations{Presence: true},
+			Params:      []Param{confID},
+			run:         runConfirmed}
+	})
+	register("confirmations.refuse", func() *Tool {
+		return &Tool{Name: "confirmations.refuse", Summary: "Refuse a held call: it never runs (approver or admin).", Roles: deciders,
+			Params: []Param{confID, {Name: "reason", Type: String, Description: "why"}},
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return confirmation(s.Held.Refuse(ctx, a.Str("id"), a.Str("reason")))
+			}}
+	})
 }
 
 // runConfirmed is `confirmations confirm`: the conditional write

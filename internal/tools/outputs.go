@@ -25,38 +25,42 @@ import (
 // without its row.
 
 // dataTypes is, per envelope kind, the Go type(s) its data marshals from.
-// A kind with several types is any one of them.
-var dataTypes = map[string][]reflect.Type{
-	string(ledger.KindClaim):    {reflect.TypeFor[service.EntityView]()},
-	string(ledger.KindTerm):     {reflect.TypeFor[service.EntityView]()},
-	envelope.KindList:           {reflect.TypeFor[service.EntityList]()},
-	envelope.KindSpawnRequest:   {reflect.TypeFor[spawn.Request]()},
-	envelope.KindSpawn:          {reflect.TypeFor[service.SpawnView](), reflect.TypeFor[service.Answered]()},
-	envelope.KindSpawns:         {reflect.TypeFor[service.SpawnList]()},
-	envelope.KindSpawnCancel:    {reflect.TypeFor[service.CancelResult]()},
-	envelope.KindAnswer:         {reflect.TypeFor[service.Answered]()},
-	envelope.KindSweep:          {reflect.TypeFor[service.SweepReport]()},
-	envelope.KindSession:        {reflect.TypeFor[service.SessionView]()},
-	envelope.KindApproval:       {reflect.TypeFor[service.ApprovalView]()},
-	envelope.KindApprovals:      {reflect.TypeFor[service.ApprovalList]()},
-	envelope.KindEscalation:     {reflect.TypeFor[service.ApprovalView]()},
-	envelope.KindFrames:         {reflect.TypeFor[service.FramesPage]()},
-	envelope.KindApprovalsSweep: {reflect.TypeFor[service.ApprovalSweep]()},
-	envelope.KindApprovalsAudit: {reflect.TypeFor[approvals.AuditReport]()},
-	envelope.KindToken:          {reflect.TypeFor[service.TokenView]()},
-	envelope.KindTokens:         {reflect.TypeFor[service.TokenList]()},
-	envelope.KindTokensRevoked:  {reflect.TypeFor[service.Revoked]()},
-	envelope.KindConfirmation:   {reflect.TypeFor[service.HeldView](), reflect.TypeFor[service.ConfirmationView]()},
-	envelope.KindConfirmations:  {reflect.TypeFor[service.ConfirmationList]()},
-	envelope.KindSessions:       {reflect.TypeFor[service.SessionList]()},
-	envelope.KindApprovalsInbox: {reflect.TypeFor[service.Inbox]()},
-	envelope.KindSpawnHeartbeat: {reflect.TypeFor[service.HeartbeatResult]()},
-	envelope.KindHook:           {reflect.TypeFor[service.HookView]()},
-	envelope.KindHooks:          {reflect.TypeFor[service.HookList]()},
-	envelope.KindHookTest:       {reflect.TypeFor[service.HookTestResult]()},
-	envelope.KindHookDeliveries: {reflect.TypeFor[service.HookDeliveries]()},
-	envelope.KindHookDeliver:    {reflect.TypeFor[service.DeliverResult]()},
-}
+// A kind with several types is any one of them. Like outputKinds it is
+// built on first use: only schemas and the output tests read it, and a
+// CLI command should not build it at start.
+var dataTypes = sync.OnceValue(func() map[string][]reflect.Type {
+	return map[string][]reflect.Type{
+		string(ledger.KindClaim):    {reflect.TypeFor[service.EntityView]()},
+		string(ledger.KindTerm):     {reflect.TypeFor[service.EntityView]()},
+		envelope.KindList:           {reflect.TypeFor[service.EntityList]()},
+		envelope.KindSpawnRequest:   {reflect.TypeFor[spawn.Request]()},
+		envelope.KindSpawn:          {reflect.TypeFor[service.SpawnView](), reflect.TypeFor[service.Answered]()},
+		envelope.KindSpawns:         {reflect.TypeFor[service.SpawnList]()},
+		envelope.KindSpawnCancel:    {reflect.TypeFor[service.CancelResult]()},
+		envelope.KindAnswer:         {reflect.TypeFor[service.Answered]()},
+		envelope.KindSweep:          {reflect.TypeFor[service.SweepReport]()},
+		envelope.KindSession:        {reflect.TypeFor[service.SessionView]()},
+		envelope.KindApproval:       {reflect.TypeFor[service.ApprovalView]()},
+		envelope.KindApprovals:      {reflect.TypeFor[service.ApprovalList]()},
+		envelope.KindEscalation:     {reflect.TypeFor[service.ApprovalView]()},
+		envelope.KindFrames:         {reflect.TypeFor[service.FramesPage]()},
+		envelope.KindApprovalsSweep: {reflect.TypeFor[service.ApprovalSweep]()},
+		envelope.KindApprovalsAudit: {reflect.TypeFor[approvals.AuditReport]()},
+		envelope.KindToken:          {reflect.TypeFor[service.TokenView]()},
+		envelope.KindTokens:         {reflect.TypeFor[service.TokenList]()},
+		envelope.KindTokensRevoked:  {reflect.TypeFor[service.Revoked]()},
+		envelope.KindConfirmation:   {reflect.TypeFor[service.HeldView](), reflect.TypeFor[service.ConfirmationView]()},
+		envelope.KindConfirmations:  {reflect.TypeFor[service.ConfirmationList]()},
+		envelope.KindSessions:       {reflect.TypeFor[service.SessionList]()},
+		envelope.KindApprovalsInbox: {reflect.TypeFor[service.Inbox]()},
+		envelope.KindSpawnHeartbeat: {reflect.TypeFor[service.HeartbeatResult]()},
+		envelope.KindHook:           {reflect.TypeFor[service.HookView]()},
+		envelope.KindHooks:          {reflect.TypeFor[service.HookList]()},
+		envelope.KindHookTest:       {reflect.TypeFor[service.HookTestResult]()},
+		envelope.KindHookDeliveries: {reflect.TypeFor[service.HookDeliveries]()},
+		envelope.KindHookDeliver:    {reflect.TypeFor[service.DeliverResult]()},
+	}
+})
 
 // FrontEndKinds are the kinds no tool returns: a transport or the CLI
 // builds them itself (GET /v1/tools, /v1/health, init, doctor, version,
@@ -69,61 +73,63 @@ var FrontEndKinds = []string{envelope.KindTools, envelope.KindHealth, envelope.K
 // tool that may be held also returns KindConfirmation (added by
 // OutputKinds), and confirmations.confirm returns whatever the call it
 // confirms returns.
-var outputKinds = map[string][]string{
-	"conclude":              {string(ledger.KindClaim)},
-	"define":                {string(ledger.KindTerm)},
-	"trust":                 entityKinds,
-	"dismiss":               entityKinds,
-	"lock":                  entityKinds,
-	"ignore":                entityKinds,
-	"reopen":                entityKinds,
-	"show":                  {string(ledger.KindClaim), string(ledger.KindTerm), envelope.KindSpawnRequest},
-	"list":                  {envelope.KindList},
-	"assume":                {envelope.KindSpawnRequest, string(ledger.KindClaim), string(ledger.KindTerm)},
-	"overlook":              {envelope.KindSpawnRequest, string(ledger.KindClaim), string(ledger.KindTerm)},
-	"guess":                 {envelope.KindSpawnRequest, envelope.KindAnswer, envelope.KindSpawn},
-	"answer":                {envelope.KindAnswer, envelope.KindSpawn},
-	"spawns":                {envelope.KindSpawns},
-	"sweep":                 {envelope.KindSweep},
-	"spawns.cancel":         {envelope.KindSpawnCancel},
-	"spawns.heartbeat":      {envelope.KindSpawnHeartbeat},
-	"spawns.manage":         {envelope.KindSpawns, envelope.KindSpawn, envelope.KindSpawnCancel},
-	"tokens.manage":         {envelope.KindTokens, envelope.KindToken},
-	"tokens.revoke-all":     {envelope.KindTokensRevoked},
-	"tokens.create":         {envelope.KindToken},
-	"tokens.list":           {envelope.KindTokens},
-	"tokens.revoke":         {envelope.KindToken},
-	"confirmations.list":    {envelope.KindConfirmations},
-	"confirmations.show":    {envelope.KindConfirmation},
-	"confirmations.refuse":  {envelope.KindConfirmation},
-	"confirmations.confirm": {envelope.KindConfirmation}, // and every held tool's kinds (OutputKinds)
-	"sessions.open":         {envelope.KindSession},
-	"sessions.show":         {envelope.KindSession},
-	"sessions.list":         {envelope.KindSessions},
-	"escalate":              {envelope.KindEscalation, envelope.KindApproval},
-	"approvals.list":        {envelope.KindApprovals},
-	"approvals.inbox":       {envelope.KindApprovalsInbox},
-	"approvals.show":        {envelope.KindApproval},
-	"approvals.approve":     {envelope.KindApproval},
-	"approvals.refuse":      {envelope.KindApproval},
-	"approvals.cancel":      {envelope.KindApproval},
-	"approvals.wait":        {envelope.KindEscalation, envelope.KindApproval},
-	"approvals.frames":      {envelope.KindFrames},
-	"approvals.sweep":       {envelope.KindApprovalsSweep},
-	"approvals.audit":       {envelope.KindApprovalsAudit},
-	"hooks.add":             {envelope.KindHook},
-	"hooks.list":            {envelope.KindHooks},
-	"hooks.remove":          {envelope.KindHook},
-	"hooks.test":            {envelope.KindHookTest},
-	"hooks.deliveries":      {envelope.KindHookDeliveries},
-	"hooks.deliver":         {envelope.KindHookDeliver},
-}
+var outputKinds = sync.OnceValue(func() map[string][]string {
+	return map[string][]string{
+		"conclude":              {string(ledger.KindClaim)},
+		"define":                {string(ledger.KindTerm)},
+		"trust":                 entityKinds,
+		"dismiss":               entityKinds,
+		"lock":                  entityKinds,
+		"ignore":                entityKinds,
+		"reopen":                entityKinds,
+		"show":                  {string(ledger.KindClaim), string(ledger.KindTerm), envelope.KindSpawnRequest},
+		"list":                  {envelope.KindList},
+		"assume":                {envelope.KindSpawnRequest, string(ledger.KindClaim), string(ledger.KindTerm)},
+		"overlook":              {envelope.KindSpawnRequest, string(ledger.KindClaim), string(ledger.KindTerm)},
+		"guess":                 {envelope.KindSpawnRequest, envelope.KindAnswer, envelope.KindSpawn},
+		"answer":                {envelope.KindAnswer, envelope.KindSpawn},
+		"spawns":                {envelope.KindSpawns},
+		"sweep":                 {envelope.KindSweep},
+		"spawns.cancel":         {envelope.KindSpawnCancel},
+		"spawns.heartbeat":      {envelope.KindSpawnHeartbeat},
+		"spawns.manage":         {envelope.KindSpawns, envelope.KindSpawn, envelope.KindSpawnCancel},
+		"tokens.manage":         {envelope.KindTokens, envelope.KindToken},
+		"tokens.revoke-all":     {envelope.KindTokensRevoked},
+		"tokens.create":         {envelope.KindToken},
+		"tokens.list":           {envelope.KindTokens},
+		"tokens.revoke":         {envelope.KindToken},
+		"confirmations.list":    {envelope.KindConfirmations},
+		"confirmations.show":    {envelope.KindConfirmation},
+		"confirmations.refuse":  {envelope.KindConfirmation},
+		"confirmations.confirm": {envelope.KindConfirmation}, // and every held tool's kinds (OutputKinds)
+		"sessions.open":         {envelope.KindSession},
+		"sessions.show":         {envelope.KindSession},
+		"sessions.list":         {envelope.KindSessions},
+		"escalate":              {envelope.KindEscalation, envelope.KindApproval},
+		"approvals.list":        {envelope.KindApprovals},
+		"approvals.inbox":       {envelope.KindApprovalsInbox},
+		"approvals.show":        {envelope.KindApproval},
+		"approvals.approve":     {envelope.KindApproval},
+		"approvals.refuse":      {envelope.KindApproval},
+		"approvals.cancel":      {envelope.KindApproval},
+		"approvals.wait":        {envelope.KindEscalation, envelope.KindApproval},
+		"approvals.frames":      {envelope.KindFrames},
+		"approvals.sweep":       {envelope.KindApprovalsSweep},
+		"approvals.audit":       {envelope.KindApprovalsAudit},
+		"hooks.add":             {envelope.KindHook},
+		"hooks.list":            {envelope.KindHooks},
+		"hooks.remove":          {envelope.KindHook},
+		"hooks.test":            {envelope.KindHookTest},
+		"hooks.deliveries":      {envelope.KindHookDeliveries},
+		"hooks.deliver":         {envelope.KindHookDeliver},
+	}
+})
 
 var entityKinds = []string{string(ledger.KindClaim), string(ledger.KindTerm)}
 
 // DeclaresOutputKinds reports whether the tool has a row in the output
 // table (a test checks every registered tool does).
-func DeclaresOutputKinds(name string) bool { _, ok := outputKinds[name]; return ok }
+func DeclaresOutputKinds(name string) bool { _, ok := outputKinds()[name]; return ok }
 
 // Holdable reports whether a call of the tool may be held for a
 // confirmation (gated, not interactive-only).
@@ -135,11 +141,11 @@ func (t *Tool) Holdable() bool {
 // the tool's own, and for confirmations.confirm those of every tool it
 // may run.
 func (t *Tool) RunKinds() []string {
-	kinds := slices.Clone(outputKinds[t.Name])
+	kinds := slices.Clone(outputKinds()[t.Name])
 	if t.Name == "confirmations.confirm" {
 		for _, o := range All() {
 			if o.Holdable() {
-				kinds = append(kinds, outputKinds[o.Name]...)
+				kinds = append(kinds, outputKinds()[o.Name]...)
 			}
 		}
 	}
@@ -161,8 +167,8 @@ func (t *Tool) OutputKinds() []string {
 
 // Kinds are every kind with a data schema, sorted.
 func Kinds() []string {
-	out := make([]string, 0, len(dataTypes))
-	for k := range dataTypes {
+	out := make([]string, 0, len(dataTypes()))
+	for k := range dataTypes() {
 		out = append(out, k)
 	}
 	sort.Strings(out)
@@ -217,7 +223,7 @@ func buildSchemas() {
 		reflect.TypeFor[json.RawMessage](): {},
 	}}
 	schemas = map[string]map[string]any{}
-	for kind, types := range dataTypes {
+	for kind, types := range dataTypes() {
 		var alts []any
 		for _, t := range types {
 			s, err := jsonschema.ForType(t, opts)

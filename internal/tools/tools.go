@@ -12,7 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
+	"sync"
 
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
@@ -140,25 +140,29 @@ type toolList struct {
 }
 
 // sorted is the registry's toolList, built on first use: the registry is
-// fixed once the package's init has run (register resets it), and every
-// call's spawn request and gate read it.
-var sorted atomic.Pointer[toolList]
-
-func sortedTools() *toolList {
-	if l := sorted.Load(); l != nil {
-		return l
+// fixed once the package's init has run, and every call's spawn request
+// and gate read it.
+var sorted = sync.OnceValue(func() *toolList {
+	l := &toolList{names: Names(), tools: make([]*Tool, 0, len(registry))}
+	for _, n := range l.names {
+		l.tools = append(l.tools, registry[n].tool())
 	}
-	l := &toolList{tools: make([]*Tool, 0, len(registry)), names: make([]string, 0, len(registry))}
-	for _, t := range registry {
-		l.tools = append(l.tools, t)
-	}
-	sort.Slice(l.tools, func(i, j int) bool { return l.tools[i].Name < l.tools[j].Name })
-	for _, t := range l.tools {
-		l.names = append(l.names, t.Name)
-	}
-	sorted.Store(l)
 	return l
-}
+})
+
+func sortedTools() *toolList { return sorted() }
+
+// Names lists every tool's name, sorted, without building the tools.
+func Names() []string { return slices.Clone(names()) }
+
+var names = sync.OnceValue(func() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+})
 
 // AllowedRoles is the list of bearer roles that may call the tool.
 func (t *Tool) AllowedRoles() []string {
@@ -173,15 +177,46 @@ func (t *Tool) AllowedRoles() []string {
 
 // Lookup finds a tool by exact name.
 func Lookup(name string) (*Tool, bool) {
-	t, ok := registry[name]
-	return t, ok
+	e, ok := registry[name]
+	if !ok {
+		return nil, false
+	}
+	return e.tool(), true
 }
 
-var registry = map[string]*Tool{}
+// registry holds every tool by name, each built on its first use: a CLI
+// run looks up one tool, and building all of them (their parameters,
+// gates and closures) was a measurable part of its start
+// (bench/results/report.md, "CLI cold start").
+var registry = map[string]*registered{}
+
+// registered is one tool of the registry, built once by build.
+type registered struct {
+	name  string
+	build func() *Tool
+	once  sync.Once
+	t     *Tool
+}
+
+func (r *registered) tool() *Tool {
+	r.once.Do(func() {
+		t := r.build()
+		if t.Name != r.name {
+			panic("tools: " + r.name + " builds the tool " + t.Name)
+		}
+		if t.Roles == nil {
+			t.Roles = t.AllowedRoles()
+		}
+		applyGate(t)
+		t.Annotations.Destructive = t.Annotations.Destructive || destructive[t.Name]
+		r.t = t
+	})
+	return r.t
+}
 
 // Every spawn request forbids every registered tool it does not allow.
 var _ = func() bool {
-	spawn.UseToolNames(func() []string { return sortedTools().names })
+	spawn.UseToolNames(names)
 	return true
 }()
 
@@ -193,17 +228,12 @@ func GroupSummary(group string) string { return groupSummaries[group] }
 // RegisterGroup describes a group of dotted tool names.
 func RegisterGroup(group, summary string) { groupSummaries[group] = summary }
 
-func register(t *Tool) {
-	if t.Roles == nil {
-		t.Roles = t.AllowedRoles()
+// register adds the tool build makes under name; it is built on first use.
+func register(name string, build func() *Tool) {
+	if _, dup := registry[name]; dup {
+		panic("tools: duplicate tool " + name)
 	}
-	applyGate(t)
-	t.Annotations.Destructive = t.Annotations.Destructive || destructive[t.Name]
-	if _, dup := registry[t.Name]; dup {
-		panic("tools: duplicate tool " + t.Name)
-	}
-	registry[t.Name] = t
-	sorted.Store(nil)
+	registry[name] = &registered{name: name, build: build}
 }
 
 // Call validates raw arguments and runs the tool under its policy (see

@@ -20,104 +20,139 @@ var (
 )
 
 func init() {
-	register(&Tool{Name: "conclude", Summary: "Record a new claim (status unverified).",
-		Params: []Param{
-			{Name: "statement", Type: String, Required: true, Positional: true, Description: "the claim"},
-			{Name: "atom", Type: Strings, Description: "an atomic sub-claim (repeatable)"},
-			{Name: "ref", Type: Strings, Description: "a reference URI (repeatable)"},
-			{Name: "confidence", Type: Number, Description: "0..1"},
-			{Name: "depends_on", Type: Strings, Description: "an entity this claim depends on (repeatable)"},
-		},
-		sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return concluded(s.Ledger.Conclude(ctx, service.ConcludeInput{Statement: a.Str("statement"), Atoms: a.Strs("atom"),
-				Refs: a.Strs("ref"), Confidence: a.Float("confidence"), DependsOn: a.Strs("depends_on")}))
-		}})
-	register(&Tool{Name: "define", Summary: "Define a term by CURIE.",
-		Params: []Param{
-			{Name: "curie", Type: String, Required: true, Positional: true, Description: "prefix:local"},
-			{Name: "doc", Type: String, Required: true, Description: "the definition"},
-		},
-		sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			v, err := s.Ledger.Define(ctx, a.Str("curie"), a.Str("doc"))
-			return entity(v, nil, err)
-		}})
+	register("conclude", func() *Tool {
+		return &Tool{Name: "conclude", Summary: "Record a new claim (status unverified).",
+			Params: []Param{
+				{Name: "statement", Type: String, Required: true, Positional: true, Description: "the claim"},
+				{Name: "atom", Type: Strings, Description: "an atomic sub-claim (repeatable)"},
+				{Name: "ref", Type: Strings, Description: "a reference URI (repeatable)"},
+				{Name: "confidence", Type: Number, Description: "0..1"},
+				{Name: "depends_on", Type: Strings, Description: "an entity this claim depends on (repeatable)"},
+			},
+			sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return concluded(s.Ledger.Conclude(ctx, service.ConcludeInput{Statement: a.Str("statement"), Atoms: a.Strs("atom"),
+					Refs: a.Strs("ref"), Confidence: a.Float("confidence"), DependsOn: a.Strs("depends_on")}))
+			}}
+	})
+	register("define", func() *Tool {
+		return &Tool{Name: "define", Summary: "Define a term by CURIE.",
+			Params: []Param{
+				{Name: "curie", Type: String, Required: true, Positional: true, Description: "prefix:local"},
+				{Name: "doc", Type: String, Required: true, Description: "the definition"},
+			},
+			sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				v, err := s.Ledger.Define(ctx, a.Str("curie"), a.Str("doc"))
+				return entity(v, nil, err)
+			}}
+	})
 	// The tool names are the CLI verbs: `dont trust` = doubt it; `dont dismiss` (the doubt) = verify it.
-	register(transition(ledger.Doubt, "Doubt an entity with a specific reason (dont trust = doubt it; or resolve a spawn as not holding).",
-		reasonParam, requestIDParam))
-	register(transition(ledger.Verify, "Verify an entity with evidence URIs (dont dismiss the doubt = verify it; or resolve a spawn as holding).",
-		Param{Name: "evidence", Type: Strings, Required: true, Description: "a URI or CURIE (repeatable); never fetched"}, requestIDParam))
-	register(transition(ledger.Lock, "Lock a verified entity (final).",
-		Param{Name: "reason", Type: String, Description: "why it is final"}))
-	register(transition(ledger.Ignore, "Set an entity aside (terminal until reopened).", reasonParam))
-	register(transition(ledger.Reopen, "Return an entity to unverified.", reasonParam))
-	register(&Tool{Name: "show", Summary: "Show one entity, or re-read a spawn request by its id.", Annotations: Annotations{ReadOnly: true},
-		Params: []Param{
-			{Name: "id", Type: String, Required: true, Positional: true, Description: "entity id (claim:… or term:…), or spawn:… for the spawn_request as issued"},
-			{Name: "history", Type: Boolean, Description: "include its events"},
-		},
-		sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			if ids.Kind(a.Str("id")) == ids.Spawn {
-				return issued(s.Spawns.Show(ctx, a.Str("id")))
-			}
-			v, err := s.Ledger.Show(ctx, a.Str("id"), a.Bool("history"))
-			return entity(v, nil, err)
-		}})
-	register(&Tool{Name: "list", Summary: "List entities.", Annotations: Annotations{ReadOnly: true},
-		Params: []Param{{Name: "status", Type: String, Enum: statusNames(), Description: "only this status"}},
-		sweep:  always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.EntityList](envelope.KindList)(s.Ledger.List(ctx, a.Str("status")))
-		}})
-	register(spawner(spawn.Assume, "Ask a clean-context subagent to verify an entity independently."))
-	register(spawner(spawn.Overlook, "Ask a subagent to assume the entity is wrong and explain why (premortem)."))
-	register(&Tool{Name: "guess", Summary: "Ask for several diverse candidate answers to a question.",
-		Params: []Param{
-			{Name: "question", Type: String, Required: true, Positional: true, Description: "the question"},
-			{Name: "n", Type: Integer, Default: 3, Description: "number of candidates (1..20)"},
-			{Name: "temperature", Type: Number, Description: "sampling temperature (0..2)"},
-			modeParam,
-		},
-		sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return spawned(s.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Guess, Question: a.Str("question"),
-				N: a.Int("n"), Temperature: a.Float("temperature"), Mode: spawn.Mode(a.Str("mode"))}))
-		}})
-	register(&Tool{Name: "answer", Summary: "Resolve a guess spawn with candidate answers.",
-		Params: []Param{
-			{Name: "request_id", Type: String, Required: true, Positional: true, Description: "the guess spawn (spawn:…)"},
-			{Name: "candidate", Type: Strings, Required: true, Description: "a candidate answer (repeatable)"},
-		},
-		// An answer resolves its own request before the sweep runs.
-		sweep: func(Args) sweepOrder { return sweepAfter },
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return answered(s.Spawns.Answer(ctx, a.Str("request_id"), a.Strs("candidate")))
-		}})
-	register(&Tool{Name: "spawns", Summary: "List spawn requests: --pending, --timed-out or --all.", Annotations: Annotations{ReadOnly: true},
-		Params: []Param{
-			{Name: "pending", Type: Boolean, Description: "active, not expired, oldest first"},
-			{Name: "timed_out", Type: Boolean, Description: "expired and not re-assumed since"},
-			{Name: "all", Type: Boolean, Description: "the full history (default)"},
-		},
-		check: func(a Args) error {
-			if _, n := spawnsView(a); n > 1 {
-				return errs.E(errs.Usage, "spawns: choose one of --pending, --timed-out, --all",
-					errs.Step{Command: "dont spawns --pending", Description: "one view at a time"})
-			}
-			return nil
-		},
-		sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			view, _ := spawnsView(a)
-			return data[service.SpawnList](envelope.KindSpawns)(s.Spawns.List(ctx, view))
-		}})
-	register(&Tool{Name: "sweep", Summary: "Resolve expired pending spawns by timeout now.",
-		Params: []Param{{Name: "limit", Type: Integer, Default: 1000, Description: "at most this many"}},
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return data[service.SweepReport](envelope.KindSweep)(s.Sweep(ctx, a.Int("limit")))
-		}})
+	register(string(ledger.Doubt), func() *Tool {
+		return transition(ledger.Doubt, "Doubt an entity with a specific reason (dont trust = doubt it; or resolve a spawn as not holding).",
+			reasonParam, requestIDParam)
+	})
+	register(string(ledger.Verify), func() *Tool {
+		return transition(ledger.Verify, "Verify an entity with evidence URIs (dont dismiss the doubt = verify it; or resolve a spawn as holding).",
+			Param{Name: "evidence", Type: Strings, Required: true, Description: "a URI or CURIE (repeatable); never fetched"}, requestIDParam)
+	})
+	register(string(ledger.Lock), func() *Tool {
+		return transition(ledger.Lock, "Lock a verified entity (final).",
+			Param{Name: "reason", Type: String, Description: "why it is final"})
+	})
+	register(string(ledger.Ignore), func() *Tool {
+		return transition(ledger.Ignore, "Set an entity aside (terminal until reopened).", reasonParam)
+	})
+	register(string(ledger.Reopen), func() *Tool {
+		return transition(ledger.Reopen, "Return an entity to unverified.", reasonParam)
+	})
+	register("show", func() *Tool {
+		return &Tool{Name: "show", Summary: "Show one entity, or re-read a spawn request by its id.", Annotations: Annotations{ReadOnly: true},
+			Params: []Param{
+				{Name: "id", Type: String, Required: true, Positional: true, Description: "entity id (claim:… or term:…), or spawn:… for the spawn_request as issued"},
+				{Name: "history", Type: Boolean, Description: "include its events"},
+			},
+			sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				if ids.Kind(a.Str("id")) == ids.Spawn {
+					return issued(s.Spawns.Show(ctx, a.Str("id")))
+				}
+				if !a.Bool("history") {
+					if v, ok, err := s.Ledger.ShowStored(ctx, a.Str("id")); ok {
+						return Output{Kind: string(v.Kind), Data: v.Doc}, err
+					}
+				}
+				v, err := s.Ledger.Show(ctx, a.Str("id"), a.Bool("history"))
+				return entity(v, nil, err)
+			}}
+	})
+	register("list", func() *Tool {
+		return &Tool{Name: "list", Summary: "List entities.", Annotations: Annotations{ReadOnly: true},
+			Params: []Param{{Name: "status", Type: String, Enum: statusNames(), Description: "only this status"}},
+			sweep:  always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return data[service.EntityList](envelope.KindList)(s.Ledger.List(ctx, a.Str("status")))
+			}}
+	})
+	register(string(spawn.Assume), func() *Tool {
+		return spawner(spawn.Assume, "Ask a clean-context subagent to verify an entity independently.")
+	})
+	register(string(spawn.Overlook), func() *Tool {
+		return spawner(spawn.Overlook, "Ask a subagent to assume the entity is wrong and explain why (premortem).")
+	})
+	register("guess", func() *Tool {
+		return &Tool{Name: "guess", Summary: "Ask for several diverse candidate answers to a question.",
+			Params: []Param{
+				{Name: "question", Type: String, Required: true, Positional: true, Description: "the question"},
+				{Name: "n", Type: Integer, Default: 3, Description: "number of candidates (1..20)"},
+				{Name: "temperature", Type: Number, Description: "sampling temperature (0..2)"},
+				modeParam,
+			},
+			sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return spawned(s.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Guess, Question: a.Str("question"),
+					N: a.Int("n"), Temperature: a.Float("temperature"), Mode: spawn.Mode(a.Str("mode"))}))
+			}}
+	})
+	register("answer", func() *Tool {
+		return &Tool{Name: "answer", Summary: "Resolve a guess spawn with candidate answers.",
+			Params: []Param{
+				{Name: "request_id", Type: String, Required: true, Positional: true, Description: "the guess spawn (spawn:…)"},
+				{Name: "candidate", Type: Strings, Required: true, Description: "a candidate answer (repeatable)"},
+			},
+			// An answer resolves its own request before the sweep runs.
+			sweep: func(Args) sweepOrder { return sweepAfter },
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return answered(s.Spawns.Answer(ctx, a.Str("request_id"), a.Strs("candidate")))
+			}}
+	})
+	register("spawns", func() *Tool {
+		return &Tool{Name: "spawns", Summary: "List spawn requests: --pending, --timed-out or --all.", Annotations: Annotations{ReadOnly: true},
+			Params: []Param{
+				{Name: "pending", Type: Boolean, Description: "active, not expired, oldest first"},
+				{Name: "timed_out", Type: Boolean, Description: "expired and not re-assumed since"},
+				{Name: "all", Type: Boolean, Description: "the full history (default)"},
+			},
+			check: func(a Args) error {
+				if _, n := spawnsView(a); n > 1 {
+					return errs.E(errs.Usage, "spawns: choose one of --pending, --timed-out, --all",
+						errs.Step{Command: "dont spawns --pending", Description: "one view at a time"})
+				}
+				return nil
+			},
+			sweep: always,
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				view, _ := spawnsView(a)
+				return data[service.SpawnList](envelope.KindSpawns)(s.Spawns.List(ctx, view))
+			}}
+	})
+	register("sweep", func() *Tool {
+		return &Tool{Name: "sweep", Summary: "Resolve expired pending spawns by timeout now.",
+			Params: []Param{{Name: "limit", Type: Integer, Default: 1000, Description: "at most this many"}},
+			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				return data[service.SweepReport](envelope.KindSweep)(s.Sweep(ctx, a.Int("limit")))
+			}}
+	})
 }
 
 // spawnsView is the view the flags of `spawns` ask for, and how many

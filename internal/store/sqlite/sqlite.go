@@ -4,6 +4,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -95,6 +96,29 @@ func (s *Store) GetEntity(ctx context.Context, id string) (ledger.Entity, error)
 		return e, classify(err)
 	}
 	return e, json.Unmarshal(doc, &e)
+}
+
+// EntityDoc implements service.DocStore: the entity's document as
+// entityDoc wrote it, not decoded.
+func (s *Store) EntityDoc(ctx context.Context, id string) (json.RawMessage, error) {
+	var doc []byte
+	if err := s.queryRow(ctx, "SELECT doc FROM entities WHERE id = ?", id).Scan(&doc); err != nil {
+		return nil, classify(err)
+	}
+	return doc, nil
+}
+
+// entityDoc encodes an entity's document as every transport encodes data
+// (envelope.MarshalData: compact, HTML not escaped), so that `show` can
+// send it as it is stored (service.DocStore).
+func entityDoc(e ledger.Entity) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // ListEntities implements service.Store.

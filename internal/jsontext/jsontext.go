@@ -1,0 +1,94 @@
+// Package jsontext writes JSON values the way encoding/json writes them,
+// byte for byte, without reflection: for the few hot encodings (the
+// envelope, the documents a store writes) where encoding/json's first
+// use of a type, or its reflection on every call, costs more than the
+// work around it (bench/results/report.md). Every function is held to
+// encoding/json by a property test over any input (jsontext_test.go).
+package jsontext
+
+import (
+	"unicode/utf8"
+)
+
+// AppendString appends s as a JSON string, as encoding/json encodes it:
+// quote and backslash escaped, control characters as \b \f \n \r \t or
+// \u00XX, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped, and <, >
+// and & as \u003c, \u003e and \u0026 when escapeHTML (json.Marshal's
+// default; an Encoder with SetEscapeHTML(false) leaves them).
+func AppendString(b []byte, s string, escapeHTML bool) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && (!escapeHTML || c != '<' && c != '>' && c != '&') {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// Compact reports whether b is non-empty and has no whitespace outside
+// its strings: JSON in the form encoding/json's compaction leaves
+// unchanged, which may be copied into an encoding as it is.
+func Compact(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
+			return false
+		}
+	}
+	return !inString
+}
