@@ -7,6 +7,9 @@
 package jsontext
 
 import (
+	"math"
+	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -91,4 +94,42 @@ func Compact(b []byte) bool {
 		}
 	}
 	return !inString
+}
+
+// TimeOK reports whether time.Time's MarshalJSON succeeds for t: a
+// four-digit year and an offset under 24 hours.
+func TimeOK(t time.Time) bool {
+	_, off := t.Zone()
+	y := t.Year()
+	return y >= 0 && y <= 9999 && off > -86400 && off < 86400
+}
+
+// AppendTime appends time.Time's MarshalJSON of a t that TimeOK accepts.
+func AppendTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
+// FloatOK reports whether encoding/json encodes f (it refuses NaN and
+// the infinities).
+func FloatOK(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// AppendFloat appends encoding/json's encoding of a float64 FloatOK
+// accepts (ES6 number format).
+func AppendFloat(b []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }

@@ -3,7 +3,9 @@ package jsontext
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -46,6 +48,28 @@ func TestCompactIsWhatCompactionLeavesUnchanged(t *testing.T) {
 		_ = json.Compact(&c, b)
 		if Compact(b) != (c.String() == string(b)) {
 			t.Fatalf("Compact(%q) = %v, compaction gives %q", b, Compact(b), c.Bytes())
+		}
+	})
+}
+
+func TestAppendFloatAndTimeAreEncodingJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		f := rapid.OneOf(rapid.Float64(), rapid.SampledFrom([]float64{0, math.Copysign(0, -1), 1e-7, 1e-6, 1e20, 1e21, 5e-324, math.MaxFloat64, 0.1 + 0.2})).Draw(t, "f")
+		want, err := json.Marshal(f)
+		if FloatOK(f) != (err == nil) {
+			t.Fatalf("FloatOK(%v) = %v, encoding/json: %v", f, FloatOK(f), err)
+		}
+		if err == nil && string(AppendFloat(nil, f)) != string(want) {
+			t.Fatalf("AppendFloat(%v) = %s, encoding/json %s", f, AppendFloat(nil, f), want)
+		}
+		tm := time.Unix(rapid.Int64Range(-1e11, 3e11).Draw(t, "s"), rapid.Int64Range(0, 999999999).Draw(t, "ns")).
+			In(time.FixedZone("z", rapid.IntRange(-25*3600, 25*3600).Draw(t, "off")))
+		want, err = json.Marshal(tm)
+		if TimeOK(tm) != (err == nil) {
+			t.Fatalf("TimeOK(%v) = %v, encoding/json: %v", tm, TimeOK(tm), err)
+		}
+		if err == nil && string(AppendTime(nil, tm)) != string(want) {
+			t.Fatalf("AppendTime(%v) = %s, encoding/json %s", tm, AppendTime(nil, tm), want)
 		}
 	})
 }

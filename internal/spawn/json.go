@@ -1,10 +1,9 @@
 package spawn
 
 import (
-	"math"
+	"github.com/dont-cli/dont/internal/jsontext"
 	"strconv"
 	"time"
-	"unicode/utf8"
 )
 
 // AppendJSON appends r as its JSON payload, byte for byte what
@@ -17,7 +16,7 @@ import (
 // the caller then encodes r through encoding/json, which reports it.
 // TestRequestJSONIsWhatEncodingJSONWrites compares the two.
 func (r Request) AppendJSON(b []byte) ([]byte, bool) {
-	if !timeOK(r.IssuedAt) || !timeOK(r.ExpiresAt) || (r.Temperature != nil && !floatOK(*r.Temperature)) {
+	if !jsontext.TimeOK(r.IssuedAt) || !jsontext.TimeOK(r.ExpiresAt) || (r.Temperature != nil && !jsontext.FloatOK(*r.Temperature)) {
 		return b, false
 	}
 	b = append(b, `{"request_id":`...)
@@ -59,37 +58,9 @@ func (r Request) AppendJSON(b []byte) ([]byte, bool) {
 	}
 	if r.Temperature != nil {
 		b = append(b, `,"temperature":`...)
-		b = appendFloat(b, *r.Temperature)
+		b = jsontext.AppendFloat(b, *r.Temperature)
 	}
 	return append(b, '}'), true
-}
-
-// timeOK: time.Time's MarshalJSON succeeds (a four-digit year, an offset
-// under 24 hours).
-func timeOK(t time.Time) bool {
-	_, off := t.Zone()
-	y := t.Year()
-	return y >= 0 && y <= 9999 && off > -86400 && off < 86400
-}
-
-func floatOK(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
-
-// appendFloat is encoding/json's float64 encoding.
-func appendFloat(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
 }
 
 func appendStrings(b []byte, v []string) []byte {
@@ -106,56 +77,5 @@ func appendStrings(b []byte, v []string) []byte {
 	return append(b, ']')
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString is encoding/json's string encoding without HTML escaping.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+func appendString(b []byte, s string) []byte { return jsontext.AppendString(b, s, false) }

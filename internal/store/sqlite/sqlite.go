@@ -4,7 +4,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -106,19 +105,6 @@ func (s *Store) EntityDoc(ctx context.Context, id string) (json.RawMessage, erro
 		return nil, classify(err)
 	}
 	return doc, nil
-}
-
-// entityDoc encodes an entity's document as every transport encodes data
-// (envelope.MarshalData: compact, HTML not escaped), so that `show` can
-// send it as it is stored (service.DocStore).
-func entityDoc(e ledger.Entity) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // ListEntities implements service.Store.
