@@ -226,7 +226,7 @@ func (s *server) throttled(w http.ResponseWriter, r *http.Request, wait time.Dur
 
 func (s *server) respond(w http.ResponseWriter, r *http.Request, replay idempotentCall, status int, env envelope.Envelope, start time.Time) {
 	env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: requestID(r)}
-	body := marshalEnvelope(env)
+	body := envelope.Marshal(env)
 	replay.finish(r.Context(), status, body)
 	s.log.Info("call", "request_id", env.Meta.RequestID, "path", r.URL.Path, "status", status, "duration_ms", env.Meta.DurationMS)
 	w.Header().Set("Content-Type", "application/json")
