@@ -16,6 +16,19 @@
 //     the first response's status, ok and everything else: the secret was
 //     shown once, to the first response, and is nowhere at rest. A client
 //     that lost it revokes the token and creates another.
+//
+// When it is written: for the calls the service applies at most once by
+// its own conditions (assume, overlook, a callback token's dismiss, trust
+// and answer), in the same transaction as the call's writes (Pending,
+// Put, service.Tx.Key): the service hands the result it is about to
+// commit to Pending.Prepare, the store adds the record under its own
+// condition (absent, or older than Window; otherwise ErrTaken and nothing
+// is applied), and the transport sends exactly the bytes it stored. So
+// there is no crash window: a process that dies after the commit has
+// remembered its answer, and a retry replays it. Other calls claim the
+// key before they run and complete it after (Claim, Complete), and a
+// record too large for a DynamoDB transaction is remembered after the
+// commit (Put.Deferred).
 package idempotency
 
 import (
