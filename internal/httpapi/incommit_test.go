@@ -18,7 +18,7 @@ import (
 type dyingStore struct{ idempotency.Store }
 
 func (dyingStore) Complete(context.Context, string, int, []byte) error { panic("the process died") }
-func (dyingStore) Release(context.Context, string) error              { panic("the process died") }
+func (dyingStore) Release(context.Context, string) error               { panic("the process died") }
 func (dyingStore) Remember(context.Context, string, string, int, []byte, time.Time) error {
 	panic("the process died")
 }

@@ -27,7 +27,7 @@ func (b dyingBackend) Authenticate(ctx context.Context, presented string) (auth.
 type dyingStore struct{ idempotency.Store }
 
 func (dyingStore) Complete(context.Context, string, int, []byte) error { panic("the function died") }
-func (dyingStore) Release(context.Context, string) error              { panic("the function died") }
+func (dyingStore) Release(context.Context, string) error               { panic("the function died") }
 func (dyingStore) Remember(context.Context, string, string, int, []byte, time.Time) error {
 	panic("the function died")
 }
