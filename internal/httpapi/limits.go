@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/http"
 	"sync"
 	"time"
 
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/tools"
@@ -155,6 +157,29 @@ func (i *idempotentCall) begin(ctx context.Context, body []byte) (*idempotency.R
 		return nil, errs.E(IdempotencyConflict, "the first request with this Idempotency-Key is still running")
 	}
 	return existing, nil
+}
+
+// pending is the call's idempotency.Pending: for an exclusive call, its
+// response is written in the commit that applies it (internal/service
+// commitAnswering), encoded here as respond would encode it; nil for
+// every other call, remembered around it as before.
+func (i *idempotentCall) pending(r *http.Request, start time.Time) *idempotency.Pending {
+	if !i.exclusive || i.fingerprint == "" {
+		return nil
+	}
+	return &idempotency.Pending{Name: i.name(), Fingerprint: i.fingerprint,
+		Encode: func(out any) (int, []byte, bool) {
+			res, ok := out.(tools.Output)
+			if !ok {
+				return 0, nil, false
+			}
+			env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
+			if err != nil {
+				return 0, nil, false
+			}
+			env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: requestID(r)}
+			return okStatus(res), envelope.Marshal(env), true
+		}}
 }
 
 // name is the key as stored: scoped to the principal and the tool.

@@ -197,15 +197,27 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
-		w.Header().Set("Idempotent-Replayed", "true")
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(done.Status)
-		w.Write(idempotency.ReplayForm(done.Body))
+		writeReplay(w, done)
 		return
 	}
 	// The one place HTTP (and so Lambda) decides who the call runs as.
 	r = r.WithContext(service.WithPrincipal(r.Context(), principal))
+	pending := replay.pending(r, start)
+	if pending != nil {
+		r = r.WithContext(idempotency.WithPending(r.Context(), pending))
+	}
 	res, err := tools.CallGated(r.Context(), project.Service, name, req.Args, s.arrival(r, req))
+	if status, body, ok := pending.Sent(); ok {
+		// The response was committed with the call: send those bytes.
+		s.send(w, r, status, body, start)
+		return
+	}
+	if err != nil && pending.Taken() {
+		// Another request with this key committed first: answer as a
+		// retry of it would be answered.
+		s.replayTaken(w, r, replay, body)
+		return
+	}
 	if err != nil {
 		s.respond(w, r, replay, present.Status(err), envelope.Fail(err, res.Warnings), start)
 		return
@@ -226,15 +238,45 @@ func (s *server) throttled(w http.ResponseWriter, r *http.Request, wait time.Dur
 
 func (s *server) respond(w http.ResponseWriter, r *http.Request, replay idempotentCall, status int, env envelope.Envelope, start time.Time) {
 	env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: requestID(r)}
-	body := marshalEnvelope(env)
+	body := envelope.Marshal(env)
 	replay.finish(r.Context(), status, body)
-	s.log.Info("call", "request_id", env.Meta.RequestID, "path", r.URL.Path, "status", status, "duration_ms", env.Meta.DurationMS)
+	s.send(w, r, status, body, start)
+}
+
+// send writes an encoded response.
+func (s *server) send(w http.ResponseWriter, r *http.Request, status int, body []byte, start time.Time) {
+	id := requestID(r)
+	s.log.Info("call", "request_id", id, "path", r.URL.Path, "status", status, "duration_ms", time.Since(start).Milliseconds())
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Request-Id", env.Meta.RequestID)
+	w.Header().Set("X-Request-Id", id)
 	// One write of a known length: no chunked encoding for a long answer.
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// replayTaken answers a call whose commit found its key recorded by a
+// concurrent request with the same key: that request's response if the
+// bodies match, the key-reuse refusal otherwise; if the record cannot be
+// read yet, the in-progress refusal (a retry then finds it).
+func (s *server) replayTaken(w http.ResponseWriter, r *http.Request, replay idempotentCall, body []byte) {
+	done, lerr := replay.begin(r.Context(), body)
+	switch {
+	case lerr != nil:
+		s.fail(w, r, lerr)
+	case done != nil:
+		writeReplay(w, done)
+	default:
+		s.fail(w, r, errs.E(IdempotencyConflict, "the first request with this Idempotency-Key is still running"))
+	}
+}
+
+// writeReplay sends a remembered response again.
+func writeReplay(w http.ResponseWriter, done *idempotency.Record) {
+	w.Header().Set("Idempotent-Replayed", "true")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(done.Status)
+	w.Write(idempotency.ReplayForm(done.Body))
 }
 
 func (s *server) write(w http.ResponseWriter, r *http.Request, status int, res tools.Output, start time.Time) {

@@ -16,12 +16,26 @@
 //     the first response's status, ok and everything else: the secret was
 //     shown once, to the first response, and is nowhere at rest. A client
 //     that lost it revokes the token and creates another.
+//
+// When it is written: for the calls the service applies at most once by
+// its own conditions (assume, overlook, a callback token's dismiss, trust
+// and answer), in the same transaction as the call's writes (Pending,
+// Put, service.Tx.Key): the service hands the result it is about to
+// commit to Pending.Prepare, the store adds the record under its own
+// condition (absent, or older than Window; otherwise ErrTaken and nothing
+// is applied), and the transport sends exactly the bytes it stored. So
+// there is no crash window: a process that dies after the commit has
+// remembered its answer, and a retry replays it. Other calls claim the
+// key before they run and complete it after (Claim, Complete), and a
+// record too large for a DynamoDB transaction is remembered after the
+// commit (Put.Deferred).
 package idempotency
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -206,3 +220,114 @@ func jsonText(s string) []byte {
 	b, _ := envelope.MarshalData(s)
 	return b[1 : len(b)-1]
 }
+
+// Put is a key's first response written in the same commit as the call
+// that made it (service.Tx.Key): the store adds it only if no record of
+// the key younger than Window exists, and otherwise fails the whole
+// commit with ErrTaken, applying nothing. Body is in StoredForm.
+type Put struct {
+	Name, Fingerprint string
+	Status            int
+	Body              []byte
+	At                time.Time
+	// Deferred is set by a store that could not add the record to the
+	// call's transaction (DynamoDB's 100 items or 4 MB): the commit
+	// applies the call alone, and the response is remembered after it.
+	Deferred bool
+}
+
+// ErrTaken is the failure of a commit whose Put found its key already
+// recorded: a concurrent request with the same key committed first.
+var ErrTaken = errors.New("idempotency: the key was recorded by another request")
+
+// Pending is a keyed call whose response is to be written in the commit
+// that applies it, carried by the call's context (WithPending). The
+// transport sets Name, Fingerprint and Respond; the service, about to
+// commit the call's writes, hands its result to Prepare and commits the
+// Put it returns in the same transaction; the transport then sends
+// exactly the bytes that were committed (Sent).
+type Pending struct {
+	Name, Fingerprint string
+	// Respond makes the status and body a transport sends for a call's
+	// result (the service's typed value and its warnings); ok false: this
+	// result has no such response, and the call is remembered after its
+	// commit as before. internal/tools sets it, presenting the result as
+	// the tool does and handing that to Encode.
+	Respond func(result any, warns []envelope.Warning) (status int, body []byte, ok bool)
+	// Encode is the transport's: the status and body it sends for a
+	// presented result (a tools.Output).
+	Encode func(out any) (status int, body []byte, ok bool)
+	// Clock dates the record as the transport's Lookup and Claim are
+	// dated (nil: time.Now).
+	Clock func() time.Time
+
+	status int
+	body   []byte
+	sent   bool
+	taken  bool
+}
+
+type pendingKey struct{}
+
+// WithPending carries p to the commit of the call (nil: none).
+// internal/tools sets Respond on the way.
+func WithPending(ctx context.Context, p *Pending) context.Context {
+	return context.WithValue(ctx, pendingKey{}, p)
+}
+
+// PendingFrom is the call's Pending, or nil.
+func PendingFrom(ctx context.Context) *Pending {
+	p, _ := ctx.Value(pendingKey{}).(*Pending)
+	return p
+}
+
+// Prepare is the Put of result's response, made before the commit, or
+// nil when there is none (no Pending, a response already committed, a
+// result Respond does not answer, or a body too large to keep).
+func (p *Pending) Prepare(result any, warns []envelope.Warning) *Put {
+	if p == nil || p.sent || p.Respond == nil {
+		return nil
+	}
+	status, body, ok := p.Respond(result, warns)
+	if !ok || status/100 != 2 || len(body) > MaxBody {
+		return nil
+	}
+	p.status, p.body = status, body
+	now := time.Now()
+	if p.Clock != nil {
+		now = p.Clock()
+	}
+	return &Put{Name: p.Name, Fingerprint: p.Fingerprint, Status: status, Body: StoredForm(body), At: now}
+}
+
+// Committed records the outcome of the commit that carried put: on
+// success the prepared response is the one to send; ErrTaken marks the
+// key as recorded by another request.
+func (p *Pending) Committed(put *Put, err error) {
+	if p == nil || put == nil {
+		return
+	}
+	switch {
+	case err == nil && !put.Deferred:
+		p.sent = true
+	case errors.Is(err, ErrTaken):
+		p.taken = true
+	}
+}
+
+// Sent is the response committed with the call, if one was.
+func (p *Pending) Sent() (status int, body []byte, ok bool) {
+	if p == nil || !p.sent {
+		return 0, nil, false
+	}
+	return p.status, p.body, true
+}
+
+// Taken reports a commit refused because another request recorded the
+// key first: the transport reads the key again to answer.
+func (p *Pending) Taken() bool { return p != nil && p.taken }
+
+// MaxBody is the largest response body written with its call: a larger
+// one (only reads answer that much) is remembered after the commit, as
+// DynamoDB items stop at 400 KB and its transactions at 4 MB.
+const MaxBody = 350 << 10

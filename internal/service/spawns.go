@@ -10,6 +10,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/readmemo"
@@ -65,27 +66,46 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 		if err != nil {
 			return res, nil, err
 		}
-		err = s.commit(ctx, tx)
+		if in.Mode == spawn.ModeDirect {
+			// Its response is the verdict, made by later commits: it is
+			// remembered after the call (idempotency.Pending is not used).
+			ctx := idempotency.WithPending(ctx, nil)
+			if err = s.commit(ctx, tx); isCondition(err) && attempt < maxAttempts {
+				continue
+			}
+			if err != nil {
+				return res, nil, storeErr(err)
+			}
+			s.scheduleTimeout(ctx, sp)
+			return s.direct(ctx, sp, req)
+		}
+		// The payload (its callback token) is made before the commit, so
+		// that the response committed with the call is the one returned.
+		payload, err := s.publicRequest(ctx, req)
+		if err != nil {
+			return res, nil, err
+		}
+		out := Spawned{Request: payload, Spawn: sp}
+		err = s.commitAnswering(ctx, tx, out, nil)
 		if isCondition(err) && attempt < maxAttempts {
 			continue // the entity moved, perhaps under another spawn: re-read
 		}
 		if err != nil {
 			return res, nil, storeErr(err)
 		}
-		if s.Scheduler != nil {
-			if err := s.Scheduler.ScheduleTimeout(ctx, sp.ID, sp.ExpiresAt); err != nil && s.Log != nil {
-				// The scheduled backstop sweep still finds it; never fail the request for this.
-				s.Log.Warn("schedule timeout", "request_id", sp.ID, "err", err)
-			}
-		}
-		if in.Mode == spawn.ModeDirect {
-			return s.direct(ctx, sp, req)
-		}
-		payload, err := s.publicRequest(ctx, req)
-		if err != nil {
-			return res, nil, err
-		}
-		return Spawned{Request: payload, Spawn: sp}, nil, nil
+		s.scheduleTimeout(ctx, sp)
+		return out, nil, nil
+	}
+}
+
+// scheduleTimeout asks the Scheduler, if any, to sweep sp when it expires.
+func (s *core) scheduleTimeout(ctx context.Context, sp spawn.Spawn) {
+	if s.Scheduler == nil {
+		return
+	}
+	if err := s.Scheduler.ScheduleTimeout(ctx, sp.ID, sp.ExpiresAt); err != nil && s.Log != nil {
+		// The scheduled backstop sweep still finds it; never fail the request for this.
+		s.Log.Warn("schedule timeout", "request_id", sp.ID, "err", err)
 	}
 }
 
@@ -233,24 +253,25 @@ func (s *core) answer(ctx context.Context, requestID string, candidates []string
 		concluded.To, concluded.RequestID, concluded.Direct = ledger.Unverified, sp.ID, direct
 		done := s.event(ledger.EvSpawnResolved, e.ID, now)
 		done.RequestID, done.Outcome, done.Direct = sp.ID, string(spawn.CallbackApplied), direct
-		err = s.commit(ctx, Tx{
+		var warns []envelope.Warning
+		if now.After(sp.ExpiresAt) {
+			warns = append(warns, envelope.Warning{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
+				Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; the answer was applied late"})
+		}
+		out := Answered{Candidates: len(candidates), Claim: &e, RequestID: sp.ID, Tally: tally,
+			Resolution: Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}
+		err = s.commitAnswering(ctx, Tx{
 			Entities: []EntityPut{{Entity: e}},
 			Spawns:   []SpawnPut{{Spawn: resolved(sp, spawn.CallbackApplied, now)}},
 			Events:   []ledger.Event{answered, concluded, done},
-		})
+		}, out, warns)
 		if isCondition(err) && attempt < maxAttempts {
 			continue
 		}
 		if err != nil {
 			return res, nil, storeErr(err)
 		}
-		var warns []envelope.Warning
-		if now.After(sp.ExpiresAt) {
-			warns = append(warns, envelope.Warning{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
-				Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; the answer was applied late"})
-		}
-		return Answered{Candidates: len(candidates), Claim: &e, RequestID: sp.ID, Tally: tally,
-			Resolution: Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}, warns, nil
+		return out, warns, nil
 	}
 }
 
@@ -285,6 +306,20 @@ const memoSpawn = "service.spawn\x00"
 func (s *core) commit(ctx context.Context, tx Tx) error {
 	defer readmemo.From(ctx).Forget()
 	return s.Store.Commit(ctx, tx)
+}
+
+// commitAnswering commits the call's tx together with the response a
+// transport will send for result (idempotency.Pending, when the context
+// carries one): the key's first response is stored in the same
+// transaction as the writes that made it, so no crash between the two
+// can apply a call whose retry would not replay it. result is exactly
+// what the caller returns when the commit succeeds.
+func (s *core) commitAnswering(ctx context.Context, tx Tx, result any, warns []envelope.Warning) error {
+	p := idempotency.PendingFrom(ctx)
+	tx.Key = p.Prepare(result, warns)
+	err := s.commit(ctx, tx)
+	p.Committed(tx.Key, err)
+	return err
 }
 
 func resolved(sp spawn.Spawn, outcome spawn.Outcome, now time.Time) spawn.Spawn {

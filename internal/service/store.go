@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
 )
@@ -76,6 +77,12 @@ type Tx struct {
 	Entities []EntityPut
 	Spawns   []SpawnPut
 	Events   []ledger.Event
+	// Key, when set, is the first response to the call's Idempotency-Key,
+	// written in this same transaction under its own condition (see
+	// idempotency.Put): the key not recorded, or recorded longer ago than
+	// the window. If that condition fails the commit applies nothing and
+	// fails with idempotency.ErrTaken.
+	Key *idempotency.Put
 }
 
 // EntityPut writes an entity if its stored version is still PrevVersion

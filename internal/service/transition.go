@@ -182,19 +182,21 @@ func (s *core) callback(ctx context.Context, in TransitionInput) (EntityView, []
 		done := s.event(ledger.EvSpawnResolved, e.ID, now)
 		done.RequestID, done.Outcome, done.Direct = sp.ID, string(spawn.CallbackApplied), in.Direct
 		tx.Events = append(tx.Events, done)
-		err = s.commit(ctx, tx)
-		if isCondition(err) && attempt < maxAttempts {
-			continue // re-read: either the spawn was resolved (we lost) or the entity moved
-		}
-		if err != nil {
-			return res, nil, storeErr(err)
-		}
 		var warns []envelope.Warning
 		if now.After(sp.ExpiresAt) {
 			warns = append(warns, envelope.Warning{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
 				Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; the callback was applied late"})
 		}
-		return EntityView{Entity: e2, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}, warns, nil
+		res = EntityView{Entity: e2, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}
+		err = s.commitAnswering(ctx, tx, res, warns)
+		if isCondition(err) && attempt < maxAttempts {
+			res = EntityView{}
+			continue // re-read: either the spawn was resolved (we lost) or the entity moved
+		}
+		if err != nil {
+			return EntityView{}, nil, storeErr(err)
+		}
+		return res, warns, nil
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 )
@@ -81,6 +82,7 @@ func (t *Tool) call(ctx context.Context, s *service.Service, a Args) (Output, er
 	switch order {
 	case sweepBefore:
 		w, h := sweep(s.SweepFirst(ctx))
+		answering(ctx, w, h)
 		out, err := t.run(ctx, s, a)
 		out.Warnings = append(w, out.Warnings...)
 		out.Hints = append(h, out.Hints...)
@@ -89,11 +91,58 @@ func (t *Tool) call(ctx context.Context, s *service.Service, a Args) (Output, er
 		}
 		return out, err
 	case sweepAfter:
+		answering(ctx, nil, nil)
 		out, err := t.run(ctx, s, a)
 		out.mergeAfter(sweep(s.SweepAfter(ctx)))
 		return out, err
 	}
+	answering(ctx, nil, nil)
 	return t.run(ctx, s, a)
+}
+
+// answering lets the call's idempotency.Pending, if the transport gave
+// one, present the result the service is about to commit as this
+// package presents it (presentResult), led by the warnings and hints of
+// the sweep that ran first, and encode it through the transport: that is
+// the response committed with the call, and the one sent. A sweep run
+// after the call is not in it (its findings concern other spawns, and are
+// not known at the commit).
+func answering(ctx context.Context, lead []envelope.Warning, hints []string) {
+	p := idempotency.PendingFrom(ctx)
+	if p == nil || p.Encode == nil {
+		return
+	}
+	p.Respond = func(result any, warns []envelope.Warning) (int, []byte, bool) {
+		out, ok := presentResult(result, warns)
+		if !ok {
+			return 0, nil, false
+		}
+		out.Warnings = nextSteps(append(append([]envelope.Warning{}, lead...), out.Warnings...))
+		out.Hints = append(append([]string{}, hints...), out.Hints...)
+		return p.Encode(out)
+	}
+}
+
+// presentResult is the Output of a result the service commits with its
+// response: a callback's entity (entity), an answer (answered), a
+// harness-mode spawn request (spawned).
+func presentResult(result any, warns []envelope.Warning) (Output, bool) {
+	warns = append([]envelope.Warning{}, warns...)
+	switch r := result.(type) {
+	case service.EntityView:
+		out, _ := entity(r, warns, nil)
+		return out, true
+	case service.Answered:
+		out, _ := answered(r, warns, nil)
+		return out, true
+	case service.Spawned:
+		if r.Verdict != nil || r.Answered != nil {
+			return Output{}, false
+		}
+		out, _ := spawned(r, warns, nil)
+		return out, true
+	}
+	return Output{}, false
 }
 
 func (o *Output) mergeAfter(w []envelope.Warning, h []string) {

@@ -174,4 +174,40 @@ func (s *Store) Remember(ctx context.Context, key, fingerprint string, status in
 	}))
 }
 
+// keyOwner marks, among a commit's owners, the item of the call's
+// Idempotency-Key (service.Tx.Key).
+const keyOwner = "\x00idempotency-key"
+
+// keyPut is the transaction item of a call's response, written with the
+// call (service.Tx.Key): Remember's item and condition, in the call's
+// TransactWriteItems, so that the call is applied with its response or
+// not at all. A response that would take the transaction past
+// DynamoDB's limits (100 items, 4 MB) is not added: k.Deferred is set,
+// and the transport remembers it after the commit, as before.
+func (s *Store) keyPut(k *idempotency.Put, p commitPlan, outbox []types.TransactWriteItem) *types.TransactWriteItem {
+	if k == nil {
+		return nil
+	}
+	it := s.idempotencyKey(k.Name)
+	name, stored := packed("b", k.Body)
+	it["st"], it["fp"], it["c"] = str("done"), str(k.Fingerprint), str(timeText(k.At))
+	it["status"], it[name] = &types.AttributeValueMemberN{Value: strconv.Itoa(k.Status)}, &types.AttributeValueMemberB{Value: stored}
+	it[TTLAttribute] = epoch(k.At.Add(IdempotencyWindow))
+	item := types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(s.table), Item: it,
+		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #c < :expired"),
+		ExpressionAttributeNames:  map[string]string{"#pk": PartitionKey, "#c": "c"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": str(timeText(k.At.Add(-IdempotencyWindow)))},
+	}}
+	all := append(append(append([]types.TransactWriteItem{}, p.items...), outbox...), item)
+	if p.inline != nil {
+		all = append(all, types.TransactWriteItem{Put: &types.Put{Item: p.inline.Item}})
+	}
+	if checkTransact(all, nil) != nil {
+		k.Deferred = true
+		return nil
+	}
+	return &item
+}
+
 var _ idempotency.Store = (*Store)(nil)

@@ -134,4 +134,28 @@ func (s *Store) Remember(ctx context.Context, key, fingerprint string, status in
 	return err
 }
 
+// putKey writes a call's response in the call's own transaction
+// (service.Tx.Key): as Remember, but a key already recorded inside the
+// window fails the commit with idempotency.ErrTaken, so the call's writes
+// are applied together with their response or not at all.
+func (s *Store) putKey(ctx context.Context, tx *txn, k *idempotency.Put) error {
+	if err := s.expire(ctx, tx, k.At); err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, "INSERT INTO idempotency(key, state, fingerprint, status, body, created_at) VALUES(?, 'done', ?, ?, ?, ?) "+
+		"ON CONFLICT(key) DO UPDATE SET state = 'done', fingerprint = excluded.fingerprint, status = excluded.status, body = excluded.body, "+
+		"created_at = excluded.created_at WHERE idempotency.created_at < ?",
+		k.Name, k.Fingerprint, k.Status, k.Body, timeText(k.At), expiredBefore(k.At))
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		if err == nil {
+			err = idempotency.ErrTaken
+		}
+		return err
+	}
+	return nil
+}
+
 var _ idempotency.Store = (*Store)(nil)

@@ -221,7 +221,11 @@ func (s *Store) Commit(ctx context.Context, t service.Tx) error {
 	if err != nil {
 		return err
 	}
-	return s.writeLearning(ctx, func(tx *txn) error { return s.commit(ctx, tx, t, enc) }, learnOf(s, t))
+	err = s.writeLearning(ctx, func(tx *txn) error { return s.commit(ctx, tx, t, enc) }, learnOf(s, t))
+	if err == nil && t.Key != nil {
+		idempotencySchemaReady.Store(s, struct{}{})
+	}
+	return err
 }
 
 // encoded is a Tx's documents and hook messages, made before the lock.
@@ -318,6 +322,12 @@ func (s *Store) commit(ctx context.Context, tx *txn, t service.Tx, enc encoded) 
 	// The outbox: in this transaction, so a rollback announces nothing.
 	for _, m := range enc.messages {
 		if err := s.announce(ctx, tx, m, true); err != nil {
+			return err
+		}
+	}
+	// The call's response, after its own conditions held (idempotency.go).
+	if t.Key != nil {
+		if err := s.putKey(ctx, tx, t.Key); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,156 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/idempotency"
+)
+
+// dyingStore is the key store of a process that dies before it can write
+// anything after the call's commit: every write of its own panics.
+type dyingStore struct{ idempotency.Store }
+
+func (dyingStore) Complete(context.Context, string, int, []byte) error { panic("the process died") }
+func (dyingStore) Release(context.Context, string) error               { panic("the process died") }
+func (dyingStore) Remember(context.Context, string, string, int, []byte, time.Time) error {
+	panic("the process died")
+}
+
+// dyingWriter is a connection that dies before the response is written.
+type dyingWriter struct{ *httptest.ResponseRecorder }
+
+func (dyingWriter) WriteHeader(int)           { panic("the process died") }
+func (dyingWriter) Write([]byte) (int, error) { panic("the process died") }
+
+// callDying runs one keyed call in a process that dies after its commit:
+// nothing is answered and nothing is written after the commit.
+func (a *api) callDying(token, tool string, args map[string]any, key string) {
+	a.t.Helper()
+	h := httpapi.New(httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: a.svc, Idempotency: dyingStore{a.store}}}, RatePerSecond: -1})
+	body, _ := json.Marshal(map[string]any{"args": args})
+	req := httptest.NewRequest(http.MethodPost, "/v1/tools/"+tool, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	func() {
+		defer func() {
+			if recover() == nil {
+				a.t.Fatalf("%s: the dying process answered", tool)
+			}
+		}()
+		h.ServeHTTP(dyingWriter{httptest.NewRecorder()}, req)
+	}()
+}
+
+// The response to a keyed callback is written in the commit that applies
+// it: a process that dies between the commit and its answer has already
+// remembered it, and the retry replays the applied callback instead of
+// running it again as a duplicate.
+func TestAKeyedCallbackThatCommittedIsReplayedEvenIfTheProcessDiesBeforeAnsweringIt(t *testing.T) {
+	a := newAPI(t)
+	h := a.tokens["harness"]
+	id := a.ok(h, "conclude", map[string]any{"statement": "a callback whose server dies"}).str("id")
+	a.callDying(h, "assume", map[string]any{"id": id}, "as-dies")
+	retried := a.call(h, "assume", map[string]any{"id": id}, "Idempotency-Key", "as-dies")
+	if retried.status != 200 || retried.header.Get("Idempotent-Replayed") != "true" || retried.env["envelope_kind"] != "spawn_request" {
+		t.Fatalf("the retried assume was not replayed: %d %s", retried.status, retried.raw)
+	}
+	req := retried.data()
+	token := req["callback"].(map[string]any)["token"].(string)
+	args := map[string]any{"id": id, "evidence": []string{"https://example.org/e"}, "request_id": req["request_id"]}
+	a.callDying(token, "dismiss", args, "cb-dies")
+	events := a.eventCount()
+	again := a.call(token, "dismiss", args, "Idempotency-Key", "cb-dies")
+	if again.status != 200 || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the retried callback was not replayed: %d %s", again.status, again.raw)
+	}
+	res, _ := again.data()["resolution"].(map[string]any)
+	if res["applied"] != true || len(again.env["warnings"].([]any)) != 0 {
+		t.Fatalf("the replay is not the applied callback: %s", again.raw)
+	}
+	if a.eventCount() != events {
+		t.Fatal("the retry applied the callback again")
+	}
+	if st := a.ok(h, "show", map[string]any{"id": id}).str("status"); st != "verified" {
+		t.Fatalf("status %s, want verified", st)
+	}
+}
+
+// The key's record is written by the server, under the caller's own
+// principal and tool: an agent holding the harness token that sends a
+// subagent's key and body gets no replay of the subagent's answer, and
+// cannot have its own call's answer stand for the subagent's key.
+func TestAHarnessCannotReadOrPlantTheRememberedAnswerOfItsSubagentsKey(t *testing.T) {
+	a := newAPI(t)
+	h := a.tokens["harness"]
+	id := a.ok(h, "conclude", map[string]any{"statement": "a subagent's key"}).str("id")
+	req := a.call(h, "assume", map[string]any{"id": id}, "Idempotency-Key", "shared").data()
+	token := req["callback"].(map[string]any)["token"].(string)
+	args := map[string]any{"id": id, "evidence": []string{"https://example.org/e"}, "request_id": req["request_id"]}
+	// The harness answers first, with the subagent's key.
+	planted := a.call(h, "dismiss", args, "Idempotency-Key", "cb-shared")
+	if planted.header.Get("Idempotent-Replayed") == "true" {
+		t.Fatalf("the harness's call was a replay: %s", planted.raw)
+	}
+	first := a.call(token, "dismiss", args, "Idempotency-Key", "cb-shared")
+	if first.header.Get("Idempotent-Replayed") == "true" || bytes.Equal(first.raw, planted.raw) {
+		t.Fatalf("the subagent was answered the harness's response: %s", first.raw)
+	}
+	again := a.call(token, "dismiss", args, "Idempotency-Key", "cb-shared")
+	if again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.raw, first.raw) {
+		t.Fatalf("the subagent's retry is not its own first answer:\n%s\n%s", first.raw, again.raw)
+	}
+	read := a.call(h, "dismiss", args, "Idempotency-Key", "cb-shared")
+	if !bytes.Equal(read.raw, planted.raw) || bytes.Equal(read.raw, first.raw) {
+		t.Fatalf("the harness read another principal's answer: %s", read.raw)
+	}
+}
+
+// Assumes of several entities sent at once under one key: the key's
+// record is written with the first to commit, and every other is refused
+// as a reuse of the key, applying nothing (with the record written after
+// the commit, each would have issued its spawn).
+func TestConcurrentAssumesOfDifferentEntitiesUnderOneKeyApplyOnce(t *testing.T) {
+	a := newAPI(t)
+	h := a.tokens["harness"]
+	const n = 8
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = a.ok(h, "conclude", map[string]any{"statement": "entity " + string(rune('a'+i))}).str("id")
+	}
+	replies := make([]reply, n)
+	start := make(chan struct{})
+	done := make(chan int)
+	for i := range ids {
+		go func() {
+			<-start
+			replies[i] = a.call(h, "assume", map[string]any{"id": ids[i]}, "Idempotency-Key", "one-key")
+			done <- i
+		}()
+	}
+	close(start)
+	for range ids {
+		<-done
+	}
+	applied := 0
+	for _, r := range replies {
+		switch {
+		case r.status == 200 && r.header.Get("Idempotent-Replayed") == "":
+			applied++
+		case r.status == 422 && r.code() == "idempotency-key-reused", r.status == 409 && r.code() == "idempotency-in-progress":
+		default:
+			t.Fatalf("unexpected answer: %d %s", r.status, r.raw)
+		}
+	}
+	pending := a.ok(h, "spawns", map[string]any{"pending": true}).data()["count"]
+	if applied != 1 || pending != 1.0 {
+		t.Fatalf("%d applied, %v spawns pending; want 1 and 1", applied, pending)
+	}
+}
