@@ -24,11 +24,13 @@
 // commit to Pending.Prepare, the store adds the record under its own
 // condition (absent, or older than Window; otherwise ErrTaken and nothing
 // is applied), and the transport sends exactly the bytes it stored. So
-// there is no crash window: a process that dies after the commit has
-// remembered its answer, and a retry replays it. Other calls claim the
-// key before they run and complete it after (Claim, Complete), and a
-// record too large for a DynamoDB transaction is remembered after the
-// commit (Put.Deferred).
+// on SQLite there is no crash window: a process that dies after the
+// commit has remembered its answer, and a retry replays it. The DynamoDB
+// store defers every record (Put.Deferred): in the transaction it would
+// cost more write units than the lifecycle's budget (docs/aws-cost.md),
+// so it is remembered after the commit, and a retry after a crash
+// between the two is held by the service's own conditions. Other calls
+// claim the key before they run and complete it after (Claim, Complete).
 package idempotency
 
 import (
@@ -230,9 +232,9 @@ type Put struct {
 	Status            int
 	Body              []byte
 	At                time.Time
-	// Deferred is set by a store that could not add the record to the
-	// call's transaction (DynamoDB's 100 items or 4 MB): the commit
-	// applies the call alone, and the response is remembered after it.
+	// Deferred is set by a store that does not add the record to the
+	// call's transaction (DynamoDB: its cost): the commit applies the call
+	// alone, and the response is remembered after it.
 	Deferred bool
 }
 

@@ -156,7 +156,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/readmemo"
 	"github.com/dont-cli/dont/internal/service"
@@ -574,13 +573,13 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 	if err != nil {
 		return err
 	}
-	keyItem := s.keyPut(tx.Key, p, outbox)
+	deferKey(tx.Key)
 	for _, sp := range p.spawnItems {
 		if err := s.putSpawnItem(ctx, sp); err != nil {
 			return err
 		}
 	}
-	if p.inline != nil && len(outbox) == 0 && keyItem == nil {
+	if p.inline != nil && len(outbox) == 0 {
 		return s.putOnce(ctx, p.inline, p.inlineOwner, func(ctx context.Context) (bool, error) { return s.issued(ctx, p.inlineSpawn) })
 	}
 	if p.inline != nil {
@@ -593,11 +592,6 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 	for _, it := range outbox {
 		p.items = append(p.items, it)
 		p.owners = append(p.owners, "")
-	}
-	if keyItem != nil {
-		// The call's response, last: the call's own conditions answer first.
-		p.items = append(p.items, *keyItem)
-		p.owners = append(p.owners, keyOwner)
 	}
 	if len(p.items) > maxTransactItems {
 		return fmt.Errorf("dynamo: a commit of %d items exceeds DynamoDB's %d per transaction", len(p.items), maxTransactItems)
@@ -613,19 +607,10 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 	})
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
-		taken := false
 		for i, r := range tce.CancellationReasons {
-			if aws.ToString(r.Code) != "ConditionalCheckFailed" || i >= len(p.owners) {
-				continue
+			if aws.ToString(r.Code) == "ConditionalCheckFailed" && i < len(p.owners) {
+				return &service.ConditionFailed{ID: p.owners[i]}
 			}
-			if p.owners[i] == keyOwner {
-				taken = true
-				continue
-			}
-			return &service.ConditionFailed{ID: p.owners[i]}
-		}
-		if taken {
-			return idempotency.ErrTaken
 		}
 	}
 	return s.announced(ctx, outbox, err)

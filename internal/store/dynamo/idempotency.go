@@ -174,40 +174,18 @@ func (s *Store) Remember(ctx context.Context, key, fingerprint string, status in
 	}))
 }
 
-// keyOwner marks, among a commit's owners, the item of the call's
-// Idempotency-Key (service.Tx.Key).
-const keyOwner = "\x00idempotency-key"
-
-// keyPut is the transaction item of a call's response, written with the
-// call (service.Tx.Key): Remember's item and condition, in the call's
-// TransactWriteItems, so that the call is applied with its response or
-// not at all. A response that would take the transaction past
-// DynamoDB's limits (100 items, 4 MB) is not added: k.Deferred is set,
-// and the transport remembers it after the commit, as before.
-func (s *Store) keyPut(k *idempotency.Put, p commitPlan, outbox []types.TransactWriteItem) *types.TransactWriteItem {
-	if k == nil {
-		return nil
-	}
-	it := s.idempotencyKey(k.Name)
-	name, stored := packed("b", k.Body)
-	it["st"], it["fp"], it["c"] = str("done"), str(k.Fingerprint), str(timeText(k.At))
-	it["status"], it[name] = &types.AttributeValueMemberN{Value: strconv.Itoa(k.Status)}, &types.AttributeValueMemberB{Value: stored}
-	it[TTLAttribute] = epoch(k.At.Add(IdempotencyWindow))
-	item := types.TransactWriteItem{Put: &types.Put{
-		TableName: aws.String(s.table), Item: it,
-		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #c < :expired"),
-		ExpressionAttributeNames:  map[string]string{"#pk": PartitionKey, "#c": "c"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": str(timeText(k.At.Add(-IdempotencyWindow)))},
-	}}
-	all := append(append(append([]types.TransactWriteItem{}, p.items...), outbox...), item)
-	if p.inline != nil {
-		all = append(all, types.TransactWriteItem{Put: &types.Put{Item: p.inline.Item}})
-	}
-	if checkTransact(all, nil) != nil {
+// deferKey marks a call's response (service.Tx.Key) Deferred: on
+// DynamoDB it is not an item of the call's commit. As one it would cost 2
+// write units and turn an assume's single conditional put into a
+// transaction: 13 write units a keyed lifecycle instead of 10, over the
+// cost goal (docs/aws-cost.md). The transport remembers it after the
+// commit, one conditional put of 1 unit, as before; a function that dies
+// between the two leaves its retry to the service's own conditions,
+// which apply an exclusive call once (docs/design.md §12).
+func deferKey(k *idempotency.Put) {
+	if k != nil {
 		k.Deferred = true
-		return nil
 	}
-	return &item
 }
 
 var _ idempotency.Store = (*Store)(nil)
