@@ -26,10 +26,14 @@ import (
 // Everything here is guarded by writeMu, as the write connection is: a
 // lookup runs where a short read would (onWriteConn), and a write checks
 // the header right after its BEGIN IMMEDIATE, when no other connection
-// can be committing. A Commit's write says what it wrote (learn), applied
-// after its COMMIT; any other write makes the Store forget everything as
-// it starts (what it changes is not modelled here), and a failed
-// transaction does too.
+// can be committing, and notes the connection's PRAGMA data_version. A
+// Commit's write says what it wrote (learn), applied after its COMMIT;
+// the header after the COMMIT is taken as this Store's own only if
+// data_version has not moved, for the COMMIT released the lock and
+// another process's writer may already have committed
+// (TestAnotherProcessesCommitWhileAStoreEndsItsOwnIsSeenByItsNextRead).
+// Any other write makes the Store forget everything as it starts (what
+// it changes is not modelled here), and a failed transaction does too.
 //
 // Values are kept as a read of their documents returns them (the
 // documents' JSON round trip: empty lists as nil, times in UTC) and
@@ -51,6 +55,11 @@ type known struct {
 	// compares.
 	dueSet                  bool
 	nextSpawn, nextQuestion sql.NullString
+	// dataVersion is the write connection's PRAGMA data_version read
+	// inside the running write transaction (dvSet), which afterBatch
+	// compares after the COMMIT.
+	dataVersion int64
+	dvSet       bool
 }
 
 // knownMax bounds the entities and the spawns kept.
@@ -115,13 +124,48 @@ func (s *Store) afterBatch(batch []*queuedWrite, err error) {
 			}
 		}
 	}
-	if h, ok := s.shmHeader(); ok && s.kn.valid {
+	// The COMMIT released the write lock, so another connection may have
+	// committed before the header is read: the header is taken only if the
+	// write connection's data_version, read after it, is still the one read
+	// inside the transaction (it moves with every other connection's
+	// commit, never with this one's own).
+	h, ok := s.shmHeader()
+	dv, dvOK := s.readDataVersion()
+	if ok && dvOK && s.kn.valid && s.kn.dvSet && dv == s.kn.dataVersion {
 		s.kn.hdr = h
 	} else {
 		s.forgetKnown()
 		s.kn.valid = false
 	}
+	s.kn.dvSet = false
 }
+
+// noteDataVersion records the write connection's data_version inside a
+// write transaction, just after its BEGIN IMMEDIATE, when no other
+// connection can commit; the caller holds writeMu.
+func (s *Store) noteDataVersion() {
+	s.kn.dataVersion, s.kn.dvSet = s.readDataVersion()
+}
+
+// readDataVersion reads PRAGMA data_version on the write connection: it
+// changes when another connection, of this process or another, has
+// committed since this one last read.
+func (s *Store) readDataVersion() (int64, bool) {
+	if s.wconn == nil {
+		return 0, false
+	}
+	var v int64
+	ctx := context.Background()
+	var err error
+	if st := s.wstmt(ctx, dataVersionQuery); st != nil {
+		err = st.QueryRowContext(ctx).Scan(&v)
+	} else {
+		err = s.wconn.QueryRowContext(ctx, dataVersionQuery).Scan(&v)
+	}
+	return v, err == nil
+}
+
+const dataVersionQuery = "PRAGMA data_version"
 
 // learnOf is what a Commit of t records once committed.
 func learnOf(s *Store, t service.Tx) func() {
@@ -358,11 +402,10 @@ func spawnCopy(sp spawn.Spawn, norm bool) (spawn.Spawn, bool) {
 		}
 		c.ResolvedAt = &v
 	}
-	if !norm {
-		// Out of what is known: the caller's own copy. Kept, the request
-		// is the one written (a Commit's caller's, never changed) or read.
-		c.Request = append(json.RawMessage(nil), sp.Request...)
-	}
+	// Kept or handed out, the request is a copy of its own: neither the
+	// caller who wrote or read it nor one who reads it from here shares
+	// what is known.
+	c.Request = append(json.RawMessage(nil), sp.Request...)
 	return c, ok
 }
 

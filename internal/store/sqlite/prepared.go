@@ -47,7 +47,7 @@ func (s *Store) prepared(ctx context.Context, q string) (*sql.Stmt, error) {
 // prepared; schema scripts and migrations run as they are.
 func cacheable(q string) bool {
 	q = strings.TrimLeft(q, " \t\n")
-	for _, p := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE"} {
+	for _, p := range []string{"SELECT", "INSERT", "UPDATE", "DELETE", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", dataVersionQuery} {
 		if strings.HasPrefix(q, p) {
 			return true
 		}
