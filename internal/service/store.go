@@ -35,9 +35,13 @@ type Store interface {
 }
 
 // DocStore is a Store that can hand over an entity's document as it keeps
-// it: JSON that is byte for byte the entity's encoding as data
-// (envelope.MarshalData). Ledger.ShowStored uses it so that `show`
-// neither decodes nor encodes the entity (the SQLite store; TestShowSendsTheStoredDocumentAsTheEntitysEncoding).
+// it: for a document this version wrote, JSON that is byte for byte the
+// entity's encoding as data (envelope.MarshalData;
+// TestShowSendsTheStoredDocumentAsTheEntitysEncoding). One an earlier
+// version wrote keeps json.Marshal's HTML escapes (the same JSON value),
+// and one a later version wrote is sent with whatever fields it has.
+// Ledger.ShowStored uses it so that `show` neither decodes nor encodes
+// the entity (the SQLite store).
 type DocStore interface {
 	EntityDoc(ctx context.Context, id string) (json.RawMessage, error)
 }

@@ -211,6 +211,10 @@ func (r *registered) tool() *Tool {
 		t.Annotations.Destructive = t.Annotations.Destructive || destructive[t.Name]
 		r.t = t
 	})
+	if r.t == nil {
+		// Its build panicked once; every later lookup says so too.
+		panic("tools: building the tool " + r.name + " failed")
+	}
 	return r.t
 }
 

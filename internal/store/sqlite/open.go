@@ -103,8 +103,11 @@ func Open(path string) (*Store, error) {
 
 // walSizeLimit is the size a reset WAL file is truncated to while the
 // database is in use; the last connection's close truncates it to zero.
-// It is above the most a WAL reaches in use (walMaxFrames of 4 KiB pages,
-// about 17 MiB), so that starting the WAL over never truncates it: a WAL
+// It is above what a WAL reaches while the checkpoints keep up
+// (walMaxFrames of 4 KiB pages, about 17 MiB), so that starting the WAL
+// over does not truncate it (one that a long reader of another process
+// held back grows past it, and is cut back to it at its next start
+// over): a WAL
 // truncated at every start over has its file extended again by the
 // writes that follow, which cost a lifecycle about a fifth more CPU in
 // its commits (BenchmarkSpawnLifecycle, internal/service).
