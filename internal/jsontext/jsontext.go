@@ -68,6 +68,20 @@ func AppendString(b []byte, s string, escapeHTML bool) []byte {
 	return append(b, '"')
 }
 
+// AppendStrings appends v as a JSON array of strings, each as
+// AppendString writes it (v nil too: the caller writes null or nothing
+// for that, as its field's encoding wants).
+func AppendStrings(b []byte, v []string, escapeHTML bool) []byte {
+	b = append(b, '[')
+	for i, s := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendString(b, s, escapeHTML)
+	}
+	return append(b, ']')
+}
+
 // Compact reports whether b is non-empty and has no whitespace outside
 // its strings: JSON in the form encoding/json's compaction leaves
 // unchanged, which may be copied into an encoding as it is.

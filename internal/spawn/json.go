@@ -67,14 +67,7 @@ func appendStrings(b []byte, v []string) []byte {
 	if v == nil {
 		return append(b, "null"...)
 	}
-	b = append(b, '[')
-	for i, s := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, s)
-	}
-	return append(b, ']')
+	return jsontext.AppendStrings(b, v, false)
 }
 
 // appendString is encoding/json's string encoding without HTML escaping.

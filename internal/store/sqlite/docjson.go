@@ -157,14 +157,7 @@ func optStrings(b []byte, key string, v []string) []byte {
 	if len(v) == 0 {
 		return b
 	}
-	b = append(append(b, key...), '[')
-	for i, s := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, s)
-	}
-	return append(b, ']')
+	return jsontext.AppendStrings(append(b, key...), v, false)
 }
 
 // appendString is encoding/json's string encoding without HTML

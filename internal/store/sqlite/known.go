@@ -201,38 +201,32 @@ func (s *Store) learnSpawn(sp spawn.Spawn, create bool) {
 
 func (s *Store) keepEntity(e ledger.Entity) {
 	c, ok := entityCopy(e, true)
-	if !ok {
-		delete(s.kn.entities, e.ID)
-		return
-	}
-	if s.kn.entities == nil {
-		s.kn.entities = map[string]ledger.Entity{}
-	}
-	if _, had := s.kn.entities[e.ID]; !had && len(s.kn.entities) >= knownMax {
-		for k := range s.kn.entities {
-			delete(s.kn.entities, k)
-			break
-		}
-	}
-	s.kn.entities[e.ID] = c
+	keep(&s.kn.entities, e.ID, c, ok)
 }
 
 func (s *Store) keepSpawn(sp spawn.Spawn) {
 	c, ok := spawnCopy(sp, true)
+	keep(&s.kn.spawns, sp.ID, c, ok)
+}
+
+// keep puts c under id in *m, making room by dropping one other when
+// knownMax are kept; a value that would not read back the same (ok
+// false) is dropped instead.
+func keep[T any](m *map[string]T, id string, c T, ok bool) {
 	if !ok {
-		delete(s.kn.spawns, sp.ID)
+		delete(*m, id)
 		return
 	}
-	if s.kn.spawns == nil {
-		s.kn.spawns = map[string]spawn.Spawn{}
+	if *m == nil {
+		*m = map[string]T{}
 	}
-	if _, had := s.kn.spawns[sp.ID]; !had && len(s.kn.spawns) >= knownMax {
-		for k := range s.kn.spawns {
-			delete(s.kn.spawns, k)
+	if _, had := (*m)[id]; !had && len(*m) >= knownMax {
+		for k := range *m {
+			delete(*m, k)
 			break
 		}
 	}
-	s.kn.spawns[sp.ID] = c
+	(*m)[id] = c
 }
 
 // getEntity reads one entity: known, or read on the write connection and
