@@ -241,3 +241,12 @@ func TestTheCommittedReportSplicesAndHasEverySectionTheGeneratorMakes(t *testing
 		}
 	}
 }
+
+func TestARunOfOtherPartsOnlyLeavesTheGoalsTableAsItWas(t *testing.T) {
+	r := run{Lags: []float64{1, 2}, Date: time.Now()}
+	for _, s := range sections(r) {
+		if s.Name == "goals" {
+			t.Errorf("a run that measured no goal rewrote the goals table:\n%s", s.Body)
+		}
+	}
+}
