@@ -73,7 +73,7 @@ func TestARegenerationKeepsEveryHandSectionByteForByteAndReplacesGeneratedOnes(t
 			t.Errorf("the hand section %q did not survive the regeneration:\n%s", hand, got)
 		}
 	}
-	if !strings.HasPrefix(got, handBefore+beginMarker("goals")+"\n## Against the goals (this run)") {
+	if !strings.HasPrefix(got, handBefore+beginMarker("goals")+"\n## Against the goals (run of 2026-12-01 18:00 UTC, `abc`)") {
 		t.Errorf("the goals section was not replaced where it was:\n%s", got)
 	}
 	for _, stale := range []string{"an old goals table", "99 ms"} {
@@ -82,7 +82,7 @@ func TestARegenerationKeepsEveryHandSectionByteForByteAndReplacesGeneratedOnes(t
 		}
 	}
 	// The cold start section sits where it was, between the same hand sections.
-	i, j := strings.Index(got, handBetween), strings.Index(got, beginMarker("coldstart")+"\n## CLI cold start (this run)")
+	i, j := strings.Index(got, handBetween), strings.Index(got, beginMarker("coldstart")+"\n## CLI cold start (run of 2026-12-01 18:00 UTC, `abc`)")
 	if i < 0 || j < i || !strings.Contains(got[j:], endMarker("coldstart")+"\n"+handAfter) {
 		t.Errorf("the cold start section moved:\n%s", got)
 	}

@@ -53,11 +53,11 @@ func sections(r run) []section {
 		add("goals", goalsSection(r))
 	}
 	if r.Cold != nil {
-		add("coldstart", "## CLI cold start (this run)\n\n`go run ./bench/coldstart`: every binary built as README.md builds `dont`, run interleaved; medians.\n\n"+
+		add("coldstart", "## CLI cold start ("+stamp(r)+")\n\n`go run ./bench/coldstart`: every binary built as README.md builds `dont`, run interleaved; medians.\n\n"+
 			strings.TrimSpace(r.Cold.Raw)+"\n\n![cold start: dont show beside the SQLite floor]("+chartCold+")\n")
 	}
 	if r.Serve != nil {
-		body := "## `dont serve` under load against its floor (this run)\n\n`go run ./bench/serveload`: loopback, full spawn lifecycles over HTTP, `dont serve` with its default flags; the floor is `bench/serveload/floor`, a plain `net/http` server doing the same durable work.\n\n" +
+		body := "## `dont serve` under load against its floor ("+stamp(r)+")\n\n`go run ./bench/serveload`: loopback, full spawn lifecycles over HTTP, `dont serve` with its default flags; the floor is `bench/serveload/floor`, a plain `net/http` server doing the same durable work.\n\n" +
 			strings.TrimSpace(r.Serve.Raw) + "\n\n![lifecycles per second, floor beside dont serve](" + chartServeRate + ")\n\n![p99 latency, floor beside dont serve](" + chartServeP99 + ")\n"
 		if len(r.Latencies) > 0 {
 			body += "\n![dont serve's latency distribution per route, without keys](" + chartServeCDF + ")\n"
@@ -65,12 +65,12 @@ func sections(r run) []section {
 		add("serve", body)
 	}
 	if r.Life != nil {
-		add("lifecycles", "## In-process spawn lifecycles beside the hand-written SQLite floor (this run)\n\n`bash bench/lifecycles`: assume → callback through the tool surface on a real SQLite file, and the same two conditional commits in hand-written SQL, interleaved rounds; medians.\n\n"+
+		add("lifecycles", "## In-process spawn lifecycles beside the hand-written SQLite floor ("+stamp(r)+")\n\n`bash bench/lifecycles`: assume → callback through the tool surface on a real SQLite file, and the same two conditional commits in hand-written SQL, interleaved rounds; medians.\n\n"+
 			strings.TrimSpace(r.Life.Raw)+"\n\n![in-process lifecycles per second, floor beside dont]("+chartLife+")\n")
 	}
 	if r.Benches != nil {
 		var b strings.Builder
-		b.WriteString("## Go benchmarks (this run)\n\n| package | benchmark | iterations | ns/op | other |\n|---|---|---|---|---|\n")
+		b.WriteString("## Go benchmarks ("+stamp(r)+")\n\n| package | benchmark | iterations | ns/op | other |\n|---|---|---|---|---|\n")
 		for _, x := range r.Benches {
 			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s |\n", x.Pkg, x.Name, x.N, fnum(x.Metrics["ns/op"]), x.others())
 		}
@@ -79,7 +79,7 @@ func sections(r run) []section {
 	}
 	if r.Lags != nil {
 		l := r.Lags
-		add("timeout-lag", "## Timeout lag: `dont serve` (a timer per spawn, the sweep every second as the backstop)\n\n"+
+		add("timeout-lag", "## Timeout lag: `dont serve` (a timer per spawn, the sweep every second as the backstop; "+stamp(r)+")\n\n"+
 			"Spawns issued with a 2 s expiry and no request in flight when they expire; lag is `timed_out_at − expires_at` from each `spawn_timeout` event.\n\n"+
 			"| spawns | p50 | p90 | p99 | max |\n|---|---|---|---|---|\n"+
 			fmt.Sprintf("| %d | %s | %s | %s | %s |\n\n", len(l), dms(pct(l, 50)), dms(pct(l, 90)), dms(pct(l, 99)), dms(pct(l, 100)))+
@@ -97,7 +97,7 @@ func sections(r run) []section {
 		add("soak", b.String())
 	}
 	if r.Proofs != "" {
-		add("proofs", "## Linearizability and faults\n\n"+r.Proofs)
+		add("proofs", "## Linearizability and faults ("+stamp(r)+")\n\n"+r.Proofs)
 	}
 	if r.Elapsed > 0 {
 		add("footer", fmt.Sprintf("_Generated sections made in %s on %s._\n", r.Elapsed.Round(time.Second), r.Date.UTC().Format("2006-01-02 15:04 MST")))
@@ -109,8 +109,8 @@ func sections(r run) []section {
 // side by side, from this run's measurements.
 func goalsSection(r run) string {
 	var b strings.Builder
-	b.WriteString("## Against the goals (this run)\n\n")
-	b.WriteString("From the sections below, measured in this run on this machine (load average above). Ratios are dont's over the floor's: the same work done the simplest way on the same driver.\n\n")
+	b.WriteString("## Against the goals ("+stamp(r)+")\n\n")
+	b.WriteString("From the sections below stamped with the same run, on this machine (load average above). Ratios are dont's over the floor's: the same work done the simplest way on the same driver.\n\n")
 	b.WriteString("| goal | floor | dont | ratio | met |\n|---|---|---|---|---|\n")
 	row := func(goal, floor, dont, ratio, met string) {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", goal, floor, dont, ratio, met)
@@ -273,4 +273,14 @@ func drawCharts(r run, dir string) error {
 		}
 	}
 	return nil
+}
+
+// stamp names the run a section comes from, so that a section an -only
+// run left alone says it is older than the ones around it.
+func stamp(r run) string {
+	c := r.Machine.Commit
+	if i := strings.IndexByte(c, ' '); i > 0 {
+		c = c[:i]
+	}
+	return "run of " + r.Date.UTC().Format("2006-01-02 15:04 MST") + ", `" + c + "`"
 }
