@@ -57,7 +57,7 @@ func sections(r run) []section {
 			strings.TrimSpace(r.Cold.Raw)+"\n\n![cold start: dont show beside the SQLite floor]("+chartCold+")\n")
 	}
 	if r.Serve != nil {
-		body := "## `dont serve` under load against its floor ("+stamp(r)+")\n\n`go run ./bench/serveload`: loopback, full spawn lifecycles over HTTP, `dont serve` with its default flags; the floor is `bench/serveload/floor`, a plain `net/http` server doing the same durable work.\n\n" +
+		body := "## `dont serve` under load against its floor (" + stamp(r) + ")\n\n`go run ./bench/serveload`: loopback, full spawn lifecycles over HTTP, `dont serve` with its default flags; the floor is `bench/serveload/floor`, a plain `net/http` server doing the same durable work.\n\n" +
 			strings.TrimSpace(r.Serve.Raw) + "\n\n![lifecycles per second, floor beside dont serve](" + chartServeRate + ")\n\n![p99 latency, floor beside dont serve](" + chartServeP99 + ")\n"
 		if len(r.Latencies) > 0 {
 			body += "\n![dont serve's latency distribution per route, without keys](" + chartServeCDF + ")\n"
@@ -70,7 +70,7 @@ func sections(r run) []section {
 	}
 	if r.Benches != nil {
 		var b strings.Builder
-		b.WriteString("## Go benchmarks ("+stamp(r)+")\n\n| package | benchmark | iterations | ns/op | other |\n|---|---|---|---|---|\n")
+		b.WriteString("## Go benchmarks (" + stamp(r) + ")\n\n| package | benchmark | iterations | ns/op | other |\n|---|---|---|---|---|\n")
 		for _, x := range r.Benches {
 			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s |\n", x.Pkg, x.Name, x.N, fnum(x.Metrics["ns/op"]), x.others())
 		}
@@ -109,7 +109,7 @@ func sections(r run) []section {
 // side by side, from this run's measurements.
 func goalsSection(r run) string {
 	var b strings.Builder
-	b.WriteString("## Against the goals ("+stamp(r)+")\n\n")
+	b.WriteString("## Against the goals (" + stamp(r) + ")\n\n")
 	b.WriteString("From the sections below stamped with the same run, on this machine (load average above). Ratios are dont's over the floor's: the same work done the simplest way on the same driver.\n\n")
 	b.WriteString("| goal | floor | dont | ratio | met |\n|---|---|---|---|---|\n")
 	row := func(goal, floor, dont, ratio, met string) {
