@@ -203,7 +203,10 @@ func goBenchmarks(benchtime string) []benchmark {
 	sort.Strings(list)
 	var out []benchmark
 	for _, pkg := range list {
-		c := exec.Command("go", "test", pkg, "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", benchtime)
+		// The DynamoDB sweep over 100k stored spawns alone takes minutes
+		// on the stand-in: past go test's default 10-minute timeout, which
+		// would lose every benchmark of the package.
+		c := exec.Command("go", "test", pkg, "-run", "^$", "-bench", ".", "-benchmem", "-benchtime", benchtime, "-timeout", "60m")
 		c.Stderr = os.Stderr
 		raw, err := c.Output()
 		if err != nil {
