@@ -1,44 +1,20 @@
 package main
 
 import (
+	"fmt"
+	"math"
 	"sort"
+	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
-type bar struct {
-	label string
-	value float64
-}
-
 func save(p *plot.Plot, path string, w, h vg.Length) error { return p.Save(w, h, path) }
-
-// chartBars is a labelled bar chart.
-func chartBars(path, title, ylabel string, bars []bar) error {
-	p := plot.New()
-	p.Title.Text, p.Y.Label.Text = title, ylabel
-	vals := make(plotter.Values, len(bars))
-	names := make([]string, len(bars))
-	for i, b := range bars {
-		vals[i], names[i] = b.value, b.label
-	}
-	if len(bars) == 0 {
-		vals, names = plotter.Values{0}, []string{"(none)"}
-	}
-	bc, err := plotter.NewBarChart(vals, vg.Points(40))
-	if err != nil {
-		return err
-	}
-	bc.Color = plotutil.Color(0)
-	p.Add(bc)
-	p.NominalX(names...)
-	p.X.Tick.Label.Rotation = 0.2
-	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = -0.8, -0.2
-	return save(p, path, vg.Points(200+220*float64(len(names))), 5*vg.Inch)
-}
 
 // chartBenchmarks shows ns/op of every Go benchmark (log scale).
 func chartBenchmarks(path string, benches []benchmark) error {
@@ -74,7 +50,7 @@ func chartBenchmarks(path string, benches []benchmark) error {
 // chartLatencies draws the cumulative distribution of each route's latencies.
 func chartLatencies(path string, lat map[string][]float64) error {
 	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "dont serve: latency distribution per route", "latency (ms, log scale)", "fraction of requests ≤ x"
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = "dont serve without Idempotency-Keys: latency per route (cumulative)", "latency (ms, log scale)", "fraction of requests ≤ x"
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	routes := make([]string, 0, len(lat))
 	for r := range lat {
@@ -95,7 +71,11 @@ func chartLatencies(path string, lat map[string][]float64) error {
 		if n := len(v); n > 0 && v[n-1] > 0 {
 			pts = append(pts, plotter.XY{X: v[n-1], Y: 1})
 		}
-		args = append(args, "POST /v1/tools/"+r, pts)
+		name := "POST /v1/tools/" + r
+		if r == "dismiss" {
+			name += " (the callback)"
+		}
+		args = append(args, name, pts)
 	}
 	if len(args) > 0 {
 		if err := plotutil.AddLines(p, args...); err != nil {
@@ -136,4 +116,206 @@ func chartSoak(path string, rows []soakRow) error {
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = false
 	return save(p, path, 7*vg.Inch, 4*vg.Inch)
+}
+
+// series is one set of bars of a grouped chart: a value per group (-1:
+// not measured) and the text shown above each bar.
+type series struct {
+	name   string
+	values []float64
+	labels []string
+}
+
+// chartGrouped draws side-by-side bars, one group per x category, one bar
+// per series in it, each bar labelled with its value; goal, when above 0,
+// is drawn as a dashed line named goalName.
+func chartGrouped(path, title, ylabel string, groups []string, ss []series, goal float64, goalName string) error {
+	p := plot.New()
+	p.Title.Text, p.Y.Label.Text = title, ylabel
+	p.Title.Padding = vg.Points(8)
+	w := vg.Points(46)
+	p.Add(plotter.NewGrid())
+	top := goal
+	for i, s := range ss {
+		vals := make(plotter.Values, len(groups))
+		xys := make(plotter.XYs, len(groups))
+		labels := make([]string, len(groups))
+		for g := range groups {
+			v := -1.0
+			if g < len(s.values) {
+				v = s.values[g]
+			}
+			if v < 0 {
+				v = 0
+			}
+			vals[g], xys[g] = v, plotter.XY{X: float64(g), Y: v}
+			if g < len(s.labels) {
+				labels[g] = s.labels[g]
+			}
+			top = max(top, v)
+		}
+		bc, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return err
+		}
+		bc.Color = plotutil.Color(i)
+		bc.LineStyle.Width = 0
+		bc.Offset = w * vg.Length(float64(i)-float64(len(ss)-1)/2)
+		p.Add(bc)
+		p.Legend.Add(s.name, bc)
+		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+		if err != nil {
+			return err
+		}
+		for k := range lb.TextStyle {
+			lb.TextStyle[k].XAlign = draw.XCenter
+			lb.TextStyle[k].Font.Size = vg.Points(9)
+		}
+		lb.Offset = vg.Point{X: bc.Offset, Y: vg.Points(3)}
+		p.Add(lb)
+	}
+	if goal > 0 {
+		line, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: goal}, {X: float64(len(groups)) - 0.5, Y: goal}})
+		if err != nil {
+			return err
+		}
+		line.LineStyle.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		line.LineStyle.Color = plotutil.Color(3)
+		line.LineStyle.Width = vg.Points(1.5)
+		p.Add(line)
+		p.Legend.Add(goalName, line)
+	}
+	p.Y.Tick.Marker = niceTicks{}
+	p.Y.Min, p.Y.Max = 0, top*(1.25+0.08*float64(len(ss))) // room for the legend
+	p.Legend.Top = true
+	p.NominalX(groups...)
+	width := max(6*vg.Inch, vg.Points(120+float64(len(groups)*len(ss))*62))
+	return save(p, path, width, 4.5*vg.Inch)
+}
+
+// chartColdStart: dont show beside the SQLite floor, wall and CPU time.
+func chartColdStart(path string, c coldStart) error {
+	f, d := *c.Floor, *c.Show
+	title := fmt.Sprintf("CLI cold start: dont show = %s the SQLite floor (goal ≤ %.1f×)", times(safeDiv(d.WallMs, f.WallMs)), goalColdRatio)
+	ms := func(v float64) string { return fmt.Sprintf("%.2f ms", v) }
+	return chartGrouped(path, title, "milliseconds (median of interleaved runs)",
+		[]string{"wall time", "CPU time (user + system)"},
+		[]series{
+			{fmt.Sprintf("SQLite floor (max RSS %s)", mb1(f.RSSMB)), []float64{f.WallMs, f.CPUMs}, []string{ms(f.WallMs), ms(f.CPUMs)}},
+			{fmt.Sprintf("dont show <id> --json (max RSS %s)", mb1(d.RSSMB)), []float64{d.WallMs, d.CPUMs},
+				[]string{ms(d.WallMs) + " (" + times(safeDiv(d.WallMs, f.WallMs)) + ")", ms(d.CPUMs) + " (" + times(safeDiv(d.CPUMs, f.CPUMs)) + ")"}},
+		}, 0, "")
+}
+
+// chartLifecycles: in-process lifecycles/s of dont beside the floor, per benchmark.
+func chartLifecycles(path string, l lifecycles) error {
+	var groups []string
+	var fv, dv []float64
+	var fl, dl []string
+	for _, r := range l.Rows {
+		groups = append(groups, shortBench(r.Name)+"\ndont / floor "+times(r.Ratio))
+		fv, dv = append(fv, r.Floor), append(dv, r.Dont)
+		fl, dl = append(fl, rate(r.Floor)), append(dl, rate(r.Dont))
+	}
+	return chartGrouped(path, fmt.Sprintf("In-process spawn lifecycles: dont beside the hand-written SQLite floor (goal ≥ %.1f×)", goalInProcRatio),
+		"lifecycles/s (median of rounds)", groups,
+		[]series{{"floor (same two commits, hand-written SQL)", fv, fl}, {"dont (tool surface, real SQLite file)", dv, dl}}, 0, "")
+}
+
+func shortBench(name string) string {
+	name = strings.TrimPrefix(name, "Benchmark")
+	if strings.Contains(name, "Interleaved") {
+		return strings.Replace(callers(name), "one caller", "1 caller", 1) + ", interleaved"
+	}
+	return strings.Replace(callers(name), "one caller", "1 caller", 1) + ", separate runs"
+}
+
+func serveGroups(s serveLoad) ([]string, []bool) {
+	var groups []string
+	var modes []bool
+	for _, keys := range []bool{false, true} {
+		if s.row("dont serve", keys) != nil || s.row("floor", keys) != nil {
+			modes = append(modes, keys)
+			if keys {
+				groups = append(groups, "with Idempotency-Keys")
+			} else {
+				groups = append(groups, "without Idempotency-Keys")
+			}
+		}
+	}
+	return groups, modes
+}
+
+func serveSeries(s serveLoad, modes []bool, v func(serveRow) float64, label func(float64) string) []series {
+	var ss []series
+	for _, server := range []string{"floor", "dont serve", "baseline"} {
+		x := series{name: server}
+		any := false
+		for _, keys := range modes {
+			r := s.row(server, keys)
+			val := -1.0
+			if r != nil {
+				val, any = v(*r), true
+			}
+			x.values = append(x.values, val)
+			x.labels = append(x.labels, label(val))
+		}
+		if any {
+			ss = append(ss, x)
+		}
+	}
+	if len(ss) > 0 && ss[0].name == "floor" {
+		ss[0].name = "floor server (net/http, same two commits)"
+	}
+	if len(ss) > 1 && ss[1].name == "dont serve" {
+		ss[1].name = "dont serve (default flags)"
+	}
+	return ss
+}
+
+// chartServeLifecycles: lifecycles/s of dont serve beside the floor server.
+func chartServeLifecycles(path string, s serveLoad) error {
+	groups, modes := serveGroups(s)
+	for i, keys := range modes {
+		if f, d := s.row("floor", keys), s.row("dont serve", keys); f != nil && d != nil {
+			groups[i] += "\ndont / floor " + times(safeDiv(d.Rate, f.Rate))
+		}
+	}
+	return chartGrouped(path, fmt.Sprintf("dont serve, 16 workers on one token: lifecycles/s beside its floor (goal ≥ %.1f×)", goalServeRatio),
+		"full lifecycles/s (assume → callback)", groups,
+		serveSeries(s, modes, func(r serveRow) float64 { return r.Rate }, rate), 0, "")
+}
+
+// chartServeTail: the callback's p99 of dont serve beside the floor server.
+func chartServeTail(path string, s serveLoad) error {
+	groups, modes := serveGroups(s)
+	return chartGrouped(path, "dont serve, 16 workers on one token: callback p99 beside its floor",
+		"callback p99 latency (ms)", groups,
+		serveSeries(s, modes, func(r serveRow) float64 { return r.CallbackP99 }, ms2), goalServeP99Ms, fmt.Sprintf("goal: ≤ %d ms", goalServeP99Ms))
+}
+
+// niceTicks marks round values (1, 2 or 5 times a power of ten) with
+// plain labels: about five major ticks over the axis.
+type niceTicks struct{}
+
+func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if hi <= lo {
+		return nil
+	}
+	raw := (hi - lo) / 5
+	step := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if (hi-lo)/(step*m) <= 7 {
+			step *= m
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		if minor := v + step/2; minor < hi {
+			ticks = append(ticks, plot.Tick{Value: minor})
+		}
+	}
+	return ticks
 }

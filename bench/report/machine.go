@@ -12,6 +12,8 @@ import (
 type machineInfo struct {
 	CPU, Memory, Go, OS, Commit string
 	Cores                       int
+	Load                        string // the load average as the run went
+
 }
 
 // machine describes where the report ran.
@@ -48,4 +50,13 @@ func machine() machineInfo {
 		m.Commit += " (" + strings.TrimSpace(string(out)) + ")"
 	}
 	return m
+}
+
+// loadAvg is the 1-minute load average (/proc/loadavg), "unknown" if unread.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The measurements every generated table and chart is made from. They are
+// read from the markdown tables bench/coldstart, bench/lifecycles and
+// bench/serveload print — by column name, not position, and with any
+// unit or emphasis around a number ignored — so a column those commands
+// add or move does not break the report; a figure that is missing is
+// shown as "—" and its goal as not measured.
+
+// The goals (docs/design.md §10, the same as bench/coldstart's and
+// bench/serveload's constants).
+const (
+	goalColdRatio     = 1.3 // dont show wall time / the SQLite floor's, at most
+	goalColdRSSMB     = 12  // dont show max RSS, at most
+	goalInProcRatio   = 0.8 // in-process lifecycles/s / the floor's, at least
+	goalServeRatio    = 0.7 // dont serve lifecycles/s / the floor server's, at least
+	goalServeP99Ms    = 20  // dont serve callback p99, at most
+	goalServeRSSMB    = 40  // dont serve max RSS, at most
+	goalServeThrottle = 0   // 429s at that load
+)
+
+// coldRow is one binary of bench/coldstart.
+type coldRow struct {
+	Name                 string
+	WallMs, P90Ms, CPUMs float64
+	RSSMB                float64
+	Faults               float64
+}
+
+type coldStart struct {
+	Rows        []coldRow
+	Floor, Show *coldRow // the SQLite floor and `dont show <id> --json`
+	Raw         string   // the command's output, as printed
+}
+
+// lifeRow is one benchmark of bench/lifecycles (medians of its rounds).
+type lifeRow struct {
+	Name                  string // e.g. SpawnLifecycle, SpawnLifecycleInterleaved/callers=16
+	Rounds                int
+	Floor, Dont           float64 // lifecycles/s
+	FloorCPUus, DontCPUus float64
+	Ratio                 float64 // median of the rounds' dont/floor
+}
+
+type lifecycles struct {
+	Rows []lifeRow
+	Raw  string
+}
+
+// serveRow is one server and key mode of bench/serveload (medians of its rounds).
+type serveRow struct {
+	Server                   string // floor, dont serve, baseline
+	Keys                     bool
+	Rate                     float64 // lifecycles/s
+	AssumeP50, AssumeP99     float64 // ms
+	CallbackP50, CallbackP99 float64 // ms
+	Throttled                float64
+	CPUus, RSSMB             float64
+}
+
+type serveLoad struct {
+	Rows []serveRow
+	Raw  string
+}
+
+func (s serveLoad) row(server string, keys bool) *serveRow {
+	for i := range s.Rows {
+		if s.Rows[i].Server == server && s.Rows[i].Keys == keys {
+			return &s.Rows[i]
+		}
+	}
+	return nil
+}
+
+// table is a markdown table: its header's column names (lower case) and
+// its rows' cells.
+type table struct {
+	cols []string
+	rows [][]string
+}
+
+func (t table) col(names ...string) int {
+	for _, n := range names {
+		for i, c := range t.cols {
+			if c == n {
+				return i
+			}
+		}
+	}
+	for _, n := range names { // then a column whose name starts so
+		for i, c := range t.cols {
+			if strings.HasPrefix(c, n) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func (t table) cell(row []string, i int) string {
+	if i < 0 || i >= len(row) {
+		return ""
+	}
+	return row[i]
+}
+
+func cells(line string) []string {
+	line = strings.TrimSpace(line)
+	line = strings.TrimPrefix(strings.TrimSuffix(line, "|"), "|")
+	parts := strings.Split(line, "|")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	return parts
+}
+
+var ruleRe = regexp.MustCompile(`^\|?(\s*:?-+:?\s*\|)+\s*(:?-+:?\s*)?$`)
+
+// tables finds the markdown tables of a command's output.
+func tables(out string) []table {
+	lines := strings.Split(out, "\n")
+	var ts []table
+	for i := 0; i+1 < len(lines); i++ {
+		if !strings.HasPrefix(strings.TrimSpace(lines[i]), "|") || !ruleRe.MatchString(strings.TrimSpace(lines[i+1])) {
+			continue
+		}
+		t := table{}
+		for _, c := range cells(lines[i]) {
+			t.cols = append(t.cols, strings.ToLower(c))
+		}
+		j := i + 2
+		for ; j < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[j]), "|"); j++ {
+			t.rows = append(t.rows, cells(lines[j]))
+		}
+		ts = append(ts, t)
+		i = j - 1
+	}
+	return ts
+}
+
+var numRe = regexp.MustCompile(`-?[0-9][0-9,]*(\.[0-9]+)?`)
+
+// num is the first number in a cell ("1,234", "4.07 ms", "**0.93×**"), or -1.
+func num(s string) float64 {
+	m := numRe.FindString(s)
+	if m == "" {
+		return -1
+	}
+	v, err := strconv.ParseFloat(strings.ReplaceAll(m, ",", ""), 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+// parseColdStart reads bench/coldstart's table.
+func parseColdStart(out string) coldStart {
+	c := coldStart{Raw: out}
+	for _, t := range tables(out) {
+		name, wall := t.col("binary"), t.col("median")
+		if name < 0 || wall < 0 {
+			continue
+		}
+		p90, cpu, rss, flt := t.col("p90"), t.col("cpu (median)", "cpu"), t.col("max rss (median)", "max rss"), t.col("page faults (median)", "page faults")
+		for _, r := range t.rows {
+			c.Rows = append(c.Rows, coldRow{Name: t.cell(r, name), WallMs: num(t.cell(r, wall)), P90Ms: num(t.cell(r, p90)),
+				CPUMs: num(t.cell(r, cpu)), RSSMB: num(t.cell(r, rss)), Faults: num(t.cell(r, flt))})
+		}
+		break
+	}
+	for i := range c.Rows {
+		n := c.Rows[i].Name
+		switch {
+		case c.Floor == nil && strings.Contains(n, "floor"):
+			c.Floor = &c.Rows[i]
+		case c.Show == nil && strings.HasPrefix(n, "dont show") && !strings.Contains(n, "("):
+			c.Show = &c.Rows[i]
+		}
+	}
+	return c
+}
+
+var medianOfRe = regexp.MustCompile(`^(.*?)\s*\(median of (\d+) rounds?\)$`)
+
+// parseLifecycles reads bench/lifecycles's table.
+func parseLifecycles(out string) lifecycles {
+	l := lifecycles{Raw: out}
+	for _, t := range tables(out) {
+		name, floor, dont := t.col("benchmark"), t.col("floor lifecycles/s"), t.col("dont lifecycles/s")
+		if name < 0 || floor < 0 || dont < 0 {
+			continue
+		}
+		fc, dc, ratio := t.col("floor cpu µs", "floor cpu"), t.col("dont cpu µs", "dont cpu"), t.col("dont/floor")
+		for _, r := range t.rows {
+			row := lifeRow{Name: t.cell(r, name), Floor: num(t.cell(r, floor)), Dont: num(t.cell(r, dont)),
+				FloorCPUus: num(t.cell(r, fc)), DontCPUus: num(t.cell(r, dc)), Ratio: num(t.cell(r, ratio))}
+			if m := medianOfRe.FindStringSubmatch(row.Name); m != nil {
+				row.Name = m[1]
+				row.Rounds, _ = strconv.Atoi(m[2])
+			}
+			if row.Ratio < 0 && row.Floor > 0 && row.Dont >= 0 {
+				row.Ratio = row.Dont / row.Floor
+			}
+			l.Rows = append(l.Rows, row)
+		}
+		break
+	}
+	return l
+}
+
+// parseServeLoad reads bench/serveload's first table (a row per server and key mode).
+func parseServeLoad(out string) serveLoad {
+	s := serveLoad{Raw: out}
+	for _, t := range tables(out) {
+		server, keys, rate := t.col("server"), t.col("idempotency-key"), t.col("lifecycles/s")
+		if server < 0 || rate < 0 {
+			continue
+		}
+		ap50, ap99, cp50, cp99 := t.col("assume p50"), t.col("assume p99"), t.col("callback p50"), t.col("callback p99")
+		thr, cpu, rss := t.col("429s"), t.col("cpu per lifecycle", "cpu"), t.col("max rss")
+		for _, r := range t.rows {
+			s.Rows = append(s.Rows, serveRow{Server: t.cell(r, server), Keys: strings.EqualFold(t.cell(r, keys), "yes"),
+				Rate: num(t.cell(r, rate)), AssumeP50: num(t.cell(r, ap50)), AssumeP99: num(t.cell(r, ap99)),
+				CallbackP50: num(t.cell(r, cp50)), CallbackP99: num(t.cell(r, cp99)), Throttled: num(t.cell(r, thr)),
+				CPUus: num(t.cell(r, cpu)), RSSMB: num(t.cell(r, rss))})
+		}
+		break
+	}
+	return s
+}
