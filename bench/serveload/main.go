@@ -57,6 +57,9 @@ func main() {
 	dont, floor := filepath.Join(dir, "dont"), filepath.Join(dir, "floor")
 	for bin, pkg := range map[string]string{dont: "./cli/dont", floor: "./bench/serveload/floor"} {
 		c := exec.Command("go", "build", "-o", bin, pkg)
+		// As README.md builds dont: without cgo, so statically linked (no
+		// dynamic loader or libc mapped); the floor is built alike.
+		c.Env = append(os.Environ(), "CGO_ENABLED=0")
 		c.Stderr = os.Stderr
 		check(c.Run())
 	}

@@ -62,8 +62,12 @@ type known struct {
 	dvSet       bool
 }
 
-// knownMax bounds the entities and the spawns kept.
-const knownMax = 512
+// knownMax bounds the entities and the spawns kept: a few per caller
+// writing at once is the working set (each lifecycle re-reads its own
+// entity and spawn); 512 kept mostly resolved spawns nobody reads again,
+// 1–1.6 MB of `dont serve`'s max RSS under bench/serveload for no
+// throughput (bench/results/report.md).
+const knownMax = 64
 
 // shmHeader reads the -shm file's two copies of the wal-index header.
 func (s *Store) shmHeader() (h [96]byte, ok bool) {
