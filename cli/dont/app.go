@@ -378,6 +378,7 @@ func (a *app) buildToolCommand(c *cobra.Command, t *tools.Tool, positional []too
 				args[p.Name], _ = c.Flags().GetBool(flag)
 			}
 		}
+		validText(args)
 		if hasParam(t, "mode") {
 			a.mode = spawn.DetectMode(spawn.Signals{Direct: a.direct, Harness: a.harness, HarnessEnv: a.getenv("DONT_HARNESS"), StdoutTTY: a.stdoutTTY()})
 			args["mode"] = string(a.mode)
@@ -397,6 +398,23 @@ const modesHelp = `Two modes:
            DONT_LLM_MODEL, DONT_LLM_API_KEY or [llm] in .dont/config.toml)
 --direct wins over every harness signal; --direct with --harness is a usage
 error.`
+
+// validText makes the text of argv and the environment valid UTF-8 the
+// way a JSON transport's decoding does (each bad byte becomes U+FFFD), so
+// an argument reads back the same from every transport and every path
+// (TestArgvThatIsNotUTF8IsKeptAsAJSONTransportKeepsIt).
+func validText(args map[string]any) {
+	for k, v := range args {
+		switch v := v.(type) {
+		case string:
+			args[k] = strings.ToValidUTF8(v, "\uFFFD")
+		case []string:
+			for i := range v {
+				v[i] = strings.ToValidUTF8(v[i], "\uFFFD")
+			}
+		}
+	}
+}
 
 func hasParam(t *tools.Tool, name string) bool {
 	for _, p := range t.Params {

@@ -181,3 +181,29 @@ func TestTheMainStackIsGrownBeforeThePackagesThatCallDeepInitialise(t *testing.T
 		}
 	}
 }
+
+// A statement given on the command line that is not valid UTF-8 is kept as
+// a JSON transport keeps it (each bad byte U+FFFD), so `show` and `show
+// --history` read it back as the same bytes.
+func TestArgvThatIsNotUTF8IsKeptAsAJSONTransportKeepsIt(t *testing.T) {
+	p := newProject(t)
+	r := p.ok("conclude", "bad \xff byte", "--atom", "a\xfe")
+	id := r.str("id")
+	if want := "bad \uFFFD byte"; r.str("statement") != want {
+		t.Fatalf("conclude answered %q, want %q", r.str("statement"), want)
+	}
+	stmt := func(out string) string {
+		i := strings.Index(out, `"statement":`)
+		if i < 0 {
+			t.Fatalf("no statement in %s", out)
+		}
+		return out[i : i+strings.Index(out[i:], ",")]
+	}
+	shown, history := p.ok("show", id), p.ok("show", id, "--history")
+	if stmt(shown.stdout) != stmt(history.stdout) {
+		t.Errorf("show wrote %s, show --history %s", stmt(shown.stdout), stmt(history.stdout))
+	}
+	if strings.Contains(shown.stdout, `\ufffd`) {
+		t.Errorf("show escaped the replacement character, as encoding/json does for a byte that is not UTF-8: %s", stmt(shown.stdout))
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/sqlite"
@@ -52,6 +53,7 @@ func BenchmarkAnswerLatencyOverHTTP(b *testing.B) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/tools/"+tool, bytes.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token[role])
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(confirm.CapsHeader, confirm.CLICaps) // a client that prompts a person
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			b.Error(err)

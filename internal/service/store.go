@@ -37,7 +37,9 @@ type Store interface {
 // DocStore is a Store that can hand over an entity's document as it keeps
 // it: for a document this version wrote, JSON that is byte for byte the
 // entity's encoding as data (envelope.MarshalData;
-// TestShowSendsTheStoredDocumentAsTheEntitysEncoding). One an earlier
+// TestShowSendsTheStoredDocumentAsTheEntitysEncoding), given text that is
+// valid UTF-8 as every transport makes it (encoding/json writes a bad byte
+// as the escape \ufffd, which decodes to the character). One an earlier
 // version wrote keeps json.Marshal's HTML escapes (the same JSON value),
 // and one a later version wrote is sent with whatever fields it has.
 // Ledger.ShowStored uses it so that `show` neither decodes nor encodes
