@@ -253,11 +253,7 @@ func (s *core) answer(ctx context.Context, requestID string, candidates []string
 		concluded.To, concluded.RequestID, concluded.Direct = ledger.Unverified, sp.ID, direct
 		done := s.event(ledger.EvSpawnResolved, e.ID, now)
 		done.RequestID, done.Outcome, done.Direct = sp.ID, string(spawn.CallbackApplied), direct
-		var warns []envelope.Warning
-		if now.After(sp.ExpiresAt) {
-			warns = append(warns, envelope.Warning{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
-				Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; the answer was applied late"})
-		}
+		warns := appliedLate(sp, now, "the answer")
 		out := Answered{Candidates: len(candidates), Claim: &e, RequestID: sp.ID, Tally: tally,
 			Resolution: Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}
 		err = s.commitAnswering(ctx, Tx{
@@ -320,6 +316,17 @@ func (s *core) commitAnswering(ctx context.Context, tx Tx, result any, warns []e
 	err := s.commit(ctx, tx)
 	p.Committed(tx.Key, err)
 	return err
+}
+
+// appliedLate is the warning of a resolver (what) applied after sp
+// expired but before any sweep had committed its timeout; none if sp had
+// not expired.
+func appliedLate(sp spawn.Spawn, now time.Time, what string) []envelope.Warning {
+	if !now.After(sp.ExpiresAt) {
+		return nil
+	}
+	return []envelope.Warning{{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
+		Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; " + what + " was applied late"}}
 }
 
 func resolved(sp spawn.Spawn, outcome spawn.Outcome, now time.Time) spawn.Spawn {

@@ -182,11 +182,7 @@ func (s *core) callback(ctx context.Context, in TransitionInput) (EntityView, []
 		done := s.event(ledger.EvSpawnResolved, e.ID, now)
 		done.RequestID, done.Outcome, done.Direct = sp.ID, string(spawn.CallbackApplied), in.Direct
 		tx.Events = append(tx.Events, done)
-		var warns []envelope.Warning
-		if now.After(sp.ExpiresAt) {
-			warns = append(warns, envelope.Warning{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
-				Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; the callback was applied late"})
-		}
+		warns := appliedLate(sp, now, "the callback")
 		res = EntityView{Entity: e2, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}
 		err = s.commitAnswering(ctx, tx, res, warns)
 		if isCondition(err) && attempt < maxAttempts {

@@ -101,7 +101,7 @@ func (s *Store) GetEntity(ctx context.Context, id string) (ledger.Entity, error)
 // entityDoc wrote it, not decoded.
 func (s *Store) EntityDoc(ctx context.Context, id string) (json.RawMessage, error) {
 	var doc []byte
-	if err := s.queryRow(ctx, "SELECT doc FROM entities WHERE id = ?", id).Scan(&doc); err != nil {
+	if err := s.queryRow(ctx, entityQuery, id).Scan(&doc); err != nil {
 		return nil, classify(err)
 	}
 	return doc, nil
