@@ -190,33 +190,18 @@ func met(ok bool) string {
 	return "**no**"
 }
 
-func times(v float64) string {
+// measured formats v, or writes "—" for a value not measured (negative).
+func measured(format string, v float64) string {
 	if v < 0 {
 		return "—"
 	}
-	return fmt.Sprintf("%.2f×", v)
+	return fmt.Sprintf(format, v)
 }
 
-func ms2(v float64) string {
-	if v < 0 {
-		return "—"
-	}
-	return fmt.Sprintf("%.2f ms", v)
-}
-
-func mb1(v float64) string {
-	if v < 0 {
-		return "—"
-	}
-	return fmt.Sprintf("%.1f MB", v)
-}
-
-func count(v float64) string {
-	if v < 0 {
-		return "—"
-	}
-	return fmt.Sprintf("%.0f", v)
-}
+func times(v float64) string { return measured("%.2f×", v) }
+func ms2(v float64) string   { return measured("%.2f ms", v) }
+func mb1(v float64) string   { return measured("%.1f MB", v) }
+func count(v float64) string { return measured("%.0f", v) }
 
 // rate is lifecycles per second with thousands separated.
 func rate(v float64) string {
