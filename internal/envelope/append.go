@@ -39,14 +39,7 @@ func Marshal(env Envelope) []byte {
 	if env.Hints == nil {
 		b = append(b, "null"...)
 	} else {
-		b = append(b, '[')
-		for i, h := range env.Hints {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsontext.AppendString(b, h, false)
-		}
-		b = append(b, ']')
+		b = jsontext.AppendStrings(b, env.Hints, false)
 	}
 	b = append(b, `,"warnings":`...)
 	if env.Warnings == nil {
