@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	endpoint, table = db.Endpoint, db.Name
 	code := m.Run()
 	db.Close()
+	if kmsOnce.stop != nil {
+		kmsOnce.stop()
+	}
 	os.Exit(code)
 }
 

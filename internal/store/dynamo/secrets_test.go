@@ -24,6 +24,7 @@ import (
 var kmsOnce struct {
 	sync.Once
 	sealer kms.Sealer
+	stop   func() // the stand-in's, called by TestMain
 	err    error
 }
 
@@ -32,7 +33,8 @@ var kmsOnce struct {
 func sealer(t *testing.T) kms.Sealer {
 	t.Helper()
 	kmsOnce.Do(func() {
-		endpoint, _, err := standin.KMS() // the stand-in lives as long as the test binary
+		endpoint, stop, err := standin.KMS() // stopped by TestMain: the process would outlive the binary
+		kmsOnce.stop = stop
 		if err != nil {
 			kmsOnce.err = err
 			return
