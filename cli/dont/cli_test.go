@@ -4,16 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dont-cli/dont/internal/oneproc"
 )
 
 var binary string
@@ -31,6 +36,13 @@ func TestMain(m *testing.M) {
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		panic(string(out))
+	}
+	// This test binary is package main, so internal/oneproc put it on one
+	// P before testing.Init read GOMAXPROCS for -test.parallel's default.
+	// The tests run their concurrency on every CPU, as before.
+	oneproc.Restore()
+	if f := flag.Lookup("test.parallel"); f != nil && f.Value.String() == "1" {
+		f.Value.Set(strconv.Itoa(runtime.GOMAXPROCS(0))) // a -parallel given on the command line still wins
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

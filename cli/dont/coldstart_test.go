@@ -11,10 +11,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/dont-cli/dont/internal/tools"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The WAL is persistent (internal/store/sqlite, open.go): a CLI run neither
@@ -205,5 +210,68 @@ func TestArgvThatIsNotUTF8IsKeptAsAJSONTransportKeepsIt(t *testing.T) {
 	}
 	if strings.Contains(shown.stdout, `\ufffd`) {
 		t.Errorf("show escaped the replacement character, as encoding/json does for a byte that is not UTF-8: %s", stmt(shown.stdout))
+	}
+}
+
+// A one-shot command runs on one P (internal/oneproc: fewer threads and
+// page faults at start), and the commands that serve many callers at once
+// — serve, mcp, spawns run — on the runtime's default, every CPU. The
+// test build says how many Ps a process runs on when it opens the store.
+func TestAOneShotCommandRunsOnOnePAndTheServingCommandsOnEveryCPU(t *testing.T) {
+	p := newProject(t)
+	report := "DONT_FAULT_REPORT_GOMAXPROCS=1"
+	procs := func(stderr string) []string {
+		return regexp.MustCompile(`fault-injection: GOMAXPROCS=(\d+)`).FindAllString(stderr, -1)
+	}
+	one := []string{"fault-injection: GOMAXPROCS=1"}
+	every := "fault-injection: GOMAXPROCS=" + strconv.Itoa(runtime.GOMAXPROCS(0)) // TestMain restored this binary's
+	if r := p.runEnv([]string{report}, "list"); !slices.Equal(procs(r.stderr), one) {
+		t.Errorf("dont list: %q, want %q", procs(r.stderr), one)
+	}
+	if r := p.runEnv([]string{report, "GOMAXPROCS=3"}, "list"); !slices.Equal(procs(r.stderr), []string{"fault-injection: GOMAXPROCS=3"}) {
+		t.Errorf("dont list with GOMAXPROCS=3: %q, want the user's 3", procs(r.stderr))
+	}
+
+	// serve opens the store before it says where it listens.
+	c := p.cmd("serve", "--addr", "127.0.0.1:0")
+	c.Env = append(c.Env, report)
+	var serveErr bytes.Buffer
+	c.Stderr = &serveErr
+	out, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("serve printed no address: %v", err)
+	}
+	c.Process.Signal(syscall.SIGTERM)
+	c.Wait()
+	if got := procs(serveErr.String()); len(got) == 0 || got[0] != every {
+		t.Errorf("dont serve: %q, want %q", got, every)
+	}
+
+	// mcp opens the store for each tool call.
+	var mcpErr bytes.Buffer
+	mc := p.cmd("mcp")
+	mc.Env = append(mc.Env, report)
+	mc.Stderr = &mcpErr
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "dont-test", Version: "v0"}, nil).Connect(context.Background(), &sdk.CommandTransport{Command: mc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "list", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	cs.Close()
+	if got := procs(mcpErr.String()); len(got) == 0 || got[0] != every {
+		t.Errorf("dont mcp: %q, want %q", got, every)
+	}
+
+	// spawns run opens the store for its loopback server, then runs the agent.
+	rp, b := runnerBackends(t, "1h")["embedded"](t)
+	_, _, req := rp.assumeJSON(t, b)
+	env := []string{report, "DONT_BIN=" + binary, "AGENT_MODE=ok", "AGENT_LOG=" + filepath.Join(t.TempDir(), "agent.log")}
+	if r := rp.runIn(t, env, bytes.NewReader(req), "spawns", "run", "--agent", "script"); r.exit != 0 || len(procs(r.stderr)) == 0 || procs(r.stderr)[0] != every {
+		t.Errorf("dont spawns run: exit %d, %q, want %q\n%s", r.exit, procs(r.stderr), every, r.stderr)
 	}
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/dont-cli/dont/internal/store/sqlite"
@@ -14,8 +15,12 @@ import (
 // package comment): with DONT_FAULT_COMMIT_DELAY set to a Go duration,
 // every commit holds its write transaction open that long, after a line
 // on stderr saying so; a signal ends the wait and the transaction rolls
-// back.
+// back. With DONT_FAULT_REPORT_GOMAXPROCS set, it first says on stderr
+// how many Ps the process runs on (internal/oneproc).
 func (a *app) storeHooks() sqlite.Hooks {
+	if a.getenv("DONT_FAULT_REPORT_GOMAXPROCS") != "" {
+		fmt.Fprintf(a.stderr, "fault-injection: GOMAXPROCS=%d\n", runtime.GOMAXPROCS(0))
+	}
 	d, _ := time.ParseDuration(a.getenv("DONT_FAULT_COMMIT_DELAY"))
 	if d <= 0 {
 		return sqlite.Hooks{}

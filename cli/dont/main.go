@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	_ "github.com/dont-cli/dont/internal/mainstack" // first: see its comment
+	_ "github.com/dont-cli/dont/internal/oneproc"   // one P until a command serves
 )
 
 func main() {

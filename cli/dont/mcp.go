@@ -7,6 +7,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/mcp"
+	"github.com/dont-cli/dont/internal/oneproc"
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -23,6 +24,8 @@ func (a *app) mcpCommand() *cobra.Command {
 		Short: "Serve every dont tool over MCP on stdin/stdout (harness mode; results are envelopes).",
 		Args:  a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
+			// A harness's calls come concurrently: every CPU.
+			oneproc.Restore()
 			a.mode = spawn.ModeHarness // never direct: no provider is built
 			a.mcpServing = true
 			srv := mcp.New(envelope.CLIVersion, func(_ context.Context, t *tools.Tool) (*service.Service, func(), error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/oneproc"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/scheduler"
 	"github.com/dont-cli/dont/internal/service"
@@ -43,6 +44,7 @@ cross the network in clear).`,
   dont serve --addr :8443 --tls-cert cert.pem --tls-key key.pem`,
 		Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
+			oneproc.Restore() // many callers at once: every CPU
 			return a.serve(c.Context(), serveOptions{addr: addr, sweepEvery: sweepEvery, rate: rate, totalRate: totalRate, interactiveConfirm: interactiveConfirm, tlsCert: tlsCert, tlsKey: tlsKey})
 		},
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/oneproc"
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/runner"
@@ -66,7 +67,10 @@ was left unresolved or ended otherwise; 130 on Ctrl-C (the agents are killed,
 their spawns left to time out). The envelope (spawn_run) lists every run.
 See docs/harnesses.md.`,
 		Args: a.argCount(0),
-		RunE: func(c *cobra.Command, _ []string) error { return a.spawnsRun(c.Context(), f) },
+		RunE: func(c *cobra.Command, _ []string) error {
+			oneproc.Restore() // several subagents at once: every CPU
+			return a.spawnsRun(c.Context(), f)
+		},
 	}
 	a.later(c, func() { f.register(c) })
 	return c
