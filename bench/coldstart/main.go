@@ -12,7 +12,12 @@
 // the ratio of dont show's wall time to the floor's. -also NAME=BINARY
 // (repeatable) times `BINARY show <id> --json` in the same rounds — main's
 // dont, or a variant build — so a before and after come from one run.
-// Run it through bench/run.
+// Build a variant with `go build` just before the run, as the rows here
+// are built: the same bytes with another history in the page cache ran
+// 10–20% apart in one run (a copy written in one write() took ~135 fewer
+// page faults than the linker's output; bench/results/report.md, "CLI
+// cold start: one P"), more than most levers pay. Run it through
+// bench/run.
 package main
 
 import (
