@@ -220,9 +220,8 @@ func TestArgvThatIsNotUTF8IsKeptAsAJSONTransportKeepsIt(t *testing.T) {
 func TestAOneShotCommandRunsOnOnePAndTheServingCommandsOnEveryCPU(t *testing.T) {
 	p := newProject(t)
 	report := "DONT_FAULT_REPORT_GOMAXPROCS=1"
-	procs := func(stderr string) []string {
-		return regexp.MustCompile(`fault-injection: GOMAXPROCS=(\d+)`).FindAllString(stderr, -1)
-	}
+	said := regexp.MustCompile(`fault-injection: GOMAXPROCS=\d+`)
+	procs := func(stderr string) []string { return said.FindAllString(stderr, -1) }
 	one := []string{"fault-injection: GOMAXPROCS=1"}
 	every := "fault-injection: GOMAXPROCS=" + strconv.Itoa(runtime.GOMAXPROCS(0)) // TestMain restored this binary's
 	if r := p.runEnv([]string{report}, "list"); !slices.Equal(procs(r.stderr), one) {

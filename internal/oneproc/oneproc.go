@@ -7,10 +7,10 @@
 // second P whenever a goroutine starts (its own at start-up, database/sql's
 // connection opener, signal handling), and each P that allocates takes
 // its own span of every size class from fresh pages. On the 2-core
-// reference machine one P saves a cold `dont show` about 45 of its ~690
-// page faults and 0.3–0.5 ms of its CPU (bench/results/report.md, "CLI
-// cold start"). Set after the packages have initialised, in main, it
-// saves nothing: the Ps are already warm.
+// reference machine one P saves a cold `dont show` 20–50 of its ~690
+// page faults and 0.2–0.5 ms of its CPU (bench/results/report.md, "CLI
+// cold start: one P"). Set after the packages have initialised, in main,
+// it saved nothing: the second P had already allocated.
 //
 // It imports only runtime and syscall (for the environment, as os does),
 // so Go initialises it among the first packages; a blank import from the
