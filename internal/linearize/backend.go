@@ -71,6 +71,27 @@ func (c *ManualClock) Time() time.Time { return time.Unix(0, c.ns.Load()).UTC() 
 // Advance implements Clock.
 func (c *ManualClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
+// IndexLagging is a Backend whose index of due questions may lag its
+// writes by up to IndexLag of real time: DynamoDB's global indexes are
+// eventually consistent, and the strict stand-in makes them lag. Until
+// then a sweep may not see a question just asked; it is a backstop, since
+// every answer and expiry reads the question's deadline itself.
+type IndexLagging interface {
+	IndexLag() time.Duration
+}
+
+func indexLag(b Backend) time.Duration {
+	if l, ok := b.(IndexLagging); ok {
+		return l.IndexLag()
+	}
+	return 0
+}
+
+// epoch is what wallNow counts from: the monotonic clock.
+var epoch = time.Now()
+
+func wallNow() int64 { return int64(time.Since(epoch)) }
+
 // Tolerance implements Clock: readings are exact.
 func (c *ManualClock) Tolerance() int64 { return 0 }
 

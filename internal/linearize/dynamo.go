@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
@@ -27,6 +28,29 @@ type dynamoBackend struct {
 	clean    *service.Service
 	base     *http.Transport
 	Faults   *faults.Transport
+	lag      time.Duration
+}
+
+// IndexLag implements IndexLagging: DONT_LINEARIZE_INDEX_LAG (a Go
+// duration: for DynamoDB itself, whose indexes lag in real time), else
+// strictIndexLag against the strict stand-in (DONT_STANDIN_EXPECT_STRICT),
+// else none: the stand-in's and LocalStack's indexes read their writes.
+func (b *dynamoBackend) IndexLag() time.Duration { return b.lag }
+
+// strictIndexLag bounds the strict stand-in's lag, which is counted in
+// index queries (a write reaches the index after GSILagReads of them):
+// the concurrent clients issue those within milliseconds of a write, and
+// the rest is room for a loaded machine.
+const strictIndexLag = 2 * time.Second
+
+func indexLagOf(env string) time.Duration {
+	if d, err := time.ParseDuration(env); err == nil && d >= 0 {
+		return d
+	}
+	if standin.ExpectStrict() {
+		return strictIndexLag
+	}
+	return 0
 }
 
 // NewDynamo creates a fresh table on endpoint and clients stores of one
@@ -39,7 +63,7 @@ func NewDynamo(endpoint string, clients int, timeout time.Duration, seed uint64,
 	if err := dynamo.CreateTable(ctx, standin.Client(endpoint, base), table); err != nil {
 		return nil, nil, err
 	}
-	b := &dynamoBackend{name: "dynamo", clock: NewManualClock(), timeout: timeout, base: base}
+	b := &dynamoBackend{name: "dynamo", clock: NewManualClock(), timeout: timeout, base: base, lag: indexLagOf(os.Getenv("DONT_LINEARIZE_INDEX_LAG"))}
 	var rt http.RoundTripper = base
 	if len(rules) > 0 {
 		b.name = "dynamo-faults"

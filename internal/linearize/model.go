@@ -80,7 +80,11 @@ type Input struct {
 	RequestID string
 	CallClock int64
 	RetClock  int64
-	Extend    int64 // heartbeat: --extend (ns)
+	// CallWall and RetWall are real (monotonic) time, whatever the
+	// backend's clock: an index's lag is in real time.
+	CallWall int64
+	RetWall  int64
+	Extend   int64 // heartbeat: --extend (ns)
 }
 
 // SweepEntry is what a sweep reports for one spawn.
@@ -109,6 +113,12 @@ type Output struct {
 	Moved     bool          // heartbeat: this call moved the expiry (to ExpiresAt)
 	Warnings  []envelope.WarningCode
 	Entries   []SweepEntry // sweep
+	// Unswept names the questions a sweep said it could not end (an
+	// approval-channel-error warning naming one); QuestionsFailed is a
+	// sweep whose questions' part failed as a whole (sweep-failed).
+	Unswept         []string
+	QuestionsFailed bool
+	Notes           []string // sweep: what those warnings said
 	// Tier escalation.
 	Approval string          // ask: the approval id
 	State    approvals.State // pending | resolved
@@ -128,9 +138,10 @@ type state struct {
 	guess    bool                     // a guess spawn's partition: no entity to restore
 
 	// An approval partition: "" before its ask, then pending or resolved.
-	aState   approvals.State
-	verdict  approvals.Verdict
-	deadline int64
+	aState    approvals.State
+	verdict   approvals.Verdict
+	deadline  int64
+	askedWall int64 // when the ask returned, in real time
 }
 
 // Model is the sequential specification, parametrised by the spawn timeout
@@ -138,6 +149,11 @@ type state struct {
 type Model struct {
 	Timeout   int64
 	Tolerance int64
+	// IndexLag, when positive, is how long in real time after a question's
+	// ask a sweep may still not see it (an eventually consistent index of
+	// due questions): such a sweep may leave a due question pending. Zero
+	// requires every sweep linearized after the ask to see it.
+	IndexLag int64
 }
 
 func (m Model) porcupine() porcupine.Model {
@@ -182,7 +198,7 @@ func partition(history []porcupine.Operation) [][]porcupine.Operation {
 func equal(a, b any) bool {
 	x, y := a.(state), b.(state)
 	if x.status != y.status || x.pending != y.pending || x.exp != y.exp || x.pre != y.pre || x.moved != y.moved || len(x.resolved) != len(y.resolved) ||
-		x.aState != y.aState || x.verdict != y.verdict || x.deadline != y.deadline || x.guess != y.guess {
+		x.aState != y.aState || x.verdict != y.verdict || x.deadline != y.deadline || x.askedWall != y.askedWall || x.guess != y.guess {
 		return false
 	}
 	for k, v := range x.resolved {
@@ -322,7 +338,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 				}
 				s = approvalTimeout(s)
 			}
-			return s, !m.approvalMustBeDue(s, in)
+			return s, !m.sweepMustEnd(s, in, out)
 		}
 		for _, e := range out.Entries {
 			if e.Lost {
@@ -445,7 +461,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 			if !out.Asked || out.Deadline < in.CallClock+m.Timeout-m.Tolerance || out.Deadline > in.RetClock+m.Timeout+m.Tolerance {
 				return s, false
 			}
-			s.aState, s.deadline = approvals.Pending, out.Deadline
+			s.aState, s.deadline, s.askedWall = approvals.Pending, out.Deadline, in.RetWall
 		default: // refused before it was asked (no live subscriber): already ended
 			s.aState, s.verdict = approvals.Resolved, out.Verdict
 		}
@@ -500,6 +516,19 @@ func (m Model) approvalMayBeDue(s state, in Input) bool {
 
 func (m Model) approvalMustBeDue(s state, in Input) bool {
 	return s.aState == approvals.Pending && in.CallClock-m.Tolerance >= s.deadline
+}
+
+// sweepMustEnd says whether a sweep had to end a pending question: it was
+// due at the sweep's call, the sweep reported no failure for it, and (with
+// IndexLag) the index had had that long to show it.
+func (m Model) sweepMustEnd(s state, in Input, out Output) bool {
+	if out.QuestionsFailed || slices.Contains(out.Unswept, in.Entity) {
+		return false
+	}
+	if m.IndexLag > 0 && in.CallWall < s.askedWall+m.IndexLag {
+		return false
+	}
+	return m.approvalMustBeDue(s, in)
 }
 
 // approvalTimeout is the state after a question ends at its deadline.

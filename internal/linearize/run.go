@@ -214,7 +214,7 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 	res.Stats = stats(rec.ops)
 	history := splitSweeps(rec.ops, append(append(entities, reqs.ids[approvalsKey]...), reqs.ids[guessesKey]...))
 	res.Checked = len(history)
-	model := Model{Timeout: int64(b.Timeout()), Tolerance: clock.Tolerance()}.porcupine()
+	model := Model{Timeout: int64(b.Timeout()), Tolerance: clock.Tolerance(), IndexLag: int64(indexLag(b))}.porcupine()
 	outcome, info := porcupine.CheckOperationsVerbose(model, history, checkTimeout)
 	res.Outcome = outcome
 	if outcome == porcupine.Illegal {
@@ -296,7 +296,7 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 	}
 
 	call := rec.seq.Add(1)
-	in.CallClock = clock.Now()
+	in.CallClock, in.CallWall = clock.Now(), wallNow()
 	var out Output
 	var err error
 	if st.Kind == ApprovalExpire {
@@ -329,7 +329,7 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 			out, err = parse(st.Kind, env)
 		}
 	}
-	in.RetClock = clock.Now()
+	in.RetClock, in.RetWall = clock.Now(), wallNow()
 	ret := rec.seq.Add(1)
 	if err != nil {
 		return err
@@ -424,6 +424,17 @@ func parse(k Kind, env envelope.Envelope) (Output, error) {
 		if err := json.Unmarshal(env.Data, &rep); err != nil {
 			return out, err
 		}
+		for _, w := range env.Warnings {
+			switch {
+			case w.Code == envelope.WarnSweepFailed:
+				out.QuestionsFailed = true
+			case w.Code == envelope.CodeOf(service.ApprovalChannelError) && w.RequestID != "":
+				out.Unswept = append(out.Unswept, w.RequestID)
+			default:
+				continue
+			}
+			out.Notes = append(out.Notes, w.Message)
+		}
 		if rep.Approvals != nil {
 			for _, id := range rep.Approvals.TimedOut {
 				out.Entries = append(out.Entries, SweepEntry{Approval: true, Entity: id, RequestID: id, Outcome: string(approvals.TimedOut)})
@@ -466,7 +477,7 @@ func splitSweeps(ops []porcupine.Operation, entities []string) []porcupine.Opera
 		}
 		o := op.Output.(Output)
 		for _, e := range entities {
-			sub := Output{Err: o.Err, Warnings: o.Warnings}
+			sub := Output{Err: o.Err, Warnings: o.Warnings, Unswept: o.Unswept, QuestionsFailed: o.QuestionsFailed}
 			for _, en := range o.Entries {
 				if en.Entity == e {
 					sub.Entries = append(sub.Entries, en)
@@ -492,6 +503,9 @@ func stats(ops []porcupine.Operation) map[string]int {
 		}
 		for _, w := range out.Warnings {
 			m["warning:"+string(w)]++
+		}
+		for _, n := range out.Notes {
+			m["sweep-could-not: "+n]++
 		}
 		switch {
 		case in.Kind == Callback && out.Applied:

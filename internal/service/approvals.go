@@ -883,6 +883,10 @@ type ApprovalSweep struct {
 	TimedOut []string `json:"timed_out"`
 	// Announced lists endings whose missing frame this sweep appended.
 	Announced []string `json:"announced"`
+	// Warnings name the due questions this sweep could not end and the
+	// endings it could not announce, with why: a sweep that could not do
+	// its work says so rather than report nothing due.
+	Warnings []envelope.Warning `json:"-"`
 }
 
 // SweepApprovals ends due questions as timed-out (announced like every
@@ -903,38 +907,44 @@ func (s *core) SweepApprovals(ctx context.Context, limit int) (ApprovalSweep, er
 		return rep, storeErr(err)
 	}
 	for _, a := range due {
-		ended, committed, _ := s.settle(ctx, st, a, approvals.Decision{Verdict: approvals.TimedOut, Cause: approvals.CauseDeadline}, now)
+		ended, committed, warns := s.settle(ctx, st, a, approvals.Decision{Verdict: approvals.TimedOut, Cause: approvals.CauseDeadline}, now)
 		if committed && ended.Verdict == approvals.TimedOut {
 			rep.TimedOut = append(rep.TimedOut, a.ID)
 		}
+		rep.Warnings = append(rep.Warnings, warns...)
 	}
 	missing, err := st.Unannounced(ctx, limit)
 	if err != nil {
 		return rep, storeErr(err)
 	}
 	for _, a := range missing {
-		if w := s.announce(ctx, st, a); len(w) == 0 {
+		w := s.announce(ctx, st, a)
+		if len(w) == 0 {
 			rep.Announced = append(rep.Announced, a.ID)
 		}
+		rep.Warnings = append(rep.Warnings, w...)
 	}
 	return rep, nil
 }
 
 // sweepApprovalsQuietly is the approvals part of every sweep: it never
-// fails the sweep it is part of.
-func (s *core) sweepApprovalsQuietly(ctx context.Context, limit int) *ApprovalSweep {
+// fails the sweep it is part of, but what it could not do comes back as
+// warnings (a failed read of the due questions as sweep-failed), so that
+// the sweep never says "nothing was due" when it could not look.
+func (s *core) sweepApprovalsQuietly(ctx context.Context, limit int) (*ApprovalSweep, []envelope.Warning) {
 	if s.Approvals.Store == nil || s.Approvals.Scheduled {
-		return nil
+		return nil, nil
 	}
 	rep, err := s.SweepApprovals(ctx, limit)
 	if err != nil {
 		s.logWarn("sweep approvals", "err", err)
-		return nil
+		rep.Warnings = append(rep.Warnings, envelope.Warning{Code: envelope.WarnSweepFailed,
+			Message: "the questions' part of the sweep failed: " + errs.As(err).Message + "; the next sweep, or an answer, ends a due question"})
 	}
 	if len(rep.TimedOut)+len(rep.Announced) == 0 {
-		return nil
+		return nil, rep.Warnings
 	}
-	return &rep
+	return &rep, rep.Warnings
 }
 
 // ApprovalExpiry is what ExpireApproval found or did.

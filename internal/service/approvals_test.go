@@ -32,6 +32,22 @@ type faulty struct {
 	failLastRead atomic.Bool  // LastRead
 	failAnnounce atomic.Bool  // AnnounceEnding
 	failGets     atomic.Int32 // the next n GetApproval calls
+	failDue      atomic.Bool  // DueApprovals
+	failResolve  atomic.Bool  // ResolveApproval
+}
+
+func (f *faulty) DueApprovals(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error) {
+	if f.failDue.Load() {
+		return nil, errBroken
+	}
+	return f.ApprovalStore.DueApprovals(ctx, now, limit)
+}
+
+func (f *faulty) ResolveApproval(ctx context.Context, a approvals.Approval) error {
+	if f.failResolve.Load() {
+		return errBroken
+	}
+	return f.ApprovalStore.ResolveApproval(ctx, a)
 }
 
 var errBroken = errors.New("disk I/O error (injected)")
@@ -835,5 +851,49 @@ func TestAScheduledDeploymentLeavesDueQuestionsToItsSweep(t *testing.T) {
 				t.Fatalf("the scheduled sweep: %+v %v", rep, err)
 			}
 		}
+	}
+}
+
+// A sweep that could not look at the due questions, or could not end one,
+// says so on its envelope (sweep-failed; approval-channel-error naming
+// the question) rather than report that nothing was due; the question
+// stays pending, and the next sweep that can ends it.
+func TestASweepThatCouldNotEndADueQuestionSaysSoRatherThanNothingWasDue(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	e.subscribe(ses)
+	a := e.ask(ses, "c1", approvals.WorkspaceWrite)
+	late := newClock()
+	late.ns.Store(a.Deadline.Add(time.Second).UnixNano())
+	svc := e.other(late)
+	svc.Approvals = service.Approvals{Store: e.faults, Poll: time.Millisecond}
+	warned := func(out tools.Output, code envelope.WarningCode, id string) bool {
+		for _, w := range out.Warnings {
+			if w.Code == code && w.RequestID == id && w.Message != "" {
+				return true
+			}
+		}
+		return false
+	}
+	e.faults.failDue.Store(true)
+	out, err := call(svc, "sweep", nil)
+	if err != nil || !warned(out, envelope.WarnSweepFailed, "") || out.Data.(service.SweepReport).Approvals != nil {
+		t.Fatalf("a sweep that could not read the due questions: %+v %v, want a sweep-failed warning", out, err)
+	}
+	e.faults.failDue.Store(false)
+	e.faults.failResolve.Store(true)
+	for _, tool := range []string{"sweep", "approvals.sweep"} {
+		out, err = call(svc, tool, nil)
+		if err != nil || !warned(out, envelope.CodeOf(service.ApprovalChannelError), a.ID) {
+			t.Fatalf("%s that could not end %s: %+v %v, want a warning naming it", tool, a.ID, out, err)
+		}
+	}
+	if got := e.record(a.ID); got.State != approvals.Pending {
+		t.Fatalf("after the failed sweeps the question is %s", got.State)
+	}
+	e.faults.failResolve.Store(false)
+	out, err = call(svc, "sweep", nil)
+	if rep, _ := out.Data.(service.SweepReport); err != nil || len(out.Warnings) != 0 || rep.Approvals == nil || fmt.Sprint(rep.Approvals.TimedOut) != "["+a.ID+"]" {
+		t.Fatalf("the sweep after the store recovered: %+v %v", out, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -18,6 +19,8 @@ type SweepReport struct {
 	Lost []TimeoutResult `json:"lost"`
 	// Approvals says which questions the sweep timed out or announced.
 	Approvals *ApprovalSweep `json:"approvals,omitempty"`
+	// Warnings say what the questions' part could not do (ApprovalSweep).
+	Warnings []envelope.Warning `json:"-"`
 }
 
 // TimeoutResult is one spawn a sweep looked at.
@@ -46,7 +49,7 @@ func (s *core) sweep(ctx context.Context, limit int, withApprovals bool) (SweepR
 	}
 	rep := SweepReport{TimedOut: []TimeoutResult{}, Lost: []TimeoutResult{}}
 	if withApprovals {
-		rep.Approvals = s.sweepApprovalsQuietly(ctx, limit)
+		rep.Approvals, rep.Warnings = s.sweepApprovalsQuietly(ctx, limit)
 	}
 	due, err := s.Store.ExpiringSpawns(ctx, time.Time{}, s.now(), limit)
 	if err != nil {

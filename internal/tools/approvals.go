@@ -158,7 +158,8 @@ func init() {
 		return &Tool{Name: "approvals.sweep", Summary: "End questions past their deadline and announce endings a failed announce left out.",
 			Params: []Param{{Name: "limit", Type: Integer, Default: 1000, Description: "at most this many"}},
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return data[service.ApprovalSweep](envelope.KindApprovalsSweep)(s.SweepApprovals(ctx, a.Int("limit")))
+				rep, err := s.SweepApprovals(ctx, a.Int("limit"))
+				return Output{Kind: envelope.KindApprovalsSweep, Data: rep, Warnings: rep.Warnings}, err
 			}}
 	})
 	register("approvals.audit", func() *Tool {

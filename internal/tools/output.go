@@ -178,7 +178,7 @@ func sweep(rep service.SweepReport, err error) ([]envelope.Warning, []string) {
 		warns = append(warns, envelope.Warning{Code: envelope.WarnSpawnDuplicate, RequestID: t.RequestID, Outcome: string(t.Outcome),
 			Message: "the sweep found " + t.RequestID + " already resolved (" + string(t.Outcome) + "); the timeout changed nothing"})
 	}
-	return warns, hints
+	return append(warns, rep.Warnings...), hints
 }
 
 // nextSteps adds to a warning the command its code calls for: the service

@@ -150,7 +150,8 @@ func init() {
 		return &Tool{Name: "sweep", Summary: "Resolve expired pending spawns by timeout now.",
 			Params: []Param{{Name: "limit", Type: Integer, Default: 1000, Description: "at most this many"}},
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return data[service.SweepReport](envelope.KindSweep)(s.Sweep(ctx, a.Int("limit")))
+				rep, err := s.Sweep(ctx, a.Int("limit"))
+				return Output{Kind: envelope.KindSweep, Data: rep, Warnings: rep.Warnings}, err
 			}}
 	})
 }
