@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,6 +87,40 @@ func indexLag(b Backend) time.Duration {
 		return l.IndexLag()
 	}
 	return 0
+}
+
+// Logging is a Backend whose services log what they survived (a failed
+// store call a sweep or an announce logged and went on from): Run reads
+// it back after a history the model rejects, so that the failure names
+// its cause.
+type Logging interface {
+	// TakeLog returns what was logged since the last call, and forgets it.
+	TakeLog() string
+}
+
+// runLog is the services' log of one backend: warnings and worse, as text.
+type runLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *runLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *runLog) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// TakeLog implements Logging.
+func (l *runLog) TakeLog() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.buf.String()
+	l.buf.Reset()
+	return s
 }
 
 // epoch is what wallNow counts from: the monotonic clock.

@@ -143,6 +143,9 @@ func (q *requests) pick(entity string, t Target, salt int) string {
 // with) are returned as errors: they are bugs too, but not of ordering.
 func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration) (Result, error) {
 	var res Result
+	if l, ok := b.(Logging); ok {
+		l.TakeLog() // an earlier scenario's
+	}
 	entities := make([]string, sc.Entities)
 	for i := range entities {
 		env, err := b.Call(ctx, 0, "conclude", map[string]any{"statement": fmt.Sprintf("linearizability subject %d", i)})
@@ -219,6 +222,11 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 	res.Outcome = outcome
 	if outcome == porcupine.Illegal {
 		res.Detail = failingPartitions(model, history)
+		if l, ok := b.(Logging); ok {
+			if text := l.TakeLog(); text != "" {
+				res.Detail += "\nwhat the services logged during the run:\n" + text
+			}
+		}
 		f, err := os.CreateTemp("", "dont-linearize-*.html")
 		if err == nil {
 			porcupine.Visualize(model, info, f)
