@@ -2,8 +2,10 @@
 // against its floor, bench/coldstart/sqlitefloor (a pure-Go program that
 // opens the same .dont/dont.db through the same driver, lets SQLite parse
 // the schema and runs the statements a `dont show` runs), with a Go
-// hello-world, `dont --help` and the unstripped `go build` of dont as
-// context. All are built as README.md builds dont (CGO_ENABLED=0) and run
+// hello-world, `dont --help`, the unstripped `go build` of dont and the
+// whole CLI (dont-net, what `go install ./cli/dont` makes) as context.
+// dont is built as README.md installs it: -tags light, with dont-net
+// beside it (cli/dont/split.go). All are built as README.md builds dont (CGO_ENABLED=0) and run
 // interleaved, one of each per round, each round starting at the next
 // row, so that a noisy machine slows them alike; the table gives medians
 // of wall time, of CPU time (user + system, which a loaded machine
@@ -71,12 +73,17 @@ func main() {
 	hello := filepath.Join(dir, "hello")
 	check(os.WriteFile(filepath.Join(dir, "hello.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello\") }\n"), 0o644))
 	build(hello, filepath.Join(dir, "hello.go"))
+	// dont as README.md installs it: the light build, with the whole CLI
+	// beside it as dont-net (cli/dont/split.go); a show runs in the light
+	// one alone.
 	dont := filepath.Join(dir, "dont")
-	build(dont, "./cli/dont")
-	// What a user's `go build ./cli/dont` makes: symbols and DWARF kept.
-	// They are not loaded, so it should touch the same pages.
+	build(dont, "./cli/dont", "-tags", "light")
+	whole := filepath.Join(dir, "dont-net")
+	build(whole, "./cli/dont")
+	// What a user's `go build` makes: symbols and DWARF kept. They are
+	// not loaded, so it should touch the same pages.
 	plain := filepath.Join(dir, "dont-plain")
-	buildWith(plain, "./cli/dont")
+	buildWith(plain, "./cli/dont", "-tags", "light")
 	floor := filepath.Join(dir, "sqlitefloor")
 	build(floor, "./bench/coldstart/sqlitefloor")
 
@@ -106,6 +113,12 @@ func main() {
 		args []string
 		s    []sample
 	}{name: "dont show <id> --json (go build, not stripped)", bin: plain, args: []string{"show", env.Data.ID, "--json"}})
+	rows = append(rows, struct {
+		name string
+		bin  string
+		args []string
+		s    []sample
+	}{name: "dont-net show <id> --json (the whole CLI, as go install makes it)", bin: whole, args: []string{"show", env.Data.ID, "--json"}})
 	for _, v := range also {
 		rows = append(rows, struct {
 			name string
@@ -144,7 +157,9 @@ func main() {
 		ratio, goalRatio, mb(rss), goalRSSMB, mb(medianRSS(rows[1].s)))
 }
 
-func build(out, pkg string) { buildWith(out, pkg, "-trimpath", "-ldflags=-s -w") }
+func build(out, pkg string, flags ...string) {
+	buildWith(out, pkg, append([]string{"-trimpath", "-ldflags=-s -w"}, flags...)...)
+}
 
 func buildWith(out, pkg string, flags ...string) {
 	c := exec.Command("go", append(append([]string{"build"}, flags...), "-o", out, pkg)...)

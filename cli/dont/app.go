@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dont-cli/dont/internal/client"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
@@ -63,6 +62,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) strin
 }
 
 func (a *app) run(ctx context.Context, argv []string) int {
+	if a.handsOff(argv) {
+		return a.exit
+	}
 	args := skipFlagValue(argv)
 	root := a.commands(invokedTool(args))
 	a.buildFor(root, args)
@@ -222,6 +224,7 @@ func (a *app) commands(only string) *cobra.Command {
 	root.AddCommand(a.mcpCommand())
 	a.addConfirmCommands(root)
 	root.AddCommand(a.doctorCommand(), a.versionCommand())
+	a.addBuildCommands(root)
 	groups := map[string]*cobra.Command{}
 	for _, name := range tools.Names() {
 		if only != "" && name != only && !strings.HasPrefix(only, name+".") {
@@ -446,7 +449,7 @@ func (a *app) remote() string {
 // call runs a tool against the remote API or the embedded store.
 func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) error {
 	if ep := a.remote(); ep != "" {
-		env, err := (&client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN"), Header: capsHeader()}).CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)
+		env, err := a.apiClient(ep, a.getenv("DONT_TOKEN")).CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)
 		if err != nil {
 			return err
 		}
@@ -456,7 +459,7 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 		}
 		a.print(env)
 		if !env.OK {
-			a.exit = present.Exit(client.ErrorOf(env))
+			a.exit = present.Exit(envelope.ErrorOf(env))
 		}
 		return nil
 	}

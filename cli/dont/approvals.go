@@ -18,7 +18,6 @@ import (
 
 	"github.com/dont-cli/dont/cli/dont/render"
 	"github.com/dont-cli/dont/internal/approvals"
-	"github.com/dont-cli/dont/internal/client"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
@@ -205,7 +204,7 @@ type toolCaller func(ctx context.Context, tool string, args map[string]any) enve
 
 func (a *app) watchCaller() (toolCaller, func(), error) {
 	if ep := a.remote(); ep != "" {
-		cl := &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN"), Header: capsHeader()}
+		cl := a.apiClient(ep, a.getenv("DONT_TOKEN"))
 		return func(ctx context.Context, tool string, args map[string]any) envelope.Envelope {
 			// An answer typed at the watch prompt is a person's confirmation.
 			env, err := cl.CallConfirmed(ctx, tool, args, tool == "approvals.approve" || tool == "approvals.refuse")
@@ -295,7 +294,7 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 	env := call(ctx, "approvals.frames", map[string]any{"session": session, "subscriber": subscriber})
 	if !env.OK {
 		a.print(env)
-		a.exit = present.Exit(client.ErrorOf(env))
+		a.exit = present.Exit(envelope.ErrorOf(env))
 		return nil
 	}
 	// Catch up silently with the session's history; then show what is open.
@@ -312,7 +311,7 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 		}
 		if env = call(ctx, "approvals.frames", map[string]any{"session": session, "after": float64(cursor), "subscriber": subscriber}); !env.OK {
 			a.print(env)
-			a.exit = present.Exit(client.ErrorOf(env))
+			a.exit = present.Exit(envelope.ErrorOf(env))
 			return nil
 		}
 	}
@@ -384,7 +383,7 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 		case env := <-failures:
 			erase()
 			a.print(env)
-			a.exit = present.Exit(client.ErrorOf(env))
+			a.exit = present.Exit(envelope.ErrorOf(env))
 			return nil
 		case f := <-frames:
 			out(m.Frame(f, time.Now()))
@@ -413,7 +412,7 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 
 func answerLine(env envelope.Envelope, act *watchAnswer) string {
 	if !env.OK {
-		e := client.ErrorOf(env)
+		e := envelope.ErrorOf(env)
 		return fmt.Sprintf("%s: not answered: %s: %s", act.RequestID, visible.Line(string(e.Code)), visible.Line(e.Message))
 	}
 	var v service.ApprovalView

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,21 +22,46 @@ import (
 	"github.com/dont-cli/dont/internal/oneproc"
 )
 
-var binary string
+// binary is the light build the tests drive, as README.md installs it,
+// and netBinary the whole build beside it, which it hands runs to
+// (split.go).
+var binary, netBinary string
+
+// buildPair builds the light dont and dont-net into dir, without cgo as
+// README.md builds them, with the extra tags; both builds at once.
+func buildPair(dir string, tags ...string) error {
+	errc := make(chan error, 2)
+	for _, b := range []struct {
+		name string
+		tags []string
+	}{{"dont", append([]string{"light"}, tags...)}, {dontNetName, tags}} {
+		go func() {
+			args := []string{"build", "-o", filepath.Join(dir, b.name)}
+			if len(b.tags) > 0 {
+				args = append(args, "-tags", strings.Join(b.tags, ","))
+			}
+			build := exec.Command("go", append(args, ".")...)
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := build.CombinedOutput(); err != nil {
+				errc <- fmt.Errorf("go %s: %v\n%s", strings.Join(build.Args[1:], " "), err, out)
+				return
+			}
+			errc <- nil
+		}()
+	}
+	return errors.Join(<-errc, <-errc)
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "dont-cli-test")
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "dont")
+	binary, netBinary = filepath.Join(dir, "dont"), filepath.Join(dir, dontNetName)
 	// A test build: DONT_FAULT_COMMIT_DELAY holds write transactions open
 	// (faulthooks.go, and the package comment).
-	// Built without cgo, as README.md builds the CLI.
-	build := exec.Command("go", "build", "-tags", "faulthooks", "-o", binary, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		panic(string(out))
+	if err := buildPair(dir, "faulthooks"); err != nil {
+		panic(err.Error())
 	}
 	// This test binary is package main, so internal/oneproc put it on one
 	// P before testing.Init read GOMAXPROCS for -test.parallel's default.

@@ -161,28 +161,37 @@ func withoutRequestIDs(s string) string { return requestIDs.ReplaceAllString(s, 
 // The main goroutine's stack is grown once, before the other packages
 // initialise (internal/mainstack): its package must be initialised
 // before the first one whose initialisation calls deep (the SQLite
-// driver's C runtime, the JSON Schema library) and before main's.
+// driver's C runtime, the JSON Schema library, and in dont-net the MCP
+// SDK's gob) and before main's, in both builds.
 func TestTheMainStackIsGrownBeforeThePackagesThatCallDeepInitialise(t *testing.T) {
-	cmd := exec.Command(binary, "--help")
-	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
-	var trace bytes.Buffer
-	cmd.Stderr = &trace
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	order := map[string]int{}
-	for i, line := range strings.Split(trace.String(), "\n") {
-		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
-			order[f[1]] = i
+	for _, c := range []struct {
+		bin  string
+		deep []string
+	}{
+		{binary, []string{"modernc.org/libc", "github.com/google/jsonschema-go/jsonschema", "main"}},
+		{netBinary, []string{"modernc.org/libc", "github.com/google/jsonschema-go/jsonschema", "encoding/gob", "main"}},
+	} {
+		cmd := exec.Command(c.bin, "--help")
+		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+		var trace bytes.Buffer
+		cmd.Stderr = &trace
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
 		}
-	}
-	first, ok := order["github.com/dont-cli/dont/internal/mainstack"]
-	if !ok {
-		t.Fatalf("internal/mainstack is not initialised:\n%s", trace.String())
-	}
-	for _, later := range []string{"modernc.org/libc", "github.com/google/jsonschema-go/jsonschema", "encoding/gob", "main"} {
-		if at, ok := order[later]; !ok || at < first {
-			t.Errorf("%s initialised before internal/mainstack (lines %d, %d)", later, at, first)
+		order := map[string]int{}
+		for i, line := range strings.Split(trace.String(), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
+				order[f[1]] = i
+			}
+		}
+		first, ok := order["github.com/dont-cli/dont/internal/mainstack"]
+		if !ok {
+			t.Fatalf("%s: internal/mainstack is not initialised:\n%s", c.bin, trace.String())
+		}
+		for _, later := range c.deep {
+			if at, ok := order[later]; !ok || at < first {
+				t.Errorf("%s: %s initialised before internal/mainstack (lines %d, %d; not at all: %v)", c.bin, later, at, first, !ok)
+			}
 		}
 	}
 }

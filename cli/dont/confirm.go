@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dont-cli/dont/internal/client"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
@@ -339,11 +337,6 @@ func stdinTerminal(r io.Reader) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// capsHeader declares this CLI's capabilities on every request.
-func capsHeader() http.Header {
-	return http.Header{confirm.CapsHeader: []string{confirm.CLICaps}}
-}
-
 // stale handles a held answer to a call this CLI sent while it believed
 // the server confirms locally: the schema it gated by is out of date. It
 // prints the stale line, exits 1 and never replays the call.
@@ -400,7 +393,7 @@ func (a *app) toolSchema(ctx context.Context) (*toolSchema, error) {
 			return s, nil
 		}
 	}
-	s, err := fetchSchema(ctx, &client.Client{Endpoint: ep, Header: capsHeader()})
+	s, err := fetchSchema(ctx, a.apiClient(ep, ""))
 	if err != nil {
 		return nil, err
 	}
@@ -485,7 +478,7 @@ func schemaFresh(s toolSchema, endpoint string, now time.Time) bool {
 // fetchSchema asks the server for its schema, declaring this CLI's
 // capabilities. A server without GET /v1/tools is an old server: no
 // features, the CLI never prompts, and nothing is cached.
-func fetchSchema(ctx context.Context, c *client.Client) (*toolSchema, error) {
+func fetchSchema(ctx context.Context, c apiCaller) (*toolSchema, error) {
 	env, err := c.Get(ctx, "/v1/tools")
 	if err != nil {
 		return nil, err
@@ -496,7 +489,7 @@ func fetchSchema(ctx context.Context, c *client.Client) (*toolSchema, error) {
 		return s, nil
 	}
 	if err := json.Unmarshal(env.Data, &s.Schema); err != nil {
-		return nil, errs.E(client.Unreachable, "the server's tool schema is unreadable").Wrap(err)
+		return nil, errs.E(errs.EndpointUnreachable, "the server's tool schema is unreadable").Wrap(err)
 	}
 	return s, nil
 }

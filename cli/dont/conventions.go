@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dont-cli/dont/internal/client"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
@@ -189,7 +188,7 @@ func (a *app) callEach(ctx context.Context, t *tools.Tool, args map[string]any) 
 // against the embedded store, opened once for all the calls.
 func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (envelope.Envelope, int), func(), error) {
 	if ep := a.remote(); ep != "" {
-		c := &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN"), Header: capsHeader()}
+		c := a.apiClient(ep, a.getenv("DONT_TOKEN"))
 		return func(ctx context.Context, args map[string]any) (envelope.Envelope, int) {
 			start := time.Now()
 			env, err := c.CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)
@@ -201,7 +200,7 @@ func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (enve
 				return a.envelopeOf(tools.Output{}, err, start), present.Exit(err)
 			}
 			if !env.OK {
-				return env, present.Exit(client.ErrorOf(env))
+				return env, present.Exit(envelope.ErrorOf(env))
 			}
 			return env, present.ExitOK
 		}, func() {}, nil

@@ -3,24 +3,21 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 )
 
-// The binary as shipped, built without -tags faulthooks, holds no fault
-// variable's name, so it reads none; the test build holds it.
+// The binaries as shipped, built without -tags faulthooks, hold no fault
+// variable's name, so they read none; the test builds hold it.
 func TestTheShippedBinaryReadsNoFaultVariable(t *testing.T) {
-	shipped := filepath.Join(t.TempDir(), "dont")
-	build := exec.Command("go", "build", "-o", shipped, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as README.md builds it
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	dir := t.TempDir()
+	if err := buildPair(dir); err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		bin  string
 		want bool
-	}{{shipped, false}, {binary, true}} {
+	}{{filepath.Join(dir, "dont"), false}, {filepath.Join(dir, dontNetName), false}, {binary, true}, {netBinary, true}} {
 		b, err := os.ReadFile(c.bin)
 		if err != nil {
 			t.Fatal(err)

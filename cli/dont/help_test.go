@@ -36,7 +36,7 @@ func TestEveryCommandHasHelpWithTwoExamples(t *testing.T) {
 			walk(sub)
 		}
 		path := c.CommandPath()
-		if c == root || c.HasSubCommands() && !c.HasParent() || c.Name() == "help" || c.Name() == "config" {
+		if c == root || c.HasSubCommands() && !c.HasParent() || c.Name() == "help" || c.Name() == "config" || c.Hidden {
 			return
 		}
 		if c.HasSubCommands() {

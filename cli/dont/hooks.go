@@ -5,14 +5,11 @@ import (
 	"strings"
 	"time"
 
-	"log/slog"
-
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
-	"github.com/dont-cli/dont/internal/webhook"
 )
 
 // Environment overrides of `[hooks]` in config.toml (docs/hooks.md).
@@ -41,7 +38,7 @@ func (a *app) hooksConfig(p project.Project, store *sqlite.Store) (service.Hooks
 		public = v
 	}
 	policy := hooks.AddrPolicy{Allow: prefixes}
-	return service.HooksConfig{Store: store, Sender: webhook.New(policy), Policy: policy, PublicURL: public}, nil
+	return service.HooksConfig{Store: store, Sender: webhookSender(policy), Policy: policy, PublicURL: public}, nil
 }
 
 // embeddedDeliveryBudget bounds the delivery pass after an embedded command.
@@ -56,20 +53,12 @@ func (a *app) deliverAfter(ctx context.Context, svc *service.Service, p project.
 	if t.Annotations.ReadOnly || strings.HasPrefix(t.Name, "hooks.") {
 		return func() {}
 	}
-	configured := svc.HooksConfig.Sender != nil
 	pass := func(ctx context.Context) {
 		if due, err := store.HasDue(ctx, time.Now()); err != nil || !due {
 			return
 		}
-		if !configured {
-			cfg, err := a.hooksConfig(p, store)
-			if err != nil {
-				return
-			}
-			svc.HooksConfig, configured = cfg, true
-		}
 		a.beforeDelivery()
-		svc.Hooks.Deliver(ctx, 10) //nolint:errcheck // best effort: what is left stays due
+		a.deliverDue(ctx, svc, p, store)
 	}
 	done := make(chan struct{})
 	stopped := make(chan struct{})
@@ -109,34 +98,4 @@ func (a *app) deliverAround(ctx context.Context, svc *service.Service, t *tools.
 		return func() {}
 	}
 	return a.deliverAfter(ctx, svc, a.embeddedProject, a.embeddedStore, t)
-}
-
-// deliverLoop is `dont serve`'s delivery worker: every interval, the due
-// deliveries (a read when none is due), until ctx ends.
-func (a *app) deliverLoop(ctx context.Context, svc *service.Service, store *sqlite.Store, every time.Duration, log *slog.Logger) {
-	if every <= 0 {
-		every = time.Second
-	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		for ctx.Err() == nil {
-			if due, err := store.HasDue(ctx, time.Now()); err != nil || !due {
-				break
-			}
-			res, err := svc.Hooks.Deliver(ctx, 50)
-			if err != nil {
-				log.Warn("webhook delivery pass failed", "error", err.Error())
-				break
-			}
-			if res.Attempted == 0 {
-				break
-			}
-		}
-	}
 }

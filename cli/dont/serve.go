@@ -1,3 +1,5 @@
+//go:build !light
+
 package main
 
 import (
@@ -20,33 +22,20 @@ import (
 	"github.com/dont-cli/dont/internal/scheduler"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
+	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/spf13/cobra"
 )
 
-func (a *app) serveCommand() *cobra.Command {
+// serveFlags gives `dont serve` its flags and its run.
+func (a *app) serveFlags(c *cobra.Command) {
 	var addr string
 	var sweepEvery time.Duration
 	var rate, totalRate float64
 	var interactiveConfirm bool
 	var tlsCert, tlsKey string
-	c := &cobra.Command{
-		Use:   "serve",
-		Short: "Serve the JSON API and the approvals page (HTTP, or HTTPS with --tls-cert/--tls-key) on this project's embedded store.",
-		Long: `Serve the JSON API and the approvals page on this project's embedded store.
-A timer per spawn expires it when due; a ticker sweep backs it up.
-
-It serves plain HTTP unless --tls-cert and --tls-key name a certificate and
-its key (PEM), then HTTPS. The first line on stdout is {"listening":URL,
-"approvals":URL}; stderr says where the approvals page is, and warns when
-the address is reachable beyond this machine without TLS (tokens would
-cross the network in clear).`,
-		Example: `  dont serve                                   # http://127.0.0.1:8787, page at /approvals
-  dont serve --addr :8443 --tls-cert cert.pem --tls-key key.pem`,
-		Args: a.argCount(0),
-		RunE: func(c *cobra.Command, _ []string) error {
-			oneproc.Restore() // many callers at once: every CPU
-			return a.serve(c.Context(), serveOptions{addr: addr, sweepEvery: sweepEvery, rate: rate, totalRate: totalRate, interactiveConfirm: interactiveConfirm, tlsCert: tlsCert, tlsKey: tlsKey})
-		},
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		oneproc.Restore() // many callers at once: every CPU
+		return a.serve(c.Context(), serveOptions{addr: addr, sweepEvery: sweepEvery, rate: rate, totalRate: totalRate, interactiveConfirm: interactiveConfirm, tlsCert: tlsCert, tlsKey: tlsKey})
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8787", "listen address (port 0 picks a free port)")
 	c.Flags().DurationVar(&sweepEvery, "sweep-interval", time.Second, "how often the in-process sweeper runs")
@@ -55,7 +44,6 @@ cross the network in clear).`,
 	c.Flags().StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	c.Flags().StringVar(&tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	c.Flags().BoolVar(&interactiveConfirm, "interactive-confirm", true, "the server-side gate of client-side confirmation: advertise interactive_confirm to CLIs and honour cli_confirmed (=false: every gated call waits for dont confirmations confirm)")
-	return c
 }
 
 type serveOptions struct {
@@ -195,4 +183,34 @@ func pageBase(scheme string, addr net.Addr) string {
 		return scheme + "://" + net.JoinHostPort("localhost", strconv.Itoa(tcp.Port))
 	}
 	return scheme + "://" + addr.String()
+}
+
+// deliverLoop is `dont serve`'s delivery worker: every interval, the due
+// deliveries (a read when none is due), until ctx ends.
+func (a *app) deliverLoop(ctx context.Context, svc *service.Service, store *sqlite.Store, every time.Duration, log *slog.Logger) {
+	if every <= 0 {
+		every = time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for ctx.Err() == nil {
+			if due, err := store.HasDue(ctx, time.Now()); err != nil || !due {
+				break
+			}
+			res, err := svc.Hooks.Deliver(ctx, 50)
+			if err != nil {
+				log.Warn("webhook delivery pass failed", "error", err.Error())
+				break
+			}
+			if res.Attempted == 0 {
+				break
+			}
+		}
+	}
 }

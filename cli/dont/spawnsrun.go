@@ -1,3 +1,5 @@
+//go:build !light
+
 package main
 
 import (
@@ -17,7 +19,6 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
-	"github.com/dont-cli/dont/internal/oneproc"
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/runner"
@@ -25,69 +26,7 @@ import (
 	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/tools"
-	"github.com/spf13/cobra"
 )
-
-// spawnsRunFlags are `dont spawns run`'s flags.
-type spawnsRunFlags struct {
-	requestIDs  []string
-	watch       bool
-	agent       string
-	maxParallel int
-	heartbeat   time.Duration
-	extend      time.Duration
-	grace       time.Duration
-	poll        time.Duration
-	workdir     string
-}
-
-// spawnsRunCommand is `dont spawns run`: the reference harness
-// (internal/runner; docs/harnesses.md). This file only wires its flags,
-// its connection to dont and, for an embedded store, the loopback server
-// its agents reach dont through.
-func (a *app) spawnsRunCommand() *cobra.Command {
-	var f spawnsRunFlags
-	c := &cobra.Command{
-		Use:   "run",
-		Short: "Run a subagent for spawn requests (from stdin, --request-id, or --watch every new pending one) and report how each ended.",
-		Long: `Run a subagent for spawn requests: a configured agent command ([agents.<name>]
-in .dont/config.toml, or a built-in: claude-code, codex, generic) started as a
-subprocess with a clean environment — the prompt, DONT_REQUEST_ID,
-DONT_ENDPOINT and the spawn's callback token as DONT_TOKEN, and only the
-caller's variables the profile allows. The run is bounded by the spawn's
-expires_at, which heartbeats move while the agent lives; at the deadline or
-on Ctrl-C the agent's process group is killed.
-
-Requests: spawn_request envelopes (or their data) on stdin, as
-"dont assume <id> --json" prints them; --request-id spawn:… (repeatable); or
---watch, every new pending spawn of the project until interrupted.
-
-Exit: 0 when every spawn was resolved by its subagent; 1 when one timed out,
-was left unresolved or ended otherwise; 130 on Ctrl-C (the agents are killed,
-their spawns left to time out). The envelope (spawn_run) lists every run.
-See docs/harnesses.md.`,
-		Args: a.argCount(0),
-		RunE: func(c *cobra.Command, _ []string) error {
-			oneproc.Restore() // several subagents at once: every CPU
-			return a.spawnsRun(c.Context(), f)
-		},
-	}
-	a.later(c, func() { f.register(c) })
-	return c
-}
-
-// register gives `spawns run` its flags (when it is invoked: app.later).
-func (f *spawnsRunFlags) register(c *cobra.Command) {
-	c.Flags().StringArrayVar(&f.requestIDs, "request-id", nil, "a spawn request to run (spawn:…; repeatable)")
-	c.Flags().BoolVar(&f.watch, "watch", false, "run every new pending spawn of the project until interrupted")
-	c.Flags().StringVar(&f.agent, "agent", "", "the agent profile: a name under [agents] in .dont/config.toml, or claude-code, codex, generic (default: the only one configured)")
-	c.Flags().IntVar(&f.maxParallel, "max-parallel", 1, "agents running at once")
-	c.Flags().DurationVar(&f.heartbeat, "heartbeat", 30*time.Second, "how often a living agent's spawn is heartbeaten (0: never; the spawn's expiry bounds the run)")
-	c.Flags().DurationVar(&f.extend, "extend", 0, "each heartbeat moves the expiry to now + this (default 3 × --heartbeat; never past spawn_max_lease)")
-	c.Flags().DurationVar(&f.grace, "grace", 5*time.Second, "how long an agent has after SIGTERM before SIGKILL")
-	c.Flags().DurationVar(&f.poll, "poll", 2*time.Second, "how often --watch lists the pending spawns")
-	c.Flags().StringVar(&f.workdir, "workdir", "", "the agents' working directory (default: this one)")
-}
 
 func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {
 	if f.watch && len(f.requestIDs) > 0 {
@@ -165,7 +104,7 @@ func (a *app) runnerFailed(what string, err error) error {
 	var refused *runner.RefusedError
 	if errors.As(err, &refused) {
 		a.print(refused.Env)
-		a.exit = present.Exit(client.ErrorOf(refused.Env))
+		a.exit = present.Exit(envelope.ErrorOf(refused.Env))
 		return nil
 	}
 	return errs.E(errs.StoreError, "spawns run: "+what+": "+err.Error()).Wrap(err)

@@ -29,7 +29,7 @@ type Client struct {
 }
 
 // Unreachable is the code for a server that cannot be reached.
-const Unreachable errs.Code = "endpoint-unreachable"
+const Unreachable = errs.EndpointUnreachable
 
 // Call posts a tool call and returns the server's envelope. Retries reuse
 // one Idempotency-Key, so a retried call is applied at most once.
@@ -111,14 +111,4 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) (enve
 		return env, nil
 	}
 	return envelope.Envelope{}, errs.E(Unreachable, "cannot reach "+c.Endpoint+": "+lastErr.Error()).Wrap(lastErr)
-}
-
-// ErrorOf rebuilds the error an error envelope carries, so the CLI exits
-// with the same code a local call would.
-func ErrorOf(env envelope.Envelope) *errs.Error {
-	var e errs.Error
-	if err := json.Unmarshal(env.Data, &e); err != nil || e.Code == "" {
-		return errs.E(errs.Internal, "the server sent an error envelope without a code")
-	}
-	return &e
 }

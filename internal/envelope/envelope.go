@@ -127,3 +127,13 @@ func nonNilW(s []Warning) []Warning {
 	}
 	return s
 }
+
+// ErrorOf rebuilds the error an error envelope carries, so the CLI exits
+// with the same code a local call would.
+func ErrorOf(env Envelope) *errs.Error {
+	var e errs.Error
+	if err := json.Unmarshal(env.Data, &e); err != nil || e.Code == "" {
+		return errs.E(errs.Internal, "the server sent an error envelope without a code")
+	}
+	return &e
+}

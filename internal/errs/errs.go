@@ -152,4 +152,6 @@ const (
 	Conflict           Code = "conflict"
 	Interrupted        Code = "interrupted"
 	Internal           Code = "internal"
+	// EndpointUnreachable: the API at --endpoint cannot be reached.
+	EndpointUnreachable Code = "endpoint-unreachable"
 )

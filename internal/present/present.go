@@ -250,6 +250,8 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		"too-large-to-store": {ExitUsage, statusEntityTooLarge, steps("dont show <id>", "nothing was written: one stored item holds at most 400 KB and one commit at most 100 items and 4 MB; send a shorter statement, fewer refs, atoms, evidence or dependencies"), nil, nil},
 
 		// internal/client
+		// cli/dont (light.go): the light build hands a run to dont-net.
+		"dont-net-missing":     {ExitState, statusInternal, steps("CGO_ENABLED=0 go build -o <dir>/dont-net ./cli/dont", "in a checkout of the same revision: build the whole CLI beside this dont, as README.md installs it"), nil, nil},
 		"endpoint-unreachable": {ExitState, statusBadGateway, steps("curl $DONT_ENDPOINT/v1/health", "check DONT_ENDPOINT and that dont serve is running"), nil, nil},
 
 		// internal/httpapi

@@ -42,6 +42,42 @@ func TestThePlainCLILinksNoAWSServiceClientOrConfigLoader(t *testing.T) {
 	}
 }
 
+// lightForbidden are the packages the light build of the CLI (the `dont`
+// README.md installs, cli/dont/split.go) must not link: the network's,
+// whose initialisation and pages were most of what a cold `dont show`
+// spent beyond its SQLite floor (docs/design.md#decisions, "two
+// builds"). What needs them runs in dont-net.
+var lightForbidden = []string{
+	"net/http", "crypto/tls", "crypto/x509", "encoding/gob", "runtime/pprof",
+	"github.com/modelcontextprotocol/", "github.com/aws/",
+	"github.com/dont-cli/dont/internal/client", "github.com/dont-cli/dont/internal/llm",
+	"github.com/dont-cli/dont/internal/webhook", "github.com/dont-cli/dont/internal/httpapi",
+	"github.com/dont-cli/dont/internal/mcp", "github.com/dont-cli/dont/internal/runner",
+	"github.com/dont-cli/dont/internal/scheduler",
+}
+
+func TestTheLightCLILinksNoNetworkPackage(t *testing.T) {
+	root, _ := tracked(t)
+	module := modulePath(t, root)
+	cmd := exec.Command("go", "list", "-deps", "-tags", "light", module+"/cli/dont")
+	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -tags light: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 50 || !strings.Contains(string(out), "modernc.org/sqlite") {
+		t.Fatalf("go list -deps -tags light gave %d packages, without the SQLite driver: the check proves nothing", len(deps))
+	}
+	for _, dep := range deps {
+		for _, f := range lightForbidden {
+			if dep == f || strings.HasPrefix(dep, f) && (strings.HasSuffix(f, "/") || strings.HasPrefix(dep, f+"/")) {
+				t.Errorf("the light build of cli/dont links %s: its start-up runs that package's init; move what uses it behind the light tag (cli/dont/split.go)", dep)
+			}
+		}
+	}
+}
+
 // The CLI is built without cgo everywhere the repository builds it for a
 // person (README.md's install line, cli/demo.sh; bench/coldstart and the
 // CLI's tests set it in their own code): with cgo on, `net` alone links

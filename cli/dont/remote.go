@@ -1,0 +1,83 @@
+//go:build !light
+
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/dont-cli/dont/internal/client"
+	"github.com/dont-cli/dont/internal/confirm"
+	"github.com/dont-cli/dont/internal/hooks"
+	"github.com/dont-cli/dont/internal/project"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/webhook"
+	"github.com/spf13/cobra"
+)
+
+// apiClient is the client of the API at ep, with token as its bearer
+// token ("" for none).
+func (a *app) apiClient(ep, token string) apiCaller {
+	return &client.Client{Endpoint: ep, Token: token, Header: capsHeader()}
+}
+
+// capsHeader declares this CLI's capabilities on every request.
+func capsHeader() http.Header {
+	return http.Header{confirm.CapsHeader: []string{confirm.CLICaps}}
+}
+
+// webhookSender delivers webhooks over HTTP, to the addresses policy
+// allows.
+func webhookSender(policy hooks.AddrPolicy) service.Sender { return webhook.New(policy) }
+
+// deliverDue attempts the due webhook deliveries (best effort: what is
+// left stays due).
+func (a *app) deliverDue(ctx context.Context, svc *service.Service, p project.Project, store *sqlite.Store) {
+	if svc.HooksConfig.Sender == nil {
+		cfg, err := a.hooksConfig(p, store)
+		if err != nil {
+			return
+		}
+		svc.HooksConfig = cfg
+	}
+	svc.Hooks.Deliver(ctx, 10) //nolint:errcheck // best effort: what is left stays due
+}
+
+// handsOff: the whole build runs every command itself.
+func (a *app) handsOff([]string) bool { return false }
+
+// addBuildCommands adds the commands only this build has.
+func (a *app) addBuildCommands(root *cobra.Command) {
+	root.AddCommand(a.deliveryPassCommand())
+}
+
+// deliveryPassCommand is the hidden `dont __deliver`: the delivery pass
+// the light build runs after a write (light.go's deliverDue), here,
+// where the webhook sender is linked. It does what the pass after any
+// write does, the due deliveries of the project, at most 10, and prints
+// nothing, so it gives its caller no power a write does not: unlike
+// `hooks deliver` it needs no admin, as a write's own pass does not
+// (docs/hooks.md).
+func (a *app) deliveryPassCommand() *cobra.Command {
+	return &cobra.Command{Use: deliveryPass, Hidden: true, Args: a.argCount(0),
+		RunE: func(c *cobra.Command, _ []string) error {
+			wd, _ := os.Getwd()
+			p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
+			if err != nil {
+				return err
+			}
+			store, err := a.openStore(p)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			svc := service.New(service.Deps{Store: store, HooksConfig: service.HooksConfig{Store: store}})
+			if due, err := store.HasDue(c.Context(), time.Now()); err == nil && due {
+				a.deliverDue(c.Context(), svc, p, store)
+			}
+			return nil
+		}}
+}
