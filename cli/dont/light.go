@@ -63,7 +63,7 @@ func (a *app) handOff() error {
 	if err != nil {
 		return err
 	}
-	err = syscall.Exec(bin, os.Args, os.Environ())
+	err = syscall.Exec(bin, os.Args, append(os.Environ(), envHandedOffBy+"="+buildRevision()))
 	return errs.E(dontNetMissing, "cannot run "+bin+": "+err.Error()).Wrap(err).With("dir", filepath.Dir(bin))
 }
 
@@ -113,7 +113,7 @@ func (a *app) deliverDue(ctx context.Context, _ *service.Service, p project.Proj
 		return
 	}
 	c := exec.CommandContext(ctx, bin, deliveryPass)
-	c.Env = append(os.Environ(), "DONT_PROJECT_DIR="+p.Root)
+	c.Env = append(os.Environ(), "DONT_PROJECT_DIR="+p.Root, envHandedOffBy+"="+buildRevision())
 	c.Run() //nolint:errcheck // best effort: what is left stays due
 }
 

@@ -6,10 +6,12 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/dont-cli/dont/internal/client"
 	"github.com/dont-cli/dont/internal/confirm"
+	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
@@ -46,8 +48,28 @@ func (a *app) deliverDue(ctx context.Context, svc *service.Service, p project.Pr
 	svc.Hooks.Deliver(ctx, 10) //nolint:errcheck // best effort: what is left stays due
 }
 
-// handsOff: the whole build runs every command itself.
-func (a *app) handsOff([]string) bool { return false }
+// dontNetMismatch: the light dont that handed a run here was built from
+// another revision.
+const dontNetMismatch errs.Code = "dont-net-mismatch"
+
+// handsOff: the whole build runs every command itself. A run the light
+// build handed here is refused if the two were not built from one
+// revision: the pair must be the one built together (split.go). The
+// variable is not passed on to what this run starts.
+func (a *app) handsOff([]string) bool {
+	by := a.getenv(envHandedOffBy)
+	if by == "" {
+		return false
+	}
+	os.Unsetenv(envHandedOffBy)
+	if own := buildRevision(); by != own {
+		self, _ := os.Executable()
+		a.fail(errs.E(dontNetMismatch, "dont (built from "+by+") and "+dontNetName+" (built from "+own+") are not one build; nothing was run").
+			With("dir", filepath.Dir(self)))
+		return true
+	}
+	return false
+}
 
 // addBuildCommands adds the commands only this build has.
 func (a *app) addBuildCommands(root *cobra.Command) {

@@ -29,7 +29,23 @@ const (
 	// deliveryPass is the whole build's hidden command that delivers
 	// what a light run's write made due (remote.go).
 	deliveryPass = "__deliver"
+	// envHandedOffBy carries the light build's revision to dont-net,
+	// which refuses a run from another revision (dont-net-mismatch).
+	envHandedOffBy = "DONT_HANDED_OFF_BY"
 )
+
+// buildRevision is the VCS revision the binary was built from, with
+// "+modified" for a tree with changes; "" when it was built outside one.
+func buildRevision() string {
+	b := readBuildInfo()
+	if b.Revision == "" {
+		return ""
+	}
+	if b.Modified {
+		return b.Revision + "+modified"
+	}
+	return b.Revision
+}
 
 // apiCaller is what the verbs call the API at --endpoint through
 // (internal/client, in remote.go; the light build has none).

@@ -171,3 +171,28 @@ func TestAnAgentRunningTheHiddenDeliveryPassGainsNothing(t *testing.T) {
 		t.Errorf("hooks deliver under a harness signal: exit 0, want a refusal\n%s", r.stdout)
 	}
 }
+
+// dont-net refuses a run handed over by a light dont of another build:
+// the pair must be the one built together.
+func TestDontNetRefusesARunHandedOverByAnotherBuild(t *testing.T) {
+	p := newProject(t)
+	claim := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	before := p.ok("list").stdout
+	c := p.cmd("conclude", "handed over by another build")
+	c.Path, c.Args[0] = netBinary, netBinary
+	r := p.runCmd(t, c, []string{envHandedOffBy + "=0123456789abcdef0123456789abcdef01234567"}, nil)
+	if r.exit != 3 || r.str("code") != "dont-net-mismatch" {
+		t.Fatalf("exit %d, code %q, want 3 dont-net-mismatch\n%s%s", r.exit, r.str("code"), r.stdout, r.stderr)
+	}
+	if steps, _ := r.data()["remediation"].([]any); len(steps) == 0 || !strings.Contains(steps[0].(map[string]any)["command"].(string), filepath.Dir(netBinary)) {
+		t.Errorf("remediation %v does not rebuild the pair in %s", r.data()["remediation"], filepath.Dir(netBinary))
+	}
+	if after := p.ok("list").stdout; withoutRequestIDs(after) != withoutRequestIDs(before) {
+		t.Errorf("the refused run changed the ledger:\n%s\n%s", before, after)
+	}
+	// Handed over by its own pair (hooks run in dont-net), a run goes through.
+	p.ok("hooks", "list")
+	if r := p.ok("show", claim); r.str("id") != claim {
+		t.Fatalf("show: %s", r.stdout)
+	}
+}

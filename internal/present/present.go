@@ -251,6 +251,7 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 
 		// internal/client
 		// cli/dont (light.go): the light build hands a run to dont-net.
+		"dont-net-mismatch":    {ExitState, statusInternal, steps("CGO_ENABLED=0 go build -tags light -o <dir>/dont ./cli/dont && CGO_ENABLED=0 go build -o <dir>/dont-net ./cli/dont", "in one checkout: build the pair again, as README.md installs it"), nil, nil},
 		"dont-net-missing":     {ExitState, statusInternal, steps("CGO_ENABLED=0 go build -o <dir>/dont-net ./cli/dont", "in a checkout of the same revision: build the whole CLI beside this dont, as README.md installs it"), nil, nil},
 		"endpoint-unreachable": {ExitState, statusBadGateway, steps("curl $DONT_ENDPOINT/v1/health", "check DONT_ENDPOINT and that dont serve is running"), nil, nil},
 
