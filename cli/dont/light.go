@@ -8,13 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
-	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/spf13/cobra"
 )
@@ -46,7 +46,7 @@ func dontNet() (string, error) {
 		self, err = filepath.EvalSymlinks(self)
 	}
 	if err != nil {
-		return "", errs.E(dontNetMissing, "cannot find this executable to find "+dontNetName+" beside it").Wrap(err).With("dir", "<dir>")
+		return "", errs.E(dontNetMissing, "cannot find this executable to find "+dontNetName+" beside it").Wrap(err)
 	}
 	dir := filepath.Dir(self)
 	bin := filepath.Join(dir, dontNetName)
@@ -84,7 +84,7 @@ func (a *app) handOffRun(c *cobra.Command) {
 // provider is direct mode's: needsNet sends every run that may reach it
 // to dont-net, which builds it.
 func (a *app) provider(project.Config) (service.Reasoner, error) {
-	return nil, errs.E(errs.Internal, "the light build has no LLM provider; "+dontNetName+" runs direct mode").With("mode", string(spawn.ModeDirect))
+	return nil, errs.E(errs.Internal, "the light build has no LLM provider; "+dontNetName+" runs direct mode")
 }
 
 // apiClient: needsNet sends every run with an endpoint to dont-net.
@@ -93,10 +93,12 @@ func (a *app) apiClient(string, string) apiCaller { return noAPI{} }
 type noAPI struct{}
 
 func (noAPI) CallConfirmed(context.Context, string, map[string]any, bool) (envelope.Envelope, error) {
-	return envelope.Envelope{}, errs.E(errs.Internal, "the light build has no API client; "+dontNetName+" calls endpoints")
+	return noAPIError()
 }
 
-func (noAPI) Get(context.Context, string) (envelope.Envelope, error) {
+func (noAPI) Get(context.Context, string) (envelope.Envelope, error) { return noAPIError() }
+
+func noAPIError() (envelope.Envelope, error) {
 	return envelope.Envelope{}, errs.E(errs.Internal, "the light build has no API client; "+dontNetName+" calls endpoints")
 }
 
@@ -114,6 +116,10 @@ func (a *app) deliverDue(ctx context.Context, _ *service.Service, p project.Proj
 	}
 	c := exec.CommandContext(ctx, bin, deliveryPass)
 	c.Env = append(os.Environ(), "DONT_PROJECT_DIR="+p.Root, envHandedOffBy+"="+buildRevision())
+	// At the bound, stop it as a person's Ctrl-C would: an attempt it
+	// claims and does not finish falls due again with its webhook-id.
+	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
+	c.WaitDelay = time.Second
 	c.Run() //nolint:errcheck // best effort: what is left stays due
 }
 
