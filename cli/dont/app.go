@@ -543,6 +543,18 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	return svc, func() { store.Close() }, nil
 }
 
+// openProjectStore finds the project (DONT_PROJECT_DIR, or upwards from
+// the working directory) and opens its store.
+func (a *app) openProjectStore() (project.Project, *sqlite.Store, error) {
+	wd, _ := os.Getwd()
+	p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
+	if err != nil {
+		return p, nil, err
+	}
+	store, err := a.openStore(p)
+	return p, store, err
+}
+
 // openStore opens the project's SQLite file, with the fault hooks of a
 // test build (storeHooks; none in the binary as shipped).
 func (a *app) openStore(p project.Project) (*sqlite.Store, error) {

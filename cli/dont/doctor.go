@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/dont-cli/dont/internal/envelope"
@@ -51,12 +50,7 @@ func (a *app) doctorCommand() *cobra.Command {
 				return errs.E(errs.Usage, "doctor reads the store directly; run it where the store is",
 					errs.Step{Command: "DONT_ENDPOINT= dont doctor --strict", Description: "run it on the machine that holds .dont/"})
 			}
-			wd, _ := os.Getwd()
-			p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
-			if err != nil {
-				return err
-			}
-			store, err := a.openStore(p)
+			p, store, err := a.openProjectStore()
 			if err != nil {
 				return err
 			}

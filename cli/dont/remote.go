@@ -86,12 +86,7 @@ func (a *app) addBuildCommands(root *cobra.Command) {
 func (a *app) deliveryPassCommand() *cobra.Command {
 	return &cobra.Command{Use: deliveryPass, Hidden: true, Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
-			wd, _ := os.Getwd()
-			p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
-			if err != nil {
-				return err
-			}
-			store, err := a.openStore(p)
+			p, store, err := a.openProjectStore()
 			if err != nil {
 				return err
 			}
