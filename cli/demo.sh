@@ -11,7 +11,7 @@ start=$SECONDS
 CGO_ENABLED=0 go build -v -tags light -o "$repo/bin/dont" "$repo/cli/dont" 2>&1 | sed -u 's/^/  compiled /'
 CGO_ENABLED=0 go build -v -o "$repo/bin/dont-net" "$repo/cli/dont" 2>&1 | sed -u 's/^/  compiled /'
 dont="$repo/bin/dont"
-echo "built bin/dont $("$dont" version --json | python3 -c "import json,sys; print(json.load(sys.stdin)['data']['version'])") in $((SECONDS - start)) s"
+echo "built bin/dont and bin/dont-net $("$dont" version --json | python3 -c "import json,sys; print(json.load(sys.stdin)['data']['version'])") in $((SECONDS - start)) s"
 echo
 proj="${1:-$(mktemp -d)}"
 mkdir -p "$proj" && cd "$proj"
