@@ -62,11 +62,12 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) strin
 }
 
 func (a *app) run(ctx context.Context, argv []string) int {
-	if a.handsOff(argv) {
+	args := skipFlagValue(argv)
+	tool := invokedTool(args)
+	if a.handsOff(args, tool) {
 		return a.exit
 	}
-	args := skipFlagValue(argv)
-	root := a.commands(invokedTool(args))
+	root := a.commands(tool)
 	a.buildFor(root, args)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {

@@ -29,8 +29,8 @@ const dontNetMissing errs.Code = "dont-net-missing"
 // same PID, streams, signals and exit code are dont-net's. It returns
 // only when it did not hand the run over, or could not (then the error
 // envelope is printed).
-func (a *app) handsOff(argv []string) bool {
-	if !needsNet(argv, a.getenv, a.stdoutTTY()) {
+func (a *app) handsOff(argv []string, tool string) bool {
+	if !needsNet(argv, tool, a.getenv, a.stdoutTTY()) {
 		return false
 	}
 	a.fail(a.handOff())
@@ -70,16 +70,14 @@ func (a *app) handOff() error {
 // The commands of netcommands.go run in dont-net (needsNet sends them
 // there before their flags are parsed; these runs are for a path it
 // missed).
-func (a *app) serveFlags(c *cobra.Command) { a.handOffRun(c) }
+func (a *app) serveFlags(c *cobra.Command) {
+	c.DisableFlagParsing = true
+	c.RunE = func(*cobra.Command, []string) error { return a.handOff() }
+}
 
 func (a *app) serveMCP(*cobra.Command) error { return a.handOff() }
 
 func (a *app) spawnsRun(context.Context, spawnsRunFlags) error { return a.handOff() }
-
-func (a *app) handOffRun(c *cobra.Command) {
-	c.DisableFlagParsing = true
-	c.RunE = func(*cobra.Command, []string) error { return a.handOff() }
-}
 
 // provider is direct mode's: needsNet sends every run that may reach it
 // to dont-net, which builds it.

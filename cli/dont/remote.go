@@ -56,7 +56,7 @@ const dontNetMismatch errs.Code = "dont-net-mismatch"
 // build handed here is refused if the two were not built from one
 // revision: the pair must be the one built together (split.go). The
 // variable is not passed on to what this run starts.
-func (a *app) handsOff([]string) bool {
+func (a *app) handsOff([]string, string) bool {
 	by := a.getenv(envHandedOffBy)
 	if by == "" {
 		return false

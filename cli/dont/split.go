@@ -59,13 +59,14 @@ type apiCaller interface {
 // completion scripts and `completions` read every command's flags.
 var netCommands = map[string]bool{"serve": true, "mcp": true, "hooks": true, "completions": true, deliveryPass: true, "__complete": true, "__completeNoDesc": true}
 
-// needsNet reports whether the run of argv needs what the light build
-// leaves out: an API endpoint (--endpoint, DONT_ENDPOINT), a command of
-// netCommands or `spawns run` (also as the subject of help), or direct
-// mode's provider (--direct, or a spawning verb with no harness signal:
-// spawn.DetectMode). When in doubt it says yes: the whole build runs
-// every command, so handing a run over is never wrong, only slower.
-func needsNet(argv []string, getenv func(string) string, stdoutTTY bool) bool {
+// needsNet reports whether the run of argv, which invokes tool
+// (invokedTool), needs what the light build leaves out: an API endpoint
+// (--endpoint, DONT_ENDPOINT), a command of netCommands or `spawns run`
+// (also as the subject of help), or direct mode's provider (--direct, or
+// a spawning verb with no harness signal: spawn.DetectMode). When in
+// doubt it says yes: the whole build runs every command, so handing a
+// run over is never wrong, only slower.
+func needsNet(argv []string, tool string, getenv func(string) string, stdoutTTY bool) bool {
 	if getenv("DONT_ENDPOINT") != "" {
 		return true
 	}
@@ -92,12 +93,7 @@ func needsNet(argv []string, getenv func(string) string, stdoutTTY bool) bool {
 	if netCommands[words[0]] || len(words) > 1 && words[0] == "spawns" && words[1] == "run" {
 		return true
 	}
-	t, ok := tools.Lookup(words[0])
-	if len(words) > 1 {
-		if sub, found := tools.Lookup(words[0] + "." + words[1]); found {
-			t, ok = sub, true
-		}
-	}
+	t, ok := tools.Lookup(tool)
 	return ok && hasParam(t, "mode") &&
 		spawn.DetectMode(spawn.Signals{Harness: harness, HarnessEnv: getenv("DONT_HARNESS"), StdoutTTY: stdoutTTY}) == spawn.ModeDirect
 }

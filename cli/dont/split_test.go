@@ -68,7 +68,7 @@ func TestTheLightBuildHandsOverExactlyTheRunsThatNeedTheNetwork(t *testing.T) {
 		// after --, nothing is a flag
 		{[]string{"conclude", "--", "--endpoint"}, none, false, false},
 	} {
-		if got := needsNet(c.argv, c.getenv, c.tty); got != c.want {
+		if got := needsNet(c.argv, invokedTool(c.argv), c.getenv, c.tty); got != c.want {
 			t.Errorf("needsNet(%q, tty %v) = %v, want %v", c.argv, c.tty, got, c.want)
 		}
 	}
