@@ -5,8 +5,8 @@
 // hello-world, `dont --help`, the unstripped `go build` of dont and the
 // whole CLI (dont-net, what `go install ./cli/dont` makes) as context.
 // dont is built as README.md installs it: -tags light, with dont-net
-// beside it (cli/dont/split.go). All are built as README.md builds dont (CGO_ENABLED=0) and run
-// interleaved, one of each per round, each round starting at the next
+// beside it (cli/dont/split.go). All are built as README.md builds dont
+// (CGO_ENABLED=0) and run interleaved, one of each per round, each round starting at the next
 // row, so that a noisy machine slows them alike; the table gives medians
 // of wall time, of CPU time (user + system, which a loaded machine
 // disturbs less), of max RSS and of minor page faults (rusage: the pages
@@ -96,36 +96,24 @@ func main() {
 	check(json.Unmarshal(run(proj, dont, "conclude", "water boils at 100 C at sea level").out, &env))
 
 	db := filepath.Join(proj, ".dont", "dont.db")
-	rows := []struct {
+	// One row per binary; the floor is rows[1] and dont show rows[3].
+	type row struct {
 		name string
 		bin  string
 		args []string
 		s    []sample
-	}{
+	}
+	showArgs := []string{"show", env.Data.ID, "--json"}
+	rows := []row{
 		{name: "go hello-world", bin: hello},
 		{name: "sqlite floor: open + the statements show runs", bin: floor, args: []string{db, env.Data.ID}},
 		{name: "dont --help (no store)", bin: dont, args: []string{"--help"}},
-		{name: "dont show <id> --json", bin: dont, args: []string{"show", env.Data.ID, "--json"}},
+		{name: "dont show <id> --json", bin: dont, args: showArgs},
+		{name: "dont show <id> --json (go build, not stripped)", bin: plain, args: showArgs},
+		{name: "dont-net show <id> --json (the whole CLI, as go install makes it)", bin: whole, args: showArgs},
 	}
-	rows = append(rows, struct {
-		name string
-		bin  string
-		args []string
-		s    []sample
-	}{name: "dont show <id> --json (go build, not stripped)", bin: plain, args: []string{"show", env.Data.ID, "--json"}})
-	rows = append(rows, struct {
-		name string
-		bin  string
-		args []string
-		s    []sample
-	}{name: "dont-net show <id> --json (the whole CLI, as go install makes it)", bin: whole, args: []string{"show", env.Data.ID, "--json"}})
 	for _, v := range also {
-		rows = append(rows, struct {
-			name string
-			bin  string
-			args []string
-			s    []sample
-		}{name: "dont show <id> --json (" + v.name + ")", bin: v.bin, args: []string{"show", env.Data.ID, "--json"}})
+		rows = append(rows, row{name: "dont show <id> --json (" + v.name + ")", bin: v.bin, args: showArgs})
 	}
 	for i := 0; i < *runs+3; i++ {
 		for k := range rows {
@@ -141,10 +129,10 @@ func main() {
 	floorT := median(walls(rows[1].s))
 	floorCPU := median(cpus(rows[1].s))
 	fmt.Printf("| binary | runs | median | p90 | × floor | CPU (median) | CPU × floor | max RSS (median) | page faults (median) |\n|---|---|---|---|---|---|---|---|---|\n")
-	for _, row := range rows {
-		w, c := walls(row.s), cpus(row.s)
-		fmt.Printf("| %s | %d | %s | %s | %.2f | %s | %.2f | %s | %d |\n", row.name, len(w), ms(median(w)), ms(pct(w, 90)),
-			float64(median(w))/float64(floorT), ms(median(c)), float64(median(c))/float64(floorCPU), mb(medianRSS(row.s)), medianFaults(row.s))
+	for _, r := range rows {
+		w, c := walls(r.s), cpus(r.s)
+		fmt.Printf("| %s | %d | %s | %s | %.2f | %s | %.2f | %s | %d |\n", r.name, len(w), ms(median(w)), ms(pct(w, 90)),
+			float64(median(w))/float64(floorT), ms(median(c)), float64(median(c))/float64(floorCPU), mb(medianRSS(r.s)), medianFaults(r.s))
 	}
 	show := rows[3]
 	ratio := float64(median(walls(show.s))) / float64(floorT)
