@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/dont-cli/dont/internal/personal"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
@@ -46,4 +47,15 @@ func (a *app) beforeDelivery() {
 	}
 	fmt.Fprintf(a.stderr, "fault-injection: committed; holding the delivery for %s\n", d)
 	time.Sleep(d)
+}
+
+// personalDirs are the person's own folders (internal/personal). A test
+// build reads DONT_TEST_PERSON_HOME for the home folder, so that tests do
+// not write into the real one; the binary as shipped never does
+// (nofaulthooks.go): there an agent's environment would choose them.
+func (a *app) personalDirs() (personal.Dirs, error) {
+	if h := a.getenv("DONT_TEST_PERSON_HOME"); h != "" {
+		return personal.Dirs{Home: h}, nil
+	}
+	return personal.Lookup()
 }

@@ -8,7 +8,9 @@ import (
 )
 
 // The binaries as shipped, built without -tags faulthooks, hold no fault
-// variable's name, so they read none; the test builds hold it.
+// variable's name, so they read none; the test builds hold it. The same
+// for the test builds' person home (an agent's environment must not
+// choose the person's folders).
 func TestTheShippedBinaryReadsNoFaultVariable(t *testing.T) {
 	dir := t.TempDir()
 	if err := buildPair(dir); err != nil {
@@ -22,8 +24,10 @@ func TestTheShippedBinaryReadsNoFaultVariable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := bytes.Contains(b, []byte("DONT_FAULT_COMMIT_DELAY")); got != c.want {
-			t.Errorf("%s names DONT_FAULT_COMMIT_DELAY: %v, want %v", c.bin, got, c.want)
+		for _, name := range []string{"DONT_FAULT_COMMIT_DELAY", "DONT_TEST_PERSON_HOME"} {
+			if got := bytes.Contains(b, []byte(name)); got != c.want {
+				t.Errorf("%s names %s: %v, want %v", c.bin, name, got, c.want)
+			}
 		}
 	}
 }

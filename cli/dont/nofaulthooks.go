@@ -2,7 +2,10 @@
 
 package main
 
-import "github.com/dont-cli/dont/internal/store/sqlite"
+import (
+	"github.com/dont-cli/dont/internal/personal"
+	"github.com/dont-cli/dont/internal/store/sqlite"
+)
 
 // storeHooks is the embedded store's fault hooks: none in the binary as
 // shipped (see the package comment and faulthooks.go).
@@ -10,3 +13,7 @@ func (a *app) storeHooks() sqlite.Hooks { return sqlite.Hooks{} }
 
 // beforeDelivery is a fault point of test builds only (faulthooks.go).
 func (a *app) beforeDelivery() {}
+
+// personalDirs are the person's own folders (internal/personal), found in
+// the user database: the binary as shipped reads no variable for them.
+func (a *app) personalDirs() (personal.Dirs, error) { return personal.Lookup() }
