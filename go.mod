@@ -3,6 +3,7 @@ module github.com/dont-cli/dont
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2/service/eventbridge v1.55.11

@@ -55,6 +55,9 @@ type app struct {
 	// (approvalCommands). A run builds only the command it invokes
 	// (buildFor).
 	unbuilt map[*cobra.Command][]func()
+	// notices are warnings about how the call ran (a nested project it
+	// passed over), added to whatever envelope it prints.
+	notices []envelope.Warning
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -488,8 +491,7 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 // embedded opens the project's SQLite store. Configuration is read only by
 // the verbs that need it, to keep start-up lean.
 func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
-	wd, _ := os.Getwd()
-	p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
+	p, err := a.locateProject()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -547,14 +549,31 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 // openProjectStore finds the project (DONT_PROJECT_DIR, or upwards from
 // the working directory) and opens its store.
 func (a *app) openProjectStore() (project.Project, *sqlite.Store, error) {
-	wd, _ := os.Getwd()
-	p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
+	p, err := a.locateProject()
 	if err != nil {
 		return p, nil, err
 	}
 	store, err := a.openStore(p)
 	return p, store, err
 }
+
+// locateProject finds the project (DONT_PROJECT_DIR, or upwards from the
+// working directory) and, when it passed over projects further up, says
+// which one it uses: a .dont/ planted in a subfolder takes over every
+// command run below it (docs/security.md, "The project dont opens").
+func (a *app) locateProject() (project.Project, error) {
+	wd, _ := os.Getwd()
+	p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
+	if err == nil && len(p.Shadowed) > 0 {
+		a.notices = append(a.notices, envelope.Warning{Code: envelope.CodeOf(ProjectNested), Message: "using the project at " + p.Root +
+			"; the one at " + strings.Join(p.Shadowed, " and ") + " above it is not used (a .dont/ in a subfolder takes over every command run below it)" +
+			" (next: export DONT_PROJECT_DIR=" + p.Shadowed[0] + " if that is the one you meant)"})
+	}
+	return p, err
+}
+
+// ProjectNested warns that the project found has another project above it.
+const ProjectNested errs.Code = "project-nested"
 
 // openStore opens the project's SQLite file, with the fault hooks of a
 // test build (storeHooks; none in the binary as shipped).
@@ -583,7 +602,7 @@ func (a *app) meta() envelope.Meta {
 
 // emit prints a success envelope (or its human rendering).
 func (a *app) emit(res tools.Output) {
-	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
+	env, err := envelope.New(res.Kind, res.Data, append(res.Warnings, a.notices...), res.Hints)
 	if err != nil {
 		a.fail(errs.E(errs.Internal, "cannot encode the result").Wrap(err))
 		return
@@ -607,7 +626,7 @@ func (a *app) fail(err error) { a.failWith(err, nil) }
 
 func (a *app) failWith(err error, warnings []envelope.Warning) {
 	err = a.withHarnessRetry(err)
-	env := envelope.Fail(err, warnings)
+	env := envelope.Fail(err, append(warnings, a.notices...))
 	env.Meta = a.meta()
 	a.exit = present.Exit(err)
 	a.print(env)

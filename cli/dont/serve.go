@@ -11,14 +11,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/oneproc"
-	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/scheduler"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
@@ -67,8 +65,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	wd, _ := os.Getwd()
-	p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
+	p, err := a.locateProject()
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {
 		r.Dont = remoteDont{c: &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN"), Header: capsHeader()}}
 	} else {
 		if !found {
-			_, err := project.Find(mustWD(), a.getenv("DONT_PROJECT_DIR"))
+			_, err := a.locateProject()
 			return err
 		}
 		stop, err := a.embeddedRunner(ctx, p, cfg, r)
@@ -129,7 +129,7 @@ func mustWD() string {
 // findProject finds the project folder, if there is one (a runner against
 // an endpoint may have none: its profiles are then the built-in ones).
 func (a *app) findProject() (project.Project, bool) {
-	p, err := project.Find(mustWD(), a.getenv("DONT_PROJECT_DIR"))
+	p, err := a.locateProject()
 	return p, err == nil
 }
 

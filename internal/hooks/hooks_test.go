@@ -99,6 +99,7 @@ func TestURLPolicyRefusesPlainHTTPPrivateLiteralsAndUserInfo(t *testing.T) {
 		{"https://[::ffff:10.0.0.1]/x", AddrPolicy{}, false},
 		{"https://[fd00::1]/x", AddrPolicy{}, false},
 		{"https://100.64.0.1/x", AddrPolicy{}, false},
+		{"https://[2606:4700::1111]/x", AddrPolicy{}, true},
 		{"https://user:pw@hooks.example.com/x", AddrPolicy{}, false},
 		{"https://hooks.example.com/x#f", AddrPolicy{}, false},
 		{"ftp://hooks.example.com/x", AddrPolicy{}, false},
@@ -111,6 +112,43 @@ func TestURLPolicyRefusesPlainHTTPPrivateLiteralsAndUserInfo(t *testing.T) {
 		}
 		if err != nil && !errs.Is(err, InvalidURL) {
 			t.Errorf("CheckURL(%q): code %v", c.url, err)
+		}
+	}
+}
+
+// The attack: a hook (or a name that resolves) targets a private IPv4
+// address spelled as IPv6, which a list of IPv4 ranges plus ::ffff:0:0/96
+// does not catch. Every such spelling is private, by the ranges of a
+// maintained SSRF library (code.dny.dev/ssrf) rather than a hand list.
+func TestEveryIPv6SpellingOfAPrivateIPv4AddressIsPrivate(t *testing.T) {
+	for _, s := range []string{
+		"::ffff:10.0.0.1",                      // IPv4-mapped
+		"::10.0.0.1",                           // IPv4-compatible (deprecated)
+		"::ffff:0:10.0.0.1",                    // SIIT IPv4-translated
+		"64:ff9b::10.0.0.1",                    // NAT64 well-known prefix
+		"64:ff9b:1::a00:1",                     // NAT64 local-use prefix
+		"2002:a00:1::1",                        // 6to4 of 10.0.0.1
+		"2002:7f00:1::1",                       // 6to4 of 127.0.0.1
+		"2002:a9fe:a9fe::1",                    // 6to4 of 169.254.169.254 (cloud metadata)
+		"2001:0:4136:e378:8000:63bf:f5ff:fffe", // Teredo
+		"::ffff:169.254.169.254",
+		"::ffff:127.0.0.1",
+		"::127.0.0.1",
+		"fe80::1%eth0",
+		"fd00:ec2::254", // the EC2 metadata service over IPv6
+		"::",
+	} {
+		a := netip.MustParseAddr(s)
+		if !Private(a) {
+			t.Errorf("%s is not private", s)
+		}
+		if _, err := CheckURL("https://["+a.String()+"]/x", AddrPolicy{}); err == nil && a.Zone() == "" {
+			t.Errorf("CheckURL accepts https://[%s]/x", a)
+		}
+	}
+	for _, s := range []string{"93.184.215.14", "2606:4700::1111", "::ffff:93.184.215.14"} {
+		if Private(netip.MustParseAddr(s)) {
+			t.Errorf("%s, a public address, is private", s)
 		}
 	}
 }

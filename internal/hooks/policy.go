@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 
+	"code.dny.dev/ssrf"
 	"github.com/dont-cli/dont/internal/errs"
 )
 
@@ -40,33 +41,21 @@ func ParsePrefixes(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// special are the ranges that are not public unicast, parsed on first
-// use: parsing an IPv6 prefix interns its zone (package unique), which
-// starts the runtime's cleanup goroutines, and a CLI command that sends
-// no hook should not pay for that at start.
-var special = sync.OnceValue(func() []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range []string{
-		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-		"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
-		"203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "255.255.255.255/32",
-		"::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32",
-		"fc00::/7", "fe80::/10", "ff00::/8",
-	} {
-		out = append(out, netip.MustParsePrefix(s))
-	}
-	return out
-})
+// guardian holds the special-purpose ranges of code.dny.dev/ssrf, a
+// maintained list generated from IANA's IPv4 and IPv6 special-purpose
+// registries: every IPv6 address outside global unicast (2000::/3) is
+// special, which covers each IPv6 spelling of an IPv4 address
+// (IPv4-compatible ::a.b.c.d, SIIT ::ffff:0:a.b.c.d, NAT64 64:ff9b::/96)
+// as well as 6to4 (2002::/16) and Teredo (2001::/32) inside it. Ports
+// and networks are checked elsewhere (CheckURL, the dialer), so any is
+// fine here. Made on first use, so that a command that sends no hook does
+// not build it.
+var guardian = sync.OnceValue(func() *ssrf.Guardian { return ssrf.New(ssrf.WithAnyPort(), ssrf.WithAnyNetwork()) })
 
-// Private reports whether a is outside public unicast space.
+// Private reports whether a is outside public unicast space. An
+// IPv4-mapped address (::ffff:a.b.c.d) is judged as its IPv4 address.
 func Private(a netip.Addr) bool {
-	a = a.Unmap()
-	for _, p := range special() {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return guardian().SafeAddr(a.WithZone("").Unmap()) != nil
 }
 
 // Check refuses a private address the policy does not allow.

@@ -20,7 +20,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
-	"syscall"
 )
 
 // Dirs are the person's dont folders under one home.
@@ -94,8 +93,8 @@ func CheckOwned(path string) error {
 	if fi.Mode().Perm()&0o022 != 0 {
 		return fmt.Errorf("%s is writable by its group or others (mode %o): %w", path, fi.Mode().Perm(), ErrNotPrivate)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to the invoking user (uid %d): %w", path, st.Uid, os.Getuid(), ErrNotPrivate)
+	if uid, ok := OwnerUID(fi); ok && uid != os.Getuid() {
+		return fmt.Errorf("%s belongs to uid %d, not to the invoking user (uid %d): %w", path, uid, os.Getuid(), ErrNotPrivate)
 	}
 	return nil
 }

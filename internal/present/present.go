@@ -264,6 +264,12 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		"idempotency-in-progress": {ExitState, statusConflict, steps("retry with the same Idempotency-Key after a second", "the first request with this key is still running"), nil, nil},
 		"idempotency-key-reused":  {ExitUsage, statusUnprocessable, steps("use a fresh Idempotency-Key", "a key may only be reused for the identical request"), nil, nil},
 
+		// internal/project
+		"project-not-own": {ExitState, statusConflict, steps("chmod 700 .dont", "in the project folder, if .dont/ is yours; else point DONT_PROJECT_DIR at your project"), nil, nil},
+
+		// cli/dont (app.go): a warning only
+		"project-nested": {ExitState, statusConflict, steps("export DONT_PROJECT_DIR=<project folder>", "name the project you mean; a .dont/ in a subfolder takes over every command run below it"), nil, nil},
+
 		// cli/dont (doctor.go)
 		"invariant-violation": {ExitState, statusInternal, steps("dont doctor", "list the violations with the entity or request each concerns"), nil, nil},
 		"store-not-private":   {ExitState, statusInternal, steps("chmod 700 .dont && chmod 600 .dont/dont.db*", "in the project folder: only the owner may read the store"), nil, nil},

@@ -5,6 +5,7 @@ package project
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/personal"
 	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
@@ -102,6 +104,10 @@ base_url = ""
 // Project is an initialised project folder.
 type Project struct {
 	Root string // the folder holding .dont/
+	// Shadowed are the projects above Root that Find passed over: a
+	// .dont/ in a subfolder takes over every command run below it, so the
+	// CLI says which one it used (a warning, project-nested).
+	Shadowed []string
 }
 
 // DirMode is the mode of .dont/: only the owner enters it. The database
@@ -119,27 +125,75 @@ func (p Project) DBPath() string { return filepath.Join(p.Root, Dir, "dont.db") 
 func (p Project) ConfigPath() string { return filepath.Join(p.Root, Dir, "config.toml") }
 
 // Find locates the project: DONT_PROJECT_DIR if set, else the nearest
-// folder from dir upwards that holds .dont/dont.db.
+// folder from dir upwards that holds .dont/dont.db. The .dont/ it finds
+// must be the invoking user's own, private folder (checkOwn); projects
+// further up are listed in Shadowed.
 func Find(dir, envDir string) (Project, error) {
 	if envDir != "" {
 		p := Project{Root: envDir}
 		if _, err := os.Stat(p.DBPath()); err != nil {
 			return p, notInitialised(envDir)
 		}
-		return p, nil
+		return p, p.checkOwn()
 	}
+	var found Project
 	for d := dir; ; {
 		p := Project{Root: d}
 		if _, err := os.Stat(p.DBPath()); err == nil {
-			return p, nil
+			if found.Root == "" {
+				found = p
+			} else {
+				found.Shadowed = append(found.Shadowed, d)
+			}
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
-			return Project{}, notInitialised(dir)
+			break
 		}
 		d = parent
 	}
+	if found.Root == "" {
+		return Project{}, notInitialised(dir)
+	}
+	return found, found.checkOwn()
 }
+
+// checkOwn refuses a .dont/ that is a symbolic link, belongs to another
+// user, or lets the group or others in: whoever made it so may have put
+// the store there, and a link can lead any command to a store elsewhere
+// (docs/security.md, "The project dont opens").
+func (p Project) checkOwn() error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	fi, err := os.Lstat(p.StateDir())
+	if err != nil {
+		return errs.E(errs.StoreError, "cannot read "+p.StateDir()+": "+err.Error()).Wrap(err)
+	}
+	fix := errs.Step{Command: "cd " + p.Root + " && " + MakePrivate, Description: "make .dont/ private to you, if it is yours"}
+	elsewhere := errs.Step{Command: "export DONT_PROJECT_DIR=<your project folder>", Description: "or point at the project you meant"}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return errs.E(ProjectNotOwn, p.StateDir()+" is a symbolic link: dont opens only a .dont/ folder that is really here; nothing was read",
+			errs.Step{Command: "ls -l " + p.StateDir(), Description: "see where it leads; replace it with the folder itself if it is yours"}, elsewhere).
+			Unmet(".dont/ is a folder, not a link")
+	case !fi.IsDir():
+		return errs.E(ProjectNotOwn, p.StateDir()+" is not a folder; nothing was read", elsewhere).Unmet(".dont/ is a folder")
+	}
+	if uid, ok := personal.OwnerUID(fi); ok && uid != os.Getuid() {
+		return errs.E(ProjectNotOwn, fmt.Sprintf("%s belongs to uid %d, not to you (uid %d): dont opens only your own project; nothing was read", p.StateDir(), uid, os.Getuid()), elsewhere).
+			Unmet(".dont/ belongs to the invoking user")
+	}
+	if m := fi.Mode().Perm(); m&0o077 != 0 {
+		return errs.E(ProjectNotOwn, fmt.Sprintf("%s has mode %04o: the group or others may use it, want %04o; nothing was read", p.StateDir(), m, DirMode), fix, elsewhere).
+			Unmet(".dont/ is 0700")
+	}
+	return nil
+}
+
+// ProjectNotOwn refuses a project folder that is not the invoking user's
+// own private folder (exit 3).
+const ProjectNotOwn errs.Code = "project-not-own"
 
 func notInitialised(dir string) error {
 	return errs.E(errs.NotInitialised, "no dont project at or above "+dir,

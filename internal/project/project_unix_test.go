@@ -65,3 +65,38 @@ func TestTheProjectFolderIsPrivate(t *testing.T) {
 		t.Fatalf("exposed: %+v %v", x, err)
 	}
 }
+
+// The attacks of cli/dont's project tests, at the package: a linked or
+// shared .dont/ is refused; a nested project names the ones it shadows.
+func TestFindRefusesALinkedOrSharedProjectFolderAndNamesShadowedOnes(t *testing.T) {
+	outer := t.TempDir()
+	if _, err := project.Init(context.Background(), outer); err != nil {
+		t.Fatal(err)
+	}
+	inner := filepath.Join(outer, "a", "b")
+	if _, err := project.Init(context.Background(), inner); err != nil {
+		t.Fatal(err)
+	}
+	p, err := project.Find(filepath.Join(inner, "c"), "")
+	if err != nil || p.Root != inner || len(p.Shadowed) != 1 || p.Shadowed[0] != outer {
+		t.Fatalf("Find below a nested project: %+v %v", p, err)
+	}
+	linked := t.TempDir()
+	if err := os.Symlink(filepath.Join(outer, ".dont"), filepath.Join(linked, ".dont")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{linked} {
+		if _, err := project.Find(dir, ""); err == nil {
+			t.Fatalf("Find followed the link in %s", dir)
+		}
+		if _, err := project.Find("/", dir); err == nil {
+			t.Fatalf("Find followed the link named by DONT_PROJECT_DIR %s", dir)
+		}
+	}
+	if err := os.Chmod(filepath.Join(outer, ".dont"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := project.Find(outer, ""); err == nil {
+		t.Fatal("Find opened a .dont/ its group may enter")
+	}
+}
