@@ -121,11 +121,6 @@ func runHints(rep runner.Report) []string {
 	return hints
 }
 
-func mustWD() string {
-	wd, _ := os.Getwd()
-	return wd
-}
-
 // findProject finds the project folder, if there is one (a runner against
 // an endpoint may have none: its profiles are then the built-in ones).
 func (a *app) findProject() (project.Project, bool) {
