@@ -50,6 +50,9 @@ type app struct {
 	// harnessRetry is the command line of a spawning verb again with
 	// --harness: what a person without a provider runs instead.
 	harnessRetry string
+	// settings are the project settings this invocation read, and the
+	// warnings about sources it ignored (config.go).
+	settings settingsState
 	// unbuilt holds, per tool command, what is left to build of it: its
 	// flags and run function, then the adjustments made to them
 	// (approvalCommands). A run builds only the command it invokes
@@ -224,7 +227,7 @@ func (a *app) commands(only string) *cobra.Command {
 	root.AddCommand(a.initCommand(), a.serveCommand())
 	root.AddCommand(a.mcpCommand())
 	a.addConfirmCommands(root)
-	root.AddCommand(a.doctorCommand(), a.versionCommand())
+	root.AddCommand(a.doctorCommand(), a.versionCommand(), a.configCommand())
 	a.addBuildCommands(root)
 	groups := map[string]*cobra.Command{}
 	for _, name := range tools.Names() {
@@ -505,12 +508,12 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	}
 	if t.Name == service.HeartbeatTool {
 		// A heartbeat's default --extend is the spawn timeout, its bound the lease.
-		cfg, err := p.LoadConfig()
+		cfg, err := a.projectSettings(p)
 		if err == nil {
 			svc.SpawnTimeout, err = cfg.Timeout(a.getenv(settings.EnvSpawnTimeout))
 		}
 		if err == nil {
-			svc.SpawnMaxLease, err = cfg.MaxLease(a.getenv(settings.EnvSpawnMaxLease))
+			svc.SpawnMaxLease, err = cfg.MaxLease(a.personEnv(settings.EnvSpawnMaxLease))
 		}
 		if err != nil {
 			store.Close()
@@ -525,7 +528,7 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 		}
 	}
 	if hasParam(t, "mode") {
-		cfg, err := p.LoadConfig()
+		cfg, err := a.projectSettings(p)
 		if err != nil {
 			store.Close()
 			return nil, nil, err
@@ -535,7 +538,7 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 			return nil, nil, err
 		}
 		if a.mode == spawn.ModeDirect {
-			if svc.Provider, err = a.provider(cfg); err != nil {
+			if svc.Provider, err = a.provider(p, cfg); err != nil {
 				store.Close()
 				return nil, nil, err
 			}
@@ -583,7 +586,7 @@ func (a *app) meta() envelope.Meta {
 
 // emit prints a success envelope (or its human rendering).
 func (a *app) emit(res tools.Output) {
-	env, err := envelope.New(res.Kind, res.Data, res.Warnings, res.Hints)
+	env, err := envelope.New(res.Kind, res.Data, append(res.Warnings, a.settings.notices...), res.Hints)
 	if err != nil {
 		a.fail(errs.E(errs.Internal, "cannot encode the result").Wrap(err))
 		return
@@ -607,7 +610,7 @@ func (a *app) fail(err error) { a.failWith(err, nil) }
 
 func (a *app) failWith(err error, warnings []envelope.Warning) {
 	err = a.withHarnessRetry(err)
-	env := envelope.Fail(err, warnings)
+	env := envelope.Fail(err, append(warnings, a.settings.notices...))
 	env.Meta = a.meta()
 	a.exit = present.Exit(err)
 	a.print(env)

@@ -33,9 +33,10 @@ import (
 // DONT_APPROVAL_TIMEOUT (a question's deadline, default 120s) and
 // DONT_SUBSCRIBER_LEASE (how recently a client must have read a session's
 // frames to count as live, default 10s), each held to its setting's rule
-// (internal/settings), as the Lambda functions hold them. A malformed
-// value fails the commands that use it (strict) and is ignored by the
-// others.
+// (internal/settings), as the Lambda functions hold them. Only a person
+// sets them: under a harness signal they are ignored, with a warning
+// (personEnv). A malformed value fails the commands that use it (strict)
+// and is ignored by the others.
 func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service.Approvals, error) {
 	cfg := service.Approvals{Store: store}
 	for _, v := range []struct {
@@ -43,7 +44,7 @@ func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service
 		setting settings.Duration
 		dst     *time.Duration
 	}{{settings.EnvApprovalTimeout, settings.ApprovalTimeout, &cfg.Timeout}, {settings.EnvSubscriberLease, settings.SubscriberLease, &cfg.Lease}} {
-		s := a.getenv(v.env)
+		s := a.personEnv(v.env)
 		if s == "" {
 			continue
 		}

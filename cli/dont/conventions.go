@@ -223,12 +223,12 @@ func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (enve
 func (a *app) envelopeOf(res tools.Output, err error, start time.Time) envelope.Envelope {
 	var env envelope.Envelope
 	if err == nil {
-		if env, err = envelope.New(res.Kind, res.Data, res.Warnings, res.Hints); err != nil {
+		if env, err = envelope.New(res.Kind, res.Data, append(res.Warnings, a.settings.notices...), res.Hints); err != nil {
 			err = errs.E(errs.Internal, "cannot encode the result").Wrap(err)
 		}
 	}
 	if err != nil {
-		env = envelope.Fail(err, res.Warnings)
+		env = envelope.Fail(err, append(res.Warnings, a.settings.notices...))
 	}
 	env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: ids.New(ids.Request, start), Mode: string(a.mode)}
 	return env
