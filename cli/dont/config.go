@@ -44,7 +44,7 @@ type loadedSettings struct {
 }
 
 // notice records a warning for every envelope this invocation prints.
-func (a *app) notice(code errs.Code, msg string) {
+func (a *app) notice(code envelope.WarningCode, msg string) {
 	if a.settings.seen == nil {
 		a.settings.seen = map[string]bool{}
 	}
@@ -52,7 +52,7 @@ func (a *app) notice(code errs.Code, msg string) {
 		return
 	}
 	a.settings.seen[string(code)+msg] = true
-	a.settings.notices = append(a.settings.notices, envelope.Warning{Code: envelope.CodeOf(code), Message: msg})
+	a.settings.notices = append(a.settings.notices, envelope.Warning{Code: code, Message: msg})
 }
 
 // personEnv reads an environment variable. A trust-relevant one
@@ -98,7 +98,7 @@ func (a *app) loadSettings(p project.Project) (loadedSettings, error) {
 			" (next: chmod 600 "+l.PersonPath+", or replace the link with the file itself)")
 	}
 	if len(s.Untrusted) > 0 {
-		a.notice(settings.CodeConfigUntrusted, untrustedMessage(p.ConfigPath(), s.Untrusted))
+		a.notice(envelope.CodeOf(settings.CodeConfigUntrusted), untrustedMessage(p.ConfigPath(), s.Untrusted))
 	}
 	return ls, nil
 }
@@ -149,10 +149,53 @@ func (a *app) configProject() (project.Project, error) {
 	return project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
 }
 
-// configCommand is `dont config show|trust`.
+// configHelp is `dont help config` (and `dont config --help`), which
+// config-missing and config-invalid errors point to.
+const configHelp = `dont reads .dont/config.toml in the project folder, and your own
+~/.config/dont/config.toml (same keys; it must be yours, not a link, and
+writable by you alone, else it is ignored). Environment variables override both.
+
+  spawn_timeout = "24h"        DONT_SPAWN_TIMEOUT   how long a spawn waits for its callback
+* spawn_max_lease = "168h"     DONT_SPAWN_MAX_LEASE how far heartbeats may move a spawn's expiry from its issue
+* session_ceiling = ""         DONT_SESSION_CEILING the widest tier a session may be granted
+*                              DONT_APPROVAL_TIMEOUT a question's deadline (default 120s)
+*                              DONT_SUBSCRIBER_LEASE how recently a reader must have read to count (default 10s)
+
+* [agents.<name>]                                   dont spawns run's agent profiles (docs/harnesses.md)
+  template = "claude-code"                          a built-in to start from: claude-code, codex, generic
+  command = ["my-agent"]                            the command line (text/template)
+  env = ["PATH", "HOME"]                            the caller's variables the agent may see
+  (a profile may not be named claude-code, codex or generic)
+
+  [llm]                                             direct mode's provider (assume/overlook/guess --direct)
+* provider = "openai"          DONT_LLM_PROVIDER    openai, openai-compatible, vllm, ollama, llamacpp, anthropic, bedrock
+  model = "gpt-4o"             DONT_LLM_MODEL
+* base_url = ""                DONT_LLM_BASE_URL    the provider's endpoint, if not the default
+  region = ""                  DONT_LLM_REGION      bedrock (else AWS_REGION, AWS_DEFAULT_REGION)
+  timeout = "60s"                                   per provider request
+  max_retries = 3                                   after a 429 or 5xx; -1 for none
+  (never in the file)          DONT_LLM_API_KEY     or OPENAI_API_KEY, ANTHROPIC_API_KEY, AWS_BEARER_TOKEN_BEDROCK
+
+* [hooks]                                           webhooks (docs/hooks.md)
+* allow_private = []           DONT_HOOKS_ALLOW_PRIVATE private ranges a hook may reach
+* public_url = ""              DONT_PUBLIC_URL      the approvals page, for Slack's links
+
+* only you decide these (docs/security.md, "Settings only a person decides"):
+  - in .dont/config.toml they count only after you trust the file at your
+    terminal (dont config trust), and again after every change to it;
+  - their environment variables count only with no harness signal
+    (DONT_HARNESS, DONT_REQUEST_ID, dont mcp) and for dont serve;
+  - order: your environment > your config > the trusted project config > default.
+  Ignored values are warnings (config-untrusted, setting-env-ignored,
+  person-config-ignored); dont config show prints every value and its source.
+
+Also: DONT_PROJECT_DIR (the project folder), DONT_HARNESS (truthy: harness mode),
+DONT_REQUEST_ID (the --request-id of a callback), DONT_AUTHOR, NO_COLOR.`
+
+// configCommand is `dont config show|trust`, and `dont help config`.
 func (a *app) configCommand() *cobra.Command {
-	c := &cobra.Command{Use: "config", Short: "Show the effective settings and where each came from; trust this project's config file.",
-		Args: a.argCount(0), RunE: func(c *cobra.Command, _ []string) error { return c.Help() }}
+	c := &cobra.Command{Use: "config", Short: "Where dont reads its settings; show them (dont config show), trust this project's config file (dont config trust).",
+		Long: configHelp, Args: a.argCount(0), RunE: func(c *cobra.Command, _ []string) error { return c.Help() }}
 	c.AddCommand(&cobra.Command{
 		Use:   "show",
 		Short: "Print the effective settings, where each came from, and what was ignored.",
@@ -209,8 +252,8 @@ func (a *app) configShow() error {
 		}
 		out.Settings = append(out.Settings, configSetting{Key: key, Value: value, Source: string(src), Env: env, PersonOnly: personOnly})
 	}
-	add(settings.KeySpawnTimeout, c.SpawnTimeout, settings.EnvSpawnTimeout, false, settings.DefaultSpawnTimeout.String())
-	add(settings.KeySpawnMaxLease, c.SpawnMaxLease, settings.EnvSpawnMaxLease, true, settings.DefaultSpawnMaxLease.String())
+	add(settings.KeySpawnTimeout, c.SpawnTimeout, settings.EnvSpawnTimeout, false, "24h")
+	add(settings.KeySpawnMaxLease, c.SpawnMaxLease, settings.EnvSpawnMaxLease, true, "168h")
 	add(settings.KeySessionCeiling, c.SessionCeiling, settings.EnvSessionCeiling, true, "")
 	add("approval_timeout", "", settings.EnvApprovalTimeout, true, "120s")
 	add("subscriber_lease", "", settings.EnvSubscriberLease, true, "10s")

@@ -77,7 +77,8 @@ const (
 	SourceDefault      Source = "default"
 )
 
-// Warning codes of the settings' sources.
+// Warning codes of the settings' sources (CodeConfigUntrusted is an
+// error's code too, in internal/present's table).
 const (
 	// CodeConfigUntrusted: the workspace config sets trust-relevant keys
 	// and the person has not trusted its current bytes; they were ignored.
@@ -86,10 +87,10 @@ const (
 	CodeConfigUntrusted errs.Code = "config-untrusted"
 	// CodePersonConfigIgnored: the person's config is a link, or writable
 	// by the group or others, or not theirs; it was ignored.
-	CodePersonConfigIgnored errs.Code = "person-config-ignored"
+	CodePersonConfigIgnored = "person-config-ignored"
 	// CodeEnvIgnored: a trust-relevant variable was set in a process with
 	// a harness signal; it was ignored.
-	CodeEnvIgnored errs.Code = "setting-env-ignored"
+	CodeEnvIgnored = "setting-env-ignored"
 )
 
 // Pin is the trust pin of a config file's bytes: their SHA-256, in hex.
