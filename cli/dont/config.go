@@ -254,7 +254,9 @@ func (a *app) configShow() error {
 	}
 	add(settings.KeySpawnTimeout, c.SpawnTimeout, settings.EnvSpawnTimeout, false, "24h")
 	add(settings.KeySpawnMaxLease, c.SpawnMaxLease, settings.EnvSpawnMaxLease, true, "168h")
-	add(settings.KeySessionCeiling, c.SessionCeiling, settings.EnvSessionCeiling, true, "")
+	// The ceiling as its enforcement reads it (sessionCeiling).
+	ceiling, ceilingFrom, _ := a.sessionCeiling(p)
+	out.Settings = append(out.Settings, configSetting{Key: settings.KeySessionCeiling, Value: ceiling, Source: string(ceilingFrom), Env: settings.EnvSessionCeiling, PersonOnly: true})
 	add("approval_timeout", "", settings.EnvApprovalTimeout, true, "120s")
 	add("subscriber_lease", "", settings.EnvSubscriberLease, true, "10s")
 	add(settings.KeyLLMProvider, c.LLM.Provider, settings.EnvLLMProvider, true, "")
