@@ -378,3 +378,27 @@ func TestConfigShowSaysWhereEachSettingCameFrom(t *testing.T) {
 		t.Fatalf("a trusted session_ceiling comes from %q", got)
 	}
 }
+
+// dont serve reads the config files by the same rules: the lease an agent
+// wrote into the workspace config does not bound its spawns, the
+// person's start-up environment does.
+func TestAnAgentThatWritesTheWorkspaceConfigCannotRaiseTheLeaseOfDontServe(t *testing.T) {
+	p := newProject(t)
+	p.agentWritesConfig(t, "spawn_max_lease = \"720h\"\n")
+	tok := p.token("harness")
+	for _, tc := range []struct {
+		env  []string
+		want time.Duration
+	}{{nil, 168 * time.Hour}, {[]string{"DONT_SPAWN_MAX_LEASE=200h"}, 200 * time.Hour}} {
+		srv := p.serve(t, tc.env...)
+		b := runnerBackend{name: "serve", env: []string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + tok}}
+		_, rid, _ := p.assumeJSON(t, b)
+		r := p.runIn(t, b.env, nil, "spawns", "heartbeat", rid, "--extend", "700h")
+		issued, _ := time.Parse(time.RFC3339Nano, p.ok("spawns", "manage", "--op", "show", "--request-id", rid).str("issued_at"))
+		if exp, _ := time.Parse(time.RFC3339Nano, r.str("expires_at")); r.exit != 0 || !exp.Equal(issued.Add(tc.want)) {
+			t.Fatalf("serve %v: heartbeat to %v, want issued_at + %v: %s", tc.env, exp, tc.want, r.stdout)
+		}
+		srv.cmd.Process.Kill()
+		srv.cmd.Wait()
+	}
+}
