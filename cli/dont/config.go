@@ -158,8 +158,8 @@ writable by you alone, else it is ignored). Environment variables override both.
   spawn_timeout = "24h"        DONT_SPAWN_TIMEOUT   how long a spawn waits for its callback
 * spawn_max_lease = "168h"     DONT_SPAWN_MAX_LEASE how far heartbeats may move a spawn's expiry from its issue
 * session_ceiling = ""         DONT_SESSION_CEILING the widest tier a session may be granted
-*                              DONT_APPROVAL_TIMEOUT a question's deadline (default 120s)
-*                              DONT_SUBSCRIBER_LEASE how recently a reader must have read to count (default 10s)
+* approval_timeout = "120s"    DONT_APPROVAL_TIMEOUT an escalation question's deadline
+* subscriber_lease = "10s"     DONT_SUBSCRIBER_LEASE how recently a reader must have read to count
 
 * [agents.<name>]                                   dont spawns run's agent profiles (docs/harnesses.md)
   template = "claude-code"                          a built-in to start from: claude-code, codex, generic
@@ -203,7 +203,7 @@ func (a *app) configCommand() *cobra.Command {
 		RunE:  func(c *cobra.Command, _ []string) error { return a.configShow() },
 	}, &cobra.Command{
 		Use:   "trust",
-		Short: "Trust .dont/config.toml as it is now, at your terminal: its agent profiles, [llm] provider and base_url, [hooks], spawn_max_lease and session_ceiling then count, until the file changes.",
+		Short: "Trust .dont/config.toml as it is now, at your terminal: the settings only you decide then count from it, until the file changes.",
 		Args:  a.argCount(0),
 		RunE:  func(c *cobra.Command, _ []string) error { return a.configTrust(c) },
 	})
@@ -257,8 +257,8 @@ func (a *app) configShow() error {
 	// The ceiling as its enforcement reads it (sessionCeiling).
 	ceiling, ceilingFrom, _ := a.sessionCeiling(p)
 	out.Settings = append(out.Settings, configSetting{Key: settings.KeySessionCeiling, Value: ceiling, Source: string(ceilingFrom), Env: settings.EnvSessionCeiling, PersonOnly: true})
-	add("approval_timeout", "", settings.EnvApprovalTimeout, true, "120s")
-	add("subscriber_lease", "", settings.EnvSubscriberLease, true, "10s")
+	add(settings.KeyApprovalTimeout, c.ApprovalTimeout, settings.EnvApprovalTimeout, true, "120s")
+	add(settings.KeySubscriberLease, c.SubscriberLease, settings.EnvSubscriberLease, true, "10s")
 	add(settings.KeyLLMProvider, c.LLM.Provider, settings.EnvLLMProvider, true, "")
 	add(settings.KeyLLMBaseURL, c.LLM.BaseURL, settings.EnvLLMBaseURL, true, "")
 	add("llm.model", c.LLM.Model, "DONT_LLM_MODEL", false, "")

@@ -402,3 +402,29 @@ func TestAnAgentThatWritesTheWorkspaceConfigCannotRaiseTheLeaseOfDontServe(t *te
 		srv.cmd.Wait()
 	}
 }
+
+// The deadline an agent writes into the workspace config does not count;
+// the one in the person's own config does, for the agent's escalations
+// too (a harness-signalled process cannot read the person's variables).
+func TestAnAgentThatWritesTheWorkspaceConfigCannotSetTheApprovalTimeout(t *testing.T) {
+	p := newApprovalProject(t)
+	p.agentWritesConfig(t, "approval_timeout = \"876000h\"\nsubscriber_lease = \"876000h\"\n")
+	ses := p.session("read-only")
+	ask := func(call string) (result, time.Time) {
+		t.Helper()
+		p.frames("--session", ses)
+		asked := time.Now()
+		return p.runEnv([]string{"DONT_HARNESS=1"}, "escalate", "--session", ses, "--call", call, "--to", "workspace-write", "--reason", "r", "--no-wait"), asked
+	}
+	r, asked := ask("c1")
+	d, _ := time.Parse(time.RFC3339Nano, r.str("deadline"))
+	if r.exit != 0 || d.Sub(asked) > 10*time.Minute || !strings.Contains(warningText(r), "approval_timeout") {
+		t.Fatalf("the workspace's deadline counted: exit %d %s", r.exit, r.stdout)
+	}
+	p.writePersonConfig(t, "approval_timeout = \"300s\"\n")
+	r, asked = ask("c2")
+	d, _ = time.Parse(time.RFC3339Nano, r.str("deadline"))
+	if r.exit != 0 || d.Sub(asked) < 299*time.Second || d.Sub(asked) > 310*time.Second {
+		t.Fatalf("the person's deadline did not count: deadline %v after asking: %s", d.Sub(asked), r.stdout)
+	}
+}

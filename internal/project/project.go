@@ -21,16 +21,22 @@ const Dir = ".dont"
 
 // Config is .dont/config.toml, and the person's own config of the same
 // shape (~/.config/dont/config.toml). Its trust-relevant keys
-// (spawn_max_lease, session_ceiling, [llm] provider and base_url, [hooks],
-// [agents]) count from the workspace file only once the person trusted
+// (spawn_max_lease, session_ceiling, approval_timeout, subscriber_lease,
+// [llm] provider and base_url, [hooks], [agents]) count from the workspace file only once the person trusted
 // its bytes (config.go, docs/security.md).
 type Config struct {
 	SpawnTimeout  string `toml:"spawn_timeout,omitempty"`
 	SpawnMaxLease string `toml:"spawn_max_lease,omitempty"`
 	// SessionCeiling is the widest tier a session may be granted.
 	SessionCeiling string `toml:"session_ceiling,omitempty"`
-	LLM            LLM    `toml:"llm,omitempty"`
-	Hooks          Hooks  `toml:"hooks,omitempty"`
+	// ApprovalTimeout is an escalation question's deadline, and
+	// SubscriberLease how recently a reader must have read a session's
+	// frames for it to be answerable (DONT_APPROVAL_TIMEOUT,
+	// DONT_SUBSCRIBER_LEASE).
+	ApprovalTimeout string `toml:"approval_timeout,omitempty"`
+	SubscriberLease string `toml:"subscriber_lease,omitempty"`
+	LLM             LLM    `toml:"llm,omitempty"`
+	Hooks           Hooks  `toml:"hooks,omitempty"`
 	// Agents are `dont spawns run`'s agent profiles ([agents.<name>]).
 	Agents map[string]Agent `toml:"agents,omitempty"`
 }

@@ -50,11 +50,13 @@ func IsPersonOnlyEnv(name string) bool { return slices.Contains(PersonOnlyEnv, n
 // profile as a whole (its command and env list decide what runs, with
 // which of the person's variables).
 const (
-	KeyAgents       = "agents"
-	KeyLLMProvider  = "llm.provider"
-	KeyLLMBaseURL   = "llm.base_url"
-	KeyAllowPrivate = "hooks.allow_private"
-	KeyPublicURL    = "hooks.public_url"
+	KeyAgents          = "agents"
+	KeyApprovalTimeout = "approval_timeout"
+	KeySubscriberLease = "subscriber_lease"
+	KeyLLMProvider     = "llm.provider"
+	KeyLLMBaseURL      = "llm.base_url"
+	KeyAllowPrivate    = "hooks.allow_private"
+	KeyPublicURL       = "hooks.public_url"
 )
 
 // BuiltinProfiles are the names of the built-in agent profiles of
