@@ -24,9 +24,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// KindConfig is `dont config show`'s and `dont config trust`'s envelope.
-const KindConfig = envelope.KindConfig
-
 // settingsState is what one invocation read of the settings: each
 // project's once, and the warnings about ignored sources, once each.
 type settingsState struct {
@@ -120,8 +117,8 @@ func untrustedMessage(path string, keys []string) string {
 		what = append(what, "agent profiles ("+strings.Join(agents, ", ")+")")
 	}
 	what = append(what, others...)
-	return "this project's config (" + path + ") has " + strings.Join(what, ", ") +
-		", which only you decide, and you have not trusted it since it last changed: ignored; trust them with dont config trust"
+	return "this project's config (" + visible.Line(path) + ") has " + strings.Join(what, ", ") +
+		", which only you decide: ignored until you trust this version of the file; trust them with dont config trust"
 }
 
 // sessionCeiling is the widest tier a session of p may be granted, and
@@ -287,7 +284,7 @@ func (a *app) configShow() error {
 		}
 		add(settings.KeyAgents+"."+n, value, "", true, "")
 	}
-	a.emit(tools.Output{Kind: KindConfig, Data: out})
+	a.emit(tools.Output{Kind: envelope.KindConfig, Data: out})
 	return nil
 }
 
@@ -340,6 +337,6 @@ func (a *app) configTrust(c *cobra.Command) error {
 	if err := project.Trust(l); err != nil {
 		return err
 	}
-	a.emit(tools.Output{Kind: KindConfig, Data: configTrusted{Workspace: p.ConfigPath(), SHA256: pin, Trusted: true}})
+	a.emit(tools.Output{Kind: envelope.KindConfig, Data: configTrusted{Workspace: p.ConfigPath(), SHA256: pin, Trusted: true}})
 	return nil
 }

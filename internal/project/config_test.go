@@ -3,6 +3,7 @@
 package project_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -171,5 +172,17 @@ func TestAProjectMadeBeforeTheRuleWarnsOnlyAboutWhatItSets(t *testing.T) {
 	s, _, err := project.LoadSettings(p, d, true)
 	if err != nil || len(s.Untrusted) != 0 {
 		t.Fatalf("a default config: %v %v", s.Untrusted, err)
+	}
+}
+
+func TestTheConfigDontInitWritesSetsNothingOnlyAPersonDecides(t *testing.T) {
+	root := t.TempDir()
+	p, err := project.Init(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := project.LoadSettings(p, personal.Dirs{Home: t.TempDir()}, true)
+	if err != nil || len(s.Untrusted) != 0 || s.Config.SpawnTimeout != "24h" {
+		t.Fatalf("dont init's config: %+v %v", s, err)
 	}
 }
