@@ -215,21 +215,30 @@ func TestAnAgentCannotWidenTheHookPolicyOrMoveThePublicURL(t *testing.T) {
 	if r.exit != 2 || !strings.Contains(warningText(r), "config-untrusted") {
 		t.Fatalf("a hook to a loopback address the workspace allowed: exit %d %s", r.exit, r.stdout)
 	}
-	// The person allows it in their own config, and says where the page is.
-	p.writePersonConfig(t, "[hooks]\nallow_private = [\"127.0.0.1/32\"]\npublic_url = \"https://approvals.person.example\"\n")
+	// The person allows it in their own config.
+	p.writePersonConfig(t, "[hooks]\nallow_private = [\"127.0.0.1/32\"]\n")
 	p.ok("hooks", "add", "--url", rcv.URL+"/in", "--events", "approval.asked", "--format", "slack", "--yes")
 	ses := p.session("read-only")
-	p.frames("--session", ses) // the person watches
-	// The agent asks, with its own page in its environment; the question
-	// reaches Slack from its process (the delivery pass after the
-	// envelope), with the person's link.
-	r = p.runEnv([]string{"DONT_HARNESS=1", "DONT_PUBLIC_URL=https://phish-env.example"},
-		"escalate", "--session", ses, "--call", "c1", "--to", "workspace-write", "--reason", "build", "--no-wait")
-	if r.exit != 0 {
-		t.Fatalf("escalate: exit %d %s", r.exit, r.stdout)
+	// The agent asks, with its own page in its environment too; the
+	// question reaches Slack from its process (the delivery pass after the
+	// envelope) with no link to either page.
+	ask := func(call string) string {
+		t.Helper()
+		p.frames("--session", ses) // the person watches
+		before := len(rcv.all())
+		r := p.runEnv([]string{"DONT_HARNESS=1", "DONT_PUBLIC_URL=https://phish-env.example"},
+			"escalate", "--session", ses, "--call", call, "--to", "workspace-write", "--reason", "build", "--no-wait")
+		if r.exit != 0 {
+			t.Fatalf("escalate: exit %d %s", r.exit, r.stdout)
+		}
+		return rcv.all()[before:]
 	}
-	got := rcv.all()
-	if !strings.Contains(got, "https://approvals.person.example/approvals") || strings.Contains(got, "phish") {
+	if got := ask("c1"); !strings.Contains(got, "workspace-write") || strings.Contains(got, "phish") {
+		t.Fatalf("the Slack message: %q", got)
+	}
+	// The person's own URL is the link.
+	p.writePersonConfig(t, "[hooks]\nallow_private = [\"127.0.0.1/32\"]\npublic_url = \"https://approvals.person.example\"\n")
+	if got := ask("c2"); !strings.Contains(got, "https://approvals.person.example/approvals") || strings.Contains(got, "phish") {
 		t.Fatalf("the Slack message links to %q", got)
 	}
 }
