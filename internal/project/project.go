@@ -77,8 +77,8 @@ type LLM struct {
 	Provider   string `toml:"provider,omitempty"`
 	Model      string `toml:"model,omitempty"`
 	BaseURL    string `toml:"base_url,omitempty"`
-	Region     string `toml:"region,omitempty"`      // Bedrock
-	Timeout    string `toml:"timeout,omitempty"`     // per provider request, a Go duration; default 60s
+	Region     string `toml:"region,omitempty"`     // Bedrock
+	Timeout    string `toml:"timeout,omitempty"`    // per provider request, a Go duration; default 60s
 	MaxRetries int    `toml:"max_retries,omitzero"` // after a 429 or 5xx; 0: the default (3), -1: none
 }
 
