@@ -50,14 +50,14 @@ type app struct {
 	// harnessRetry is the command line of a spawning verb again with
 	// --harness: what a person without a provider runs instead.
 	harnessRetry string
+	// settings are the project settings this invocation read, and the
+	// warnings about sources it ignored (config.go).
+	settings settingsState
 	// unbuilt holds, per tool command, what is left to build of it: its
 	// flags and run function, then the adjustments made to them
 	// (approvalCommands). A run builds only the command it invokes
 	// (buildFor).
 	unbuilt map[*cobra.Command][]func()
-	// notices are warnings about how the call ran (a nested project it
-	// passed over), added to whatever envelope it prints.
-	notices []envelope.Warning
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
@@ -227,7 +227,7 @@ func (a *app) commands(only string) *cobra.Command {
 	root.AddCommand(a.initCommand(), a.serveCommand())
 	root.AddCommand(a.mcpCommand())
 	a.addConfirmCommands(root)
-	root.AddCommand(a.doctorCommand(), a.versionCommand())
+	root.AddCommand(a.doctorCommand(), a.versionCommand(), a.configCommand())
 	a.addBuildCommands(root)
 	groups := map[string]*cobra.Command{}
 	for _, name := range tools.Names() {
@@ -507,12 +507,12 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	}
 	if t.Name == service.HeartbeatTool {
 		// A heartbeat's default --extend is the spawn timeout, its bound the lease.
-		cfg, err := p.LoadConfig()
+		cfg, err := a.projectSettings(p)
 		if err == nil {
 			svc.SpawnTimeout, err = cfg.Timeout(a.getenv(settings.EnvSpawnTimeout))
 		}
 		if err == nil {
-			svc.SpawnMaxLease, err = cfg.MaxLease(a.getenv(settings.EnvSpawnMaxLease))
+			svc.SpawnMaxLease, err = cfg.MaxLease(a.personEnv(settings.EnvSpawnMaxLease))
 		}
 		if err != nil {
 			store.Close()
@@ -527,7 +527,7 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 		}
 	}
 	if hasParam(t, "mode") {
-		cfg, err := p.LoadConfig()
+		cfg, err := a.projectSettings(p)
 		if err != nil {
 			store.Close()
 			return nil, nil, err
@@ -537,7 +537,7 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 			return nil, nil, err
 		}
 		if a.mode == spawn.ModeDirect {
-			if svc.Provider, err = a.provider(cfg); err != nil {
+			if svc.Provider, err = a.provider(p, cfg); err != nil {
 				store.Close()
 				return nil, nil, err
 			}
@@ -565,9 +565,9 @@ func (a *app) locateProject() (project.Project, error) {
 	wd, _ := os.Getwd()
 	p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
 	if err == nil && len(p.Shadowed) > 0 {
-		a.notices = append(a.notices, envelope.Warning{Code: envelope.CodeOf(ProjectNested), Message: "using the project at " + p.Root +
-			"; the one at " + strings.Join(p.Shadowed, " and ") + " above it is not used (a .dont/ in a subfolder takes over every command run below it)" +
-			" (next: export DONT_PROJECT_DIR=" + p.Shadowed[0] + " if that is the one you meant)"})
+		a.notice(envelope.CodeOf(ProjectNested), "using the project at "+p.Root+
+			"; the one at "+strings.Join(p.Shadowed, " and ")+" above it is not used (a .dont/ in a subfolder takes over every command run below it)"+
+			" (next: export DONT_PROJECT_DIR="+p.Shadowed[0]+" if that is the one you meant)")
 	}
 	return p, err
 }
@@ -602,7 +602,7 @@ func (a *app) meta() envelope.Meta {
 
 // emit prints a success envelope (or its human rendering).
 func (a *app) emit(res tools.Output) {
-	env, err := envelope.New(res.Kind, res.Data, append(res.Warnings, a.notices...), res.Hints)
+	env, err := envelope.New(res.Kind, res.Data, append(res.Warnings, a.settings.notices...), res.Hints)
 	if err != nil {
 		a.fail(errs.E(errs.Internal, "cannot encode the result").Wrap(err))
 		return
@@ -626,7 +626,7 @@ func (a *app) fail(err error) { a.failWith(err, nil) }
 
 func (a *app) failWith(err error, warnings []envelope.Warning) {
 	err = a.withHarnessRetry(err)
-	env := envelope.Fail(err, append(warnings, a.notices...))
+	env := envelope.Fail(err, append(warnings, a.settings.notices...))
 	env.Meta = a.meta()
 	a.exit = present.Exit(err)
 	a.print(env)

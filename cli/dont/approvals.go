@@ -22,6 +22,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/present"
+	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/tools"
@@ -29,25 +30,42 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// approvalsConfig reads the escalation settings from the environment:
-// DONT_APPROVAL_TIMEOUT (a question's deadline, default 120s) and
-// DONT_SUBSCRIBER_LEASE (how recently a client must have read a session's
-// frames to count as live, default 10s), each held to its setting's rule
-// (internal/settings), as the Lambda functions hold them. A malformed
-// value fails the commands that use it (strict) and is ignored by the
-// others.
+// approvalsConfig reads the escalation settings: a question's deadline
+// (default 120s) and how recently a client must have read a session's
+// frames to count as live (default 10s), each held to its setting's rule
+// (internal/settings), as the Lambda functions hold them. Only a person
+// sets them (config.go): DONT_APPROVAL_TIMEOUT and DONT_SUBSCRIBER_LEASE
+// without a harness signal (personEnv), else approval_timeout and
+// subscriber_lease of the person's config or of the workspace config they
+// trusted. The commands that use them (strict) read the files and fail
+// on a malformed value; the others (which only sweep) take the
+// environment's and ignore a malformed one.
 func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service.Approvals, error) {
 	cfg := service.Approvals{Store: store}
+	var file project.Config
+	if strict {
+		if p, err := a.configProject(); err == nil {
+			if file, err = a.projectSettings(p); err != nil {
+				return cfg, err
+			}
+		}
+	}
 	for _, v := range []struct {
-		env     string
-		setting settings.Duration
-		dst     *time.Duration
-	}{{settings.EnvApprovalTimeout, settings.ApprovalTimeout, &cfg.Timeout}, {settings.EnvSubscriberLease, settings.SubscriberLease, &cfg.Lease}} {
-		s := a.getenv(v.env)
-		if s == "" {
+		env, key, inFile string
+		setting          settings.Duration
+		dst              *time.Duration
+	}{{settings.EnvApprovalTimeout, settings.KeyApprovalTimeout, file.ApprovalTimeout, settings.ApprovalTimeout, &cfg.Timeout},
+		{settings.EnvSubscriberLease, settings.KeySubscriberLease, file.SubscriberLease, settings.SubscriberLease, &cfg.Lease}} {
+		var d time.Duration
+		var err error
+		switch s := a.personEnv(v.env); {
+		case s != "":
+			d, err = v.setting.FromEnv(v.env, s)
+		case v.inFile != "":
+			d, err = v.setting.FromConfig(v.key, v.inFile)
+		default:
 			continue
 		}
-		d, err := v.setting.FromEnv(v.env, s)
 		if err != nil {
 			if !strict {
 				continue

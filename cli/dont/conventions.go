@@ -28,7 +28,7 @@ import (
 func (a *app) conventions(root *cobra.Command) {
 	root.PersistentFlags().BoolVar(&a.plain, "plain", false, "no colour or other styling in human output (as NO_COLOR does)")
 	root.CompletionOptions.DisableDefaultCmd = true // replaced by `completions`
-	root.AddCommand(a.completionsCommand(root), configTopic())
+	root.AddCommand(a.completionsCommand(root))
 }
 
 func (a *app) completionsCommand(root *cobra.Command) *cobra.Command {
@@ -52,36 +52,6 @@ func (a *app) completionsCommand(root *cobra.Command) *cobra.Command {
 			return errs.E(errs.Usage, "no completions for shell "+quote(argv[0])+"; choose bash, zsh, fish or powershell",
 				errs.Step{Command: "dont completions bash", Description: "print the bash script"}).Unmet("shell is one of bash, zsh, fish, powershell")
 		},
-	}
-}
-
-// configTopic is `dont help config`, which config-missing and config-invalid
-// errors point to.
-func configTopic() *cobra.Command {
-	return &cobra.Command{
-		Use:   "config",
-		Short: "Where dont reads its settings: .dont/config.toml and the environment.",
-		Long: `dont reads .dont/config.toml in the project folder; environment variables override it.
-
-  spawn_timeout = "24h"        DONT_SPAWN_TIMEOUT   how long a spawn waits for its callback
-  spawn_max_lease = "168h"     DONT_SPAWN_MAX_LEASE how far heartbeats may move a spawn's expiry from its issue
-
-  [agents.<name>]                                   dont spawns run's agent profiles (docs/harnesses.md)
-  template = "claude-code"                          a built-in to start from: claude-code, codex, generic
-  command = ["my-agent"]                            the command line (text/template)
-  env = ["PATH", "HOME"]                            the caller's variables the agent may see
-
-  [llm]                                             direct mode's provider (assume/overlook/guess --direct)
-  provider = "openai"          DONT_LLM_PROVIDER    openai, openai-compatible, vllm, ollama, llamacpp, anthropic, bedrock
-  model = "gpt-4o"             DONT_LLM_MODEL
-  base_url = ""                DONT_LLM_BASE_URL    the provider's endpoint, if not the default
-  region = ""                  DONT_LLM_REGION      bedrock (else AWS_REGION, AWS_DEFAULT_REGION)
-  timeout = "60s"                                   per provider request
-  max_retries = 3                                   after a 429 or 5xx; -1 for none
-  (never in the file)          DONT_LLM_API_KEY     or OPENAI_API_KEY, ANTHROPIC_API_KEY, AWS_BEARER_TOKEN_BEDROCK
-
-Also: DONT_PROJECT_DIR (the project folder), DONT_HARNESS (truthy: harness mode),
-DONT_REQUEST_ID (the --request-id of a callback), DONT_AUTHOR, NO_COLOR.`,
 	}
 }
 
@@ -223,12 +193,12 @@ func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (enve
 func (a *app) envelopeOf(res tools.Output, err error, start time.Time) envelope.Envelope {
 	var env envelope.Envelope
 	if err == nil {
-		if env, err = envelope.New(res.Kind, res.Data, res.Warnings, res.Hints); err != nil {
+		if env, err = envelope.New(res.Kind, res.Data, append(res.Warnings, a.settings.notices...), res.Hints); err != nil {
 			err = errs.E(errs.Internal, "cannot encode the result").Wrap(err)
 		}
 	}
 	if err != nil {
-		env = envelope.Fail(err, res.Warnings)
+		env = envelope.Fail(err, append(res.Warnings, a.settings.notices...))
 	}
 	env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: ids.New(ids.Request, start), Mode: string(a.mode)}
 	return env

@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,14 +13,21 @@ import (
 	"github.com/dont-cli/dont/internal/llm"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/settings"
 )
 
-// provider builds direct mode's LLM client from [llm] in .dont/config.toml
-// overridden by the DONT_LLM_* environment. Only spawn verbs in direct
-// mode call it, so no other command pays for it. With no provider named at
-// all it returns nil, and the service refuses with config-missing (direct
-// mode never falls back to harness mode).
-func (a *app) provider(c project.Config) (service.Reasoner, error) {
+// provider builds direct mode's LLM client from [llm] of the project's
+// settings overridden by the DONT_LLM_* environment. Only spawn verbs in
+// direct mode call it, so no other command pays for it. With no provider
+// named at all it returns nil, and the service refuses with config-missing
+// (direct mode never falls back to harness mode).
+//
+// The API key comes from the environment, and goes only where a person
+// said: provider and base_url are trust-relevant (config.go), so they come
+// from the person's environment (no harness signal), the person's config
+// or a workspace config the person trusted, never from what an agent
+// wrote. Without them the key goes to the provider's own host, or nowhere.
+func (a *app) provider(p project.Project, c project.Config) (service.Reasoner, error) {
 	base := llm.Config{Provider: c.LLM.Provider, Model: c.LLM.Model, BaseURL: c.LLM.BaseURL, Region: c.LLM.Region, MaxRetries: c.LLM.MaxRetries}
 	if c.LLM.Timeout != "" {
 		d, err := time.ParseDuration(c.LLM.Timeout)
@@ -28,16 +36,21 @@ func (a *app) provider(c project.Config) (service.Reasoner, error) {
 		}
 		base.Timeout = d
 	}
-	cfg := llm.ConfigFromEnv(base, a.getenv)
+	cfg := llm.ConfigFromEnv(base, a.personEnv)
 	if strings.TrimSpace(cfg.Provider) == "" {
+		if ls, ok := a.settings.loaded[p.Root]; ok && slices.Contains(ls.s.Untrusted, settings.KeyLLMProvider) {
+			return nil, errs.E(settings.CodeConfigUntrusted, "direct mode: the workspace's [llm] provider and base_url are not trusted (the file changed since you trusted it, or you never did); no provider was called",
+				errs.Step{Command: "dont config trust", Description: "at your terminal: read .dont/config.toml's trust-relevant settings and trust them"},
+				errs.Step{Command: "dont assume <id> --harness", Description: "or emit a spawn_request and let your harness's subagent do the reasoning"}).Unmet("a trusted llm.provider")
+		}
 		return nil, nil
 	}
 	// Retry notices go to stderr, so that a person waiting on a busy
 	// provider knows; keys never reach the logger.
 	cfg.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	p, err := llm.New(cfg)
+	pr, err := llm.New(cfg)
 	if err == nil {
-		return p, nil
+		return pr, nil
 	}
 	var ce *llm.ConfigError
 	if !errors.As(err, &ce) {

@@ -43,7 +43,7 @@ func (a *app) doctorCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use: "doctor",
 		Short: "Check the store: one terminal event per spawn or approval, status = fold of events, nothing pending past its deadline " +
-			"(sweeps first), and that only the owner may read .dont/ and dont.db. --strict exits non-zero on any violation.",
+			"(sweeps first), and that only the owner may read .dont/ and dont.db; warns about config settings it ignores. --strict exits non-zero on any violation.",
 		Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if a.remote() != "" {
@@ -55,6 +55,12 @@ func (a *app) doctorCommand() *cobra.Command {
 				return err
 			}
 			defer store.Close()
+			// What of the config files was ignored (an untrusted workspace
+			// config, a person's config others may write) becomes a warning.
+			var configWarnings []envelope.Warning
+			if _, err := a.projectSettings(p); err != nil {
+				configWarnings = append(configWarnings, envelope.Warning{Code: envelope.CodeOf(errs.ConfigInvalid), Message: err.Error()})
+			}
 			svc := service.New(service.Deps{Store: store, Confirmations: store, Author: a.author()})
 			if svc.Approvals, err = a.approvalsConfig(store, false); err != nil {
 				return err
@@ -77,7 +83,7 @@ func (a *app) doctorCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			warnings = append(warnings, private...)
+			warnings = append(append(warnings, private...), configWarnings...)
 			if strict && !rep.OK() {
 				first := rep.Violations[0]
 				e := errs.E(InvariantViolation, fmt.Sprintf("%d invariant violation(s); first: %s on %s: %s", len(rep.Violations), first.Rule, first.ID, first.Message),

@@ -80,6 +80,8 @@ var help = map[string]commandHelp{
 	"mcp":                   {[2]string{"dont mcp", "DONT_PROJECT_DIR=~/proj DONT_AUTHOR=agent-7 dont mcp"}, ""},
 	"version":               {[2]string{"dont version", "dont version --json"}, ""},
 	"completions":           {[2]string{"source <(dont completions bash)", "dont completions fish > ~/.config/fish/completions/dont.fish"}, ""},
+	"config show":           {[2]string{"dont config show", "dont config show --json"}, ""},
+	"config trust":          {[2]string{"dont config trust", "DONT_PROJECT_DIR=~/proj dont config trust"}, "0 trusted; 1 you answered no (confirmation-declined); 2 no person at a terminal, or a harness signal (person-required)"},
 }
 
 // shortOverrides keep a summary to one line where the command's own file

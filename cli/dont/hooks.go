@@ -8,25 +8,23 @@ import (
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
 )
 
-// Environment overrides of `[hooks]` in config.toml (docs/hooks.md).
-const (
-	envHooksAllowPrivate = "DONT_HOOKS_ALLOW_PRIVATE"
-	envPublicURL         = "DONT_PUBLIC_URL"
-)
-
 // hooksConfig is the webhook configuration of the project: the store, the
 // address policy and the delivering client, and the approvals page's URL.
+// Both settings are a person's (DONT_HOOKS_ALLOW_PRIVATE and
+// DONT_PUBLIC_URL without a harness signal, else [hooks] of the person's
+// config or of the trusted workspace config: config.go).
 func (a *app) hooksConfig(p project.Project, store *sqlite.Store) (service.HooksConfig, error) {
-	cfg, err := p.LoadConfig()
+	cfg, err := a.projectSettings(p)
 	if err != nil {
 		return service.HooksConfig{}, err
 	}
 	allow := strings.Join(cfg.Hooks.AllowPrivate, ",")
-	if v := a.getenv(envHooksAllowPrivate); v != "" {
+	if v := a.personEnv(settings.EnvHooksAllowPrivate); v != "" {
 		allow = v
 	}
 	prefixes, err := hooks.ParsePrefixes(allow)
@@ -34,7 +32,7 @@ func (a *app) hooksConfig(p project.Project, store *sqlite.Store) (service.Hooks
 		return service.HooksConfig{}, err
 	}
 	public := cfg.Hooks.PublicURL
-	if v := a.getenv(envPublicURL); v != "" {
+	if v := a.personEnv(settings.EnvPublicURL); v != "" {
 		public = v
 	}
 	policy := hooks.AddrPolicy{Allow: prefixes}

@@ -81,7 +81,7 @@ func (a *app) spawnsRun(context.Context, spawnsRunFlags) error { return a.handOf
 
 // provider is direct mode's: needsNet sends every run that may reach it
 // to dont-net, which builds it.
-func (a *app) provider(project.Config) (service.Reasoner, error) {
+func (a *app) provider(project.Project, project.Config) (service.Reasoner, error) {
 	return nil, errs.E(errs.Internal, "the light build has no LLM provider; "+dontNetName+" runs direct mode")
 }
 

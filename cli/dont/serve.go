@@ -21,6 +21,7 @@ import (
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/visible"
 	"github.com/spf13/cobra"
 )
 
@@ -69,7 +70,10 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := p.LoadConfig()
+	// The person starts dont serve: its environment and flags are theirs
+	// (personEnv); its config files count as they do for the CLI.
+	a.settings.personStarted = true
+	cfg, err := a.projectSettings(p)
 	if err != nil {
 		return err
 	}
@@ -77,7 +81,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	lease, err := cfg.MaxLease(a.getenv(settings.EnvSpawnMaxLease))
+	lease, err := cfg.MaxLease(a.personEnv(settings.EnvSpawnMaxLease))
 	if err != nil {
 		return err
 	}
@@ -129,6 +133,9 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	fmt.Fprintf(a.stderr, "dont serve: listening on %s; the approvals page is %s/approvals\n", base, pageBase(scheme, ln.Addr()))
 	if tlsConfig == nil && !loopback(ln.Addr()) {
 		fmt.Fprintf(a.stderr, "dont serve: warning: %s is reachable beyond this machine over plain HTTP: tokens cross the network in clear; serve HTTPS with --tls-cert and --tls-key, or listen on 127.0.0.1\n", ln.Addr())
+	}
+	for _, w := range a.settings.notices {
+		fmt.Fprintf(a.stderr, "dont serve: warning: %s: %s\n", w.Code, visible.Line(w.Message))
 	}
 	a.debugServer(ctx)
 

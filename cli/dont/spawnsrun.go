@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/tools"
+	"github.com/dont-cli/dont/internal/visible"
 )
 
 func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {
@@ -47,13 +49,15 @@ func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {
 	}
 	p, found := a.findProject()
 	var cfg project.Config
+	var untrusted []string
 	if found {
-		var err error
-		if cfg, err = p.LoadConfig(); err != nil {
+		ls, err := a.loadSettings(p)
+		if err != nil {
 			return err
 		}
+		cfg, untrusted = ls.s.Config, ls.s.Untrusted
 	}
-	profile, err := agentProfile(cfg, f.agent)
+	profile, err := agentProfile(cfg, untrusted, f.agent)
 	if err != nil {
 		return err
 	}
@@ -129,8 +133,24 @@ func (a *app) findProject() (project.Project, bool) {
 }
 
 // agentProfile picks the profile: --agent names a configured one or a
-// built-in; without it, the only one configured.
-func agentProfile(cfg project.Config, name string) (runner.Profile, error) {
+// built-in; without it, the only one configured. Configured profiles are
+// the person's (their config, or a workspace config they trusted: no
+// config file may use a built-in's name); one the workspace defines but
+// the person has not trusted is refused, never run (untrusted lists
+// them, as "agents.<name>").
+func agentProfile(cfg project.Config, untrusted []string, name string) (runner.Profile, error) {
+	var waiting []string
+	for _, k := range untrusted {
+		if n, ok := strings.CutPrefix(k, settings.KeyAgents+"."); ok {
+			waiting = append(waiting, n)
+		}
+	}
+	if name == "" && len(cfg.Agents) == 0 && len(waiting) > 0 || name != "" && slices.Contains(waiting, name) {
+		return runner.Profile{}, errs.E(settings.CodeConfigUntrusted, "spawns run: this project's config has agent profiles ("+visible.Line(strings.Join(waiting, ", "))+
+			") you have not trusted since the file last changed; nothing was run",
+			errs.Step{Command: "dont config trust", Description: "at your terminal: read the profiles' commands and env lists, and trust them"},
+			errs.Step{Command: "dont spawns run --agent claude-code", Description: "or run a built-in profile"}).Unmet("a trusted agent profile")
+	}
 	if name == "" {
 		switch len(cfg.Agents) {
 		case 1:
@@ -255,7 +275,7 @@ func (a *app) embeddedRunner(ctx context.Context, p project.Project, cfg project
 	if err != nil {
 		return nil, err
 	}
-	lease, err := cfg.MaxLease(a.getenv(settings.EnvSpawnMaxLease))
+	lease, err := cfg.MaxLease(a.personEnv(settings.EnvSpawnMaxLease))
 	if err != nil {
 		return nil, err
 	}

@@ -47,22 +47,16 @@ func runnerBackends(t *testing.T, timeout string) map[string]func(t *testing.T) 
 }
 
 // configureAgent adds the scripted agent (testdata/agent.sh) as the
-// profile "script", with the variables it needs allowed.
+// profile "script", with the variables it needs allowed, in the person's
+// own config (a profile in the workspace config counts only once the
+// person trusted it: config_test.go).
 func (p *testProject) configureAgent(t *testing.T) {
 	t.Helper()
 	script, err := filepath.Abs(filepath.Join("testdata", "agent.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf("\n[agents.script]\ncommand = [\"bash\", %q]\nenv = [\"PATH\", \"HOME\", \"XDG_CACHE_HOME\", \"DONT_BIN\", \"AGENT_MODE\", \"AGENT_LOG\", \"AGENT_SLEEP\"]\n", script)
-	f, err := os.OpenFile(filepath.Join(p.dir, ".dont", "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(cfg); err != nil {
-		t.Fatal(err)
-	}
+	p.writePersonConfig(t, fmt.Sprintf("[agents.script]\ncommand = [\"bash\", %q]\nenv = [\"PATH\", \"HOME\", \"XDG_CACHE_HOME\", \"DONT_BIN\", \"AGENT_MODE\", \"AGENT_LOG\", \"AGENT_SLEEP\"]\n", script))
 }
 
 // assumeJSON concludes a claim and assumes it on the backend: the claim
@@ -424,9 +418,7 @@ func TestWatchRunsEveryNewPendingSpawnUntilInterrupted(t *testing.T) {
 
 func TestAHeartbeatIsCappedBySpawnMaxLeaseFromTheConfigFile(t *testing.T) {
 	p := newProject(t)
-	cfg := filepath.Join(p.dir, ".dont", "config.toml")
-	b, _ := os.ReadFile(cfg)
-	os.WriteFile(cfg, bytes.Replace(b, []byte(`spawn_max_lease = "168h"`), []byte(`spawn_max_lease = "26h"`), 1), 0o600)
+	cfg := p.writePersonConfig(t, `spawn_max_lease = "26h"`)
 	_, rid, _ := p.assumeJSON(t, runnerBackend{})
 	r := p.ok("spawns", "heartbeat", rid, "--extend", "48h")
 	if r.data()["capped"] != true || r.data()["moved"] != true || !strings.Contains(strings.Join(warnings(r), ","), "spawn-lease-capped") {
@@ -436,12 +428,12 @@ func TestAHeartbeatIsCappedBySpawnMaxLeaseFromTheConfigFile(t *testing.T) {
 	if exp, _ := time.Parse(time.RFC3339Nano, r.str("expires_at")); !exp.Equal(issued.Add(26 * time.Hour)) {
 		t.Fatalf("expires_at %v, want issued_at + 26h (%v)", exp, issued.Add(26*time.Hour))
 	}
-	os.WriteFile(cfg, bytes.Replace(b, []byte(`spawn_max_lease = "168h"`), []byte(`spawn_max_lease = "soon"`), 1), 0o600)
+	os.WriteFile(cfg, []byte(`spawn_max_lease = "soon"`), 0o600)
 	bad := p.run("spawns", "heartbeat", rid)
 	if bad.exit != 3 || bad.str("code") != "config-invalid" {
 		t.Fatalf("a bad spawn_max_lease: exit %d %s", bad.exit, bad.stdout)
 	}
-	os.WriteFile(cfg, b, 0o600)
+	os.WriteFile(cfg, nil, 0o600)
 }
 
 func TestAWatchWithABadTokenFailsAtOnceWithTheServersRemediation(t *testing.T) {

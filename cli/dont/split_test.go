@@ -132,9 +132,12 @@ func TestALightDontWithoutDontNetSaysWhatToBuildAndChangesNothing(t *testing.T) 
 
 // An agent's write is delivered to the project's webhooks by the light
 // build's pass (dont-net's hidden delivery pass), as the whole build's
-// own pass delivers it: a harness signal changes nothing.
+// own pass delivers it: a harness signal changes nothing (the loopback
+// receiver is allowed in the person's config: a harness-signalled process
+// ignores DONT_HOOKS_ALLOW_PRIVATE, docs/security.md#person-settings).
 func TestAnAgentsWriteIsDeliveredByTheLightBuildsPass(t *testing.T) {
-	p := newProject(t, allowLoopback)
+	p := newProject(t)
+	p.writePersonConfig(t, "[hooks]\nallow_private = [\"127.0.0.1/32\"]\n")
 	rcv := newHookReceiver(t)
 	p.addHook(t, rcv, "spawn.requested")
 	claim := p.ok("conclude", "water boils at 100 C at sea level").str("id")

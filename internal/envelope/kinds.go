@@ -32,6 +32,7 @@ const (
 	KindHealth          = "health"
 	KindInit            = "init"
 	KindDoctor          = "doctor"
+	KindConfig          = "config" // dont config show|trust
 	KindProjectSettings = "project_settings"
 	KindSecretRotation  = "secret_rotation"
 	KindVersion         = "version"

@@ -127,6 +127,17 @@ func ConfigFromEnv(base Config, getenv func(string) string) Config {
 	return cfg
 }
 
+// validRegion reports whether r is shaped like an AWS region name:
+// lowercase letters, digits and hyphens.
+func validRegion(r string) bool {
+	for _, c := range r {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return len(r) <= 32
+}
+
 func normaliseProvider(p string) string {
 	p = strings.ToLower(strings.TrimSpace(p))
 	switch p {
@@ -152,6 +163,12 @@ func New(cfg Config) (Provider, error) {
 	}
 	if cfg.Timeout < 0 {
 		ce.Invalid = append(ce.Invalid, "timeout "+cfg.Timeout.String()+" (want a positive duration)")
+	}
+	// A region names an AWS region and nothing else: it becomes part of
+	// Bedrock's host, where the key goes, and may come from a file the
+	// person did not write ("us-east-1.evil.example/" would move the host).
+	if cfg.Region = strings.TrimSpace(cfg.Region); cfg.Region != "" && !validRegion(cfg.Region) {
+		ce.Invalid = append(ce.Invalid, "region "+strconv.Quote(cfg.Region)+" (want an AWS region name such as us-east-1)")
 	}
 	if cfg.BaseURL != "" {
 		if u, err := url.Parse(cfg.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

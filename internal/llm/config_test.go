@@ -150,3 +150,24 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Errorf("bedrock region = %q, want DONT_LLM_REGION", got.Region)
 	}
 }
+
+// Bedrock's host is built from the region; a region read from a file an
+// agent wrote must not move it (and with it the person's credentials).
+func TestARegionCannotMoveBedrocksHost(t *testing.T) {
+	for _, region := range []string{"us-east-1.evil.example/", "evil.example#", "us-east-1 ", "a@b"} {
+		_, err := New(Config{Provider: "bedrock", Model: "m", Region: region, APIKey: "k"})
+		var ce *ConfigError
+		if region == "us-east-1 " {
+			if err != nil {
+				t.Fatalf("a region with a trailing space is trimmed, got %v", err)
+			}
+			continue
+		}
+		if !errors.As(err, &ce) || len(ce.Invalid) == 0 {
+			t.Fatalf("region %q: want an invalid setting, got %v", region, err)
+		}
+	}
+	if _, err := New(Config{Provider: "bedrock", Model: "m", Region: "eu-west-3", APIKey: "k"}); err != nil {
+		t.Fatalf("a real region: %v", err)
+	}
+}

@@ -176,6 +176,7 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 				"dont assume <id> --harness", "or emit a spawn_request and let your harness's subagent do the reasoning"),
 		}, nil},
 		errs.ConfigInvalid: {ExitState, statusUnavailable, steps("dont help config", "fix .dont/config.toml or the environment variable"), nil, nil},
+		"config-untrusted": {ExitState, statusConflict, steps("dont config trust", "at your terminal: read what .dont/config.toml sets that only you decide, and trust it"), nil, nil},
 		errs.DBLocked:      {ExitState, statusUnavailable, steps("dont list", "retry: another process holds the database"), nil, nil},
 		errs.StoreError:    {ExitState, statusInternal, steps("dont doctor", "check the store; retry the command"), nil, nil},
 		errs.Conflict:      {ExitState, statusConflict, steps("dont show <id>", "re-read the entity and retry"), nil, nil},

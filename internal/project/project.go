@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/BurntSushi/toml"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/personal"
 	"github.com/dont-cli/dont/internal/settings"
@@ -21,24 +20,36 @@ import (
 // Dir is the folder dont keeps its state in, inside the project folder.
 const Dir = ".dont"
 
-// Config is .dont/config.toml.
+// Config is .dont/config.toml, and the person's own config of the same
+// shape (~/.config/dont/config.toml). Its trust-relevant keys
+// (spawn_max_lease, session_ceiling, approval_timeout, subscriber_lease,
+// [llm] provider and base_url, [hooks], [agents]) count from the workspace file only once the person trusted
+// its bytes (config.go, docs/security.md).
 type Config struct {
-	SpawnTimeout  string `toml:"spawn_timeout"`
-	SpawnMaxLease string `toml:"spawn_max_lease"`
-	LLM           LLM    `toml:"llm"`
-	Hooks         Hooks  `toml:"hooks"`
+	SpawnTimeout  string `toml:"spawn_timeout,omitempty"`
+	SpawnMaxLease string `toml:"spawn_max_lease,omitempty"`
+	// SessionCeiling is the widest tier a session may be granted.
+	SessionCeiling string `toml:"session_ceiling,omitempty"`
+	// ApprovalTimeout is an escalation question's deadline, and
+	// SubscriberLease how recently a reader must have read a session's
+	// frames for it to be answerable (DONT_APPROVAL_TIMEOUT,
+	// DONT_SUBSCRIBER_LEASE).
+	ApprovalTimeout string `toml:"approval_timeout,omitempty"`
+	SubscriberLease string `toml:"subscriber_lease,omitempty"`
+	LLM             LLM    `toml:"llm,omitempty"`
+	Hooks           Hooks  `toml:"hooks,omitempty"`
 	// Agents are `dont spawns run`'s agent profiles ([agents.<name>]).
-	Agents map[string]Agent `toml:"agents"`
+	Agents map[string]Agent `toml:"agents,omitempty"`
 }
 
 // Hooks configures webhook delivery (docs/hooks.md).
 type Hooks struct {
 	// AllowPrivate lists the private or special address ranges a hook may
 	// reach (CIDR prefixes or addresses); none by default.
-	AllowPrivate []string `toml:"allow_private"`
+	AllowPrivate []string `toml:"allow_private,omitempty"`
 	// PublicURL is where people reach this project's approvals page; a
 	// Slack message links to it.
-	PublicURL string `toml:"public_url"`
+	PublicURL string `toml:"public_url,omitempty"`
 }
 
 // Agent is one agent profile of `dont spawns run` ([agents.<name>]), as
@@ -46,30 +57,30 @@ type Hooks struct {
 type Agent struct {
 	// Template names the built-in profile this one starts from
 	// (claude-code, codex, generic); its fields fill what this one leaves out.
-	Template string `toml:"template"`
+	Template string `toml:"template,omitempty"`
 	// Command is the command line, each element a text/template.
-	Command []string `toml:"command"`
+	Command []string `toml:"command,omitempty"`
 	// Prompt is how the prompt is passed: "stdin" or "arg".
-	Prompt string `toml:"prompt"`
+	Prompt string `toml:"prompt,omitempty"`
 	// PromptTemplate renders the prompt the agent receives.
-	PromptTemplate string `toml:"prompt_template"`
+	PromptTemplate string `toml:"prompt_template,omitempty"`
 	// Tool renders one allowed tool's name for this agent ("{{.}}" is the
 	// dont tool name).
-	Tool string `toml:"tool"`
+	Tool string `toml:"tool,omitempty"`
 	// Env names the caller's environment variables the agent may see.
-	Env []string `toml:"env"`
+	Env []string `toml:"env,omitempty"`
 }
 
 // LLM configures direct mode. API keys are never read from this file:
 // they come from the environment (DONT_LLM_API_KEY or the provider's own
 // variable).
 type LLM struct {
-	Provider   string `toml:"provider"`
-	Model      string `toml:"model"`
-	BaseURL    string `toml:"base_url"`
-	Region     string `toml:"region"`      // Bedrock
-	Timeout    string `toml:"timeout"`     // per provider request, a Go duration; default 60s
-	MaxRetries int    `toml:"max_retries"` // after a 429 or 5xx; 0: the default (3), -1: none
+	Provider   string `toml:"provider,omitempty"`
+	Model      string `toml:"model,omitempty"`
+	BaseURL    string `toml:"base_url,omitempty"`
+	Region     string `toml:"region,omitempty"`     // Bedrock
+	Timeout    string `toml:"timeout,omitempty"`    // per provider request, a Go duration; default 60s
+	MaxRetries int    `toml:"max_retries,omitzero"` // after a 429 or 5xx; 0: the default (3), -1: none
 }
 
 const defaultConfig = `# dont project configuration
@@ -77,10 +88,16 @@ const defaultConfig = `# dont project configuration
 # a positive Go duration up to 720h. DONT_SPAWN_TIMEOUT (such as 90s) overrides it.
 spawn_timeout = "24h"
 
+# Settings that decide what runs, where a secret goes or how long a question
+# lives (spawn_max_lease, session_ceiling, [agents.*], [llm] provider and
+# base_url, [hooks]) count from this file only after you trust it at your
+# terminal (dont config trust), and again after every change to it; or set
+# them in your own ~/.config/dont/config.toml. dont config show says what
+# applies and where each value came from (dont help config).
+#
 # How far heartbeats (dont spawns heartbeat, dont spawns run) may move a
-# spawn's expiry, counted from its issue: up to 720h. DONT_SPAWN_MAX_LEASE
-# overrides it.
-spawn_max_lease = "168h"
+# spawn's expiry, counted from its issue: up to 720h (default 168h).
+# spawn_max_lease = "168h"
 
 # Agent profiles of dont spawns run (docs/harnesses.md), for example:
 # [agents.claude]
@@ -276,13 +293,12 @@ func (p Project) Exposed() ([]Exposure, error) {
 	return out, nil
 }
 
-// LoadConfig reads config.toml (missing file: defaults).
+// LoadConfig reads config.toml's harmless settings (missing file:
+// defaults): its trust-relevant keys are dropped, as if the person had
+// not trusted it. What the person decides comes with LoadSettings.
 func (p Project) LoadConfig() (Config, error) {
-	var c Config
-	if _, err := toml.DecodeFile(p.ConfigPath(), &c); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return c, errs.E(errs.ConfigInvalid, "cannot read "+p.ConfigPath()+": "+err.Error()).Wrap(err)
-	}
-	return c, nil
+	s, _, err := LoadSettings(p, personal.Dirs{}, false)
+	return s.Config, err
 }
 
 // MaxLease resolves spawn_max_lease: DONT_SPAWN_MAX_LEASE, else config,

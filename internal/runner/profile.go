@@ -44,7 +44,9 @@ const (
 // ToolsArg, as a whole element of Command, expands to the rendered tools.
 const ToolsArg = "{{tools}}"
 
-// Builtin are the built-in profiles. The Claude Code and Codex ones use
+// Builtin are the built-in profiles; their names are
+// settings.BuiltinProfiles, which no config file may redefine (a test
+// holds the two equal). The Claude Code and Codex ones use
 // only their documented flags (docs/harnesses.md); generic has no
 // command of its own, the configuration gives it.
 var Builtin = map[string]Profile{

@@ -63,16 +63,20 @@ func dontBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "dont")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cli/dont").CombinedOutput(); err != nil {
+	// A test build: it reads the person's folders from DONT_TEST_PERSON_HOME
+	// (runnerDir), never the real home.
+	if out, err := exec.Command("go", "build", "-tags", "faulthooks", "-o", bin, "../../cli/dont").CombinedOutput(); err != nil {
 		t.Fatalf("build the CLI: %v\n%s", err, out)
 	}
 	builtDont = bin
 	return bin
 }
 
-// runnerDir is a folder whose .dont/config.toml names the scripted agent
-// (cli/dont/testdata/agent.sh) as the profile "script"; the runner reads
-// its profiles there and reaches the function at its endpoint.
+// runnerDir is a project folder whose person's config (in personHome:
+// a profile in .dont/config.toml counts only once trusted,
+// docs/security.md) names the scripted agent (cli/dont/testdata/agent.sh)
+// as the profile "script"; the runner reaches the function at its
+// endpoint.
 func runnerDir(t *testing.T, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -83,14 +87,19 @@ func runnerDir(t *testing.T, bin string) string {
 		t.Fatalf("init: %v %s", err, out)
 	}
 	script, _ := filepath.Abs("../../cli/dont/testdata/agent.sh")
-	f, err := os.OpenFile(filepath.Join(dir, ".dont", "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
+	conf := filepath.Join(personHome(dir), ".config", "dont")
+	if err := os.MkdirAll(conf, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	fmt.Fprintf(f, "\n[agents.script]\ncommand = [\"bash\", %q]\nenv = [\"PATH\", \"HOME\", \"XDG_CACHE_HOME\", \"DONT_BIN\", \"AGENT_MODE\", \"AGENT_LOG\", \"AGENT_SLEEP\"]\n", script)
+	profile := fmt.Sprintf("[agents.script]\ncommand = [\"bash\", %q]\nenv = [\"PATH\", \"HOME\", \"XDG_CACHE_HOME\", \"DONT_BIN\", \"AGENT_MODE\", \"AGENT_LOG\", \"AGENT_SLEEP\"]\n", script)
+	if err := os.WriteFile(filepath.Join(conf, "config.toml"), []byte(profile), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }
+
+// personHome is the person's home folder of the project in dir.
+func personHome(dir string) string { return filepath.Join(dir, ".person") }
 
 // spawnsRun runs `dont spawns run` against endpoint with the project's
 // harness token and returns its one run, its exit code and its stderr.
@@ -100,7 +109,7 @@ func (p *project) spawnsRun(t *testing.T, endpoint, dir string, env []string, ar
 	cmd := exec.Command(bin, append([]string{"spawns", "run", "--agent", "script"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "DONT_PROJECT_DIR=", "DONT_HARNESS=", "DONT_ENDPOINT="+endpoint, "DONT_TOKEN="+p.token,
-		"DONT_BIN="+bin, "XDG_CACHE_HOME="+filepath.Join(dir, ".cache"))
+		"DONT_BIN="+bin, "XDG_CACHE_HOME="+filepath.Join(dir, ".cache"), "DONT_TEST_PERSON_HOME="+personHome(dir))
 	cmd.Env = append(cmd.Env, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -52,6 +52,7 @@ var kinds = map[string]func(*printer, doc){
 	envelope.KindHookTest:        hookTest,
 	envelope.KindHookDeliveries:  hookDeliveries,
 	envelope.KindHookDeliver:     hookDeliver,
+	envelope.KindConfig:          configView,
 }
 
 // Claims and terms.
@@ -850,4 +851,36 @@ func version(p *printer, d doc) {
 		line += " " + g
 	}
 	p.line("%s", line)
+}
+
+// configView is `dont config show` (every setting, its value and where
+// it came from; * marks the ones only a person decides) and `dont config
+// trust` (the file trusted, by its hash).
+func configView(p *printer, d doc) {
+	if !d.has("settings") {
+		p.line("trusted %s (sha256 %s) until it changes", d.s("workspace_config"), d.s("sha256"))
+		return
+	}
+	trusted := "not trusted"
+	if d.b("workspace_trusted") {
+		trusted = "trusted"
+	}
+	person := "none"
+	if d.b("person_config_used") {
+		person = d.s("person_config")
+	}
+	p.fields("project config", d.s("workspace_config")+" ("+trusted+")", "your config", person)
+	rows := [][]cell{}
+	for _, st := range d.list("settings") {
+		key := "  " + st.s("key")
+		if st.b("person_only") {
+			key = "* " + st.s("key")
+		}
+		rows = append(rows, []cell{c(key), c(st.s("source")), c(orDash(st.s("env"))), c(orDash(st.s("value")))})
+	}
+	p.table("", []string{"SETTING", "FROM", "ENV", "VALUE"}, rows)
+	if keys := d.strs("untrusted"); len(keys) > 0 {
+		p.line("ignored until you trust the project config (dont config trust): %s", strings.Join(keys, ", "))
+	}
+	p.line("* only you decide it: your environment (no harness signal), your config, or the project config once trusted")
 }
