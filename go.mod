@@ -61,7 +61,7 @@ require (
 	github.com/aws/jsii-runtime-go v1.142.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/truora/minidyn v0.8.2
-	golang.org/x/text v0.28.0 // indirect
+	golang.org/x/text v0.34.0 // indirect
 	golang.org/x/time v0.16.0
 )
 
@@ -94,6 +94,7 @@ require (
 	github.com/syndtr/goleveldb v1.0.1-0.20210819022825-2ae1ddf74ef7 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	github.com/yuin/goldmark v1.7.16 // indirect
+	golang.org/x/crypto v0.48.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/lint v0.0.0-20241112194109-818c5a804067 // indirect
 	golang.org/x/mod v0.42.0 // indirect
