@@ -204,6 +204,13 @@ func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map
 		fmt.Fprintln(a.stderr, confirm.DeprecatedLine)
 	}
 	a.confirm.confirmed = plan.CLIConfirmed
+	if a.remote() == "" && t.NeedsPerson(plan.Args) {
+		// Minting or revoking a token: embedded, only the person, proven
+		// by the passphrase (docs/security.md); over the API the token.
+		if err := a.provePersonFor(ctx, t); err != nil {
+			return err
+		}
+	}
 	return a.callEach(ctx, t, plan.Args)
 }
 

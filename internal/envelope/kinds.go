@@ -31,6 +31,7 @@ const (
 	KindTools           = "tools"
 	KindHealth          = "health"
 	KindInit            = "init"
+	KindPassphrase      = "passphrase"
 	KindDoctor          = "doctor"
 	KindProjectSettings = "project_settings"
 	KindSecretRotation  = "secret_rotation"
