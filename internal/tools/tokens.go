@@ -31,7 +31,7 @@ func init() {
 	register("tokens.revoke", func() *Tool {
 		return &Tool{Name: "tokens.revoke", Summary: "Revoke a bearer token at once.", Roles: admin,
 			Annotations: Annotations{PersonOnly: true},
-			Params: []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "token id (tok:…)"}},
+			Params:      []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "token id (tok:…)"}},
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 				return token(s.Credentials.Revoke(ctx, a.Str("id")))
 			}}
