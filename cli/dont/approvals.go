@@ -429,6 +429,7 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 					tool = "approvals.approve"
 				}
 				if err := provenAnswer(ctx, prove); err != nil {
+					m.Unsent(act.RequestID) // still open: the person may answer it again
 					out([]string{notAnswered(act, errs.As(err))})
 				} else {
 					env := call(ctx, tool, map[string]any{"id": act.RequestID})
@@ -592,6 +593,14 @@ func (m *watchModel) Key(line string, now time.Time) (*watchAnswer, []string) {
 	}
 	it.answered = true
 	return &watchAnswer{RequestID: it.frame.RequestID, Approve: approve}, said
+}
+
+// Unsent reopens a request whose answer was not sent (its passphrase
+// was not proven), so the next keystroke may answer it.
+func (m *watchModel) Unsent(id string) {
+	if it, ok := m.pending[id]; ok {
+		it.answered = false
+	}
 }
 
 // Prompt is the status line: the current request and its countdown.

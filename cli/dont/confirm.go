@@ -204,9 +204,10 @@ func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map
 		fmt.Fprintln(a.stderr, confirm.DeprecatedLine)
 	}
 	a.confirm.confirmed = plan.CLIConfirmed
-	if a.remote() == "" && t.NeedsPerson(plan.Args) {
+	if a.remote() == "" && a.harnessSignal() == "" && t.NeedsPerson(plan.Args) {
 		// Minting or revoking a token: embedded, only the person, proven
 		// by the passphrase (docs/security.md); over the API the token.
+		// A harness is refused by its role, as before.
 		if err := a.provePersonFor(ctx, t); err != nil {
 			return err
 		}

@@ -856,13 +856,15 @@ func TestInterruptAtThePromptSendsNothing(t *testing.T) {
 }
 
 // answered runs the binary as a person confirming at the [y/N] prompt
-// (approvals approve is interactive-only: --yes does not do): "y" typed at
-// its controlling terminal, where the embedded CLI reads a person's
-// answer, and on stdin, where the CLI reads it over the API.
+// (approvals approve is interactive-only: --yes does not do): "y" and the
+// approver passphrase typed at its controlling terminal, where the
+// embedded CLI reads a person's answer, and "y" on stdin, where the CLI
+// reads it over the API.
 func (p *testProject) answered(env []string, args ...string) result {
 	p.t.Helper()
+	p.setPassphrase()
 	c := p.cmd(args...)
-	typedAtTerminal(p.t, c, "y\n")
+	typedAtTerminal(p.t, c, "y\n"+testPassphrase+"\n")
 	return p.runCmd(p.t, c, env, strings.NewReader("y\n"))
 }
 

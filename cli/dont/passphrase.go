@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/passphrase"
@@ -19,7 +20,6 @@ import (
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/dont-cli/dont/internal/visible"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 // The approver passphrase (docs/security.md, "What only a person may do").
@@ -153,7 +153,7 @@ func (a *app) provePerson(ctx context.Context, tty *os.File) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rec, _, err := a.loadPassphrase(root)
+	rec, path, err := a.loadPassphrase(root)
 	if err != nil {
 		return "", err
 	}
@@ -168,7 +168,8 @@ func (a *app) provePerson(ctx context.Context, tty *os.File) (string, error) {
 		case <-ctx.Done():
 		}
 		return "", errs.E(personNotProven, "that is not this project's approver passphrase; nothing was sent",
-			errs.Step{Command: "dont passphrase set", Description: "a person who forgot it sets a new one with the old; else remove the record and set it again at their own terminal"})
+			errs.Step{Command: "dont approvals watch --session <session>", Description: "the person answers at their own terminal, with the passphrase set by dont passphrase set"},
+			errs.Step{Command: "rm " + path + " && dont passphrase set", Description: "a person who forgot it removes the record and sets a new one, at their own terminal"})
 	}
 	return personPrefix + rec.Name, nil
 }
@@ -201,35 +202,21 @@ func (a *app) provePersonFor(ctx context.Context, t *tools.Tool) error {
 	return err
 }
 
-// readSecret reads one line from the terminal with echo off, restoring
-// the terminal if the run is interrupted meanwhile.
+// readSecret reads one line from the terminal with its echo off. An end
+// of input before the line's end, or an interrupt, reads nothing.
 func readSecret(ctx context.Context, tty *os.File) ([]byte, error) {
-	fd := int(tty.Fd())
-	state, err := term.GetState(fd)
+	restore, err := echoOff(int(tty.Fd()))
 	if err != nil {
-		return nil, errs.E(errs.Usage, "the controlling terminal does not take a passphrase").Wrap(err)
+		return nil, errs.E(confirm.PersonRequired, "the passphrase is typed at the controlling terminal, and its echo cannot be turned off; nothing was sent").
+			Unmet("a terminal").Wrap(err)
 	}
-	type result struct {
-		b   []byte
-		err error
+	line, err := readLine(ctx, tty)
+	restore()
+	fmt.Fprintln(tty)
+	if err != nil {
+		return nil, errs.E(errs.Interrupted, "the passphrase was not read to its end; nothing was sent").Wrap(err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		b, err := term.ReadPassword(fd)
-		done <- result{b, err}
-	}()
-	select {
-	case r := <-done:
-		fmt.Fprintln(tty)
-		if r.err != nil {
-			return nil, errs.E(errs.Interrupted, "the passphrase was not read; nothing was sent").Wrap(r.err)
-		}
-		return r.b, nil
-	case <-ctx.Done():
-		term.Restore(fd, state)
-		fmt.Fprintln(tty)
-		return nil, errs.E(errs.Interrupted, "interrupted at the passphrase; nothing was sent")
-	}
+	return []byte(line), nil
 }
 
 // setPassphrase asks for the person's name and a new passphrase (twice)
