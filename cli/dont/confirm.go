@@ -207,7 +207,11 @@ func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map
 	if a.remote() == "" && a.harnessSignal() == "" && t.NeedsPerson(plan.Args) {
 		// Minting or revoking a token: embedded, only the person, proven
 		// by the passphrase (docs/security.md); over the API the token.
-		// A harness is refused by its role, as before.
+		// A harness is refused by its role, as before; invalid arguments
+		// are refused before anyone is asked, as the server would.
+		if _, err := t.Validate(confirm.WithoutSkip(plan.Args)); err != nil {
+			return err
+		}
 		if err := a.provePersonFor(ctx, t); err != nil {
 			return err
 		}

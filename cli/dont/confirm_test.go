@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,6 +163,14 @@ func (g *gateEnv) token(role string) string {
 // run runs the binary with stdin; stdout is returned raw.
 func (g *gateEnv) run(stdin string, args ...string) result {
 	g.t.Helper()
+	if g.mode == "embedded" && slices.Contains(args, "tokens") {
+		// Embedded, minting or revoking a token also needs the person's
+		// approver passphrase, typed at the controlling terminal.
+		g.p.setPassphrase()
+		c := g.p.cmd(args...)
+		typedAtTerminal(g.t, c, testPassphrase+"\n")
+		return g.p.runCmd(g.t, c, g.env, strings.NewReader(stdin))
+	}
 	return g.p.runIn(g.t, g.env, strings.NewReader(stdin), args...)
 }
 

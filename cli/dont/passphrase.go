@@ -193,9 +193,12 @@ func (a *app) proveAnswer(ctx context.Context, tty *os.File, yes bool) (bool, er
 // NeedsPerson) whose own confirmation has already been given: the
 // passphrase at the controlling terminal, never under a harness signal.
 func (a *app) provePersonFor(ctx context.Context, t *tools.Tool) error {
-	tty, err := a.personTerminal("dont " + strings.ReplaceAll(t.Name, ".", " "))
+	path := "dont " + strings.ReplaceAll(t.Name, ".", " ")
+	tty, err := a.personTerminal(path)
 	if err != nil {
-		return err
+		e := errs.As(err)
+		e.Remediation = []errs.Step{{Command: path + " …  # at your own terminal", Description: "only the person mints or revokes tokens here: it asks for the approver passphrase; an agent holds a harness token to dont serve"}}
+		return e
 	}
 	defer tty.Close()
 	_, err = a.proveAnswer(ctx, tty, true)
