@@ -326,6 +326,9 @@ func (a *app) initPassphrase(ctx context.Context, root string, skip bool) (strin
 	if skip || a.harnessSignal() != "" {
 		return "", nil
 	}
+	if _, record, err := a.loadPassphrase(resolvedRoot(root)); err == nil {
+		return record, nil // set before, for a project at this root: kept
+	}
 	tty, err := os.OpenFile(controllingTerminal, os.O_RDWR, 0)
 	if err != nil {
 		return "", nil
