@@ -15,6 +15,7 @@ require (
 	github.com/nsmithuk/local-kms v0.0.0-20260228092603-2a5e92d09ab6
 	github.com/oklog/ulid/v2 v2.1.2
 	go.uber.org/goleak v1.3.0
+	golang.org/x/crypto v0.48.0
 	gonum.org/v1/plot v0.17.0
 	modernc.org/sqlite v1.62.0
 	pgregory.net/rapid v1.3.0
@@ -94,7 +95,6 @@ require (
 	github.com/syndtr/goleveldb v1.0.1-0.20210819022825-2ae1ddf74ef7 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	github.com/yuin/goldmark v1.7.16 // indirect
-	golang.org/x/crypto v0.48.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/lint v0.0.0-20241112194109-818c5a804067 // indirect
 	golang.org/x/mod v0.42.0 // indirect
