@@ -17,7 +17,7 @@ proj="${1:-$(mktemp -d)}"
 mkdir -p "$proj" && cd "$proj"
 field() { python3 -c "import json,sys; print(json.load(sys.stdin)['data']['$1'])"; }
 
-echo "\$ dont init"; "$dont" init --json >/dev/null && echo "  project at $proj/.dont"
+echo "\$ dont init --no-passphrase   # nobody answers or mints tokens in this demo"; "$dont" init --no-passphrase --json >/dev/null && echo "  project at $proj/.dont"
 echo '$ dont conclude "water boils at 100 C at sea level"'
 id=$("$dont" conclude "water boils at 100 C at sea level" --json | field id); echo "  $id"
 echo "\$ dont assume $id --harness      # a spawn_request for a clean-context subagent"

@@ -43,6 +43,7 @@ func nothingHidden(t *testing.T, where, out string) {
 func TestAPreviewWithCarriageReturnCannotHideItsCommandInWatch(t *testing.T) {
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
+	p.setPassphrase()
 	w := p.cmd("approvals", "watch", "--session", ses)
 	keys := withControllingTerminal(t, w)
 	stdout, _ := w.StdoutPipe()
@@ -68,7 +69,7 @@ func TestAPreviewWithCarriageReturnCannotHideItsCommandInWatch(t *testing.T) {
 	if prompt := out.expect(t, apr+" ["); !strings.Contains(prompt, `for call c1\x1b[8m? [y/n]`) {
 		t.Fatalf("the prompt is %q", prompt)
 	}
-	fmt.Fprint(keys, "n\n")
+	fmt.Fprint(keys, "n\n"+testPassphrase+"\n")
 	out.expect(t, apr+": refused (your answer decided)")
 	fmt.Fprint(keys, "\x04") // Ctrl-D
 	w.Wait()

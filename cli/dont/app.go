@@ -42,6 +42,10 @@ type app struct {
 	mode     spawn.Mode
 	exit     int
 	confirm  confirmState
+	// person is who the approver passphrase proved at the controlling
+	// terminal (person:<name>), or "": the calls it was proven for run as
+	// that person (passphrase.go).
+	person string
 	// mcpServing: this process is `dont mcp`, a harness signal.
 	mcpServing bool
 	version    bool // --version
@@ -224,7 +228,7 @@ func (a *app) commands(only string) *cobra.Command {
 	root.SetOut(a.stdout) // help and completion scripts
 	root.SetErr(a.stderr)
 	a.conventions(root)
-	root.AddCommand(a.initCommand(), a.serveCommand())
+	root.AddCommand(a.initCommand(), a.passphraseCommand(), a.serveCommand())
 	root.AddCommand(a.mcpCommand())
 	a.addConfirmCommands(root)
 	root.AddCommand(a.doctorCommand(), a.versionCommand(), a.configCommand())
@@ -279,9 +283,10 @@ func (a *app) helpCommand() *cobra.Command {
 }
 
 func (a *app) initCommand() *cobra.Command {
-	return &cobra.Command{
+	var noPassphrase bool
+	c := &cobra.Command{
 		Use:   "init",
-		Short: "Create .dont/ (database and config.toml) in this folder or DONT_PROJECT_DIR.",
+		Short: "Create .dont/ (database and config.toml) in this folder or DONT_PROJECT_DIR; at a terminal, set the approver passphrase.",
 		Args:  a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
 			root := a.getenv("DONT_PROJECT_DIR")
@@ -296,11 +301,52 @@ func (a *app) initCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a.emit(tools.Output{Kind: envelope.KindInit, Data: map[string]string{"root": p.Root, "database": p.DBPath(), "config": p.ConfigPath()},
-				Hints: []string{"dont conclude \"<statement>\"  # record a claim"}})
+			data := map[string]string{"root": p.Root, "database": p.DBPath(), "config": p.ConfigPath()}
+			hints := []string{"dont conclude \"<statement>\"  # record a claim"}
+			record, err := a.initPassphrase(c.Context(), p.Root, noPassphrase)
+			if err != nil {
+				return err
+			}
+			if record != "" {
+				data["passphrase_record"] = record
+			} else {
+				hints = append(hints, "dont passphrase set  # at your own terminal: until then nobody answers, confirms or mints tokens here")
+			}
+			a.emit(tools.Output{Kind: envelope.KindInit, Data: data, Hints: hints})
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&noPassphrase, "no-passphrase", false, "do not ask for the approver passphrase (a scripted init; set it later with dont passphrase set)")
+	return c
+}
+
+// initPassphrase sets the approver passphrase of a new project when a
+// person runs init at a terminal, and returns the record's path. Under a
+// harness signal, without a controlling terminal or with --no-passphrase
+// it asks nothing: the project then refuses what only a person may do
+// until dont passphrase set.
+func (a *app) initPassphrase(ctx context.Context, root string, skip bool) (string, error) {
+	if skip || a.harnessSignal() != "" {
+		return "", nil
+	}
+	if _, record, err := a.loadPassphrase(resolvedRoot(root)); err == nil {
+		return record, nil // set before, for a project at this root: kept
+	}
+	tty, err := os.OpenFile(controllingTerminal, os.O_RDWR, 0)
+	if err != nil {
+		return "", nil
+	}
+	defer tty.Close()
+	_, record, err := a.setPassphrase(ctx, tty, resolvedRoot(root))
+	if err != nil {
+		if e := errs.As(err); e != nil {
+			e.Message = "the project was initialised, but its approver passphrase was not set: " + e.Message
+			e.Remediation = []errs.Step{{Command: "dont passphrase set", Description: "set it at your own terminal"}}
+			return "", e
+		}
+		return "", err
+	}
+	return record, nil
 }
 
 // toolCommand makes a cobra command from a tool definition.

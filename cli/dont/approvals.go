@@ -237,11 +237,12 @@ func (a *app) watchCaller() (toolCaller, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	principal := a.principal()
 	return func(ctx context.Context, tool string, args map[string]any) envelope.Envelope {
 		start := time.Now()
-		// A line typed at the controlling terminal is a person's answer.
-		res, err := tools.CallGated(service.WithPrincipal(ctx, principal), svc, tool, args, confirm.Arrival{Contract: true, CLIConfirmed: true})
+		// A line typed at the controlling terminal, proven by the
+		// passphrase, is a person's answer: it runs as the person the
+		// record names (a.person, set by the proof).
+		res, err := tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, tool, args, confirm.Arrival{Contract: true, CLIConfirmed: true})
 		return a.envelopeOf(res, err, start)
 	}, closeStore, nil
 }
@@ -263,22 +264,35 @@ func (a *app) watchCommand() *cobra.Command {
 				subscriber = "watch:" + a.author()
 			}
 			answers := io.Reader(a.stdin)
+			var prove func(context.Context) error
 			if a.remote() == "" {
 				// Embedded, answers are a person's: read them from the
-				// controlling terminal, never from stdin.
+				// controlling terminal, never from stdin, each proven by
+				// the approver passphrase (passphrase.go).
 				tty, err := a.personTerminal("answering escalations with dont approvals watch")
 				if err != nil {
 					return err
 				}
 				defer tty.Close()
+				root, err := a.projectRoot()
+				if err != nil {
+					return err
+				}
+				if _, _, err := a.loadPassphrase(root); err != nil {
+					return err
+				}
 				answers = tty
+				prove = func(ctx context.Context) error {
+					_, err := a.proveAnswer(ctx, tty, true)
+					return err
+				}
 			}
 			call, closeCall, err := a.watchCaller()
 			if err != nil {
 				return err
 			}
 			defer closeCall()
-			return a.watch(c.Context(), call, session, subscriber, answers)
+			return a.watch(c.Context(), call, session, subscriber, answers, prove)
 		},
 	}
 	c.Flags().StringVar(&session, "session", "", "session id (ses:…; default $DONT_SESSION)")
@@ -289,8 +303,10 @@ func (a *app) watchCommand() *cobra.Command {
 
 // watch runs the terminal client: it long-polls the session's frames,
 // reads one line per answer from in, and keeps its pending state bounded
-// by the ending frames and by its own clock.
-func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber string, in io.Reader) error {
+// by the ending frames and by its own clock. With prove set (embedded),
+// every answer is sent only after prove succeeds; in is not read
+// meanwhile, so that prove reads the passphrase from the same terminal.
+func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber string, in io.Reader, prove func(context.Context) error) error {
 	// On a terminal the prompt, with its countdown, is redrawn in place on
 	// stderr (where long waits count down); what happens goes to stdout.
 	tty := isTerminal(a.stderr)
@@ -366,12 +382,22 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 		}
 	}()
 	lines := make(chan string)
+	next := make(chan struct{}) // the loop is done with a line: read the next
 	go func() {
+		defer close(lines)
 		sc := bufio.NewScanner(in)
 		for sc.Scan() {
-			lines <- sc.Text()
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case <-next:
+			case <-ctx.Done():
+				return
+			}
 		}
-		close(lines)
 	}()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
@@ -420,12 +446,33 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 				if act.Approve {
 					tool = "approvals.approve"
 				}
-				env := call(ctx, tool, map[string]any{"id": act.RequestID})
-				out([]string{answerLine(env, act)})
+				if err := provenAnswer(ctx, prove); err != nil {
+					m.Unsent(act.RequestID) // still open: the person may answer it again
+					out([]string{notAnswered(act, errs.As(err))})
+				} else {
+					env := call(ctx, tool, map[string]any{"id": act.RequestID})
+					out([]string{answerLine(env, act)})
+				}
+			}
+			select {
+			case next <- struct{}{}:
+			case <-ctx.Done():
 			}
 		}
 		show(time.Now())
 	}
+}
+
+// provenAnswer runs prove, if any (embedded: the passphrase).
+func provenAnswer(ctx context.Context, prove func(context.Context) error) error {
+	if prove == nil {
+		return nil
+	}
+	return prove(ctx)
+}
+
+func notAnswered(act *watchAnswer, e *errs.Error) string {
+	return fmt.Sprintf("%s: not answered: %s: %s", act.RequestID, visible.Line(string(e.Code)), visible.Line(e.Message))
 }
 
 func answerLine(env envelope.Envelope, act *watchAnswer) string {
@@ -564,6 +611,14 @@ func (m *watchModel) Key(line string, now time.Time) (*watchAnswer, []string) {
 	}
 	it.answered = true
 	return &watchAnswer{RequestID: it.frame.RequestID, Approve: approve}, said
+}
+
+// Unsent reopens a request whose answer was not sent (its passphrase
+// was not proven), so the next keystroke may answer it.
+func (m *watchModel) Unsent(id string) {
+	if it, ok := m.pending[id]; ok {
+		it.answered = false
+	}
 }
 
 // Prompt is the status line: the current request and its countdown.

@@ -67,6 +67,7 @@ func (tm *terminal) expect(t *testing.T, from int, want string) int {
 func TestWatchOnARealTerminalCountsDownAndNeverSendsAKeystrokeToADeadRequest(t *testing.T) {
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
+	p.setPassphrase()
 	slave, screen := openTerminal(t)
 	w := p.cmd("approvals", "watch", "--session", ses)
 	w.Stdout, w.Stderr = slave, slave     // the countdown prompt is drawn on stderr
@@ -110,6 +111,7 @@ func TestWatchOnARealTerminalCountsDownAndNeverSendsAKeystrokeToADeadRequest(t *
 func TestWatchDrawsItsCountdownOnStderr(t *testing.T) {
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
+	p.setPassphrase()
 	slave, screen := openTerminal(t)
 	w := p.cmd("approvals", "watch", "--session", ses)
 	var stdout syncBuffer

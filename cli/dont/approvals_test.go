@@ -315,6 +315,7 @@ func (l *lines) expect(t *testing.T, want string) string {
 func TestWatchAnswersFromTheTerminalAndNeverSendsAKeystrokeToADeadRequest(t *testing.T) {
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
+	p.setPassphrase()
 	w := p.cmd("approvals", "watch", "--session", ses)
 	keys := withControllingTerminal(t, w) // answers are typed at the terminal, never read from stdin
 	stdout, _ := w.StdoutPipe()
@@ -327,7 +328,7 @@ func TestWatchAnswersFromTheTerminalAndNeverSendsAKeystrokeToADeadRequest(t *tes
 
 	apr := p.ok("escalate", "--session", ses, "--call", "c1", "--to", "danger-full-access", "--reason", "installs", "--no-wait", "--", "make", "install").str("approval_id")
 	out.expect(t, apr+" [")
-	fmt.Fprint(keys, "y\n")
+	fmt.Fprint(keys, "y\n"+testPassphrase+"\n") // a yes, proven by the approver passphrase
 	out.expect(t, apr+": approved (your answer decided)")
 	if r := p.ok("approvals", "wait", apr); r.str("granted_tier") != "danger-full-access" {
 		t.Fatalf("wait: %s", r.stdout)

@@ -15,7 +15,7 @@ import (
 )
 
 func (p *testProject) pinPath(t *testing.T) string {
-	return filepath.Join(personal.Dirs{Home: p.personHome(t)}.ProjectDir(p.dir), "trusted-config.sha256")
+	return filepath.Join(personal.Dirs{Home: p.personHomeDir(t)}.ProjectDir(p.dir), "trusted-config.sha256")
 }
 
 func TestTrustingTheWorkspaceConfigNeedsThePersonAtTheTerminal(t *testing.T) {

@@ -23,24 +23,21 @@ import (
 	"github.com/dont-cli/dont/internal/personal"
 )
 
-// personHome gives p a home folder of the person's own
-// (DONT_TEST_PERSON_HOME), outside the workspace, and returns it.
-func (p *testProject) personHome(t *testing.T) string {
+// personHomeDir is the person's home of the test's project (personHome,
+// which every command of p reads from DONT_TEST_PERSON_HOME), created.
+func (p *testProject) personHomeDir(t *testing.T) string {
 	t.Helper()
-	for _, e := range p.env {
-		if h, ok := strings.CutPrefix(e, "DONT_TEST_PERSON_HOME="); ok {
-			return h
-		}
+	h := p.personHome()
+	if err := os.MkdirAll(h, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	h := t.TempDir()
-	p.env = append(p.env, "DONT_TEST_PERSON_HOME="+h)
 	return h
 }
 
 // writePersonConfig writes the person's own config (mode 0600).
 func (p *testProject) writePersonConfig(t *testing.T, text string) string {
 	t.Helper()
-	path := personal.Dirs{Home: p.personHome(t)}.ConfigPath()
+	path := personal.Dirs{Home: p.personHomeDir(t)}.ConfigPath()
 	if err := personal.MkdirAll(filepath.Dir(path)); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +63,7 @@ func (p *testProject) pinConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := personal.Dirs{Home: p.personHome(t)}.ProjectDir(p.dir)
+	dir := personal.Dirs{Home: p.personHomeDir(t)}.ProjectDir(p.dir)
 	if err := personal.MkdirAll(dir); err != nil {
 		t.Fatal(err)
 	}

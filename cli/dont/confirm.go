@@ -204,6 +204,18 @@ func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map
 		fmt.Fprintln(a.stderr, confirm.DeprecatedLine)
 	}
 	a.confirm.confirmed = plan.CLIConfirmed
+	if a.remote() == "" && a.harnessSignal() == "" && t.NeedsPerson(plan.Args) {
+		// Minting or revoking a token: embedded, only the person, proven
+		// by the passphrase (docs/security.md); over the API the token.
+		// A harness is refused by its role, as before; invalid arguments
+		// are refused before anyone is asked, as the server would.
+		if _, err := t.Validate(confirm.WithoutSkip(plan.Args)); err != nil {
+			return err
+		}
+		if err := a.provePersonFor(ctx, t); err != nil {
+			return err
+		}
+	}
 	return a.callEach(ctx, t, plan.Args)
 }
 

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,6 +163,14 @@ func (g *gateEnv) token(role string) string {
 // run runs the binary with stdin; stdout is returned raw.
 func (g *gateEnv) run(stdin string, args ...string) result {
 	g.t.Helper()
+	if g.mode == "embedded" && slices.Contains(args, "tokens") {
+		// Embedded, minting or revoking a token also needs the person's
+		// approver passphrase, typed at the controlling terminal.
+		g.p.setPassphrase()
+		c := g.p.cmd(args...)
+		typedAtTerminal(g.t, c, testPassphrase+"\n")
+		return g.p.runCmd(g.t, c, g.env, strings.NewReader(stdin))
+	}
 	return g.p.runIn(g.t, g.env, strings.NewReader(stdin), args...)
 }
 
@@ -856,13 +865,15 @@ func TestInterruptAtThePromptSendsNothing(t *testing.T) {
 }
 
 // answered runs the binary as a person confirming at the [y/N] prompt
-// (approvals approve is interactive-only: --yes does not do): "y" typed at
-// its controlling terminal, where the embedded CLI reads a person's
-// answer, and on stdin, where the CLI reads it over the API.
+// (approvals approve is interactive-only: --yes does not do): "y" and the
+// approver passphrase typed at its controlling terminal, where the
+// embedded CLI reads a person's answer, and "y" on stdin, where the CLI
+// reads it over the API.
 func (p *testProject) answered(env []string, args ...string) result {
 	p.t.Helper()
+	p.setPassphrase()
 	c := p.cmd(args...)
-	typedAtTerminal(p.t, c, "y\n")
+	typedAtTerminal(p.t, c, "y\n"+testPassphrase+"\n")
 	return p.runCmd(p.t, c, env, strings.NewReader("y\n"))
 }
 

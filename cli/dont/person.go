@@ -34,10 +34,14 @@ func (a *app) harnessSignal() string {
 }
 
 // principal is who an embedded call runs as: a harness under any harness
-// signal, else the project's owner.
+// signal, else the project's owner — named by the passphrase record once
+// the person proved themselves (provePerson), never by DONT_AUTHOR.
 func (a *app) principal() auth.Principal {
 	if a.harnessSignal() != "" {
 		return auth.Harness("harness:" + a.author())
+	}
+	if a.person != "" {
+		return auth.Owner(a.person)
 	}
 	return auth.Owner(a.author())
 }
@@ -60,7 +64,8 @@ func (a *app) personTerminal(what string) (*os.File, error) {
 
 // askPerson asks the person at the controlling terminal to confirm a
 // presence action of the embedded CLI: preview and prompt on the
-// terminal, one line from it. --yes does not answer it.
+// terminal, one line from it, then a yes is proven by the approver
+// passphrase (proveAnswer). --yes does not answer it.
 func (a *app) askPerson(ctx context.Context, t *tools.Tool, args map[string]any) (bool, error) {
 	tty, err := a.personTerminal("dont " + strings.ReplaceAll(t.Name, ".", " "))
 	if err != nil {
@@ -76,5 +81,5 @@ func (a *app) askPerson(ctx context.Context, t *tools.Tool, args map[string]any)
 	if err != nil && ctx.Err() != nil {
 		return false, errs.E(errs.Interrupted, "interrupted at the prompt; nothing was sent")
 	}
-	return confirm.Yes(answer), nil
+	return a.proveAnswer(ctx, tty, confirm.Yes(answer))
 }

@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
 
+	"github.com/dont-cli/dont/internal/personal"
 	"golang.org/x/term"
 )
 
@@ -100,6 +102,57 @@ func typedAtTerminal(t *testing.T, c *exec.Cmd, answer string) {
 	if _, err := master.Write([]byte(answer)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The person of the tests: the name and approver passphrase they set with
+// dont passphrase set at their terminal.
+const (
+	testPerson     = "Ada Lovelace"
+	testPassphrase = "correct horse battery staple"
+)
+
+// personHome is the person's home of the test's project: beside the
+// workspace, never in it (the binary reads it from DONT_TEST_PERSON_HOME,
+// faulthooks.go).
+func (p *testProject) personHome() string { return p.dir + ".person" }
+
+// passphraseRecord is where the project's approver passphrase record is.
+func (p *testProject) passphraseRecord() string {
+	return filepath.Join(personal.Dirs{Home: p.personHome()}.ProjectDir(resolvedRoot(p.dir)), passphraseFile)
+}
+
+// typed runs the binary with typed typed at its controlling terminal and
+// nothing on stdin.
+func (p *testProject) typed(typed string, env []string, args ...string) result {
+	p.t.Helper()
+	c := p.cmd(args...)
+	typedAtTerminal(p.t, c, typed)
+	return p.runCmd(p.t, c, env, nil)
+}
+
+// setPassphrase sets the project's approver passphrase as the person
+// does, once: dont passphrase set at their terminal.
+func (p *testProject) setPassphrase() {
+	p.t.Helper()
+	if _, err := os.Stat(p.passphraseRecord()); err == nil {
+		return
+	}
+	r := p.typed(testPerson+"\n"+testPassphrase+"\n"+testPassphrase+"\n", nil, "passphrase", "set")
+	if r.exit != 0 || r.str("name") != testPerson || r.str("record") != p.passphraseRecord() {
+		p.t.Fatalf("dont passphrase set: exit %d %s %s", r.exit, r.stdout, r.stderr)
+	}
+}
+
+// mintToken mints a token as the person does at the embedded CLI: the
+// approver passphrase typed at the terminal after --yes.
+func (p *testProject) mintToken(role, name string) string {
+	p.t.Helper()
+	p.setPassphrase()
+	r := p.typed(testPassphrase+"\n", nil, "tokens", "create", "--role", role, "--name", name, "--yes")
+	if r.exit != 0 || r.str("token") == "" {
+		p.t.Fatalf("tokens create --role %s: exit %d %s %s", role, r.exit, r.stdout, r.stderr)
+	}
+	return r.str("token")
 }
 
 // TestHarnessFlagAtATerminal: --harness picks harness mode even when stdout

@@ -164,8 +164,8 @@ func TestWebPageOverHTTPSWithATestCertificate(t *testing.T) {
 	t.Parallel() // a browser test mostly waits: run them side by side
 	certFile, keyFile, pool := testCert(t)
 	p := newApprovalProject(t)
-	approver := p.ok("tokens", "create", "--role", "approver", "--name", "alice", "--yes").str("token")
-	harness := p.ok("tokens", "create", "--role", "harness", "--name", "build-bot", "--yes").str("token")
+	approver := p.mintToken("approver", "alice")
+	harness := p.mintToken("harness", "build-bot")
 	s := p.startServe(t, "--addr", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile)
 	base := s.line["listening"]
 	if !strings.HasPrefix(base, "https://127.0.0.1:") || s.line["approvals"] != base+"/approvals" {

@@ -59,7 +59,7 @@ func (p *testProject) serveWith(t *testing.T, flags []string, env ...string) *se
 
 func (p *testProject) token(role string) string {
 	p.t.Helper()
-	return p.ok("tokens", "create", "--role", role, "--yes").str("token")
+	return p.mintToken(role, "")
 }
 
 func withoutMeta(r result) string {

@@ -21,8 +21,8 @@ func newInboxProject(t *testing.T, env ...string) *inboxProject {
 	t.Helper()
 	p := newApprovalProject(t)
 	ip := &inboxProject{testProject: p}
-	ip.approver = p.ok("tokens", "create", "--role", "approver", "--name", "alice", "--yes").str("token")
-	ip.harness = p.ok("tokens", "create", "--role", "harness", "--name", "build-bot", "--yes").str("token")
+	ip.approver = p.mintToken("approver", "alice")
+	ip.harness = p.mintToken("harness", "build-bot")
 	ip.srv = p.serve(t, env...)
 	ip.remote = []string{"DONT_ENDPOINT=" + ip.srv.endpoint}
 	ip.harnessEnv = append(ip.remote, "DONT_TOKEN="+ip.harness)
@@ -187,7 +187,7 @@ func TestWebPageTellsANonApproverTokenItCannotAnswer(t *testing.T) {
 	page.waitCount(t, ".request", 0)
 
 	// An admin token cannot answer an escalation either.
-	admin := ip.ok("tokens", "create", "--role", "admin", "--name", "ops", "--yes").str("token")
+	admin := ip.mintToken("admin", "ops")
 	page.open(t, ip.srv.endpoint+"/approvals", admin)
 	page.waitText(t, "#notice", "You cannot answer with this token.")
 	page.waitText(t, "#notice", "an admin token (ops)")

@@ -31,6 +31,7 @@ const (
 	KindTools           = "tools"
 	KindHealth          = "health"
 	KindInit            = "init"
+	KindPassphrase      = "passphrase"
 	KindDoctor          = "doctor"
 	KindConfig          = "config" // dont config show|trust
 	KindProjectSettings = "project_settings"

@@ -252,9 +252,13 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 
 		// internal/client
 		// cli/dont (light.go): the light build hands a run to dont-net.
-		"dont-net-mismatch":    {ExitState, statusInternal, steps("CGO_ENABLED=0 go build -tags light -o <dir>/dont ./cli/dont && CGO_ENABLED=0 go build -o <dir>/dont-net ./cli/dont", "in one checkout: build the pair again, as README.md installs it"), nil, nil},
-		"dont-net-missing":     {ExitState, statusInternal, steps("CGO_ENABLED=0 go build -o <dir>/dont-net ./cli/dont", "in a checkout of the same revision: build the whole CLI beside this dont, as README.md installs it"), nil, nil},
-		"endpoint-unreachable": {ExitState, statusBadGateway, steps("curl $DONT_ENDPOINT/v1/health", "check DONT_ENDPOINT and that dont serve is running"), nil, nil},
+		"dont-net-mismatch": {ExitState, statusInternal, steps("CGO_ENABLED=0 go build -tags light -o <dir>/dont ./cli/dont && CGO_ENABLED=0 go build -o <dir>/dont-net ./cli/dont", "in one checkout: build the pair again, as README.md installs it"), nil, nil},
+		// cli/dont (passphrase.go): what only a person may do at the embedded CLI
+		"passphrase-not-set":       {ExitUsage, statusPreconditionRequired, steps("dont passphrase set", "set the project's approver passphrase at your own terminal (kept outside the workspace)"), nil, nil},
+		"person-not-proven":        {ExitRefusal, statusForbidden, steps("dont approvals watch --session <session>  # in a terminal of your own", "a person answers with the project's approver passphrase; nothing was sent"), nil, nil},
+		"passphrase-record-unsafe": {ExitState, statusForbidden, steps("dont passphrase set", "the record must be a file of yours, not a link, writable by nobody else; remove it and set it again"), nil, nil},
+		"dont-net-missing":         {ExitState, statusInternal, steps("CGO_ENABLED=0 go build -o <dir>/dont-net ./cli/dont", "in a checkout of the same revision: build the whole CLI beside this dont, as README.md installs it"), nil, nil},
+		"endpoint-unreachable":     {ExitState, statusBadGateway, steps("curl $DONT_ENDPOINT/v1/health", "check DONT_ENDPOINT and that dont serve is running"), nil, nil},
 
 		// internal/httpapi
 		"route-not-found":         {ExitUsage, statusNotFound, openapi, nil, nil},

@@ -75,6 +75,7 @@ func init() {
 	admin := []string{auth.RoleAdmin}
 	register("tokens.manage", func() *Tool {
 		return &Tool{Name: "tokens.manage", Summary: "One action for bearer tokens: --op list (the default), create or revoke.", Roles: admin,
+			Annotations: Annotations{PersonOnly: true},
 			Params: []Param{
 				{Name: "op", Type: String, Short: "o", Enum: []string{"list", "create", "revoke"}, Default: "list", Description: "list (default), create or revoke"},
 				{Name: "role", Type: String, Enum: auth.Roles, Description: "harness, approver or admin (create)"},
@@ -100,6 +101,7 @@ func init() {
 	})
 	register("tokens.revoke-all", func() *Tool {
 		return &Tool{Name: "tokens.revoke-all", Summary: "Revoke every bearer token of the project at once (incident response; interactive only).", Roles: admin,
+			Annotations: Annotations{PersonOnly: true},
 			run: func(ctx context.Context, s *service.Service, _ Args) (Output, error) {
 				v, err := s.Credentials.RevokeAll(ctx)
 				if err != nil {

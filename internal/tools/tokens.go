@@ -13,6 +13,7 @@ func init() {
 	admin := []string{auth.RoleAdmin}
 	register("tokens.create", func() *Tool {
 		return &Tool{Name: "tokens.create", Summary: "Create a bearer token; it is shown once.", Roles: admin,
+			Annotations: Annotations{PersonOnly: true},
 			Params: []Param{
 				{Name: "role", Type: String, Required: true, Enum: auth.Roles, Description: "harness, approver or admin"},
 				{Name: "name", Type: String, Description: "a label"},
@@ -29,7 +30,8 @@ func init() {
 	})
 	register("tokens.revoke", func() *Tool {
 		return &Tool{Name: "tokens.revoke", Summary: "Revoke a bearer token at once.", Roles: admin,
-			Params: []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "token id (tok:…)"}},
+			Annotations: Annotations{PersonOnly: true},
+			Params:      []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "token id (tok:…)"}},
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 				return token(s.Credentials.Revoke(ctx, a.Str("id")))
 			}}

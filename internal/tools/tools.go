@@ -60,9 +60,23 @@ type Annotations struct {
 	// is read from the controlling terminal, never from stdin, and never
 	// under a harness signal (docs/security.md).
 	Presence bool `json:"presence,omitempty"`
+	// PersonOnly: at the embedded CLI only the person may make the call
+	// (minting or revoking tokens: a token answers over the API), so it
+	// needs the approver passphrase typed at the controlling terminal
+	// after its usual confirmation; an exempt call (tokens manage --op
+	// list) does not. Over the API the token's role decides, as for every
+	// tool (docs/security.md).
+	PersonOnly bool `json:"person_only,omitempty"`
 	// Gate: requires_confirmation, interactive_only, confirmation_exempt
 	// (see confirm.go).
 	confirm.Gate
+}
+
+// NeedsPerson reports whether the call, at the embedded CLI, needs the
+// person proven by the approver passphrase: every presence tool, and a
+// person-only tool unless its arguments make it exempt.
+func (t *Tool) NeedsPerson(args map[string]any) bool {
+	return t.Annotations.Presence || t.Annotations.PersonOnly && !t.Annotations.Gate.Exempted(args)
 }
 
 // Tool is one verb. A name with a dot ("approvals.approve") is an action of

@@ -80,7 +80,7 @@ func dontBinary(t *testing.T) string {
 func runnerDir(t *testing.T, bin string) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "init")
+	cmd := exec.Command(bin, "init", "--no-passphrase") // no person here: never ask at a terminal
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "DONT_ENDPOINT=", "DONT_PROJECT_DIR=")
 	if out, err := cmd.CombinedOutput(); err != nil {

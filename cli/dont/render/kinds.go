@@ -40,6 +40,7 @@ var kinds = map[string]func(*printer, doc){
 	envelope.KindTools:           toolList,
 	envelope.KindHealth:          health,
 	envelope.KindInit:            initialized,
+	envelope.KindPassphrase:      passphraseSet,
 	envelope.KindDoctor:          doctor,
 	envelope.KindProjectSettings: projectSettings,
 	envelope.KindVersion:         version,
@@ -672,6 +673,11 @@ func health(p *printer, d doc) {
 func initialized(p *printer, d doc) {
 	p.line("initialised the project in %s", d.s("root"))
 	p.fields("database", d.s("database"), "config", d.s("config"))
+}
+
+func passphraseSet(p *printer, d doc) {
+	p.line("set the approver passphrase of %s for %s", d.s("root"), d.s("name"))
+	p.fields("record", d.s("record"))
 }
 
 func doctor(p *printer, d doc) {
