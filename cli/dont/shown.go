@@ -59,7 +59,13 @@ func (a *app) showAnswered(ctx context.Context, t *tools.Tool, args map[string]a
 		args["shown_digest"], _ = d["shown_digest"].(string)
 	}
 	if show == "approvals.show" {
-		a.confirm.shown = func(width int) []string { return render.QuestionLines(render.QuestionOf(d, nil), width) }
+		q := render.QuestionOf(d, nil)
+		if ses := call(ctx, "sessions.show", map[string]any{"id": q.Session}); ses.OK {
+			var s struct{ Name string }
+			json.Unmarshal(ses.Data, &s)
+			q.SessionName = s.Name
+		}
+		a.confirm.shown = func(width int) []string { return render.QuestionLines(q, width) }
 	} else {
 		a.confirm.shown = func(width int) []string { return heldCallLines(d, width) }
 	}
