@@ -27,8 +27,8 @@ func QuestionLines(q Question, width int) []string {
 	if from == "" {
 		from = "-"
 	}
-	out := Wrap("", "    ", visible.Line(q.ID)+": call "+visible.Line(q.CallID)+" of session "+session+
-		" asks "+visible.Line(from)+" → "+visible.Line(q.To), width)
+	out := Wrap("", "    ", visible.Line(q.ID)+": call "+visible.Line(q.CallID)+" asks "+visible.Line(from)+" → "+visible.Line(q.To), width)
+	out = append(out, Wrap("  session ", "    ", session, width)...)
 	if q.Requester != "" {
 		out = append(out, Wrap("  asked by ", "    ", visible.Line(q.Requester), width)...)
 	}
