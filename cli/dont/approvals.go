@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -311,6 +312,8 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 	// stderr (where long waits count down); what happens goes to stdout.
 	tty := isTerminal(a.stderr)
 	m := newWatchModel()
+	outFile, _ := a.stdout.(*os.File)
+	m.width = a.promptWidth(outFile)
 	drawn := "" // the prompt on screen (terminals only)
 	out := func(lines []string) {
 		if len(lines) == 0 {
@@ -450,7 +453,9 @@ func (a *app) watch(ctx context.Context, call toolCaller, session, subscriber st
 					m.Unsent(act.RequestID) // still open: the person may answer it again
 					out([]string{notAnswered(act, errs.As(err))})
 				} else {
-					env := call(ctx, tool, map[string]any{"id": act.RequestID})
+					// Bound to the question shown: if it is another one by now,
+					// the server answers nothing (question-changed).
+					env := call(ctx, tool, map[string]any{"id": act.RequestID, "shown_digest": act.ShownDigest})
 					out([]string{answerLine(env, act)})
 				}
 			}
@@ -485,7 +490,7 @@ func answerLine(env envelope.Envelope, act *watchAnswer) string {
 	if v.Applied != nil && *v.Applied {
 		return fmt.Sprintf("%s: %s (your answer decided)", visible.Line(v.ID), visible.Line(string(v.Verdict)))
 	}
-	return fmt.Sprintf("%s: already %s; your answer changed nothing", visible.Line(v.ID), visible.Line(string(v.Verdict)))
+	return fmt.Sprintf("%s: the question you answered had already ended (%s); nothing was answered", visible.Line(v.ID), visible.Line(string(v.Verdict)))
 }
 
 // watchModel is the watch client's state, kept apart from I/O so that its
@@ -493,8 +498,21 @@ func answerLine(env envelope.Envelope, act *watchAnswer) string {
 // until its ending frame arrives or its deadline passes on this client's
 // own clock, whichever is first: a keystroke is never sent as an answer
 // to a request that has ended.
+//
+// A keystroke answers the question that was on the screen: the one the
+// prompt last showed (Prompt). If that question ends other than by this
+// client's answer (the agent cancels it, another client answers it, its
+// deadline passes), the next line answers nothing and says so, even when
+// another question is on the screen by then: a y typed for A never
+// answers B. And the answer names the digest of what was shown, so the
+// server answers nothing if the question is another one.
 type watchModel struct {
 	pending map[string]*watchItem
+	// shown is the request the prompt last showed; lost, one that ended
+	// while it was the one a keystroke would answer.
+	shown, lost string
+	// width is the terminal's width, for wrapping questions.
+	width int
 }
 
 type watchItem struct {
@@ -506,8 +524,9 @@ type watchItem struct {
 
 // watchAnswer is what a keystroke sends.
 type watchAnswer struct {
-	RequestID string
-	Approve   bool
+	RequestID   string
+	ShownDigest string
+	Approve     bool
 }
 
 func newWatchModel() *watchModel { return &watchModel{pending: map[string]*watchItem{}} }
@@ -531,28 +550,47 @@ func (m *watchModel) Frame(f approvals.Frame, now time.Time) []string {
 		m.pending[f.RequestID] = &watchItem{frame: f, deadline: deadline, seen: now}
 		return []string{m.describe(f)}
 	case approvals.FrameResolved:
-		if _, ok := m.pending[f.RequestID]; !ok {
+		it, ok := m.pending[f.RequestID]
+		if !ok {
 			return nil
 		}
+		m.losing(it, now)
 		delete(m.pending, f.RequestID)
 		return []string{fmt.Sprintf("%s: %s%s (cleared)", visible.Line(f.RequestID), visible.Line(string(f.Verdict)), byLine(f.By))}
 	}
 	return nil
 }
 
-// describe shows a question. The reason and the preview are one line each,
-// control characters made visible: neither can fake a line of its own,
+// describe shows a question whole, as every answering medium does
+// (render.QuestionLines): session, requester, both tiers, the reason and
+// the command wrapped to the terminal's width, never cut, control
+// characters made visible, so that nothing can fake a line of its own,
 // return the cursor or erase what the person is about to approve.
 func (m *watchModel) describe(f approvals.Frame) string {
-	reason := ""
-	if f.Reason != "" {
-		reason = "\n  reason: " + visible.Line(f.Reason)
+	q := render.Question{ID: f.RequestID, Session: f.SessionID, Requester: f.Requester, CallID: f.CallID,
+		From: string(f.From), To: string(f.To), Reason: f.Reason, Preview: f.Preview}
+	return strings.Join(render.QuestionLines(q, m.width), "\n")
+}
+
+// losing notes that it is ending: if it is the question a keystroke
+// would answer and this client has not answered it, the next line
+// answers nothing.
+func (m *watchModel) losing(it *watchItem, now time.Time) {
+	if it.answered {
+		return
 	}
-	cmd := ""
-	if f.Preview != "" {
-		cmd = "\n  $ " + visible.Line(f.Preview)
+	if t := m.target(now); t != nil && t.frame.RequestID == it.frame.RequestID {
+		m.lost = it.frame.RequestID
 	}
-	return fmt.Sprintf("%s: call %s asks %s → %s%s%s", visible.Line(f.RequestID), visible.Line(f.CallID), visible.Line(string(f.From)), visible.Line(string(f.To)), reason, cmd)
+}
+
+// target is the question the next keystroke answers: the one the prompt
+// shows, else (no prompt yet) the oldest open one.
+func (m *watchModel) target(now time.Time) *watchItem {
+	if it, ok := m.pending[m.shown]; ok && !it.answered && now.Before(it.deadline) {
+		return it
+	}
+	return m.Current(now)
 }
 
 // Tick clears every request whose deadline has passed on the client's clock.
@@ -560,6 +598,7 @@ func (m *watchModel) Tick(now time.Time) []string {
 	var out []string
 	for _, it := range m.items() {
 		if !now.Before(it.deadline) {
+			m.losing(it, it.deadline.Add(-time.Nanosecond))
 			delete(m.pending, it.frame.RequestID)
 			out = append(out, fmt.Sprintf("%s: deadline passed; cleared (nothing was sent)", visible.Line(it.frame.RequestID)))
 		}
@@ -597,7 +636,14 @@ func (m *watchModel) items() []*watchItem {
 // never sent. Only y/yes and n/no answer; anything else sends nothing.
 func (m *watchModel) Key(line string, now time.Time) (*watchAnswer, []string) {
 	said := m.Tick(now)
-	it := m.Current(now)
+	if lost := m.lost; lost != "" {
+		m.lost = ""
+		if m.target(now) == nil {
+			return nil, append(said, "no open request; the input was not sent")
+		}
+		return nil, append(said, visible.Line(lost)+" ended before your answer: the question you answered is no longer the one open; nothing was answered (the input was not sent). Read what is shown now and answer again")
+	}
+	it := m.target(now)
 	if it == nil {
 		return nil, append(said, "no open request; the input was not sent")
 	}
@@ -610,7 +656,7 @@ func (m *watchModel) Key(line string, now time.Time) (*watchAnswer, []string) {
 		return nil, append(said, "type y to approve or n to refuse "+visible.Line(it.frame.RequestID))
 	}
 	it.answered = true
-	return &watchAnswer{RequestID: it.frame.RequestID, Approve: approve}, said
+	return &watchAnswer{RequestID: it.frame.RequestID, ShownDigest: it.frame.ShownDigest, Approve: approve}, said
 }
 
 // Unsent reopens a request whose answer was not sent (its passphrase
@@ -623,10 +669,11 @@ func (m *watchModel) Unsent(id string) {
 
 // Prompt is the status line: the current request and its countdown.
 func (m *watchModel) Prompt(now time.Time) string {
-	it := m.Current(now)
+	it := m.target(now)
 	if it == nil {
 		return ""
 	}
+	m.shown = it.frame.RequestID
 	left := render.Countdown(it.deadline.Sub(now))
 	more := ""
 	if n := len(m.pending) - 1; n > 0 {

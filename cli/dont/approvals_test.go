@@ -473,3 +473,34 @@ func TestEscalationOverTheAPIOnlyApproversAnswer(t *testing.T) {
 		t.Fatalf("remote wait: exit %d %s", w.exit, w.stdout)
 	}
 }
+
+// The attack: the person reads question A at the watch prompt and types
+// y; meanwhile the agent cancels A and asks B, whose prompt takes A's
+// place. The y answers nothing: the person is told the question they
+// answered ended, and B is answered only by a later keystroke, bound to
+// B's digest.
+func TestAYTypedForOneQuestionNeverAnswersTheNextInWatch(t *testing.T) {
+	m := newWatchModel()
+	a := question("apr:A", w0, 120*time.Second)
+	a.ShownDigest = "sha256:a"
+	m.Frame(a, w0)
+	if p := m.Prompt(w0.Add(time.Second)); !strings.HasPrefix(p, "apr:A ") {
+		t.Fatalf("prompt %q", p)
+	}
+	m.Frame(approvals.Frame{Kind: approvals.FrameResolved, RequestID: "apr:A", Verdict: approvals.Cancelled}, w0.Add(2*time.Second))
+	b := question("apr:B", w0.Add(2*time.Second), 120*time.Second)
+	b.ShownDigest = "sha256:b"
+	m.Frame(b, w0.Add(2*time.Second))
+	m.Prompt(w0.Add(3 * time.Second)) // B is drawn before the line typed for A arrives
+	act, said := m.Key("y", w0.Add(3*time.Second))
+	if act != nil {
+		t.Fatalf("a y typed for the cancelled question answered %+v", act)
+	}
+	if got := strings.Join(said, "|"); !strings.Contains(got, "apr:A ended before your answer") || !strings.Contains(got, "nothing was answered") {
+		t.Fatalf("said %q", got)
+	}
+	act, _ = m.Key("y", w0.Add(4*time.Second))
+	if act == nil || act.RequestID != "apr:B" || act.ShownDigest != "sha256:b" || !act.Approve {
+		t.Fatalf("the next keystroke, for what is shown: %+v", act)
+	}
+}

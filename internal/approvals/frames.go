@@ -34,6 +34,10 @@ type Frame struct {
 	Preview  string     `json:"preview,omitempty"`
 	Reason   string     `json:"reason,omitempty"`
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// Requester and ShownDigest make a question frame show what every
+	// other answering medium shows (ShownDigest).
+	Requester   string `json:"requester,omitempty"`
+	ShownDigest string `json:"shown_digest,omitempty"`
 
 	// Ending frames.
 	Verdict     Verdict `json:"verdict,omitempty"`
@@ -46,7 +50,8 @@ type Frame struct {
 func RequestFrame(a Approval) Frame {
 	d := a.Deadline
 	return Frame{SessionID: a.SessionID, Kind: FrameRequested, RequestID: a.ID, At: a.CreatedAt,
-		CallID: a.CallID, From: a.From, To: a.To, Preview: a.Preview, Reason: a.Reason, Deadline: &d}
+		CallID: a.CallID, From: a.From, To: a.To, Preview: a.Preview, Reason: a.Reason, Deadline: &d,
+		Requester: a.Requester, ShownDigest: ShownDigest(a.Shown())}
 }
 
 // EndingFrame is the one constructor of ending frames, for every ending

@@ -3,6 +3,7 @@ package hooks
 import (
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -109,31 +110,50 @@ func Slack(m Message, publicURL string) SlackMessage {
 
 func ptext(t SlackText) *SlackText { return &t }
 
+// TooLongForSlack is what a Slack message says in place of agent-written
+// text that Slack cannot carry whole: it never shows a clipped command as
+// if it were the whole one.
+const TooLongForSlack = "too long to show here: open it on the approvals page"
+
+// whole is label and text when they fit in limit bytes, else label and
+// TooLongForSlack (with the text's size): a padded command must not show
+// its harmless start and hide the rest.
+func whole(label, text string, limit int) string {
+	if len(label)+len(text) <= limit {
+		return label + text
+	}
+	return label + "(" + strconv.Itoa(len(text)) + " bytes) " + TooLongForSlack
+}
+
 func slackApproval(t EventType, d ApprovalData, publicURL string) SlackMessage {
 	who := visible.Line(d.Requester)
 	to := visible.Line(string(d.ToTier))
 	head := "Escalation asked: " + to
-	text := who + " asks for " + to + " for call " + visible.Line(d.CallID)
+	text := whole("", who+" asks for "+to+" for call "+visible.Line(d.CallID), 3000)
 	if t == ApprovalEnded {
 		head = "Escalation " + visible.Line(string(d.Verdict)) + ": " + to
-		text = "The escalation of call " + visible.Line(d.CallID) + " to " + to + " ended: " + visible.Line(string(d.Verdict))
+		ended := "The escalation of call " + visible.Line(d.CallID) + " to " + to + " ended: " + visible.Line(string(d.Verdict))
 		if d.AnsweredBy != "" {
-			text += " by " + visible.Line(d.AnsweredBy)
+			ended += " by " + visible.Line(d.AnsweredBy)
 		}
+		text = whole("", ended, 3000)
 	}
 	blocks := []SlackBlock{
 		{Type: "header", Text: ptext(plain(head, 150))},
 		{Type: "section", Fields: []SlackText{
-			plain("Asked by: "+who, 2000),
+			plain(whole("Asked by: ", who, 2000), 2000),
 			plain("Deadline: "+d.Deadline.UTC().Format(time.RFC3339), 2000),
 			plain("From: "+visible.Line(string(d.FromTier))+" → "+to, 2000),
-			plain("Session: "+d.SessionID, 2000),
+			plain(whole("Session: ", visible.Line(d.SessionID), 2000), 2000),
 		}},
-		{Type: "section", Text: ptext(plain("Command: "+visible.Line(d.Preview), 3000))},
-		{Type: "section", Text: ptext(plain("Reason: "+visible.Line(d.Reason), 3000))},
+		// Whole or not at all (Slack cuts a text object at 3,000 bytes). No
+		// block answers: a person answers where the question is shown
+		// whole, at a terminal or on the approvals page.
+		{Type: "section", Text: ptext(plain(whole("Command: ", visible.Line(d.Preview), 3000), 3000))},
+		{Type: "section", Text: ptext(plain(whole("Reason: ", visible.Line(d.Reason), 3000), 3000))},
 	}
 	if link := ApprovalsLink(publicURL, d.SessionID, d.ApprovalID); link != "" && t == ApprovalAsked {
 		blocks = append(blocks, SlackBlock{Type: "actions", Elements: []SlackButton{{Type: "button", Text: plain("Open in dont", 75), URL: link}}})
 	}
-	return SlackMessage{Text: clip(text, 3000), Blocks: blocks}
+	return SlackMessage{Text: text, Blocks: blocks}
 }

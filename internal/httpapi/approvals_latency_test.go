@@ -111,7 +111,7 @@ func BenchmarkAnswerLatencyOverHTTP(b *testing.B) {
 		time.Sleep(time.Duration(rand.Int64N(int64(2 * service.DefaultPoll))))
 		t0 = time.Now()
 		close(answered)
-		call("approver", "approvals.approve", map[string]any{"id": id})
+		call("approver", "approvals.approve", map[string]any{"id": id, "shown_digest": esc["shown_digest"]})
 		wg.Wait()
 	}
 	b.StopTimer()

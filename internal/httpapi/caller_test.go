@@ -25,7 +25,7 @@ func TestOnlyApproverReadersMakeASessionWatchedAndAnswersNameTheirToken(t *testi
 	a.ok(approver, "approvals.frames", map[string]any{"session": ses})
 	escalate["call"] = "c2"
 	apr := a.ok(h, "escalate", escalate).str("approval_id")
-	answer := a.confirmed(approver, "approvals.approve", map[string]any{"id": apr}) // interactive-only: a person confirmed it
+	answer := a.confirmed(approver, "approvals.approve", map[string]any{"id": apr, "shown_digest": a.ok(approver, "approvals.show", map[string]any{"id": apr}).str("shown_digest")}) // interactive-only: a person confirmed it
 	if answer.status != 200 || answer.env["ok"] != true {
 		t.Fatalf("approve: %d %s", answer.status, answer.raw)
 	}

@@ -189,8 +189,9 @@ func TestAnApproverConfirmsAHeldCallOnceOverHTTP(t *testing.T) {
 	a.ok(h, "dismiss", map[string]any{"id": id, "evidence": []string{"https://example.org/bp"}})
 	held := a.raw(h, "lock", `{"args":{"id":"`+id+`","reason":"settled"}}`)
 	conf := held.str("confirmation_id")
+	digest := a.ok(a.tokens["approver"], "confirmations.show", map[string]any{"id": conf}).str("shown_digest")
 	before := a.eventCount()
-	if r := a.call(h, "confirmations.confirm", map[string]any{"id": conf}); r.status != 403 {
+	if r := a.call(h, "confirmations.confirm", map[string]any{"id": conf, "shown_digest": digest}); r.status != 403 {
 		t.Fatalf("a harness token confirmed: %d %s", r.status, r.raw)
 	}
 	if r := a.ok(h, "show", map[string]any{"id": id}); r.str("status") != "verified" || a.eventCount() != before {
@@ -203,7 +204,7 @@ func TestAnApproverConfirmsAHeldCallOnceOverHTTP(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			results[i] = a.call(a.tokens["approver"], "confirmations.confirm", map[string]any{"id": conf})
+			results[i] = a.call(a.tokens["approver"], "confirmations.confirm", map[string]any{"id": conf, "shown_digest": digest})
 		}(i)
 	}
 	wg.Wait()

@@ -112,7 +112,7 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		{"tokens.manage", a.tokens["admin"], nil},
 		{"spawns.manage", h, map[string]any{"op": "list", "view": "pending"}},
 		{"confirmations.list", h, map[string]any{"all": true}},
-		{"confirmations.confirm", a.tokens["approver"], map[string]any{"id": "conf:01HX05A9K8VP0000000000000A"}},
+		{"confirmations.confirm", a.tokens["approver"], map[string]any{"id": "conf:01HX05A9K8VP0000000000000A", "shown_digest": "sha256:00"}},
 		{"guess", h, map[string]any{"question": "q?", "n": 2, "temperature": 0.7}},
 		{"tokens.create", a.tokens["approver"], map[string]any{"role": "harness"}},
 		{"tokens.list", a.tokens["admin"], nil},
@@ -137,7 +137,8 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 	check("POST", "/v1/tools/ignore", a.confirmed(h, "ignore", map[string]any{"id": id, "reason": "out of scope here"}))
 	held := a.call(h, "spawns.cancel", map[string]any{"request_id": "spawn:01HX05A9K8VP0000000000000A"})
 	check("POST", "/v1/tools/spawns.cancel", held)
-	check("POST", "/v1/tools/confirmations.confirm", a.call(a.tokens["approver"], "confirmations.confirm", map[string]any{"id": held.str("confirmation_id")}))
+	check("POST", "/v1/tools/confirmations.confirm", a.call(a.tokens["approver"], "confirmations.confirm", map[string]any{"id": held.str("confirmation_id"),
+		"shown_digest": a.ok(a.tokens["approver"], "confirmations.show", map[string]any{"id": held.str("confirmation_id")}).str("shown_digest")}))
 	bodySchema, err := c.Compile("openapi.json#/paths/~1v1~1tools~1lock/post/requestBody/content/application~1json/schema")
 	if err != nil {
 		t.Fatal(err)

@@ -34,10 +34,11 @@ func tokenCreates(t *testing.T, a *api) []tokenCreate {
 	if held.status != 202 {
 		t.Fatalf("the unconfirmed create was not held: %d %s", held.status, held.raw)
 	}
+	digest := a.ok(admin, "confirmations.show", map[string]any{"id": held.str("confirmation_id")}).str("shown_digest")
 	return []tokenCreate{
 		{"tokens.create", admin, "tokens.create", `{"args":{"role":"harness","name":"ci"},"cli_confirmed":true}`, "tc-1"},
 		{"tokens.manage --op create", admin, "tokens.manage", `{"args":{"op":"create","role":"harness"},"cli_confirmed":true}`, "tm-1"},
-		{"confirmations.confirm", anotherAdmin(t, a), "confirmations.confirm", `{"args":{"id":"` + held.str("confirmation_id") + `"}}`, "cc-1"},
+		{"confirmations.confirm", anotherAdmin(t, a), "confirmations.confirm", `{"args":{"id":"` + held.str("confirmation_id") + `","shown_digest":"` + digest + `"}}`, "cc-1"},
 	}
 }
 

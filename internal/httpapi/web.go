@@ -1,15 +1,25 @@
 package httpapi
 
 import (
+	"bytes"
 	_ "embed"
+	"encoding/json"
 	"net/http"
+
+	"github.com/dont-cli/dont/internal/visible"
 )
 
 // approvalsPage is the approver's web page: one static file that speaks
-// the same API as every other client (frames long-poll, approve, refuse).
-//
+// the same API as every other client (frames long-poll, approve, refuse),
+// with the script names of package visible put in, so that it marks
+// mixed-script words by the same rule.
+var approvalsPage = func() []byte {
+	names, _ := json.Marshal(visible.ScriptNames())
+	return bytes.Replace(approvalsPageSource, []byte("/*script-names*/[]"), names, 1)
+}()
+
 //go:embed web/approvals.html
-var approvalsPage []byte
+var approvalsPageSource []byte
 
 func (s *server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

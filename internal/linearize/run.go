@@ -276,6 +276,18 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 		tool = map[ledger.Action]string{verdictAction(approvals.Approved): "approvals.approve", verdictAction(approvals.Refused): "approvals.refuse", verdictAction(approvals.Cancelled): "approvals.cancel"}[st.Action]
 		if st.Action != verdictAction(approvals.Approved) {
 			args["reason"] = "not for this call"
+		} else {
+			// An approve names what the person saw: read it first (a read,
+			// not part of the recorded history).
+			env, err := b.Call(ctx, client, "approvals.show", map[string]any{"id": args["id"]})
+			if err != nil {
+				return err
+			}
+			var v struct {
+				ShownDigest string `json:"shown_digest"`
+			}
+			json.Unmarshal(env.Data, &v)
+			args["shown_digest"] = v.ShownDigest
 		}
 	case ApprovalShow:
 		tool = "approvals.show"

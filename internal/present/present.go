@@ -222,6 +222,9 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		}, nil},
 		"approvals-unavailable":  {ExitState, statusUnavailable, steps("dont init", "use a store that keeps sessions and approvals"), nil, nil},
 		"frame-log-inconsistent": {ExitState, statusInternal, steps("dont approvals sweep", "announce endings a failed announce left out, then audit again; anything left is a bug"), nil, nil},
+		"question-changed": {ExitRefusal, statusConflict, steps("dont approvals show <id>", "what was answered is not what the question shows now (another question, or another version of it); nothing was answered: show it again and answer what you see"), nil, map[string][]errs.Step{
+			"conf": steps("dont confirmations show <id>", "what was confirmed is not the held call as it is now; nothing ran: show it again and answer what you see"),
+		}},
 		// internal/service (direct.go)
 		"provider-error": {ExitState, statusBadGateway, steps("dont assume <id> --direct", "retry; check DONT_LLM_* or [llm] in .dont/config.toml if it keeps failing"), nil,
 			direct("retry", errs.Step{Command: "env | grep DONT_LLM_; cat .dont/config.toml", Description: "check the provider settings (provider, model, base_url, API key)"})},

@@ -47,8 +47,10 @@ type ApprovalStore interface {
 	// ListApprovals returns approvals in creation order.
 	ListApprovals(ctx context.Context, f ApprovalFilter) ([]approvals.Approval, error)
 	// ResolveApproval replaces a pending approval with its resolved record,
-	// only if it is still pending (ConditionFailed on a.ID otherwise): the
-	// first answer wins.
+	// only if it is still pending and is the question a was decided on (its
+	// shown fields, approvals.Shown, are a's), in one conditional write
+	// (ConditionFailed on a.ID otherwise): the first answer wins, and an
+	// answer never lands on another version of a question.
 	ResolveApproval(ctx context.Context, a approvals.Approval) error
 	// AnnounceEnding appends the ending frame f to the log of f.SessionID
 	// under the next cursor and marks approval f.RequestID announced, in one
@@ -122,6 +124,9 @@ const (
 	ApprovalChannelError errs.Code = "approval-channel-error"
 	ApprovalsUnavailable errs.Code = "approvals-unavailable"
 	FrameLogInconsistent errs.Code = "frame-log-inconsistent"
+	// QuestionChanged refuses an answer whose shown digest is not the
+	// question's: it was for another question, or another version of it.
+	QuestionChanged errs.Code = "question-changed"
 )
 
 func (s *core) approvalStore() (ApprovalStore, error) {
@@ -250,10 +255,13 @@ type ApprovalView struct {
 	RemainingMS *int64 `json:"remaining_ms,omitempty"`
 	// Applied tells an answerer or a canceller whether its call decided.
 	Applied *bool `json:"applied,omitempty"`
+	// ShownDigest is the digest of what every answering medium shows of
+	// the question (approvals.ShownDigest); an answer sends it back.
+	ShownDigest string `json:"shown_digest"`
 }
 
 func (s *core) view(a approvals.Approval) ApprovalView {
-	v := ApprovalView{Approval: a}
+	v := ApprovalView{Approval: a, ShownDigest: approvals.ShownDigest(a.Shown())}
 	v.GrantedTier, _ = a.Grant()
 	if a.State == approvals.Pending && a.Asked {
 		ms := approvals.Remaining(a, s.now()).Milliseconds()
@@ -630,6 +638,10 @@ type AnswerInput struct {
 	Answer     any
 	Reason     string
 	By         string
+	// ShownDigest is the digest of the question as the person saw it
+	// (approvals.ShownDigest). When given, nothing is answered unless the
+	// question is still open and its digest is this one.
+	ShownDigest string
 }
 
 // Answer answers a question. The first answer wins; a later one
@@ -645,7 +657,7 @@ func (s *Escalations) Answer(ctx context.Context, in AnswerInput) (Decided, []en
 	if in.Reason != "" {
 		d.Detail = in.Reason
 	}
-	return s.decide(ctx, in.ApprovalID, d)
+	return s.decideShown(ctx, in.ApprovalID, d, in.ShownDigest)
 }
 
 // Approve answers yes.
@@ -676,6 +688,17 @@ type Decided struct {
 // decide returns the warnings settling raised; the note comes apart,
 // so that the tool surface can place its sweep's warnings between them.
 func (s *core) decide(ctx context.Context, id string, d approvals.Decision) (Decided, []envelope.Warning, error) {
+	return s.decideShown(ctx, id, d, "")
+}
+
+// decideShown decides id by d. With shown (the digest of the question as
+// the person saw it), it answers only the question that was shown: if
+// its digest is another one, nothing is answered (question-changed). The
+// stored question never changes while pending (its shown fields are
+// written once, and the store's answer commit is conditioned on them:
+// ApprovalStore.ResolveApproval), so the record checked here is the one
+// the commit answers.
+func (s *core) decideShown(ctx context.Context, id string, d approvals.Decision, shown string) (Decided, []envelope.Warning, error) {
 	st, err := s.approvalStore()
 	if err != nil {
 		return Decided{}, nil, err
@@ -683,6 +706,12 @@ func (s *core) decide(ctx context.Context, id string, d approvals.Decision) (Dec
 	a, err := s.approvalRecord(ctx, st, id)
 	if err != nil {
 		return Decided{}, nil, err
+	}
+	if shown != "" {
+		if cur := approvals.ShownDigest(a.Shown()); !approvals.DigestMatches(shown, cur) {
+			return Decided{}, nil, errs.E(QuestionChanged, id+" is not the question that was shown (its digest is "+cur+", the answer was for "+quoteID(shown)+"); nothing was answered").
+				On(id).Unmet("an answer names the digest of the question as shown")
+		}
 	}
 	ended, committed, warns := s.settle(ctx, st, a, d, s.now())
 	var res Decided
@@ -859,6 +888,11 @@ func (s *Escalations) Frames(ctx context.Context, in FramesInput) (FramesPage, e
 			}
 			if len(frames) > 0 {
 				page.Cursor = frames[len(frames)-1].Cursor
+			}
+			for i, f := range page.Frames {
+				if f.Kind == approvals.FrameRequested {
+					page.Frames[i].ShownDigest = approvals.ShownDigest(f.Shown())
+				}
 			}
 			return page, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
@@ -77,11 +78,34 @@ type Duplicate struct {
 // ConfirmationView is a confirmation as listed: its state as of now.
 type ConfirmationView struct {
 	confirm.Pending
+	// ShownDigest is the digest of what is shown of the held call
+	// (approvals.HeldDigest); a confirm sends it back.
+	ShownDigest string `json:"shown_digest"`
 }
 
 func (s *core) confirmationView(p confirm.Pending) ConfirmationView {
 	p.State = p.StateAt(s.now())
-	return ConfirmationView{Pending: p}
+	return ConfirmationView{Pending: p, ShownDigest: heldDigest(p)}
+}
+
+func heldDigest(p confirm.Pending) string {
+	return approvals.HeldDigest(p.ID, p.Tool, p.Args, p.RequestedBy)
+}
+
+// checkShown refuses an answer to a held call whose digest is not the
+// one the person saw (shown; nothing to check when empty). A held call's
+// tool, arguments and requester are written once, and the answer's commit
+// is conditioned on the state read here, so the call checked is the one
+// the commit answers.
+func checkShown(p confirm.Pending, shown string) error {
+	if shown == "" {
+		return nil
+	}
+	if cur := heldDigest(p); !approvals.DigestMatches(shown, cur) {
+		return errs.E(QuestionChanged, p.ID+" is not the held call that was shown (its digest is "+cur+", the answer was for "+quoteID(shown)+"); nothing was answered").
+			On(p.ID).Unmet("an answer names the digest of the held call as shown")
+	}
+	return nil
 }
 
 // List lists the pending confirmations, or all of them.
@@ -187,10 +211,13 @@ func (s *core) dropHeldCalls(ctx context.Context, tokenIDs ...string) {
 // pending → executing. Exactly one confirm wins it; the winner gets the
 // held call to run (then calls Finish). A confirm that loses
 // gets dup: the existing record with a warning, and changes nothing.
-func (s *Held) Claim(ctx context.Context, id string) (p confirm.Pending, dup *Duplicate, err error) {
+func (s *Held) Claim(ctx context.Context, id, shown string) (p confirm.Pending, dup *Duplicate, err error) {
 	for attempt := 0; ; attempt++ {
 		cs, cur, err := s.confirmation(ctx, id)
 		if err != nil {
+			return cur, nil, err
+		}
+		if err := checkShown(cur, shown); err != nil {
 			return cur, nil, err
 		}
 		now := s.now()
@@ -229,10 +256,13 @@ func (s *Held) Finish(ctx context.Context, p confirm.Pending, o confirm.Outcome)
 }
 
 // Refuse ends a pending confirmation without running it.
-func (s *Held) Refuse(ctx context.Context, id, reason string) (ConfirmationView, error) {
+func (s *Held) Refuse(ctx context.Context, id, reason, shown string) (ConfirmationView, error) {
 	for attempt := 0; ; attempt++ {
 		cs, cur, err := s.confirmation(ctx, id)
 		if err != nil {
+			return ConfirmationView{}, err
+		}
+		if err := checkShown(cur, shown); err != nil {
 			return ConfirmationView{}, err
 		}
 		next, err := cur.Refuse(s.actor(ctx), reason, s.now())

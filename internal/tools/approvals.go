@@ -95,19 +95,19 @@ func init() {
 	register("approvals.approve", func() *Tool {
 		return &Tool{Name: "approvals.approve", Summary: "Approve a request: its call runs at the wider tier. The first answer wins.", Roles: answerers,
 			Annotations: Annotations{Presence: true},
-			Params:      []Param{approvalID},
+			Params:      []Param{approvalID, shownDigest(true, "question")},
 			approvals:   true, sweep: answerFirst,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return decided(s.Escalations.Approve(ctx, a.Str("id"), ""))
+				return decided(s.Escalations.Answer(ctx, service.AnswerInput{ApprovalID: a.Str("id"), Answer: "approve", ShownDigest: a.Str("shown_digest")}))
 			}}
 	})
 	register("approvals.refuse", func() *Tool {
 		return &Tool{Name: "approvals.refuse", Summary: "Refuse a request: its command does not run. The first answer wins.", Roles: answerers,
 			Annotations: Annotations{Presence: true},
-			Params:      []Param{approvalID, {Name: "reason", Type: String, Description: "why, for the requester"}},
+			Params:      []Param{approvalID, {Name: "reason", Type: String, Description: "why, for the requester"}, shownDigest(false, "question")},
 			approvals:   true, sweep: answerFirst,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return decided(s.Escalations.Refuse(ctx, a.Str("id"), a.Str("reason"), ""))
+				return decided(s.Escalations.Answer(ctx, service.AnswerInput{ApprovalID: a.Str("id"), Answer: "refuse", Reason: a.Str("reason"), ShownDigest: a.Str("shown_digest")}))
 			}}
 	})
 	register("approvals.cancel", func() *Tool {
@@ -168,6 +168,18 @@ func init() {
 				return audited(s.Escalations.Audit(ctx))
 			}}
 	})
+}
+
+// shownDigest is the shown_digest parameter of an answer: the digest of
+// the question (or held call) as the person saw it, which every view of it
+// carries. The answer applies only if it is still the one shown
+// (docs/approvals.md, "What the person saw").
+func shownDigest(required bool, what string) Param {
+	d := "the shown_digest of the " + what + " as the person saw it (show, list, inbox and frames carry it): nothing is answered unless it is still the one shown"
+	if !required {
+		d += "; checked when given"
+	}
+	return Param{Name: "shown_digest", Type: String, Required: required, Description: d}
 }
 
 // answerFirst is the sweep policy of answers and cancels: the answer is

@@ -64,6 +64,13 @@ func (f *fixture) call(name string, args map[string]any) tools.Output {
 	return res
 }
 
+// shown is the digest of held call id as a person sees it
+// (confirmations show): a confirm sends it back.
+func (f *fixture) shown(id string) string {
+	f.t.Helper()
+	return f.call("confirmations.show", map[string]any{"id": id}).Data.(service.ConfirmationView).ShownDigest
+}
+
 func (f *fixture) events() int {
 	evs, err := f.store.AllEvents(ctx)
 	if err != nil {
@@ -104,6 +111,7 @@ func TestAHeldCallChangesNothingUntilConfirmedThenRunsExactlyOnce(t *testing.T) 
 		t.Fatal(err)
 	}
 	conf := heldID(t, res)
+	digest := f.shown(conf)
 	if f.events() != before || f.status(id) != ledger.Verified {
 		t.Fatalf("holding the call changed the ledger: %d events (was %d), status %s", f.events(), before, f.status(id))
 	}
@@ -115,7 +123,7 @@ func TestAHeldCallChangesNothingUntilConfirmedThenRunsExactlyOnce(t *testing.T) 
 		wg.Add(1)
 		go func(svc *service.Service) {
 			defer wg.Done()
-			r, err := tools.Call(service.WithPrincipal(ctx, auth.Principal{Role: auth.RoleApprover, TokenID: "tok:approver"}), svc, "confirmations.confirm", map[string]any{"id": conf})
+			r, err := tools.Call(service.WithPrincipal(ctx, auth.Principal{Role: auth.RoleApprover, TokenID: "tok:approver"}), svc, "confirmations.confirm", map[string]any{"id": conf, "shown_digest": digest})
 			switch {
 			case err != nil:
 				t.Error(err)
@@ -151,20 +159,48 @@ func TestAHeldCallChangesNothingUntilConfirmedThenRunsExactlyOnce(t *testing.T) 
 	}
 }
 
+// A person confirms the held call they were shown; a confirm that names
+// the digest of another held call (or none) runs nothing, and the held
+// call stays pending for the person to see again.
+func TestAConfirmOfAnotherHeldCallsDigestRunsNothing(t *testing.T) {
+	f := newFixture(t)
+	id := f.verified()
+	shownCall := heldID(t, mustGated(t, f, "ignore", map[string]any{"id": id, "reason": "out of scope here"}))
+	otherCall := heldID(t, mustGated(t, f, "lock", map[string]any{"id": id, "reason": "settled"}))
+	before := f.events()
+	approver := service.WithPrincipal(ctx, auth.Principal{Role: auth.RoleApprover, TokenID: "tok:approver"})
+	if _, err := tools.Call(approver, f.svc, "confirmations.confirm", map[string]any{"id": otherCall, "shown_digest": f.shown(shownCall)}); !errs.Is(err, service.QuestionChanged) {
+		t.Fatalf("a confirm with another held call's digest: %v", err)
+	}
+	if _, err := tools.Call(approver, f.svc, "confirmations.confirm", map[string]any{"id": otherCall}); !errs.Is(err, errs.Usage) {
+		t.Fatalf("a confirm without a digest: %v", err)
+	}
+	if _, err := tools.Call(approver, f.svc, "confirmations.refuse", map[string]any{"id": otherCall, "shown_digest": f.shown(shownCall)}); !errs.Is(err, service.QuestionChanged) {
+		t.Fatalf("a refusal with another held call's digest: %v", err)
+	}
+	if v := f.call("confirmations.show", map[string]any{"id": otherCall}).Data.(service.ConfirmationView); v.State != confirm.StatePending || f.events() != before {
+		t.Fatalf("a confirm of another digest changed something: %s, %d events (was %d)", v.State, f.events(), before)
+	}
+	if r, err := tools.Call(approver, f.svc, "confirmations.confirm", map[string]any{"id": otherCall, "shown_digest": f.shown(otherCall)}); err != nil || r.Kind != string(ledger.KindClaim) {
+		t.Fatalf("the confirm of what was shown: %+v %v", r, err)
+	}
+}
+
 func TestARefusedOrExpiredHeldCallNeverRuns(t *testing.T) {
 	f := newFixture(t)
 	id := f.verified()
 	refused := heldID(t, mustGated(t, f, "ignore", map[string]any{"id": id, "reason": "out of scope here"}))
 	expired := heldID(t, mustGated(t, f, "lock", map[string]any{"id": id}))
+	refusedDigest, expiredDigest := f.shown(refused), f.shown(expired)
 	before := f.events()
 	if r := f.call("confirmations.refuse", map[string]any{"id": refused, "reason": "keep it"}); r.Data.(service.ConfirmationView).State != confirm.StateRefused {
 		t.Fatalf("%+v", r)
 	}
-	if _, err := tools.Call(ctx, f.svc, "confirmations.confirm", map[string]any{"id": refused}); !errs.Is(err, confirm.Closed) || present.Exit(err) != 1 {
+	if _, err := tools.Call(ctx, f.svc, "confirmations.confirm", map[string]any{"id": refused, "shown_digest": refusedDigest}); !errs.Is(err, confirm.Closed) || present.Exit(err) != 1 {
 		t.Fatalf("confirming a refused call: %v", err)
 	}
 	f.now.Add(int64(confirm.DefaultTTL + time.Second))
-	if _, err := tools.Call(ctx, f.svc, "confirmations.confirm", map[string]any{"id": expired}); !errs.Is(err, confirm.Closed) {
+	if _, err := tools.Call(ctx, f.svc, "confirmations.confirm", map[string]any{"id": expired, "shown_digest": expiredDigest}); !errs.Is(err, confirm.Closed) {
 		t.Fatalf("confirming an expired call: %v", err)
 	}
 	if f.events() != before || f.status(id) != ledger.Verified {

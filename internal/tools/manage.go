@@ -131,14 +131,14 @@ func init() {
 	register("confirmations.confirm", func() *Tool {
 		return &Tool{Name: "confirmations.confirm", Summary: "Confirm a held call: it runs now, exactly once (an approver or admin who may call it, never the token that asked).", Roles: deciders,
 			Annotations: Annotations{Presence: true},
-			Params:      []Param{confID},
+			Params:      []Param{confID, shownDigest(true, "held call")},
 			run:         runConfirmed}
 	})
 	register("confirmations.refuse", func() *Tool {
 		return &Tool{Name: "confirmations.refuse", Summary: "Refuse a held call: it never runs (approver or admin).", Roles: deciders,
-			Params: []Param{confID, {Name: "reason", Type: String, Description: "why"}},
+			Params: []Param{confID, {Name: "reason", Type: String, Description: "why"}, shownDigest(false, "held call")},
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return confirmation(s.Held.Refuse(ctx, a.Str("id"), a.Str("reason")))
+				return confirmation(s.Held.Refuse(ctx, a.Str("id"), a.Str("reason"), a.Str("shown_digest")))
 			}}
 	})
 }
@@ -164,7 +164,7 @@ func runConfirmed(ctx context.Context, s *service.Service, a Args) (Output, erro
 	if err := s.Held.CheckRequesterLive(ctx, held); err != nil {
 		return Output{}, err
 	}
-	p, dup, err := s.Held.Claim(ctx, a.Str("id"))
+	p, dup, err := s.Held.Claim(ctx, a.Str("id"), a.Str("shown_digest"))
 	if err != nil {
 		return Output{}, err
 	}

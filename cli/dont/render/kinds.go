@@ -706,13 +706,15 @@ func approvalsInbox(p *printer, d doc) {
 		p.line("reading as %s (%s): you cannot answer with this token; an approver's token can", orDash(viewer.s("id")), viewer.s("role"))
 	}
 	pending := d.list("pending")
-	rows := [][]cell{}
+	// Each question whole, as the approve prompt shows it: the command is
+	// wrapped, never cut to the terminal's width.
 	for _, a := range pending {
-		rows = append(rows, []cell{c(a.s("approval_id")), c(inboxName(d, a.s("session_id"))), c(a.s("call_id")), c(a.s("to_tier")), c(shortEnding(p, a)), c(a.s("preview"))})
+		for _, l := range QuestionLines(QuestionOf(a, d.m("names")), p.o.width()) {
+			p.line("%s", l)
+		}
+		p.line("  %s", shortEnding(p, a))
 	}
-	if len(rows) > 0 {
-		p.table("", []string{"REQUEST", "SESSION", "CALL", "TO", "STATE", "COMMAND"}, rows)
-	}
+	rows := [][]cell{}
 	p.line("%s waiting across %s", Plural(len(pending), "question", "questions"), Plural(len(d.list("sessions")), "session", "sessions"))
 	endings := d.list("endings")
 	if len(endings) == 0 {

@@ -164,6 +164,9 @@ func (s *Store) approvalItem(a approvals.Approval) (map[string]types.AttributeVa
 	}
 	it := key(s.approvalPK(), a.ID)
 	it["doc"], it["st"], it["ses"], it["call"] = str(string(doc)), str(string(a.State)), str(a.SessionID), str(a.CallID)
+	// shown is the digest of the question's shown fields: the answer's
+	// conditional write is conditioned on it (ResolveApproval).
+	it[shownAttr] = str(approvals.ShownDigest(a.Shown()))
 	switch {
 	case a.State == approvals.Pending:
 		it[PendingKey], it[ExpiresAtKey] = str(s.dueApprovalsPK()), str(timeText(a.Deadline))
@@ -433,9 +436,13 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 	}
 	var w writeSet
 	w.add(a.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
-		ConditionExpression:       aws.String("#st = :pending"),
-		ExpressionAttributeNames:  map[string]string{"#st": "st"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending))}}})
+		// Pending, and the question a was decided on. An item written
+		// before the digest was stored has none: its fields were written
+		// once and never changed.
+		ConditionExpression:      aws.String("#st = :pending AND (attribute_not_exists(#sh) OR #sh = :shown)"),
+		ExpressionAttributeNames: map[string]string{"#st": "st", "#sh": shownAttr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending)),
+			":shown": str(approvals.ShownDigest(a.Shown()))}}})
 	outbox, err := s.outbox(ctx, endedMessages(a))
 	if err != nil {
 		return err
@@ -454,6 +461,9 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 	}
 	return err
 }
+
+// shownAttr is the attribute of an approval item holding its shown digest.
+const shownAttr = "shown"
 
 // lockOwner marks the lock release of ResolveApproval: held by the pending
 // approval it resolves, so its condition fails only on damaged data.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -196,7 +197,8 @@ func (s *Store) ListApprovals(ctx context.Context, f service.ApprovalFilter) ([]
 	return s.approvals(ctx, q+" ORDER BY created_at, id", args...)
 }
 
-// ResolveApproval implements service.ApprovalStore: conditional on pending.
+// ResolveApproval implements service.ApprovalStore: conditional on pending
+// and on the question being the one decided on (its shown fields).
 func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error {
 	if err := s.approvalsReady(ctx); err != nil {
 		return err
@@ -207,6 +209,24 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		return err
 	}
 	return s.write(ctx, func(tx *txn) error {
+		// The answer commits only on the question it was decided on: the
+		// stored one's shown fields (approvals.Shown) must be a's, read in
+		// this same transaction.
+		var stored []byte
+		err := tx.QueryRowContext(ctx, "SELECT doc FROM approvals WHERE id = ? AND state = 'pending'", a.ID).Scan(&stored)
+		if errors.Is(err, sql.ErrNoRows) {
+			return &service.ConditionFailed{ID: a.ID}
+		}
+		if err != nil {
+			return err
+		}
+		var cur approvals.Approval
+		if err := json.Unmarshal(stored, &cur); err != nil {
+			return fmt.Errorf("sqlite: decode approval %s: %w", a.ID, err)
+		}
+		if approvals.ShownDigest(cur.Shown()) != approvals.ShownDigest(a.Shown()) {
+			return &service.ConditionFailed{ID: a.ID}
+		}
 		res, err := tx.ExecContext(ctx, "UPDATE approvals SET state = ?, verdict = ?, doc = ? WHERE id = ? AND state = 'pending'",
 			string(a.State), string(a.Verdict), doc, a.ID)
 		if err := affectedOne(res, err, a.ID); err != nil {
