@@ -219,6 +219,9 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		"approval-channel-error": {ExitRefusal, statusUnavailable, steps("dont approvals audit", "the store failed while asking, which is a refusal; check the store and ask again"), map[string][]errs.Step{
 			"an answer counts once it is recorded": steps("dont approvals show <id>", "check the request, then answer again"),
 		}, nil},
+		"session-above-ceiling": {ExitRefusal, statusForbidden, steps2(
+			"dont sessions open --tier <ceiling>", "open the session at the ceiling, then ask for one wider tier per call: dont escalate --session <session> --call <call> --to <tier> --reason \"…\"",
+			"dont sessions open --tier <tier>  # run by a person", "or ask a person to open it (an approver or admin token, or the project's owner at its terminal)"), nil, nil},
 		"approvals-unavailable":  {ExitState, statusUnavailable, steps("dont init", "use a store that keeps sessions and approvals"), nil, nil},
 		"frame-log-inconsistent": {ExitState, statusInternal, steps("dont approvals sweep", "announce endings a failed announce left out, then audit again; anything left is a bug"), nil, nil},
 		// internal/service (direct.go)

@@ -147,6 +147,9 @@ func (s *core) callback(ctx context.Context, in TransitionInput) (EntityView, []
 		if err != nil {
 			return res, nil, err
 		}
+		if err := s.mayActOnSpawn(ctx, sp, "resolve"); err != nil {
+			return res, nil, err
+		}
 		if sp.Kind == spawn.Guess {
 			return res, nil, errs.E(errs.SpawnMismatch, in.RequestID+" is a guess spawn; it resolves with answer").On(in.EntityID).
 				Unmet("a guess spawn resolves with answer").With("request", in.RequestID)

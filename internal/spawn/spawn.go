@@ -86,6 +86,10 @@ type Spawn struct {
 	// EntityVersion is the entity's version right after the spawn's own
 	// write: a timeout restores only if the entity still has it.
 	EntityVersion int64 `json:"entity_version,omitempty"`
+	// RequestedBy is the principal that issued the spawn (auth.Principal's
+	// ID): only it, the spawn's own callback token or a person may cancel,
+	// heartbeat or resolve it. Records from before it was kept have none.
+	RequestedBy string `json:"requested_by,omitempty"`
 	// Request is the spawn_request payload, kept as bytes so every
 	// transport sends the same payload.
 	Request json.RawMessage `json:"-"`
