@@ -153,6 +153,10 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		}},
 		errs.DependencyNotFound: {ExitRefusal, statusUnprocessable, steps("dont list", "depend only on entities that exist"), nil, nil},
 		errs.SpawnPending: {ExitRefusal, statusConflict, steps("dont spawns --pending", "wait for or resolve the pending spawn"), map[string][]errs.Step{
+			// internal/service (transition.go): an agent's move of an entity under review
+			"no move while its verification spawn is pending": steps2(
+				"dont spawns manage --op show --request-id <request>", "wait for the verifier's verdict on <id> (or the spawn's timeout); its callback moves it",
+				"dont spawns cancel <request>", "or, if you asked for it, cancel your spawn first (a person may also move <id>)"),
 			"at most one pending verification spawn per entity": steps2(
 				"dont spawns --pending", "see the pending spawn <request>",
 				"dont dismiss <id> --evidence <uri> --request-id <request>", "or resolve it"),
