@@ -79,7 +79,10 @@ func TestAHarnessCannotCancelHeartbeatOrResolveAnotherHarnesssSpawn(t *testing.T
 		"cancel":    func() error { _, _, err := e.svc.Spawns.Cancel(mallory, rid, "mine now"); return err },
 		"heartbeat": func() error { _, _, err := e.svc.Spawns.Heartbeat(mallory, rid, 0); return err },
 		"resolve":   func() error { _, _, err := e.svc.Spawns.Resolve(mallory, in); return err },
-		"answer":    func() error { _, _, err := e.svc.Spawns.Answer(mallory, g.Spawn.ID, []string{"all of them"}); return err },
+		"answer": func() error {
+			_, _, err := e.svc.Spawns.Answer(mallory, g.Spawn.ID, []string{"all of them"})
+			return err
+		},
 	} {
 		if err := try(); !errs.Is(err, service.NotRequester) {
 			t.Errorf("another harness's %s: %v, want not-requester", what, err)
