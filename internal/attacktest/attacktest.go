@@ -136,6 +136,14 @@ func Run(t *testing.T, target Target) {
 		{"a callback token cannot heartbeat another spawn", callbackHeartbeatsOnlyItsOwnSpawn},
 		{"a harness or callback token cannot add, remove or test webhooks", harnessCannotManageHooks},
 		{"a hook cannot point at a private address", hookCannotTargetAPrivateAddress},
+		// An agent cannot choose its own power or touch another's work;
+		// doubt is enforced on the agent that asked (powers.go).
+		{"a harness cannot open a session above the ceiling", harnessCannotOpenASessionAboveTheCeiling},
+		{"a harness cannot read another spawn's callback token", harnessCannotReadACallbackToken},
+		{"a harness cannot cancel another harness's question", harnessCannotCancelAnotherHarnesssQuestion},
+		{"a harness cannot heartbeat, cancel or resolve another harness's spawn", harnessCannotTouchAnotherHarnesssSpawn},
+		{"a harness cannot verify its own claim while its verifier's spawn is pending", harnessCannotVerifyBesideItsVerifier},
+		{"a reopen of an ignored entity needs the confirmation an ignore needs", reopenIsGatedLikeIgnore},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(run{t: t, target: target}) })

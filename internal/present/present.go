@@ -242,6 +242,13 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 			"request_id = ": steps("dont <tool> … --request-id <request>", "name the spawn this verdict resolves"),
 			"spawn pending": steps("dont show <entity>", "read the outcome with a harness token"),
 		}, nil},
+		// internal/service (requester.go)
+		"not-requester": {ExitState, statusForbidden, steps2(
+			"dont spawns manage --op show --request-id <request>", "<request> was asked for by <requester>: leave it to that agent (its callback token resolves it)",
+			"dont spawns cancel <request>  # run by a person", "or ask a person to act on it (an approver or admin token, or the project's owner)"), nil, map[string][]errs.Step{
+			"apr": steps2("dont approvals show <id>", "<id> was asked by <requester>: only that agent withdraws it",
+				"dont approvals refuse <id> --reason \"…\"  # run by an approver", "or a person ends it"),
+		}},
 		"rate-limited":       {ExitState, statusTooManyRequests, steps("sleep <Retry-After seconds>", "retry after the interval the server gave"), nil, nil},
 		"tokens-unavailable": {ExitState, statusUnavailable, steps("dont serve", "tokens need a store that keeps them"), nil, nil},
 		// internal/service (operator.go)

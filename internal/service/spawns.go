@@ -81,7 +81,7 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 		}
 		// The payload (its callback token) is made before the commit, so
 		// that the response committed with the call is the one returned.
-		payload, err := s.publicRequest(ctx, req)
+		payload, err := s.publicRequest(ctx, req, true)
 		if err != nil {
 			return res, nil, err
 		}
