@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"strings"
 
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/auth"
@@ -30,7 +31,7 @@ func (s *core) mayActOnSpawn(ctx context.Context, sp spawn.Spawn, what string) e
 		if p.RequestID == sp.ID {
 			return nil
 		}
-	case sp.RequestedBy == "" || sp.RequestedBy == s.actor(ctx):
+	case sp.RequestedBy == "" || sameAgent(sp.RequestedBy, s.actor(ctx)):
 		return nil
 	}
 	return errs.E(NotRequester, sp.ID+" was requested by "+quoteID(sp.RequestedBy)+"; a "+p.Role+" that did not ask for it may not "+what+" it").
@@ -41,7 +42,7 @@ func (s *core) mayActOnSpawn(ctx context.Context, sp spawn.Spawn, what string) e
 // person's or the principal that asked.
 func (s *core) mayWithdraw(ctx context.Context, a approvals.Approval) error {
 	p := s.PrincipalOf(ctx)
-	if p.IsPerson() || a.Requester == "" || a.Requester == s.actor(ctx) {
+	if p.IsPerson() || a.Requester == "" || sameAgent(a.Requester, s.actor(ctx)) {
 		return nil
 	}
 	return errs.E(NotRequester, a.ID+" was asked by "+quoteID(a.Requester)+"; a "+p.Role+" that did not ask may not withdraw it").On(a.ID).
@@ -60,4 +61,25 @@ func (s *core) withdrawable(ctx context.Context, id string) error {
 		return err
 	}
 	return s.mayWithdraw(ctx, a)
+}
+
+// sameAgent reports whether two principal ids name the same agent. A
+// token's id names its token; on the embedded transports a principal has
+// no token, only the name it declares (DONT_AUTHOR), as the owner
+// ("agent-7"), as a harness-signalled CLI ("harness:agent-7") or as
+// `dont mcp` ("mcp:agent-7"): one name is one agent there, so that a
+// subagent run with DONT_REQUEST_ID resolves the spawn its harness asked
+// for through any of them (docs/security.md: harnesses sharing an
+// embedded project are told apart only by the names they declare).
+func sameAgent(a, b string) bool {
+	return a == b || declaredName(a) == declaredName(b)
+}
+
+func declaredName(id string) string {
+	for _, prefix := range []string{"harness:", "mcp:"} {
+		if rest, ok := strings.CutPrefix(id, prefix); ok {
+			return rest
+		}
+	}
+	return id
 }
