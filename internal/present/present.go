@@ -225,7 +225,7 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		}, nil},
 		"session-above-ceiling": {ExitRefusal, statusForbidden, steps2(
 			"dont sessions open --tier <ceiling>", "open the session at the ceiling, then ask for one wider tier per call: dont escalate --session <session> --call <call> --to <tier> --reason \"…\"",
-			"dont sessions open --tier <tier>  # run by a person", "or ask a person to open it (an approver or admin token, or the project's owner at its terminal)"), nil, nil},
+			"dont sessions open --tier <tier>  # run by a person", "or ask a person to open it (an admin token, or the project's owner at its terminal)"), nil, nil},
 		"approvals-unavailable":  {ExitState, statusUnavailable, steps("dont init", "use a store that keeps sessions and approvals"), nil, nil},
 		"frame-log-inconsistent": {ExitState, statusInternal, steps("dont approvals sweep", "announce endings a failed announce left out, then audit again; anything left is a bug"), nil, nil},
 		// internal/service (direct.go)
