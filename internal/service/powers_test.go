@@ -18,8 +18,8 @@ import (
 func TestAHarnessCannotOpenASessionAboveTheCeiling(t *testing.T) {
 	e := newApprovalEnv(t)
 	asHarness := service.WithPrincipal(ctx, auth.Harness("harness:agent"))
-	open := func(c_ approvals.Tier, who string, tier approvals.Tier) error {
-		e.svc.Approvals.SessionCeiling = c_
+	open := func(ceiling approvals.Tier, who string, tier approvals.Tier) error {
+		e.svc.Approvals.SessionCeiling = ceiling
 		c := asHarness
 		switch who {
 		case "admin":
