@@ -551,6 +551,13 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 		store.Close()
 		return nil, nil, err
 	}
+	if strings.HasPrefix(t.Name, "sessions.") {
+		// The person's ceiling (docs/security.md, "Who sets an agent's power").
+		if svc.Approvals.SessionCeiling, err = a.ceiling(p, ""); err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+	}
 	if t.Name == service.HeartbeatTool {
 		// A heartbeat's default --extend is the spawn timeout, its bound the lease.
 		cfg, err := a.projectSettings(p)

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
@@ -138,6 +140,30 @@ func (a *app) sessionCeiling(p project.Project) (string, settings.Source, error)
 		return v, ls.s.From[settings.KeySessionCeiling], nil
 	}
 	return "", settings.SourceDefault, nil
+}
+
+// ceiling is the session ceiling: --session-ceiling (dont serve's), else
+// the person's setting (sessionCeiling: their environment, their config,
+// a trusted workspace config); "" for the default. A value that is not a
+// tier is refused.
+func (a *app) ceiling(p project.Project, flag string) (approvals.Tier, error) {
+	v, from := flag, "--session-ceiling"
+	if v == "" {
+		var src settings.Source
+		var err error
+		if v, src, err = a.sessionCeiling(p); err != nil {
+			return "", err
+		}
+		from = settings.KeySessionCeiling + " (" + string(src) + ")"
+	}
+	if v == "" {
+		return "", nil
+	}
+	if !approvals.Tier(v).Valid() {
+		return "", errs.E(errs.ConfigInvalid, from+" "+strconv.Quote(v)+" is not a tier").
+			Unmet("session ceiling is one of " + approvals.TierNames(approvals.Tiers))
+	}
+	return approvals.Tier(v), nil
 }
 
 // configProject is the project `dont config` reads.

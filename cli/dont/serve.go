@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/oneproc"
@@ -32,9 +33,11 @@ func (a *app) serveFlags(c *cobra.Command) {
 	var rate, totalRate float64
 	var interactiveConfirm bool
 	var tlsCert, tlsKey string
+	var sessionCeiling string
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		oneproc.Restore() // many callers at once: every CPU
-		return a.serve(c.Context(), serveOptions{addr: addr, sweepEvery: sweepEvery, rate: rate, totalRate: totalRate, interactiveConfirm: interactiveConfirm, tlsCert: tlsCert, tlsKey: tlsKey})
+		return a.serve(c.Context(), serveOptions{addr: addr, sweepEvery: sweepEvery, rate: rate, totalRate: totalRate, interactiveConfirm: interactiveConfirm, tlsCert: tlsCert, tlsKey: tlsKey,
+			sessionCeiling: sessionCeiling})
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8787", "listen address (port 0 picks a free port)")
 	c.Flags().DurationVar(&sweepEvery, "sweep-interval", time.Second, "how often the in-process sweeper runs")
@@ -42,6 +45,7 @@ func (a *app) serveFlags(c *cobra.Command) {
 	c.Flags().Float64Var(&totalRate, "total-rate", 0, "requests per second for every token together (0: the default, "+strconv.Itoa(httpapi.DefaultTotalPerSecond)+"; negative: no limit)")
 	c.Flags().StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	c.Flags().StringVar(&tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
+	c.Flags().StringVar(&sessionCeiling, "session-ceiling", "", "the widest tier a harness token may open a session at; above it only a person may (default: "+settings.EnvSessionCeiling+", else session_ceiling in the person's config, else "+string(approvals.DefaultSessionCeiling)+")")
 	c.Flags().BoolVar(&interactiveConfirm, "interactive-confirm", true, "the server-side gate of client-side confirmation: advertise interactive_confirm to CLIs and honour cli_confirmed (=false: every gated call waits for dont confirmations confirm)")
 }
 
@@ -51,6 +55,7 @@ type serveOptions struct {
 	rate, totalRate    float64
 	interactiveConfirm bool
 	tlsCert, tlsKey    string
+	sessionCeiling     string
 }
 
 func (a *app) serve(ctx context.Context, o serveOptions) error {
@@ -103,6 +108,9 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: "api", Log: log, Scheduler: timers,
 		SweepPolicy: service.SweepFirstPolicy{ApprovalsEvery: sweepEvery, AfterEvery: sweepEvery}})
 	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
+		return err
+	}
+	if svc.Approvals.SessionCeiling, err = a.ceiling(p, o.sessionCeiling); err != nil {
 		return err
 	}
 	if svc.HooksConfig, err = a.hooksConfig(p, store); err != nil {

@@ -284,7 +284,14 @@ func (a *app) embeddedRunner(ctx context.Context, p project.Project, cfg project
 		return nil, err
 	}
 	deps := service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: a.author()}
-	r.Dont = embeddedDont{a: a, svc: service.New(deps)}
+	own := service.New(deps)
+	r.Dont = embeddedDont{a: a, svc: own}
+	// A spawn read by its id carries no callback token (shown once, at
+	// issue); this process holds the store and its secret, and makes the
+	// token of a spawn its principal asked for (or any, for the owner).
+	r.CallbackToken = func(ctx context.Context, id string) (string, error) {
+		return own.Credentials.CallbackTokenFor(service.WithPrincipal(ctx, a.principal()), id)
+	}
 	// The agents' server: what they do is logged, refusals included.
 	log := slog.New(slog.NewJSONHandler(a.stderr, nil))
 	deps.Author, deps.Log = "api", log

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +45,17 @@ func runnerBackends(t *testing.T, timeout string) map[string]func(t *testing.T) 
 			return p, runnerBackend{name: "serve", env: []string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + tok}}
 		},
 	}
+}
+
+// byID is how the runner is given a spawn: embedded, by its id (the
+// runner holds the store, and makes its callback token); against an
+// endpoint, as issued on stdin, since a read by id never carries the
+// token (it is shown once, at issue).
+func (b runnerBackend) byID(rid string, issued []byte) ([]string, io.Reader) {
+	if b.name == "embedded" {
+		return []string{"--request-id", rid}, nil
+	}
+	return nil, bytes.NewReader(issued)
 }
 
 // configureAgent adds the scripted agent (testdata/agent.sh) as the
@@ -173,11 +185,12 @@ func TestSpawnsRunKillsAHangingAgentAtTheDeadlineAndTheSpawnTimesOut(t *testing.
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // the backends are independent; each waits out a spawn timeout
 			p, b := open(t)
-			id, rid, _ := p.assumeJSON(t, b)
+			id, rid, req := p.assumeJSON(t, b)
 			logf := filepath.Join(t.TempDir(), "agent.log")
 			env := append(b.env, "DONT_BIN="+binary, "AGENT_MODE=hang", "AGENT_LOG="+logf)
 			start := time.Now()
-			r := p.runIn(t, env, nil, "spawns", "run", "--agent", "script", "--request-id", rid, "--heartbeat", "0", "--grace", "200ms")
+			args, stdin := b.byID(rid, req)
+			r := p.runIn(t, env, stdin, append([]string{"spawns", "run", "--agent", "script", "--heartbeat", "0", "--grace", "200ms"}, args...)...)
 			run := runOf(t, r)
 			if r.exit != 1 || run["outcome"] != "timed-out" || run["killed"] != "deadline" || run["spawn_outcome"] != "timeout-restored" {
 				t.Fatalf("exit %d, run %v\n%s", r.exit, run, r.stderr)
@@ -209,12 +222,13 @@ func TestAnAgentThatTriesAForbiddenToolWithItsTokenIsRefusedAndRecorded(t *testi
 	for name, open := range runnerBackends(t, "1h") {
 		t.Run(name, func(t *testing.T) {
 			p, b := open(t)
-			id, rid, _ := p.assumeJSON(t, b)
+			id, rid, req := p.assumeJSON(t, b)
 			logf := filepath.Join(t.TempDir(), "agent.log")
 			env := append(b.env, "DONT_BIN="+binary, "AGENT_MODE=forbidden", "AGENT_LOG="+logf)
-			c := p.cmd("spawns", "run", "--agent", "script", "--request-id", rid)
+			args, stdin := b.byID(rid, req)
+			c := p.cmd(append([]string{"spawns", "run", "--agent", "script"}, args...)...)
 			var stderr bytes.Buffer
-			r := p.runCmd(t, c, append(env, "DONT_TEST_STDERR="), nil)
+			r := p.runCmd(t, c, append(env, "DONT_TEST_STDERR="), stdin)
 			stderr.WriteString(r.stderr)
 			run := runOf(t, r)
 			if r.exit != 0 || run["outcome"] != "resolved" {

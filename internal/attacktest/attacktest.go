@@ -157,6 +157,14 @@ func Run(t *testing.T, target Target) {
 		{"an approve whose digest is of another question or another version answers nothing", approveBoundToWhatWasShown},
 		{"a confirm whose digest is of another held call runs nothing", confirmBoundToWhatWasShown},
 		{"an answer to a question that ended meanwhile answers nothing and says so", answerToAnEndedQuestion},
+		// An agent cannot choose its own power or touch another's work;
+		// doubt is enforced on the agent that asked (powers.go).
+		{"a harness cannot open a session above the ceiling", harnessCannotOpenASessionAboveTheCeiling},
+		{"a harness cannot read another spawn's callback token", harnessCannotReadACallbackToken},
+		{"a harness cannot cancel another harness's question", harnessCannotCancelAnotherHarnesssQuestion},
+		{"a harness cannot heartbeat, cancel or resolve another harness's spawn", harnessCannotTouchAnotherHarnesssSpawn},
+		{"a harness cannot verify its own claim while its verifier's spawn is pending", harnessCannotVerifyBesideItsVerifier},
+		{"a reopen of an ignored entity needs the confirmation an ignore needs", reopenIsGatedLikeIgnore},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(run{t: t, target: target}) })

@@ -49,6 +49,20 @@ func (p Principal) Holds(r string) bool {
 	return p.Role != RoleCallback && p.Role == r
 }
 
+// IsPerson reports whether the principal is a person's: an approver or
+// admin token, or the owner at the embedded CLI. A harness (a harness
+// token, `dont mcp`, the CLI under a harness signal) and a callback token
+// are agents. The powers only a person holds (opening a session above the
+// ceiling, acting on another agent's spawn or question, moving an entity
+// while its verification spawn is pending) check this.
+func (p Principal) IsPerson() bool {
+	switch p.Role {
+	case RoleApprover, RoleAdmin, RoleOwner:
+		return true
+	}
+	return false
+}
+
 // May reports whether the principal may call a tool whose allowed roles
 // are given: it holds one of them.
 func (p Principal) May(allowed []string) bool {

@@ -10,6 +10,8 @@
 //     spawn-expired warning);
 //   - a timeout restores the pre-spawn status only if the entity did not
 //     move since the spawn moved it;
+//   - a move of an entity under review is refused (an agent's) or ends
+//     its spawn as cancelled (a person's);
 //   - a heartbeat of a pending spawn that is not due moves its expiry to
 //     now + extend if that is later, and changes nothing else; one that
 //     finds the spawn resolved (or due: its sweep times it out first)
@@ -315,6 +317,15 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		return s, out.Err == "" && !out.Applied && out.Outcome == won && out.Status == s.status && slices.Contains(out.Warnings, warn)
 
 	case Move:
+		if s.pending != "" && !s.guess {
+			// Under review, an agent's move is refused (a harness token's,
+			// on the HTTP backends); a person's (the owner's, in process)
+			// stands and ends the spawn as cancelled in the same commit
+			// (docs/design.md §5.3). A due spawn times out first.
+			if out.Err == string(errs.SpawnPending) {
+				return s, !m.mustBeDue(s, in)
+			}
+		}
 		to, err := ledger.Next("", s.status, in.Action)
 		if err != nil {
 			return s, out.Err == "invalid-transition"
@@ -324,7 +335,10 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		}
 		n := s
 		n.status = to
-		n.moved = s.pending != ""
+		if s.pending != "" && !s.guess {
+			n.resolved = with(s.resolved, s.pending, spawn.Cancelled)
+			n.pending, n.exp, n.pre, n.moved = "", 0, "", false
+		}
 		return n, true
 
 	case Sweep:

@@ -153,6 +153,10 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		}},
 		errs.DependencyNotFound: {ExitRefusal, statusUnprocessable, steps("dont list", "depend only on entities that exist"), nil, nil},
 		errs.SpawnPending: {ExitRefusal, statusConflict, steps("dont spawns --pending", "wait for or resolve the pending spawn"), map[string][]errs.Step{
+			// internal/service (transition.go): an agent's move of an entity under review
+			"no move while its verification spawn is pending": steps2(
+				"dont spawns manage --op show --request-id <request>", "wait for the verifier's verdict on <id> (or the spawn's timeout); its callback moves it",
+				"dont spawns cancel <request>", "or, if you asked for it, cancel your spawn first (a person may also move <id>)"),
 			"at most one pending verification spawn per entity": steps2(
 				"dont spawns --pending", "see the pending spawn <request>",
 				"dont dismiss <id> --evidence <uri> --request-id <request>", "or resolve it"),
@@ -220,6 +224,9 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		"approval-channel-error": {ExitRefusal, statusUnavailable, steps("dont approvals audit", "the store failed while asking, which is a refusal; check the store and ask again"), map[string][]errs.Step{
 			"an answer counts once it is recorded": steps("dont approvals show <id>", "check the request, then answer again"),
 		}, nil},
+		"session-above-ceiling": {ExitRefusal, statusForbidden, steps2(
+			"dont sessions open --tier <ceiling>", "open the session at the ceiling, then ask for one wider tier per call: dont escalate --session <session> --call <call> --to <tier> --reason \"…\"",
+			"dont sessions open --tier <tier>  # run by a person", "or ask a person to open it (an admin token, or the project's owner at its terminal)"), nil, nil},
 		"approvals-unavailable":  {ExitState, statusUnavailable, steps("dont init", "use a store that keeps sessions and approvals"), nil, nil},
 		"frame-log-inconsistent": {ExitState, statusInternal, steps("dont approvals sweep", "announce endings a failed announce left out, then audit again; anything left is a bug"), nil, nil},
 		"question-changed": {ExitRefusal, statusConflict, steps("dont approvals show <id>", "what was answered is not what the question shows now (another question, or another version of it); nothing was answered: show it again and answer what you see"), nil, map[string][]errs.Step{
@@ -239,6 +246,13 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 			"request_id = ": steps("dont <tool> … --request-id <request>", "name the spawn this verdict resolves"),
 			"spawn pending": steps("dont show <entity>", "read the outcome with a harness token"),
 		}, nil},
+		// internal/service (requester.go)
+		"not-requester": {ExitState, statusForbidden, steps2(
+			"dont spawns manage --op show --request-id <request>", "<request> was asked for by <requester>: leave it to that agent (its callback token resolves it)",
+			"dont spawns cancel <request>  # run by a person", "or ask a person to act on it (an approver or admin token, or the project's owner)"), nil, map[string][]errs.Step{
+			"apr": steps2("dont approvals show <id>", "<id> was asked by <requester>: only that agent withdraws it",
+				"dont approvals refuse <id> --reason \"…\"  # run by an approver", "or a person ends it"),
+		}},
 		"rate-limited":       {ExitState, statusTooManyRequests, steps("sleep <Retry-After seconds>", "retry after the interval the server gave"), nil, nil},
 		"tokens-unavailable": {ExitState, statusUnavailable, steps("dont serve", "tokens need a store that keeps them"), nil, nil},
 		// internal/service (operator.go)

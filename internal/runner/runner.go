@@ -116,6 +116,11 @@ type Runner struct {
 	Output io.Writer
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// CallbackToken, if set, makes the callback token of a spawn read by
+	// its id (Fetch): a read never carries it (it is shown once, at
+	// issue), so only a runner that holds the store itself — the embedded
+	// one — can run a spawn it did not receive as issued.
+	CallbackToken func(ctx context.Context, requestID string) (string, error)
 
 	outMu sync.Mutex
 }
@@ -131,9 +136,18 @@ func (r *Runner) now() time.Time {
 	return time.Now()
 }
 
-// Fetch reads the spawn request id as issued (show spawn:…), callback
-// token included.
+// Fetch reads the spawn request id as issued (show spawn:…). The read
+// carries no callback token; CallbackToken, if set, makes it.
 func (r *Runner) Fetch(ctx context.Context, id string) (spawn.Request, error) {
+	req, err := r.fetch(ctx, id)
+	if err != nil || req.Callback.Token != "" || r.CallbackToken == nil {
+		return req, err
+	}
+	req.Callback.Token, err = r.CallbackToken(ctx, id)
+	return req, err
+}
+
+func (r *Runner) fetch(ctx context.Context, id string) (spawn.Request, error) {
 	var req spawn.Request
 	env, err := r.Dont.Call(ctx, "show", map[string]any{"id": id})
 	if err != nil {
@@ -282,7 +296,8 @@ func (r *Runner) RunOne(ctx context.Context, req spawn.Request) (run Run) {
 	run = Run{RequestID: req.RequestID, EntityID: req.EntityID, Agent: r.Profile.Name, ExpiresAt: req.ExpiresAt, StartedAt: r.now().UTC()}
 	defer func() { run.EndedAt = r.now().UTC() }()
 	if req.Callback.Token == "" {
-		run.Outcome, run.Error = AgentFailed, "the spawn request carries no callback token: this store keeps no project secret"
+		run.Outcome, run.Error = AgentFailed, "the spawn request carries no callback token: it is shown once, in the response that issued the spawn "+
+			"(pipe that into dont spawns run: dont assume <id> --json | dont spawns run --agent <name>), or this store keeps no project secret"
 		return run
 	}
 	// Where the spawn stands now (the read sweeps first: an expired one is

@@ -92,6 +92,12 @@ type Approvals struct {
 	Lease time.Duration
 	// Poll is how often blocking waits re-read the store (DefaultPoll if zero).
 	Poll time.Duration
+	// SessionCeiling is the widest tier an agent may open a session at
+	// (approvals.DefaultSessionCeiling if unset); above it only a person
+	// may (auth.Principal.IsPerson). It is a person's setting, read where
+	// an agent cannot write it: dont serve's start-up flag or environment,
+	// the deployment's configuration (docs/security.md).
+	SessionCeiling approvals.Tier
 	// Scheduled says a scheduled sweep ends due questions and repairs
 	// missing ending frames (AWS: the sweeper function, every minute,
 	// besides a queue message per deadline), so that every call's
@@ -127,6 +133,9 @@ const (
 	// QuestionChanged refuses an answer whose shown digest is not the
 	// question's: it was for another question, or another version of it.
 	QuestionChanged errs.Code = "question-changed"
+	// SessionAboveCeiling: an agent asked for a session wider than the
+	// person's ceiling; only a person opens one.
+	SessionAboveCeiling errs.Code = "session-above-ceiling"
 )
 
 func (s *core) approvalStore() (ApprovalStore, error) {
@@ -181,6 +190,12 @@ func (s *Escalations) OpenSession(ctx context.Context, in OpenSessionInput) (Ses
 	if !approvals.Tier(in.Tier).Valid() {
 		return res, errs.E(errs.InvalidArgument, "unknown tier "+quoteID(in.Tier)).
 			Unmet("tier is one of " + approvals.TierNames(approvals.Tiers))
+	}
+	if p := s.PrincipalOf(ctx); approvals.AboveCeiling(approvals.Tier(in.Tier), s.Approvals.SessionCeiling) && !p.IsPerson() {
+		ceiling := approvals.CeilingOrDefault(s.Approvals.SessionCeiling)
+		return res, errs.E(SessionAboveCeiling, "a "+p.Role+" may open a session at most at "+string(ceiling)+", the person's session ceiling; "+
+			in.Tier+" needs a person").Unmet("tier at most "+string(ceiling)+" for an agent").
+			With("tier", in.Tier).With("ceiling", string(ceiling))
 	}
 	if len(in.Name) > 200 {
 		return res, errs.E(errs.InvalidArgument, "a session name is at most 200 bytes").
@@ -673,6 +688,9 @@ func (s *Escalations) Refuse(ctx context.Context, id, reason, by string) (Decide
 // Cancel withdraws a question (the requester giving up). Like an
 // answer it is conditional on the question still being open.
 func (s *Escalations) Cancel(ctx context.Context, id, reason, by string) (Decided, []envelope.Warning, error) {
+	if err := s.withdrawable(ctx, id); err != nil {
+		return Decided{}, nil, err
+	}
 	d := approvals.Decision{Verdict: approvals.Cancelled, Cause: approvals.CauseRequester, By: s.by(ctx, by), Detail: reason}
 	return s.decide(ctx, id, d)
 }

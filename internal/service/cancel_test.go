@@ -64,11 +64,11 @@ func TestCancellingAPendingSpawnRestoresThePreSpawnStatusLikeATimeout(t *testing
 
 func TestCancelLeavesAMovedEntityAlone(t *testing.T) {
 	e := newEnv(t)
-	id := e.verified("water boils at 100 C at sea level")
+	id, dep := e.verifiedDependent()
 	req := e.spawnReq(spawn.Assume, id)
-	e.transition(ledger.Doubt, id, "") // someone doubts it meanwhile, without the request id
+	e.transition(ledger.Doubt, dep, "") // its dependency is doubted meanwhile: it goes stale
 	r, _ := e.cancel(e.svc, req.RequestID)
-	if !r.Applied || r.Restored || e.status(id) != ledger.Doubted {
+	if !r.Applied || r.Restored || e.status(id) != ledger.Stale {
 		t.Fatalf("cancel overwrote a newer status: %+v, status %s", r, e.status(id))
 	}
 }

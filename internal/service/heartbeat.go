@@ -52,6 +52,9 @@ func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Du
 		if err != nil {
 			return HeartbeatResult{}, nil, err
 		}
+		if err := s.mayActOnSpawn(ctx, sp, "heartbeat"); err != nil {
+			return HeartbeatResult{}, nil, err
+		}
 		now := s.now()
 		lease := sp.IssuedAt.Add(s.maxLease())
 		r := HeartbeatResult{RequestID: sp.ID, EntityID: sp.EntityID, State: sp.State, Outcome: sp.Outcome,

@@ -176,6 +176,22 @@ func (e *env) events(id string, kind ledger.EventKind) []ledger.Event {
 	return out
 }
 
+// verifiedDependent is a verified claim that depends on another verified
+// claim, dep: doubting dep moves it (stale) beside any spawn of its own,
+// the one move of an entity under review that is neither its callback nor
+// a person's.
+func (e *env) verifiedDependent() (id, dep string) {
+	e.t.Helper()
+	dep = e.verified("the barometer read 1 atm at the time")
+	res, err := call(e.svc, "conclude", map[string]any{"statement": "water boiled at 100 C here", "depends_on": []string{dep}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	id = res.Data.(service.EntityView).ID
+	e.transition(ledger.Verify, id, "")
+	return id, dep
+}
+
 func (e *env) verified(statement string) string {
 	id := e.conclude(statement)
 	e.transition(ledger.Verify, id, "")
@@ -392,13 +408,13 @@ func TestTimeoutDoesNotAutoRespawn(t *testing.T) {
 
 func TestTimeoutLeavesAMovedEntityAlone(t *testing.T) {
 	e := newEnv(t)
-	id := e.verified("water boils at 100 C at sea level")
+	id, dep := e.verifiedDependent()
 	req := e.spawnReq(spawn.Assume, id)
-	e.transition(ledger.Doubt, id, "") // someone doubts it meanwhile, without the request id
+	e.transition(ledger.Doubt, dep, "") // its dependency is doubted meanwhile: it goes stale
 	e.clock.Advance(2 * time.Hour)
 	call(e.svc, "list", nil)
-	if st := e.status(id); st != ledger.Doubted {
-		t.Fatalf("timeout overwrote a newer status: %s, want doubted", st)
+	if st := e.status(id); st != ledger.Stale {
+		t.Fatalf("timeout overwrote a newer status: %s, want stale", st)
 	}
 	evs := e.events(id, ledger.EvSpawnTimeout)
 	if len(evs) != 1 || evs[0].RequestID != req.RequestID || evs[0].To != "" {

@@ -81,7 +81,7 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 		}
 		// The payload (its callback token) is made before the commit, so
 		// that the response committed with the call is the one returned.
-		payload, err := s.publicRequest(ctx, req)
+		payload, err := s.publicRequest(ctx, req, true)
 		if err != nil {
 			return res, nil, err
 		}
@@ -152,7 +152,7 @@ func (s *core) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.R
 	now := s.now()
 	sp := spawn.Spawn{
 		ID: ids.New(ids.Spawn, now), Kind: in.Kind, State: spawn.Pending, Mode: in.Mode,
-		IssuedAt: now, ExpiresAt: now.Add(s.timeout()),
+		IssuedAt: now, ExpiresAt: now.Add(s.timeout()), RequestedBy: s.actor(ctx),
 	}
 	ev := s.event(ledger.EvSpawnRequested, "", now)
 	ev.RequestID, ev.Direct = sp.ID, in.Mode == spawn.ModeDirect
@@ -231,6 +231,9 @@ func (s *core) answer(ctx context.Context, requestID string, candidates []string
 	for attempt := 0; ; attempt++ {
 		sp, err := s.spawnRecord(ctx, requestID)
 		if err != nil {
+			return res, nil, err
+		}
+		if err := s.mayActOnSpawn(ctx, sp, "answer"); err != nil {
 			return res, nil, err
 		}
 		if sp.Kind != spawn.Guess {

@@ -240,15 +240,17 @@ func (s *Credentials) CheckCallback(ctx context.Context, p auth.Principal, tool 
 	return nil
 }
 
-// publicRequest is the payload a caller receives: the stored request with
-// its callback token, when the store keeps a project secret. Only an
+// publicRequest is the payload a caller receives: the stored request, with
+// its callback token only withToken (at issue, to the principal that
+// asked) and when the store keeps a project secret. Only an
 // authenticated caller gets here; a project made before its operator
 // action created the secret gets one now.
-func (s *core) publicRequest(ctx context.Context, req spawn.Request) (json.RawMessage, error) {
+func (s *core) publicRequest(ctx context.Context, req spawn.Request, withToken bool) (json.RawMessage, error) {
 	if req.Context.ForbiddenTools == nil {
 		req.Context.ForbiddenTools = spawn.ForbiddenTools(req.Context.AllowedTools)
 	}
-	if s.Tokens != nil {
+	req.Callback.Token = ""
+	if withToken && s.Tokens != nil {
 		keyID, secret, err := issuingSecret(ctx, s.Tokens)
 		if err != nil {
 			return nil, storeErr(err)

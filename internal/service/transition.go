@@ -52,9 +52,23 @@ func (s *Ledger) Transition(ctx context.Context, in TransitionInput) (EntityView
 		if err != nil {
 			return EntityView{}, nil, err
 		}
+		verifier, expired, err := s.pendingVerifier(ctx, e, in.Action)
+		if err != nil {
+			return EntityView{}, nil, err
+		}
+		if expired && attempt < maxAttempts {
+			// Its timeout commits first (the seed rule), then the move is decided again.
+			if _, _, err := s.expire(ctx, verifier.ID); err != nil {
+				return EntityView{}, nil, err
+			}
+			continue
+		}
 		tx, e2, err := s.transitionTx(ctx, e, in)
 		if err != nil {
 			return EntityView{}, nil, err
+		}
+		if verifier != nil {
+			e2 = s.supersede(ctx, &tx, *verifier, e2, in.Action)
 		}
 		err = s.commit(ctx, tx)
 		if isCondition(err) && attempt < maxAttempts {
@@ -147,6 +161,9 @@ func (s *core) callback(ctx context.Context, in TransitionInput) (EntityView, []
 		if err != nil {
 			return res, nil, err
 		}
+		if err := s.mayActOnSpawn(ctx, sp, "resolve"); err != nil {
+			return res, nil, err
+		}
 		if sp.Kind == spawn.Guess {
 			return res, nil, errs.E(errs.SpawnMismatch, in.RequestID+" is a guess spawn; it resolves with answer").On(in.EntityID).
 				Unmet("a guess spawn resolves with answer").With("request", in.RequestID)
@@ -212,4 +229,59 @@ func clearIf(current, id string) string {
 		return ""
 	}
 	return current
+}
+
+// pendingVerifier is the verification spawn pending on e, if any. Doubt is
+// enforced on the agent that asked: while it is pending only its callback
+// (a dismiss or trust with its request id: Spawns.Resolve) or a person
+// moves e, so an agent whose claim is under review cannot verify it
+// itself beside its verifier; an agent's move is refused (spawn-pending).
+// expired: the spawn is past its expiry and not yet swept; the caller
+// times it out first.
+func (s *core) pendingVerifier(ctx context.Context, e ledger.Entity, action ledger.Action) (sp *spawn.Spawn, expired bool, err error) {
+	if e.PendingSpawn == "" {
+		return nil, false, nil
+	}
+	got, err := s.spawnRecord(ctx, e.PendingSpawn)
+	if errs.Is(err, errs.SpawnNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if got.State != spawn.Pending || got.EntityID != e.ID {
+		return nil, false, nil
+	}
+	if !s.now().Before(got.ExpiresAt) {
+		return &got, true, nil
+	}
+	if p := s.PrincipalOf(ctx); !p.IsPerson() {
+		return nil, false, errs.E(errs.SpawnPending, e.ID+" is under review by its verification spawn "+got.ID+" (expires "+got.ExpiresAt.Format(timeFormat)+
+			"): only that spawn's callback or a person may "+string(action)+" it now").On(e.ID).
+			Unmet(UnmetUnderReview).With("request", got.ID).With("action", string(action))
+	}
+	return &got, false, nil
+}
+
+// UnmetUnderReview is the clause an agent's move of an entity under review
+// reports unmet.
+const UnmetUnderReview = "no move while its verification spawn is pending"
+
+// supersede adds to tx the end of the verification spawn sp that a
+// person's move of its entity overrides: the spawn resolves as cancelled
+// in the same commit (so its callback later gets the duplicate warning and
+// changes nothing, and it is no longer pending), and the entity no longer
+// names it. It returns the entity as written.
+func (s *core) supersede(ctx context.Context, tx *Tx, sp spawn.Spawn, e2 ledger.Entity, action ledger.Action) ledger.Entity {
+	now := s.now()
+	e2.PendingSpawn = clearIf(e2.PendingSpawn, sp.ID)
+	tx.Entities[0].Entity = e2
+	ev := s.event(ledger.EvSpawnCancelled, sp.EntityID, now)
+	ev.RequestID, ev.Outcome = sp.ID, string(spawn.Cancelled)
+	ev.Reason = "superseded: " + s.actor(ctx) + " moved the entity (" + string(action) + ") while its verification spawn was pending"
+	ev.Detail = map[string]any{"issued_at": sp.IssuedAt.Format(timeFormat), "expires_at": sp.ExpiresAt.Format(timeFormat),
+		"cancelled_at": now.Format(timeFormat), "request_kind": string(sp.Kind), "superseded_by": string(action)}
+	tx.Spawns = append(tx.Spawns, SpawnPut{Spawn: resolved(sp, spawn.Cancelled, now)})
+	tx.Events = append(tx.Events, ev)
+	return e2
 }

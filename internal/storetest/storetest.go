@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore func(t *testing.T) service.Store) {
 		{"concurrent resolvers: exactly one commits", concurrentResolvers},
 		{"a CURIE is held by one term", curieHeldOnce},
 		{"concurrent terms of one CURIE: exactly one commits", concurrentCuries},
+		{"a spawn keeps who requested it, pending, heartbeated and resolved", spawnKeepsItsRequester},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -589,4 +590,61 @@ func spawnIDs(sps []spawn.Spawn) []string {
 		out = append(out, sp.ID)
 	}
 	return out
+}
+
+// spawnKeepsItsRequester: the principal that issued a spawn is read back
+// from every read of it (GetSpawn, ListSpawns, ExpiringSpawns) while it is
+// pending, after a heartbeat rewrote it and after it resolved, on an
+// entity and on none: the service lets only it (or its callback token, or
+// a person) cancel, heartbeat or resolve the spawn.
+func spawnKeepsItsRequester(t *testing.T, s service.Store) {
+	ctx := context.Background()
+	e := claim(ledger.Unverified)
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}))
+	sp := newSpawn(e.ID, base, base.Add(time.Hour))
+	sp.RequestedBy = "tok:01HX05A9K8VP0000000000000A"
+	issued := e
+	issued.Version, issued.PendingSpawn, issued.LastSpawn = 2, sp.ID, sp.ID
+	g := spawn.Spawn{ID: ids.New(ids.Spawn, base.Add(time.Second)), Kind: spawn.Guess, State: spawn.Pending, Mode: spawn.ModeHarness,
+		Question: "q", N: 2, IssuedAt: base, ExpiresAt: base.Add(time.Hour), RequestedBy: "harness:agent-7", Request: []byte(`{"request_id":"g"}`)}
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: issued, PrevVersion: 1}},
+		Spawns: []service.SpawnPut{{Spawn: sp, Create: true}, {Spawn: g, Create: true}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
+	want := map[string]string{sp.ID: sp.RequestedBy, g.ID: g.RequestedBy}
+	check := func(when string) {
+		t.Helper()
+		for id, by := range want {
+			got, err := s.GetSpawn(ctx, id)
+			must(t, err)
+			if got.RequestedBy != by {
+				t.Fatalf("%s: GetSpawn(%s).RequestedBy = %q, want %q", when, id, got.RequestedBy, by)
+			}
+		}
+		list, err := s.ListSpawns(ctx, service.SpawnFilter{})
+		must(t, err)
+		for _, got := range list {
+			if got.RequestedBy != want[got.ID] {
+				t.Fatalf("%s: ListSpawns: %s requested by %q, want %q", when, got.ID, got.RequestedBy, want[got.ID])
+			}
+		}
+	}
+	check("pending")
+	due, err := s.ExpiringSpawns(ctx, base, base.Add(2*time.Hour), 10)
+	must(t, err)
+	for _, got := range due {
+		if full, err := s.GetSpawn(ctx, got.ID); err != nil || full.RequestedBy != want[got.ID] {
+			t.Fatalf("a due spawn %s read back requested by %q (%v)", got.ID, full.RequestedBy, err)
+		}
+	}
+	// A heartbeat of the guess rewrites it.
+	moved := g
+	moved.ExpiresAt = base.Add(2 * time.Hour)
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: g.ExpiresAt}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, "")}}))
+	check("heartbeated")
+	done := sp
+	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
+	e2 := issued
+	e2.Version, e2.PendingSpawn = 3, ""
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 2}},
+		Spawns: []service.SpawnPut{{Spawn: done}}, Events: []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)}}))
+	check("resolved")
 }

@@ -18,8 +18,11 @@ func ptr(s string) *string { return &s }
 // moment it is registered.
 var gates = map[string]confirm.Gate{
 	// Gated as a whole.
-	"lock":          {RequiresConfirmation: true},
-	"ignore":        {RequiresConfirmation: true},
+	"lock":   {RequiresConfirmation: true},
+	"ignore": {RequiresConfirmation: true},
+	// A reopen undoes an ignore (or a doubt, a verdict): it needs what an
+	// ignore needs, or an agent would take back a confirmed ignore unasked.
+	"reopen":        {RequiresConfirmation: true},
 	"spawns.cancel": {RequiresConfirmation: true},
 	"tokens.create": {RequiresConfirmation: true},
 	"tokens.revoke": {RequiresConfirmation: true},

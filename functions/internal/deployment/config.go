@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
@@ -55,6 +56,11 @@ const (
 	// sweep concerns other spawns only, which their timeout messages and
 	// the scheduled sweep end anyway (service.SweepFirstPolicy).
 	EnvSweepAfterEvery = "DONT_SWEEP_AFTER_EVERY"
+	// EnvSessionCeiling is the widest tier a harness token may open a
+	// session at (default workspace-write); above it only an approver or
+	// admin token may (docs/security.md). The operator sets it on the
+	// functions; no caller of the API can.
+	EnvSessionCeiling = "DONT_SESSION_CEILING"
 )
 
 // DefaultSweepAfterEvery is dont serve's default sweep interval.
@@ -118,6 +124,9 @@ type Config struct {
 	// SweepAfterEvery rate-limits the sweep after a callback (0: none;
 	// see EnvSweepAfterEvery).
 	SweepAfterEvery time.Duration
+	// SessionCeiling is the widest tier a harness token may open a session
+	// at ("": approvals.DefaultSessionCeiling; see EnvSessionCeiling).
+	SessionCeiling approvals.Tier
 }
 
 // ConfigFromEnv reads the configuration; getenv is os.Getenv in production.
@@ -196,6 +205,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.HookPolicy = hooks.AddrPolicy{Allow: allow}
 	c.PublicURL = strings.TrimSpace(getenv(EnvPublicURL))
+	if v := strings.TrimSpace(getenv(EnvSessionCeiling)); v != "" {
+		if !approvals.Tier(v).Valid() {
+			return c, fmt.Errorf("%s must be a tier (%s), got %q", EnvSessionCeiling, approvals.TierNames(approvals.Tiers), v)
+		}
+		c.SessionCeiling = approvals.Tier(v)
+	}
 	for _, p := range strings.Split(getenv(EnvProjects), ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			c.Projects = append(c.Projects, p)

@@ -295,3 +295,27 @@ func TestTheFunctionsLogAtTheLevelTheStackSets(t *testing.T) {
 		})
 	}
 }
+
+// The person's session ceiling reaches the functions only through their
+// environment, which the operator sets; a name that is no tier stops the
+// cold start rather than admit every tier.
+func TestTheSessionCeilingIsReadFromTheFunctionsEnvironment(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	c, err := ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q"))
+	if err != nil || c.SessionCeiling != "" {
+		t.Fatalf("unset: %q, %v", c.SessionCeiling, err)
+	}
+	c, err = ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSessionCeiling, "read-only"))
+	if err != nil || c.SessionCeiling != "read-only" {
+		t.Fatalf("read-only: %q, %v", c.SessionCeiling, err)
+	}
+	if _, err := ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvSessionCeiling, "everything")); err == nil {
+		t.Fatal("a ceiling that is no tier was accepted")
+	}
+}

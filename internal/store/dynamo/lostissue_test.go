@@ -87,7 +87,13 @@ func lostIssue(t *testing.T, forward bool, between func(other *service.Service, 
 	svc = service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: project, Clock: clock, SpawnTimeout: time.Hour})
 	ost = dynamo.New(newClient(nil, nil), table, project)
 	other := service.New(service.Deps{Store: ost, Confirmations: ost, Tokens: ost, Project: project, Clock: clock, SpawnTimeout: time.Hour})
-	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
+	dep, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "the barometer read 1 atm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// It depends on dep, so that doubting dep moves it (stale) beside its
+	// pending spawn, as no direct move by an agent may (docs/design.md §5.3).
+	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level", DependsOn: []string{dep.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +125,13 @@ func requestedEvents(t *testing.T, st service.Store, id string) int {
 // item no longer matches the stored one.
 func TestAnAssumeWhoseCommittedResponseWasLostIsAnsweredWithItsOwnSpawnNotSpawnPending(t *testing.T) {
 	svc, ost, id, hook := lostIssue(t, true, func(other *service.Service, entityID, _ string) {
-		if _, _, err := other.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: entityID, Reason: "ITS-90 says 99.97 C"}); err != nil {
+		e, err := other.Store.GetEntity(ctx, entityID)
+		if err != nil || len(e.DependsOn) == 0 {
+			t.Errorf("the entity under review: %+v %v", e, err)
+			return
+		}
+		// Its dependency is doubted: the entity goes stale, its spawn stays pending.
+		if _, _, err := other.Ledger.Transition(ctx, service.TransitionInput{Action: ledger.Doubt, EntityID: e.DependsOn[0], Reason: "ITS-90 says 99.97 C"}); err != nil {
 			t.Errorf("the move between the lost answer and the retry: %v", err)
 		}
 	})
@@ -137,8 +149,8 @@ func TestAnAssumeWhoseCommittedResponseWasLostIsAnsweredWithItsOwnSpawnNotSpawnP
 	if e.PendingSpawn != r.Spawn.ID {
 		t.Fatalf("assume answered spawn %s, but %s is pending on the entity", r.Spawn.ID, e.PendingSpawn)
 	}
-	if e.Status != ledger.Doubted {
-		t.Fatalf("entity %s, want doubted (the other client's move stays)", e.Status)
+	if e.Status != ledger.Stale {
+		t.Fatalf("entity %s, want stale (the other client's move stays)", e.Status)
 	}
 	if n := requestedEvents(t, ost, id); n != 1 {
 		t.Fatalf("%d spawn_requested events, want 1: the retry issued nothing", n)

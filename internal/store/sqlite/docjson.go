@@ -96,6 +96,7 @@ func spawnDoc(sp spawn.Spawn) ([]byte, error) {
 		b = append(b, `,"entity_version":`...)
 		b = strconv.AppendInt(b, sp.EntityVersion, 10)
 	}
+	b = optString(b, `,"requested_by":`, sp.RequestedBy)
 	return append(b, '}'), nil
 }
 

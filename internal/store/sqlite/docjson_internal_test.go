@@ -103,7 +103,7 @@ func TestDocumentsAreWhatEncodingJSONWrites(t *testing.T) {
 		same("entity", b, err, e)
 		sp := spawn.Spawn{ID: str(), Kind: spawn.Kind(str()), EntityID: str(), State: spawn.State(str()), Outcome: spawn.Outcome(str()), Mode: spawn.Mode(str()),
 			PreStatus: ledger.Status(str()), Question: str(), N: r.IntN(3) * (r.IntN(40) - 20), Temperature: fp(), IssuedAt: tm(), ExpiresAt: tm(),
-			ResolvedAt: tp(), EntityVersion: r.Int64N(3) * (r.Int64N(100) - 50), Request: []byte(`{"not":"in the doc"}`)}
+			ResolvedAt: tp(), EntityVersion: r.Int64N(3) * (r.Int64N(100) - 50), RequestedBy: str(), Request: []byte(`{"not":"in the doc"}`)}
 		b, err = spawnDoc(sp)
 		same("spawn", b, err, sp)
 		ev := ledger.Event{ID: str(), Kind: ledger.EventKind(str()), EntityID: str(), RequestID: str(), Author: str(), At: tm(),
@@ -118,7 +118,7 @@ func TestDocumentsAreWhatEncodingJSONWrites(t *testing.T) {
 func TestTheDocumentTypesHaveTheFieldsDocJSONWrites(t *testing.T) {
 	for typ, want := range map[reflect.Type]string{
 		reflect.TypeFor[ledger.Entity](): `id kind statement,omitempty curie,omitempty definition,omitempty atoms,omitempty refs,omitempty confidence,omitempty depends_on,omitempty status author,omitempty created_at updated_at version pending_spawn,omitempty last_spawn,omitempty`,
-		reflect.TypeFor[spawn.Spawn]():   `request_id request_kind entity_id,omitempty state outcome,omitempty mode pre_status,omitempty question,omitempty n,omitempty temperature,omitempty issued_at expires_at resolved_at,omitempty entity_version,omitempty -`,
+		reflect.TypeFor[spawn.Spawn]():   `request_id request_kind entity_id,omitempty state outcome,omitempty mode pre_status,omitempty question,omitempty n,omitempty temperature,omitempty issued_at expires_at resolved_at,omitempty entity_version,omitempty requested_by,omitempty -`,
 		reflect.TypeFor[ledger.Event]():  `id kind entity_id,omitempty request_id,omitempty author,omitempty at from,omitempty to,omitempty reason,omitempty evidence,omitempty outcome,omitempty direct,omitempty detail,omitempty`,
 	} {
 		var tags []string
