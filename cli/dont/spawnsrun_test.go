@@ -176,7 +176,7 @@ func TestSpawnsRunResolvesASpawnThroughItsSubagent(t *testing.T) {
 	}
 }
 
-func TestSpawnsRunKillsAHangingAgentAtTheDeadlineAndTheSpawnTimesOut(t *testing.T) {
+func TestSpawnsRunKillsAHangingAgentAtTheSpawnsExpiryAndTheSpawnTimesOut(t *testing.T) {
 	for name, open := range runnerBackends(t, "2s") {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // the backends are independent; each waits out a spawn timeout
