@@ -162,7 +162,7 @@ func runHints(rep runner.Report) []string {
 		if run.Outcome != runner.Resolved && run.RequestID != "" {
 			h := "dont show " + run.RequestID + "  # " + string(run.Outcome)
 			if run.Cancelled != "" {
-				h += "; cancelled: " + run.Cancelled
+				h += "; cancelled: " + string(run.Cancelled)
 			}
 			hints = append(hints, h)
 		}

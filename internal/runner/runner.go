@@ -76,11 +76,11 @@ type Run struct {
 	SpawnOutcome spawn.Outcome `json:"spawn_outcome,omitempty"`
 	// ExitCode is the agent's exit status (-1: killed by a signal).
 	ExitCode *int `json:"exit_code,omitempty"`
-	// Killed says why the runner killed the agent (a Kill reason).
-	Killed string `json:"killed,omitempty"`
+	// Killed says why the runner killed the agent.
+	Killed Kill `json:"killed,omitempty"`
 	// Cancelled is why the runner cancelled the spawn (its reason in the
 	// spawn's history), when its agent ended without resolving it.
-	Cancelled string `json:"cancelled,omitempty"`
+	Cancelled CancelReason `json:"cancelled,omitempty"`
 	// Heartbeats were sent; HeartbeatsWithheld were due but the agent had
 	// shown no progress since the last one.
 	Heartbeats         int `json:"heartbeats"`
@@ -96,26 +96,33 @@ type Run struct {
 	Error     string    `json:"error,omitempty"`
 }
 
+// Kill is why the runner killed an agent.
+type Kill string
+
 // Why the runner killed an agent.
 const (
 	// KilledDeadline: the run's hard deadline (--deadline) came.
-	KilledDeadline = "deadline"
+	KilledDeadline Kill = "deadline"
 	// KilledExpired: the spawn's expiry came, no heartbeat having moved it.
-	KilledExpired = "expired"
+	KilledExpired Kill = "expired"
 	// KilledInterrupt: the runner was interrupted.
-	KilledInterrupt = "interrupt"
+	KilledInterrupt Kill = "interrupt"
 	// KilledEndedElsewhere: another resolver ended the spawn.
-	KilledEndedElsewhere = "ended-elsewhere"
+	KilledEndedElsewhere Kill = "ended-elsewhere"
 )
 
-// Why the runner cancels a spawn, recorded as the cancel's reason.
+// CancelReason is why the runner cancelled a spawn, recorded as the
+// cancel's reason in the spawn's history.
+type CancelReason string
+
+// Why the runner cancels a spawn.
 const (
-	CancelDeadline    = "deadline reached"
-	CancelExpired     = "the spawn's expiry passed"
-	CancelInterrupted = "the runner was interrupted"
-	CancelNotStarted  = "the agent could not start"
-	CancelFailed      = "the agent failed without resolving its spawn"
-	CancelExited      = "the agent exited without resolving its spawn"
+	CancelDeadline    CancelReason = "deadline reached"
+	CancelExpired     CancelReason = "the spawn's expiry passed"
+	CancelInterrupted CancelReason = "the runner was interrupted"
+	CancelNotStarted  CancelReason = "the agent could not start"
+	CancelFailed      CancelReason = "the agent failed without resolving its spawn"
+	CancelExited      CancelReason = "the agent exited without resolving its spawn"
 )
 
 // Report is every run of one invocation.
@@ -463,7 +470,7 @@ func (r *Runner) watch(ctx context.Context, req spawn.Request, cmd *exec.Cmd, ex
 	expiry := time.NewTimer(time.Until(run.ExpiresAt))
 	defer expiry.Stop()
 	var seen uint64 // progress at the last heartbeat
-	kill := func(why string) error {
+	kill := func(why Kill) error {
 		run.Killed = why
 		return r.kill(cmd, exited)
 	}
@@ -636,7 +643,7 @@ func (r *Runner) finish(ctx context.Context, run Run, waitErr error) Run {
 }
 
 // cancelReason says why a spawn whose agent has ended is cancelled.
-func cancelReason(run Run, waitErr error) string {
+func cancelReason(run Run, waitErr error) CancelReason {
 	switch {
 	case run.Killed == KilledDeadline:
 		return CancelDeadline
@@ -737,8 +744,8 @@ func (r *Runner) heartbeat(ctx context.Context, id string, extend time.Duration)
 
 // cancel cancels a pending spawn with a reason; cancelled says whether
 // this call ended it (another resolver may have come first).
-func (r *Runner) cancel(ctx context.Context, id, reason string) (cancelled bool, err error) {
-	env, err := r.Dont.CallConfirmed(ctx, "spawns.cancel", map[string]any{"request_id": id, "reason": reason})
+func (r *Runner) cancel(ctx context.Context, id string, reason CancelReason) (cancelled bool, err error) {
+	env, err := r.Dont.CallConfirmed(ctx, "spawns.cancel", map[string]any{"request_id": id, "reason": string(reason)})
 	if err != nil {
 		return false, err
 	}
