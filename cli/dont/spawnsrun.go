@@ -68,6 +68,8 @@ func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {
 		if r.Dir, err = agentWorkdir(f.workdir); err != nil {
 			return err
 		}
+	} else if err := agentDirCheck(os.TempDir()); err != nil {
+		return err // each agent's folder would be made there: say so before any runs
 	}
 	if ep := a.remote(); ep != "" {
 		r.Endpoint = ep

@@ -681,3 +681,21 @@ func TestTheAgentsWorkdirAndEnvironmentDoNotLeadToTheOwnersStore(t *testing.T) {
 		})
 	}
 }
+
+func TestATemporaryFolderInsideTheProjectIsNotWhereAgentsRun(t *testing.T) {
+	p := newProject(t)
+	p.configureAgent(t)
+	_, rid, _ := p.assumeJSON(t, runnerBackend{})
+	tmp := filepath.Join(p.dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := p.runIn(t, []string{"TMPDIR=" + tmp, "DONT_BIN=" + binary, "AGENT_MODE=ok"}, nil, "spawns", "run", "--agent", "script", "--request-id", rid)
+	rem, _ := r.data()["remediation"].([]any)
+	if r.exit != 2 || r.str("code") != "invalid-argument" || len(rem) == 0 {
+		t.Fatalf("agents' folders under the project: exit %d %s", r.exit, r.stdout)
+	}
+	if n := p.ok("spawns", "--pending").data()["count"]; n != float64(1) {
+		t.Fatalf("the refused run changed the spawn: %v pending", n)
+	}
+}

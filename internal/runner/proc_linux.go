@@ -34,11 +34,18 @@ func sweep(keep map[int]bool) {
 		if len(victims) == 0 {
 			return
 		}
+		handles := make([]handle, 0, len(victims))
 		for _, v := range victims {
-			_ = syscall.Kill(v.pid, syscall.SIGSTOP)
+			if h, ok := hold(v); ok {
+				handles = append(handles, h)
+			}
 		}
-		for _, v := range victims {
-			_ = syscall.Kill(v.pid, syscall.SIGKILL)
+		for _, h := range handles {
+			h.signal(unix.SIGSTOP)
+		}
+		for _, h := range handles {
+			h.signal(unix.SIGKILL)
+			h.close()
 		}
 		reaped := false
 		for _, v := range victims {
@@ -55,6 +62,44 @@ func sweep(keep map[int]bool) {
 		if !reaped {
 			time.Sleep(5 * time.Millisecond) // give the kills time to land
 		}
+	}
+}
+
+// handle is a process to signal: a pidfd where the kernel has them, so
+// that a pid reused by an unrelated process between the /proc walk and
+// the signal is never signalled.
+type handle struct {
+	pid, fd int
+}
+
+// hold pins v: it opens a pidfd, then checks that the process behind it
+// still has the parent the walk saw (a reused pid would not).
+func hold(v proc) (handle, bool) {
+	fd, err := unix.PidfdOpen(v.pid, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOSYS) {
+			return handle{pid: v.pid, fd: -1}, true // an old kernel: the pid alone
+		}
+		return handle{}, false // gone already
+	}
+	if ppid, ok := parentOf(v.pid); !ok || ppid != v.ppid {
+		unix.Close(fd)
+		return handle{}, false
+	}
+	return handle{pid: v.pid, fd: fd}, true
+}
+
+func (h handle) signal(sig unix.Signal) {
+	if h.fd < 0 {
+		_ = unix.Kill(h.pid, sig)
+		return
+	}
+	_ = unix.PidfdSendSignal(h.fd, sig, nil, 0)
+}
+
+func (h handle) close() {
+	if h.fd >= 0 {
+		unix.Close(h.fd)
 	}
 }
 
