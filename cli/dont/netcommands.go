@@ -56,6 +56,7 @@ type spawnsRunFlags struct {
 	extend      time.Duration
 	grace       time.Duration
 	poll        time.Duration
+	deadline    time.Duration
 	workdir     string
 }
 
@@ -72,9 +73,12 @@ func (a *app) spawnsRunCommand() *cobra.Command {
 in .dont/config.toml, or a built-in: claude-code, codex, generic) started as a
 subprocess with a clean environment — the prompt, DONT_REQUEST_ID,
 DONT_ENDPOINT and the spawn's callback token as DONT_TOKEN, and only the
-caller's variables the profile allows. The run is bounded by the spawn's
-expires_at, which heartbeats move while the agent lives; at the deadline or
-on Ctrl-C the agent's process group is killed.
+caller's variables the profile allows — in a fresh private folder outside
+the project. The spawn is heartbeaten only while the agent shows progress
+(output, or calls on its token); the run ends at the spawn's expiry or at
+--deadline (default: the spawn's original timeout), whatever the
+heartbeats. Then, or on Ctrl-C, the agent and every process it started are
+killed, and a spawn it left unresolved is cancelled, freeing its claim.
 
 Requests: spawn_request envelopes (or their data) on stdin, as
 "dont assume <id> --json" prints them; --request-id spawn:… (repeatable); or
@@ -82,7 +86,7 @@ Requests: spawn_request envelopes (or their data) on stdin, as
 
 Exit: 0 when every spawn was resolved by its subagent; 1 when one timed out,
 was left unresolved or ended otherwise; 130 on Ctrl-C (the agents are killed,
-their spawns left to time out). The envelope (spawn_run) lists every run.
+their spawns cancelled). The envelope (spawn_run) lists every run.
 See docs/harnesses.md.`,
 		Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -100,9 +104,10 @@ func (f *spawnsRunFlags) register(c *cobra.Command) {
 	c.Flags().BoolVar(&f.watch, "watch", false, "run every new pending spawn of the project until interrupted")
 	c.Flags().StringVar(&f.agent, "agent", "", "the agent profile: a name under [agents] in .dont/config.toml, or claude-code, codex, generic (default: the only one configured)")
 	c.Flags().IntVar(&f.maxParallel, "max-parallel", 1, "agents running at once")
-	c.Flags().DurationVar(&f.heartbeat, "heartbeat", 30*time.Second, "how often a living agent's spawn is heartbeaten (0: never; the spawn's expiry bounds the run)")
-	c.Flags().DurationVar(&f.extend, "extend", 0, "each heartbeat moves the expiry to now + this (default 3 × --heartbeat; never past spawn_max_lease)")
+	c.Flags().DurationVar(&f.heartbeat, "heartbeat", 30*time.Second, "how often the spawn of an agent that showed progress (output, calls on its token) is heartbeaten (0: never; the spawn's expiry bounds the run)")
+	c.Flags().DurationVar(&f.extend, "extend", 0, "each heartbeat moves the expiry to now + this (default 3 × --heartbeat; never past --deadline or spawn_max_lease)")
+	c.Flags().DurationVar(&f.deadline, "deadline", 0, "kill each agent this long after its start, whatever the heartbeats, and cancel its spawn (default: the spawn's original timeout; never past spawn_max_lease)")
 	c.Flags().DurationVar(&f.grace, "grace", 5*time.Second, "how long an agent has after SIGTERM before SIGKILL")
 	c.Flags().DurationVar(&f.poll, "poll", 2*time.Second, "how often --watch lists the pending spawns")
-	c.Flags().StringVar(&f.workdir, "workdir", "", "the agents' working directory (default: this one)")
+	c.Flags().StringVar(&f.workdir, "workdir", "", "the agents' working directory, outside every dont project (default: a fresh private folder per agent)")
 }

@@ -11,12 +11,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/dont-cli/dont/internal/client"
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
@@ -36,7 +38,7 @@ func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {
 			errs.Step{Command: "dont spawns run --watch --agent <name>", Description: "run every new pending spawn"},
 			errs.Step{Command: "dont spawns run --request-id spawn:… --agent <name>", Description: "or the ones named"})
 	}
-	if f.maxParallel < 1 || f.heartbeat < 0 || f.extend < 0 || f.grace < 0 || f.poll < 0 {
+	if f.maxParallel < 1 || f.heartbeat < 0 || f.extend < 0 || f.grace < 0 || f.poll < 0 || f.deadline < 0 {
 		return errs.E(errs.Usage, "spawns run: --max-parallel must be at least 1 and durations must not be negative",
 			errs.Step{Command: "dont spawns run --help", Description: "see the flags"})
 	}
@@ -61,8 +63,18 @@ func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {
 	if err != nil {
 		return err
 	}
-	r := &runner.Runner{Profile: profile, Environ: os.Environ(), Dir: f.workdir, MaxParallel: f.maxParallel,
-		Heartbeat: f.heartbeat, Extend: f.extend, Grace: f.grace, Poll: f.poll, Output: a.stderr}
+	r := &runner.Runner{Profile: profile, Environ: os.Environ(), MaxParallel: f.maxParallel, Deadline: f.deadline,
+		Heartbeat: f.heartbeat, Extend: f.extend, Grace: f.grace, Poll: f.poll, Output: a.stderr, CheckDir: agentDirCheck}
+	if found {
+		r.ProjectDir = p.Root
+	}
+	if f.workdir != "" {
+		if r.Dir, err = agentWorkdir(f.workdir); err != nil {
+			return err
+		}
+	} else if err := agentDirCheck(os.TempDir()); err != nil {
+		return err // each agent's folder would be made there: say so before any runs
+	}
 	if ep := a.remote(); ep != "" {
 		r.Endpoint = ep
 		r.Dont = remoteDont{c: &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN"), Header: capsHeader()}}
@@ -102,6 +114,40 @@ func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {
 	return nil
 }
 
+// agentWorkdir checks --workdir: a folder that exists, from which no
+// dont store is found by walking upwards — not the project, nor a folder
+// under it, where an agent's own dont, its variables dropped, would open
+// the owner's store as the owner.
+func agentWorkdir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Stat(abs); err == nil && !st.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
+	if err != nil {
+		return "", errs.E(errs.InvalidArgument, "spawns run: --workdir "+quoteArg(dir)+": "+err.Error(),
+			errs.Step{Command: "dont spawns run --agent <name>", Description: "leave --workdir out: each agent gets a fresh private folder"}).Unmet("--workdir is an existing folder")
+	}
+	if err := agentDirCheck(abs); err != nil {
+		return "", err
+	}
+	return abs, nil
+}
+
+// agentDirCheck refuses a folder at or under a dont project (a .dont/
+// with its store found by walking upwards from it).
+func agentDirCheck(dir string) error {
+	p, err := project.Find(dir, "")
+	if err != nil {
+		return nil
+	}
+	return errs.E(errs.InvalidArgument, "spawns run: the agents' working directory "+dir+" is at or under the dont project "+p.Root+": an agent's own dont would find its store there",
+		errs.Step{Command: "dont spawns run --agent <name>", Description: "leave --workdir out: each agent gets a fresh private folder"},
+		errs.Step{Command: "dont spawns run --agent <name> --workdir $(mktemp -d)", Description: "or give a folder outside every project"}).Unmet("the working directory is outside every dont project")
+}
+
 // runnerFailed shows a refusal the runner met as the server presented it
 // (remediation included); any other failure as the store error it is.
 func (a *app) runnerFailed(what string, err error) error {
@@ -114,12 +160,17 @@ func (a *app) runnerFailed(what string, err error) error {
 	return errs.E(errs.StoreError, "spawns run: "+what+": "+err.Error()).Wrap(err)
 }
 
-// runHints say where to look next for each run that did not resolve.
+// runHints say where to look next for each run that did not resolve, and
+// why the runner cancelled its spawn.
 func runHints(rep runner.Report) []string {
 	hints := []string{}
 	for _, run := range rep.Runs {
 		if run.Outcome != runner.Resolved && run.RequestID != "" {
-			hints = append(hints, "dont show "+run.RequestID+"  # "+string(run.Outcome))
+			h := "dont show " + run.RequestID + "  # " + string(run.Outcome)
+			if run.Cancelled != "" {
+				h += "; cancelled: " + string(run.Cancelled)
+			}
+			hints = append(hints, h)
 		}
 	}
 	return hints
@@ -250,6 +301,12 @@ func (d remoteDont) Call(ctx context.Context, tool string, args map[string]any) 
 	return d.c.Call(ctx, tool, args)
 }
 
+// CallConfirmed sends the call with cli_confirmed: the runner's
+// invocation is its confirmation (runner.Dont).
+func (d remoteDont) CallConfirmed(ctx context.Context, tool string, args map[string]any) (envelope.Envelope, error) {
+	return d.c.CallConfirmed(ctx, tool, args, true)
+}
+
 // embeddedDont calls the embedded store's service in-process, as the
 // caller's principal.
 type embeddedDont struct {
@@ -258,7 +315,17 @@ type embeddedDont struct {
 }
 
 func (d embeddedDont) Call(ctx context.Context, tool string, args map[string]any) (envelope.Envelope, error) {
-	res, err := tools.CallGated(service.WithPrincipal(ctx, d.a.principal()), d.svc, tool, args, d.a.arrival())
+	return d.call(ctx, tool, args, d.a.arrival())
+}
+
+// CallConfirmed runs the call as confirmed at the client: the runner's
+// invocation is its confirmation (runner.Dont).
+func (d embeddedDont) CallConfirmed(ctx context.Context, tool string, args map[string]any) (envelope.Envelope, error) {
+	return d.call(ctx, tool, args, confirm.Arrival{Contract: true, CLIConfirmed: true})
+}
+
+func (d embeddedDont) call(ctx context.Context, tool string, args map[string]any, arrival confirm.Arrival) (envelope.Envelope, error) {
+	res, err := tools.CallGated(service.WithPrincipal(ctx, d.a.principal()), d.svc, tool, args, arrival)
 	if err != nil {
 		return envelope.Fail(err, res.Warnings), nil
 	}
@@ -301,6 +368,10 @@ func (a *app) embeddedRunner(ctx context.Context, p project.Project, cfg project
 		return nil, err
 	}
 	handler := httpapi.New(httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}}, Log: log})
+	// The agents' calls are counted per callback token: a sign of
+	// progress that earns a heartbeat (docs/harnesses.md, "Progress").
+	r.Calls = &runner.CallCounter{}
+	handler = r.Calls.Handler(handler)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		store.Close()

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -180,7 +181,7 @@ func TestSpawnsRunResolvesASpawnThroughItsSubagent(t *testing.T) {
 	}
 }
 
-func TestSpawnsRunKillsAHangingAgentAtTheDeadlineAndTheSpawnTimesOut(t *testing.T) {
+func TestSpawnsRunKillsAHangingAgentAtTheSpawnsExpiryAndTheSpawnTimesOut(t *testing.T) {
 	for name, open := range runnerBackends(t, "2s") {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // the backends are independent; each waits out a spawn timeout
@@ -192,7 +193,7 @@ func TestSpawnsRunKillsAHangingAgentAtTheDeadlineAndTheSpawnTimesOut(t *testing.
 			args, stdin := b.byID(rid, req)
 			r := p.runIn(t, env, stdin, append([]string{"spawns", "run", "--agent", "script", "--heartbeat", "0", "--grace", "200ms"}, args...)...)
 			run := runOf(t, r)
-			if r.exit != 1 || run["outcome"] != "timed-out" || run["killed"] != "deadline" || run["spawn_outcome"] != "timeout-restored" {
+			if r.exit != 1 || run["outcome"] != "timed-out" || run["killed"] != "expired" || run["spawn_outcome"] != "timeout-restored" {
 				t.Fatalf("exit %d, run %v\n%s", r.exit, run, r.stderr)
 			}
 			if took := time.Since(start); took > 10*time.Second {
@@ -263,7 +264,7 @@ func TestHeartbeatsKeepASlowAgentAlivePastTheOriginalExpiry(t *testing.T) {
 			logf := filepath.Join(t.TempDir(), "agent.log")
 			env := append(b.env, "DONT_BIN="+binary, "AGENT_MODE=slow", "AGENT_SLEEP=4", "AGENT_LOG="+logf)
 			issued := p.runIn(t, b.env, nil, "spawns", "manage", "--op", "show", "--request-id", rid).str("expires_at")
-			r := p.runIn(t, env, bytes.NewReader(req), "spawns", "run", "--agent", "script", "--heartbeat", "300ms", "--extend", "2s")
+			r := p.runIn(t, env, bytes.NewReader(req), "spawns", "run", "--agent", "script", "--heartbeat", "300ms", "--extend", "2s", "--deadline", "20s")
 			run := runOf(t, r)
 			if r.exit != 0 || run["outcome"] != "resolved" || run["heartbeats"].(float64) < 2 {
 				t.Fatalf("exit %d, run %v\n%s", r.exit, run, r.stderr)
@@ -321,20 +322,27 @@ func TestInterruptingTheRunnerKillsItsAgentsAndExits130(t *testing.T) {
 	if pid > 0 && alive(pid) {
 		t.Fatalf("the agent's child %d outlived the interrupt", pid)
 	}
-	if s := p.ok("spawns", "--pending").data()["count"]; s != float64(1) {
-		t.Fatalf("the interrupted spawn is not left pending: %v", s)
+	// Its agent is gone: the spawn is cancelled, its claim free at once.
+	if !strings.Contains(out.String(), `"cancelled":"the runner was interrupted"`) {
+		t.Fatalf("envelope %s", out.String())
+	}
+	if s := p.ok("spawns", "--pending").data()["count"]; s != float64(0) {
+		t.Fatalf("the interrupted spawn is left pending: %v", s)
 	}
 }
 
-func TestAnAgentThatExitsWithoutResolvingLeavesTheSpawnPendingAndExitsOne(t *testing.T) {
+func TestAnAgentThatExitsWithoutResolvingHasItsSpawnCancelledAndExitsOne(t *testing.T) {
 	p := newProject(t)
 	p.configureAgent(t)
-	_, _, req := p.assumeJSON(t, runnerBackend{})
-	for mode, want := range map[string]string{"exit": "unresolved", "fail": "agent-failed"} {
+	for mode, want := range map[string][2]string{"exit": {"unresolved", "the agent exited without resolving its spawn"}, "fail": {"agent-failed", "the agent failed without resolving its spawn"}} {
+		id, _, req := p.assumeJSON(t, runnerBackend{})
 		r := p.runIn(t, []string{"DONT_BIN=" + binary, "AGENT_MODE=" + mode}, bytes.NewReader(req), "spawns", "run", "--agent", "script")
 		run := runOf(t, r)
-		if r.exit != 1 || run["outcome"] != want || run["spawn_state"] != "pending" {
+		if r.exit != 1 || run["outcome"] != want[0] || run["spawn_outcome"] != "cancelled" || run["cancelled"] != want[1] {
 			t.Fatalf("%s: exit %d, run %v", mode, r.exit, run)
+		}
+		if s := p.ok("show", id).str("status"); s == "pending" {
+			t.Fatalf("%s: the claim is still held by its spawn", mode)
 		}
 	}
 }
@@ -353,6 +361,10 @@ func TestSpawnsRunRefusesBadInputWithRemediation(t *testing.T) {
 		"unknown agent":       {"", []string{"--agent", "nope", "--watch"}, 2},
 		"watch and ids":       {"", []string{"--agent", "script", "--watch", "--request-id", "spawn:x"}, 2},
 		"generic, no command": {"", []string{"--agent", "generic", "--watch"}, 3},
+		"negative deadline":   {"", []string{"--agent", "script", "--watch", "--deadline", "-1s"}, 2},
+		"workdir the project": {"", []string{"--agent", "script", "--watch", "--workdir", "."}, 2},
+		"workdir in it":       {"", []string{"--agent", "script", "--watch", "--workdir", ".dont"}, 2},
+		"workdir not a dir":   {"", []string{"--agent", "script", "--watch", "--workdir", "nope"}, 2},
 	} {
 		r := p.runIn(t, nil, strings.NewReader(c.stdin), append([]string{"spawns", "run"}, c.args...)...)
 		rem, _ := r.data()["remediation"].([]any)
@@ -487,5 +499,208 @@ func TestMaxParallelBoundsTheAgentsRunningAtOnce(t *testing.T) {
 		if b < e {
 			t.Fatalf("agent %d began %dms before agent %d ended, with --max-parallel 1", i, (e-b)/1e6, i-1)
 		}
+	}
+}
+
+// runWatched runs the binary like runIn, but kills it after limit: a
+// runner that would keep its agent past the deadline fails the test
+// instead of hanging it. It returns how long the run took.
+func (p *testProject) runWatched(t *testing.T, limit time.Duration, env []string, stdin io.Reader, args ...string) (result, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	c := p.cmd(args...)
+	w := exec.CommandContext(ctx, c.Path, c.Args[1:]...)
+	w.Dir, w.Env, w.SysProcAttr = c.Dir, c.Env, c.SysProcAttr
+	w.WaitDelay = time.Second // an agent left holding the output does not hold the test
+	start := time.Now()
+	r := p.runCmd(t, w, env, stdin)
+	return r, time.Since(start)
+}
+
+// killLogged kills, when the test ends, every process the agent logged
+// under keys: what a runner that failed to contain its agent left behind.
+func killLogged(t *testing.T, logf string, keys ...string) {
+	t.Cleanup(func() {
+		got := agentLog(t, logf)
+		for _, k := range keys {
+			for _, v := range got[k] {
+				if pid, _ := strconv.Atoi(v); pid > 1 {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+	})
+}
+
+func loggedPID(t *testing.T, logf, key string) int {
+	t.Helper()
+	v := agentLog(t, logf)[key]
+	if len(v) != 1 {
+		t.Fatalf("the agent logged %d %q pids: %v", len(v), key, agentLog(t, logf))
+	}
+	pid, _ := strconv.Atoi(v[0])
+	if pid <= 1 {
+		t.Fatalf("%s pid %q", key, v[0])
+	}
+	return pid
+}
+
+func TestAHungSilentAgentIsNotHeartbeatedAndIsKilledAtTheDeadlineAndItsSpawnCancelled(t *testing.T) {
+	for name, open := range runnerBackends(t, "1h") {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel() // the backends are independent; each waits out a deadline
+			p, b := open(t)
+			id, rid, _ := p.assumeJSON(t, b)
+			logf := filepath.Join(t.TempDir(), "agent.log")
+			killLogged(t, logf, "started", "child")
+			env := append(b.env, "DONT_BIN="+binary, "AGENT_MODE=silent", "AGENT_LOG="+logf)
+			r, took := p.runWatched(t, 20*time.Second, env, nil, "spawns", "run", "--agent", "script", "--request-id", rid,
+				"--deadline", "2s", "--heartbeat", "200ms", "--grace", "200ms")
+			run := runOf(t, r)
+			if r.exit != 1 || run["outcome"] != "timed-out" || run["killed"] != "deadline" || run["cancelled"] != "deadline reached" || run["spawn_outcome"] != "cancelled" {
+				t.Fatalf("exit %d, run %v\n%s", r.exit, run, r.stderr)
+			}
+			if run["heartbeats"] != float64(0) || run["heartbeats_withheld"].(float64) < 1 {
+				t.Fatalf("a silent agent's spawn was heartbeaten: %v", run)
+			}
+			if took > 15*time.Second {
+				t.Fatalf("the run took %v for a 2s deadline", took)
+			}
+			// The claim is free at once, not at the spawn's expiry an hour
+			// away, and its history says why.
+			if n := p.runIn(t, b.env, nil, "spawns", "--pending").data()["count"]; n != float64(0) {
+				t.Fatalf("%v spawns still pending after the deadline", n)
+			}
+			h := p.runIn(t, b.env, nil, "show", id, "--history")
+			if !strings.Contains(h.stdout, `"spawn_cancelled"`) || !strings.Contains(h.stdout, "deadline reached") {
+				t.Fatalf("history without the runner's cancel: %s", h.stdout)
+			}
+			for _, k := range []string{"started", "child"} {
+				if pid := loggedPID(t, logf, k); alive(pid) {
+					t.Fatalf("the hung agent's %s process %d outlived the deadline", k, pid)
+				}
+			}
+		})
+	}
+}
+
+func TestASubagentThatHeartbeatsItselfCannotOutliveTheDeadline(t *testing.T) {
+	for name, open := range runnerBackends(t, "1h") {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p, b := open(t)
+			_, rid, _ := p.assumeJSON(t, b)
+			logf := filepath.Join(t.TempDir(), "agent.log")
+			killLogged(t, logf, "started")
+			env := append(b.env, "DONT_BIN="+binary, "AGENT_MODE=selfbeat", "AGENT_LOG="+logf)
+			r, took := p.runWatched(t, 20*time.Second, env, nil, "spawns", "run", "--agent", "script", "--request-id", rid,
+				"--deadline", "2s", "--heartbeat", "200ms", "--grace", "200ms")
+			run := runOf(t, r)
+			if r.exit != 1 || run["killed"] != "deadline" || run["cancelled"] != "deadline reached" || run["spawn_outcome"] != "cancelled" {
+				t.Fatalf("exit %d, run %v\n%s", r.exit, run, r.stderr)
+			}
+			if took > 15*time.Second {
+				t.Fatalf("the run took %v for a 2s deadline", took)
+			}
+			// It did move its own expiry (towards the lease, a week away).
+			if beats := agentLog(t, logf)["selfbeat"]; len(beats) == 0 || beats[0] != "0" {
+				t.Fatalf("the agent's own heartbeats: %v", beats)
+			}
+			if pid := loggedPID(t, logf, "started"); alive(pid) {
+				t.Fatalf("the self-heartbeating agent %d outlived the deadline", pid)
+			}
+			if n := p.runIn(t, b.env, nil, "spawns", "--pending").data()["count"]; n != float64(0) {
+				t.Fatalf("%v spawns still pending after the deadline", n)
+			}
+		})
+	}
+}
+
+func TestAnAgentThatEscapesWithSetsidOrADoubleForkIsKilledAtTheEnd(t *testing.T) {
+	for name, open := range runnerBackends(t, "1h") {
+		t.Run(name, func(t *testing.T) {
+			p, b := open(t)
+			_, rid, _ := p.assumeJSON(t, b)
+			logf := filepath.Join(t.TempDir(), "agent.log")
+			killLogged(t, logf, "escaped", "daemon")
+			env := append(b.env, "DONT_BIN="+binary, "AGENT_MODE=escape", "AGENT_LOG="+logf)
+			r, _ := p.runWatched(t, 30*time.Second, env, nil, "spawns", "run", "--agent", "script", "--request-id", rid)
+			run := runOf(t, r)
+			if r.exit != 0 || run["outcome"] != "resolved" {
+				t.Fatalf("exit %d, run %v\n%s", r.exit, run, r.stderr)
+			}
+			for _, k := range []string{"escaped", "daemon"} {
+				if pid := loggedPID(t, logf, k); alive(pid) {
+					t.Fatalf("the agent's %s process %d outlived the run", k, pid)
+				}
+			}
+		})
+	}
+}
+
+func TestTheAgentsWorkdirAndEnvironmentDoNotLeadToTheOwnersStore(t *testing.T) {
+	for name, open := range runnerBackends(t, "1h") {
+		t.Run(name, func(t *testing.T) {
+			p, b := open(t)
+			// A profile that names DONT_PROJECT_DIR among the variables the
+			// agent may see: the runner never passes it.
+			cfg := filepath.Join(p.dir, ".dont", "config.toml")
+			f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			script, _ := filepath.Abs(filepath.Join("testdata", "agent.sh"))
+			fmt.Fprintf(f, "\n[agents.leaky]\ncommand = [\"bash\", %q]\nenv = [\"PATH\", \"DONT_BIN\", \"AGENT_MODE\", \"AGENT_LOG\", \"DONT_PROJECT_DIR\"]\n", script)
+			f.Close()
+			before := p.run("tokens", "list").data()["count"]
+			_, rid, _ := p.assumeJSON(t, b)
+			logf := filepath.Join(t.TempDir(), "agent.log")
+			env := append(b.env, "DONT_BIN="+binary, "AGENT_MODE=nostore", "AGENT_LOG="+logf, "DONT_PROJECT_DIR="+p.dir)
+			r, _ := p.runWatched(t, 30*time.Second, env, nil, "spawns", "run", "--agent", "leaky", "--request-id", rid)
+			run := runOf(t, r)
+			if r.exit != 0 || run["outcome"] != "resolved" {
+				t.Fatalf("exit %d, run %v\n%s", r.exit, run, r.stderr)
+			}
+			got := agentLog(t, logf)
+			for _, k := range []string{"bare-tokens-create", "bare-show"} {
+				if len(got[k]) != 1 || !strings.HasSuffix(got[k][0], `"code":"not-initialised"`) {
+					t.Fatalf("%s from the agent's working directory, its variables dropped: %v (working directory %v)", k, got[k], got["pwd"])
+				}
+			}
+			wd := got["pwd"][0]
+			if rel, err := filepath.Rel(p.dir, wd); err == nil && !strings.HasPrefix(rel, "..") {
+				t.Fatalf("the agent ran in %s, in the project %s", wd, p.dir)
+			}
+			if _, err := os.Stat(wd); !os.IsNotExist(err) {
+				t.Fatalf("the agent's private folder %s is left behind: %v", wd, err)
+			}
+			for _, kv := range got["env"] {
+				if strings.HasPrefix(kv, "DONT_PROJECT_DIR=") {
+					t.Fatalf("the agent got %s", kv)
+				}
+			}
+			if after := p.run("tokens", "list"); after.data()["count"] != before {
+				t.Fatalf("the agent minted a token:\n%s", after.stdout)
+			}
+		})
+	}
+}
+
+func TestATemporaryFolderInsideTheProjectIsNotWhereAgentsRun(t *testing.T) {
+	p := newProject(t)
+	p.configureAgent(t)
+	_, rid, _ := p.assumeJSON(t, runnerBackend{})
+	tmp := filepath.Join(p.dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := p.runIn(t, []string{"TMPDIR=" + tmp, "DONT_BIN=" + binary, "AGENT_MODE=ok"}, nil, "spawns", "run", "--agent", "script", "--request-id", rid)
+	rem, _ := r.data()["remediation"].([]any)
+	if r.exit != 2 || r.str("code") != "invalid-argument" || len(rem) == 0 {
+		t.Fatalf("agents' folders under the project: exit %d %s", r.exit, r.stdout)
+	}
+	if n := p.ok("spawns", "--pending").data()["count"]; n != float64(1) {
+		t.Fatalf("the refused run changed the spawn: %v pending", n)
 	}
 }

@@ -127,6 +127,11 @@ type Data struct {
 	Endpoint     string
 	ExpiresAt    time.Time
 	MaxToolCalls int
+	// ProjectDir is the project folder as the runner found it ("" when
+	// it has none): for a prompt that tells the agent where to read the
+	// project's files. The agent does not run there (docs/harnesses.md,
+	// "Working directory").
+	ProjectDir string
 }
 
 // Rendered is a profile applied to one spawn request.
@@ -163,13 +168,18 @@ func (p Profile) Check() error {
 // Render applies the profile to a spawn request, for an agent that
 // reaches dont at endpoint.
 func (p Profile) Render(req spawn.Request, endpoint string) (Rendered, error) {
+	return p.RenderIn(req, endpoint, "")
+}
+
+// RenderIn is Render for a runner that found the project at projectDir.
+func (p Profile) RenderIn(req spawn.Request, endpoint, projectDir string) (Rendered, error) {
 	var r Rendered
 	if err := p.Check(); err != nil {
 		return r, err
 	}
 	d := Data{RequestID: req.RequestID, RequestKind: string(req.RequestKind), EntityID: req.EntityID,
 		Prompt: req.Context.Prompt, AllowedTools: req.Context.AllowedTools, Endpoint: endpoint,
-		ExpiresAt: req.ExpiresAt, MaxToolCalls: req.Context.MaxToolCalls}
+		ExpiresAt: req.ExpiresAt, MaxToolCalls: req.Context.MaxToolCalls, ProjectDir: projectDir}
 	tool := p.Tool
 	if tool == "" {
 		tool = "{{.}}"

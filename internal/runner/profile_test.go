@@ -85,3 +85,15 @@ func TestAProfileWithoutACommandOrWithABadTemplateIsRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestAPromptTemplateCanNameTheProjectFolder(t *testing.T) {
+	p := runner.Profile{Name: "reader", Command: []string{"agent"}, Prompt: runner.PromptStdin,
+		PromptTemplate: "{{.Prompt}}\nThe project's files are under {{.ProjectDir}}; change nothing."}
+	r, err := p.RenderIn(request(), "http://127.0.0.1:1", "/src/project")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(r.Stdin, "\nThe project's files are under /src/project; change nothing.") {
+		t.Fatalf("prompt %q", r.Stdin)
+	}
+}

@@ -1,11 +1,14 @@
 // Package runner is `dont spawns run`: a reference harness that turns
 // spawn requests into running subagents. For each request it starts the
-// configured agent command as a subprocess in its own process group, with
-// a clean environment (the prompt, DONT_REQUEST_ID, DONT_ENDPOINT, the
-// spawn's callback token as DONT_TOKEN, and only the caller's variables
-// the profile allows), heartbeats the spawn while the process lives, kills
-// the group at the deadline or when interrupted, reaps every child and
-// reports how the spawn ended. It reaches dont through the Dont port (the
+// configured agent command as a subprocess in its own process group, in a
+// fresh private folder outside the project, with a clean environment (the
+// prompt, DONT_REQUEST_ID, DONT_ENDPOINT, the spawn's callback token as
+// DONT_TOKEN, and only the caller's variables the profile allows). It
+// heartbeats the spawn only while the agent shows progress (output, or
+// calls on its token), kills the agent and every descendant at a hard
+// deadline whatever the heartbeats, or when interrupted, and cancels a
+// spawn its agent ended without resolving, so that no claim stays held
+// by an agent that is gone. It reaches dont through the Dont port (the
 // CLI wires the embedded store or an endpoint); it is an adapter at the
 // edge and knows no store or transport (docs/harnesses.md).
 package runner
@@ -16,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -29,6 +33,10 @@ import (
 // transport failure is an error; a refusal is an envelope that is not ok.
 type Dont interface {
 	Call(ctx context.Context, tool string, args map[string]any) (envelope.Envelope, error)
+	// CallConfirmed is a gated call (the runner's spawns.cancel) that the
+	// runner's own invocation confirms: the person who started it chose
+	// that a spawn its agent leaves unresolved is cancelled.
+	CallConfirmed(ctx context.Context, tool string, args map[string]any) (envelope.Envelope, error)
 }
 
 // Outcome is how one run ended.
@@ -38,20 +46,21 @@ type Outcome string
 const (
 	// Resolved: the spawn ended with the subagent's callback.
 	Resolved Outcome = "resolved"
-	// TimedOut: the deadline came first; the agent was killed and the
-	// spawn timed out (spawn_timeout).
+	// TimedOut: the run's deadline or the spawn's expiry came first; the
+	// agent was killed and the spawn cancelled by the runner (or timed
+	// out by the store, spawn_timeout).
 	TimedOut Outcome = "timed-out"
-	// Unresolved: the agent exited 0 without resolving; the spawn is
-	// still pending, until its timeout.
+	// Unresolved: the agent exited 0 without resolving; the runner
+	// cancelled the spawn.
 	Unresolved Outcome = "unresolved"
 	// AgentFailed: the agent could not start, or exited non-zero, without
-	// resolving; the spawn is still pending.
+	// resolving; the runner cancelled the spawn.
 	AgentFailed Outcome = "agent-failed"
 	// EndedElsewhere: another resolver (a cancel, say) ended the spawn;
 	// the agent was stopped.
 	EndedElsewhere Outcome = "ended-elsewhere"
 	// Interrupted: the runner was interrupted (Ctrl-C); the agent was
-	// killed and the spawn left pending, to its timeout.
+	// killed and the spawn cancelled.
 	Interrupted Outcome = "interrupted"
 	// Skipped: the spawn was not pending when the run would have started.
 	Skipped Outcome = "skipped"
@@ -67,15 +76,54 @@ type Run struct {
 	SpawnOutcome spawn.Outcome `json:"spawn_outcome,omitempty"`
 	// ExitCode is the agent's exit status (-1: killed by a signal).
 	ExitCode *int `json:"exit_code,omitempty"`
-	// Killed says why the runner killed the agent: deadline, interrupt or
-	// ended-elsewhere.
-	Killed     string    `json:"killed,omitempty"`
-	Heartbeats int       `json:"heartbeats"`
+	// Killed says why the runner killed the agent.
+	Killed Kill `json:"killed,omitempty"`
+	// Cancelled is why the runner cancelled the spawn (its reason in the
+	// spawn's history), when its agent ended without resolving it.
+	Cancelled CancelReason `json:"cancelled,omitempty"`
+	// Heartbeats were sent; HeartbeatsWithheld were due but the agent had
+	// shown no progress since the last one.
+	Heartbeats         int `json:"heartbeats"`
+	HeartbeatsWithheld int `json:"heartbeats_withheld"`
+	// ExpiresAt is the spawn's expiry as the runner last knew it;
+	// DeadlineAt the run's hard deadline, which no heartbeat moves.
 	ExpiresAt  time.Time `json:"expires_at"`
-	StartedAt  time.Time `json:"started_at"`
-	EndedAt    time.Time `json:"ended_at"`
-	Error      string    `json:"error,omitempty"`
+	DeadlineAt time.Time `json:"deadline_at,omitzero"`
+	// Workdir is where the agent ran.
+	Workdir   string    `json:"workdir,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	Error     string    `json:"error,omitempty"`
 }
+
+// Kill is why the runner killed an agent.
+type Kill string
+
+// Why the runner killed an agent.
+const (
+	// KilledDeadline: the run's hard deadline (--deadline) came.
+	KilledDeadline Kill = "deadline"
+	// KilledExpired: the spawn's expiry came, no heartbeat having moved it.
+	KilledExpired Kill = "expired"
+	// KilledInterrupt: the runner was interrupted.
+	KilledInterrupt Kill = "interrupt"
+	// KilledEndedElsewhere: another resolver ended the spawn.
+	KilledEndedElsewhere Kill = "ended-elsewhere"
+)
+
+// CancelReason is why the runner cancelled a spawn, recorded as the
+// cancel's reason in the spawn's history.
+type CancelReason string
+
+// Why the runner cancels a spawn.
+const (
+	CancelDeadline    CancelReason = "deadline reached"
+	CancelExpired     CancelReason = "the spawn's expiry passed"
+	CancelInterrupted CancelReason = "the runner was interrupted"
+	CancelNotStarted  CancelReason = "the agent could not start"
+	CancelFailed      CancelReason = "the agent failed without resolving its spawn"
+	CancelExited      CancelReason = "the agent exited without resolving its spawn"
+)
 
 // Report is every run of one invocation.
 type Report struct {
@@ -97,15 +145,33 @@ type Runner struct {
 	// store (docs/harnesses.md, "Embedded mode").
 	Endpoint string
 	// Environ is the caller's environment (KEY=value); only the
-	// variables Profile.Env names reach the agent.
+	// variables Profile.Env names reach the agent, never DONT_PROJECT_DIR.
 	Environ []string
-	// Dir is the agent's working directory ("": the runner's).
-	Dir string
+	// Dir is the agents' working directory ("": a fresh private folder
+	// for each agent, made in the system's temporary folder and removed
+	// after the agent's end). CheckDir, when set, refuses a folder from
+	// which the owner's store would be found (the CLI: a .dont/ at or
+	// above it); the runner applies it to the folders it makes.
+	Dir      string
+	CheckDir func(dir string) error
+	// ProjectDir is the project folder, for a profile whose prompt names
+	// it ({{.ProjectDir}}; "" when the runner has none).
+	ProjectDir string
+	// Deadline bounds each agent's run from its start, whatever the
+	// heartbeats (0: the spawn's original timeout, expires_at − issued_at
+	// of the request as the runner reads it). The spawn's expiry, which
+	// no heartbeat moves past spawn_max_lease, bounds the run too.
+	Deadline time.Duration
+	// Calls counts the agents' calls on the API the runner serves them
+	// (embedded mode); nil: only output shows progress.
+	Calls *CallCounter
 	// MaxParallel bounds the agents running at once (default 1).
 	MaxParallel int
-	// Heartbeat is how often a living agent's spawn is heartbeaten (0:
-	// never: the run is bounded by the spawn's expiry as issued); Extend
-	// is each heartbeat's --extend (default 3 × Heartbeat).
+	// Heartbeat is how often the spawn of an agent that showed progress
+	// since the last heartbeat is heartbeaten (0: never: the run is
+	// bounded by the spawn's expiry as issued); Extend is each
+	// heartbeat's --extend (default 3 × Heartbeat; never past the hard
+	// deadline).
 	Heartbeat time.Duration
 	Extend    time.Duration
 	// Grace is how long SIGTERM has before SIGKILL (default 5s).
@@ -123,11 +189,22 @@ type Runner struct {
 	CallbackToken func(ctx context.Context, requestID string) (string, error)
 
 	outMu sync.Mutex
+	// procMu orders starting an agent with sweeping the runner's
+	// descendants, so that a sweep never takes an agent being started
+	// for an orphan; agents are the ones running.
+	procMu    sync.Mutex
+	agents    map[int]bool
+	adoptOnce sync.Once
+	adoptErr  error
 }
 
 // Variables the runner sets for the agent; the caller's are never passed
 // under these names.
 var ownVars = []string{"DONT_REQUEST_ID", "DONT_ENDPOINT", "DONT_TOKEN", "DONT_HARNESS", "DONT_ALLOWED_TOOLS", "DONT_ENTITY_ID"}
+
+// neverPassed are the caller's variables no profile passes on: from
+// DONT_PROJECT_DIR an agent's own dont would find the owner's store.
+var neverPassed = []string{"DONT_PROJECT_DIR"}
 
 func (r *Runner) now() time.Time {
 	if r.Now != nil {
@@ -291,7 +368,7 @@ func report(runs []Run, interrupted bool) Report {
 }
 
 // RunOne runs the agent for one spawn request and returns once the agent
-// has exited and been reaped.
+// and every process it started have ended and been reaped.
 func (r *Runner) RunOne(ctx context.Context, req spawn.Request) (run Run) {
 	run = Run{RequestID: req.RequestID, EntityID: req.EntityID, Agent: r.Profile.Name, ExpiresAt: req.ExpiresAt, StartedAt: r.now().UTC()}
 	defer func() { run.EndedAt = r.now().UTC() }()
@@ -313,94 +390,248 @@ func (r *Runner) RunOne(ctx context.Context, req spawn.Request) (run Run) {
 		return run
 	}
 	run.ExpiresAt = sp.ExpiresAt
-	rendered, err := r.Profile.Render(req, r.Endpoint)
+	run.DeadlineAt = r.deadline(req, sp)
+	notStarted := func(why string) Run {
+		run.Outcome, run.Error = AgentFailed, why
+		return r.finish(ctx, run, nil)
+	}
+	if err := r.adopt(); err != nil {
+		return notStarted("cannot become the subreaper of the agent's processes: " + err.Error())
+	}
+	rendered, err := r.Profile.RenderIn(req, r.Endpoint, r.ProjectDir)
 	if err != nil {
-		run.Outcome, run.Error = AgentFailed, err.Error()
-		return run
+		return notStarted(err.Error())
+	}
+	dir, removeDir, err := r.workdir()
+	if err != nil {
+		return notStarted(err.Error())
+	}
+	defer removeDir()
+	run.Workdir = dir
+	prog := &progress{calls: r.Calls, token: req.Callback.Token}
+	r.Calls.track(req.Callback.Token)
+	defer r.Calls.forget(req.Callback.Token)
+
+	// The agent's stdin and output are pipes of the runner's own, not
+	// exec's copying goroutines: Wait then returns when the agent exits,
+	// even while a process it left behind holds them open.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return notStarted("cannot make the agent's stdin: " + err.Error())
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return notStarted("cannot make the agent's output: " + err.Error())
 	}
 	cmd := exec.Command(rendered.Argv[0], rendered.Argv[1:]...)
 	cmd.Env = r.environ(req)
-	cmd.Dir = r.Dir
-	cmd.Stdin = strings.NewReader(rendered.Stdin)
-	out := r.output()
-	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Dir = dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, outW
 	ownGroup(cmd)
-	if err := cmd.Start(); err != nil {
-		run.Outcome, run.Error = AgentFailed, "cannot start the agent: "+err.Error()
-		return r.finish(ctx, run, nil)
+	r.procMu.Lock()
+	err = cmd.Start()
+	if err == nil {
+		if r.agents == nil {
+			r.agents = map[int]bool{}
+		}
+		r.agents[cmd.Process.Pid] = true
 	}
+	r.procMu.Unlock()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return notStarted("cannot start the agent: " + err.Error())
+	}
+	go func() { // ends when written, or when every reader is gone
+		_, _ = io.WriteString(inW, rendered.Stdin)
+		inW.Close()
+	}()
+	copied := make(chan struct{})
+	go func() { defer close(copied); prog.copyOutput(r.output(), outR) }()
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }() // every started process is reaped here
+	go func() { exited <- cmd.Wait() }() // the agent is reaped here; what it left, by the sweep
 
+	waitErr := r.watch(ctx, req, cmd, exited, prog, &run)
+	r.contain(cmd)
+	select { // every writer is gone after the sweep; elsewhere one may have escaped it
+	case <-copied:
+	case <-time.After(2 * time.Second):
+	}
+	outR.Close()
+	<-copied
+	code := exitCode(waitErr)
+	run.ExitCode = &code
+	return r.finish(ctx, run, waitErr)
+}
+
+// watch waits for the agent's end: its exit, the interrupt, the hard
+// deadline, the spawn's expiry, or another resolver's end of the spawn;
+// meanwhile it heartbeats the spawn at each tick when the agent showed
+// progress since the last heartbeat. It kills the agent when it is the
+// one to end it, and returns the agent's exit.
+func (r *Runner) watch(ctx context.Context, req spawn.Request, cmd *exec.Cmd, exited <-chan error, prog *progress, run *Run) error {
 	var beat <-chan time.Time
 	if r.Heartbeat > 0 {
 		t := time.NewTicker(r.Heartbeat)
 		defer t.Stop()
 		beat = t.C
 	}
-	deadline := time.NewTimer(time.Until(run.ExpiresAt))
-	defer deadline.Stop()
-	var waitErr error
-	for done := false; !done; {
+	hard := time.NewTimer(time.Until(run.DeadlineAt))
+	defer hard.Stop()
+	expiry := time.NewTimer(time.Until(run.ExpiresAt))
+	defer expiry.Stop()
+	var seen uint64 // progress at the last heartbeat
+	kill := func(why Kill) error {
+		run.Killed = why
+		return r.kill(cmd, exited)
+	}
+	for {
 		select {
-		case waitErr = <-exited:
-			killGroup(cmd) // what it left running in its group goes with it
-			done = true
+		case err := <-exited:
+			return err
 		case <-ctx.Done():
-			run.Killed = "interrupt"
-			waitErr = r.kill(cmd, exited)
-			done = true
-		case <-deadline.C:
-			run.Killed = "deadline"
-			waitErr = r.kill(cmd, exited)
-			done = true
-		case <-beat:
-			hb, err := r.heartbeat(ctx, req.RequestID)
-			if err != nil {
-				continue // the deadline still bounds the run
+			return kill(KilledInterrupt)
+		case <-hard.C:
+			return kill(KilledDeadline)
+		case <-expiry.C:
+			// The store decides the expiry: another heartbeat (the
+			// agent's own, on its token) may have moved it; the hard
+			// deadline bounds the run whatever it says.
+			sp, err := r.record(ctx, req.RequestID)
+			if err == nil && sp.State == spawn.Pending && sp.ExpiresAt.After(run.ExpiresAt) {
+				run.ExpiresAt = sp.ExpiresAt
+				expiry.Reset(time.Until(run.ExpiresAt))
+				continue
 			}
+			return kill(KilledExpired)
+		case <-beat:
+			mark := prog.mark()
+			if mark == seen {
+				run.HeartbeatsWithheld++ // silent since the last one: let the spawn run out
+				continue
+			}
+			extend := r.Extend
+			if extend <= 0 {
+				extend = 3 * r.Heartbeat
+			}
+			if left := time.Until(run.DeadlineAt); left < extend {
+				extend = left // no expiry beyond the hard deadline
+			}
+			if extend <= 0 {
+				continue
+			}
+			hb, err := r.heartbeat(ctx, req.RequestID, extend)
+			if err != nil {
+				continue // the deadlines still bound the run
+			}
+			seen = mark
 			run.Heartbeats++
 			if hb.State != spawn.Pending {
 				if hb.Outcome != spawn.CallbackApplied {
-					run.Killed = "ended-elsewhere"
-					waitErr = r.kill(cmd, exited)
-					done = true
+					return kill(KilledEndedElsewhere)
 				}
 				beat = nil // resolved by the agent: it is finishing
 				continue
 			}
 			if hb.ExpiresAt.After(run.ExpiresAt) {
 				run.ExpiresAt = hb.ExpiresAt
-				deadline.Reset(time.Until(run.ExpiresAt))
+				expiry.Reset(time.Until(run.ExpiresAt))
+			}
+			if !hb.LeaseEndsAt.IsZero() && hb.LeaseEndsAt.Before(run.DeadlineAt) {
+				run.DeadlineAt = hb.LeaseEndsAt.UTC() // never beyond spawn_max_lease
+				hard.Reset(time.Until(run.DeadlineAt))
 			}
 		}
 	}
-	code := exitCode(waitErr)
-	run.ExitCode = &code
-	return r.finish(ctx, run, waitErr)
+}
+
+// deadline is the run's hard deadline: Deadline (or the spawn's original
+// timeout) from now.
+func (r *Runner) deadline(req spawn.Request, sp spawn.Spawn) time.Time {
+	now := r.now()
+	limit := r.Deadline
+	if limit <= 0 {
+		limit = req.ExpiresAt.Sub(req.IssuedAt)
+		if req.IssuedAt.IsZero() || req.ExpiresAt.IsZero() {
+			limit = sp.ExpiresAt.Sub(sp.IssuedAt)
+		}
+	}
+	if limit <= 0 {
+		return sp.ExpiresAt.UTC()
+	}
+	return now.Add(limit).UTC()
+}
+
+// adopt makes the runner the subreaper of its agents' processes, once.
+func (r *Runner) adopt() error {
+	r.adoptOnce.Do(func() { r.adoptErr = adopt() })
+	return r.adoptErr
+}
+
+// contain kills what the agent left running: its process group, then
+// every other descendant of the runner that is not a running agent's
+// (docs/harnesses.md, "Containment"), and reaps them.
+func (r *Runner) contain(cmd *exec.Cmd) {
+	killGroup(cmd)
+	r.procMu.Lock()
+	defer r.procMu.Unlock()
+	delete(r.agents, cmd.Process.Pid)
+	sweep(r.agents)
+}
+
+// workdir is the agent's working directory and what removes it.
+func (r *Runner) workdir() (string, func(), error) {
+	if r.Dir != "" {
+		return r.Dir, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "dont-agent-")
+	if err != nil {
+		return "", nil, fmt.Errorf("cannot make the agent's working directory: %w", err)
+	}
+	remove := func() { _ = os.RemoveAll(dir) }
+	if r.CheckDir != nil {
+		if err := r.CheckDir(dir); err != nil {
+			remove()
+			return "", nil, err
+		}
+	}
+	return dir, remove, nil
 }
 
 // finish reads how the spawn ended (the read sweeps first, so a spawn
-// past its expiry is timed out by it) and names the run's outcome.
+// past its expiry is timed out by it), cancels it if it is still pending
+// (its agent is gone and every process it started with it), and names
+// the run's outcome.
 func (r *Runner) finish(ctx context.Context, run Run, waitErr error) Run {
-	interrupted := run.Killed == "interrupt"
-	rctx := ctx
-	if interrupted {
-		rctx = context.WithoutCancel(ctx) // the outcome is still reported
-	}
+	rctx := context.WithoutCancel(ctx) // interrupted, the spawn is still freed and reported
 	sp, err := r.record(rctx, run.RequestID)
-	// Killed at the deadline by this clock, the store's may be a moment
-	// behind: read again, briefly, until its sweep has timed the spawn out.
-	for i := 0; i < 10 && err == nil && run.Killed == "deadline" && sp.State == spawn.Pending && !sp.ExpiresAt.After(run.ExpiresAt); i++ {
+	// Killed at the spawn's expiry by this clock, the store's may be a
+	// moment behind: read again, briefly, until its sweep has timed the
+	// spawn out, so that the history says timeout.
+	for i := 0; i < 10 && err == nil && run.Killed == KilledExpired && sp.State == spawn.Pending && !sp.ExpiresAt.After(run.ExpiresAt); i++ {
 		time.Sleep(200 * time.Millisecond)
 		sp, err = r.record(rctx, run.RequestID)
+	}
+	if err == nil && sp.State == spawn.Pending {
+		why := cancelReason(run, waitErr)
+		var cancelled bool
+		if cancelled, err = r.cancel(rctx, run.RequestID, why); err == nil {
+			if cancelled {
+				run.Cancelled = why
+			}
+			sp, err = r.record(rctx, run.RequestID)
+		}
 	}
 	if err != nil {
 		if run.Outcome == "" {
 			run.Outcome = AgentFailed
 		}
 		if run.Error == "" {
-			run.Error = "cannot read the spawn after the run: " + err.Error()
+			run.Error = "cannot read or cancel the spawn after the run: " + err.Error()
 		}
 		return run
 	}
@@ -412,11 +643,11 @@ func (r *Runner) finish(ctx context.Context, run Run, waitErr error) Run {
 	case run.Outcome != "": // could not start
 	case sp.Outcome == spawn.CallbackApplied:
 		run.Outcome = Resolved
-	case sp.Outcome == spawn.TimeoutRestored:
+	case run.Killed == KilledDeadline || run.Killed == KilledExpired || sp.Outcome == spawn.TimeoutRestored:
 		run.Outcome = TimedOut
-	case sp.State == spawn.Resolved:
+	case sp.State == spawn.Resolved && run.Cancelled == "":
 		run.Outcome = EndedElsewhere
-	case interrupted:
+	case run.Killed == KilledInterrupt:
 		run.Outcome = Interrupted
 	case waitErr != nil:
 		run.Outcome = AgentFailed
@@ -424,6 +655,23 @@ func (r *Runner) finish(ctx context.Context, run Run, waitErr error) Run {
 		run.Outcome = Unresolved
 	}
 	return run
+}
+
+// cancelReason says why a spawn whose agent has ended is cancelled.
+func cancelReason(run Run, waitErr error) CancelReason {
+	switch {
+	case run.Killed == KilledDeadline:
+		return CancelDeadline
+	case run.Killed == KilledExpired:
+		return CancelExpired
+	case run.Killed == KilledInterrupt:
+		return CancelInterrupted
+	case run.ExitCode == nil:
+		return CancelNotStarted
+	case waitErr != nil:
+		return CancelFailed
+	}
+	return CancelExited
 }
 
 // kill ends the agent's process group: SIGTERM, then SIGKILL after the
@@ -438,7 +686,6 @@ func (r *Runner) kill(cmd *exec.Cmd, exited <-chan error) error {
 	defer t.Stop()
 	select {
 	case err := <-exited:
-		killGroup(cmd) // whatever it left behind in its group
 		return err
 	case <-t.C:
 	}
@@ -464,7 +711,7 @@ func (r *Runner) environ(req spawn.Request) []string {
 	for _, k := range r.Profile.Env {
 		allowed[k] = true
 	}
-	for _, k := range ownVars {
+	for _, k := range append(ownVars, neverPassed...) {
 		allowed[k] = false
 	}
 	var env []string
@@ -493,14 +740,12 @@ type heartbeatResult struct {
 	Outcome   spawn.Outcome `json:"outcome"`
 	ExpiresAt time.Time     `json:"expires_at"`
 	Moved     bool          `json:"moved"`
+	// LeaseEndsAt: no heartbeat moves the expiry past it.
+	LeaseEndsAt time.Time `json:"lease_ends_at"`
 }
 
-func (r *Runner) heartbeat(ctx context.Context, id string) (heartbeatResult, error) {
+func (r *Runner) heartbeat(ctx context.Context, id string, extend time.Duration) (heartbeatResult, error) {
 	var hb heartbeatResult
-	extend := r.Extend
-	if extend <= 0 {
-		extend = 3 * r.Heartbeat
-	}
 	args := map[string]any{"request_id": id, "extend": extend.String()}
 	env, err := r.Dont.Call(ctx, "spawns.heartbeat", args)
 	if err != nil {
@@ -510,6 +755,23 @@ func (r *Runner) heartbeat(ctx context.Context, id string) (heartbeatResult, err
 		return hb, err
 	}
 	return hb, json.Unmarshal(env.Data, &hb)
+}
+
+// cancel cancels a pending spawn with a reason; cancelled says whether
+// this call ended it (another resolver may have come first).
+func (r *Runner) cancel(ctx context.Context, id string, reason CancelReason) (cancelled bool, err error) {
+	env, err := r.Dont.CallConfirmed(ctx, "spawns.cancel", map[string]any{"request_id": id, "reason": string(reason)})
+	if err != nil {
+		return false, err
+	}
+	if err := failed(env); err != nil {
+		return false, err
+	}
+	var res struct {
+		Applied bool `json:"applied"`
+	}
+	err = json.Unmarshal(env.Data, &res)
+	return res.Applied, err
 }
 
 func (r *Runner) record(ctx context.Context, id string) (spawn.Spawn, error) {
