@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
@@ -522,6 +523,19 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 	// after its envelope is printed, before the store closes.
 	defer a.deliverAround(ctx, svc, t)()
 	res, err := tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, args, a.arrival())
+	if err != nil && a.principal().Unproven && needsProof(err) {
+		// Only a person decides this: the person at their terminal types
+		// the approver passphrase and the call runs again; without a
+		// terminal (or with a harness signal) the refusal stands.
+		if perr := a.provePersonFor(ctx, t); errs.Is(perr, confirm.PersonRequired) || errs.Is(perr, passphraseNotSet) {
+			a.failWith(err, res.Warnings)
+			return nil
+		} else if perr != nil {
+			a.failWith(perr, res.Warnings)
+			return nil
+		}
+		res, err = tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, args, a.arrival())
+	}
 	if err != nil {
 		a.failWith(err, res.Warnings)
 		return nil

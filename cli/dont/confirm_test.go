@@ -106,6 +106,8 @@ type gateEnv struct {
 	cache  string
 	// Fixtures.
 	claim, other, spawnID, tokenID string
+	// unverified: a claim concluded and left as it is (no spawn).
+	unverified string
 }
 
 func newGateEnv(t *testing.T, mode string, gateOn bool) *gateEnv {
@@ -132,6 +134,11 @@ func newGateEnv(t *testing.T, mode string, gateOn bool) *gateEnv {
 		return id
 	}
 	g.claim, g.other = conclude("water boils at 100 C at sea level"), conclude("ice melts at 0 C")
+	fresh, err := g.svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "salt water boils above 100 C"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.unverified = fresh.ID
 	if _, _, err := g.svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: g.other, Mode: spawn.ModeHarness}); err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +155,10 @@ func newGateEnv(t *testing.T, mode string, gateOn bool) *gateEnv {
 			t.Fatalf("dont tools: %d %s %s", r.exit, r.stdout, r.stderr)
 		}
 		g.server.reset()
+	} else {
+		// Embedded, the CLI runs as the agent that asked for the
+		// fixture's spawn: only it (or a person) may cancel it.
+		g.env = []string{"DONT_AUTHOR=fixture"}
 	}
 	return g
 }
@@ -370,7 +381,7 @@ func TestFlagsAndExitCodesTable(t *testing.T) {
 		{name: "--yes on a normal action", build: lock("", "--yes"), exit: 0, out: "ok", posts: 1, confirmed: true, writes: true},
 		{name: "-y on a normal action", build: lock("", "-y"), exit: 0, out: "ok", posts: 1, confirmed: true, writes: true},
 		{name: "--yes with a failing call gives the tool's result", build: func(g *gateEnv) ([]string, string, []string) {
-			return []string{"lock", g.other, "--yes"}, "", nil // under review, not verified: invalid-transition
+			return []string{"lock", g.unverified, "--yes"}, "", nil // not verified: invalid-transition
 		}, exit: 1, out: "invalid-transition", posts: 1, confirmed: true},
 		// | deprecated --skip_confirmation true / auto_skip_confirmation on a normal action |
 		// no prompt, no cli_confirmed, forwarded verbatim; one [DEPRECATED] line | tool result |

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/tools"
 )
@@ -43,7 +45,25 @@ func (a *app) principal() auth.Principal {
 	if a.person != "" {
 		return auth.Owner(a.person)
 	}
-	return auth.Owner(a.author())
+	return auth.UnprovenOwner(a.author())
+}
+
+// needsProof reports whether err refused an unproven owner what only a
+// person decides (a session above the ceiling, another agent's spawn or
+// question, a move of an entity under review): the person at their
+// terminal proves themselves and the call runs again.
+func needsProof(err error) bool {
+	e := errs.As(err)
+	if e == nil {
+		return false
+	}
+	switch e.Code {
+	case service.SessionAboveCeiling, service.NotRequester:
+		return true
+	case errs.SpawnPending:
+		return slices.Contains(e.UnmetClauses, service.UnmetUnderReview)
+	}
+	return false
 }
 
 // personTerminal opens the controlling terminal for an answer only a

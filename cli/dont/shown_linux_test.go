@@ -10,9 +10,12 @@ import (
 )
 
 // atTerminal runs dont args with answer typed at its controlling
-// terminal, and returns what the terminal showed besides the result.
+// terminal, then the person's approver passphrase (setPassphrase), and
+// returns what the terminal showed besides the result.
 func (p *testProject) atTerminal(answer string, env []string, args ...string) (result, string) {
 	p.t.Helper()
+	p.setPassphrase()
+	answer += testPassphrase + "\n"
 	c := p.cmd(args...)
 	master, slave := openCookedPTY(p.t)
 	p.t.Cleanup(func() { master.Close(); slave.Close() })

@@ -551,12 +551,13 @@ func TestAHungSilentAgentIsNotHeartbeatedAndIsKilledAtTheDeadlineAndItsSpawnCanc
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // the backends are independent; each waits out a deadline
 			p, b := open(t)
-			id, rid, _ := p.assumeJSON(t, b)
+			id, rid, req := p.assumeJSON(t, b)
 			logf := filepath.Join(t.TempDir(), "agent.log")
 			killLogged(t, logf, "started", "child")
 			env := append(b.env, "DONT_BIN="+binary, "AGENT_MODE=silent", "AGENT_LOG="+logf)
-			r, took := p.runWatched(t, 20*time.Second, env, nil, "spawns", "run", "--agent", "script", "--request-id", rid,
-				"--deadline", "2s", "--heartbeat", "200ms", "--grace", "200ms")
+			args, stdin := b.byID(rid, req)
+			r, took := p.runWatched(t, 20*time.Second, env, stdin, append([]string{"spawns", "run", "--agent", "script",
+				"--deadline", "2s", "--heartbeat", "200ms", "--grace", "200ms"}, args...)...)
 			run := runOf(t, r)
 			if r.exit != 1 || run["outcome"] != "timed-out" || run["killed"] != "deadline" || run["cancelled"] != "deadline reached" || run["spawn_outcome"] != "cancelled" {
 				t.Fatalf("exit %d, run %v\n%s", r.exit, run, r.stderr)
@@ -590,12 +591,13 @@ func TestASubagentThatHeartbeatsItselfCannotOutliveTheDeadline(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			p, b := open(t)
-			_, rid, _ := p.assumeJSON(t, b)
+			_, rid, req := p.assumeJSON(t, b)
 			logf := filepath.Join(t.TempDir(), "agent.log")
 			killLogged(t, logf, "started")
 			env := append(b.env, "DONT_BIN="+binary, "AGENT_MODE=selfbeat", "AGENT_LOG="+logf)
-			r, took := p.runWatched(t, 20*time.Second, env, nil, "spawns", "run", "--agent", "script", "--request-id", rid,
-				"--deadline", "2s", "--heartbeat", "200ms", "--grace", "200ms")
+			args, stdin := b.byID(rid, req)
+			r, took := p.runWatched(t, 20*time.Second, env, stdin, append([]string{"spawns", "run", "--agent", "script",
+				"--deadline", "2s", "--heartbeat", "200ms", "--grace", "200ms"}, args...)...)
 			run := runOf(t, r)
 			if r.exit != 1 || run["killed"] != "deadline" || run["cancelled"] != "deadline reached" || run["spawn_outcome"] != "cancelled" {
 				t.Fatalf("exit %d, run %v\n%s", r.exit, run, r.stderr)
@@ -621,11 +623,12 @@ func TestAnAgentThatEscapesWithSetsidOrADoubleForkIsKilledAtTheEnd(t *testing.T)
 	for name, open := range runnerBackends(t, "1h") {
 		t.Run(name, func(t *testing.T) {
 			p, b := open(t)
-			_, rid, _ := p.assumeJSON(t, b)
+			_, rid, req := p.assumeJSON(t, b)
 			logf := filepath.Join(t.TempDir(), "agent.log")
 			killLogged(t, logf, "escaped", "daemon")
 			env := append(b.env, "DONT_BIN="+binary, "AGENT_MODE=escape", "AGENT_LOG="+logf)
-			r, _ := p.runWatched(t, 30*time.Second, env, nil, "spawns", "run", "--agent", "script", "--request-id", rid)
+			args, stdin := b.byID(rid, req)
+			r, _ := p.runWatched(t, 30*time.Second, env, stdin, append([]string{"spawns", "run", "--agent", "script"}, args...)...)
 			run := runOf(t, r)
 			if r.exit != 0 || run["outcome"] != "resolved" {
 				t.Fatalf("exit %d, run %v\n%s", r.exit, run, r.stderr)
@@ -645,28 +648,27 @@ func TestTheAgentsWorkdirAndEnvironmentDoNotLeadToTheOwnersStore(t *testing.T) {
 			p, b := open(t)
 			// A profile that names DONT_PROJECT_DIR among the variables the
 			// agent may see: the runner never passes it.
-			cfg := filepath.Join(p.dir, ".dont", "config.toml")
-			f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			// It is the person's (their config), not the agent's.
 			script, _ := filepath.Abs(filepath.Join("testdata", "agent.sh"))
-			fmt.Fprintf(f, "\n[agents.leaky]\ncommand = [\"bash\", %q]\nenv = [\"PATH\", \"DONT_BIN\", \"AGENT_MODE\", \"AGENT_LOG\", \"DONT_PROJECT_DIR\"]\n", script)
-			f.Close()
+			p.writePersonConfig(t, fmt.Sprintf("[agents.leaky]\ncommand = [\"bash\", %q]\nenv = [\"PATH\", \"DONT_BIN\", \"AGENT_MODE\", \"AGENT_LOG\", \"DONT_PROJECT_DIR\"]\n", script))
 			before := p.run("tokens", "list").data()["count"]
-			_, rid, _ := p.assumeJSON(t, b)
+			_, rid, req := p.assumeJSON(t, b)
 			logf := filepath.Join(t.TempDir(), "agent.log")
 			env := append(b.env, "DONT_BIN="+binary, "AGENT_MODE=nostore", "AGENT_LOG="+logf, "DONT_PROJECT_DIR="+p.dir)
-			r, _ := p.runWatched(t, 30*time.Second, env, nil, "spawns", "run", "--agent", "leaky", "--request-id", rid)
+			args, stdin := b.byID(rid, req)
+			r, _ := p.runWatched(t, 30*time.Second, env, stdin, append([]string{"spawns", "run", "--agent", "leaky"}, args...)...)
 			run := runOf(t, r)
 			if r.exit != 0 || run["outcome"] != "resolved" {
 				t.Fatalf("exit %d, run %v\n%s", r.exit, run, r.stderr)
 			}
 			got := agentLog(t, logf)
-			for _, k := range []string{"bare-tokens-create", "bare-show"} {
-				if len(got[k]) != 1 || !strings.HasSuffix(got[k][0], `"code":"not-initialised"`) {
-					t.Fatalf("%s from the agent's working directory, its variables dropped: %v (working directory %v)", k, got[k], got["pwd"])
-				}
+			// No store is found from there; a token is not even asked for
+			// without a person at a terminal (the approver passphrase).
+			if k := "bare-show"; len(got[k]) != 1 || !strings.HasSuffix(got[k][0], `"code":"not-initialised"`) {
+				t.Fatalf("%s from the agent's working directory, its variables dropped: %v (working directory %v)", k, got[k], got["pwd"])
+			}
+			if k := "bare-tokens-create"; len(got[k]) != 1 || !(strings.HasSuffix(got[k][0], `"code":"not-initialised"`) || strings.HasSuffix(got[k][0], `"code":"person-required"`)) {
+				t.Fatalf("%s from the agent's working directory, its variables dropped: %v (working directory %v)", k, got[k], got["pwd"])
 			}
 			wd := got["pwd"][0]
 			if rel, err := filepath.Rel(p.dir, wd); err == nil && !strings.HasPrefix(rel, "..") {

@@ -19,6 +19,12 @@ type Principal struct {
 	RequestID string
 	// Name labels a principal that has no token (the embedded transports).
 	Name string
+	// Unproven: the embedded CLI's owner before the person typed the
+	// approver passphrase. It holds every role, but what only a person
+	// decides (IsPerson) it does not: the process may be an agent that
+	// dropped its harness signal (docs/security.md, "The approver
+	// passphrase").
+	Unproven bool
 }
 
 // Harness is the principal of an agent on an embedded transport.
@@ -26,6 +32,11 @@ func Harness(name string) Principal { return Principal{Role: RoleHarness, Name: 
 
 // Owner is the principal of the project's own user at the embedded CLI.
 func Owner(name string) Principal { return Principal{Role: RoleOwner, Name: name} }
+
+// UnprovenOwner is the embedded CLI's owner before the passphrase.
+func UnprovenOwner(name string) Principal {
+	return Principal{Role: RoleOwner, Name: name, Unproven: true}
+}
 
 // ID names the principal on the records that keep who acted: a token id
 // (never a secret), callback:<request id>, or the embedded name.
@@ -56,6 +67,9 @@ func (p Principal) Holds(r string) bool {
 // ceiling, acting on another agent's spawn or question, moving an entity
 // while its verification spawn is pending) check this.
 func (p Principal) IsPerson() bool {
+	if p.Unproven {
+		return false
+	}
 	switch p.Role {
 	case RoleApprover, RoleAdmin, RoleOwner:
 		return true

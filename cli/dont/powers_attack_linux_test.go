@@ -6,7 +6,8 @@ import (
 )
 
 // At the embedded CLI an agent under a harness signal cannot open its
-// session above the ceiling; the project's owner (no harness signal) can.
+// session above the ceiling, nor with its signal dropped (the unproven
+// owner); the person at their terminal, with the passphrase, can.
 func TestAHarnessAtTheEmbeddedCLICannotOpenASessionAboveTheCeiling(t *testing.T) {
 	p := newApprovalProject(t)
 	r := p.runEnv([]string{"DONT_HARNESS=1"}, "sessions", "open", "--tier", "danger-full-access")
@@ -16,8 +17,18 @@ func TestAHarnessAtTheEmbeddedCLICannotOpenASessionAboveTheCeiling(t *testing.T)
 	if n := p.ok("sessions", "list").data()["count"]; n != float64(0) {
 		t.Fatalf("%v sessions after the refusal", n)
 	}
-	if tier := p.ok("sessions", "open", "--tier", "danger-full-access").str("tier"); tier != "danger-full-access" {
-		t.Fatalf("the owner's open: %q", tier)
+	// The same agent with its harness signal dropped is the unproven
+	// owner: no terminal, no passphrase, no session above the ceiling.
+	if r := p.run("sessions", "open", "--tier", "danger-full-access"); r.exit != 1 || r.data()["code"] != "session-above-ceiling" {
+		t.Fatalf("an agent that dropped its harness signal opening danger-full-access: exit %d %s", r.exit, r.stdout)
+	}
+	if n := p.ok("sessions", "list").data()["count"]; n != float64(0) {
+		t.Fatalf("%v sessions after the refusals", n)
+	}
+	// The person at their terminal, with the approver passphrase.
+	p.setPassphrase()
+	if r := p.typed(testPassphrase+"\n", nil, "sessions", "open", "--tier", "danger-full-access"); r.exit != 0 || r.str("tier") != "danger-full-access" {
+		t.Fatalf("the person's open: exit %d %s %s", r.exit, r.stdout, r.stderr)
 	}
 }
 
@@ -78,6 +89,15 @@ func TestAHarnessAtTheEmbeddedCLICannotVerifyItsOwnClaimWhileItsVerifierIsPendin
 	if st := p.ok("show", id).str("status"); st != "unverified" {
 		t.Fatalf("the claim moved: %s", st)
 	}
+	// With its harness signal dropped it is the unproven owner: still no
+	// move of a claim under review without the person's passphrase.
+	dropped := []string{"DONT_AUTHOR=agent-7"}
+	if r := p.runEnv(dropped, "dismiss", id, "--evidence", "https://example.org/its-90"); r.exit != 1 || r.data()["code"] != "spawn-pending" {
+		t.Fatalf("a dismiss beside the verifier, harness signal dropped: exit %d %s", r.exit, r.stdout)
+	}
+	if st := p.ok("show", id).str("status"); st != "unverified" {
+		t.Fatalf("the claim moved: %s", st)
+	}
 	sub := []string{"DONT_AUTHOR=agent-7", "DONT_REQUEST_ID=" + rid}
 	if r := p.runEnv(sub, "dismiss", id, "--evidence", "https://example.org/its-90"); r.exit != 0 || r.str("status") != "verified" {
 		t.Fatalf("the subagent's callback: exit %d %s", r.exit, r.stdout)
@@ -119,5 +139,32 @@ func TestAReopenAtTheEmbeddedCLINeedsTheConfirmationAnIgnoreNeeds(t *testing.T) 
 	}
 	if st := p.ok("reopen", id, "--reason", "back in scope after all", "--yes").str("status"); st != "unverified" {
 		t.Fatalf("a confirmed reopen: %s", st)
+	}
+}
+
+// A person may move a claim under review: at their terminal, with the
+// approver passphrase, which the refusal of the unproven owner asks for;
+// the verifier's spawn ends as superseded.
+func TestAPersonAtTheTerminalMovesAClaimUnderReview(t *testing.T) {
+	p := newProject(t)
+	agent := []string{"DONT_HARNESS=1", "DONT_AUTHOR=agent-7"}
+	id := p.runEnv(agent, "conclude", "water boils at 100 C at sea level").str("id")
+	rid := p.runEnv(agent, "assume", id, "--json").str("request_id")
+	p.setPassphrase()
+	r := p.typed(testPassphrase+"\n", nil, "dismiss", id, "--evidence", "https://example.org/its-90")
+	if r.exit != 0 || r.str("status") != "verified" {
+		t.Fatalf("the person's dismiss: exit %d %s %s", r.exit, r.stdout, r.stderr)
+	}
+	if st := p.ok("spawns", "manage", "--op", "show", "--request-id", rid).str("state"); st == "pending" {
+		t.Fatalf("the verifier's spawn is still pending after the person's move")
+	}
+	// A wrong passphrase moves nothing.
+	id2 := p.runEnv(agent, "conclude", "ice melts at 0 C").str("id")
+	p.runEnv(agent, "assume", id2, "--json")
+	if r := p.typed("not it\n", nil, "dismiss", id2, "--evidence", "https://example.org/x"); r.exit == 0 || r.data()["code"] != "person-not-proven" {
+		t.Fatalf("a wrong passphrase: exit %d %s", r.exit, r.stdout)
+	}
+	if st := p.ok("show", id2).str("status"); st != "unverified" {
+		t.Fatalf("the claim moved on a wrong passphrase: %s", st)
 	}
 }
