@@ -157,6 +157,10 @@ func (a *app) provePerson(ctx context.Context, tty *os.File) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The project it acts on, whole: a .dont/ planted below the person's
+	// project would otherwise take the answer (docs/security.md, "The
+	// project dont opens").
+	fmt.Fprintf(tty, "acting on the project at %s\n", visible.Line(root))
 	fmt.Fprintf(tty, "approver passphrase for %s: ", visible.Line(rec.Name))
 	secret, err := readSecret(ctx, tty)
 	if err != nil {

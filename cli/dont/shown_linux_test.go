@@ -127,3 +127,21 @@ func TestTheConfirmPromptShowsTheWholeHeldCall(t *testing.T) {
 		}
 	}
 }
+
+// The attack: an agent plants a .dont/ in a subfolder where the person
+// answers, so that the person's answer lands in the agent's project. Every
+// answer a person gives says, before the passphrase, which project it
+// acts on.
+func TestAPersonsAnswerNamesTheProjectItActsOn(t *testing.T) {
+	p := newApprovalProject(t)
+	ses := p.session("read-only")
+	p.frames("--session", ses)
+	apr := p.ok("escalate", "--session", ses, "--call", "c1", "--to", "workspace-write", "--reason", "r", "--no-wait", "--", "make").str("approval_id")
+	r, shown := p.atTerminal("y\n", nil, "approvals", "approve", apr)
+	if r.exit != 0 {
+		t.Fatalf("approve: exit %d %s", r.exit, r.stdout)
+	}
+	if !strings.Contains(shown, "acting on the project at "+resolvedRoot(p.dir)+"\r\n") {
+		t.Fatalf("the answer does not name its project:\n%s", shown)
+	}
+}
