@@ -89,7 +89,8 @@ func TestATrustedWorkspaceConfigWhoseBytesChangeIsAskedAgain(t *testing.T) {
 }
 
 // terminalShows runs c with a controlling terminal of its own, answer
-// typed at it; what c wrote there is read once it has exited.
+// typed at it; what c wrote there is read once it has exited (the reader
+// ends when the last copy of the terminal closes).
 func terminalShows(t *testing.T, c *exec.Cmd, answer string) func() string {
 	t.Helper()
 	master, slave := openCookedPTY(t)
@@ -98,7 +99,9 @@ func terminalShows(t *testing.T, c *exec.Cmd, answer string) func() string {
 	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 2 + len(c.ExtraFiles)}
 	var mu sync.Mutex
 	var out bytes.Buffer
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		buf := make([]byte, 4096)
 		for {
 			n, err := master.Read(buf)
@@ -115,15 +118,9 @@ func terminalShows(t *testing.T, c *exec.Cmd, answer string) func() string {
 	}
 	return func() string {
 		slave.Close() // the program's copy is gone with it: the reader ends
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
-			mu.Lock()
-			got := out.String()
-			mu.Unlock()
-			if strings.Contains(got, "[y/N]") {
-				return got
-			}
-			time.Sleep(10 * time.Millisecond)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dont-cli/dont/cli/dont/render"
 	"io/fs"
 	"os"
 	"os/user"
@@ -160,7 +161,9 @@ func (a *app) provePerson(ctx context.Context, tty *os.File) (string, error) {
 	// The project it acts on, whole: a .dont/ planted below the person's
 	// project would otherwise take the answer (docs/security.md, "The
 	// project dont opens").
-	fmt.Fprintf(tty, "acting on the project at %s\n", visible.Line(root))
+	for _, l := range render.Wrap("acting on the project at ", "    ", visible.Line(root), a.promptWidth(tty)) {
+		fmt.Fprintln(tty, l)
+	}
 	fmt.Fprintf(tty, "approver passphrase for %s: ", visible.Line(rec.Name))
 	secret, err := readSecret(ctx, tty)
 	if err != nil {

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // atTerminal runs dont args with answer typed at its controlling
@@ -15,40 +11,10 @@ import (
 func (p *testProject) atTerminal(answer string, env []string, args ...string) (result, string) {
 	p.t.Helper()
 	p.setPassphrase()
-	answer += testPassphrase + "\n"
 	c := p.cmd(args...)
-	master, slave := openCookedPTY(p.t)
-	p.t.Cleanup(func() { master.Close(); slave.Close() })
-	c.ExtraFiles = append(c.ExtraFiles, slave)
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 2 + len(c.ExtraFiles)}
-	var mu sync.Mutex
-	var shown bytes.Buffer
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		for {
-			n, err := master.Read(buf)
-			mu.Lock()
-			shown.Write(buf[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	if _, err := master.Write([]byte(answer)); err != nil {
-		p.t.Fatal(err)
-	}
+	shown := terminalShows(p.t, c, answer+testPassphrase+"\n")
 	r := p.runCmd(p.t, c, append([]string{"COLUMNS=80"}, env...), strings.NewReader(answer))
-	slave.Close()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Second): // the master stays open while the test holds it
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	return r, shown.String()
+	return r, shown()
 }
 
 // unwrapped joins the lines a prompt wrapped, to read the command back.
@@ -141,7 +107,7 @@ func TestAPersonsAnswerNamesTheProjectItActsOn(t *testing.T) {
 	if r.exit != 0 {
 		t.Fatalf("approve: exit %d %s", r.exit, r.stdout)
 	}
-	if !strings.Contains(shown, "acting on the project at "+resolvedRoot(p.dir)+"\r\n") {
+	if !strings.Contains(unwrapped(shown), "acting on the project at "+resolvedRoot(p.dir)+"\n") {
 		t.Fatalf("the answer does not name its project:\n%s", shown)
 	}
 }
