@@ -33,16 +33,7 @@ func serve(t *testing.T) (*sdk.ClientSession, *int) {
 		mu.Unlock()
 		return service.New(service.Deps{Store: st, Confirmations: st, Author: "mcp-test"}), func() {}, nil
 	})
-	serverT, clientT := sdk.NewInMemoryTransports()
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- srv.RunTransport(sctx, serverT) }()
-	t.Cleanup(func() { cancel(); <-done })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx, clientT, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := connect(t, srv, nil, nil)
 	return cs, &calls
 }
 

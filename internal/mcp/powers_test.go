@@ -37,16 +37,7 @@ func agentsOn(t *testing.T, authors ...string) ([]*sdk.ClientSession, *sqlite.St
 		srv := mcp.New("test", func(context.Context, *tools.Tool) (*service.Service, func(), error) {
 			return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Approvals: service.Approvals{Store: st}, Author: author}), func() {}, nil
 		})
-		serverT, clientT := sdk.NewInMemoryTransports()
-		sctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- srv.RunTransport(sctx, serverT) }()
-		t.Cleanup(func() { cancel(); <-done })
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "0"}, nil).Connect(ctx, clientT, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
+		cs := connect(t, srv, nil, nil)
 		out = append(out, cs)
 	}
 	return out, st

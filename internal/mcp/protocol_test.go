@@ -33,6 +33,15 @@ func client(t *testing.T, opts *sdk.ClientOptions, session *sdk.ClientSessionOpt
 	srv := mcp.New("test", func(context.Context, *tools.Tool) (*service.Service, func(), error) {
 		return service.New(service.Deps{Store: st, Confirmations: st, Author: "mcp-test"}), func() {}, nil
 	})
+	cs := connect(t, srv, opts, session)
+	return cs, st
+}
+
+// connect runs srv over an in-memory transport for the test and connects
+// a Go SDK client to it, with opts and session (nil for the defaults).
+func connect(t *testing.T, srv *mcp.Server, opts *sdk.ClientOptions, session *sdk.ClientSessionOptions) *sdk.ClientSession {
+	t.Helper()
+	ctx := context.Background()
 	serverT, clientT := sdk.NewInMemoryTransports()
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -43,7 +52,7 @@ func client(t *testing.T, opts *sdk.ClientOptions, session *sdk.ClientSessionOpt
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return cs, st
+	return cs
 }
 
 func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (*sdk.CallToolResult, map[string]any) {
