@@ -314,6 +314,9 @@ type spawnRequest struct {
 	Callback  struct {
 		Token string `json:"token"`
 	} `json:"callback"`
+	// Issued is the envelope that issued it, as the API answered: the
+	// only read that carries its callback token.
+	Issued string `json:"-"`
 }
 
 func (p *project) assume(fn *function, entityID string) spawnRequest {
@@ -327,6 +330,7 @@ func (p *project) assume(fn *function, entityID string) spawnRequest {
 	if err := json.Unmarshal(b, &req); err != nil || req.RequestID == "" {
 		p.t.Fatalf("spawn request %s: %v", b, err)
 	}
+	req.Issued = e.Raw
 	return req
 }
 

@@ -103,7 +103,9 @@ func personHome(dir string) string { return filepath.Join(dir, ".person") }
 
 // spawnsRun runs `dont spawns run` against endpoint with the project's
 // harness token and returns its one run, its exit code and its stderr.
-func (p *project) spawnsRun(t *testing.T, endpoint, dir string, env []string, args ...string) (map[string]any, int, string) {
+// spawnsRun runs `dont spawns run` against endpoint with the spawn request
+// as issued on its stdin (a read by id never carries the callback token).
+func (p *project) spawnsRun(t *testing.T, endpoint, dir string, req spawnRequest, env []string, args ...string) (map[string]any, int, string) {
 	t.Helper()
 	bin := dontBinary(t)
 	cmd := exec.Command(bin, append([]string{"spawns", "run", "--agent", "script"}, args...)...)
@@ -111,6 +113,7 @@ func (p *project) spawnsRun(t *testing.T, endpoint, dir string, env []string, ar
 	cmd.Env = append(os.Environ(), "DONT_PROJECT_DIR=", "DONT_HARNESS=", "DONT_ENDPOINT="+endpoint, "DONT_TOKEN="+p.token,
 		"DONT_BIN="+bin, "XDG_CACHE_HOME="+filepath.Join(dir, ".cache"), "DONT_TEST_PERSON_HOME="+personHome(dir))
 	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdin = strings.NewReader(req.Issued)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -146,7 +149,7 @@ func TestSpawnsRunThroughTheAPIFunction(t *testing.T) {
 		p := s.newProject(t)
 		claim := p.verifiedClaim(s.api)
 		req := p.assume(s.api, claim)
-		run, code, stderr := p.spawnsRun(t, s.gateway(t, s.api), dir, []string{"AGENT_MODE=ok"}, "--request-id", req.RequestID)
+		run, code, stderr := p.spawnsRun(t, s.gateway(t, s.api), dir, req, []string{"AGENT_MODE=ok"})
 		if code != 0 || run["outcome"] != "resolved" {
 			t.Fatalf("exit %d, run %v\n%s", code, run, stderr)
 		}
@@ -158,7 +161,7 @@ func TestSpawnsRunThroughTheAPIFunction(t *testing.T) {
 		p := s.newProject(t)
 		claim := p.verifiedClaim(s.apiShort)
 		req := p.assume(s.apiShort, claim)
-		run, code, stderr := p.spawnsRun(t, s.gateway(t, s.apiShort), dir, []string{"AGENT_MODE=hang"}, "--request-id", req.RequestID, "--heartbeat", "0", "--grace", "200ms")
+		run, code, stderr := p.spawnsRun(t, s.gateway(t, s.apiShort), dir, req, []string{"AGENT_MODE=hang"}, "--heartbeat", "0", "--grace", "200ms")
 		if code != 1 || run["outcome"] != "timed-out" || run["killed"] != "expired" {
 			t.Fatalf("exit %d, run %v\n%s", code, run, stderr)
 		}
@@ -173,8 +176,8 @@ func TestSpawnsRunThroughTheAPIFunction(t *testing.T) {
 		claim := p.verifiedClaim(s.apiShort)
 		req := p.assume(s.apiShort, claim)
 		sleep := s.short + 2*time.Second
-		run, code, stderr := p.spawnsRun(t, s.gateway(t, s.apiShort), dir, []string{"AGENT_MODE=slow", fmt.Sprintf("AGENT_SLEEP=%d", int(sleep.Seconds()))},
-			"--request-id", req.RequestID, "--heartbeat", "300ms", "--extend", s.short.String(), "--deadline", (sleep + time.Minute).String())
+		run, code, stderr := p.spawnsRun(t, s.gateway(t, s.apiShort), dir, req, []string{"AGENT_MODE=slow", fmt.Sprintf("AGENT_SLEEP=%d", int(sleep.Seconds()))},
+			"--heartbeat", "300ms", "--extend", s.short.String(), "--deadline", (sleep + time.Minute).String())
 		if code != 0 || run["outcome"] != "resolved" {
 			t.Fatalf("exit %d, run %v\n%s", code, run, stderr)
 		}
@@ -189,7 +192,7 @@ func TestSpawnsRunThroughTheAPIFunction(t *testing.T) {
 		claim := p.verifiedClaim(s.api)
 		req := p.assume(s.api, claim)
 		logf := filepath.Join(t.TempDir(), "agent.log")
-		run, code, stderr := p.spawnsRun(t, s.gateway(t, s.api), dir, []string{"AGENT_MODE=forbidden", "AGENT_LOG=" + logf}, "--request-id", req.RequestID)
+		run, code, stderr := p.spawnsRun(t, s.gateway(t, s.api), dir, req, []string{"AGENT_MODE=forbidden", "AGENT_LOG=" + logf})
 		if code != 0 || run["outcome"] != "resolved" {
 			t.Fatalf("exit %d, run %v\n%s", code, run, stderr)
 		}

@@ -54,7 +54,10 @@ func (p *project) frames(fn *function, token, session string, after int64, wait 
 // is the person's confirmation, from a client that declares cli-confirm-v1.
 func (p *project) answer(fn *function, token, verb, id string) envelope {
 	p.t.Helper()
-	body, _ := json.Marshal(map[string]any{"args": map[string]any{"id": id}, "cli_confirmed": true})
+	// An answer names the digest of the question it answers, as shown.
+	show, _ := json.Marshal(map[string]any{"args": map[string]any{"id": id}})
+	shown := p.s.request(p.t, fn, http.MethodPost, "/v1/tools/approvals.show", token, show, nil).str("shown_digest")
+	body, _ := json.Marshal(map[string]any{"args": map[string]any{"id": id, "shown_digest": shown}, "cli_confirmed": true})
 	return p.s.request(p.t, fn, http.MethodPost, "/v1/tools/approvals."+verb, token, body, map[string]string{"X-Dont-CLI-Caps": "cli-confirm-v1"})
 }
 
