@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dont-cli/dont/internal/hooks"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // hookReceiver verifies every delivery's Standard Webhooks signature and
@@ -34,7 +34,11 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 		r.mu.Lock()
 		secret := r.secret
 		r.mu.Unlock()
-		if err := hooks.Verify(secret, req.Header.Get("webhook-id"), req.Header.Get("webhook-timestamp"), req.Header.Get("webhook-signature"), body, time.Now(), 5*time.Minute); err != nil {
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err == nil {
+			err = wh.Verify(body, req.Header) // the signature, and the timestamp within 5 minutes
+		}
+		if err != nil {
 			r.mu.Lock()
 			r.bad++
 			r.mu.Unlock()

@@ -140,6 +140,10 @@ func quote(s string) string {
 	return "\"" + s + "\""
 }
 
+// SecretPrefix starts every signing secret. Signing and verifying are the
+// Standard Webhooks library's, at the edge (internal/webhook).
+const SecretPrefix = "whsec_"
+
 // NewSecret returns a fresh signing secret: whsec_ and 32 random bytes in
 // base64, as Standard Webhooks gives them.
 func NewSecret() (string, error) {

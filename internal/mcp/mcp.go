@@ -8,6 +8,10 @@
 // isError set on failures. Spawn verbs always run in harness mode: an MCP
 // client is a harness.
 //
+// Every tool carries the registry's human title. A result's warnings are
+// also sent as log messages (level warning) to a client that asked for
+// them, and a call the client cancels gets no response (standard.go).
+//
 // What a client sees follows the protocol version it negotiated: fields
 // later versions added (annotations, outputSchema, structuredContent, …)
 // are left out of the answers to an older client (standard.go).
@@ -69,11 +73,14 @@ func New(version string, open Opener) *Server {
 	s := &Server{open: open}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "dont", Version: version}, &sdk.ServerOptions{
 		Instructions: instructions,
-		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
+		// Logging: a result's warnings are also sent as log messages at
+		// level warning, for hosts that show a log (logging.go).
+		Capabilities: capabilities(),
 	})
 	for _, t := range Tools() {
 		s.srv.AddTool(&sdk.Tool{
 			Name:        ToolName(t.Name),
+			Title:       t.Title,
 			Description: t.Summary,
 			// The new-contract view: no skip parameters to teach a model.
 			InputSchema:  t.ArgsSchema(false, false),
@@ -151,6 +158,7 @@ func (s *Server) handler(t *tools.Tool) sdk.ToolHandler {
 			env = envelope.Fail(err, res.Warnings)
 		}
 		env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: ids.New(ids.Request, start), Mode: mode}
+		logWarnings(ctx, req.Session, t, env.Warnings)
 		return Result(env), nil
 	}
 }

@@ -245,8 +245,8 @@ func TestToolsListAtOlderVersionsCarriesOnlyStandardFields(t *testing.T) {
 	for version, want := range map[string]struct{ tool, call []string }{
 		"2024-11-05": {[]string{"description", "inputSchema", "name"}, []string{"content"}},
 		"2025-03-26": {[]string{"annotations", "description", "inputSchema", "name"}, []string{"content"}},
-		"2025-06-18": {[]string{"annotations", "description", "inputSchema", "name", "outputSchema"}, []string{"content", "structuredContent"}},
-		"2025-11-25": {[]string{"annotations", "description", "inputSchema", "name", "outputSchema"}, []string{"content", "structuredContent"}},
+		"2025-06-18": {[]string{"annotations", "description", "inputSchema", "name", "outputSchema", "title"}, []string{"content", "structuredContent"}},
+		"2025-11-25": {[]string{"annotations", "description", "inputSchema", "name", "outputSchema", "title"}, []string{"content", "structuredContent"}},
 	} {
 		t.Run(version, func(t *testing.T) {
 			w := dial(t, version, `{}`)

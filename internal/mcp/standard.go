@@ -57,7 +57,7 @@ func (t standardTransport) Connect(ctx context.Context) (sdk.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &standardConn{Connection: c, methods: map[string]string{}}, nil
+	return &standardConn{Connection: c, methods: map[string]string{}, cancelled: map[string]bool{}}, nil
 }
 
 type standardConn struct {
@@ -65,6 +65,11 @@ type standardConn struct {
 	mu      sync.Mutex
 	version string            // negotiated; "" until initialize answered (the newest)
 	methods map[string]string // open request id → method
+	// cancelled are the open requests the client cancelled
+	// (notifications/cancelled): the SDK ends their context but still
+	// answers them, and the protocol says a cancelled request gets no
+	// response, so Write drops it.
+	cancelled map[string]bool
 }
 
 func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
@@ -75,6 +80,19 @@ func (c *standardConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.mu.Lock()
 		c.methods[idKey(req.ID)] = req.Method
 		c.mu.Unlock()
+	} else if ok && req.Method == "notifications/cancelled" {
+		var p sdk.CancelledParams
+		if json.Unmarshal(req.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil && id.IsValid() {
+				c.mu.Lock()
+				// Only a request still open, and never initialize (which
+				// the protocol says a client must not cancel).
+				if method, open := c.methods[idKey(id)]; open && method != "initialize" {
+					c.cancelled[idKey(id)] = true
+				}
+				c.mu.Unlock()
+			}
+		}
 	}
 	return m, err
 }
@@ -84,6 +102,11 @@ func (c *standardConn) Write(ctx context.Context, m jsonrpc.Message) error {
 		c.mu.Lock()
 		method := c.methods[idKey(resp.ID)]
 		delete(c.methods, idKey(resp.ID))
+		if c.cancelled[idKey(resp.ID)] {
+			delete(c.cancelled, idKey(resp.ID))
+			c.mu.Unlock()
+			return nil
+		}
 		if method == "initialize" && resp.Error == nil {
 			var r struct {
 				ProtocolVersion string `json:"protocolVersion"`

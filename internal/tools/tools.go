@@ -82,8 +82,10 @@ func (t *Tool) NeedsPerson(args map[string]any) bool {
 // Tool is one verb. A name with a dot ("approvals.approve") is an action of
 // a group: the CLI nests it (`dont approvals approve`).
 type Tool struct {
-	Name        string      `json:"name"`
-	Summary     string      `json:"summary"`
+	Name    string `json:"name"`
+	Summary string `json:"summary"`
+	// Title is the human name hosts show (titles.go).
+	Title       string      `json:"title"`
 	Params      []Param     `json:"params"`
 	Annotations Annotations `json:"annotations"`
 	// Roles may call the tool over the API; nil means the default for its
@@ -220,6 +222,9 @@ func (r *registered) tool() *Tool {
 		}
 		if t.Roles == nil {
 			t.Roles = t.AllowedRoles()
+		}
+		if t.Title == "" {
+			t.Title = titles[t.Name]
 		}
 		applyGate(t)
 		t.Annotations.Destructive = t.Annotations.Destructive || destructive[t.Name]

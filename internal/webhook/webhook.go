@@ -21,6 +21,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/service"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // Client delivers one attempt at a time.
@@ -62,7 +63,13 @@ func New(policy hooks.AddrPolicy) *Client {
 
 // Send posts body to url with the Standard Webhooks headers for id at ts.
 func (c *Client) Send(ctx context.Context, url, secret, id string, ts time.Time, body []byte) service.SendResult {
-	sig, err := hooks.Sign(secret, id, ts.Unix(), body)
+	// Signed by the Standard Webhooks library itself, so that receivers
+	// using any of its implementations verify what we send.
+	signer, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		return service.SendResult{Err: fmt.Errorf("webhook: the signing secret is not whsec_<base64>: %w", err), Refused: true}
+	}
+	sig, err := signer.Sign(id, ts, body)
 	if err != nil {
 		return service.SendResult{Err: err, Refused: true}
 	}
@@ -74,9 +81,9 @@ func (c *Client) Send(ctx context.Context, url, secret, id string, ts time.Time,
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "dont-webhooks/1")
-	req.Header.Set(hooks.HeaderID, id)
-	req.Header.Set(hooks.HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
-	req.Header.Set(hooks.HeaderSignature, sig)
+	req.Header.Set(standardwebhooks.HeaderWebhookID, id)
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(ts.Unix(), 10))
+	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
 	start := time.Now()
 	resp, err := c.HTTP.Do(req)
 	if err != nil {

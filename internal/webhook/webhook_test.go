@@ -3,12 +3,14 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/webhook"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 var loopback = hooks.AddrPolicy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
@@ -52,8 +55,8 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.n++
 	n := r.n
 	r.mu.Unlock()
-	id, ts, sig := req.Header.Get(hooks.HeaderID), req.Header.Get(hooks.HeaderTimestamp), req.Header.Get(hooks.HeaderSignature)
-	if err := hooks.Verify(r.secret, id, ts, sig, body, r.clock(), 5*time.Minute); err != nil {
+	id := req.Header.Get(standardwebhooks.HeaderWebhookID)
+	if err := r.verify(req.Header, body); err != nil {
 		r.mu.Lock()
 		r.rejected++
 		r.mu.Unlock()
@@ -80,6 +83,27 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.mu.Unlock()
 	}
 	w.WriteHeader(status)
+}
+
+// verify is what a receiver does with the Standard Webhooks library: the
+// signature, and the timestamp within 5 minutes of the receiver's clock
+// (the test's, which the library's Verify cannot be given).
+func (r *receiver) verify(h http.Header, body []byte) error {
+	wh, err := standardwebhooks.NewWebhook(r.secret)
+	if err != nil {
+		return err
+	}
+	if err := wh.VerifyIgnoringTimestamp(body, h); err != nil {
+		return err
+	}
+	ts, err := strconv.ParseInt(h.Get(standardwebhooks.HeaderWebhookTimestamp), 10, 64)
+	if err != nil {
+		return err
+	}
+	if d := r.clock().Sub(time.Unix(ts, 0)); d > 5*time.Minute || d < -5*time.Minute {
+		return fmt.Errorf("timestamp %d is %v off", ts, d)
+	}
+	return nil
 }
 
 func (r *receiver) clock() time.Time {
@@ -515,5 +539,48 @@ func TestAHookWhoseLastDeliverySucceededCountsAsALiveSubscriber(t *testing.T) {
 	}
 	if !asked {
 		t.Fatalf("received %+v", rcv.accepted())
+	}
+}
+
+// What we send carries the Standard Webhooks specification's published
+// test vector, byte for byte, and the library's verifier accepts it and
+// refuses it for another body.
+func TestSendSignsTheStandardWebhooksTestVector(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	body := []byte(`{"test": 2432232314}`)
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { got <- req.Header.Clone() }))
+	defer srv.Close()
+	r := webhook.New(loopback).Send(context.Background(), srv.URL, secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), body)
+	if r.Err != nil || r.Status != 200 {
+		t.Fatalf("send: %+v", r)
+	}
+	h := <-got
+	if sig, want := h.Get("webhook-signature"), "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; sig != want {
+		t.Fatalf("signature %s, want %s", sig, want)
+	}
+	if h.Get("webhook-id") != "msg_p5jXN8AQM9LWM0D4loKWxJek" || h.Get("webhook-timestamp") != "1614265330" {
+		t.Fatalf("headers %v", h)
+	}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.VerifyIgnoringTimestamp(body, h); err != nil {
+		t.Fatalf("the library refuses what we sent: %v", err)
+	}
+	if wh.VerifyIgnoringTimestamp([]byte(`{"test": 2432232315}`), h) == nil {
+		t.Fatal("a changed body verified")
+	}
+	if wh.Verify(body, h) == nil {
+		t.Fatal("a years-old timestamp verified")
+	}
+}
+
+func TestASecretThatIsNotBase64IsRefusedWithoutSending(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("a request was sent") }))
+	defer srv.Close()
+	if r := webhook.New(loopback).Send(context.Background(), srv.URL, "whsec_!!!", "msg_1", time.Now(), []byte(`{}`)); r.Err == nil || !r.Refused {
+		t.Fatalf("send with a bad secret: %+v", r)
 	}
 }

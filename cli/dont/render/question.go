@@ -37,7 +37,8 @@ func QuestionLines(q Question, width int) []string {
 	}
 	if q.Preview != "" {
 		out = append(out, Wrap("  $ ", "    ", visible.Line(q.Preview), width)...)
-		if n := utf8.RuneCountInString(visible.Line(q.Preview)); n > width {
+		if line := visible.Line(q.Preview); Width(line) > width {
+			n := utf8.RuneCountInString(line)
 			out = append(out, "  (the whole command, "+Plural(n, "character", "characters")+" wrapped; nothing is cut)")
 		}
 	} else {
@@ -47,9 +48,10 @@ func QuestionLines(q Question, width int) []string {
 }
 
 // Wrap breaks text (one line, already visible) into lines of at most
-// width columns, the first starting with first and the rest with rest.
-// Every character is kept, spaces included: a wrapped line ends where
-// the width does, not at a word, so nothing can hide past the edge.
+// width terminal columns (Width: a CJK character takes two), the first
+// starting with first and the rest with rest. Every character is kept,
+// spaces included: a wrapped line ends where the width does, not at a
+// word, so nothing can hide past the edge.
 func Wrap(first, rest, text string, width int) []string {
 	if width <= 0 {
 		width = 100
@@ -57,15 +59,25 @@ func Wrap(first, rest, text string, width int) []string {
 	width = max(width, 40)
 	var out []string
 	prefix := first
-	r := []rune(text)
+	remaining := text
 	for {
-		room := max(width-utf8.RuneCountInString(prefix), 10)
-		if len(r) <= room {
-			out = append(out, prefix+string(r))
-			return out
+		room := max(width-Width(prefix), 10)
+		if Width(remaining) <= room {
+			return append(out, prefix+remaining)
 		}
-		out = append(out, prefix+string(r[:room]))
-		r = r[room:]
+		// The longest start of the text that fits: at least one
+		// character, so that the loop always moves on.
+		end, used := 0, 0
+		for i, r := range remaining {
+			w := columns.RuneWidth(r)
+			if used+w > room && end > 0 {
+				break
+			}
+			used += w
+			end = i + utf8.RuneLen(r)
+		}
+		out = append(out, prefix+remaining[:end])
+		remaining = remaining[end:]
 		prefix = rest
 	}
 }

@@ -18,11 +18,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/visible"
+	"github.com/mattn/go-runewidth"
 )
 
 // Options say how to render for one person.
@@ -112,14 +112,14 @@ func (p *printer) fields(pairs ...string) {
 	width := 0
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if pairs[i+1] != "" {
-			width = max(width, utf8.RuneCountInString(pairs[i]))
+			width = max(width, Width(pairs[i]))
 		}
 	}
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if pairs[i+1] == "" {
 			continue
 		}
-		p.line("  %s%s  %s", pairs[i], strings.Repeat(" ", width-utf8.RuneCountInString(pairs[i])), pairs[i+1])
+		p.line("  %s%s  %s", pairs[i], strings.Repeat(" ", width-Width(pairs[i])), pairs[i+1])
 	}
 }
 
@@ -132,8 +132,9 @@ type cell struct {
 func c(s string) cell { return cell{text: s} }
 
 // table prints rows under a header with aligned columns, two spaces apart.
-// Alignment counts runes of the plain text, so styling never shifts a
-// column; the last column is cut to the terminal's width.
+// Alignment counts the terminal columns of the plain text (Width: a CJK
+// character takes two), so styling never shifts a column; the last
+// column is cut to the terminal's width.
 func (p *printer) table(indent string, header []string, rows [][]cell) {
 	p.grid(indent, header, rows, true)
 }
@@ -147,15 +148,15 @@ func (p *printer) tableWhole(indent string, header []string, rows [][]cell) {
 func (p *printer) grid(indent string, header []string, rows [][]cell, cutLast bool) {
 	widths := make([]int, len(header))
 	for i, h := range header {
-		widths[i] = utf8.RuneCountInString(h)
+		widths[i] = Width(h)
 	}
 	for _, r := range rows {
 		for i, x := range r {
-			widths[i] = max(widths[i], utf8.RuneCountInString(x.text))
+			widths[i] = max(widths[i], Width(x.text))
 		}
 	}
 	last := len(header) - 1
-	used := utf8.RuneCountInString(indent)
+	used := Width(indent)
 	for i := 0; i < last; i++ {
 		used += widths[i] + 2
 	}
@@ -174,7 +175,7 @@ func (p *printer) grid(indent string, header []string, rows [][]cell, cutLast bo
 			}
 			b.WriteString(styled)
 			if i < last {
-				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(text)+2))
+				b.WriteString(strings.Repeat(" ", widths[i]-Width(text)+2))
 			}
 		}
 		p.line("%s", strings.TrimRight(b.String(), " "))
@@ -189,14 +190,17 @@ func (p *printer) grid(indent string, header []string, rows [][]cell, cutLast bo
 	}
 }
 
-// cut shortens s to n runes, ending with "…" when it was longer.
-func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
+// cut shortens s to n columns, ending with "…" when it was longer.
+func cut(s string, n int) string { return columns.Truncate(s, n, "…") }
+
+// columns measures text as a terminal lays it out: East Asian wide and
+// fullwidth characters take two columns, combining marks none. Ambiguous
+// characters count as narrow whatever the locale, so a rendering is the
+// same everywhere (its tests included).
+var columns = &runewidth.Condition{EastAsianWidth: false, StrictEmojiNeutral: true}
+
+// Width is the number of terminal columns s takes.
+func Width(s string) int { return columns.StringWidth(s) }
 
 // doc is an envelope's data as decoded JSON.
 type doc map[string]any
