@@ -19,6 +19,7 @@ func (p *testProject) pinPath(t *testing.T) string {
 }
 
 func TestTrustingTheWorkspaceConfigNeedsThePersonAtTheTerminal(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	p.agentWritesConfig(t, "[agents.helper]\ncommand = [\"my-agent\"]\nenv = [\"HOME\"]\n")
 	// No controlling terminal: a "y" on stdin answers nothing.
@@ -61,6 +62,7 @@ func TestTrustingTheWorkspaceConfigNeedsThePersonAtTheTerminal(t *testing.T) {
 }
 
 func TestATrustedWorkspaceConfigWhoseBytesChangeIsAskedAgain(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	p.agentWritesConfig(t, "[agents.helper]\ncommand = [\"my-agent\"]\n")
 	c := p.cmd("config", "trust")

@@ -22,6 +22,7 @@ import (
 const wrongPassphrase = "i am the person, honestly"
 
 func TestAnAgentThatDropsTheHarnessSignalAndTypesYIntoItsOwnPtyCannotApproveItsOwnEscalation(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	apr := escalated(t, p)
 	pending := func(what string) {
@@ -55,6 +56,7 @@ func TestAnAgentThatDropsTheHarnessSignalAndTypesYIntoItsOwnPtyCannotApproveItsO
 }
 
 func TestDontAuthorDoesNotDecideWhoAnswered(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	p.setPassphrase()
 	apr := escalated(t, p)
@@ -68,6 +70,7 @@ func TestDontAuthorDoesNotDecideWhoAnswered(t *testing.T) {
 }
 
 func TestAnAgentCannotMintATokenAtTheEmbeddedCLIWithoutThePassphrase(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	count := func() float64 { return p.ok("tokens", "list").data()["count"].(float64) }
 	mints := [][]string{
@@ -104,6 +107,7 @@ func TestAnAgentCannotMintATokenAtTheEmbeddedCLIWithoutThePassphrase(t *testing.
 }
 
 func TestAnAgentCannotRevokeATokenAtTheEmbeddedCLIWithoutThePassphrase(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	p.setPassphrase()
 	p.mintToken("approver", "the person's")
@@ -133,6 +137,7 @@ func TestAnAgentCannotRevokeATokenAtTheEmbeddedCLIWithoutThePassphrase(t *testin
 }
 
 func TestConfirmingAHeldCallNeedsThePassphrase(t *testing.T) {
+	t.Parallel()
 	g := newGateEnv(t, "embedded", true)
 	s := g.p.mcp()
 	conf, _ := s.call("lock", map[string]any{"id": g.claim, "reason": "settled"}).data()["confirmation_id"].(string)
@@ -156,6 +161,7 @@ func TestConfirmingAHeldCallNeedsThePassphrase(t *testing.T) {
 }
 
 func TestThePassphraseRecordIsASlowHashOutsideTheWorkspace(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	p.setPassphrase()
 	path := p.passphraseRecord()
@@ -199,6 +205,7 @@ func TestThePassphraseRecordIsASlowHashOutsideTheWorkspace(t *testing.T) {
 }
 
 func TestAPassphraseRecordOthersCanWriteOrALinkIsNotUsed(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	p.setPassphrase()
 	apr := escalated(t, p)
@@ -231,6 +238,7 @@ func TestAPassphraseRecordOthersCanWriteOrALinkIsNotUsed(t *testing.T) {
 }
 
 func TestInitAtATerminalSetsThePassphraseAndNoPassphraseSkipsIt(t *testing.T) {
+	t.Parallel()
 	p := &testProject{t: t, dir: t.TempDir()}
 	r := p.typed(testPerson+"\n"+testPassphrase+"\n"+testPassphrase+"\n", nil, "init")
 	if r.exit != 0 || r.str("passphrase_record") != p.passphraseRecord() {
@@ -252,6 +260,7 @@ func TestInitAtATerminalSetsThePassphraseAndNoPassphraseSkipsIt(t *testing.T) {
 // approvals watch: each answer is proven by the passphrase before it is
 // sent, and an answer with a wrong one is not sent at all.
 func TestAWatchSendsOnlyAnswersProvenByThePassphrase(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	r := p.typed("y\n", nil, "approvals", "watch", "--session", ses)

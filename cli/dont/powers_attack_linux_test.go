@@ -9,6 +9,7 @@ import (
 // session above the ceiling, nor with its signal dropped (the unproven
 // owner); the person at their terminal, with the passphrase, can.
 func TestAHarnessAtTheEmbeddedCLICannotOpenASessionAboveTheCeiling(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	r := p.runEnv([]string{"DONT_HARNESS=1"}, "sessions", "open", "--tier", "danger-full-access")
 	if r.exit != 1 || r.data()["code"] != "session-above-ceiling" || len(r.data()["remediation"].([]any)) == 0 {
@@ -35,6 +36,7 @@ func TestAHarnessAtTheEmbeddedCLICannotOpenASessionAboveTheCeiling(t *testing.T)
 // `dont serve` takes the person's ceiling from its own flag or
 // environment, where the agent holding a harness token cannot reach.
 func TestDontServeHoldsHarnessTokensToThePersonsSessionCeiling(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness, admin := p.token("harness"), p.token("admin")
 	srv := p.serveWith(t, []string{"--sweep-interval", "50ms", "--session-ceiling", "read-only"})
@@ -56,6 +58,7 @@ func TestDontServeHoldsHarnessTokensToThePersonsSessionCeiling(t *testing.T) {
 
 // The callback token is in the assume's own output and in no later read.
 func TestAShowAtTheEmbeddedCLINeverPrintsACallbackToken(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	a := p.ok("assume", id, "--json")
@@ -78,6 +81,7 @@ func TestAShowAtTheEmbeddedCLINeverPrintsACallbackToken(t *testing.T) {
 // verifier; its subagent, resolving with the request id (DONT_REQUEST_ID)
 // under the same name, can.
 func TestAHarnessAtTheEmbeddedCLICannotVerifyItsOwnClaimWhileItsVerifierIsPending(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	agent := []string{"DONT_HARNESS=1", "DONT_AUTHOR=agent-7"}
 	id := p.runEnv(agent, "conclude", "water boils at 100 C at sea level").str("id")
@@ -107,6 +111,7 @@ func TestAHarnessAtTheEmbeddedCLICannotVerifyItsOwnClaimWhileItsVerifierIsPendin
 // Harnesses sharing one embedded project are told apart by the name they
 // declare (DONT_AUTHOR): one cannot cancel or heartbeat the other's spawn.
 func TestAHarnessAtTheEmbeddedCLICannotTouchAnotherHarnesssSpawn(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	alice, mallory := []string{"DONT_HARNESS=1", "DONT_AUTHOR=alice"}, []string{"DONT_HARNESS=1", "DONT_AUTHOR=mallory"}
 	id := p.runEnv(alice, "conclude", "water boils at 100 C at sea level").str("id")
@@ -126,6 +131,7 @@ func TestAHarnessAtTheEmbeddedCLICannotTouchAnotherHarnesssSpawn(t *testing.T) {
 
 // A reopen of an ignored entity asks for what an ignore asks for.
 func TestAReopenAtTheEmbeddedCLINeedsTheConfirmationAnIgnoreNeeds(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	ign := p.run("ignore", id, "--reason", "out of scope for this run")
@@ -146,6 +152,7 @@ func TestAReopenAtTheEmbeddedCLINeedsTheConfirmationAnIgnoreNeeds(t *testing.T) 
 // approver passphrase, which the refusal of the unproven owner asks for;
 // the verifier's spawn ends as superseded.
 func TestAPersonAtTheTerminalMovesAClaimUnderReview(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	agent := []string{"DONT_HARNESS=1", "DONT_AUTHOR=agent-7"}
 	id := p.runEnv(agent, "conclude", "water boils at 100 C at sea level").str("id")

@@ -21,6 +21,7 @@ func (p *testProject) runAt(t *testing.T, dir string, args ...string) result {
 // tell whose it is (same user, same modes), so it says which project it
 // uses and which one it passed over.
 func TestAProjectPlantedInASubfolderIsNamedWhenItShadowsTheProject(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	sub := filepath.Join(p.dir, "src", "pkg")
 	if err := os.MkdirAll(sub, 0o755); err != nil {
@@ -53,6 +54,7 @@ func TestAProjectPlantedInASubfolderIsNamedWhenItShadowsTheProject(t *testing.T)
 // another store (the person's elsewhere, or one it prepared), so that the
 // person's commands run there act on a store they did not mean.
 func TestALinkedProjectFolderIsNotFollowed(t *testing.T) {
+	t.Parallel()
 	owner := newProject(t)
 	id := owner.ok("conclude", "the owner's claim").str("id")
 	workspace := t.TempDir()
@@ -74,6 +76,7 @@ func TestALinkedProjectFolderIsNotFollowed(t *testing.T) {
 // checkout, a careless chmod) may hold a store someone else put there.
 // Every command refuses it and says how to make it private.
 func TestAProjectFolderOthersMayWriteIsNotOpened(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	dir := filepath.Join(p.dir, ".dont")
 	if err := os.Chmod(dir, 0o777); err != nil {

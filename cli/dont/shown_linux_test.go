@@ -29,6 +29,7 @@ func unwrapped(shown string) string {
 // both tiers, session, requester, reason, the command wrapped and never
 // cut — and the approve names the digest of what it showed.
 func TestAPaddedCommandIsShownWholeAtTheApprovePrompt(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.frames("--session", ses) // a live subscriber
@@ -55,6 +56,7 @@ func TestAPaddedCommandIsShownWholeAtTheApprovePrompt(t *testing.T) {
 // version of the question, or on another question. Given a digest that
 // is not the question's, the CLI answers nothing and says so.
 func TestAnApproveOfAnotherDigestAnswersNothingAtTheCLI(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.frames("--session", ses)
@@ -73,6 +75,7 @@ func TestAnApproveOfAnotherDigestAnswersNothingAtTheCLI(t *testing.T) {
 // A confirm prompt shows the held call whole: its tool, who asked and
 // every argument, wrapped, never cut; the confirm names its digest.
 func TestTheConfirmPromptShowsTheWholeHeldCall(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C").str("id")
 	p.ok("dismiss", id, "--evidence", "https://example.org/bp")
@@ -99,6 +102,7 @@ func TestTheConfirmPromptShowsTheWholeHeldCall(t *testing.T) {
 // answer a person gives says, before the passphrase, which project it
 // acts on.
 func TestAPersonsAnswerNamesTheProjectItActsOn(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.frames("--session", ses)
