@@ -9,7 +9,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -167,10 +166,7 @@ func (a *app) ceiling(p project.Project, flag string) (approvals.Tier, error) {
 }
 
 // configProject is the project `dont config` reads.
-func (a *app) configProject() (project.Project, error) {
-	wd, _ := os.Getwd()
-	return project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
-}
+func (a *app) configProject() (project.Project, error) { return a.locateProject() }
 
 // configHelp is `dont help config` (and `dont config --help`), which
 // config-missing and config-invalid errors point to.

@@ -17,7 +17,6 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/passphrase"
 	"github.com/dont-cli/dont/internal/personal"
-	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/dont-cli/dont/internal/visible"
 	"github.com/spf13/cobra"
@@ -55,8 +54,7 @@ const personPrefix = "person:"
 // projectRoot is the root of the project this run acts on, its links
 // resolved: the key of the person's folder for it.
 func (a *app) projectRoot() (string, error) {
-	wd, _ := os.Getwd()
-	p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
+	p, err := a.locateProject()
 	if err != nil {
 		return "", err
 	}
