@@ -13,9 +13,10 @@ import (
 // terminal is the master side of a pseudo-terminal whose output is read as
 // it arrives.
 type terminal struct {
-	mu  sync.Mutex
-	buf strings.Builder
-	new chan struct{}
+	mu     sync.Mutex
+	buf    strings.Builder
+	new    chan struct{}
+	closed chan struct{} // closed when the master reads EOF or EIO: every writer is gone and all output is in buf
 }
 
 // openTerminal returns a raw-mode pseudo-terminal: the slave for a process's
@@ -24,8 +25,9 @@ func openTerminal(t *testing.T) (*os.File, *terminal) {
 	t.Helper()
 	master, slave := openPTY(t)
 	t.Cleanup(func() { master.Close() })
-	tm := &terminal{new: make(chan struct{}, 1)}
+	tm := &terminal{new: make(chan struct{}, 1), closed: make(chan struct{})}
 	go func() {
+		defer close(tm.closed)
 		b := make([]byte, 4096)
 		for {
 			n, err := master.Read(b)
@@ -42,6 +44,22 @@ func openTerminal(t *testing.T) (*os.File, *terminal) {
 		}
 	}()
 	return slave, tm
+}
+
+// drained waits until every process writing to the terminal has closed it
+// and the master has read all they wrote, and returns the whole output. A
+// process that exited may still have output in the terminal's buffer: a
+// read of buf right after its exit can miss the end.
+func (tm *terminal) drained(t *testing.T) string {
+	t.Helper()
+	select {
+	case <-tm.closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the terminal was not closed by its writers")
+	}
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	return tm.buf.String()
 }
 
 // expect waits until the screen output after from contains want and

@@ -52,9 +52,7 @@ func TestApprovalsWaitCountsDownOnATerminal(t *testing.T) {
 	if exit != 1 || !strings.HasPrefix(out, "{") || strings.Count(out, "\n") != 1 {
 		t.Fatalf("approvals wait: exit %d, stdout %q", exit, out)
 	}
-	screen.mu.Lock()
-	shown := screen.buf.String()
-	screen.mu.Unlock()
+	shown := screen.drained(t)
 	if !countdownLine.MatchString(shown) || !strings.HasSuffix(shown, "\r\x1b[K") {
 		t.Fatalf("no countdown erased at the end on the terminal: %q", shown)
 	}
@@ -88,9 +86,7 @@ func TestAWaitShowsNoCountdownWithJSONOrWithoutATerminal(t *testing.T) {
 	}
 	screen, wait := p.waitOnTerminal(t, "approvals", "wait", ask("c1"), "--json")
 	out, exit := wait()
-	screen.mu.Lock()
-	shown := screen.buf.String()
-	screen.mu.Unlock()
+	shown := screen.drained(t)
 	if exit != 1 || shown != "" || !strings.Contains(out, "approval-timed-out") || strings.Count(out, "\n") != 1 {
 		t.Fatalf("approvals wait --json: exit %d, stderr %q, stdout %q", exit, shown, out)
 	}
