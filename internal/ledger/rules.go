@@ -1,11 +1,9 @@
 package ledger
 
 import (
-	"net/url"
 	"regexp"
 	"strings"
 	"sync"
-	"unicode"
 
 	"github.com/dont-cli/dont/internal/errs"
 )
@@ -83,75 +81,38 @@ func Next(id string, from Status, a Action) (Status, error) {
 // dependency is doubted.
 func CascadesStale(s Status) bool { return s == Unverified || s == Verified }
 
-// hedgeWords is built on first use, not at start-up: every CLI run pays
-// for package initialisation, few of them check a reason.
-var hedgeWords = sync.OnceValue(func() map[string]bool {
-	words := map[string]bool{}
-	for _, w := range strings.Fields(`a an the i im i'm it its it's this that is be may maybe might could
-		perhaps possibly probably likely unlikely seems seem seemed looks look feel feels felt think thought
-		guess hunch unsure not sure certain uncertain unclear doubt doubtful dubious questionable suspicious
-		wrong off weird odd fishy idk dunno hmm hm um uh so just kinda sorta somewhat bit little like
-		something somehow really very quite to me my gut instinct`) {
-		words[w] = true
-	}
-	return words
-})
-
 // CheckReason refuses an empty reason and a reason made only of hedges
-// ("maybe wrong", "seems off"): doubt must name a specific flaw.
+// ("maybe wrong", "seems off"): doubt must name a specific flaw. The same
+// rule judges a provider's verdict (internal/llm): IsHedge.
 func CheckReason(id, reason string) error {
 	if strings.TrimSpace(reason) == "" {
 		return errs.E(errs.EmptyReason, "a reason is required").On(id).Unmet("reason must not be empty")
 	}
-	words := strings.FieldsFunc(strings.ToLower(reason), func(r rune) bool {
-		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'')
-	})
-	hedges := hedgeWords()
-	for _, w := range words {
-		if !hedges[w] {
-			return nil
-		}
+	if IsHedge(reason) {
+		return errs.E(errs.HedgeReason, "the reason only hedges: "+strings.TrimSpace(reason)).On(id).
+			Unmet("reason must name a specific flaw, source or counter-example")
 	}
-	return errs.E(errs.HedgeReason, "the reason only hedges: "+strings.TrimSpace(reason)).On(id).
-		Unmet("reason must name a specific flaw, source or counter-example")
+	return nil
 }
 
-// The evidence patterns are compiled on first use, like hedgeWords.
-var (
-	schemeRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`) })
-	curieRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*:[^\s]+$`) })
-)
-
-// CheckEvidence accepts well-formed URIs (scheme:…; http(s) need a host)
-// and CURIEs (prefix:local). It never touches the network.
+// CheckEvidence accepts well-formed URIs and CURIEs (WellFormedEvidence).
+// It never touches the network.
 func CheckEvidence(id string, evidence []string) error {
 	if len(evidence) == 0 {
 		return errs.E(errs.InvalidEvidence, "at least one --evidence is required").On(id).Unmet("evidence must not be empty")
 	}
 	for _, ev := range evidence {
-		if !wellFormedEvidence(ev) {
+		if !WellFormedEvidence(ev) {
 			return errs.E(errs.InvalidEvidence, "not a URI or CURIE: "+quote(ev)).On(id).
-				Unmet("evidence must be scheme:… or prefix:local with no spaces")
+				Unmet("evidence must be scheme:… or prefix:local with no spaces; scheme://… names a host (file:///… a path)")
 		}
 	}
 	return nil
 }
 
-func wellFormedEvidence(ev string) bool {
-	if len(ev) > 2048 || strings.IndexFunc(ev, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
-		return false
-	}
-	scheme, rest, ok := strings.Cut(ev, ":")
-	if !ok || rest == "" || !schemeRe().MatchString(scheme) {
-		return false
-	}
-	switch strings.ToLower(scheme) {
-	case "http", "https":
-		u, err := url.Parse(ev)
-		return err == nil && u.Host != ""
-	}
-	return curieRe().MatchString(ev) || strings.HasPrefix(rest, "/")
-}
+// curieRe matches a term's CURIE (prefix:local); it is compiled on first
+// use: every CLI run pays for package initialisation, few check a term.
+var curieRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*:[^\s]+$`) })
 
 // CheckCurie accepts prefix:local.
 func CheckCurie(curie string) error {
