@@ -232,7 +232,7 @@ func (a *app) commands(only string) *cobra.Command {
 	root.AddCommand(a.initCommand(), a.passphraseCommand(), a.serveCommand())
 	root.AddCommand(a.mcpCommand())
 	a.addConfirmCommands(root)
-	root.AddCommand(a.doctorCommand(), a.versionCommand(), a.configCommand())
+	root.AddCommand(a.doctorCommand(), a.backupCommand(), a.restoreCommand(), a.versionCommand(), a.configCommand())
 	a.addBuildCommands(root)
 	groups := map[string]*cobra.Command{}
 	for _, name := range tools.Names() {

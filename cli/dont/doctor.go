@@ -22,6 +22,10 @@ const InvariantViolation errs.Code = "invariant-violation"
 // token hashes, the project secret and remembered responses.
 const StoreNotPrivate errs.Code = "store-not-private"
 
+// StoreDamaged is doctor's warning, and doctor --strict's refusal, when
+// SQLite's own check finds damaged pages or indexes in dont.db.
+const StoreDamaged errs.Code = "store-damaged"
+
 // privacy reads the modes of .dont/ and the database files: what lets the
 // group or others in, and doctor's warning about each.
 func privacy(p project.Project) ([]project.Exposure, []envelope.Warning, error) {
@@ -39,10 +43,10 @@ func privacy(p project.Project) ([]project.Exposure, []envelope.Warning, error) 
 
 // doctorCommand checks the embedded store's invariants after a sweep.
 func (a *app) doctorCommand() *cobra.Command {
-	var strict, noSweep bool
+	var strict, noSweep, full bool
 	c := &cobra.Command{
 		Use: "doctor",
-		Short: "Check the store: one terminal event per spawn or approval, status = fold of events, nothing pending past its deadline " +
+		Short: "Check the store: SQLite's integrity check of dont.db (a damaged file exits 3, store-damaged), one terminal event per spawn or approval, status = fold of events, nothing pending past its deadline " +
 			"(sweeps first), and that only the owner may read .dont/ and dont.db; warns about config settings it ignores. --strict exits non-zero on any violation.",
 		Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -55,6 +59,22 @@ func (a *app) doctorCommand() *cobra.Command {
 				return err
 			}
 			defer store.Close()
+			// SQLite's own check first: a damaged file's sweep and
+			// invariants are not to be trusted, nor written to.
+			problems, err := store.Check(c.Context(), full)
+			if err != nil {
+				return errs.E(errs.StoreError, "doctor could not check the database file: "+err.Error()).Wrap(err)
+			}
+			if len(problems) > 0 {
+				e := errs.E(StoreDamaged, fmt.Sprintf("%s is damaged: %d problem(s); first: %s", p.DBPath(), len(problems), problems[0]),
+					errs.Step{Command: "dont restore <backup file>", Description: "bring back the last sound backup (docs/design.md, \"Storage health\")"},
+					errs.Step{Command: "dont backup <file>", Description: "first save what can be read of it, if you have no backup"})
+				for _, pr := range problems {
+					e.Unmet(pr)
+				}
+				a.failWith(e, nil)
+				return nil
+			}
 			// What of the config files was ignored (an untrusted workspace
 			// config, a person's config others may write) becomes a warning.
 			var configWarnings []envelope.Warning
@@ -110,6 +130,7 @@ func (a *app) doctorCommand() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&strict, "strict", false, "exit 3 with an error envelope if any invariant is broken or the store is readable by others")
+	c.Flags().BoolVar(&full, "full", false, "run SQLite's full integrity_check (every index against its table) instead of quick_check")
 	c.Flags().BoolVar(&noSweep, "no-sweep", false, "check without sweeping first (overdue pending spawns are then reported)")
 	return c
 }

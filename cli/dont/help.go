@@ -77,7 +77,9 @@ var help = map[string]commandHelp{
 	"confirmations confirm": {[2]string{"dont confirmations confirm conf:01HX…", "DONT_TOKEN=<approver token> dont confirmations confirm conf:01HX…"}, "0 the held call ran (its own result follows); 1 declined, or a wrong approver passphrase (person-not-proven); 2 no person at a terminal (person-required) or no passphrase set (passphrase-not-set)"},
 	"confirmations refuse":  {[2]string{"dont confirmations refuse conf:01HX…", `dont confirmations refuse conf:01HX… --reason "not during the freeze"`}, ""},
 	"tools":                 {[2]string{"dont tools", "dont --refresh tools --json"}, ""},
-	"doctor":                {[2]string{"dont doctor", "dont doctor --strict --no-sweep"}, "0 checked (violations are warnings); 3 with --strict: an invariant is broken or the store is readable by others"},
+	"doctor":                {[2]string{"dont doctor", "dont doctor --strict --full"}, "0 checked (violations are warnings); 3 the file is damaged (store-damaged), or with --strict: an invariant is broken or the store is readable by others"},
+	"backup":                {[2]string{"dont backup ~/backups/dont-$(date +%F).db", "DONT_PROJECT_DIR=~/proj dont backup /mnt/usb/proj.db"}, "0 written; 2 the file exists (backup-exists); 3 the store could not be read"},
+	"restore":               {[2]string{"dont restore ~/backups/dont-2026-12-01.db", "DONT_PROJECT_DIR=~/proj dont restore /mnt/usb/proj.db"}, "0 restored; 1 you answered no, or a wrong approver passphrase (person-not-proven); 2 no person at a terminal, or a harness signal (person-required); 3 the file is not a sound dont store (backup-invalid)"},
 	"serve":                 {[2]string{"dont serve", "dont serve --addr 127.0.0.1:8700"}, ""},
 	"mcp":                   {[2]string{"dont mcp", "DONT_PROJECT_DIR=~/proj DONT_AUTHOR=agent-7 dont mcp"}, ""},
 	"version":               {[2]string{"dont version", "dont version --json"}, ""},
@@ -89,7 +91,8 @@ var help = map[string]commandHelp{
 // shortOverrides keep a summary to one line where the command's own file
 // says more than one.
 var shortOverrides = map[string]string{
-	"doctor": "Check the store's invariants and file modes (sweeps first); --strict exits 3 on any violation.",
+	"doctor":  "Check the database file (SQLite's integrity check), the invariants and file modes (sweeps first); --strict exits 3 on any violation.",
+	"restore": "Replace the whole store with a backup (checked first); the person's act, at the terminal with the approver passphrase.",
 }
 
 // addHelp adds to every command of the tree its examples, its exit codes

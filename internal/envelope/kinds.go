@@ -33,7 +33,9 @@ const (
 	KindInit            = "init"
 	KindPassphrase      = "passphrase"
 	KindDoctor          = "doctor"
-	KindConfig          = "config" // dont config show|trust
+	KindBackup          = "backup"  // dont backup
+	KindRestore         = "restore" // dont restore
+	KindConfig          = "config"  // dont config show|trust
 	KindProjectSettings = "project_settings"
 	KindSecretRotation  = "secret_rotation"
 	KindVersion         = "version"

@@ -295,6 +295,11 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		// cli/dont (doctor.go)
 		"invariant-violation": {ExitState, statusInternal, steps("dont doctor", "list the violations with the entity or request each concerns"), nil, nil},
 		"store-not-private":   {ExitState, statusInternal, steps("chmod 700 .dont && chmod 600 .dont/dont.db*", "in the project folder: only the owner may read the store"), nil, nil},
+		"store-damaged":       {ExitState, statusInternal, steps("dont restore <backup file>", "bring back the last sound backup (docs/design.md, \"Storage health\")"), nil, nil},
+
+		// cli/dont (backup.go)
+		"backup-exists":  {ExitUsage, statusConflict, steps("dont backup <a new file>", "a backup never writes over a file"), nil, nil},
+		"backup-invalid": {ExitState, statusUnprocessable, steps("dont doctor", "check the store; restore only from a file `dont backup` wrote"), nil, nil},
 	}
 })
 

@@ -67,7 +67,8 @@ var dataTypes = sync.OnceValue(func() map[string][]reflect.Type {
 // the CLI's NDJSON frame lines, the runner's report, the operator's
 // project settings and secret rotation, dont config). Their data is an object.
 var FrontEndKinds = []string{envelope.KindTools, envelope.KindHealth, envelope.KindInit, envelope.KindPassphrase, envelope.KindDoctor,
-	envelope.KindProjectSettings, envelope.KindVersion, envelope.KindFrame, envelope.KindSecretRotation, envelope.KindSpawnRun, envelope.KindConfig}
+	envelope.KindProjectSettings, envelope.KindVersion, envelope.KindFrame, envelope.KindSecretRotation, envelope.KindSpawnRun, envelope.KindConfig,
+	envelope.KindBackup, envelope.KindRestore}
 
 // outputKinds is, per tool, the kinds of its successful results. A gated
 // tool that may be held also returns KindConfirmation (added by
