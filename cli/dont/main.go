@@ -1,4 +1,4 @@
-// Command dont is the CLI: ledger verbs, the spawn protocol and (later)
+// Command dont is the CLI: ledger verbs, the spawn protocol,
 // serve, mcp and sweep. It only wires flags to the tool surface and
 // encodes the envelope; rules live in internal/.
 //

@@ -1,5 +1,5 @@
 // Package service is the one layer every front end calls: the CLI, `dont
-// serve`, MCP and both Lambda functions. It applies the ledger and spawn
+// serve`, MCP and the Lambda functions (api, sweeper, operator). It applies the ledger and spawn
 // rules over a Store port; it does no I/O of its own.
 package service
 

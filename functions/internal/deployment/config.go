@@ -1,4 +1,4 @@
-// Package deployment is what both Lambda functions share: their
+// Package deployment is what the Lambda functions (api, sweeper, operator) share: their
 // configuration from the environment, the AWS clients (built once per
 // cold start), one service per project over the DynamoDB store, the
 // project registry the scheduled sweep walks, and the API function's
