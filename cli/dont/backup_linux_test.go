@@ -35,9 +35,9 @@ func TestDoctorFindsADamagedStoreAndABackupBringsItBack(t *testing.T) {
 	t.Parallel()
 	p := newProject(t)
 	p.setPassphrase()
-	long := strings.Repeat("a long statement to fill the pages of the store ", 10)
+	long := strings.Repeat("a long statement to fill the pages of the store ", 120)
 	var first string
-	for i := range 300 {
+	for i := range 60 {
 		id := p.ok("conclude", long+string(rune('a'+i%26))).str("id")
 		if i == 0 {
 			first = id
