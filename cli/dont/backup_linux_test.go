@@ -114,5 +114,3 @@ func TestAnAgentCannotRestoreAnOlderBackup(t *testing.T) {
 		t.Fatalf("a refused restore changed the store: %s", r.stdout)
 	}
 }
-
-func (r result) remediation() []any { rem, _ := r.data()["remediation"].([]any); return rem }

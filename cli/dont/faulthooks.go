@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/dont-cli/dont/internal/personal"
@@ -17,16 +18,23 @@ import (
 // every commit holds its write transaction open that long, after a line
 // on stderr saying so; a signal ends the wait and the transaction rolls
 // back. With DONT_FAULT_REPORT_GOMAXPROCS set, it first says on stderr
-// how many Ps the process runs on (internal/oneproc).
+// how many Ps the process runs on (internal/oneproc). With
+// DONT_FAULT_FREE_BYTES set, the store's disk reports that many bytes
+// free (a nearly full disk: internal/store/sqlite/space.go).
 func (a *app) storeHooks() sqlite.Hooks {
 	if a.getenv("DONT_FAULT_REPORT_GOMAXPROCS") != "" {
 		fmt.Fprintf(a.stderr, "fault-injection: GOMAXPROCS=%d\n", runtime.GOMAXPROCS(0))
 	}
+	var h sqlite.Hooks
+	if free, err := strconv.ParseUint(a.getenv("DONT_FAULT_FREE_BYTES"), 10, 64); err == nil {
+		// The store's disk reports this much free space (a nearly full disk).
+		h.FreeSpace = func() (uint64, error) { return free, nil }
+	}
 	d, _ := time.ParseDuration(a.getenv("DONT_FAULT_COMMIT_DELAY"))
 	if d <= 0 {
-		return sqlite.Hooks{}
+		return h
 	}
-	return sqlite.Hooks{BeforeCommit: func(ctx context.Context) error {
+	h.BeforeCommit = func(ctx context.Context) error {
 		fmt.Fprintf(a.stderr, "fault-injection: holding the write transaction open for %s\n", d)
 		select {
 		case <-time.After(d):
@@ -34,7 +42,8 @@ func (a *app) storeHooks() sqlite.Hooks {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-	}}
+	}
+	return h
 }
 
 // beforeDelivery is the point between a command's commit and its delivery

@@ -148,10 +148,13 @@ const (
 	ConfigMissing      Code = "config-missing"
 	ConfigInvalid      Code = "config-invalid"
 	DBLocked           Code = "db-locked"
-	StoreError         Code = "store-error"
-	Conflict           Code = "conflict"
-	Interrupted        Code = "interrupted"
-	Internal           Code = "internal"
+	// DiskNearlyFull: the store refuses writes while its disk has less
+	// free space than it keeps in reserve (internal/store/sqlite/space.go).
+	DiskNearlyFull Code = "disk-nearly-full"
+	StoreError     Code = "store-error"
+	Conflict       Code = "conflict"
+	Interrupted    Code = "interrupted"
+	Internal       Code = "internal"
 	// EndpointUnreachable: the API at --endpoint cannot be reached.
 	EndpointUnreachable Code = "endpoint-unreachable"
 )

@@ -179,11 +179,12 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 				"export DONT_LLM_PROVIDER=openai DONT_LLM_MODEL=<model> DONT_LLM_API_KEY=<key>", "configure a provider ([llm] in .dont/config.toml works too)",
 				"dont assume <id> --harness", "or emit a spawn_request and let your harness's subagent do the reasoning"),
 		}, nil},
-		errs.ConfigInvalid: {ExitState, statusUnavailable, steps("dont help config", "fix .dont/config.toml or the environment variable"), nil, nil},
-		"config-untrusted": {ExitState, statusConflict, steps("dont config trust", "at your terminal: read what .dont/config.toml sets that only you decide, and trust it"), nil, nil},
-		errs.DBLocked:      {ExitState, statusUnavailable, steps("dont list", "retry: another process holds the database"), nil, nil},
-		errs.StoreError:    {ExitState, statusInternal, steps("dont doctor", "check the store; retry the command"), nil, nil},
-		errs.Conflict:      {ExitState, statusConflict, steps("dont show <id>", "re-read the entity and retry"), nil, nil},
+		errs.ConfigInvalid:  {ExitState, statusUnavailable, steps("dont help config", "fix .dont/config.toml or the environment variable"), nil, nil},
+		"config-untrusted":  {ExitState, statusConflict, steps("dont config trust", "at your terminal: read what .dont/config.toml sets that only you decide, and trust it"), nil, nil},
+		errs.DBLocked:       {ExitState, statusUnavailable, steps("dont list", "retry: another process holds the database"), nil, nil},
+		errs.DiskNearlyFull: {ExitState, statusUnavailable, steps("df -h .dont", "free space on the store's disk; writes resume by themselves, reads and dont doctor work meanwhile"), nil, nil},
+		errs.StoreError:     {ExitState, statusInternal, steps("dont doctor", "check the store; retry the command"), nil, nil},
+		errs.Conflict:       {ExitState, statusConflict, steps("dont show <id>", "re-read the entity and retry"), nil, nil},
 		errs.Interrupted: {ExitInterrupt, statusClientClosed, steps("dont show <id>", "nothing was written; re-run the command"), map[string][]errs.Step{
 			// internal/service (approvals.go)
 			"an interrupted wait does not use its grant": steps("dont escalate --session <session> --call <a new call id> …", "ask again for a new call"),

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	sqlite3 "modernc.org/sqlite"
@@ -93,7 +94,7 @@ func Open(path string) (*Store, error) {
 	db := sql.OpenDB(connector{dsn: dsn})
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	s := &Store{db: db}
+	s := &Store{db: db, dir: filepath.Dir(path)}
 	var version int
 	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err == nil && version >= schemaVersion {
 		s.schemaReady()

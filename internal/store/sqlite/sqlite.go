@@ -30,7 +30,8 @@ func timeText(t time.Time) string { return t.UTC().Format(timeKey) }
 
 // Store is a SQLite-backed service.Store.
 type Store struct {
-	db *sql.DB
+	db  *sql.DB
+	dir string // the database's folder: its disk is checked before writes (space.go)
 	// writeMu serialises this process's writers so they queue in Go rather
 	// than spin on SQLITE_BUSY; other processes are kept out by BEGIN IMMEDIATE.
 	writeMu sync.Mutex
@@ -81,6 +82,9 @@ type Hooks struct {
 	// open with it (a signal mid-command, writers that all read before
 	// any commits).
 	BeforeCommit func(ctx context.Context) error
+	// FreeSpace, when set, replaces the free bytes the file system of
+	// the database reports (space.go): tests fill a disk with it.
+	FreeSpace func() (uint64, error)
 }
 
 // GetEntity implements service.Store.

@@ -60,6 +60,9 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
 // writeLearning is write of a write whose effect learn records in what
 // the Store knows (known.go), once it has committed.
 func (s *Store) writeLearning(ctx context.Context, fn func(*txn) error, learn func()) error {
+	if err := s.roomToWrite(); err != nil {
+		return err
+	}
 	w := &queuedWrite{ctx: ctx, fn: fn, learn: learn}
 	s.queueMu.Lock()
 	s.queue = append(s.queue, w)
