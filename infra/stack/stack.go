@@ -155,11 +155,11 @@ const (
 	// a fresh table, is the deployment's first limit.
 	DefaultWarmWrites = 10000
 	// NewTableWarmWrites is what DynamoDB gives a new on-demand table.
-	NewTableWarmWrites = 4000
-	SweeperQueueConcurrency   = 10
-	SweepQueueConcurrency     = 5
-	DefaultThrottleRate       = 1000
-	DefaultThrottleBurst      = 2000
+	NewTableWarmWrites      = 4000
+	SweeperQueueConcurrency = 10
+	SweepQueueConcurrency   = 5
+	DefaultThrottleRate     = 1000
+	DefaultThrottleBurst    = 2000
 
 	// DefaultAPIAssetDir and DefaultSweeperAssetDir are the directories the
 	// build writes each function's bootstrap binary to, relative to the
