@@ -119,7 +119,8 @@ func (q *countedQueue) SendMessage(_ context.Context, _ *awssqs.SendMessageInput
 // deployment's configuration from its environment, TableService with the
 // project's settings, the secret cache over KMS, the SQS scheduler, the
 // registry), its logger at INFO behind the stage (DONT_ACCESS_LOG=stage),
-// and counters on DynamoDB, KMS and SQS.
+// (or, with stage false, as the function-URL variant, whose own line is
+// the access line), and counters on DynamoDB, KMS and SQS.
 type deployed struct {
 	*api
 	dynamo *capacity.Counter
@@ -132,10 +133,14 @@ type deployed struct {
 	clock  atomic.Int64 // the secret cache's clock
 }
 
-func newDeployed(t *testing.T) *deployed {
+func newDeployed(t *testing.T, stage bool) *deployed {
 	t.Helper()
 	needServer(t)
-	t.Setenv(deployment.EnvAccessLog, "stage")
+	if stage {
+		t.Setenv(deployment.EnvAccessLog, "stage")
+	} else {
+		t.Setenv(deployment.EnvAccessLog, "")
+	}
 	t.Setenv(deployment.EnvLogLevel, "INFO")
 	d := &deployed{dynamo: newCounter(), kms: &opCount{}, sqs: &countedQueue{}, logs: &bytes.Buffer{}}
 	d.clock.Store(t0.UnixNano())
@@ -197,7 +202,7 @@ func (d *deployed) lifecycle(project, harness, claim string, i int, quiet bool) 
 // cache: within projectRefresh), and a key KMS no longer opens with is
 // refused once the TTL is out.
 func TestAProcessOpensASecretOnceAndRevocationStillTakesEffect(t *testing.T) {
-	d := newDeployed(t)
+	d := newDeployed(t, true)
 	project := "secretcache-" + randomName()
 	harness := d.token(project, auth.RoleHarness)
 	claim := d.call(harness, "conclude", map[string]any{"statement": "water boils at 100 C at sea level"}).str("id")
@@ -300,7 +305,7 @@ type costRow struct {
 // real SDK clients, and what the function logs at INFO behind the stage,
 // prices it, and checks docs/aws-cost.md's table row by row.
 func TestAQuietProjectsLifecycleCostsWhatDocsAwsCostMdSays(t *testing.T) {
-	d := newDeployed(t)
+	d := newDeployed(t, true)
 	project := "quiet-" + randomName()
 	harness := d.token(project, auth.RoleHarness)
 	claim := d.call(harness, "conclude", map[string]any{"statement": "water boils at 100 C at sea level"}).str("id")
@@ -339,6 +344,9 @@ func TestAQuietProjectsLifecycleCostsWhatDocsAwsCostMdSays(t *testing.T) {
 	for _, r := range rows {
 		t.Logf("| %s | %.4g | %.2f |", r.item, r.count, r.dollars)
 	}
+	for op, u := range d.dynamo.Usage() {
+		t.Logf("%s: %d requests, %.2f RRU, %.2f WRU (index %.2f) a lifecycle", op, u.Requests/n, u.ReadUnits/n, u.WriteUnits/n, u.IndexWriteUnits/n)
+	}
 	t.Logf("total %.2f; DynamoDB requests %.2f a lifecycle; function log bytes %.1f, lines %.2f a lifecycle", total, per(float64(use.Requests)), per(float64(d.logs.Len())), per(logLines))
 
 	doc, err := os.ReadFile("../../../docs/aws-cost.md")
@@ -374,6 +382,23 @@ func TestAQuietProjectsLifecycleCostsWhatDocsAwsCostMdSays(t *testing.T) {
 	}
 	if got := table["the rest"]; math.Abs(got.dollars-rest) > 0.011 {
 		t.Errorf("the rest: the doc says $%.2f, computed $%.2f", got.dollars, rest)
+	}
+	// Without a stage (the function-URL variant) the function's own
+	// per-request line is the access line: measured, not in the total.
+	fu := newDeployed(t, false)
+	project = "quiet-url-" + randomName()
+	harness = fu.token(project, auth.RoleHarness)
+	claim = fu.call(harness, "conclude", map[string]any{"statement": "water boils at 100 C at sea level"}).str("id")
+	fu.lifecycle(project, harness, claim, 1000, true)
+	fu.logs.Reset()
+	for i := 1001; i <= 1000+n; i++ {
+		fu.lifecycle(project, harness, claim, i, true)
+	}
+	fuLines := float64(strings.Count(fu.logs.String(), "\n"))
+	fuBytes := per(float64(fu.logs.Len()) + fuLines*logEventBytes)
+	t.Logf("function URL: %.1f bytes in %.2f lines a lifecycle", fuBytes, per(fuLines))
+	if got := table["CloudWatch Logs, function URL"]; math.Abs(got.count-fuBytes) > 0.05*fuBytes || math.Abs(got.dollars-round2(fuBytes*priceLogsPerGB/1e3)) > 0.011 {
+		t.Errorf("CloudWatch Logs, function URL: the doc says %v bytes, $%.2f; measured %.1f bytes, $%.2f", got.count, got.dollars, fuBytes, fuBytes*priceLogsPerGB/1e3)
 	}
 	// A quiet project's rebuilt stores open the secret from the cache.
 	if kmsPerCycle := per(float64(d.kms.total())); kmsPerCycle > 0.01 {
