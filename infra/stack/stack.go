@@ -119,7 +119,7 @@ const (
 	ContextSweeperConcurrency = "dont:sweeperConcurrency"
 	// ContextWarmWrites is the table's warm write throughput, in write
 	// units a second (0: DynamoDB's default for a new on-demand table,
-	// 4,000, which throttles at ≈ 400 lifecycles/s; docs/aws.md "The
+	// 4,000, which throttles at ≈ 330 lifecycles/s; docs/aws.md "The
 	// table's first limit"). Raising it is a one-time charge; it never
 	// goes down again.
 	ContextWarmWrites = "dont:warmWrites"
@@ -151,9 +151,9 @@ const (
 	DefaultAPIConcurrency     = 0
 	DefaultSweeperConcurrency = 0
 	// DefaultWarmWrites covers the stage's default burst (2,000 requests a
-	// second, 1,000 lifecycles of 10 write units) so that the stage, not
-	// a fresh table, is the deployment's first limit.
-	DefaultWarmWrites = 10000
+	// second, 1,000 lifecycles of 12 write units, docs/aws-cost.md) so
+	// that the stage, not a fresh table, is the deployment's first limit.
+	DefaultWarmWrites = 12000
 	// NewTableWarmWrites is what DynamoDB gives a new on-demand table.
 	NewTableWarmWrites      = 4000
 	SweeperQueueConcurrency = 10

@@ -809,7 +809,7 @@ func TestConcurrencyIsReservedOnlyWhenAsked(t *testing.T) {
 }
 
 // A fresh on-demand table takes 4,000 write units a second before it
-// throttles, ≈ 400 lifecycles/s, below the stage's default burst: the
+// throttles, ≈ 330 lifecycles/s, below the stage's default burst: the
 // default stack warms the table's writes to DefaultWarmWrites. The
 // write cap is off unless asked; asked, it caps the table and both
 // indexes, and an unset warm value follows it down.
