@@ -23,6 +23,8 @@ func TestCdkNagFindsNothingUnsuppressed(t *testing.T) {
 	variants := map[string]map[string]any{
 		"default":    nil,
 		"localstack": {stack.ContextAPIFront: "functionUrl", stack.ContextLambdaArch: "x86_64"},
+		"reserved, traced and capped": {stack.ContextAPIConcurrency: "200", stack.ContextSweeperConcurrency: "20",
+			stack.ContextTracing: "active", stack.ContextMaxWrites: "20000"},
 	}
 	for name, extra := range variants {
 		t.Run(name, func(t *testing.T) {

@@ -84,9 +84,11 @@ func TestEveryAlarmNotifiesTheTopic(t *testing.T) {
 			}
 		}
 	}
+	// ConcurrentExecutions is watched only with a reservation
+	// (TestConcurrencyIsReservedOnlyWhenAsked).
 	for _, name := range []string{
 		"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage", "Errors", "Throttles",
-		"ConcurrentExecutions", "Duration", "5xx", "SystemErrors", "ReadThrottleEvents", "WriteThrottleEvents",
+		"Duration", "5xx", "SystemErrors", "ReadThrottleEvents", "WriteThrottleEvents",
 		"Invocations", "FailedInvocations",
 	} {
 		if !watched[name] {
@@ -116,8 +118,8 @@ func TestIsolationAndThrottling(t *testing.T) {
 		if name == "Operator" && p["ReservedConcurrentExecutions"] != nil {
 			t.Errorf("the operator function reserves concurrency: %v", p["ReservedConcurrentExecutions"])
 		}
-		if tc, _ := p["TracingConfig"].(map[string]any); tc["Mode"] != "Active" {
-			t.Errorf("%s TracingConfig = %v, want Active", id, p["TracingConfig"])
+		if p["TracingConfig"] != nil {
+			t.Errorf("%s TracingConfig = %v, want none (dont:tracing is opt-in)", id, p["TracingConfig"])
 		}
 		if lc, _ := p["LoggingConfig"].(map[string]any); lc["ApplicationLogLevel"] != "INFO" {
 			t.Errorf("%s LoggingConfig = %v, want ApplicationLogLevel INFO", id, lc)
@@ -127,8 +129,8 @@ func TestIsolationAndThrottling(t *testing.T) {
 		t.Errorf("reserved concurrency = %v", reserved)
 	}
 	// One mapping per queue: the timeout queue's at SweeperQueueConcurrency,
-	// the sweep work queue's at SweepQueueConcurrency, together below the
-	// sweeper's reservation.
+	// the sweep work queue's at SweepQueueConcurrency: with no reservation
+	// by default, they are what bounds a timeout burst.
 	total := 0.0
 	for id, m := range resources(raw, "AWS::Lambda::EventSourceMapping") {
 		sc, _ := props(m)["ScalingConfig"].(map[string]any)
@@ -141,9 +143,13 @@ func TestIsolationAndThrottling(t *testing.T) {
 		}
 		total += want
 	}
-	if total != stack.SweeperQueueConcurrency+stack.SweepQueueConcurrency || total >= stack.DefaultSweeperConcurrency {
-		t.Errorf("the mappings' maximum concurrency adds up to %v, want %d, below the sweeper's reservation %d",
+	if total != stack.SweeperQueueConcurrency+stack.SweepQueueConcurrency || stack.DefaultSweeperConcurrency != 0 {
+		t.Errorf("the mappings' maximum concurrency adds up to %v, want %d; default sweeper reservation %d, want none",
 			total, stack.SweeperQueueConcurrency+stack.SweepQueueConcurrency, stack.DefaultSweeperConcurrency)
+	}
+	// A reservation must leave the schedule a slot above the mappings.
+	if _, _, err := synth(map[string]any{stack.ContextSweeperConcurrency: fmt.Sprint(int(total))}); err == nil {
+		t.Errorf("a sweeper reservation of %v (the mappings' total) was accepted", total)
 	}
 	t.Run("the schedule's failed runs are not retried by Lambda", func(t *testing.T) {
 		configs := resources(raw, "AWS::Lambda::EventInvokeConfig")
@@ -182,7 +188,7 @@ func TestIsolationAndThrottling(t *testing.T) {
 	t.Run("settings from the context", func(t *testing.T) {
 		_, raw, err := synth(map[string]any{
 			stack.ContextAPIConcurrency: "0", stack.ContextSweeperConcurrency: "50",
-			stack.ContextTracing: "off", stack.ContextLogLevel: "WARN",
+			stack.ContextTracing: "active", stack.ContextLogLevel: "WARN",
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -196,8 +202,8 @@ func TestIsolationAndThrottling(t *testing.T) {
 			case strings.HasPrefix(id, "Sweeper") && r != float64(50):
 				t.Errorf("%s reserves %v, want 50", id, r)
 			}
-			if p["TracingConfig"] != nil && jsonString(p["TracingConfig"]) != `{"Mode":"PassThrough"}` {
-				t.Errorf("%s TracingConfig = %v with tracing off", id, p["TracingConfig"])
+			if jsonString(p["TracingConfig"]) != `{"Mode":"Active"}` {
+				t.Errorf("%s TracingConfig = %v with tracing active", id, p["TracingConfig"])
 			}
 			if lc, _ := p["LoggingConfig"].(map[string]any); lc["ApplicationLogLevel"] != "WARN" {
 				t.Errorf("%s LoggingConfig = %v", id, lc)

@@ -100,18 +100,33 @@ const (
 	// (confirm the subscription from the message AWS sends). Without it the
 	// topic exists and has no subscriber: subscribe a pager or a chat hook.
 	ContextAlarmEmail = "dont:alarmEmail"
-	// ContextTracing is "active" (the default: X-Ray traces a sample of
-	// invocations) or "off".
+	// ContextTracing is "off" (the default) or "active" (X-Ray traces a
+	// sample of invocations). Off by default: the functions carry no X-Ray
+	// SDK and HTTP APIs send no trace header, so a trace shows one
+	// segment per invocation, and at low volume the sampler's reservoir
+	// traces nearly every invocation at $5 per million (docs/aws-cost.md).
 	ContextTracing = "dont:tracing"
 	// ContextLogLevel is the functions' application log level: DEBUG, INFO
 	// (the default), WARN or ERROR. Lambda drops lines below it.
 	ContextLogLevel = "dont:logLevel"
 	// ContextAPIConcurrency and ContextSweeperConcurrency reserve concurrency
-	// for each function ("0" reserves none: for accounts whose concurrency
-	// limit is below what reservation needs). A timeout burst then cannot
-	// take the api's capacity, and the api cannot take the sweeper's.
+	// for each function; "0", the default, reserves none, so the stack
+	// deploys on a new account, whose concurrency quota may be below any
+	// reservation (Lambda keeps 100 unreserved). Without a reservation the
+	// sweeper's SQS mappings' MaximumConcurrency bounds what a timeout
+	// burst takes; with one, the api cannot take the sweeper's either.
 	ContextAPIConcurrency     = "dont:apiConcurrency"
 	ContextSweeperConcurrency = "dont:sweeperConcurrency"
+	// ContextWarmWrites is the table's warm write throughput, in write
+	// units a second (0: DynamoDB's default for a new on-demand table,
+	// 4,000, which throttles at ≈ 330 lifecycles/s; docs/aws.md "The
+	// table's first limit"). Raising it is a one-time charge; it never
+	// goes down again.
+	ContextWarmWrites = "dont:warmWrites"
+	// ContextMaxWrites caps the table's and each index's on-demand write
+	// units a second (0, the default: no cap but the account's quota): a
+	// cost guard, beyond which DynamoDB throttles (TableThrottlesAlarm).
+	ContextMaxWrites = "dont:maxWrites"
 	// ContextThrottleRate and ContextThrottleBurst are the HTTP API stage's
 	// request rate (per second) and burst limits.
 	ContextThrottleRate  = "dont:throttleRate"
@@ -131,14 +146,20 @@ const (
 	// Defaults of the settings above. The sweeper's SQS mappings run at most
 	// SweeperQueueConcurrency batches of timeout messages and
 	// SweepQueueConcurrency batches of sweep messages (ten projects each)
-	// at once, together below its reservation so the schedule always finds
-	// a slot.
-	DefaultAPIConcurrency     = 200
-	DefaultSweeperConcurrency = 20
-	SweeperQueueConcurrency   = 10
-	SweepQueueConcurrency     = 5
-	DefaultThrottleRate       = 1000
-	DefaultThrottleBurst      = 2000
+	// at once, together below a sweeper reservation so the schedule always
+	// finds a slot.
+	DefaultAPIConcurrency     = 0
+	DefaultSweeperConcurrency = 0
+	// DefaultWarmWrites covers the stage's default burst (2,000 requests a
+	// second, 1,000 lifecycles of 12 write units, docs/aws-cost.md) so
+	// that the stage, not a fresh table, is the deployment's first limit.
+	DefaultWarmWrites = 12000
+	// NewTableWarmWrites is what DynamoDB gives a new on-demand table.
+	NewTableWarmWrites      = 4000
+	SweeperQueueConcurrency = 10
+	SweepQueueConcurrency   = 5
+	DefaultThrottleRate     = 1000
+	DefaultThrottleBurst    = 2000
 
 	// DefaultAPIAssetDir and DefaultSweeperAssetDir are the directories the
 	// build writes each function's bootstrap binary to, relative to the
@@ -241,6 +262,7 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		panic(fmt.Sprintf("%s must be httpApi or functionUrl, not %q", ContextAPIFront, front))
 	}
 
+	warm, maxWrites := tableThroughput(s.Stack)
 	s.Table = awsdynamodb.NewTable(s.Stack, jsii.String("Table"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(PartitionKey), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:      &awsdynamodb.Attribute{Name: jsii.String(SortKey), Type: awsdynamodb.AttributeType_STRING},
@@ -253,18 +275,24 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		// the stack is deleted, and refuse a DeleteTable.
 		RemovalPolicy:      awscdk.RemovalPolicy_RETAIN,
 		DeletionProtection: jsii.Bool(true),
+		WarmThroughput:     warm,
+		// The cap, when set, is also each index's: an index's writes are
+		// billed apart from the table's.
+		MaxWriteRequestUnits: maxWrites,
 	})
 	s.Table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
-		IndexName:      jsii.String(PendingExpiryIndex),
-		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(PendingKey), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(ExpiresAtKey), Type: awsdynamodb.AttributeType_STRING},
-		ProjectionType: awsdynamodb.ProjectionType_ALL,
+		IndexName:            jsii.String(PendingExpiryIndex),
+		PartitionKey:         &awsdynamodb.Attribute{Name: jsii.String(PendingKey), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:              &awsdynamodb.Attribute{Name: jsii.String(ExpiresAtKey), Type: awsdynamodb.AttributeType_STRING},
+		ProjectionType:       awsdynamodb.ProjectionType_ALL,
+		MaxWriteRequestUnits: maxWrites,
 	})
 	s.Table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
-		IndexName:      jsii.String(EntityStatusIndex),
-		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(PartitionKey), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(StatusKey), Type: awsdynamodb.AttributeType_STRING},
-		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
+		IndexName:            jsii.String(EntityStatusIndex),
+		PartitionKey:         &awsdynamodb.Attribute{Name: jsii.String(PartitionKey), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:              &awsdynamodb.Attribute{Name: jsii.String(StatusKey), Type: awsdynamodb.AttributeType_STRING},
+		ProjectionType:       awsdynamodb.ProjectionType_KEYS_ONLY,
+		MaxWriteRequestUnits: maxWrites,
 	})
 
 	s.DeadLetters = awssqs.NewQueue(s.Stack, jsii.String("TimeoutDeadLetters"), &awssqs.QueueProps{
@@ -325,7 +353,7 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	}
 	opts := functionOptions{
 		arch:     arch,
-		tracing:  choice(s.Stack, ContextTracing, "active", "active", "off"),
+		tracing:  choice(s.Stack, ContextTracing, "off", "off", "active"),
 		logLevel: choice(s.Stack, ContextLogLevel, "INFO", "DEBUG", "INFO", "WARN", "ERROR"),
 		env:      env,
 	}
@@ -470,8 +498,8 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 			s.HTTPAPI.MetricServerError(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}), 0)
 	} else {
 		// Authentication is the API's own bearer tokens, as behind the
-		// HTTP API.
-		// Throttling is the function's reserved concurrency.
+		// HTTP API. Throttling is the function's reserved concurrency
+		// (dont:apiConcurrency), when one is set.
 		apiURL = s.API.AddFunctionUrl(&awslambda.FunctionUrlOptions{
 			AuthType: awslambda.FunctionUrlAuthType_NONE,
 		}).Url()
@@ -492,6 +520,40 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	output(s.Stack, "OperatorFunctionName", "Name of the operator function (a project's first token, its settings)", s.Operator.FunctionName())
 	output(s.Stack, "AlarmTopicArn", "SNS topic every alarm notifies", s.Alarms.TopicArn())
 	return s
+}
+
+// tableThroughput is the table's warm throughput (nil: DynamoDB's
+// default) and write cap (nil: none) from the context. A warm value at or
+// below a new table's, or above the cap, is refused: the first buys
+// nothing, the second buys capacity the cap then throttles.
+func tableThroughput(stack awscdk.Stack) (*awsdynamodb.WarmThroughput, *float64) {
+	maxWrites := number(stack, ContextMaxWrites, 0)
+	// Unset, the warm value follows a cap below the default: warmed no
+	// higher than the cap, and not at all when the cap is below a new
+	// table's own.
+	defaultWarm := DefaultWarmWrites
+	if maxWrites != 0 && maxWrites < defaultWarm {
+		defaultWarm = maxWrites
+		if defaultWarm <= NewTableWarmWrites {
+			defaultWarm = 0
+		}
+	}
+	warmWrites := number(stack, ContextWarmWrites, defaultWarm)
+	if warmWrites != 0 && warmWrites <= NewTableWarmWrites {
+		panic(fmt.Sprintf("%s must be 0 or above %d (a new on-demand table's own), not %d", ContextWarmWrites, NewTableWarmWrites, warmWrites))
+	}
+	if maxWrites != 0 && warmWrites > maxWrites {
+		panic(fmt.Sprintf("%s (%d) is above %s (%d): the cap would throttle what was warmed", ContextWarmWrites, warmWrites, ContextMaxWrites, maxWrites))
+	}
+	var warm *awsdynamodb.WarmThroughput
+	if warmWrites > 0 {
+		warm = &awsdynamodb.WarmThroughput{WriteUnitsPerSecond: jsii.Number(float64(warmWrites))}
+	}
+	var ceiling *float64
+	if maxWrites > 0 {
+		ceiling = jsii.Number(float64(maxWrites))
+	}
+	return warm, ceiling
 }
 
 // setting picks the explicit value, then the CDK context, then the default.

@@ -135,7 +135,7 @@ func TestResourceCounts(t *testing.T) {
 		"AWS::ApiGatewayV2::Route":        1,
 		"AWS::ApiGatewayV2::Stage":        1,
 		"AWS::Events::Rule":               1,
-		"AWS::CloudWatch::Alarm":          18,
+		"AWS::CloudWatch::Alarm":          16, // 18 with both reservations (TestConcurrencyIsReservedOnlyWhenAsked)
 		"AWS::Logs::LogGroup":             4,
 		"AWS::IAM::Role":                  3,
 		"AWS::SNS::Topic":                 1,
@@ -703,10 +703,190 @@ func TestRejectsUnknownSettings(t *testing.T) {
 	for key, value := range map[string]string{
 		stack.ContextLambdaArch: "mips", stack.ContextAPIFront: "alb", stack.ContextTracing: "on",
 		stack.ContextLogLevel: "loud", stack.ContextAPIConcurrency: "-1", stack.ContextSweeperConcurrency: "5",
-		stack.ContextThrottleRate: "fast",
+		stack.ContextThrottleRate: "fast", stack.ContextWarmWrites: "4000", stack.ContextMaxWrites: "lots",
 	} {
 		if _, _, err := synth(map[string]any{key: value}); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s=%s: err = %v, want a refusal naming the key", key, value, err)
+		}
+	}
+}
+
+// NewAccountConcurrency is the lowest account concurrency quota the
+// default stack must deploy under: AWS gives some new accounts a quota of
+// 10 concurrent executions (Lambda's quotas page, "new accounts may
+// start below the default of 1,000"), and a function may reserve only
+// what leaves 100 unreserved, so on such an account no reservation at all
+// can be made (docs/aws.md, "Operations").
+const NewAccountConcurrency = 10
+
+// The default stack deploys on a new account: no function reserves
+// concurrency (any reservation fails there), isolation is the SQS
+// mappings' MaximumConcurrency (each at least 2, Lambda's minimum), and
+// nothing else in the template needs a quota above a new account's.
+func TestTheDefaultStackDeploysWithinANewAccountsQuotas(t *testing.T) {
+	tpl, raw := template(t)
+	for id, fn := range resources(raw, "AWS::Lambda::Function") {
+		if r, ok := props(fn)["ReservedConcurrentExecutions"]; ok {
+			t.Errorf("%s reserves %v concurrent executions; a new account (quota %d, 100 kept unreserved) cannot", id, r, NewAccountConcurrency)
+		}
+	}
+	if strings.Contains(jsonString(raw), "ReservedConcurrentExecutions") || strings.Contains(jsonString(raw), "ProvisionedConcurrency") {
+		t.Error("the default template reserves or provisions concurrency somewhere")
+	}
+	mappings := resources(raw, "AWS::Lambda::EventSourceMapping")
+	if len(mappings) != 2 {
+		t.Fatalf("%d event source mappings, want the timeout queue's and the sweep queue's", len(mappings))
+	}
+	var caps []float64
+	for id, m := range mappings {
+		sc, _ := props(m)["ScalingConfig"].(map[string]any)
+		c, _ := sc["MaximumConcurrency"].(float64)
+		if c < 2 {
+			t.Errorf("%s MaximumConcurrency = %v: unbounded (or below Lambda's minimum of 2)", id, sc["MaximumConcurrency"])
+		}
+		caps = append(caps, c)
+	}
+	slices.Sort(caps)
+	if want := []float64{stack.SweepQueueConcurrency, stack.SweeperQueueConcurrency}; !slices.Equal(caps, want) {
+		t.Errorf("mapping caps %v, want %v", caps, want)
+	}
+	// The concurrency alarms watch a reservation; without one there is none.
+	for id := range resources(raw, "AWS::CloudWatch::Alarm") {
+		if strings.Contains(id, "ConcurrencyAlarm") {
+			t.Errorf("%s watches a reservation the default stack does not make", id)
+		}
+	}
+	check(t, "tracing is off by default", func() {
+		tpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), obj(map[string]any{
+			"TracingConfig": assertions.Match_Absent(),
+		}))
+	})
+}
+
+// With the context options, the api and the sweeper reserve concurrency
+// (the operator never does: an operator's invoke is rare), each with an
+// alarm at 80 % of it.
+func TestConcurrencyIsReservedOnlyWhenAsked(t *testing.T) {
+	tpl, raw, err := synth(map[string]any{stack.ContextAPIConcurrency: "200", stack.ContextSweeperConcurrency: 20.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"ApiFunction": 200, "SweeperFunction": 20, "OperatorFunction": 0}
+	for id, fn := range resources(raw, "AWS::Lambda::Function") {
+		for prefix, n := range want {
+			if !strings.HasPrefix(id, prefix) {
+				continue
+			}
+			got, _ := props(fn)["ReservedConcurrentExecutions"].(float64)
+			if got != n {
+				t.Errorf("%s ReservedConcurrentExecutions = %v, want %v", id, got, n)
+			}
+		}
+	}
+	check(t, "18 alarms", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(18)) })
+	for fn, threshold := range map[string]float64{"ApiFunction": 160, "SweeperFunction": 16} {
+		check(t, fn+" concurrency alarm", func() {
+			tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), obj(map[string]any{
+				"MetricName": "ConcurrentExecutions",
+				"Threshold":  threshold,
+				"Dimensions": arrayWith(obj(map[string]any{
+					"Name": "FunctionName", "Value": obj(map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("^" + fn))}),
+				})),
+			}))
+		})
+	}
+	// Only the api's reservation: the sweeper stays bounded by its mappings.
+	_, raw, err = synth(map[string]any{stack.ContextAPIConcurrency: "50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, fn := range resources(raw, "AWS::Lambda::Function") {
+		r, ok := props(fn)["ReservedConcurrentExecutions"]
+		if strings.HasPrefix(id, "ApiFunction") != ok || (ok && r != 50.0) {
+			t.Errorf("%s ReservedConcurrentExecutions = %v (set %v)", id, r, ok)
+		}
+	}
+}
+
+// A fresh on-demand table takes 4,000 write units a second before it
+// throttles, ≈ 330 lifecycles/s, below the stage's default burst: the
+// default stack warms the table's writes to DefaultWarmWrites. The
+// write cap is off unless asked; asked, it caps the table and both
+// indexes, and an unset warm value follows it down.
+func TestTheTableIsWarmedAndCappedOnlyWhenAsked(t *testing.T) {
+	_, raw := template(t)
+	table := func(raw map[string]any) map[string]any {
+		for _, r := range resources(raw, "AWS::DynamoDB::Table") {
+			return props(r)
+		}
+		t.Fatal("no table")
+		return nil
+	}
+	p := table(raw)
+	if got := jsonString(p["WarmThroughput"]); got != fmt.Sprintf(`{"WriteUnitsPerSecond":%d}`, stack.DefaultWarmWrites) {
+		t.Errorf("WarmThroughput = %s, want %d write units a second", got, stack.DefaultWarmWrites)
+	}
+	if p["OnDemandThroughput"] != nil || strings.Contains(jsonString(p), "MaxWriteRequestUnits") {
+		t.Errorf("the default table is capped: %s", jsonString(p["OnDemandThroughput"]))
+	}
+	for _, c := range []struct {
+		context     map[string]any
+		warm, limit float64
+	}{
+		{map[string]any{stack.ContextMaxWrites: "20000"}, stack.DefaultWarmWrites, 20000},
+		{map[string]any{stack.ContextMaxWrites: "6000"}, 6000, 6000},
+		{map[string]any{stack.ContextMaxWrites: "1000"}, 0, 1000},
+		{map[string]any{stack.ContextWarmWrites: "0"}, 0, 0},
+		{map[string]any{stack.ContextWarmWrites: "30000"}, 30000, 0},
+	} {
+		_, raw, err := synth(c.context)
+		if err != nil {
+			t.Fatalf("%v: %v", c.context, err)
+		}
+		p := table(raw)
+		warm, _ := p["WarmThroughput"].(map[string]any)
+		if got, _ := warm["WriteUnitsPerSecond"].(float64); got != c.warm {
+			t.Errorf("%v: warm writes %v, want %v", c.context, got, c.warm)
+		}
+		odt, _ := p["OnDemandThroughput"].(map[string]any)
+		if got, _ := odt["MaxWriteRequestUnits"].(float64); got != c.limit {
+			t.Errorf("%v: table cap %v, want %v", c.context, got, c.limit)
+		}
+		gsis, _ := p["GlobalSecondaryIndexes"].([]any)
+		for _, g := range gsis {
+			gm, _ := g.(map[string]any)
+			odt, _ := gm["OnDemandThroughput"].(map[string]any)
+			if got, _ := odt["MaxWriteRequestUnits"].(float64); got != c.limit {
+				t.Errorf("%v: index %v cap %v, want %v", c.context, gm["IndexName"], got, c.limit)
+			}
+		}
+	}
+	if _, _, err := synth(map[string]any{stack.ContextMaxWrites: "5000", stack.ContextWarmWrites: "8000"}); err == nil || !strings.Contains(err.Error(), stack.ContextMaxWrites) {
+		t.Errorf("warm above the cap: err = %v, want a refusal naming %s", err, stack.ContextMaxWrites)
+	}
+}
+
+// Tracing is the operator's choice: active, each function traces and may
+// write to X-Ray.
+func TestTracingIsOptIn(t *testing.T) {
+	tpl, raw, err := synth(map[string]any{stack.ContextTracing: "active"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "active tracing", func() {
+		tpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), obj(map[string]any{
+			"TracingConfig": map[string]any{"Mode": "Active"},
+		}))
+	})
+	for _, role := range []string{"ApiRole", "SweeperRole", "OperatorRole"} {
+		if !slices.Contains(actionsOf(policiesOf(raw, role)), "xray:PutTraceSegments") {
+			t.Errorf("%s may not write traces", role)
+		}
+	}
+	_, raw = template(t)
+	for _, role := range []string{"ApiRole", "SweeperRole", "OperatorRole"} {
+		if slices.ContainsFunc(actionsOf(policiesOf(raw, role)), func(a string) bool { return strings.HasPrefix(a, "xray:") }) {
+			t.Errorf("%s may write traces with tracing off", role)
 		}
 	}
 }

@@ -37,7 +37,9 @@ func Connect(ctx context.Context, getenv func(string) string, author string, log
 	queue := awssqs.NewFromConfig(awsCfg)
 	var sealer dynamo.Sealer
 	if cfg.SecretsKey != "" {
-		sealer = kms.Sealer{Client: awskms.NewFromConfig(awsCfg), KeyID: cfg.SecretsKey}
+		// Opened once per version and process every SecretCacheTTL, not
+		// once per project store (rebuilt every minute).
+		sealer = NewSecretCache(kms.Sealer{Client: awskms.NewFromConfig(awsCfg), KeyID: cfg.SecretsKey}, SecretCacheTTL)
 	}
 	return &Deployment{
 		Config:   cfg,

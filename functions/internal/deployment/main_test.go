@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	if db != nil {
 		db.Close()
 	}
+	if kmsStandin.stop != nil {
+		kmsStandin.stop()
+	}
 	os.Exit(code)
 }
 
