@@ -40,6 +40,7 @@ func TestCdkNagFindsNothingUnsuppressed(t *testing.T) {
 // error and warning as "path: message".
 func nag(t *testing.T, extra map[string]any) []string {
 	t.Helper()
+	needNode(t)
 	dir := t.TempDir()
 	context := map[string]any{}
 	for _, fn := range []string{"api", "sweeper", "operator"} {

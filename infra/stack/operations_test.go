@@ -96,7 +96,7 @@ func TestEveryAlarmNotifiesTheTopic(t *testing.T) {
 		}
 	}
 	t.Run("an email from the context subscribes to the topic", func(t *testing.T) {
-		_, raw, err := synth(map[string]any{stack.ContextAlarmEmail: "oncall@example.com"})
+		_, raw, err := synth(t, map[string]any{stack.ContextAlarmEmail: "oncall@example.com"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestIsolationAndThrottling(t *testing.T) {
 			total, stack.SweeperQueueConcurrency+stack.SweepQueueConcurrency, stack.DefaultSweeperConcurrency)
 	}
 	// A reservation must leave the schedule a slot above the mappings.
-	if _, _, err := synth(map[string]any{stack.ContextSweeperConcurrency: fmt.Sprint(int(total))}); err == nil {
+	if _, _, err := synth(t, map[string]any{stack.ContextSweeperConcurrency: fmt.Sprint(int(total))}); err == nil {
 		t.Errorf("a sweeper reservation of %v (the mappings' total) was accepted", total)
 	}
 	t.Run("the schedule's failed runs are not retried by Lambda", func(t *testing.T) {
@@ -186,7 +186,7 @@ func TestIsolationAndThrottling(t *testing.T) {
 		}
 	})
 	t.Run("settings from the context", func(t *testing.T) {
-		_, raw, err := synth(map[string]any{
+		_, raw, err := synth(t, map[string]any{
 			stack.ContextAPIConcurrency: "0", stack.ContextSweeperConcurrency: "50",
 			stack.ContextTracing: "active", stack.ContextLogLevel: "WARN",
 		})
@@ -274,7 +274,7 @@ func TestEveryFunctionSweepsTheShardsTheOthersWrite(t *testing.T) {
 		context map[string]any
 		want    string
 	}{{nil, "1"}, {map[string]any{stack.ContextPendingShards: "4"}, "4"}} {
-		_, raw, err := synth(tc.context)
+		_, raw, err := synth(t, tc.context)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestEveryFunctionSweepsTheShardsTheOthersWrite(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"0", "65"} {
-		if _, _, err := synth(map[string]any{stack.ContextPendingShards: bad}); err == nil {
+		if _, _, err := synth(t, map[string]any{stack.ContextPendingShards: bad}); err == nil {
 			t.Errorf("%s=%s synthesised", stack.ContextPendingShards, bad)
 		}
 	}

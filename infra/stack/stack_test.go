@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,8 +31,9 @@ var synthesized struct {
 // template synthesizes the default stack once.
 func template(t *testing.T) (assertions.Template, map[string]any) {
 	t.Helper()
+	needNode(t)
 	synthesized.once.Do(func() {
-		synthesized.template, synthesized.raw, synthesized.err = synth(nil)
+		synthesized.template, synthesized.raw, synthesized.err = synth(t, nil)
 	})
 	if synthesized.err != nil {
 		t.Fatalf("synthesize stack: %v", synthesized.err)
@@ -42,7 +44,9 @@ func template(t *testing.T) (assertions.Template, map[string]any) {
 // synth synthesizes the stack with dummy Lambda assets in a temporary
 // directory, chosen through the CDK context as cdk.json would, plus
 // extra context.
-func synth(extra map[string]any) (tpl assertions.Template, raw map[string]any, err error) {
+func synth(t testing.TB, extra map[string]any) (tpl assertions.Template, raw map[string]any, err error) {
+	t.Helper()
+	needNode(t)
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("synthesis panicked: %v", r)
@@ -83,6 +87,19 @@ func synth(extra map[string]any) (tpl assertions.Template, raw map[string]any, e
 		return nil, nil, err
 	}
 	return tpl, raw, json.Unmarshal(b, &raw)
+}
+
+// needNode skips a test that synthesizes the stack on a machine with only
+// Go: synthesis runs the jsii kernel, a Node.js program. In CI (CI=true),
+// which installs Node, its absence fails the test instead.
+func needNode(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no node on PATH: the stack's synthesis runs the jsii kernel on Node.js")
+		}
+		t.Skip("no node on PATH: the stack's synthesis runs the jsii kernel on Node.js (CI installs it)")
+	}
 }
 
 // check runs one CDK assertion. A failed assertion panics inside jsii; this
@@ -359,7 +376,7 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 	})
 	t.Run("with dont:eventBus=default, PutEvents only on the default bus", func(t *testing.T) {
-		_, raw, err := synth(map[string]any{stack.ContextEventBus: "default"})
+		_, raw, err := synth(t, map[string]any{stack.ContextEventBus: "default"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -640,7 +657,7 @@ func keys[V any](m map[string]V) []string {
 func TestLocalStackVariant(t *testing.T) {
 	// LocalStack plans without API Gateway v2 get a function URL, and
 	// x86_64 hosts may run x86_64 bootstraps.
-	tpl, raw, err := synth(map[string]any{
+	tpl, raw, err := synth(t, map[string]any{
 		stack.ContextAPIFront:   "functionUrl",
 		stack.ContextLambdaArch: "x86_64",
 	})
@@ -705,7 +722,7 @@ func TestRejectsUnknownSettings(t *testing.T) {
 		stack.ContextLogLevel: "loud", stack.ContextAPIConcurrency: "-1", stack.ContextSweeperConcurrency: "5",
 		stack.ContextThrottleRate: "fast", stack.ContextWarmWrites: "4000", stack.ContextMaxWrites: "lots",
 	} {
-		if _, _, err := synth(map[string]any{key: value}); err == nil || !strings.Contains(err.Error(), key) {
+		if _, _, err := synth(t, map[string]any{key: value}); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s=%s: err = %v, want a refusal naming the key", key, value, err)
 		}
 	}
@@ -767,7 +784,7 @@ func TestTheDefaultStackDeploysWithinANewAccountsQuotas(t *testing.T) {
 // (the operator never does: an operator's invoke is rare), each with an
 // alarm at 80 % of it.
 func TestConcurrencyIsReservedOnlyWhenAsked(t *testing.T) {
-	tpl, raw, err := synth(map[string]any{stack.ContextAPIConcurrency: "200", stack.ContextSweeperConcurrency: 20.0})
+	tpl, raw, err := synth(t, map[string]any{stack.ContextAPIConcurrency: "200", stack.ContextSweeperConcurrency: 20.0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -796,7 +813,7 @@ func TestConcurrencyIsReservedOnlyWhenAsked(t *testing.T) {
 		})
 	}
 	// Only the api's reservation: the sweeper stays bounded by its mappings.
-	_, raw, err = synth(map[string]any{stack.ContextAPIConcurrency: "50"})
+	_, raw, err = synth(t, map[string]any{stack.ContextAPIConcurrency: "50"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -839,7 +856,7 @@ func TestTheTableIsWarmedAndCappedOnlyWhenAsked(t *testing.T) {
 		{map[string]any{stack.ContextWarmWrites: "0"}, 0, 0},
 		{map[string]any{stack.ContextWarmWrites: "30000"}, 30000, 0},
 	} {
-		_, raw, err := synth(c.context)
+		_, raw, err := synth(t, c.context)
 		if err != nil {
 			t.Fatalf("%v: %v", c.context, err)
 		}
@@ -861,7 +878,7 @@ func TestTheTableIsWarmedAndCappedOnlyWhenAsked(t *testing.T) {
 			}
 		}
 	}
-	if _, _, err := synth(map[string]any{stack.ContextMaxWrites: "5000", stack.ContextWarmWrites: "8000"}); err == nil || !strings.Contains(err.Error(), stack.ContextMaxWrites) {
+	if _, _, err := synth(t, map[string]any{stack.ContextMaxWrites: "5000", stack.ContextWarmWrites: "8000"}); err == nil || !strings.Contains(err.Error(), stack.ContextMaxWrites) {
 		t.Errorf("warm above the cap: err = %v, want a refusal naming %s", err, stack.ContextMaxWrites)
 	}
 }
@@ -869,7 +886,7 @@ func TestTheTableIsWarmedAndCappedOnlyWhenAsked(t *testing.T) {
 // Tracing is the operator's choice: active, each function traces and may
 // write to X-Ray.
 func TestTracingIsOptIn(t *testing.T) {
-	tpl, raw, err := synth(map[string]any{stack.ContextTracing: "active"})
+	tpl, raw, err := synth(t, map[string]any{stack.ContextTracing: "active"})
 	if err != nil {
 		t.Fatal(err)
 	}
