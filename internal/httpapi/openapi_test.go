@@ -72,7 +72,8 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 			"/responses/" + strconv.Itoa(r.status)
 		// A shared response (components/responses) is read where it is.
 		if shared, ok := resp["$ref"].(string); ok {
-			name, found := strings.CutPrefix(shared, "#/components/responses/")
+			name := strings.TrimPrefix(shared, "#/components/responses/")
+			var found bool
 			if resp, found = doc.(map[string]any)["components"].(map[string]any)["responses"].(map[string]any)[name].(map[string]any); !found {
 				t.Fatalf("%s %s %d refers to %s, which the document does not have", method, path, r.status, shared)
 			}
