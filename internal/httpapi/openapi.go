@@ -393,11 +393,23 @@ func componentSchemas() map[string]any {
 	}
 	addKind(envelope.KindHealth, map[string]any{"type": "object", "required": []any{"ok"}, "additionalProperties": false,
 		"properties": map[string]any{"ok": map[string]any{"const": true}}})
-	addKind(envelope.KindTools, goSchema(reflect.TypeFor[tools.Schema]()))
+	addKind(envelope.KindTools, toolsData())
 	for name, s := range webhookSchemas() {
 		out[name] = s
 	}
 	return out
+}
+
+// toolsData is GET /v1/tools' data. The schema of a Go slice allows null,
+// but tools.SchemaFor always lists the tools and each tool's roles (an
+// empty list at worst), so a typed client reads data.tools[0].name
+// without a null check; the ajv test validates the real answer.
+func toolsData() map[string]any {
+	s := goSchema(reflect.TypeFor[tools.Schema]())
+	list := s["properties"].(map[string]any)["tools"].(map[string]any)
+	list["type"] = "array"
+	list["items"].(map[string]any)["properties"].(map[string]any)["roles"].(map[string]any)["type"] = "array"
+	return s
 }
 
 // goSchema is the JSON Schema of a Go type as encoding/json writes it.
