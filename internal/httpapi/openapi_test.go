@@ -55,6 +55,12 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 	if errSchema.Validate(bad) == nil {
 		t.Fatal("ErrorEnvelope accepted an empty remediation")
 	}
+	// data.code is one of internal/present's codes, not any kebab-case word.
+	unknown, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"envelope_version":"1","cli_version":"x","ok":false,"envelope_kind":"error",
+		"data":{"code":"no-such-code","message":"m","unmet_clauses":[],"remediation":[{"command":"c","description":"d"}]},"hints":[],"warnings":[],"meta":{"duration_ms":0,"request_id":"r"}}`))
+	if errSchema.Validate(unknown) == nil {
+		t.Fatal("ErrorEnvelope accepted a code that is not in the table")
+	}
 	paths := doc.(map[string]any)["paths"].(map[string]any)
 	for _, tool := range tools.All() {
 		if _, ok := paths["/v1/tools/"+tool.Name]; !ok {
