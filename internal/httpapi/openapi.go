@@ -40,8 +40,8 @@ func (s *server) openapi(w http.ResponseWriter, r *http.Request) {
 // 405, WWW-Authenticate on 401, Idempotent-Replayed on a replay. The
 // error answers are shared components (one per status; data.code is an
 // enum of internal/present's table), and the webhook deliveries
-// (internal/hooks) are its webhooks. docs/design.md, "The OpenAPI
-// document", says what it promises and how it is linted.
+// (internal/hooks) are its webhooks. docs/design.md#the-openapi-document
+// says what it promises and how it is linted.
 func OpenAPI() map[string]any {
 	paths := map[string]any{
 		"/v1/health": map[string]any{"get": publicOperation("health", tagService, "Liveness",
