@@ -372,14 +372,11 @@ func componentSchemas() map[string]any {
 	warning, meta := ref("schemas", "Warning"), ref("schemas", "Meta")
 	errorData := tools.ErrorDataSchema(ref("schemas", "Step"))
 	errorData["properties"].(map[string]any)["code"] = ref("schemas", "ErrorCode")
-	codes := make([]any, 0, len(present.Codes()))
-	for _, c := range present.Codes() {
-		codes = append(codes, string(c))
-	}
+	code := tools.ErrorCodeSchema()
+	code["description"] = "a stable kebab-case error code; its HTTP status, exit code and remediation are internal/present's table"
 	out := map[string]any{
 		"Step": tools.StepSchema(), "Warning": tools.WarningSchema(), "Meta": tools.MetaSchema(),
-		"ErrorCode": map[string]any{"type": "string", "enum": codes,
-			"description": "a stable kebab-case error code; its HTTP status, exit code and remediation are internal/present's table"},
+		"ErrorCode":     code,
 		"ErrorData":     errorData,
 		"ErrorEnvelope": tools.EnvelopeSchema(false, map[string]any{"const": envelope.KindError}, ref("schemas", "ErrorData"), warning, meta),
 	}
