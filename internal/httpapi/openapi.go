@@ -53,7 +53,7 @@ func OpenAPI() map[string]any {
 			successResponse("envelope_kind tools", ref("schemas", envelopeName(envelope.KindTools)))), ref("parameters", "CLICaps"))},
 		"/approvals": map[string]any{"get": publicOperation("approvalsPage", tagApprovals, "The approvals page",
 			"The approver's web page (HTML): pending requests with countdowns, approve and refuse. The page asks for an approver token itself.",
-			map[string]any{"description": "the page (text/html)", "headers": headers(), "content": map[string]any{"text/html": map[string]any{"schema": map[string]any{"type": "string"}}}})},
+			map[string]any{"description": "the page (text/html)", "content": map[string]any{"text/html": map[string]any{"schema": map[string]any{"type": "string"}}}})},
 		"/v1/openapi.json": map[string]any{"get": publicOperation("openapi", tagService, "This document",
 			"The OpenAPI 3.1 document of this server, generated from its tool registry.",
 			map[string]any{"description": "OpenAPI 3.1", "headers": headers(), "content": jsonBody(map[string]any{
