@@ -131,15 +131,25 @@ func toolTag(name string) string {
 	return tagLedger
 }
 
+// tagList is every tag an operation has, described; a tool group added
+// to the registry gets a plain description until it has its own.
 func tagList() []any {
-	names := make([]string, 0, len(tagDescriptions))
-	for n := range tagDescriptions {
+	used := map[string]bool{tagService: true, tagApprovals: true, tagWebhooks: true}
+	for _, t := range tools.All() {
+		used[toolTag(t.Name)] = true
+	}
+	names := make([]string, 0, len(used))
+	for n := range used {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	out := make([]any, 0, len(names))
 	for _, n := range names {
-		out = append(out, map[string]any{"name": n, "description": tagDescriptions[n]})
+		description, ok := tagDescriptions[n]
+		if !ok {
+			description = "The " + n + " tools."
+		}
+		out = append(out, map[string]any{"name": n, "description": description})
 	}
 	return out
 }
