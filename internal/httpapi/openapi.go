@@ -66,7 +66,7 @@ func OpenAPI() map[string]any {
 	return map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "dont API", "version": envelope.Version,
-			"description": "Every response is an envelope: ok, envelope_kind, data, hints, warnings, meta. Errors carry data.code (one of the ErrorCode enum), " +
+			"description": "Every JSON answer but this document is an envelope: ok, envelope_kind, data, hints, warnings, meta. Errors carry data.code (one of the ErrorCode enum), " +
 				"data.message and a non-empty data.remediation[]. Each tool is POST /v1/tools/<name>; a name no tool has answers 404 route-not-found. " +
 				"The webhooks are the deliveries a webhook subscription receives (dont hooks add)."},
 		"servers": []any{
