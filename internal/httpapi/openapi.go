@@ -410,7 +410,8 @@ func componentSchemas() map[string]any {
 // toolsData is GET /v1/tools' data. The schema of a Go slice allows null,
 // but tools.SchemaFor always lists the tools and each tool's roles (an
 // empty list at worst), so a typed client reads data.tools[0].name
-// without a null check; the ajv test validates the real answer.
+// without a null check; TestResponsesMatchTheOpenAPIDocument validates
+// the real answer against it.
 func toolsData() map[string]any {
 	s := goSchema(reflect.TypeFor[tools.Schema]())
 	list := s["properties"].(map[string]any)["tools"].(map[string]any)
