@@ -185,10 +185,10 @@ func (i *idempotentCall) pending(r *http.Request, start time.Time) *idempotency.
 // name is the key as stored: scoped to the principal and the tool.
 func (i *idempotentCall) name() string { return i.scope + "/" + i.key }
 
-// idempotencyKeyDescription is the Idempotency-Key header of t in the
-// OpenAPI document.
-func idempotencyKeyDescription(t *tools.Tool) string {
-	if t.Annotations.ReadOnly {
+// idempotencyKeyDescription is the Idempotency-Key header of a read-only
+// or a writing tool in the OpenAPI document.
+func idempotencyKeyDescription(readOnly bool) string {
+	if readOnly {
 		return "ignored: a read-only call is not remembered, and a retry reads again"
 	}
 	return "for 24 h, a retried request with the same key returns the first response and is not applied twice; " +

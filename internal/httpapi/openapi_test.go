@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/confirm"
+	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -30,7 +36,12 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 	if err := c.AddResource("openapi.json", doc); err != nil {
 		t.Fatal(err)
 	}
-	okSchema, err := c.Compile("openapi.json#/components/schemas/Envelope")
+	// Any success, whatever its kind (the document names each kind's).
+	anySuccess := tools.EnvelopeSchema(true, map[string]any{"type": "string", "not": map[string]any{"const": "error"}}, map[string]any{}, tools.WarningSchema(), tools.MetaSchema())
+	if err := c.AddResource("envelope.json", anySuccess); err != nil {
+		t.Fatal(err)
+	}
+	okSchema, err := c.Compile("envelope.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +54,12 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		"data":{"code":"usage","message":"m","unmet_clauses":[],"remediation":[]},"hints":[],"warnings":[],"meta":{"duration_ms":0,"request_id":"r"}}`))
 	if errSchema.Validate(bad) == nil {
 		t.Fatal("ErrorEnvelope accepted an empty remediation")
+	}
+	// data.code is one of internal/present's codes, not any kebab-case word.
+	unknown, _ := jsonschema.UnmarshalJSON(strings.NewReader(`{"envelope_version":"1","cli_version":"x","ok":false,"envelope_kind":"error",
+		"data":{"code":"no-such-code","message":"m","unmet_clauses":[],"remediation":[{"command":"c","description":"d"}]},"hints":[],"warnings":[],"meta":{"duration_ms":0,"request_id":"r"}}`))
+	if errSchema.Validate(unknown) == nil {
+		t.Fatal("ErrorEnvelope accepted a code that is not in the table")
 	}
 	paths := doc.(map[string]any)["paths"].(map[string]any)
 	for _, tool := range tools.All() {
@@ -63,6 +80,17 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s %s answered %d, which the document does not list", method, path, r.status)
 		}
+		pointer := "openapi.json#/paths/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(path) + "/" + strings.ToLower(method) +
+			"/responses/" + strconv.Itoa(r.status)
+		// A shared response (components/responses) is read where it is.
+		if shared, ok := resp["$ref"].(string); ok {
+			name := strings.TrimPrefix(shared, "#/components/responses/")
+			var found bool
+			if resp, found = doc.(map[string]any)["components"].(map[string]any)["responses"].(map[string]any)[name].(map[string]any); !found {
+				t.Fatalf("%s %s %d refers to %s, which the document does not have", method, path, r.status, shared)
+			}
+			pointer = "openapi.json" + shared
+		}
 		declared, _ := resp["headers"].(map[string]any)
 		for _, name := range []string{"X-Request-Id", "Retry-After", "Idempotent-Replayed", "Allow", "WWW-Authenticate"} {
 			if r.header.Get(name) != "" && declared[name] == nil {
@@ -73,9 +101,7 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pointer := "openapi.json#/paths/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(path) + "/" + strings.ToLower(method) +
-			"/responses/" + strconv.Itoa(r.status) + "/content/application~1json/schema"
-		schema, err := c.Compile(pointer)
+		schema, err := c.Compile(pointer + "/content/application~1json/schema")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +218,8 @@ func TestResponsesMatchTheOpenAPIDocument(t *testing.T) {
 
 	// Every status and header the server sends: an unknown tool, a wrong
 	// method, a replay, the rate limit.
-	check("POST", "/v1/tools/{name}", a.call(h, "no.such.tool", nil))
+	// An unknown tool answers as every tool's 404 does (one shared response).
+	check("POST", "/v1/tools/conclude", a.call(h, "no.such.tool", nil))
 	if r := a.do("GET", "/v1/tools/conclude", h, nil); r.status != 405 || r.header.Get("Allow") != "POST" {
 		t.Fatalf("GET on a tool: %d %v", r.status, r.header)
 	} else {
@@ -230,4 +257,91 @@ func compact(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return out.Bytes()
+}
+
+// Every event a webhook subscription can hear, and hook.test, is one of
+// the document's webhooks, and the json body internal/hooks sends for it
+// matches the request body the document declares (with its
+// Standard Webhooks headers); a body naming another event does not.
+func TestEveryWebhookEventIsInTheDocument(t *testing.T) {
+	var doc map[string]any
+	raw, _ := json.Marshal(httpapi.OpenAPI())
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource("openapi.json", inst); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	resolved := at.Add(time.Minute)
+	asked := approvals.Approval{ID: "apr:01HX05A9K8VP0000000000000A", SessionID: "ses:01HX05A9K8VP0000000000000A", CallID: "c1",
+		From: approvals.ReadOnly, To: approvals.WorkspaceWrite, Preview: "make test", Reason: "run the tests", Requester: "harness",
+		Asked: true, State: approvals.Pending, CreatedAt: at, Deadline: at.Add(2 * time.Minute)}
+	ended := asked
+	ended.State, ended.Verdict, ended.Cause, ended.AnsweredBy, ended.ResolvedAt = approvals.Resolved, approvals.Approved, approvals.CauseAnswer, "approver", &resolved
+	spawnEvent := func(kind ledger.EventKind) ledger.Event {
+		return ledger.Event{Kind: kind, RequestID: "spawn:01HX05A9K8VP0000000000000A", EntityID: "claim:01HX05A9K8VP0000000000000A", Author: "harness", At: at}
+	}
+	messages := map[hooks.EventType]func() (hooks.Message, bool){
+		hooks.ApprovalAsked:  func() (hooks.Message, bool) { return hooks.OfAsked(asked) },
+		hooks.ApprovalEnded:  func() (hooks.Message, bool) { return hooks.OfEnded(ended) },
+		hooks.SpawnRequested: func() (hooks.Message, bool) { return hooks.OfEvent(spawnEvent(ledger.EvSpawnRequested)) },
+		hooks.SpawnResolved:  func() (hooks.Message, bool) { return hooks.OfEvent(spawnEvent(ledger.EvSpawnResolved)) },
+		hooks.SpawnTimeout:   func() (hooks.Message, bool) { return hooks.OfEvent(spawnEvent(ledger.EvSpawnTimeout)) },
+		hooks.ConfirmationHeld: func() (hooks.Message, bool) {
+			return hooks.OfHeld(confirm.Pending{ID: "conf:01HX05A9K8VP0000000000000A", Tool: "lock", State: confirm.StatePending,
+				RequestedBy: "harness", RequestedAt: at, ExpiresAt: at.Add(time.Hour)})
+		},
+		hooks.Test: func() (hooks.Message, bool) { return hooks.TestMessage("hook:01HX05A9K8VP0000000000000A", at), true },
+	}
+	webhooks, _ := doc["webhooks"].(map[string]any)
+	for _, event := range append(slices.Clone(hooks.EventTypes), hooks.Test) {
+		item, _ := webhooks[string(event)].(map[string]any)
+		op, ok := item["post"].(map[string]any)
+		if !ok {
+			t.Errorf("the webhook event %s is not in the document's webhooks", event)
+			continue
+		}
+		var headers []string
+		for _, p := range op["parameters"].([]any) {
+			headers = append(headers, p.(map[string]any)["name"].(string))
+		}
+		if !slices.Equal(headers, []string{"webhook-id", "webhook-timestamp", "webhook-signature"}) {
+			t.Errorf("%s declares the headers %v", event, headers)
+		}
+		message, ok := messages[event]
+		if !ok {
+			t.Errorf("no sample message of %s in this test", event)
+			continue
+		}
+		m, ok := message()
+		if !ok {
+			t.Fatalf("internal/hooks announced no %s", event)
+		}
+		body, err := hooks.Body(hooks.FormatJSON, m, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema, err := c.Compile("openapi.json#/webhooks/" + string(event) + "/post/requestBody/content/application~1json/schema")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+		if err := schema.Validate(got); err != nil {
+			t.Errorf("the %s body does not match the document: %v\n%s", event, err, body)
+		}
+		other, _ := jsonschema.UnmarshalJSON(bytes.NewReader(bytes.Replace(body, []byte(`"type":"`+string(event)+`"`), []byte(`"type":"approval.cancelled"`), 1)))
+		if schema.Validate(other) == nil {
+			t.Errorf("the %s body schema accepts another event's type", event)
+		}
+	}
+	if len(webhooks) != len(hooks.EventTypes)+1 {
+		t.Errorf("the document has %d webhooks for %d events and hook.test", len(webhooks), len(hooks.EventTypes))
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/ledger"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -289,12 +290,23 @@ func MetaSchema() map[string]any {
 		"properties": map[string]any{"duration_ms": map[string]any{"type": "integer", "minimum": 0}, "request_id": strSchema, "mode": strSchema}}
 }
 
-// ErrorDataSchema is a failure's data: its remediation is never empty.
+// ErrorCodeSchema is data.code: one of the codes of internal/present's
+// table, which holds every code the source declares.
+func ErrorCodeSchema() map[string]any {
+	codes := make([]any, 0, len(present.Codes()))
+	for _, c := range present.Codes() {
+		codes = append(codes, string(c))
+	}
+	return map[string]any{"type": "string", "enum": codes}
+}
+
+// ErrorDataSchema is a failure's data: its code is one of the table's and
+// its remediation is never empty.
 func ErrorDataSchema(step any) map[string]any {
 	return map[string]any{"type": "object", "additionalProperties": false,
 		"required": []any{"code", "message", "unmet_clauses", "remediation"},
 		"properties": map[string]any{
-			"code": map[string]any{"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$"}, "message": strSchema, "entity_id": strSchema,
+			"code": ErrorCodeSchema(), "message": strSchema, "entity_id": strSchema,
 			"unmet_clauses": map[string]any{"type": "array", "items": strSchema},
 			"remediation":   map[string]any{"type": "array", "minItems": 1, "items": step},
 		}}
