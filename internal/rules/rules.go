@@ -74,7 +74,9 @@ func Load(rs []Rule) (Set, error) {
 		}
 		bad := func(msg string) (Set, error) { return Set{}, &Problem{Rule: name, Message: msg} }
 		switch {
-		case r.Name == "" || len(r.Name) > 64 || strings.IndexFunc(r.Name, func(c rune) bool { return !(c == '-' || c == '_' || c == '.' || unicode.IsLetter(c) || unicode.IsDigit(c)) }) >= 0:
+		case r.Name == "" || len(r.Name) > 64 || strings.IndexFunc(r.Name, func(c rune) bool {
+			return !(c == '-' || c == '_' || c == '.' || unicode.IsLetter(c) || unicode.IsDigit(c))
+		}) >= 0:
 			return bad("a rule needs a name of 1 to 64 letters, digits, '-', '_' or '.'")
 		case seen[r.Name]:
 			return bad("two rules have this name")
