@@ -13,6 +13,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/personal"
+	"github.com/dont-cli/dont/internal/rules"
 	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
@@ -40,6 +41,9 @@ type Config struct {
 	Hooks           Hooks  `toml:"hooks,omitempty"`
 	// Agents are `dont spawns run`'s agent profiles ([agents.<name>]).
 	Agents map[string]Agent `toml:"agents,omitempty"`
+	// Rules are the person's approval rules ([[rules]]): answered before a
+	// person is asked (internal/rules, docs/harnesses.md).
+	Rules []rules.Rule `toml:"rules,omitempty"`
 }
 
 // Hooks configures webhook delivery (docs/hooks.md).

@@ -57,6 +57,9 @@ const (
 	KeyLLMBaseURL      = "llm.base_url"
 	KeyAllowPrivate    = "hooks.allow_private"
 	KeyPublicURL       = "hooks.public_url"
+	// KeyRules is the person's approval rules ([[rules]]): each one
+	// answers questions without a person.
+	KeyRules = "rules"
 )
 
 // BuiltinProfiles are the names of the built-in agent profiles of
