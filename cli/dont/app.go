@@ -231,6 +231,7 @@ func (a *app) commands(only string) *cobra.Command {
 	a.conventions(root)
 	root.AddCommand(a.initCommand(), a.passphraseCommand(), a.serveCommand())
 	root.AddCommand(a.mcpCommand())
+	root.AddCommand(a.hookCommand(), a.harnessCommand())
 	a.addConfirmCommands(root)
 	root.AddCommand(a.doctorCommand(), a.versionCommand(), a.configCommand())
 	a.addBuildCommands(root)
