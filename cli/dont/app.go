@@ -566,6 +566,13 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 		store.Close()
 		return nil, nil, err
 	}
+	if t.Name == "escalate" {
+		// The person's rules answer before a person is asked.
+		if svc.Approvals.Rules, err = a.approvalRules(); err != nil {
+			store.Close()
+			return nil, nil, err
+		}
+	}
 	if strings.HasPrefix(t.Name, "sessions.") {
 		// The person's ceiling (docs/security.md, "Who sets an agent's power").
 		if svc.Approvals.SessionCeiling, err = a.ceiling(p, ""); err != nil {

@@ -78,14 +78,23 @@ func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service
 		}
 		*v.dst = d
 	}
-	if strict && len(file.Rules) > 0 {
-		set, err := loadRules(file.Rules)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.Rules = set
-	}
 	return cfg, nil
+}
+
+// approvalRules are the person's approval rules of the project, for the
+// calls that ask (escalate, dont serve): only they fail on a rule that
+// does not load, so that a broken rule never keeps a person from
+// answering, listing or auditing.
+func (a *app) approvalRules() (rules.Set, error) {
+	p, err := a.configProject()
+	if err != nil {
+		return rules.Set{}, nil
+	}
+	file, err := a.projectSettings(p)
+	if err != nil || len(file.Rules) == 0 {
+		return rules.Set{}, err
+	}
+	return loadRules(file.Rules)
 }
 
 // loadRules checks the person's approval rules ([[rules]], from their

@@ -19,8 +19,10 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/harnesshook"
+	"github.com/dont-cli/dont/internal/tools"
 	"github.com/spf13/cobra"
 )
 
@@ -54,6 +56,13 @@ rule (docs/security.md).`,
 		},
 	})
 	return group
+}
+
+// harnessInstalled is what dont harness install did.
+type harnessInstalled struct {
+	Harness harnesshook.Harness `json:"harness"`
+	Changed bool                `json:"changed"`
+	Files   []harnessChange     `json:"files"`
 }
 
 // harnessChange is one file the installer wrote or left as it was.
@@ -109,8 +118,7 @@ func (a *app) harnessInstall(h harnesshook.Harness) error {
 		changed = changed || c.Changed
 	}
 	if a.machine() {
-		b, _ := json.Marshal(map[string]any{"harness": h, "changed": changed, "files": changes})
-		fmt.Fprintf(a.stdout, "%s\n", b)
+		a.emit(tools.Output{Kind: envelope.KindHarnessInstall, Data: harnessInstalled{Harness: h, Changed: changed, Files: changes}})
 		return nil
 	}
 	for _, c := range changes {
