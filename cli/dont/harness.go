@@ -42,7 +42,7 @@ runs dont hook (and dont is an MCP server), merged into the files there
 without losing their other keys:
 
   claude-code  .claude/settings.json  hooks.PermissionRequest → dont hook claude-code
-               .mcp.json              mcpServers.dont → dont mcp
+               .mcp.json              mcpServers.dont → dont mcp --permission-prompt
   codex        .codex/hooks.json      hooks.PermissionRequest → dont hook codex
                .codex/config.toml     [mcp_servers.dont] → dont mcp (appended)
 
@@ -241,7 +241,7 @@ func mergeJSONHook(path, command string, secs int) (harnessChange, error) {
 
 // mergeJSONMCP adds mcpServers.dont (dont mcp) unless one is there.
 func mergeJSONMCP(path string) (harnessChange, error) {
-	ch := harnessChange{Path: path, What: "mcpServers.dont runs dont mcp"}
+	ch := harnessChange{Path: path, What: "mcpServers.dont runs dont mcp --permission-prompt"}
 	m, _, err := readJSONObject(path)
 	if err != nil {
 		return ch, err
@@ -256,7 +256,7 @@ func mergeJSONMCP(path string) (harnessChange, error) {
 	if _, there := servers["dont"]; there {
 		return ch, nil
 	}
-	servers["dont"] = map[string]any{"command": "dont", "args": []any{"mcp"}}
+	servers["dont"] = map[string]any{"command": "dont", "args": []any{"mcp", "--permission-prompt"}}
 	m["mcpServers"] = servers
 	ch.Changed = true
 	return ch, writeJSONObject(path, m)

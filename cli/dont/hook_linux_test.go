@@ -7,6 +7,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -377,5 +379,71 @@ func TestHarnessInstallMergesAndASecondRunChangesNothing(t *testing.T) {
 	hj, _ := os.ReadFile(filepath.Join(p.dir, ".codex", "hooks.json"))
 	if !strings.Contains(string(hj), "dont hook codex") {
 		t.Fatalf("hooks.json: %s", hj)
+	}
+}
+
+// promptTool calls permission_prompt on `dont mcp --permission-prompt`
+// and returns its text.
+func promptTool(t *testing.T, cs *sdk.ClientSession, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "permission_prompt", Arguments: args})
+	if err != nil || len(res.Content) != 1 {
+		t.Fatalf("permission_prompt: %v %v", res, err)
+	}
+	return res.Content[0].(*sdk.TextContent).Text
+}
+
+// Claude Code's headless mode asks through the MCP permission-prompt
+// tool: the question reaches the queue, a person answers, and the tool
+// returns Claude Code's allow/deny text.
+func TestThePermissionPromptToolAsksAPersonAndAnswersInClaudeCodesShape(t *testing.T) {
+	t.Parallel()
+	p := newApprovalProject(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "claude-code-test", Version: "v0"}, nil).
+		Connect(ctx, &sdk.CommandTransport{Command: p.cmd("mcp", "--permission-prompt")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	input := map[string]any{"command": "git push origin main", "description": "publish"}
+	// Nobody watching: a deny that says so.
+	if got := promptTool(t, cs, map[string]any{"tool_name": "Bash", "input": input, "tool_use_id": "toolu_01"}); !strings.HasPrefix(got, `{"behavior":"deny","message":"dont: nobody is watching`) {
+		t.Fatalf("nobody watching: %s", got)
+	}
+	p.watchInbox()
+	done := make(chan string, 1)
+	go func() { done <- promptTool(t, cs, map[string]any{"tool_name": "Bash", "input": input, "tool_use_id": "toolu_02"}) }()
+	q := p.pendingQuestion()
+	if q["preview"] != "git push origin main" || q["call_id"] != "toolu_02" {
+		t.Fatalf("asked %v", q)
+	}
+	p.okAnswered("approvals", "approve", q["approval_id"].(string))
+	got := <-done
+	if got != `{"behavior":"allow","updatedInput":{"command":"git push origin main","description":"publish"}}` {
+		t.Fatalf("allow: %s", got)
+	}
+	validPrompt(t, []byte(got))
+}
+
+func validPrompt(t *testing.T, out []byte) {
+	t.Helper()
+	path := filepath.Join(hookFixtures, "claude-code/permission-prompt.output.schema.json")
+	f, _ := os.Open(path)
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AddResource(path, doc)
+	s, err := c.Compile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := jsonschema.UnmarshalJSON(bytes.NewReader(out))
+	if err := s.Validate(v); err != nil {
+		t.Fatalf("%s: %v", out, err)
 	}
 }
