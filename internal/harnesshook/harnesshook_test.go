@@ -174,3 +174,15 @@ func TestThePermissionPromptToolResultMatchesClaudeCodesShape(t *testing.T) {
 		t.Errorf("got %s", deny)
 	}
 }
+
+func TestAPreToolUsePayloadGetsAPermissionDecision(t *testing.T) {
+	raw := []byte(`{"session_id":"s1","transcript_path":"/t","cwd":"/w","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"make"},"tool_use_id":"toolu_9"}`)
+	r, err := Parse(ClaudeCode, raw)
+	if err != nil || r.CallID != "toolu_9" {
+		t.Fatalf("got %+v %v", r, err)
+	}
+	got := string(Decision(EventOf(raw), Outcome{Ending: TimedOut}))
+	if !strings.HasPrefix(got, `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"dont: nobody answered`) {
+		t.Fatalf("got %s", got)
+	}
+}
