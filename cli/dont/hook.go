@@ -49,8 +49,8 @@ unreachable, a bad payload, an unknown tool, the deadline, nobody
 watching — is a deny with a message saying what happened. It always
 exits 0: the decision is the JSON. dont harness install writes the
 configuration that runs it (docs/harnesses.md).`,
-		Example: `  echo '{"hook_event_name":"PermissionRequest",…}' | dont hook claude-code
-  dont harness install claude-code   # writes .claude/settings.json's hook`,
+		Example: `  dont hook claude-code < payload.json   # as Claude Code runs it, from .claude/settings.json
+  dont hook codex < payload.json         # as Codex runs it, from .codex/hooks.json`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			h := harnesshook.Harness("")
