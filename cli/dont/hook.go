@@ -31,10 +31,32 @@ import (
 // maxHookPayload bounds what the hook reads of stdin.
 const maxHookPayload = 1 << 20
 
-// hookSessionTier is the default tier of the dont session the hook opens
-// for a harness session: read-only, so that every write, command and
-// network request is a question (or a rule's answer).
-const hookSessionTier = approvals.ReadOnly
+// defaultHookTier is the default tier of the dont session the hook opens
+// for a harness session when the person set none (harness_tier):
+// read-only, so that every write, command and network request is a
+// question (or a rule's answer).
+const defaultHookTier = approvals.ReadOnly
+
+// hookTier is the person's harness_tier (their config, or a workspace
+// config they trusted), else read-only.
+func (a *app) hookTier() (approvals.Tier, error) {
+	p, err := a.locateProject()
+	if err != nil {
+		return defaultHookTier, nil
+	}
+	cfg, err := a.projectSettings(p)
+	if err != nil {
+		return defaultHookTier, err
+	}
+	if cfg.HarnessTier == "" {
+		return defaultHookTier, nil
+	}
+	if t := approvals.Tier(cfg.HarnessTier); t.Valid() {
+		return t, nil
+	}
+	return defaultHookTier, errs.E(errs.ConfigInvalid, "harness_tier must be a tier ("+approvals.TierNames(approvals.Tiers)+"), got "+fmt.Sprintf("%q", cfg.HarnessTier)).
+		Unmet("harness_tier is a tier")
+}
 
 func (a *app) hookCommand() *cobra.Command {
 	return &cobra.Command{
@@ -105,10 +127,14 @@ func problemOutcome(err error) harnesshook.Outcome {
 
 // askHarness asks req as a dont question and returns how it ended.
 func (a *app) askHarness(ctx context.Context, req harnesshook.Request) harnesshook.Outcome {
-	if req.Tier == string(hookSessionTier) {
+	tier, err := a.hookTier()
+	if err != nil {
+		return a.refusalOutcome(ctx, err)
+	}
+	if t := approvals.Tier(req.Tier); t.Valid() && approvals.Rank(t) <= approvals.Rank(tier) {
 		return harnesshook.Outcome{Ending: harnesshook.Covered}
 	}
-	ses, out := a.hookSession(ctx, req)
+	ses, out := a.hookSession(ctx, req, tier)
 	if out != nil {
 		return *out
 	}
@@ -121,7 +147,6 @@ func (a *app) askHarness(ctx context.Context, req harnesshook.Request) harnessho
 		AnsweredBy string `json:"answered_by"`
 	}
 	args := map[string]any{"session": ses, "call": call, "to": req.Tier, "reason": req.Reason, "preview": req.Preview}
-	var err error
 	if a.remote() == "" {
 		err = a.hookCall(ctx, "escalate", args, &granted)
 	} else {
@@ -160,9 +185,9 @@ func (a *app) remoteEscalate(ctx context.Context, args map[string]any, out any) 
 }
 
 // hookSession is the dont session of the harness session: the oldest one
-// of its name at the hook's tier, else a new one. A session of that name
-// at another tier (an agent may open one) is not used.
-func (a *app) hookSession(ctx context.Context, req harnesshook.Request) (string, *harnesshook.Outcome) {
+// of its name at the person's harness tier, else a new one. A session of
+// that name at another tier (an agent may open one) is not used.
+func (a *app) hookSession(ctx context.Context, req harnesshook.Request, tier approvals.Tier) (string, *harnesshook.Outcome) {
 	var list struct {
 		Sessions []approvals.Session `json:"sessions"`
 	}
@@ -171,12 +196,12 @@ func (a *app) hookSession(ctx context.Context, req harnesshook.Request) (string,
 		return "", &o
 	}
 	for _, s := range list.Sessions {
-		if s.Name == req.SessionName && s.Tier == hookSessionTier {
+		if s.Name == req.SessionName && s.Tier == tier {
 			return s.ID, nil
 		}
 	}
 	var opened approvals.Session
-	if err := a.hookCall(ctx, "sessions.open", map[string]any{"tier": string(hookSessionTier), "name": req.SessionName}, &opened); err != nil {
+	if err := a.hookCall(ctx, "sessions.open", map[string]any{"tier": string(tier), "name": req.SessionName}, &opened); err != nil {
 		o := a.refusalOutcome(ctx, err)
 		return "", &o
 	}

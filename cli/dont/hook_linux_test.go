@@ -414,7 +414,9 @@ func TestThePermissionPromptToolAsksAPersonAndAnswersInClaudeCodesShape(t *testi
 	}
 	p.watchInbox()
 	done := make(chan string, 1)
-	go func() { done <- promptTool(t, cs, map[string]any{"tool_name": "Bash", "input": input, "tool_use_id": "toolu_02"}) }()
+	go func() {
+		done <- promptTool(t, cs, map[string]any{"tool_name": "Bash", "input": input, "tool_use_id": "toolu_02"})
+	}()
 	q := p.pendingQuestion()
 	if q["preview"] != "git push origin main" || q["call_id"] != "toolu_02" {
 		t.Fatalf("asked %v", q)
@@ -445,5 +447,28 @@ func validPrompt(t *testing.T, out []byte) {
 	v, _ := jsonschema.UnmarshalJSON(bytes.NewReader(out))
 	if err := s.Validate(v); err != nil {
 		t.Fatalf("%s: %v", out, err)
+	}
+}
+
+// The person's harness_tier is the hook sessions' default: an edit inside
+// the workspace runs without a question at workspace-write; one an agent
+// writes into the untrusted workspace config changes nothing.
+func TestThePersonsHarnessTierCoversEditsAndTheWorkspacesDoesNot(t *testing.T) {
+	t.Parallel()
+	p := newApprovalProject(t)
+	cfg := filepath.Join(p.dir, ".dont", "config.toml")
+	old, _ := os.ReadFile(cfg)
+	if err := os.WriteFile(cfg, append([]byte("harness_tier = \"danger-full-access\"\n"), old...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if msg := hookDeny(t, "claude-code", p.hook(nil, "claude-code", hookPayload(t, "claude-code", "edit"))); !strings.Contains(msg, "nobody is watching") {
+		t.Fatalf("the workspace's harness_tier counted: %q", msg)
+	}
+	writePersonConfig(t, p, "harness_tier = \"workspace-write\"\n")
+	if got := p.hook(nil, "claude-code", hookPayload(t, "claude-code", "edit")); string(got) != hookAllow {
+		t.Fatalf("an edit at the person's workspace-write: %s", got)
+	}
+	if msg := hookDeny(t, "claude-code", p.hook(nil, "claude-code", hookPayload(t, "claude-code", "shell"))); !strings.Contains(msg, "nobody is watching") {
+		t.Fatalf("a command above the harness tier: %q", msg)
 	}
 }

@@ -31,6 +31,9 @@ type Config struct {
 	SpawnMaxLease string `toml:"spawn_max_lease,omitempty"`
 	// SessionCeiling is the widest tier a session may be granted.
 	SessionCeiling string `toml:"session_ceiling,omitempty"`
+	// HarnessTier is the default tier of the session `dont hook` opens per
+	// harness session: what it allows without a question.
+	HarnessTier string `toml:"harness_tier,omitempty"`
 	// ApprovalTimeout is an escalation question's deadline, and
 	// SubscriberLease how recently a reader must have read a session's
 	// frames for it to be answerable (DONT_APPROVAL_TIMEOUT,

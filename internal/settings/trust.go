@@ -60,6 +60,9 @@ const (
 	// KeyRules is the person's approval rules ([[rules]]): each one
 	// answers questions without a person.
 	KeyRules = "rules"
+	// KeyHarnessTier is the default tier of the sessions `dont hook` opens:
+	// every call at or below it runs without a question.
+	KeyHarnessTier = "harness_tier"
 )
 
 // BuiltinProfiles are the names of the built-in agent profiles of
