@@ -472,3 +472,46 @@ func TestThePersonsHarnessTierCoversEditsAndTheWorkspacesDoesNot(t *testing.T) {
 		t.Fatalf("a command above the harness tier: %q", msg)
 	}
 }
+
+// The person's rules answer on every transport: through `dont serve`
+// (the hook with DONT_ENDPOINT and a harness token) and over MCP (the
+// permission-prompt tool).
+func TestThePersonsRulesAnswerThroughDontServeAndOverMCP(t *testing.T) {
+	t.Parallel()
+	p := newApprovalProject(t)
+	writePersonConfig(t, p, `
+[[rules]]
+name = "push-main"
+decision = "allow"
+prefix = ["git", "push", "origin", "main"]
+match = ["git push origin main"]
+
+[[rules]]
+name = "no-curl"
+decision = "forbid"
+pattern = 'curl .*'
+match = ["curl https://api.example.com/"]
+`)
+	harness := p.mintToken("harness", "claude")
+	srv := p.serve(t)
+	remote := []string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + harness}
+	if got := p.hook(remote, "codex", hookPayload(t, "codex", "shell")); string(got) != hookAllow {
+		t.Fatalf("allow rule through dont serve: %s", got)
+	}
+	if msg := hookDeny(t, "codex", p.hook(remote, "codex", hookPayload(t, "codex", "network"))); !strings.HasPrefix(msg, "dont: forbidden by the person's rule no-curl") {
+		t.Fatalf("forbid rule through dont serve: %q", msg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "claude-code-test", Version: "v0"}, nil).
+		Connect(ctx, &sdk.CommandTransport{Command: p.cmd("mcp", "--permission-prompt")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	got := promptTool(t, cs, map[string]any{"tool_name": "Bash", "input": map[string]any{"command": "curl https://api.example.com/x"}})
+	validPrompt(t, []byte(got))
+	if !strings.HasPrefix(got, `{"behavior":"deny","message":"dont: forbidden by the person's rule no-curl`) {
+		t.Fatalf("forbid rule over MCP: %s", got)
+	}
+}
