@@ -231,6 +231,7 @@ func (a *app) commands(only string) *cobra.Command {
 	a.conventions(root)
 	root.AddCommand(a.initCommand(), a.passphraseCommand(), a.serveCommand())
 	root.AddCommand(a.mcpCommand())
+	root.AddCommand(a.hookCommand(), a.harnessCommand())
 	a.addConfirmCommands(root)
 	root.AddCommand(a.doctorCommand(), a.backupCommand(), a.restoreCommand(), a.versionCommand(), a.configCommand())
 	a.addBuildCommands(root)
@@ -564,6 +565,13 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	if svc.Approvals, err = a.approvalsConfig(store, usesApprovals(t)); err != nil {
 		store.Close()
 		return nil, nil, err
+	}
+	if t.Name == "escalate" {
+		// The person's rules answer before a person is asked.
+		if svc.Approvals.Rules, err = a.approvalRules(); err != nil {
+			store.Close()
+			return nil, nil, err
+		}
 	}
 	if strings.HasPrefix(t.Name, "sessions.") {
 		// The person's ceiling (docs/security.md, "Who sets an agent's power").

@@ -10,10 +10,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/project"
+	"github.com/dont-cli/dont/internal/rules"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/tools"
@@ -76,6 +79,37 @@ func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service
 		*v.dst = d
 	}
 	return cfg, nil
+}
+
+// approvalRules are the person's approval rules of the project, for the
+// calls that ask (escalate, dont serve): only they fail on a rule that
+// does not load, so that a broken rule never keeps a person from
+// answering, listing or auditing.
+func (a *app) approvalRules() (rules.Set, error) {
+	p, err := a.configProject()
+	if err != nil {
+		return rules.Set{}, nil
+	}
+	file, err := a.projectSettings(p)
+	if err != nil || len(file.Rules) == 0 {
+		return rules.Set{}, err
+	}
+	return loadRules(file.Rules)
+}
+
+// loadRules checks the person's approval rules ([[rules]], from their
+// config or a workspace config they trusted: project.Resolve) against
+// their own match and not_match examples. A rule that fails them refuses
+// every command that would use the rules, naming the rule.
+func loadRules(rs []rules.Rule) (rules.Set, error) {
+	set, err := rules.Load(rs)
+	var p *rules.Problem
+	if errors.As(err, &p) {
+		return set, errs.E(errs.ConfigInvalid, "the approval rule "+strconv.Quote(p.Rule)+" does not load: "+p.Message,
+			errs.Step{Command: "dont config show", Description: "see where the rule comes from, then fix or remove it in that file ([[rules]], docs/harnesses.md)"}).
+			Unmet("every rule matches its match examples and none of its not_match examples").With("rule", p.Rule)
+	}
+	return set, err
 }
 
 // usesApprovals reports whether a tool reads the escalation settings.

@@ -290,6 +290,12 @@ func (a *app) configShow() error {
 	add("llm.max_retries", retries, "", false, "3")
 	add(settings.KeyAllowPrivate, strings.Join(c.Hooks.AllowPrivate, ","), settings.EnvHooksAllowPrivate, true, "")
 	add(settings.KeyPublicURL, c.Hooks.PublicURL, settings.EnvPublicURL, true, "")
+	add(settings.KeyHarnessTier, c.HarnessTier, "", true, "read-only")
+	var ruleNames []string
+	for _, r := range c.Rules {
+		ruleNames = append(ruleNames, visible.Line(r.Name))
+	}
+	add(settings.KeyRules, strings.Join(ruleNames, ", "), "", true, "")
 	names := make([]string, 0, len(c.Agents))
 	for n := range c.Agents {
 		names = append(names, n)

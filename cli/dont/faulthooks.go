@@ -58,6 +58,14 @@ func (a *app) beforeDelivery() {
 	time.Sleep(d)
 }
 
+// hookFault is a fault point of `dont hook`: with DONT_FAULT_HOOK_PANIC
+// set, a test build panics there (the hook must still deny).
+func (a *app) hookFault() {
+	if a.getenv("DONT_FAULT_HOOK_PANIC") != "" {
+		panic("fault-injection: DONT_FAULT_HOOK_PANIC")
+	}
+}
+
 // personalDirs are the person's own folders (internal/personal). A test
 // build reads DONT_TEST_PERSON_HOME for the home folder, so that tests do
 // not write into the real one; the binary as shipped never does

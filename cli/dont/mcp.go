@@ -27,6 +27,9 @@ func (a *app) serveMCP(c *cobra.Command) error {
 	srv := mcp.New(envelope.CLIVersion, func(_ context.Context, t *tools.Tool) (*service.Service, func(), error) {
 		return a.embedded(t)
 	})
+	if on, _ := c.Flags().GetBool("permission-prompt"); on {
+		srv.AddPermissionPrompt()
+	}
 	err := srv.Run(c.Context(), a.stdin, a.stdout)
 	if err == nil {
 		return nil

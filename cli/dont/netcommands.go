@@ -36,7 +36,7 @@ cross the network in clear).`,
 // mcpCommand is `dont mcp`: every tool over MCP on stdin/stdout, in
 // harness mode, against the same embedded store the CLI uses.
 func (a *app) mcpCommand() *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve every dont tool over MCP on stdin/stdout (harness mode; results are envelopes).",
 		Args:  a.argCount(0),
@@ -44,6 +44,10 @@ func (a *app) mcpCommand() *cobra.Command {
 			return a.serveMCP(c)
 		},
 	}
+	// Claude Code's --permission-prompt-tool mcp__dont__permission_prompt
+	// (internal/mcp/permission.go, docs/harnesses.md).
+	c.Flags().Bool("permission-prompt", false, "also serve permission_prompt, Claude Code's --permission-prompt-tool for headless runs")
+	return c
 }
 
 // spawnsRunFlags are `dont spawns run`'s flags.

@@ -14,6 +14,9 @@ func (a *app) storeHooks() sqlite.Hooks { return sqlite.Hooks{} }
 // beforeDelivery is a fault point of test builds only (faulthooks.go).
 func (a *app) beforeDelivery() {}
 
+// hookFault is a fault point of test builds only (faulthooks.go).
+func (a *app) hookFault() {}
+
 // personalDirs are the person's own folders (internal/personal), found in
 // the user database: the binary as shipped reads no variable for them.
 func (a *app) personalDirs() (personal.Dirs, error) { return personal.Lookup() }

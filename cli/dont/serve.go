@@ -110,6 +110,9 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
 		return err
 	}
+	if svc.Approvals.Rules, err = a.approvalRules(); err != nil {
+		return err
+	}
 	if svc.Approvals.SessionCeiling, err = a.ceiling(p, o.sessionCeiling); err != nil {
 		return err
 	}

@@ -53,6 +53,10 @@ func TestTheLightBuildHandsOverExactlyTheRunsThatNeedTheNetwork(t *testing.T) {
 		{[]string{"show", "claim:01J", "--endpoint", "http://127.0.0.1:1"}, none, false, true},
 		{[]string{"--endpoint=http://127.0.0.1:1", "list"}, none, false, true},
 		{[]string{"list"}, env("DONT_ENDPOINT", "http://127.0.0.1:1"), false, true},
+		// dont hook asks the embedded store, or the endpoint it is given
+		{[]string{"hook", "claude-code"}, none, false, false},
+		{[]string{"hook", "codex"}, env("DONT_ENDPOINT", "http://127.0.0.1:1"), false, true},
+		{[]string{"harness", "install", "codex"}, none, true, false},
 		// the commands only the whole build has
 		{[]string{"serve"}, none, false, true},
 		{[]string{"serve", "--help"}, none, false, true},

@@ -44,4 +44,6 @@ const (
 	KindHookTest        = "hook_test"
 	KindHookDeliveries  = "hook_deliveries"
 	KindHookDeliver     = "hook_deliver"
+	// KindHarnessInstall is dont harness install's: the files it wrote.
+	KindHarnessInstall = "harness_install"
 )

@@ -149,6 +149,7 @@ func (l Layers) Resolve() Settings {
 	}
 	pick(settings.KeySpawnMaxLease, true, &c.SpawnMaxLease, person.SpawnMaxLease, wsLease)
 	pick(settings.KeySessionCeiling, true, &c.SessionCeiling, person.SessionCeiling, ws.SessionCeiling)
+	pick(settings.KeyHarnessTier, true, &c.HarnessTier, person.HarnessTier, ws.HarnessTier)
 	pick(settings.KeyApprovalTimeout, true, &c.ApprovalTimeout, person.ApprovalTimeout, ws.ApprovalTimeout)
 	pick(settings.KeySubscriberLease, true, &c.SubscriberLease, person.SubscriberLease, ws.SubscriberLease)
 	pick(settings.KeyLLMProvider, true, &c.LLM.Provider, person.LLM.Provider, ws.LLM.Provider)
@@ -171,6 +172,22 @@ func (l Layers) Resolve() Settings {
 		s.Untrusted = append(s.Untrusted, settings.KeyAllowPrivate)
 	default:
 		c.Hooks.AllowPrivate, s.From[settings.KeyAllowPrivate] = ws.Hooks.AllowPrivate, settings.SourceWorkspace
+	}
+	// Rules: the person's first (the first rule that matches decides),
+	// then the workspace's, only if the person trusted its bytes: an agent
+	// that writes the workspace config adds no rule.
+	if len(person.Rules) > 0 {
+		c.Rules, s.From[settings.KeyRules] = append(c.Rules, person.Rules...), settings.SourcePersonConfig
+	}
+	switch {
+	case len(ws.Rules) == 0:
+	case !l.Trusted:
+		s.Untrusted = append(s.Untrusted, settings.KeyRules)
+	default:
+		c.Rules = append(c.Rules, ws.Rules...)
+		if s.From[settings.KeyRules] == "" {
+			s.From[settings.KeyRules] = settings.SourceWorkspace
+		}
 	}
 	// Agent profiles merge by name; the person's win.
 	for _, n := range sortedNames(person.Agents) {
@@ -207,8 +224,8 @@ func LoadSettings(p Project, dirs personal.Dirs, ok bool) (Settings, Layers, err
 // TrustRelevant is the part of a config that only a person decides, as a
 // config file would hold it: what `dont config trust` shows before it asks.
 func (c Config) TrustRelevant() Config {
-	return Config{SpawnMaxLease: c.SpawnMaxLease, SessionCeiling: c.SessionCeiling, ApprovalTimeout: c.ApprovalTimeout, SubscriberLease: c.SubscriberLease,
-		LLM: LLM{Provider: c.LLM.Provider, BaseURL: c.LLM.BaseURL}, Hooks: c.Hooks, Agents: c.Agents}
+	return Config{SpawnMaxLease: c.SpawnMaxLease, SessionCeiling: c.SessionCeiling, HarnessTier: c.HarnessTier, ApprovalTimeout: c.ApprovalTimeout, SubscriberLease: c.SubscriberLease,
+		LLM: LLM{Provider: c.LLM.Provider, BaseURL: c.LLM.BaseURL}, Hooks: c.Hooks, Agents: c.Agents, Rules: c.Rules}
 }
 
 // Trust pins the workspace config's current bytes as the person's: its

@@ -186,3 +186,32 @@ func TestTheConfigDontInitWritesSetsNothingOnlyAPersonDecides(t *testing.T) {
 		t.Fatalf("dont init's config: %+v %v", s, err)
 	}
 }
+
+// Approval rules are the person's: the workspace's count only while the
+// person trusts its bytes, after the person's own (the first match wins).
+func TestWorkspaceRulesCountOnlyWhileTrustedAndAfterThePersons(t *testing.T) {
+	const wsRules = "harness_tier = \"danger-full-access\"\n[[rules]]\nname = \"ws\"\ndecision = \"allow\"\npattern = '.*'\nmatch = [\"ls\"]\n"
+	p, d := workspace(t, wsRules)
+	s, _, err := project.LoadSettings(p, d, true)
+	if err != nil || s.Config.Rules != nil || s.Config.HarnessTier != "" ||
+		!slices.Contains(s.Untrusted, settings.KeyRules) || !slices.Contains(s.Untrusted, settings.KeyHarnessTier) {
+		t.Fatalf("untrusted: %+v %v", s, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(d.ConfigPath()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(d.ConfigPath(), []byte("[[rules]]\nname = \"mine\"\ndecision = \"forbid\"\nprefix = [\"rm\"]\nmatch = [\"rm -rf x\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := project.LoadLayers(p, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := project.Trust(l); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err = project.LoadSettings(p, d, true)
+	if err != nil || len(s.Config.Rules) != 2 || s.Config.Rules[0].Name != "mine" || s.Config.Rules[1].Name != "ws" || s.Config.HarnessTier != "danger-full-access" {
+		t.Fatalf("trusted: %+v %v", s.Config.Rules, err)
+	}
+}

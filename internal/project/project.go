@@ -13,6 +13,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/personal"
+	"github.com/dont-cli/dont/internal/rules"
 	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
@@ -30,6 +31,9 @@ type Config struct {
 	SpawnMaxLease string `toml:"spawn_max_lease,omitempty"`
 	// SessionCeiling is the widest tier a session may be granted.
 	SessionCeiling string `toml:"session_ceiling,omitempty"`
+	// HarnessTier is the default tier of the session `dont hook` opens per
+	// harness session: what it allows without a question.
+	HarnessTier string `toml:"harness_tier,omitempty"`
 	// ApprovalTimeout is an escalation question's deadline, and
 	// SubscriberLease how recently a reader must have read a session's
 	// frames for it to be answerable (DONT_APPROVAL_TIMEOUT,
@@ -40,6 +44,9 @@ type Config struct {
 	Hooks           Hooks  `toml:"hooks,omitempty"`
 	// Agents are `dont spawns run`'s agent profiles ([agents.<name>]).
 	Agents map[string]Agent `toml:"agents,omitempty"`
+	// Rules are the person's approval rules ([[rules]]): answered before a
+	// person is asked (internal/rules, docs/harnesses.md).
+	Rules []rules.Rule `toml:"rules,omitempty"`
 }
 
 // Hooks configures webhook delivery (docs/hooks.md).

@@ -150,6 +150,9 @@ var domain = map[string][]string{
 	"internal/confirm":   nil,
 	"internal/auth":      nil,
 	"internal/visible":   nil,
+	// the person's approval rules, and the harnesses' permission requests
+	"internal/rules":       nil,
+	"internal/harnesshook": nil,
 	// the special-purpose address ranges of a maintained SSRF library (a
 	// table and its lookups: no I/O), for the hook address policy
 	"internal/hooks": {"code.dny.dev/ssrf"},

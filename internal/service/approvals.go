@@ -22,6 +22,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/rules"
 )
 
 // ApprovalStore is the persistence port of tier escalation. Every write is
@@ -98,6 +99,11 @@ type Approvals struct {
 	// an agent cannot write it: dont serve's start-up flag or environment,
 	// the deployment's configuration (docs/security.md).
 	SessionCeiling approvals.Tier
+	// Rules are the person's approval rules (internal/rules), read by the
+	// front end from the person's settings only: a rule that matches a
+	// question answers it before a person is asked, recorded and
+	// announced like a person's answer, by "rule:<name>".
+	Rules rules.Set
 	// Scheduled says a scheduled sweep ends due questions and repairs
 	// missing ending frames (AWS: the sweeper function, every minute,
 	// besides a queue message per deadline), so that every call's
@@ -341,7 +347,11 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		if r := approvals.ValidateHop(ses.ID, call, approvals.Tier(in.To)); r != nil {
 			return res, nil, s.refuseUnasked(ctx, st, ses, in, call, r.Rule, r)
 		}
-		// 2. A question needs someone who can answer it.
+		// 2. The person's rules answer before a person is asked.
+		if v, ok := s.Approvals.Rules.Decide(in.Preview, in.To); ok && v.Decision != rules.Ask {
+			return s.answerByRule(ctx, st, ses, in, call, v)
+		}
+		// 3. A question needs someone who can answer it.
 		last, err := s.lastRead(ctx, st, ses.ID)
 		if err != nil {
 			return res, nil, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseChannelError, err)
@@ -349,7 +359,7 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		if !s.live(last) && !s.hookSubscribed(ctx) {
 			return res, nil, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseNoSubscriber, nil)
 		}
-		// 3. The question, created together with its delivery.
+		// 4. The question, created together with its delivery.
 		now := s.now()
 		a = approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 			To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
@@ -378,6 +388,37 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		return v, nil, nil
 	}
 	return s.waitVerdict(ctx, st, a.ID, true)
+}
+
+// RuleAuthor is how a rule's verdict names who answered: "rule:<name>".
+const RuleAuthor = "rule:"
+
+// answerByRule records the question a rule answers, as asked (its
+// question frame, so that the inbox, webhooks and audit see it like any
+// other), and settles it at once by the rule: approved by an allow rule,
+// refused by a forbid rule, announced with its ending frame. The
+// requester receives the verdict as from a person.
+func (s *core) answerByRule(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, v rules.Verdict) (ApprovalView, []envelope.Warning, error) {
+	now := s.now()
+	a := approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
+		To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
+		State: approvals.Pending, CreatedAt: now, Deadline: now.Add(s.approvalTimeout())}
+	q := approvals.RequestFrame(a)
+	if err := st.CreateApproval(ctx, a, &q); err != nil {
+		return ApprovalView{}, nil, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseChannelError, err)
+	}
+	d := approvals.Decision{Verdict: approvals.Approved, Cause: approvals.CauseAnswer, By: RuleAuthor + v.Rule, Answer: string(v.Decision),
+		Detail: "the person's rule " + v.Rule + " allows it"}
+	if v.Decision == rules.Forbid {
+		d.Verdict, d.Detail = approvals.Refused, "the person's rule "+v.Rule+" forbids it"
+	}
+	ended, _, warns := s.settle(ctx, st, a, d, now)
+	if ended.State != approvals.Resolved {
+		return ApprovalView{}, warns, verdictError(approvals.Approval{SessionID: ses.ID, Verdict: approvals.Refused, Cause: approvals.CauseChannelError,
+			Detail: "the rule's verdict could not be recorded"}).On(a.ID)
+	}
+	v2, err := s.verdictResult(ctx, st, ended)
+	return v2, warns, err
 }
 
 // ApprovalTimeoutScheduler is the optional extension of TimeoutScheduler

@@ -57,6 +57,12 @@ const (
 	KeyLLMBaseURL      = "llm.base_url"
 	KeyAllowPrivate    = "hooks.allow_private"
 	KeyPublicURL       = "hooks.public_url"
+	// KeyRules is the person's approval rules ([[rules]]): each one
+	// answers questions without a person.
+	KeyRules = "rules"
+	// KeyHarnessTier is the default tier of the sessions `dont hook` opens:
+	// every call at or below it runs without a question.
+	KeyHarnessTier = "harness_tier"
 )
 
 // BuiltinProfiles are the names of the built-in agent profiles of

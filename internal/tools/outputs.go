@@ -66,10 +66,11 @@ var dataTypes = sync.OnceValue(func() map[string][]reflect.Type {
 // FrontEndKinds are the kinds no tool returns: a transport or the CLI
 // builds them itself (GET /v1/tools, /v1/health, init, doctor, version,
 // the CLI's NDJSON frame lines, the runner's report, the operator's
-// project settings and secret rotation, dont config). Their data is an object.
+// project settings and secret rotation, dont config, dont harness
+// install). Their data is an object.
 var FrontEndKinds = []string{envelope.KindTools, envelope.KindHealth, envelope.KindInit, envelope.KindPassphrase, envelope.KindDoctor,
 	envelope.KindProjectSettings, envelope.KindVersion, envelope.KindFrame, envelope.KindSecretRotation, envelope.KindSpawnRun, envelope.KindConfig,
-	envelope.KindBackup, envelope.KindRestore}
+	envelope.KindBackup, envelope.KindRestore, envelope.KindHarnessInstall}
 
 // outputKinds is, per tool, the kinds of its successful results. A gated
 // tool that may be held also returns KindConfirmation (added by
