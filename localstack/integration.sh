@@ -188,7 +188,8 @@ start_function_once() {
 }
 
 short="${DONT_IT_SHORT_TIMEOUT:-2s}"
-start_function api "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT=24h
+# DONT_RATE/DONT_BURST: the attack suite floods one token past 300 (apiTokenBurst).
+start_function api "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT=24h DONT_RATE=0.001 DONT_BURST=300
 export DONT_IT_API="$fn_url"
 start_function api-short "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT="$short" DONT_APPROVAL_TIMEOUT="$short"
 export DONT_IT_API_SHORT="$fn_url"
