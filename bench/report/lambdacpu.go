@@ -1,0 +1,192 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// The Lambda CPU section (-only lambdacpu): localstack/integration's
+// TestBenchLambdaCPU runs the real api and sweeper bootstraps under
+// aws-lambda-rie against the DynamoDB and SQS stand-ins and prints the CPU
+// time each spends per operation; this turns it into each memory size's
+// CPU share, duration and cost per operation, chooses the memory size by
+// cost, and writes the capacity table of docs/aws.md from the same numbers.
+
+// cpuOp is one measured operation: CPU and wall milliseconds per op.
+type cpuOp struct {
+	Fn, Op    string
+	N         int
+	CPU, Wall float64
+}
+
+// io is the part of an operation's time the function waits: the wall time
+// measured under the emulator less its CPU time, which a smaller CPU
+// share does not stretch.
+func (o cpuOp) io() float64 { return math.Max(0, o.Wall-o.CPU) }
+
+// Lambda's CPU: one vCPU at 1,769 MB, proportional below (and more
+// vCPUs above, which the sweeper's concurrent records can use; one
+// request of the api cannot).
+const fullVCPU = 1769.0
+
+// Prices (docs/aws-cost.md): arm64 duration per GB-second, requests.
+const (
+	priceGBs     = 0.0000133334
+	priceRequest = 0.20 / 1e6
+)
+
+// The deployment's defaults that bound throughput (infra/stack):
+// concurrent batches of each SQS mapping, the stage throttle.
+const (
+	sweeperQueueBatches = 10
+	sweepQueueBatches   = 5
+	stageRequests       = 1000.0
+)
+
+var memorySizes = []float64{128, 256, 512, 1024, 1769, 3008}
+
+// share is the CPU an operation gets at memory mb: parallel says whether
+// it can use more than one vCPU (the sweeper's concurrent records).
+func share(mb float64, parallel bool) float64 {
+	s := mb / fullVCPU
+	if !parallel {
+		s = math.Min(s, 1)
+	}
+	return s
+}
+
+// duration is an operation's billed time at memory mb, in ms.
+func (o cpuOp) duration(mb float64) float64 { return o.CPU/share(mb, o.Fn == "sweeper") + o.io() }
+
+// cost is an operation's price at memory mb, in dollars: duration, and
+// the invocations it takes (2 for a lifecycle, a tenth of a batch for a
+// sweeper record).
+func (o cpuOp) cost(mb float64) float64 {
+	inv := 0.1
+	if o.Fn == "api" {
+		inv = 2
+	}
+	return mb/1024*o.duration(mb)/1000*priceGBs + inv*priceRequest
+}
+
+// choose is the memory size for o: the largest whose cost per operation is
+// within 5% of the cheapest (the same money buys more capacity).
+func (o cpuOp) choose() float64 {
+	cheapest := math.Inf(1)
+	for _, mb := range memorySizes {
+		cheapest = math.Min(cheapest, o.cost(mb))
+	}
+	best := memorySizes[0]
+	for _, mb := range memorySizes {
+		if o.cost(mb) <= cheapest*1.05 {
+			best = mb
+		}
+	}
+	return best
+}
+
+// lambdaCPURun runs the measurement through localstack/integration.sh.
+func lambdaCPURun(quick bool) []cpuOp {
+	n := "200"
+	if quick {
+		n = "30"
+	}
+	c := exec.Command("bash", "localstack/integration.sh", "-run", "^TestBenchLambdaCPU$")
+	c.Env = append(os.Environ(), "DONT_IT_BENCH_SPAWNS="+n)
+	c.Stderr = os.Stderr
+	out, err := c.Output()
+	check(err)
+	return parseLambdaCPU(string(out))
+}
+
+// parseLambdaCPU reads the "CPU | fn | op | n | cpu | wall |" rows.
+func parseLambdaCPU(out string) []cpuOp {
+	var ops []cpuOp
+	for _, line := range strings.Split(out, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "CPU |")
+		if !ok {
+			continue
+		}
+		f := cells("|" + rest)
+		if len(f) != 5 {
+			continue
+		}
+		n, _ := strconv.Atoi(f[2])
+		ops = append(ops, cpuOp{Fn: f[0], Op: f[1], N: n, CPU: num(f[3]), Wall: num(f[4])})
+	}
+	return ops
+}
+
+func findOp(ops []cpuOp, fn, prefix string) (cpuOp, bool) {
+	for _, o := range ops {
+		if o.Fn == fn && strings.HasPrefix(o.Op, prefix) {
+			return o, true
+		}
+	}
+	return cpuOp{}, false
+}
+
+// lambdaCPUSection is report.md's section: the measurements, then per
+// memory size each operation's CPU share, duration and cost.
+func lambdaCPUSection(r run, ops []cpuOp) string {
+	var b strings.Builder
+	b.WriteString("## Lambda CPU per operation under aws-lambda-rie (" + stamp(r) + ")\n\n")
+	b.WriteString("`go run ./bench/report -only lambdacpu`: `TestBenchLambdaCPU` (localstack/integration) runs the api and sweeper bootstraps under the emulator against the DynamoDB and SQS stand-ins and reads each bootstrap's CPU time (`/proc/<pid>/task/*/schedstat`, every thread) around each operation. Wall time includes the stand-ins' latency, not DynamoDB's.\n\n")
+	b.WriteString("| function | operation | count | CPU ms/op | wall ms/op |\n|---|---|---:|---:|---:|\n")
+	for _, o := range ops {
+		fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %.2f |\n", o.Fn, o.Op, o.N, o.CPU, o.Wall)
+	}
+	b.WriteString("\nAt each memory size Lambda gives CPU in proportion (1 vCPU at 1,769 MB): an operation takes its CPU time divided by that share (the sweeper's ten concurrent records may use more than one vCPU above 1,769 MB; one api request cannot) plus its measured wait; cost is that duration at $0.0000133334 per GB-second (arm64) plus $0.20 per million invocations (2 per lifecycle, a tenth per sweeper record). Per million operations:\n\n")
+	b.WriteString("| memory | CPU share |")
+	for _, o := range ops {
+		fmt.Fprintf(&b, " %s: %s |", o.Fn, o.Op)
+	}
+	b.WriteString("\n|---:|---:|" + strings.Repeat("---:|", len(ops)) + "\n")
+	for _, mb := range memorySizes {
+		fmt.Fprintf(&b, "| %.0f MB | %.2f vCPU |", mb, share(mb, true))
+		for _, o := range ops {
+			fmt.Fprintf(&b, " %.1f ms, $%.2f |", o.duration(mb), o.cost(mb)*1e6)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\nChosen by cost per operation (the largest size within 5% of the cheapest):")
+	for _, o := range ops {
+		fmt.Fprintf(&b, " %s %s: %.0f MB;", o.Fn, o.Op, o.choose())
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// capacitySection is docs/aws.md's capacity table: each limit at the
+// memory size the functions run with (memMB), with the load where it breaks.
+func capacitySection(r run, ops []cpuOp, memMB float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured by `go run ./bench/report -only lambdacpu` (%s; bench/results/report.md, \"Lambda CPU per operation\"), at %.0f MB (%.2f vCPU):\n\n", stamp(r), memMB, share(memMB, false))
+	b.WriteString("| limit | default | CPU per operation (measured) | breaks at | change |\n| --- | --- | --- | ---: | --- |\n")
+	if o, ok := findOp(ops, "api", "lifecycle"); ok {
+		perInstance := 1000 / o.duration(memMB)
+		fmt.Fprintf(&b, "| HTTP API stage throttle | 1,000 requests/s, burst 2,000 | — | %.0f lifecycles/s (2 requests each) | `dont:throttleRate`, `dont:throttleBurst` |\n", stageRequests/2)
+		fmt.Fprintf(&b, "| api instance | one request at a time | %.2f ms a lifecycle; %.1f ms at this share, %.1f ms waiting | %.1f lifecycles/s per concurrent instance: %.0f/s at 100 instances, %.0f/s at 1,000 | account concurrency |\n",
+			o.CPU, o.CPU/share(memMB, false), o.io(), perInstance, 100*perInstance, 1000*perInstance)
+	}
+	if o, ok := findOp(ops, "sweeper", "timeout"); ok {
+		fmt.Fprintf(&b, "| timeouts through the timeout queue | %d batches of 10 at once | %.2f ms a timeout | %.0f timeouts/s | `SweeperQueueConcurrency` |\n",
+			sweeperQueueBatches, o.CPU, sweeperQueueBatches*1000/o.duration(memMB))
+	}
+	for _, p := range []string{"project sweep (first", "project sweep (kept"} {
+		if o, ok := findOp(ops, "sweeper", p); ok {
+			fmt.Fprintf(&b, "| projects per scheduled-sweep minute, %s) | %d batches of 10 projects at once | %.2f ms a project | %.0f projects/minute | `SweepQueueConcurrency` |\n",
+				strings.TrimPrefix(o.Op, "project sweep ("), sweepQueueBatches, o.CPU, sweepQueueBatches*60000/o.duration(memMB))
+		}
+	}
+	b.WriteString("\nA limit past its load does not fail: the stage answers 429, the queues' messages wait (a timeout late, a sweep once a round is consumed: one pending sweep per project), and `SweepQueueAgeAlarm` says so.\n")
+	return b.String()
+}
+
+// functionMemoryMB is the memory size the stack gives the api and sweeper
+// functions (infra/stack): the capacity table is computed at it.
+const functionMemoryMB = 256
