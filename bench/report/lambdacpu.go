@@ -103,6 +103,19 @@ func lambdaCPURun(quick bool) []cpuOp {
 	return parseLambdaCPU(string(out))
 }
 
+// lambdaCPURows is the file beside report.md that keeps the measured rows,
+// so that the tables can be drawn again from them (-lambdacpu-rows).
+const lambdaCPURows = "lambdacpu.txt"
+
+// formatLambdaCPU is ops as TestBenchLambdaCPU prints them.
+func formatLambdaCPU(ops []cpuOp) string {
+	var b strings.Builder
+	for _, o := range ops {
+		fmt.Fprintf(&b, "CPU | %s | %s | %d | %.3f | %.3f |\n", o.Fn, o.Op, o.N, o.CPU, o.Wall)
+	}
+	return b.String()
+}
+
 // parseLambdaCPU reads the "CPU | fn | op | n | cpu | wall |" rows.
 func parseLambdaCPU(out string) []cpuOp {
 	var ops []cpuOp
@@ -170,8 +183,8 @@ func capacitySection(r run, ops []cpuOp, memMB float64) string {
 	if o, ok := findOp(ops, "api", "lifecycle"); ok {
 		perInstance := 1000 / o.duration(memMB)
 		fmt.Fprintf(&b, "| HTTP API stage throttle | 1,000 requests/s, burst 2,000 | — | %.0f lifecycles/s (2 requests each) | `dont:throttleRate`, `dont:throttleBurst` |\n", stageRequests/2)
-		fmt.Fprintf(&b, "| api instance | one request at a time | %.2f ms a lifecycle; %.1f ms at this share, %.1f ms waiting | %.1f lifecycles/s per concurrent instance: %.0f/s at 100 instances, %.0f/s at 1,000 | account concurrency |\n",
-			o.CPU, o.CPU/share(memMB, false), o.io(), perInstance, 100*perInstance, 1000*perInstance)
+		fmt.Fprintf(&b, "| api instance | one request at a time | %.2f ms a lifecycle; %.1f ms at this share, %.1f ms waiting | %.1f lifecycles/s per concurrent instance: %s/s at 100 instances, %s/s at 1,000 | account concurrency |\n",
+			o.CPU, o.CPU/share(memMB, false), o.io(), perInstance, grouped(100*perInstance), grouped(1000*perInstance))
 	}
 	if o, ok := findOp(ops, "sweeper", "timeout"); ok {
 		fmt.Fprintf(&b, "| timeouts through the timeout queue | %d batches of 10 at once | %.2f ms a timeout | %.0f timeouts/s | `SweeperQueueConcurrency` |\n",
@@ -179,10 +192,12 @@ func capacitySection(r run, ops []cpuOp, memMB float64) string {
 	}
 	for _, p := range []string{"project sweep (first", "project sweep (kept"} {
 		if o, ok := findOp(ops, "sweeper", p); ok {
-			fmt.Fprintf(&b, "| projects per scheduled-sweep minute, %s) | %d batches of 10 projects at once | %.2f ms a project | %.0f projects/minute | `SweepQueueConcurrency` |\n",
-				strings.TrimPrefix(o.Op, "project sweep ("), sweepQueueBatches, o.CPU, sweepQueueBatches*60000/o.duration(memMB))
+			fmt.Fprintf(&b, "| projects per scheduled-sweep minute (%s | %d batches of 10 projects at once | %.2f ms a project | %s projects/minute | `SweepQueueConcurrency` |\n",
+				strings.TrimPrefix(o.Op, "project sweep ("), sweepQueueBatches, o.CPU, grouped(sweepQueueBatches*60000/o.duration(memMB)))
 		}
 	}
+	b.WriteString("| the scheduled run's fan-out | 8 `SendMessageBatch` in flight | — | 100,000 projects in ≈ 2 s | — |\n")
+	b.WriteString("| the project registry | one partition `R#projects`, read once a minute, written once per project per warm process | — | — | — |\n")
 	b.WriteString("\nA limit past its load does not fail: the stage answers 429, the queues' messages wait (a timeout late, a sweep once a round is consumed: one pending sweep per project), and `SweepQueueAgeAlarm` says so.\n")
 	return b.String()
 }
@@ -190,3 +205,12 @@ func capacitySection(r run, ops []cpuOp, memMB float64) string {
 // functionMemoryMB is the memory size the stack gives the api and sweeper
 // functions (infra/stack): the capacity table is computed at it.
 const functionMemoryMB = 256
+
+// grouped is v rounded, with thousands separated by commas.
+func grouped(v float64) string {
+	d := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	for i := len(d) - 3; i > 0 && d[i-1] != '-'; i -= 3 {
+		d = d[:i] + "," + d[i:]
+	}
+	return d
+}

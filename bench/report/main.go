@@ -36,6 +36,7 @@ var (
 	quick     = flag.Bool("quick", false, "short runs (smoke test of the report itself)")
 	benchtime = flag.String("benchtime", "1s", "go test -benchtime")
 	proof     = flag.Bool("proof", true, "also run the linearizability and fault-injection checks and report their counts")
+	cpuRows   = flag.String("lambdacpu-rows", "", "with -only lambdacpu: draw its tables from these measured rows (a "+lambdaCPURows+" an earlier run kept) instead of measuring")
 	only      = flag.String("only", "", "comma-separated parts to run (gobench, coldstart, serve, lifecycles, lag, proofs, lambdacpu); the sections of the others keep what an earlier run wrote; empty: all but lambdacpu")
 )
 
@@ -119,7 +120,14 @@ func main() {
 	// capacity table from the same numbers.
 	if want("lambdacpu") {
 		step("Lambda CPU per operation under aws-lambda-rie")
-		r.CPU = lambdaCPURun(*quick)
+		if *cpuRows != "" {
+			b, err := os.ReadFile(*cpuRows)
+			check(err)
+			r.CPU = parseLambdaCPU(string(b))
+		} else {
+			r.CPU = lambdaCPURun(*quick)
+			check(os.WriteFile(filepath.Join(*outDir, lambdaCPURows), []byte(formatLambdaCPU(r.CPU)), 0o644))
+		}
 		check(writeReport("docs/aws.md", []section{{"aws-capacity", capacitySection(r, r.CPU, functionMemoryMB)}}))
 	}
 
