@@ -2,10 +2,15 @@ package integration_test
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,25 +68,49 @@ func cpuTime(t *testing.T, pid int) time.Duration {
 	return total
 }
 
-// meter sums the CPU time and the wall time of the operations it measures.
+// meter sums the CPU time, the wall time and the DynamoDB requests of the
+// operations it measures.
 type meter struct {
 	t         *testing.T
 	pid       int
+	requests  *atomic.Int64 // the function's DynamoDB requests (dynamoCounter)
 	cpu, wall time.Duration
+	reqs      int64
 	ops       int
 }
 
 func (m *meter) measure(ops int, f func()) {
-	c0, w0 := cpuTime(m.t, m.pid), time.Now()
+	c0, w0, r0 := cpuTime(m.t, m.pid), time.Now(), m.requests.Load()
 	f()
 	m.wall += time.Since(w0)
 	m.cpu += cpuTime(m.t, m.pid) - c0
+	m.reqs += m.requests.Load() - r0
 	m.ops += ops
 }
 
 func (m *meter) row(fn, op string) {
-	per := func(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d.Microseconds())/1000/float64(m.ops)) }
-	fmt.Printf("CPU | %s | %s | %d | %s | %s |\n", fn, op, m.ops, per(m.cpu), per(m.wall))
+	per := func(d time.Duration) string {
+		return fmt.Sprintf("%.3f", float64(d.Microseconds())/1000/float64(m.ops))
+	}
+	fmt.Printf("CPU | %s | %s | %d | %s | %s | %.2f |\n", fn, op, m.ops, per(m.cpu), per(m.wall), float64(m.reqs)/float64(m.ops))
+}
+
+// dynamoCounter is a pass-through proxy in front of the DynamoDB
+// endpoint that counts the requests a function sends through it.
+func dynamoCounter(t *testing.T) (endpoint string, requests *atomic.Int64) {
+	t.Helper()
+	target, err := url.Parse(os.Getenv("DONT_DYNAMO_ENDPOINT"))
+	if err != nil || target.Host == "" {
+		t.Fatalf("DONT_DYNAMO_ENDPOINT %q: the proxy needs the DynamoDB endpoint", os.Getenv("DONT_DYNAMO_ENDPOINT"))
+	}
+	requests = &atomic.Int64{}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, requests
 }
 
 // The CPU time each function's bootstrap spends per operation, under the
@@ -90,16 +119,21 @@ func (m *meter) row(fn, op string) {
 // message and per project of a scheduled sweep. bench/report (-only
 // lambdacpu) turns these into the CPU share and cost of each memory size
 // and the capacity table of docs/aws.md. Rows are printed as
-// "CPU | function | operation | count | CPU ms per op | wall ms per op |";
-// wall time includes the stand-ins' latency, which is not AWS's.
+// "CPU | function | operation | count | CPU ms per op | wall ms per op |
+// DynamoDB requests per op |"; wall time includes the stand-ins' latency,
+// which is not AWS's (the DynamoDB stand-in serialises requests and scans
+// for index queries), so the report models the wait from the counted
+// requests instead.
 func TestBenchLambdaCPU(t *testing.T) {
 	n := benchSpawns(t)
 	s0 := setup(t)
 	s := *s0
-	api := launch(t, "api", "DONT_SPAWN_TIMEOUT=24h")
+	apiDynamo, apiRequests := dynamoCounter(t)
+	sweeperDynamo, sweeperRequests := dynamoCounter(t)
+	api := launch(t, "api", "DONT_SPAWN_TIMEOUT=24h", "AWS_ENDPOINT_URL_DYNAMODB="+apiDynamo)
 	const expiry = 20 * time.Second
 	apiShort := launch(t, "api", fmt.Sprintf("DONT_SPAWN_TIMEOUT=%s", expiry))
-	sweeper := launch(t, "sweeper")
+	sweeper := launch(t, "sweeper", "AWS_ENDPOINT_URL_DYNAMODB="+sweeperDynamo)
 	s.sweeper = sweeper.function
 
 	// API: lifecycles on verified claims of a few projects.
@@ -109,7 +143,7 @@ func TestBenchLambdaCPU(t *testing.T) {
 		ps[i] = s.newProject(t)
 		ps[i].verifiedClaim(api.function) // warms the instance and the project
 	}
-	apiMeter := &meter{t: t, pid: api.bootstrapPID(t)}
+	apiMeter := &meter{t: t, pid: api.bootstrapPID(t), requests: apiRequests}
 	for i := range n {
 		p := ps[i%projects]
 		id := p.verifiedClaim(api.function)
@@ -149,7 +183,7 @@ func TestBenchLambdaCPU(t *testing.T) {
 	if failed := s.sweep(t, msgs[:10]); len(failed) != 0 {
 		t.Fatalf("failed records %v", failed)
 	}
-	sweepMeter := &meter{t: t, pid: sweeper.bootstrapPID(t)}
+	sweepMeter := &meter{t: t, pid: sweeper.bootstrapPID(t), requests: sweeperRequests}
 	for i := 10; i < len(msgs); i += 10 {
 		batch := msgs[i:min(i+10, len(msgs))]
 		sweepMeter.measure(len(batch), func() {
@@ -189,7 +223,7 @@ func TestBenchLambdaCPU(t *testing.T) {
 		}
 	}
 	for _, warm := range []bool{false, true} {
-		m := &meter{t: t, pid: sweeper.bootstrapPID(t)}
+		m := &meter{t: t, pid: sweeper.bootstrapPID(t), requests: sweeperRequests}
 		for i := 0; i < len(idle); i += 10 {
 			batch := idle[i:min(i+10, len(idle))]
 			m.measure(len(batch), func() { sweepBatch(batch) })
