@@ -100,16 +100,24 @@ func (o cpuOp) cost(mb float64) float64 {
 	return mb/1024*o.duration(mb)/1000*priceGBs + inv*priceRequest
 }
 
-// choose is the memory size for o: the largest whose cost per operation is
-// within 5% of the cheapest (the same money buys more capacity).
-func (o cpuOp) choose() float64 {
-	cheapest := math.Inf(1)
-	for _, mb := range memorySizes {
-		cheapest = math.Min(cheapest, o.cost(mb))
-	}
+// chooseFor is the memory size of function fn: the largest size whose cost
+// per operation is within 5% of the cheapest for every operation of fn
+// (the same money buys more capacity; one function has one size).
+func chooseFor(ops []cpuOp, fn string) float64 {
 	best := memorySizes[0]
 	for _, mb := range memorySizes {
-		if o.cost(mb) <= cheapest*1.05 {
+		ok := true
+		for _, o := range ops {
+			if o.Fn != fn {
+				continue
+			}
+			cheapest := math.Inf(1)
+			for _, m := range memorySizes {
+				cheapest = math.Min(cheapest, o.cost(m))
+			}
+			ok = ok && o.cost(mb) <= cheapest*1.05
+		}
+		if ok {
 			best = mb
 		}
 	}
@@ -193,11 +201,8 @@ func lambdaCPUSection(r run, ops []cpuOp) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\nChosen by cost per operation (the largest size within 5% of the cheapest):")
-	for _, o := range ops {
-		fmt.Fprintf(&b, " %s %s: %.0f MB;", o.Fn, o.Op, o.choose())
-	}
-	b.WriteString("\n")
+	fmt.Fprintf(&b, "\nChosen by cost per operation (for each function the largest size within 5%% of the cheapest for every one of its operations): api %.0f MB, sweeper %.0f MB.\n",
+		chooseFor(ops, "api"), chooseFor(ops, "sweeper"))
 	return b.String()
 }
 
@@ -205,26 +210,35 @@ func lambdaCPUSection(r run, ops []cpuOp) string {
 // memory size the functions run with (memMB), with the load where it breaks.
 func capacitySection(r run, ops []cpuOp, memMB float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured by `go run ./bench/report -only lambdacpu` (%s; bench/results/report.md, \"Lambda CPU per operation\"), at %.0f MB (%.2f vCPU):\n\n", stamp(r), memMB, share(memMB, false))
-	b.WriteString("| limit | default | CPU per operation (measured) | breaks at | change |\n| --- | --- | --- | ---: | --- |\n")
+	fmt.Fprintf(&b, "Measured by `go run ./bench/report -only lambdacpu` (%s; bench/results/report.md, \"Lambda CPU per operation\"): CPU time per operation under the emulator, DynamoDB requests counted, each request's wait modelled at %.0f ms. \"Breaks at\" is the load where the limit is reached at the functions' %.0f MB (%.2f vCPU), and at the memory size the cost per operation chooses (the largest within 5%% of the cheapest).\n\n",
+		stamp(r), *dynamoMS, memMB, share(memMB, false))
+	b.WriteString("| limit | default | per operation (measured) | breaks at, " + strconv.Itoa(int(memMB)) + " MB | at the size chosen by cost | change |\n| --- | --- | --- | ---: | ---: | --- |\n")
+	fmt.Fprintf(&b, "| HTTP API stage throttle | 1,000 requests/s, burst 2,000 | 2 requests a lifecycle | %s lifecycles/s | the same | `dont:throttleRate`, `dont:throttleBurst` |\n", grouped(stageRequests/2))
 	if o, ok := findOp(ops, "api", "lifecycle"); ok {
-		perInstance := 1000 / o.duration(memMB)
-		fmt.Fprintf(&b, "| HTTP API stage throttle | 1,000 requests/s, burst 2,000 | — | %.0f lifecycles/s (2 requests each) | `dont:throttleRate`, `dont:throttleBurst` |\n", stageRequests/2)
-		fmt.Fprintf(&b, "| api instance | one request at a time | %.2f ms a lifecycle; %.1f ms at this share, %.1f ms waiting for DynamoDB | %.1f lifecycles/s per concurrent instance: %s/s at 100 instances, %s/s at 1,000 | account concurrency |\n",
-			o.CPU, o.CPU/share(memMB, false), o.io(), perInstance, grouped(100*perInstance), grouped(1000*perInstance))
+		at := func(mb float64) string {
+			per := 1000 / o.duration(mb)
+			return fmt.Sprintf("%.1f lifecycles/s per instance (%.0f ms): %s/s at 100 instances", per, o.duration(mb), grouped(100*per))
+		}
+		c := chooseFor(ops, o.Fn)
+		fmt.Fprintf(&b, "| api instance | one request at a time | %.2f ms CPU, %.1f DynamoDB requests a lifecycle | %s | %.0f MB: %s | account concurrency |\n",
+			o.CPU, o.Requests, at(memMB), c, at(c))
 	}
 	if o, ok := findOp(ops, "sweeper", "timeout"); ok {
-		fmt.Fprintf(&b, "| timeouts through the timeout queue | %d batches of 10 at once | %.2f ms a timeout | %.0f timeouts/s | `SweeperQueueConcurrency` |\n",
-			sweeperQueueBatches, o.CPU, sweeperQueueBatches*1000/o.duration(memMB))
+		at := func(mb float64) string { return grouped(sweeperQueueBatches*1000/o.duration(mb)) + " timeouts/s" }
+		c := chooseFor(ops, o.Fn)
+		fmt.Fprintf(&b, "| timeouts through the timeout queue | %d batches of 10 at once | %.2f ms CPU, %.1f requests a timeout | %s | %.0f MB: %s | `SweeperQueueConcurrency` |\n",
+			sweeperQueueBatches, o.CPU, o.Requests, at(memMB), c, at(c))
 	}
 	for _, p := range []string{"project sweep (first", "project sweep (kept"} {
 		if o, ok := findOp(ops, "sweeper", p); ok {
-			fmt.Fprintf(&b, "| projects per scheduled-sweep minute (%s | %d batches of 10 projects at once | %.2f ms a project | %s projects/minute | `SweepQueueConcurrency` |\n",
-				strings.TrimPrefix(o.Op, "project sweep ("), sweepQueueBatches, o.CPU, grouped(sweepQueueBatches*60000/o.duration(memMB)))
+			at := func(mb float64) string { return grouped(sweepQueueBatches*60000/o.duration(mb)) + " projects/minute" }
+			c := chooseFor(ops, o.Fn)
+			fmt.Fprintf(&b, "| projects per scheduled-sweep minute (%s | %d batches of 10 projects at once | %.2f ms CPU, %.1f requests a project | %s | %.0f MB: %s | `SweepQueueConcurrency` |\n",
+				strings.TrimPrefix(o.Op, "project sweep ("), sweepQueueBatches, o.CPU, o.Requests, at(memMB), c, at(c))
 		}
 	}
-	b.WriteString("| the scheduled run's fan-out | 8 `SendMessageBatch` in flight | — | 100,000 projects in ≈ 2 s | — |\n")
-	b.WriteString("| the project registry | one partition `R#projects`, read once a minute, written once per project per warm process | — | — | — |\n")
+	b.WriteString("| the scheduled run's fan-out | 8 `SendMessageBatch` in flight | — | 100,000 projects in ≈ 2 s | the same | — |\n")
+	b.WriteString("| the project registry | one partition `R#projects`, read once a minute, written once per project per warm process | — | — | — | — |\n")
 	b.WriteString("\nA limit past its load does not fail: the stage answers 429, the queues' messages wait (a timeout late, a sweep once a round is consumed: one pending sweep per project), and `SweepQueueAgeAlarm` says so.\n")
 	return b.String()
 }
