@@ -102,12 +102,16 @@ export AWS_EC2_METADATA_DISABLED=true
 # LocalStack when AWS_ENDPOINT_URL is set). A skip fails the run.
 export DONT_SQS_ENDPOINT="${DONT_SQS_ENDPOINT:-${AWS_ENDPOINT_URL_SQS:-$AWS_ENDPOINT_URL}}"
 export DONT_DYNAMO_ENDPOINT="${DONT_DYNAMO_ENDPOINT:-${AWS_ENDPOINT_URL_DYNAMODB:-$AWS_ENDPOINT_URL}}"
+if [[ "${DONT_IT_BENCH_ONLY:-}" == 1 ]]; then
+  log "DONT_IT_BENCH_ONLY=1: a benchmark run (bench/report -only lambdacpu), without the wire-level suites"
+else
 log "running the SQS wire test and the DynamoDB store suite against $DONT_SQS_ENDPOINT and $DONT_DYNAMO_ENDPOINT"
 go test -count=1 -v ./localstack/sqswire/ ./internal/store/dynamo/ > "$work/wire.out" 2>&1 || { tail -n 60 "$work/wire.out" >&2; exit 1; }
 if grep -q -- '--- SKIP' "$work/wire.out"; then
   grep -- '--- SKIP' "$work/wire.out" >&2
   log "a wire-level test skipped: it must run here"
   exit 1
+fi
 fi
 
 # ---- tools and binaries
@@ -188,7 +192,8 @@ start_function_once() {
 }
 
 short="${DONT_IT_SHORT_TIMEOUT:-2s}"
-start_function api "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT=24h
+# DONT_RATE/DONT_BURST: the attack suite floods one token past 300 (apiTokenBurst).
+start_function api "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT=24h DONT_RATE=0.001 DONT_BURST=300
 export DONT_IT_API="$fn_url"
 start_function api-short "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT="$short" DONT_APPROVAL_TIMEOUT="$short"
 export DONT_IT_API_SHORT="$fn_url"

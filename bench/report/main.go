@@ -36,13 +36,15 @@ var (
 	quick     = flag.Bool("quick", false, "short runs (smoke test of the report itself)")
 	benchtime = flag.String("benchtime", "1s", "go test -benchtime")
 	proof     = flag.Bool("proof", true, "also run the linearizability and fault-injection checks and report their counts")
-	only      = flag.String("only", "", "comma-separated parts to run (gobench, coldstart, serve, lifecycles, lag, proofs); the sections of the others keep what an earlier run wrote; empty: all")
+	cpuRows   = flag.String("lambdacpu-rows", "", "with -only lambdacpu: draw its tables from these measured rows (a "+lambdaCPURows+" an earlier run kept) instead of measuring")
+	only      = flag.String("only", "", "comma-separated parts to run (gobench, coldstart, serve, lifecycles, lag, proofs, lambdacpu); the sections of the others keep what an earlier run wrote; empty: all but lambdacpu")
 )
 
 // want says whether this run measures part.
 func want(part string) bool {
 	if *only == "" {
-		return part != "proofs" || *proof
+		// lambdacpu runs the AWS integration harness: only when asked.
+		return part != "lambdacpu" && (part != "proofs" || *proof)
 	}
 	for _, p := range strings.Split(*only, ",") {
 		if strings.TrimSpace(p) == part {
@@ -112,6 +114,21 @@ func main() {
 		if r.Lags == nil {
 			r.Lags = []float64{}
 		}
+	}
+
+	// 5b. CPU per operation of the Lambda bootstraps; docs/aws.md's
+	// capacity table from the same numbers.
+	if want("lambdacpu") {
+		step("Lambda CPU per operation under aws-lambda-rie")
+		if *cpuRows != "" {
+			b, err := os.ReadFile(*cpuRows)
+			check(err)
+			r.CPU = parseLambdaCPU(string(b))
+		} else {
+			r.CPU = lambdaCPURun(*quick)
+			check(os.WriteFile(filepath.Join(*outDir, lambdaCPURows), []byte(formatLambdaCPU(r.CPU)), 0o644))
+		}
+		check(writeReport("docs/aws.md", []section{{"aws-capacity", capacitySection(r, r.CPU, functionMemoryMB)}}))
 	}
 
 	// 6. The soak, when bench/soak left its samples.

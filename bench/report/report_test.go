@@ -250,3 +250,36 @@ func TestARunOfOtherPartsOnlyLeavesTheGoalsTableAsItWas(t *testing.T) {
 		}
 	}
 }
+
+// The Lambda CPU rows become each memory size's duration (CPU over the
+// share, plus the modelled wait) and docs/aws.md's capacity rows, from
+// the same numbers.
+func TestTheCapacityTableIsComputedFromTheMeasuredCPU(t *testing.T) {
+	ops := parseLambdaCPU("noise\nCPU | api | lifecycle (assume + callback, 2 requests) | 200 | 10.000 | 55.000 | 2.00 |\n" +
+		"CPU | sweeper | timeout message | 190 | 3.000 | 180.000 | 4.00 |\nCPU | sweeper | project sweep (first by this instance) | 200 | 2.000 | 500.000 | 6.00 |\n")
+	if len(ops) != 3 || ops[0].CPU != 10 || ops[0].Requests != 2 || ops[1].N != 190 {
+		t.Fatalf("parsed %+v", ops)
+	}
+	api, sweeper := ops[0], ops[1]
+	if d := api.duration(fullVCPU); d != 20 {
+		t.Errorf("a lifecycle at one vCPU takes %.2f ms, want 10 + 2 requests × 5 ms", d)
+	}
+	if d := api.duration(fullVCPU / 4); d != 50 {
+		t.Errorf("a lifecycle at a quarter vCPU takes %.2f ms, want 4 × 10 + 10", d)
+	}
+	if d := api.duration(2 * fullVCPU); d != 20 {
+		t.Errorf("one request cannot use a second vCPU: %.2f ms", d)
+	}
+	if d := sweeper.duration(2 * fullVCPU); d != 2 {
+		t.Errorf("a sweeper record at two vCPUs: %.2f ms, want its wait, 4 × 5 / 10", d)
+	}
+	if d := sweeper.duration(fullVCPU / 4); d != 12 {
+		t.Errorf("a sweeper record at a quarter vCPU: %.2f ms, want 4 × 3", d)
+	}
+	sec := capacitySection(run{}, ops, fullVCPU/4)
+	for _, want := range []string{"| 500 lifecycles/s", "| 20.0 lifecycles/s per instance (50 ms): 2,000/s at 100 instances |", "| 833 timeouts/s |", "| 37,500 projects/minute |", "(first by this instance) |"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("capacity section lacks %q:\n%s", want, sec)
+		}
+	}
+}

@@ -21,7 +21,8 @@ type run struct {
 	Life       *lifecycles
 	Lags       []float64 // ms; nil: not run
 	Soak       []soakRow
-	Proofs     string // markdown; "" : not run
+	Proofs     string  // markdown; "" : not run
+	CPU        []cpuOp // Lambda CPU per operation; nil: not run
 	ProofsNote string
 }
 
@@ -84,6 +85,9 @@ func sections(r run) []section {
 			"| spawns | p50 | p90 | p99 | max |\n|---|---|---|---|---|\n"+
 			fmt.Sprintf("| %d | %s | %s | %s | %s |\n\n", len(l), dms(pct(l, 50)), dms(pct(l, 90)), dms(pct(l, 99)), dms(pct(l, 100)))+
 			"![timeout lag]("+chartTimeoutLag+")\n")
+	}
+	if r.CPU != nil {
+		add("lambdacpu", lambdaCPUSection(r, r.CPU))
 	}
 	if rows := r.Soak; len(rows) > 1 {
 		var b strings.Builder

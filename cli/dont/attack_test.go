@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -17,7 +18,10 @@ import (
 // The trust boundary's attacks against a real `dont serve`.
 func TestTheTrustBoundaryThroughDontServe(t *testing.T) {
 	p := newProject(t)
-	srv := p.serve(t)
+	// A per-token burst the flood subtest exceeds, at a rate that refills
+	// nothing during the run.
+	const burst = 100
+	srv := p.serveWith(t, []string{"--sweep-interval", "50ms", "--rate", "0.001", "--burst", strconv.Itoa(burst)})
 	attacktest.Run(t, attacktest.Target{
 		Post: func(t *testing.T, token, tool string, body []byte, headers map[string]string) attacktest.Reply {
 			req, _ := http.NewRequest(http.MethodPost, srv.endpoint+"/v1/tools/"+tool, bytes.NewReader(body))
@@ -32,13 +36,14 @@ func TestTheTrustBoundaryThroughDontServe(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			raw, _ := io.ReadAll(resp.Body)
-			r := attacktest.Reply{Status: resp.StatusCode, Raw: string(raw)}
+			r := attacktest.Reply{Status: resp.StatusCode, Raw: string(raw), Header: resp.Header}
 			if err := json.Unmarshal(raw, &r.Env); err != nil {
 				t.Fatalf("%s: not an envelope: %q", tool, raw)
 			}
 			return r
 		},
-		Token: func(t *testing.T, role string) string { return p.token(role) },
+		Token:      func(t *testing.T, role string) string { return p.token(role) },
+		TokenBurst: burst,
 	})
 }
 

@@ -30,18 +30,21 @@ import (
 func (a *app) serveFlags(c *cobra.Command) {
 	var addr string
 	var sweepEvery time.Duration
-	var rate, totalRate float64
+	var rate, totalRate, projectRate float64
+	var burst int
 	var interactiveConfirm bool
 	var tlsCert, tlsKey string
 	var sessionCeiling string
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		oneproc.Restore() // many callers at once: every CPU
-		return a.serve(c.Context(), serveOptions{addr: addr, sweepEvery: sweepEvery, rate: rate, totalRate: totalRate, interactiveConfirm: interactiveConfirm, tlsCert: tlsCert, tlsKey: tlsKey,
+		return a.serve(c.Context(), serveOptions{addr: addr, sweepEvery: sweepEvery, rate: rate, burst: burst, totalRate: totalRate, projectRate: projectRate, interactiveConfirm: interactiveConfirm, tlsCert: tlsCert, tlsKey: tlsKey,
 			sessionCeiling: sessionCeiling})
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8787", "listen address (port 0 picks a free port)")
 	c.Flags().DurationVar(&sweepEvery, "sweep-interval", time.Second, "how often the in-process sweeper runs")
 	c.Flags().Float64Var(&rate, "rate", 0, "requests per second per token (0: the default, "+strconv.Itoa(httpapi.DefaultRatePerSecond)+"; negative: no limit)")
+	c.Flags().IntVar(&burst, "burst", 0, "requests a token may send at once before --rate applies (0: the default, "+strconv.Itoa(httpapi.DefaultBurst)+", or --rate + 1 with --rate)")
+	c.Flags().Float64Var(&projectRate, "project-rate", 0, "requests per second for the project's tokens together (0: the default, "+strconv.Itoa(httpapi.DefaultProjectPerSecond)+"; negative: no limit)")
 	c.Flags().Float64Var(&totalRate, "total-rate", 0, "requests per second for every token together (0: the default, "+strconv.Itoa(httpapi.DefaultTotalPerSecond)+"; negative: no limit)")
 	c.Flags().StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	c.Flags().StringVar(&tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
@@ -53,6 +56,8 @@ type serveOptions struct {
 	addr               string
 	sweepEvery         time.Duration
 	rate, totalRate    float64
+	burst              int
+	projectRate        float64
 	interactiveConfirm bool
 	tlsCert, tlsKey    string
 	sessionCeiling     string
@@ -121,7 +126,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	}
 	handler := httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}},
-		RatePerSecond: rate, TotalPerSecond: o.totalRate, Log: log, DisableInteractiveConfirm: !interactiveConfirm,
+		RatePerSecond: rate, Burst: o.burst, TotalPerSecond: o.totalRate, ProjectPerSecond: o.projectRate, Log: log, DisableInteractiveConfirm: !interactiveConfirm,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

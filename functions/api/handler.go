@@ -17,8 +17,13 @@ import (
 // requests for the one net/http handler `dont serve` also runs. Its
 // per-request line is DEBUG behind a stage that logs every request
 // (deployment.CallLogger).
-func newHandler(backend httpapi.Backend, log *slog.Logger) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	api := httpapi.New(httpapi.Options{Backend: backend, Log: deployment.CallLogger(log)})
+func newHandler(backend httpapi.Backend, log *slog.Logger, opts ...httpapi.Options) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	var o httpapi.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.Backend, o.Log = backend, deployment.CallLogger(log)
+	api := httpapi.New(o)
 	return httpadapter.NewV2(withRequestID(api, log)).ProxyWithContext
 }
 

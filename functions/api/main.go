@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/dont-cli/dont/functions/internal/deployment"
+	"github.com/dont-cli/dont/internal/httpapi"
 )
 
 func main() {
@@ -31,7 +32,12 @@ func main() {
 		os.Exit(1)
 	}
 	backend := d.Backend()
-	handler := newFunction(newHandler(backend, log))
+	o, err := limits(os.Getenv, httpapi.Options{})
+	if err != nil {
+		log.Error("init", "err", err)
+		os.Exit(1)
+	}
+	handler := newFunction(newHandler(backend, log, o))
 	log.Info("init", "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	lambda.Start(handler)
 }

@@ -55,7 +55,7 @@ func (h handler) invoke(ctx context.Context, raw json.RawMessage) (any, error) {
 			questions += ps.ApprovalsTimedOut
 			scheduled += ps.Scheduled
 		}
-		h.log.InfoContext(ctx, "scheduled sweep", "projects", len(rep.Projects), "enqueued", rep.Enqueued, "timed_out", timedOut,
+		h.log.InfoContext(ctx, "scheduled sweep", "projects", len(rep.Projects), "enqueued", rep.Enqueued, "waiting", rep.Waiting, "timed_out", timedOut,
 			"approvals_timed_out", questions, "scheduled", scheduled, "failed", err != nil)
 		return rep, err
 	}

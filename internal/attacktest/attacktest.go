@@ -26,6 +26,8 @@ type Reply struct {
 	Status int
 	Env    map[string]any
 	Raw    string
+	// Header holds the response's headers where the transport has them.
+	Header http.Header
 }
 
 // Data is the envelope's data object.
@@ -52,6 +54,14 @@ type Target struct {
 	Post func(t *testing.T, token, tool string, body []byte, headers map[string]string) Reply
 	// Token makes a new bearer token of role for the project.
 	Token func(t *testing.T, role string) string
+	// TokenBurst is the per-token burst the target's server runs with,
+	// its rate so low that nothing refills during a run: the flood
+	// subtest sends more than that on one token.
+	TokenBurst int
+	// Lookups, where the target can count them, is how many presented
+	// tokens reached its token store so far: the garbage-token subtest
+	// asserts a flood of them reached none.
+	Lookups func() int64
 }
 
 type run struct {
@@ -165,6 +175,9 @@ func Run(t *testing.T, target Target) {
 		{"a harness cannot heartbeat, cancel or resolve another harness's spawn", harnessCannotTouchAnotherHarnesssSpawn},
 		{"a harness cannot verify its own claim while its verifier's spawn is pending", harnessCannotVerifyBesideItsVerifier},
 		{"a reopen of an ignored entity needs the confirmation an ignore needs", reopenIsGatedLikeIgnore},
+		// The front door of an API anyone may reach (frontdoor.go).
+		{"a flood of garbage bearer tokens reads nothing", garbageTokensReadNothing},
+		{"a token over its rate gets 429 and changes nothing", tokenOverItsRateChangesNothing},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(run{t: t, target: target}) })

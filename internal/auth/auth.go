@@ -78,7 +78,10 @@ func FromAuthorization(header string) string {
 	return strings.Trim(rest, " \t")
 }
 
-// ParseBearer splits a presented bearer token into id and secret.
+// ParseBearer splits a presented bearer token into id and secret. Only
+// the shape NewSecret and BearerString make is accepted — a token id
+// (tok:<ULID>) and a 43-character base64url secret — so that garbage is
+// refused on its face, before any store is asked about it.
 func ParseBearer(tok string) (id, secret string, ok bool) {
 	rest, found := strings.CutPrefix(tok, bearerPrefix)
 	if !found {
@@ -86,11 +89,60 @@ func ParseBearer(tok string) (id, secret string, ok bool) {
 	}
 	// Ids have no underscore; secrets (base64url) may.
 	id, secret, found = strings.Cut(rest, "_")
-	if !found || id == "" || secret == "" {
+	if !found || !isID(id, tokenKind) || !isMAC(secret) {
 		return "", "", false
 	}
 	return id, secret, true
 }
+
+// WellFormed reports whether a presented token has the shape of a bearer
+// or a callback token this package makes. It reads nothing: a transport
+// refuses any other token before it costs a store read or a hash.
+func WellFormed(tok string) bool {
+	if IsCallback(tok) {
+		_, _, _, _, ok := splitCallback(tok)
+		return ok
+	}
+	_, _, ok := ParseBearer(tok)
+	return ok
+}
+
+// Kinds of the ids a token names (internal/ids's, which this package
+// does not import).
+const (
+	tokenKind = "tok"
+	spawnKind = "spawn"
+)
+
+// encodedLen is the length of 32 bytes in unpadded base64url: a bearer
+// secret (NewSecret) and a callback token's MAC (sign) both have it.
+var encodedLen = base64.RawURLEncoding.EncodedLen(32)
+
+// isMAC reports whether s is 32 bytes in unpadded base64url.
+func isMAC(s string) bool {
+	if len(s) != encodedLen {
+		return false
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	return err == nil && len(b) == 32
+}
+
+// isID reports whether s is kind:<ULID> (26 characters of Crockford's
+// base32, upper case, the first at most 7: a 128-bit value).
+func isID(s, kind string) bool {
+	u, found := strings.CutPrefix(s, kind+":")
+	if !found || len(u) != 26 || u[0] > '7' {
+		return false
+	}
+	for i := 0; i < len(u); i++ {
+		if !strings.ContainsRune(crockford, rune(u[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 // Hash is what is stored for a secret.
 func Hash(secret string) string {
@@ -185,6 +237,9 @@ func splitCallback(tok string) (requestID, project, keyID, sig string, ok bool) 
 		return "", "", "", "", false
 	}
 	requestID = parts[0]
+	if !strings.HasPrefix(requestID, spawnKind+":") || !isMAC(sig) {
+		return "", "", "", "", false
+	}
 	if len(parts) >= 2 {
 		p, err := hex.DecodeString(parts[1])
 		if err != nil || len(p) == 0 {

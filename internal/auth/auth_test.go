@@ -110,3 +110,26 @@ func TestTheBearerSchemeIsReadCaseInsensitively(t *testing.T) {
 		}
 	}
 }
+
+// A flood of made-up tokens is refused on its face: only the shapes this
+// package makes parse, so no transport asks a store about the rest.
+func TestOnlyTokensOfTheShapeDontMakesAreWellFormed(t *testing.T) {
+	secret, err := NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bearer := BearerString("tok:01HX05A9K8VP0000000000000A", secret)
+	callback := CallbackTokenKeyed([]byte("k"), "acme", "2", "spawn:01HX05A9K8VP0000000000000A")
+	for _, tok := range []string{bearer, callback, CallbackToken([]byte("k"), "spawn:01HX05A9K8VP0000000000000A")} {
+		if !WellFormed(tok) {
+			t.Errorf("%s: a token dont makes is not well-formed", tok)
+		}
+	}
+	for _, tok := range []string{"", "x", "dont_", "dont_tok:01HX05A9K8VP0000000000000A_", "dont_tok:01hx05a9k8vp0000000000000a_" + secret,
+		"dont_tok:81HX05A9K8VP0000000000000A_" + secret, "dont_tok:01HX05A9K8VP000000000000UA_" + secret, "dont_claim:01HX05A9K8VP0000000000000A_" + secret,
+		bearer[:len(bearer)-1], bearer + "A", "dontcb_spawn:01HX05A9K8VP0000000000000A_short", "dontcb_claim:01HX_" + secret, callback + "x"} {
+		if WellFormed(tok) {
+			t.Errorf("%q is well-formed", tok)
+		}
+	}
+}

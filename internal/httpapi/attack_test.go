@@ -2,15 +2,38 @@ package httpapi_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/dont-cli/dont/internal/attacktest"
+	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
 )
 
+// attackBurst is the per-token burst the attack suite's server runs with,
+// at a rate that refills nothing during the run.
+const attackBurst = 100
+
+// lookedUp counts the presented tokens that reach the backend, which reads
+// the token store for each.
+type lookedUp struct {
+	httpapi.Backend
+	n atomic.Int64
+}
+
+func (b *lookedUp) Authenticate(ctx context.Context, presented string) (auth.Principal, httpapi.Project, error) {
+	b.n.Add(1)
+	return b.Backend.Authenticate(ctx, presented)
+}
+
 // The trust boundary's attacks against the in-process handler.
 func TestTheTrustBoundaryOverHTTP(t *testing.T) {
-	a := newAPI(t)
+	var backend *lookedUp
+	a := newAPI(t, func(o *httpapi.Options) {
+		backend = &lookedUp{Backend: o.Backend}
+		o.Backend, o.RatePerSecond, o.Burst = backend, 0.001, attackBurst
+	})
 	a.svc.Approvals = service.Approvals{Store: a.store}
 	attacktest.Run(t, attacktest.Target{
 		Post: func(t *testing.T, token, tool string, body []byte, headers map[string]string) attacktest.Reply {
@@ -19,7 +42,7 @@ func TestTheTrustBoundaryOverHTTP(t *testing.T) {
 				h = append(h, k, v)
 			}
 			r := a.do("POST", "/v1/tools/"+tool, token, body, h...)
-			return attacktest.Reply{Status: r.status, Env: r.env, Raw: string(r.raw)}
+			return attacktest.Reply{Status: r.status, Env: r.env, Raw: string(r.raw), Header: r.header}
 		},
 		Token: func(t *testing.T, role string) string {
 			res, err := a.svc.Credentials.Create(context.Background(), role, role)
@@ -28,5 +51,7 @@ func TestTheTrustBoundaryOverHTTP(t *testing.T) {
 			}
 			return res.Secret
 		},
+		TokenBurst: attackBurst,
+		Lookups:    backend.n.Load,
 	})
 }

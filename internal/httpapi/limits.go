@@ -8,9 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/idempotency"
+	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
 	"golang.org/x/time/rate"
 )
@@ -30,7 +32,86 @@ const (
 	// request shares, taken before the token is even read.
 	DefaultTotalPerSecond = 10000
 	DefaultTotalBurst     = 10000
+	// DefaultProjectPerSecond and DefaultProjectBurst are each project's
+	// bucket, its tokens together: under `dont serve` (one project) no
+	// stricter than the total; the API function sets its own
+	// (DONT_PROJECT_RATE).
+	DefaultProjectPerSecond = DefaultTotalPerSecond
+	DefaultProjectBurst     = DefaultTotalBurst
 )
+
+// frontDoor refuses, before any bucket or read, a presented token that
+// is missing, of no shape dont makes (auth.WellFormed), or one the
+// backend refused within refusalMemory.
+func (s *server) frontDoor(presented string) error {
+	switch {
+	case presented == "":
+		return errs.E(service.Unauthenticated, "no bearer token")
+	case !auth.WellFormed(presented):
+		return errs.E(service.Unauthenticated, "malformed bearer token")
+	case s.refused.has(presented):
+		return errs.E(service.Unauthenticated, "unknown or wrong bearer token")
+	}
+	return nil
+}
+
+// tokenKey is the key of a presented token in the buckets and the
+// refusals: its SHA-256, so that neither keeps a secret.
+func tokenKey(presented string) string {
+	sum := sha256.Sum256([]byte(presented))
+	return string(sum[:])
+}
+
+// refusalMemory is how long a refused bearer token is refused without a
+// read; maxRefusals bounds how many are remembered.
+const (
+	refusalMemory = time.Minute
+	maxRefusals   = 4096
+)
+
+// refusals remembers bearer tokens the backend refused (unknown, wrong
+// secret, revoked): a client retrying one in a loop, or an attacker
+// replaying a revoked one, costs no store read for a minute. A bearer
+// token's secret is random, so a refused token never becomes a valid
+// one; a callback token is not remembered (a secret rotating under a
+// warm process may make it valid later).
+type refusals struct {
+	mu  sync.Mutex
+	at  map[string]time.Time
+	now func() time.Time
+}
+
+func newRefusals(now func() time.Time) *refusals {
+	if now == nil {
+		now = time.Now
+	}
+	return &refusals{at: map[string]time.Time{}, now: now}
+}
+
+func (f *refusals) add(presented string) {
+	now := f.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.at) >= maxRefusals {
+		for k, at := range f.at {
+			if now.Sub(at) >= refusalMemory {
+				delete(f.at, k)
+			}
+		}
+		if len(f.at) >= maxRefusals { // a flood of distinct tokens: start over
+			clear(f.at)
+		}
+	}
+	f.at[tokenKey(presented)] = now
+}
+
+func (f *refusals) has(presented string) bool {
+	now := f.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	at, ok := f.at[tokenKey(presented)]
+	return ok && now.Sub(at) < refusalMemory
+}
 
 // limiter is a token bucket per key (a token id, or a callback token's
 // request id). Buckets that have refilled are dropped as the map grows,

@@ -18,18 +18,20 @@ func TestAFloodBeyondTheRateLimitGets429WithRetryAfterAndChangesNothing(t *testi
 	}{
 		{"per token", httpapi.Options{RatePerSecond: 2, Burst: 2, TotalPerSecond: -1}},
 		{"in total", httpapi.Options{RatePerSecond: -1, TotalPerSecond: 3, TotalBurst: 3}},
+		{"per project", httpapi.Options{RatePerSecond: -1, TotalPerSecond: -1, ProjectPerSecond: 3, ProjectBurst: 3}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 			a := newAPI(t, func(o *httpapi.Options) {
 				o.RatePerSecond, o.Burst, o.TotalPerSecond, o.TotalBurst = c.opts.RatePerSecond, c.opts.Burst, c.opts.TotalPerSecond, c.opts.TotalBurst
+				o.ProjectPerSecond, o.ProjectBurst = c.opts.ProjectPerSecond, c.opts.ProjectBurst
 				o.Clock = func() time.Time { return now }
 			})
 			tokens := []string{a.tokens["harness"], a.tokens["approver"], a.tokens["admin"]}
 			served, refused := 0, 0
 			for i := 0; i < 6; i++ {
 				tok := tokens[0]
-				if c.name == "in total" {
+				if c.name != "per token" { // the project's tokens together, or every token
 					tok = tokens[i%3]
 				}
 				before := a.eventCount()

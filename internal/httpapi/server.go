@@ -59,6 +59,11 @@ type Options struct {
 	// zero); TotalPerSecond < 0 disables.
 	TotalPerSecond float64
 	TotalBurst     int
+	// ProjectPerSecond and ProjectBurst limit each project, its tokens
+	// together, once the token is known (DefaultProjectPerSecond and
+	// DefaultProjectBurst if zero); ProjectPerSecond < 0 disables.
+	ProjectPerSecond float64
+	ProjectBurst     int
 	// Clock is the rate limits' "now" (nil: the wall clock).
 	Clock func() time.Time
 	Log   *slog.Logger
@@ -76,6 +81,10 @@ type server struct {
 	opts    Options
 	limiter *limiter
 	total   *limiter
+	project *limiter
+	// refused remembers the bearer tokens the backend refused lately, so
+	// that one repeated in a loop costs no read.
+	refused *refusals
 	log     *slog.Logger
 }
 
@@ -85,12 +94,21 @@ func New(o Options) http.Handler {
 		o.MaxBody = DefaultMaxBody
 	}
 	if o.RatePerSecond == 0 {
-		o.RatePerSecond, o.Burst = DefaultRatePerSecond, DefaultBurst
+		o.RatePerSecond = DefaultRatePerSecond
+		if o.Burst == 0 {
+			o.Burst = DefaultBurst
+		}
 	}
 	if o.TotalPerSecond == 0 {
 		o.TotalPerSecond, o.TotalBurst = DefaultTotalPerSecond, DefaultTotalBurst
 	}
-	s := &server{opts: o, log: o.Log}
+	if o.ProjectPerSecond == 0 {
+		o.ProjectPerSecond = DefaultProjectPerSecond
+		if o.ProjectBurst == 0 {
+			o.ProjectBurst = DefaultProjectBurst
+		}
+	}
+	s := &server{opts: o, log: o.Log, refused: newRefusals(o.Clock)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -99,6 +117,9 @@ func New(o Options) http.Handler {
 	}
 	if o.TotalPerSecond > 0 {
 		s.total = newLimiter(o.TotalPerSecond, o.TotalBurst, o.Clock)
+	}
+	if o.ProjectPerSecond > 0 {
+		s.project = newLimiter(o.ProjectPerSecond, o.ProjectBurst, o.Clock)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/health", s.method(http.MethodGet, s.health))
@@ -158,23 +179,43 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	// (authenticate, check the callback's powers, apply it); a store may
 	// answer the repeats from this request's memo.
 	r = r.WithContext(readmemo.With(r.Context()))
-	// The server's total first: a flood beyond what it can commit is
-	// refused before it costs a token read.
+	// The front door, cheapest first (docs/security.md, "Rate limits"): a
+	// token of no shape dont makes, or one refused lately, costs neither a
+	// bucket nor a read; then the server's total, then the token's own
+	// bucket, both before the token is read, so a token over its rate
+	// costs no read either.
+	presented := bearer(r)
+	if err := s.frontDoor(presented); err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="dont"`)
+		s.fail(w, r, err)
+		return
+	}
 	if s.total != nil {
 		if wait, ok := s.total.allow(""); !ok {
 			s.throttled(w, r, wait, "rate limit exceeded for this server")
 			return
 		}
 	}
-	principal, project, err := s.opts.Backend.Authenticate(r.Context(), bearer(r))
+	if s.limiter != nil {
+		// Keyed by the whole presented token, not its id: a caller who
+		// knows a token's id but not its secret gets a bucket of its own.
+		if wait, ok := s.limiter.allow(tokenKey(presented)); !ok {
+			s.throttled(w, r, wait, "rate limit exceeded for this token")
+			return
+		}
+	}
+	principal, project, err := s.opts.Backend.Authenticate(r.Context(), presented)
 	if err != nil {
+		if errs.Is(err, service.Unauthenticated) && !auth.IsCallback(presented) {
+			s.refused.add(presented)
+		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="dont"`)
 		s.fail(w, r, err)
 		return
 	}
-	if s.limiter != nil {
-		if wait, ok := s.limiter.allow(principal.TokenID + principal.RequestID); !ok {
-			s.throttled(w, r, wait, "rate limit exceeded for this token")
+	if s.project != nil {
+		if wait, ok := s.project.allow(principal.Project); !ok {
+			s.throttled(w, r, wait, "rate limit exceeded for this project")
 			return
 		}
 	}

@@ -35,6 +35,9 @@ func (s *Spawns) Cancel(ctx context.Context, requestID, reason string) (CancelRe
 		if err := s.mayActOnSpawn(ctx, sp, "cancel"); err != nil {
 			return CancelResult{}, nil, err
 		}
+		if sp, err = s.settledSpawn(ctx, sp); err != nil {
+			return CancelResult{}, nil, err
+		}
 		r := CancelResult{RequestID: sp.ID, EntityID: sp.EntityID, Outcome: sp.Outcome}
 		if sp.State != spawn.Pending {
 			w := loserWarning(sp)

@@ -21,8 +21,14 @@ import (
 // DefaultSpawnTimeout applies when the project configures none.
 const DefaultSpawnTimeout = settings.DefaultSpawnTimeout
 
-// SweepBatch bounds the sweep every tool call runs first.
+// SweepBatch bounds one page of a full sweep (`dont sweep`, the timers,
+// the ticker, the AWS sweeper).
 const SweepBatch = 100
+
+// InlineSweep bounds the due spawns a tool call's sweep-first times out
+// itself: a backlog is the sweeper's (docs/design.md §5.5), and a call
+// that finds one settles only what it acts on (settledEntity, settledSpawn).
+const InlineSweep = 8
 
 // maxAttempts bounds optimistic retries when a concurrent writer moved an entity.
 const maxAttempts = 32
@@ -92,6 +98,10 @@ type core struct {
 	// afterSweptAt when a call last swept after resolving its own request
 	// (unix nanoseconds of the service's clock; SweepFirstPolicy).
 	approvalsSweptAt, afterSweptAt atomic.Int64
+	// backlogSeenAt is when a sweep-first last found more due spawns than
+	// InlineSweep (unix nanoseconds of the service's clock): while it is
+	// recent, a call settles the spawn of what it acts on itself.
+	backlogSeenAt atomic.Int64
 }
 
 // Ledger records claims and terms and moves them through the status
@@ -255,7 +265,7 @@ func (s *core) curieFree(ctx context.Context, curie string) error {
 // Show returns one entity, with its history if asked. A spawn id is
 // Spawns.Show's (the show tool sends it there).
 func (s *Ledger) Show(ctx context.Context, id string, history bool) (EntityView, error) {
-	e, err := s.entity(ctx, id)
+	e, err := s.settledEntity(ctx, id)
 	if err != nil {
 		return EntityView{}, err
 	}
@@ -282,7 +292,7 @@ type StoredEntity struct {
 // "CLI cold start").
 func (s *Ledger) ShowStored(ctx context.Context, id string) (v StoredEntity, ok bool, err error) {
 	docs, ok := s.Store.(DocStore)
-	if !ok {
+	if !ok || s.inBacklog() { // during a backlog Show settles the entity's spawn first
 		return v, false, nil
 	}
 	if err := entityID(id); err != nil {

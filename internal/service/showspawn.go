@@ -25,6 +25,9 @@ type IssuedSpawn struct {
 func (s *Spawns) Show(ctx context.Context, id string) (IssuedSpawn, error) {
 	var res IssuedSpawn
 	sp, err := s.spawnRecord(ctx, id)
+	if err == nil {
+		sp, err = s.settledSpawn(ctx, sp)
+	}
 	if err != nil {
 		return res, err
 	}

@@ -166,7 +166,7 @@ func (s *core) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.R
 			ev.Detail["temperature"] = *in.Temperature
 		}
 	} else {
-		e, err := s.entity(ctx, in.EntityID)
+		e, err := s.settledEntity(ctx, in.EntityID)
 		if err != nil {
 			return sp, spawn.Request{}, tx, err
 		}

@@ -98,7 +98,7 @@ type SweepFirstPolicy struct {
 }
 
 // SweepFirst is the sweep the tool surface runs before every call that
-// needs it: Sweep of SweepBatch, with the approvals part as the service's
+// needs it: Sweep of at most InlineSweep due spawns, with the approvals part as the service's
 // SweepFirstPolicy allows. `dont sweep`, the timers and the ticker call
 // Sweep, which always sweeps in full.
 //
@@ -113,7 +113,55 @@ func (s *core) SweepFirst(ctx context.Context) (SweepReport, error) {
 	if s.nothingDue(ctx) {
 		return SweepReport{TimedOut: []TimeoutResult{}, Lost: []TimeoutResult{}}, nil
 	}
-	return s.sweep(ctx, SweepBatch, approvalsTurn)
+	rep, err := s.sweep(ctx, InlineSweep, approvalsTurn)
+	if err == nil && len(rep.TimedOut)+len(rep.Lost) >= InlineSweep {
+		// More may be due than this call timed out: a backlog, which the
+		// sweeper drains; until it has, calls settle what they act on.
+		s.backlogSeenAt.Store(s.now().UnixNano())
+	}
+	return rep, err
+}
+
+// backlogMemory is how long after a sweep-first last found a backlog the
+// calls of this process keep settling what they act on (settledEntity).
+const backlogMemory = time.Minute
+
+// inBacklog reports whether a sweep-first of this process found more due
+// spawns than it timed out within backlogMemory. A call whose own
+// sweep-first found fewer timed out everything due, so it needs no more.
+func (s *core) inBacklog() bool {
+	at := s.backlogSeenAt.Load()
+	return at != 0 && s.now().UnixNano()-at < int64(backlogMemory)
+}
+
+// settledEntity reads the entity a call acts on; during a backlog
+// (inBacklog) its pending spawn, if due, is timed out first, so the call
+// sees what it would have seen had its sweep-first reached that spawn.
+func (s *core) settledEntity(ctx context.Context, id string) (ledger.Entity, error) {
+	e, err := s.entity(ctx, id)
+	if err != nil || e.PendingSpawn == "" || !s.inBacklog() {
+		return e, err
+	}
+	sp, err := s.spawnRecord(ctx, e.PendingSpawn)
+	if err != nil || sp.State != spawn.Pending || s.now().Before(sp.ExpiresAt) {
+		return e, nil // a missing spawn is the entity's business, not the sweep's
+	}
+	if _, _, err := s.expire(ctx, sp.ID); err != nil {
+		return e, err
+	}
+	return s.entity(ctx, id)
+}
+
+// settledSpawn is settledEntity for a call that names a spawn: a due
+// pending spawn is timed out first (during a backlog) and read again.
+func (s *core) settledSpawn(ctx context.Context, sp spawn.Spawn) (spawn.Spawn, error) {
+	if sp.State != spawn.Pending || s.now().Before(sp.ExpiresAt) || !s.inBacklog() {
+		return sp, nil
+	}
+	if _, _, err := s.expire(ctx, sp.ID); err != nil {
+		return sp, err
+	}
+	return s.spawnRecord(ctx, sp.ID)
 }
 
 // DueProbe is the optional one-read check of a Store: whether a sweep at

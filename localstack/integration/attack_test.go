@@ -7,6 +7,10 @@ import (
 	"github.com/dont-cli/dont/internal/attacktest"
 )
 
+// apiTokenBurst is the api function's DONT_BURST in localstack/integration.sh,
+// its DONT_RATE so low that nothing refills during a run.
+const apiTokenBurst = 300
+
 // The trust boundary's attacks through the API function's bootstrap under
 // aws-lambda-rie, over DynamoDB: the same suite as the in-process handler
 // and `dont serve`.
@@ -16,9 +20,15 @@ func TestTheTrustBoundaryThroughTheAPIFunction(t *testing.T) {
 	attacktest.Run(t, attacktest.Target{
 		Post: func(t *testing.T, token, tool string, body []byte, headers map[string]string) attacktest.Reply {
 			e := s.request(t, s.api, http.MethodPost, "/v1/tools/"+tool, token, body, headers)
-			return attacktest.Reply{Status: e.Status, Env: e.Body, Raw: e.Raw}
+			h := http.Header{}
+			for k, v := range e.Headers {
+				h.Set(k, v)
+			}
+			return attacktest.Reply{Status: e.Status, Env: e.Body, Raw: e.Raw, Header: h}
 		},
 		Token: func(t *testing.T, role string) string { return p.operatorToken(t, role) },
+		// DONT_RATE and DONT_BURST of the api function (localstack/integration.sh).
+		TokenBurst: apiTokenBurst,
 	})
 }
 

@@ -35,6 +35,10 @@ type SweepReport struct {
 	Projects []ProjectSweep `json:"projects"`
 	// Enqueued counts the "sweep project p" messages sent to the work queue.
 	Enqueued int `json:"enqueued"`
+	// Waiting, when positive, is how many sweep messages of an earlier run
+	// were still waiting: this run enqueued none (one pending sweep per
+	// project at a time).
+	Waiting int `json:"waiting,omitempty"`
 }
 
 // ProjectSweep is one project's sweep.
@@ -66,7 +70,8 @@ const defaultIndexLag = 2 * time.Second
 
 // SweepAll is the scheduled run. With a work queue it lists the projects
 // and enqueues one sweep message per project, ten to a SendMessageBatch,
-// and returns: the sweeps run concurrently in the queue's consumers
+// unless messages of an earlier run still wait there (then it sends
+// none), and returns: the sweeps run concurrently in the queue's consumers
 // (HandleSQS), bounded by the event source's maximum concurrency, so the
 // run's cost does not grow with the work of each project. Without one it
 // sweeps every project in turn (SweepProject). One project's failure does
@@ -74,6 +79,22 @@ const defaultIndexLag = 2 * time.Second
 // counts as failed.
 func (s *Sweeper) SweepAll(ctx context.Context, limit int) (SweepReport, error) {
 	rep := SweepReport{Projects: []ProjectSweep{}}
+	if s.Work != nil {
+		// One pending sweep per project: while an earlier run's messages
+		// wait, this run adds none, so a fan-out the consumers do not keep
+		// up with stays one round deep instead of piling up. A count that
+		// cannot be read sends the round anyway: the backstop matters more
+		// than a duplicate.
+		n, ok, err := s.Work.Waiting(ctx)
+		if err != nil {
+			s.log().WarnContext(ctx, "scheduled sweep", "err", err)
+		}
+		if ok && n > 0 {
+			rep.Waiting = n
+			s.log().InfoContext(ctx, "scheduled sweep", "waiting", n, "enqueued", 0)
+			return rep, nil
+		}
+	}
 	names, err := s.Projects.List(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("list projects: %w", err)

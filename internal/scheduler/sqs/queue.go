@@ -318,6 +318,35 @@ func DecodeSweep(body string) (SweepMessage, bool) {
 	return m, true
 }
 
+// CountAPI is the part of the SQS client that reads a queue's message
+// counts (GetQueueAttributes; granted with sqs:SendMessage).
+type CountAPI interface {
+	GetQueueAttributes(ctx context.Context, in *awssqs.GetQueueAttributesInput, optFns ...func(*awssqs.Options)) (*awssqs.GetQueueAttributesOutput, error)
+}
+
+// Waiting returns how many messages wait in the queue for a consumer,
+// visible or delayed (not those being handled), as SQS approximates it;
+// ok is false when the client cannot say.
+func (q *Queue) Waiting(ctx context.Context) (n int, ok bool, err error) {
+	c, ok := q.Client.(CountAPI)
+	if !ok {
+		return 0, false, nil
+	}
+	out, err := c.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: aws.String(q.URL), AttributeNames: []sqstypes.QueueAttributeName{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		return 0, false, fmt.Errorf("read the queue's message counts: %w", err)
+	}
+	for _, a := range []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed} {
+		v, err := strconv.Atoi(out.Attributes[string(a)])
+		if err != nil {
+			return 0, false, fmt.Errorf("read the queue's message counts: %s is %q", a, out.Attributes[string(a)])
+		}
+		n += v
+	}
+	return n, true, nil
+}
+
 // SendSweeps enqueues one sweep message per project, ten to a request,
 // and returns how many were sent.
 func (q *Queue) SendSweeps(ctx context.Context, projects []string) (int, error) {
