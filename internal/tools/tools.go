@@ -103,8 +103,8 @@ type Tool struct {
 	// needs no claim either, as the key is recorded by that commit or the
 	// call applies nothing (CommitsKey). nil: presentResult, for the
 	// exclusive tools and a callback token's calls.
-	answer    func(result any, warns []envelope.Warning) (Output, bool)
-	run       func(ctx context.Context, s *service.Service, a Args) (Output, error)
+	answer func(result any, warns []envelope.Warning) (Output, bool)
+	run    func(ctx context.Context, s *service.Service, a Args) (Output, error)
 	// The cross-cutting policy (see call): check refuses bad arguments
 	// before anything runs; approvals says the tool needs the approvals
 	// port; sweep says whether, and when, the call sweeps (nil: never).
