@@ -154,3 +154,86 @@ func TestConcurrentAssumesOfDifferentEntitiesUnderOneKeyApplyOnce(t *testing.T) 
 		t.Fatalf("%d applied, %v spawns pending; want 1 and 1", applied, pending)
 	}
 }
+
+// Every tool whose write is one commit of the service (tools.CommitsKey)
+// commits its keyed response with that write: a process that dies right
+// after the commit has remembered its answer, and the retry replays it
+// rather than answering "in progress" and applying it again a minute later.
+func TestAKeyedWriteThatCommittedIsReplayedEvenIfTheProcessDiesBeforeAnsweringIt(t *testing.T) {
+	a := newAPI(t)
+	h := a.tokens["harness"]
+	claim := func(s string) string { return a.ok(h, "conclude", map[string]any{"statement": s}).str("id") }
+	pendingSpawn := func(s string) string {
+		return a.ok(h, "assume", map[string]any{"id": claim(s)}).str("request_id")
+	}
+	cases := []struct {
+		tool string
+		args func() map[string]any
+	}{
+		{"conclude", func() map[string]any { return map[string]any{"statement": "a conclude whose server dies"} }},
+		{"define", func() map[string]any { return map[string]any{"curie": "ex:Dies", "doc": "a term whose server dies"} }},
+		{"trust", func() map[string]any {
+			return map[string]any{"id": claim("a trust whose server dies"), "reason": "the cited table is for 1 atm, not 2000 m"}
+		}},
+		{"dismiss", func() map[string]any {
+			return map[string]any{"id": claim("a dismiss whose server dies"), "evidence": []string{"https://example.org/e"}}
+		}},
+		{"spawns.heartbeat", func() map[string]any {
+			return map[string]any{"request_id": pendingSpawn("a heartbeat whose server dies"), "extend": "2h"}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.tool, func(t *testing.T) {
+			args := c.args()
+			before := a.eventCount()
+			a.callDying(h, c.tool, args, "dies-"+c.tool)
+			applied := a.eventCount()
+			if applied == before {
+				t.Fatal("the dying call applied nothing")
+			}
+			again := a.call(h, c.tool, args, "Idempotency-Key", "dies-"+c.tool)
+			if again.status/100 != 2 || again.header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("the retry was not replayed: %d %s", again.status, again.raw)
+			}
+			if a.eventCount() != applied {
+				t.Fatal("the retry applied the call again")
+			}
+		})
+	}
+}
+
+// Concurrent requests with one key and one body: exactly one conclude is
+// applied, and every other request answers its response or "in progress".
+func TestConcurrentConcludesUnderOneKeyApplyOnce(t *testing.T) {
+	a := newAPI(t)
+	h := a.tokens["harness"]
+	const n = 8
+	replies := make([]reply, n)
+	start := make(chan struct{})
+	done := make(chan struct{})
+	for i := range replies {
+		go func() {
+			<-start
+			replies[i] = a.call(h, "conclude", map[string]any{"statement": "one key, many racers"}, "Idempotency-Key", "one-key")
+			done <- struct{}{}
+		}()
+	}
+	close(start)
+	for range replies {
+		<-done
+	}
+	ids := map[any]bool{}
+	for _, r := range replies {
+		switch {
+		case r.status == 201 || r.status == 200:
+			ids[r.data()["id"]] = true
+		case r.status == 409 && r.code() == "idempotency-in-progress":
+		default:
+			t.Fatalf("unexpected answer: %d %s", r.status, r.raw)
+		}
+	}
+	list := a.ok(h, "list", nil).data()
+	if len(ids) != 1 || list["count"] != 1.0 {
+		t.Fatalf("%d distinct claims answered, %v listed; want 1 and 1", len(ids), list["count"])
+	}
+}

@@ -359,6 +359,19 @@ func withWarnings[T any](kind string) func(T, []envelope.Warning, error) (Output
 	}
 }
 
+// presentAs is the presentResult of a tool that answers withWarnings(kind):
+// its result of type T, with the service's warnings.
+func presentAs[T any](kind string) func(any, []envelope.Warning) (Output, bool) {
+	return func(result any, warns []envelope.Warning) (Output, bool) {
+		v, ok := result.(T)
+		if !ok {
+			return Output{}, false
+		}
+		out, _ := withWarnings[T](kind)(v, append([]envelope.Warning{}, warns...), nil)
+		return out, true
+	}
+}
+
 // plural is n with its noun: "1 request", "2 requests".
 func plural(n int, one, many string) string {
 	if n == 1 {
