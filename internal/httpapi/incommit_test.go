@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/idempotency"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 // dyingStore is the key store of a process that dies before it can write
@@ -33,12 +35,21 @@ func (dyingWriter) Write([]byte) (int, error) { panic("the process died") }
 // nothing is answered and nothing is written after the commit.
 func (a *api) callDying(token, tool string, args map[string]any, key string) {
 	a.t.Helper()
-	h := httpapi.New(httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: a.svc, Idempotency: dyingStore{a.store}}}, RatePerSecond: -1})
 	body, _ := json.Marshal(map[string]any{"args": args})
+	a.callDyingWith(token, tool, body, key)
+}
+
+// callDyingWith is callDying of a raw body with more headers (name, value).
+func (a *api) callDyingWith(token, tool string, body []byte, key string, header ...string) {
+	a.t.Helper()
+	h := httpapi.New(httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: a.svc, Idempotency: dyingStore{a.store}}}, RatePerSecond: -1})
 	req := httptest.NewRequest(http.MethodPost, "/v1/tools/"+tool, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	func() {
 		defer func() {
 			if recover() == nil {
@@ -169,29 +180,69 @@ func TestAKeyedWriteThatCommittedIsReplayedEvenIfTheProcessDiesBeforeAnsweringIt
 	cases := []struct {
 		tool string
 		args func() map[string]any
+		// confirmed: a gated tool, confirmed by the CLI (cli_confirmed).
+		confirmed bool
 	}{
-		{"conclude", func() map[string]any { return map[string]any{"statement": "a conclude whose server dies"} }},
-		{"define", func() map[string]any { return map[string]any{"curie": "ex:Dies", "doc": "a term whose server dies"} }},
+		{"conclude", func() map[string]any { return map[string]any{"statement": "a conclude whose server dies"} }, false},
+		{"define", func() map[string]any { return map[string]any{"curie": "ex:Dies", "doc": "a term whose server dies"} }, false},
 		{"trust", func() map[string]any {
 			return map[string]any{"id": claim("a trust whose server dies"), "reason": "the cited table is for 1 atm, not 2000 m"}
-		}},
+		}, false},
 		{"dismiss", func() map[string]any {
 			return map[string]any{"id": claim("a dismiss whose server dies"), "evidence": []string{"https://example.org/e"}}
-		}},
+		}, false},
+		{"spawns.manage", func() map[string]any {
+			return map[string]any{"op": "cancel", "request_id": pendingSpawn("a manage cancel whose server dies")}
+		}, true},
+		{"spawns.cancel", func() map[string]any {
+			return map[string]any{"request_id": pendingSpawn("a cancel whose server dies")}
+		}, true},
+		{"reopen", func() map[string]any {
+			id := claim("a reopen whose server dies")
+			a.confirmed(h, "ignore", map[string]any{"id": id, "reason": "superseded by the 2000 m table"})
+			return map[string]any{"id": id, "reason": "the 2000 m table was withdrawn"}
+		}, true},
+		{"ignore", func() map[string]any {
+			return map[string]any{"id": claim("an ignore whose server dies"), "reason": "superseded by the 2000 m table"}
+		}, true},
+		{"lock", func() map[string]any {
+			id := claim("a lock whose server dies")
+			a.ok(h, "dismiss", map[string]any{"id": id, "evidence": []string{"https://example.org/e"}})
+			return map[string]any{"id": id, "reason": "measured twice"}
+		}, true},
+		{"answer", func() map[string]any {
+			rid := a.ok(h, "guess", map[string]any{"question": "boiling point at 2000 m?", "n": 2}).str("request_id")
+			return map[string]any{"request_id": rid, "candidate": []string{"93 C", "93 C"}}
+		}, false},
 		{"spawns.heartbeat", func() map[string]any {
 			return map[string]any{"request_id": pendingSpawn("a heartbeat whose server dies"), "extend": "2h"}
-		}},
+		}, false},
+	}
+	covered := map[string]bool{}
+	for _, c := range cases {
+		covered[c.tool] = true
+	}
+	for _, tool := range tools.All() {
+		if tool.CommitsKey() && !covered[tool.Name] {
+			t.Errorf("%s commits its key with its write but is not tested here", tool.Name)
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.tool, func(t *testing.T) {
 			args := c.args()
+			body, _ := json.Marshal(map[string]any{"args": args})
+			var header []string
+			if c.confirmed {
+				body, _ = json.Marshal(map[string]any{"args": args, "cli_confirmed": true})
+				header = []string{confirm.CapsHeader, confirm.CLICaps}
+			}
 			before := a.eventCount()
-			a.callDying(h, c.tool, args, "dies-"+c.tool)
+			a.callDyingWith(h, c.tool, body, "dies-"+c.tool, header...)
 			applied := a.eventCount()
 			if applied == before {
 				t.Fatal("the dying call applied nothing")
 			}
-			again := a.call(h, c.tool, args, "Idempotency-Key", "dies-"+c.tool)
+			again := a.do(http.MethodPost, "/v1/tools/"+c.tool, h, body, append(header, "Idempotency-Key", "dies-"+c.tool)...)
 			if again.status/100 != 2 || again.header.Get("Idempotent-Replayed") != "true" {
 				t.Fatalf("the retry was not replayed: %d %s", again.status, again.raw)
 			}

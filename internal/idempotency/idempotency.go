@@ -18,8 +18,9 @@
 //     that lost it revokes the token and creates another.
 //
 // When it is written: every keyed call of a tool whose write is one
-// commit of the service (conclude, define, the status changes, assume,
-// overlook, guess, answer, a callback's dismiss and trust) writes its
+// commit of the service (tools.Tool.CommitsKey: conclude, define, the
+// status changes, answer, spawns cancel, heartbeat and manage; and assume,
+// overlook and a callback token's calls) writes its
 // record in that commit (Pending, Put, service.Tx.Key): the service hands
 // the result it is about to commit to Pending.Prepare, the store adds the
 // record under its own condition (absent, or older than Window; otherwise
@@ -37,8 +38,9 @@
 // (docs/aws-cost.md); a retry after a crash between the two is refused by
 // the service's conditions, never applied twice.
 //
-// Calls whose writes are not one commit of the service (the approvals,
-// tokens, hooks and settings tools, sweeps) claim the key before they run
+// Calls whose writes are not one commit of the service (guess, whose
+// direct mode is several; the approvals, tokens, hooks and confirmations
+// tools; sweeps) claim the key before they run
 // and complete it after (Claim, Complete): three transactions, so a crash
 // after the write and before the completion leaves a claim that blocks
 // retries until it is stale (a minute) and may then be applied again

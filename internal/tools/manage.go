@@ -60,7 +60,8 @@ func init() {
 				}
 				return nil
 			},
-			sweep: always,
+			// Its one write, a cancel, is one commit; list and show write nothing.
+			sweep: always, answer: presentAs[service.CancelResult](envelope.KindSpawnCancel),
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 				switch a.Str("op") {
 				case "list":
