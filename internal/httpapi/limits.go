@@ -166,10 +166,11 @@ func (i *idempotentCall) begin(ctx context.Context, body []byte) (*idempotency.R
 	return existing, nil
 }
 
-// pending is the call's idempotency.Pending: for an exclusive call, its
-// response is written in the commit that applies it (internal/service
-// commitAnswering), encoded here as respond would encode it; nil for
-// every other call, remembered around it as before.
+// pending is the call's idempotency.Pending: for an exclusive call (and a
+// tool that CommitsKey), its response is written in the commit that
+// applies it (internal/service commitAnswering), encoded here as respond
+// would encode it; nil for every other call, claimed and completed
+// around it.
 func (i *idempotentCall) pending(r *http.Request, start time.Time) *idempotency.Pending {
 	if !i.exclusive || i.fingerprint == "" {
 		return nil

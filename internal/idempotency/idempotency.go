@@ -19,10 +19,10 @@
 //
 // When it is written: every keyed call of a tool whose write is one
 // commit of the service (tools.Tool.CommitsKey: conclude, define, the
-// status changes, answer, spawns cancel, heartbeat and manage; and assume,
-// overlook and a callback token's calls) writes its
-// record in that commit (Pending, Put, service.Tx.Key): the service hands
-// the result it is about to commit to Pending.Prepare, the store adds the
+// status changes, answer, spawns cancel, heartbeat and manage; and
+// assume, overlook and a callback token's calls) writes its record in
+// that commit (Pending, Put, service.Tx.Key): the service hands the
+// result it is about to commit to Pending.Prepare, the store adds the
 // record under its own condition (absent, or older than Window; otherwise
 // ErrTaken and nothing is applied), and the transport sends exactly the
 // bytes it stored. No claim is made before such a call: two requests with
@@ -40,10 +40,10 @@
 //
 // Calls whose writes are not one commit of the service (guess, whose
 // direct mode is several; the approvals, tokens, hooks and confirmations
-// tools; sweeps) claim the key before they run
-// and complete it after (Claim, Complete): three transactions, so a crash
-// after the write and before the completion leaves a claim that blocks
-// retries until it is stale (a minute) and may then be applied again
+// tools; sweeps) claim the key before they run and complete it after
+// (Claim, Complete): three transactions, so a crash after the write and
+// before the completion leaves a claim that blocks retries until it is
+// stale (a minute), and the call may then be applied again
 // (docs/design.md, idempotency).
 package idempotency
 
