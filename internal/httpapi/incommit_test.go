@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/idempotency"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 // dyingStore is the key store of a process that dies before it can write
@@ -33,12 +35,21 @@ func (dyingWriter) Write([]byte) (int, error) { panic("the process died") }
 // nothing is answered and nothing is written after the commit.
 func (a *api) callDying(token, tool string, args map[string]any, key string) {
 	a.t.Helper()
-	h := httpapi.New(httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: a.svc, Idempotency: dyingStore{a.store}}}, RatePerSecond: -1})
 	body, _ := json.Marshal(map[string]any{"args": args})
+	a.callDyingWith(token, tool, body, key)
+}
+
+// callDyingWith is callDying of a raw body with more headers (name, value).
+func (a *api) callDyingWith(token, tool string, body []byte, key string, header ...string) {
+	a.t.Helper()
+	h := httpapi.New(httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: a.svc, Idempotency: dyingStore{a.store}}}, RatePerSecond: -1})
 	req := httptest.NewRequest(http.MethodPost, "/v1/tools/"+tool, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	func() {
 		defer func() {
 			if recover() == nil {
@@ -152,5 +163,128 @@ func TestConcurrentAssumesOfDifferentEntitiesUnderOneKeyApplyOnce(t *testing.T) 
 	pending := a.ok(h, "spawns", map[string]any{"pending": true}).data()["count"]
 	if applied != 1 || pending != 1.0 {
 		t.Fatalf("%d applied, %v spawns pending; want 1 and 1", applied, pending)
+	}
+}
+
+// Every tool whose write is one commit of the service (tools.CommitsKey)
+// commits its keyed response with that write: a process that dies right
+// after the commit has remembered its answer, and the retry replays it
+// rather than answering "in progress" and applying it again a minute later.
+func TestAKeyedWriteThatCommittedIsReplayedEvenIfTheProcessDiesBeforeAnsweringIt(t *testing.T) {
+	a := newAPI(t)
+	h := a.tokens["harness"]
+	claim := func(s string) string { return a.ok(h, "conclude", map[string]any{"statement": s}).str("id") }
+	pendingSpawn := func(s string) string {
+		return a.ok(h, "assume", map[string]any{"id": claim(s)}).str("request_id")
+	}
+	cases := []struct {
+		tool string
+		args func() map[string]any
+		// confirmed: a gated tool, confirmed by the CLI (cli_confirmed).
+		confirmed bool
+	}{
+		{"conclude", func() map[string]any { return map[string]any{"statement": "a conclude whose server dies"} }, false},
+		{"define", func() map[string]any { return map[string]any{"curie": "ex:Dies", "doc": "a term whose server dies"} }, false},
+		{"trust", func() map[string]any {
+			return map[string]any{"id": claim("a trust whose server dies"), "reason": "the cited table is for 1 atm, not 2000 m"}
+		}, false},
+		{"dismiss", func() map[string]any {
+			return map[string]any{"id": claim("a dismiss whose server dies"), "evidence": []string{"https://example.org/e"}}
+		}, false},
+		{"spawns.manage", func() map[string]any {
+			return map[string]any{"op": "cancel", "request_id": pendingSpawn("a manage cancel whose server dies")}
+		}, true},
+		{"spawns.cancel", func() map[string]any {
+			return map[string]any{"request_id": pendingSpawn("a cancel whose server dies")}
+		}, true},
+		{"reopen", func() map[string]any {
+			id := claim("a reopen whose server dies")
+			a.confirmed(h, "ignore", map[string]any{"id": id, "reason": "superseded by the 2000 m table"})
+			return map[string]any{"id": id, "reason": "the 2000 m table was withdrawn"}
+		}, true},
+		{"ignore", func() map[string]any {
+			return map[string]any{"id": claim("an ignore whose server dies"), "reason": "superseded by the 2000 m table"}
+		}, true},
+		{"lock", func() map[string]any {
+			id := claim("a lock whose server dies")
+			a.ok(h, "dismiss", map[string]any{"id": id, "evidence": []string{"https://example.org/e"}})
+			return map[string]any{"id": id, "reason": "measured twice"}
+		}, true},
+		{"answer", func() map[string]any {
+			rid := a.ok(h, "guess", map[string]any{"question": "boiling point at 2000 m?", "n": 2}).str("request_id")
+			return map[string]any{"request_id": rid, "candidate": []string{"93 C", "93 C"}}
+		}, false},
+		{"spawns.heartbeat", func() map[string]any {
+			return map[string]any{"request_id": pendingSpawn("a heartbeat whose server dies"), "extend": "2h"}
+		}, false},
+	}
+	covered := map[string]bool{}
+	for _, c := range cases {
+		covered[c.tool] = true
+	}
+	for _, tool := range tools.All() {
+		if tool.CommitsKey() && !covered[tool.Name] {
+			t.Errorf("%s commits its key with its write but is not tested here", tool.Name)
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.tool, func(t *testing.T) {
+			args := c.args()
+			body, _ := json.Marshal(map[string]any{"args": args})
+			var header []string
+			if c.confirmed {
+				body, _ = json.Marshal(map[string]any{"args": args, "cli_confirmed": true})
+				header = []string{confirm.CapsHeader, confirm.CLICaps}
+			}
+			before := a.eventCount()
+			a.callDyingWith(h, c.tool, body, "dies-"+c.tool, header...)
+			applied := a.eventCount()
+			if applied == before {
+				t.Fatal("the dying call applied nothing")
+			}
+			again := a.do(http.MethodPost, "/v1/tools/"+c.tool, h, body, append(header, "Idempotency-Key", "dies-"+c.tool)...)
+			if again.status/100 != 2 || again.header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("the retry was not replayed: %d %s", again.status, again.raw)
+			}
+			if a.eventCount() != applied {
+				t.Fatal("the retry applied the call again")
+			}
+		})
+	}
+}
+
+// Concurrent requests with one key and one body: exactly one conclude is
+// applied, and every other request answers its response or "in progress".
+func TestConcurrentConcludesUnderOneKeyApplyOnce(t *testing.T) {
+	a := newAPI(t)
+	h := a.tokens["harness"]
+	const n = 8
+	replies := make([]reply, n)
+	start := make(chan struct{})
+	done := make(chan struct{})
+	for i := range replies {
+		go func() {
+			<-start
+			replies[i] = a.call(h, "conclude", map[string]any{"statement": "one key, many racers"}, "Idempotency-Key", "one-key")
+			done <- struct{}{}
+		}()
+	}
+	close(start)
+	for range replies {
+		<-done
+	}
+	ids := map[any]bool{}
+	for _, r := range replies {
+		switch {
+		case r.status == 201 || r.status == 200:
+			ids[r.data()["id"]] = true
+		case r.status == 409 && r.code() == "idempotency-in-progress":
+		default:
+			t.Fatalf("unexpected answer: %d %s", r.status, r.raw)
+		}
+	}
+	list := a.ok(h, "list", nil).data()
+	if len(ids) != 1 || list["count"] != 1.0 {
+		t.Fatalf("%d distinct claims answered, %v listed; want 1 and 1", len(ids), list["count"])
 	}
 }

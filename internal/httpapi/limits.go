@@ -191,7 +191,14 @@ type idempotentCall struct {
 	// pending verification spawn): a concurrent duplicate is refused
 	// there, so the key needs no claim before the call runs, only its
 	// successful response remembered after: one write instead of two.
-	exclusive   bool
+	//
+	// A tool that CommitsKey is one too, by its commit's condition on the
+	// key: of two requests with one key only one commit can carry it, and
+	// the other applies nothing (idempotency.ErrTaken).
+	exclusive bool
+	// mayDefer: the service's own conditions make the call once
+	// (idempotency.Put.MayDefer), not only the key's record.
+	mayDefer    bool
 	fingerprint string
 	// readOnly: the tool is annotated read-only, so the key is ignored.
 	readOnly bool
@@ -240,15 +247,16 @@ func (i *idempotentCall) begin(ctx context.Context, body []byte) (*idempotency.R
 	return existing, nil
 }
 
-// pending is the call's idempotency.Pending: for an exclusive call, its
-// response is written in the commit that applies it (internal/service
-// commitAnswering), encoded here as respond would encode it; nil for
-// every other call, remembered around it as before.
+// pending is the call's idempotency.Pending: for an exclusive call (and a
+// tool that CommitsKey), its response is written in the commit that
+// applies it (internal/service commitAnswering), encoded here as respond
+// would encode it; nil for every other call, claimed and completed
+// around it.
 func (i *idempotentCall) pending(r *http.Request, start time.Time) *idempotency.Pending {
 	if !i.exclusive || i.fingerprint == "" {
 		return nil
 	}
-	return &idempotency.Pending{Name: i.name(), Fingerprint: i.fingerprint,
+	return &idempotency.Pending{Name: i.name(), Fingerprint: i.fingerprint, MayDefer: i.mayDefer,
 		Encode: func(out any) (int, []byte, bool) {
 			res, ok := out.(tools.Output)
 			if !ok {

@@ -232,7 +232,9 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	replay := idempotentCall{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: principal.TokenID + principal.RequestID + "/" + name,
 		readOnly: t.Annotations.ReadOnly}
 	// A callback token's calls resolve (or read) its one spawn.
-	replay.exclusive = t.Exclusive || principal.Role == auth.RoleCallback
+	replay.mayDefer = t.Exclusive || principal.Role == auth.RoleCallback
+	// A tool whose write is one commit records its key in that commit.
+	replay.exclusive = replay.mayDefer || t.CommitsKey()
 	if done, err := replay.begin(r.Context(), body); err != nil || done != nil {
 		if err != nil {
 			s.fail(w, r, err)

@@ -17,20 +17,34 @@
 //     shown once, to the first response, and is nowhere at rest. A client
 //     that lost it revokes the token and creates another.
 //
-// When it is written: for the calls the service applies at most once by
-// its own conditions (assume, overlook, a callback token's dismiss, trust
-// and answer), in the same transaction as the call's writes (Pending,
-// Put, service.Tx.Key): the service hands the result it is about to
-// commit to Pending.Prepare, the store adds the record under its own
-// condition (absent, or older than Window; otherwise ErrTaken and nothing
-// is applied), and the transport sends exactly the bytes it stored. So
-// on SQLite there is no crash window: a process that dies after the
-// commit has remembered its answer, and a retry replays it. The DynamoDB
-// store defers every record (Put.Deferred): in the transaction it would
-// cost more write units than the lifecycle's budget (docs/aws-cost.md),
-// so it is remembered after the commit, and a retry after a crash
-// between the two is held by the service's own conditions. Other calls
-// claim the key before they run and complete it after (Claim, Complete).
+// When it is written: every keyed call of a tool whose write is one
+// commit of the service (tools.Tool.CommitsKey: conclude, define, the
+// status changes, answer, spawns cancel, heartbeat and manage; and
+// assume, overlook and a callback token's calls) writes its record in
+// that commit (Pending, Put, service.Tx.Key): the service hands the
+// result it is about to commit to Pending.Prepare, the store adds the
+// record under its own condition (absent, or older than Window; otherwise
+// ErrTaken and nothing is applied), and the transport sends exactly the
+// bytes it stored. No claim is made before such a call: two requests with
+// one key may both run, but only one commit can carry the key, and the
+// other applies nothing and answers the first one's response. So a crash
+// leaves either nothing (the retry applies the call once) or the write
+// with its response (the retry replays it): there is no window in which
+// a call is applied but its key unrecorded, on any store. The one
+// exception is a record the service's own conditions make redundant
+// (Put.MayDefer: an exclusive tool such as assume, or a callback token's
+// call): DynamoDB defers those (Put.Deferred), as in the transaction they
+// would cost more write units than the lifecycle's budget
+// (docs/aws-cost.md); a retry after a crash between the two is refused by
+// the service's conditions, never applied twice.
+//
+// Calls whose writes are not one commit of the service (guess, whose
+// direct mode is several; the approvals, tokens, hooks and confirmations
+// tools; sweeps) claim the key before they run and complete it after
+// (Claim, Complete): three transactions, so a crash after the write and
+// before the completion leaves a claim that blocks retries until it is
+// stale (a minute), and the call may then be applied again
+// (docs/design.md, idempotency).
 package idempotency
 
 import (
@@ -232,6 +246,12 @@ type Put struct {
 	Status            int
 	Body              []byte
 	At                time.Time
+	// MayDefer: the service's own conditions apply the call at most once
+	// (an exclusive tool, a callback token's call), so a store may write
+	// the record after the commit instead (Deferred). Without it the
+	// record is an item of the call's commit on every store: nothing else
+	// keeps a retry after a crash from applying the call again.
+	MayDefer bool
 	// Deferred is set by a store that does not add the record to the
 	// call's transaction (DynamoDB: its cost): the commit applies the call
 	// alone, and the response is remembered after it.
@@ -262,6 +282,8 @@ type Pending struct {
 	// Clock dates the record as the transport's Lookup and Claim are
 	// dated (nil: time.Now).
 	Clock func() time.Time
+	// MayDefer is Put.MayDefer for this call.
+	MayDefer bool
 
 	status int
 	body   []byte
@@ -299,7 +321,7 @@ func (p *Pending) Prepare(result any, warns []envelope.Warning) *Put {
 	if p.Clock != nil {
 		now = p.Clock()
 	}
-	return &Put{Name: p.Name, Fingerprint: p.Fingerprint, Status: status, Body: StoredForm(body), At: now}
+	return &Put{Name: p.Name, Fingerprint: p.Fingerprint, Status: status, Body: StoredForm(body), At: now, MayDefer: p.MayDefer}
 }
 
 // Committed records the outcome of the commit that carried put: on

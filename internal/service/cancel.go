@@ -54,15 +54,16 @@ func (s *Spawns) Cancel(ctx context.Context, requestID, reason string) (CancelRe
 			return CancelResult{}, nil, err
 		}
 		r.Restored, r.Status = tx.restored, tx.status
-		err = s.commit(ctx, tx.Tx)
+		done := r
+		done.Outcome, done.Applied = spawn.Cancelled, true
+		err = s.commitAnswering(ctx, tx.Tx, done, nil)
 		if isCondition(err) && attempt < maxAttempts {
 			continue // a resolver or a writer got there first: re-read and decide again
 		}
 		if err != nil {
 			return CancelResult{}, nil, storeErr(err)
 		}
-		r.Outcome, r.Applied = spawn.Cancelled, true
-		return r, nil, nil
+		return done, nil, nil
 	}
 }
 

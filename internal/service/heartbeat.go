@@ -90,7 +90,9 @@ func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Du
 		if err != nil {
 			return r, nil, err
 		}
-		err = s.commit(ctx, tx)
+		moved := r
+		moved.ExpiresAt, moved.Moved = want, true
+		err = s.commitAnswering(ctx, tx, moved, warns)
 		if isCondition(err) && attempt < maxAttempts {
 			continue // resolved, or its entity moved: re-read and decide again
 		}
@@ -102,8 +104,7 @@ func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Du
 				s.Log.Warn("schedule timeout", "request_id", sp.ID, "err", err)
 			}
 		}
-		r.ExpiresAt, r.Moved = want, true
-		return r, warns, nil
+		return moved, warns, nil
 	}
 }
 

@@ -203,10 +203,11 @@ func (s *Ledger) Conclude(ctx context.Context, in ConcludeInput) (EntityView, er
 	}
 	ev := s.event(ledger.EvConcluded, e.ID, now)
 	ev.To = ledger.Unverified
-	if err := s.commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); err != nil {
-		return res, storeErr(err)
+	res = EntityView{Entity: e}
+	if err := s.commitAnswering(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}, res, nil); err != nil {
+		return EntityView{}, storeErr(err)
 	}
-	return EntityView{Entity: e}, nil
+	return res, nil
 }
 
 // Define records a new term. A CURIE names one term: the check before the
@@ -231,7 +232,7 @@ func (s *Ledger) Define(ctx context.Context, curie, doc string) (EntityView, err
 	}
 	ev := s.event(ledger.EvDefined, e.ID, now)
 	ev.To = ledger.Unverified
-	err := s.commit(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}})
+	err := s.commitAnswering(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}, EntityView{Entity: e}, nil)
 	if FailedOn(err, CurieKey(curie)) {
 		// Another define committed the CURIE after the check: it is
 		// committed, so a read now finds its term.

@@ -70,7 +70,7 @@ func (s *Ledger) Transition(ctx context.Context, in TransitionInput) (EntityView
 		if verifier != nil {
 			e2 = s.supersede(ctx, &tx, *verifier, e2, in.Action)
 		}
-		err = s.commit(ctx, tx)
+		err = s.commitAnswering(ctx, tx, EntityView{Entity: e2}, nil)
 		if isCondition(err) && attempt < maxAttempts {
 			continue
 		}

@@ -37,6 +37,8 @@ func Run(t *testing.T, newStore func(t *testing.T) service.Store) {
 		{"a CURIE is held by one term", curieHeldOnce},
 		{"concurrent terms of one CURIE: exactly one commits", concurrentCuries},
 		{"a spawn keeps who requested it, pending, heartbeated and resolved", spawnKeepsItsRequester},
+		{"a keyed write commits with its idempotency record or not at all", keyedWriteCommitsWithItsRecord},
+		{"a keyed spawn commits with its idempotency record or not at all", keyedSpawnCommitsWithItsRecord},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })

@@ -23,7 +23,7 @@ func init() {
 	register("spawns.cancel", func() *Tool {
 		return &Tool{Name: "spawns.cancel", Summary: "Cancel a pending spawn: it resolves as cancelled and the entity gets its pre-spawn status back.",
 			Params: []Param{spawnID, {Name: "reason", Type: String, Description: "why it is cancelled"}},
-			sweep:  always,
+			sweep:  always, answer: presentAs[service.CancelResult](envelope.KindSpawnCancel),
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 				return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason")))
 			}}
@@ -32,6 +32,7 @@ func init() {
 		return &Tool{Name: "spawns.heartbeat", Summary: "Keep a pending spawn alive: move its expires_at to now + --extend (never past spawn_max_lease from its issue).",
 			Params: []Param{spawnID, {Name: "extend", Type: String, Description: "how far from now the expiry moves, a Go duration (default: the project's spawn timeout)"}},
 			sweep:  always, // an expired spawn is timed out first: a heartbeat never revives it
+			answer: presentAs[service.HeartbeatResult](envelope.KindSpawnHeartbeat),
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 				var extend time.Duration
 				if v := a.Str("extend"); v != "" {
@@ -59,7 +60,8 @@ func init() {
 				}
 				return nil
 			},
-			sweep: always,
+			// Its one write, a cancel, is one commit; list and show write nothing.
+			sweep: always, answer: presentAs[service.CancelResult](envelope.KindSpawnCancel),
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 				switch a.Str("op") {
 				case "list":

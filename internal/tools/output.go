@@ -82,7 +82,7 @@ func (t *Tool) call(ctx context.Context, s *service.Service, a Args) (Output, er
 	switch order {
 	case sweepBefore:
 		w, h := sweep(s.SweepFirst(ctx))
-		answering(ctx, w, h)
+		answering(ctx, t, w, h)
 		out, err := t.run(ctx, s, a)
 		out.Warnings = append(w, out.Warnings...)
 		out.Hints = append(h, out.Hints...)
@@ -91,12 +91,12 @@ func (t *Tool) call(ctx context.Context, s *service.Service, a Args) (Output, er
 		}
 		return out, err
 	case sweepAfter:
-		answering(ctx, nil, nil)
+		answering(ctx, t, nil, nil)
 		out, err := t.run(ctx, s, a)
 		out.mergeAfter(sweep(s.SweepAfter(ctx)))
 		return out, err
 	}
-	answering(ctx, nil, nil)
+	answering(ctx, t, nil, nil)
 	return t.run(ctx, s, a)
 }
 
@@ -107,13 +107,17 @@ func (t *Tool) call(ctx context.Context, s *service.Service, a Args) (Output, er
 // the response committed with the call, and the one sent. A sweep run
 // after the call is not in it (its findings concern other spawns, and are
 // not known at the commit).
-func answering(ctx context.Context, lead []envelope.Warning, hints []string) {
+func answering(ctx context.Context, t *Tool, lead []envelope.Warning, hints []string) {
 	p := idempotency.PendingFrom(ctx)
 	if p == nil || p.Encode == nil {
 		return
 	}
+	present := presentResult
+	if t.answer != nil {
+		present = t.answer
+	}
 	p.Respond = func(result any, warns []envelope.Warning) (int, []byte, bool) {
-		out, ok := presentResult(result, warns)
+		out, ok := present(result, warns)
 		if !ok {
 			return 0, nil, false
 		}
@@ -143,6 +147,17 @@ func presentResult(result any, warns []envelope.Warning) (Output, bool) {
 		return out, true
 	}
 	return Output{}, false
+}
+
+// presentConcluded is conclude's presentResult: the claim with its hint.
+func presentConcluded(result any, warns []envelope.Warning) (Output, bool) {
+	v, ok := result.(service.EntityView)
+	if !ok {
+		return Output{}, false
+	}
+	out, _ := concluded(v, nil)
+	out.Warnings = append([]envelope.Warning{}, warns...)
+	return out, true
 }
 
 func (o *Output) mergeAfter(w []envelope.Warning, h []string) {
@@ -341,6 +356,19 @@ func data[T any](kind string) func(T, error) (Output, error) {
 func withWarnings[T any](kind string) func(T, []envelope.Warning, error) (Output, error) {
 	return func(v T, w []envelope.Warning, err error) (Output, error) {
 		return Output{Kind: kind, Data: v, Warnings: w}, err
+	}
+}
+
+// presentAs is the presentResult of a tool that answers withWarnings(kind):
+// its result of type T, with the service's warnings.
+func presentAs[T any](kind string) func(any, []envelope.Warning) (Output, bool) {
+	return func(result any, warns []envelope.Warning) (Output, bool) {
+		v, ok := result.(T)
+		if !ok {
+			return Output{}, false
+		}
+		out, _ := withWarnings[T](kind)(v, append([]envelope.Warning{}, warns...), nil)
+		return out, true
 	}
 }
 

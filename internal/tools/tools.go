@@ -16,6 +16,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
+	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -96,7 +97,14 @@ type Tool struct {
 	// pending verification spawn per entity); an Idempotency-Key then
 	// needs no claim before the call runs.
 	Exclusive bool `json:"-"`
-	run       func(ctx context.Context, s *service.Service, a Args) (Output, error)
+	// answer presents the result the service commits a keyed call's
+	// response with (idempotency.Pending), when the tool's write is one
+	// commit of the service that carries it: an Idempotency-Key then
+	// needs no claim either, as the key is recorded by that commit or the
+	// call applies nothing (CommitsKey). nil: presentResult, for the
+	// exclusive tools and a callback token's calls.
+	answer func(result any, warns []envelope.Warning) (Output, bool)
+	run    func(ctx context.Context, s *service.Service, a Args) (Output, error)
 	// The cross-cutting policy (see call): check refuses bad arguments
 	// before anything runs; approvals says the tool needs the approvals
 	// port; sweep says whether, and when, the call sweeps (nil: never).
@@ -104,6 +112,12 @@ type Tool struct {
 	approvals bool
 	sweep     func(a Args) sweepOrder
 }
+
+// CommitsKey reports whether every write of the tool is one commit of the
+// service that carries a keyed call's response (idempotency.Pending), so
+// that the transport records the key in that commit and claims nothing
+// before it (docs/design.md, idempotency).
+func (t *Tool) CommitsKey() bool { return t.answer != nil }
 
 // Args are a call's arguments after validation.
 type Args map[string]any

@@ -29,7 +29,7 @@ func init() {
 				{Name: "confidence", Type: Number, Description: "0..1"},
 				{Name: "depends_on", Type: Strings, Description: "an entity this claim depends on (repeatable)"},
 			},
-			sweep: always,
+			sweep: always, answer: presentConcluded,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 				return concluded(s.Ledger.Conclude(ctx, service.ConcludeInput{Statement: a.Str("statement"), Atoms: a.Strs("atom"),
 					Refs: a.Strs("ref"), Confidence: a.Float("confidence"), DependsOn: a.Strs("depends_on")}))
@@ -41,7 +41,7 @@ func init() {
 				{Name: "curie", Type: String, Required: true, Positional: true, Description: "prefix:local"},
 				{Name: "doc", Type: String, Required: true, Description: "the definition"},
 			},
-			sweep: always,
+			sweep: always, answer: presentResult,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 				v, err := s.Ledger.Define(ctx, a.Str("curie"), a.Str("doc"))
 				return entity(v, nil, err)
@@ -121,7 +121,7 @@ func init() {
 				{Name: "candidate", Type: Strings, Required: true, Description: "a candidate answer (repeatable)"},
 			},
 			// An answer resolves its own request before the sweep runs.
-			sweep: func(Args) sweepOrder { return sweepAfter },
+			sweep: func(Args) sweepOrder { return sweepAfter }, answer: presentResult,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 				return answered(s.Spawns.Answer(ctx, a.Str("request_id"), a.Strs("candidate")))
 			}}
@@ -172,7 +172,7 @@ func spawnsView(a Args) (view string, n int) {
 
 func transition(action ledger.Action, summary string, params ...Param) *Tool {
 	return &Tool{Name: string(action), Summary: summary, Params: append([]Param{entityParam}, params...),
-		sweep: afterCallback,
+		sweep: afterCallback, answer: presentResult,
 		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 			in := service.TransitionInput{Action: action, EntityID: a.Str("id"),
 				Reason: a.Str("reason"), Evidence: a.Strs("evidence"), RequestID: a.Str("request_id")}

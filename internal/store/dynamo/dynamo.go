@@ -156,6 +156,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/readmemo"
 	"github.com/dont-cli/dont/internal/service"
@@ -573,13 +574,13 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 	if err != nil {
 		return err
 	}
-	deferKey(tx.Key)
+	keyInCommit := deferKey(tx.Key)
 	for _, sp := range p.spawnItems {
 		if err := s.putSpawnItem(ctx, sp); err != nil {
 			return err
 		}
 	}
-	if p.inline != nil && len(outbox) == 0 {
+	if p.inline != nil && len(outbox) == 0 && !keyInCommit {
 		return s.putOnce(ctx, p.inline, p.inlineOwner, func(ctx context.Context) (bool, error) { return s.issued(ctx, p.inlineSpawn) })
 	}
 	if p.inline != nil {
@@ -592,6 +593,14 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 	for _, it := range outbox {
 		p.items = append(p.items, it)
 		p.owners = append(p.owners, "")
+	}
+	if keyInCommit {
+		it, err := s.keyItem(tx.Key)
+		if err != nil {
+			return err
+		}
+		p.items = append(p.items, it)
+		p.owners = append(p.owners, keyOwner)
 	}
 	if len(p.items) > maxTransactItems {
 		return fmt.Errorf("dynamo: a commit of %d items exceeds DynamoDB's %d per transaction", len(p.items), maxTransactItems)
@@ -609,6 +618,9 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 	if errors.As(err, &tce) {
 		for i, r := range tce.CancellationReasons {
 			if aws.ToString(r.Code) == "ConditionalCheckFailed" && i < len(p.owners) {
+				if p.owners[i] == keyOwner {
+					return idempotency.ErrTaken
+				}
 				return &service.ConditionFailed{ID: p.owners[i]}
 			}
 		}

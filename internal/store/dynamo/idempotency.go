@@ -174,18 +174,50 @@ func (s *Store) Remember(ctx context.Context, key, fingerprint string, status in
 	}))
 }
 
-// deferKey marks a call's response (service.Tx.Key) Deferred: on
-// DynamoDB it is not an item of the call's commit. As one it would cost 2
-// write units and turn an assume's single conditional put into a
-// transaction: 13 write units a keyed lifecycle instead of 10, over the
-// cost goal (docs/aws-cost.md). The transport remembers it after the
-// commit, one conditional put of 1 unit, as before; a function that dies
-// between the two leaves its retry to the service's own conditions,
-// which apply an exclusive call once (docs/design.md §12).
-func deferKey(k *idempotency.Put) {
-	if k != nil {
-		k.Deferred = true
+// deferKey marks a call's response (service.Tx.Key) Deferred when the
+// service's own conditions apply the call once (Put.MayDefer: assume,
+// overlook, a callback token's call): then it is not an item of the
+// call's commit. As one it would cost 2 write units and turn an assume's
+// single conditional put into a transaction: 13 write units a keyed
+// lifecycle instead of 10, over the cost goal (docs/aws-cost.md). The
+// transport remembers it after the commit, one conditional put of 1 unit;
+// a function that dies between the two leaves its retry to the service's
+// own conditions, which apply an exclusive call once (docs/design.md §12).
+// Every other key is written in the commit (keyItem): it reports whether
+// the commit must carry it.
+func deferKey(k *idempotency.Put) (inCommit bool) {
+	if k == nil {
+		return false
 	}
+	if k.MayDefer {
+		k.Deferred = true
+		return false
+	}
+	return true
+}
+
+// keyOwner names the key item among a commit's conditions: a failed
+// condition on it is idempotency.ErrTaken.
+const keyOwner = "idempotency#key"
+
+// keyItem is a call's response as an item of its commit: added only if
+// the key is absent or past the window (as Remember), so that the commit
+// applies the call together with its response or not at all.
+func (s *Store) keyItem(k *idempotency.Put) (types.TransactWriteItem, error) {
+	if len(k.Body) > maxStoredBody {
+		return types.TransactWriteItem{}, errors.New("dynamo: an idempotent response of more than 350 KB cannot ride its commit")
+	}
+	it := s.idempotencyKey(k.Name)
+	name, stored := packed("b", k.Body)
+	it["st"], it["fp"], it["c"] = str("done"), str(k.Fingerprint), str(timeText(k.At))
+	it["status"], it[name] = &types.AttributeValueMemberN{Value: strconv.Itoa(k.Status)}, &types.AttributeValueMemberB{Value: stored}
+	it[TTLAttribute] = epoch(k.At.Add(IdempotencyWindow))
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(s.table), Item: it,
+		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #c < :expired"),
+		ExpressionAttributeNames:  map[string]string{"#pk": PartitionKey, "#c": "c"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": str(timeText(k.At.Add(-IdempotencyWindow)))},
+	}}, nil
 }
 
 var _ idempotency.Store = (*Store)(nil)
