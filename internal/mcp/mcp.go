@@ -39,6 +39,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
@@ -143,6 +144,8 @@ func (nopWriteCloser) Close() error { return nil }
 func (s *Server) handler(t *tools.Tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		start := time.Now()
+		ctx, done := clientGone(ctx)
+		defer done()
 		res, mode, ask, err := s.call(ctx, t, req)
 		if ask != nil {
 			return ask, nil
@@ -217,8 +220,29 @@ func (s *Server) call(ctx context.Context, t *tools.Tool, req *sdk.CallToolReque
 		}
 		arrival = confirm.Arrival{Contract: confirmed, CLIConfirmed: confirmed}
 	}
+	var look func() (approvals.Approval, bool)
+	if t.Name == "approvals.wait" {
+		look = func() (approvals.Approval, bool) {
+			id, _ := args["id"].(string)
+			v, err := svc.Escalations.Show(ctx, id)
+			return v.Approval, err == nil
+		}
+	}
+	ctx, stop := withProgress(ctx, req, blocking(t, args), look)
 	res, err = tools.CallGated(ctx, svc, t.Name, args, arrival)
+	stop()
 	return res, mode, nil, err
+}
+
+// clientGone returns the context a call runs under: it ends when the
+// request's does — the client cancelled the request or went away — with
+// cause service.ErrAskingClientGone, so that a question the call was
+// waiting on is cancelled with that reason for the person to read, not
+// as a bare withdrawal.
+func clientGone(ctx context.Context) (context.Context, func()) {
+	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(service.ErrAskingClientGone) })
+	return cctx, func() { stop(); cancel(nil) }
 }
 
 // Result carries an envelope as an MCP tool result: the envelope itself as
