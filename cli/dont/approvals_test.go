@@ -504,3 +504,16 @@ func TestAYTypedForOneQuestionNeverAnswersTheNextInWatch(t *testing.T) {
 		t.Fatalf("the next keystroke, for what is shown: %+v", act)
 	}
 }
+
+// A question whose asking client went away (an MCP client cancelled or
+// disconnected) is cleared from the terminal with that reason, not as a
+// bare cancel.
+func TestWatchSaysTheAskingClientWentAwayWhenItCancelledOverMCP(t *testing.T) {
+	m := newWatchModel()
+	m.Frame(question("apr:1", w0, 120*time.Second), w0)
+	said := m.Frame(approvals.Frame{Kind: approvals.FrameResolved, RequestID: "apr:1", Verdict: approvals.Cancelled,
+		Cause: approvals.CauseClientGone, By: "mcp:agent"}, w0.Add(time.Second))
+	if len(said) != 1 || !strings.Contains(said[0], "apr:1: cancelled: the asking client went away (cleared)") {
+		t.Fatalf("said %q", said)
+	}
+}
