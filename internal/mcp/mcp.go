@@ -63,6 +63,8 @@ type Server struct {
 	// asked are the confirmations asked through a multi round-trip
 	// request and not yet answered: request state → the call it is for.
 	asked asked
+	// watches are the subscribed resources (resources.go).
+	watches watches
 }
 
 const instructions = `dont is a ledger of claims with enforced doubt. Every tool result is a dont envelope {ok, envelope_kind, data, hints, warnings, meta}; on failure envelope_kind is "error" and data.remediation lists what to run next.
@@ -77,7 +79,11 @@ func New(version string, open Opener) *Server {
 		// Logging: a result's warnings are also sent as log messages at
 		// level warning, for hosts that show a log (logging.go).
 		Capabilities: capabilities(),
+		// Pending spawns and open questions, subscribable (resources.go).
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: s.unsubscribe,
 	})
+	s.addResources()
 	for _, t := range Tools() {
 		s.srv.AddTool(&sdk.Tool{
 			Name:        ToolName(t.Name),
@@ -134,6 +140,18 @@ func (s *Server) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 
 // RunTransport serves one client over any SDK transport.
 func (s *Server) RunTransport(ctx context.Context, t sdk.Transport) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop() // ends the resource watches of this run
+	s.watches.mu.Lock()
+	if s.watches.base == nil {
+		s.watches.base = ctx
+		defer func() {
+			s.watches.mu.Lock()
+			s.watches.base, s.watches.by = nil, nil
+			s.watches.mu.Unlock()
+		}()
+	}
+	s.watches.mu.Unlock()
 	return s.srv.Run(ctx, standardTransport{t})
 }
 

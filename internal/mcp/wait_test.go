@@ -28,7 +28,11 @@ type waiting struct {
 	progress chan *sdk.ProgressNotificationParams
 }
 
-func newWaiting(t *testing.T) *waiting {
+func newWaiting(t *testing.T) *waiting { t.Helper(); return newWaitingWith(t, nil, nil) }
+
+// newWaitingWith is newWaiting with the client's options (its progress
+// handler is the test's).
+func newWaitingWith(t *testing.T, opts *sdk.ClientOptions, session *sdk.ClientSessionOptions) *waiting {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Create(ctx, t.TempDir()+"/dont.db")
@@ -43,9 +47,13 @@ func newWaiting(t *testing.T) *waiting {
 		return service.New(deps("agent")), func() {}, nil
 	})
 	w := &waiting{st: st, person: service.New(deps("person")), progress: make(chan *sdk.ProgressNotificationParams, 64)}
-	w.cs = connect(t, srv, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
+	if opts == nil {
+		opts = &sdk.ClientOptions{}
+	}
+	opts.ProgressNotificationHandler = func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
 		w.progress <- r.Params
-	}}, nil)
+	}
+	w.cs = connect(t, srv, opts, session)
 	_, ses := call(t, w.cs, "sessions_open", map[string]any{"tier": "read-only"})
 	w.session = data(ses)["session_id"].(string)
 	// A person's client reads the session: a question can be answered.
