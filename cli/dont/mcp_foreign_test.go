@@ -60,6 +60,8 @@ type tsSummary struct {
 		IsError bool   `json:"isError"`
 		Code    string `json:"code"`
 	} `json:"escalate_after_frames"`
+	Resources           []string `json:"resources"`
+	ResourceUpdates     int      `json:"resource_updates"`
 	WithoutOutputSchema []string `json:"tools_without_output_schema"`
 	Validated           int      `json:"validated"`
 	AnnotationKinds     int      `json:"annotation_kinds"`
@@ -207,7 +209,12 @@ func TestTheTypeScriptMCPSDKSeesOnlyHarnessToolsAndCannotApprove(t *testing.T) {
 
 func TestTheTypeScriptMCPSDKRunsAHarnessSession(t *testing.T) {
 	p := newProject(t, "DONT_HARNESS=0") // MCP is a harness whatever the environment says
-	s := runTypeScriptClient(t, p).Session
+	sum := runTypeScriptClient(t, p)
+	s := sum.Session
+	// The host subscribed to the pending spawns and was told of the new one.
+	if !slices.Contains(sum.Resources, mcp.URIPendingSpawns) || !slices.Contains(sum.Resources, mcp.URIOpenQuestions) || sum.ResourceUpdates < 1 {
+		t.Fatalf("resources %v, %d updates", sum.Resources, sum.ResourceUpdates)
+	}
 	if s.Mode != "harness" || !strings.HasPrefix(s.RequestID, "spawn:") {
 		t.Fatalf("assume over the TypeScript SDK: %+v", s)
 	}
