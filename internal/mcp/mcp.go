@@ -178,6 +178,8 @@ func (s *Server) handler(t *tools.Tool) sdk.ToolHandler {
 		if err != nil {
 			env = envelope.Fail(err, res.Warnings)
 		}
+		// Commands in the text are MCP tool calls here (text.go).
+		mcpText(&env)
 		env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: ids.New(ids.Request, start), Mode: mode}
 		logWarnings(ctx, req.Session, t, env.Warnings)
 		return Result(env), nil
