@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +37,11 @@ import (
 
 // resourcePoll is how often a subscribed resource is read again.
 var resourcePoll = time.Second
+
+// maxWatches bounds the resources one server watches at a time: each is
+// a store read every resourcePoll, and a client must not turn
+// subscriptions into load on the store (docs/security.md).
+const maxWatches = 32
 
 // Resource URIs.
 const (
@@ -139,6 +146,9 @@ func (s *Server) subscribe(_ context.Context, req *sdk.SubscribeRequest) error {
 	if w, ok := s.watches.by[uri]; ok {
 		w.subscribers++
 		return nil
+	}
+	if len(s.watches.by) >= maxWatches {
+		return errors.New("at most " + strconv.Itoa(maxWatches) + " resources are watched at a time; unsubscribe from one first")
 	}
 	base := s.watches.base
 	if base == nil {

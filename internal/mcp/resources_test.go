@@ -128,3 +128,22 @@ func waitUpdated(t *testing.T, updated chan string, uri string) {
 		}
 	}
 }
+
+// Each subscribed resource is a store read every second: a client cannot
+// subscribe to any number of them to load the store.
+func TestAnAgentOverMCPCannotLoadTheStoreWithSubscriptions(t *testing.T) {
+	w := newWaitingWith(t, nil, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	refused := 0
+	for i := range 40 {
+		uri := "dont://approvals/apr:01HX05A9K8VP00000000000" + string(rune('A'+i/10)) + string(rune('A'+i%10))
+		if err := w.cs.Subscribe(context.Background(), &sdk.SubscribeParams{URI: uri}); err != nil {
+			if !strings.Contains(err.Error(), "at most 32 resources") {
+				t.Fatalf("subscribe %d: %v", i, err)
+			}
+			refused++
+		}
+	}
+	if refused != 8 {
+		t.Fatalf("%d of 40 subscriptions refused, want 8 (32 watched)", refused)
+	}
+}
