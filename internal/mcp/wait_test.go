@@ -186,7 +186,7 @@ func TestAnMCPClientThatCancelsItsWaitingEscalateEndsTheQuestionAsGone(t *testin
 
 // The pattern for hosts that do not reset their timeout on progress: ask
 // with no_wait, then approvals_wait in calls bounded by max_wait, each
-// returning the open question until the verdict comes.
+// failing approval-still-open until the verdict comes.
 func TestEscalateWithoutWaitThenBoundedWaitsOverMCPReachTheVerdict(t *testing.T) {
 	w := newWaiting(t)
 	res, q := call(t, w.cs, "escalate", map[string]any{"session": w.session, "call": "c1", "to": "workspace-write", "reason": "writes", "no_wait": true})
@@ -194,9 +194,15 @@ func TestEscalateWithoutWaitThenBoundedWaitsOverMCPReachTheVerdict(t *testing.T)
 	if res.IsError || id == "" || data(q)["state"] != "pending" {
 		t.Fatalf("escalate no_wait: %v", q)
 	}
+	// Still open: an error (never read as a grant) whose remediation is
+	// the next bounded call, as an MCP tool call.
 	res, env := call(t, w.cs, "approvals_wait", map[string]any{"id": id, "max_wait": "50ms"})
-	if res.IsError || env["envelope_kind"] != "approval" || data(env)["state"] != "pending" || data(env)["remaining_ms"] == nil {
-		t.Fatalf("a bounded wait on an open question: %v", env)
+	refusedWith(t, res, env, "approval-still-open", "a bounded wait on an open question")
+	if next := data(env)["remediation"].([]any)[0].(map[string]any)["command"]; next != `approvals_wait {"id":"`+id+`","max_wait":"30s"}` {
+		t.Fatalf("the next step: %v", next)
+	}
+	if _, show := call(t, w.cs, "approvals_show", map[string]any{"id": id}); data(show)["state"] != "pending" {
+		t.Fatalf("the bounded wait changed the question: %v", show)
 	}
 	if _, _, err := w.person.Escalations.Approve(context.Background(), id, "person"); err != nil {
 		t.Fatal(err)

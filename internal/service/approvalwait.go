@@ -31,13 +31,18 @@ func interruptDecision(ctx context.Context, a approvals.Approval) approvals.Deci
 		Detail: "the requester was interrupted while waiting"}
 }
 
+// ApprovalStillOpen ends a bounded wait (WaitWithin) whose bound passed
+// before the verdict: an error, so that no caller reads "not answered
+// yet" as a grant (the CLI exits 1, as for every ending but an approval).
+const ApprovalStillOpen errs.Code = "approval-still-open"
+
 // MaxWaitBound is the longest bounded wait (WaitWithin) a caller may ask
 // for; longer than any question's deadline is pointless.
 const MaxWaitBound = 10 * time.Minute
 
 // WaitWithin is Wait bounded by within: if the question is still open
-// when within has passed, it returns the question as it stands (pending,
-// no error), for a caller that polls in bounded calls — an MCP host whose
+// when within has passed, it fails with ApprovalStillOpen, naming the time
+// left, for a caller that polls in bounded calls — an MCP host whose
 // request timeout a whole wait would outlast (docs/harnesses.md, "MCP
 // hosts"). A bound of 0 is Wait. Like Wait it never cancels the question.
 func (s *Escalations) WaitWithin(ctx context.Context, id string, within time.Duration) (ApprovalView, []envelope.Warning, error) {
@@ -53,7 +58,7 @@ func (s *Escalations) WaitWithin(ctx context.Context, id string, within time.Dur
 	if err == nil || ctx.Err() != nil || bctx.Err() == nil || !errs.Is(err, errs.Interrupted) {
 		return v, warns, err
 	}
-	// The bound passed with the question still open: show it as it stands.
+	// The bound passed: say how the question stands.
 	st, serr := s.approvalStore()
 	if serr != nil {
 		return ApprovalView{}, warns, serr
@@ -66,9 +71,7 @@ func (s *Escalations) WaitWithin(ctx context.Context, id string, within time.Dur
 		v, err := s.verdictResult(ctx, st, a)
 		return v, warns, err
 	}
-	view := s.view(a)
-	if ses, err := st.GetSession(ctx, a.SessionID); err == nil {
-		view.SessionTier = ses.Tier
-	}
-	return view, warns, nil
+	left := approvals.Remaining(a, s.now()).Round(time.Second)
+	return ApprovalView{}, warns, errs.E(ApprovalStillOpen, id+" has no verdict yet ("+left.String()+" left until its deadline "+a.Deadline.Format(timeFormat)+"); wait again, and do not run the command until it is approved").
+		On(id).Unmet("approved by a person before the deadline")
 }
