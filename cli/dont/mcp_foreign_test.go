@@ -286,6 +286,7 @@ type tsWait struct {
 	} `json:"progress"`
 	Envelope     map[string]any `json:"envelope"`
 	ServerStderr string         `json:"server_stderr"`
+	Question     map[string]any `json:"question"`
 }
 
 // approvalDelay is how long the person takes to answer: past the
@@ -362,5 +363,48 @@ func TestTheTypeScriptMCPSDKWaitsThroughANinetySecondApproval(t *testing.T) {
 	t.Logf("@modelcontextprotocol/sdk %s waited %d ms with %d progress reports (longest gap %d ms)", s.SDK, s.ElapsedMS, len(s.Progress), s.MaxGapMS)
 	if a := p.ok("approvals", "show", apr); a.str("verdict") != "approved" {
 		t.Fatalf("the question ended %s", a.str("verdict"))
+	}
+}
+
+// A host that does not reset its timeout gives up on a waiting escalate
+// and cancels it (the measured failure, with a 2 s timeout for the SDK's
+// 60 s): the question ends cancelled because the asking client went away,
+// and says so to the person — not as a silent withdrawal.
+func TestTheTypeScriptMCPSDKGivingUpEndsTheQuestionAsTheAskingClientGone(t *testing.T) {
+	node, _ := tsSDK(t)
+	p := newApprovalProject(t)
+	ses := p.session("read-only")
+	p.frames("--session", ses)
+	script, err := filepath.Abs(filepath.Join(mcpClientDir, "wait.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	base := p.cmd("mcp")
+	c := exec.CommandContext(ctx, node, script, binary, p.dir, ses, "2000")
+	c.Dir, c.Env, c.SysProcAttr = base.Dir, base.Env, base.SysProcAttr
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	out, _ := c.Output()
+	var s tsWait
+	if err := json.Unmarshal(bytes.TrimSpace(out), &s); err != nil {
+		t.Fatalf("wait.mjs printed no JSON summary\nstderr:\n%s\nstdout:\n%s", errb.String(), out)
+	}
+	if s.OK || !strings.Contains(s.Error, "timed out") {
+		t.Fatalf("the SDK did not give up: %+v", s)
+	}
+	q := s.Question
+	if q == nil || q["verdict"] != "cancelled" || q["cause"] != "client-gone" {
+		t.Fatalf("the question after the client gave up: %v", q)
+	}
+	apr := q["approval_id"].(string)
+	shown := p.ok("approvals", "show", apr)
+	if shown.str("cause") != "client-gone" || !strings.Contains(shown.str("detail"), "the asking client went away") {
+		t.Fatalf("approvals show: %s", shown.stdout)
+	}
+	end := p.frames("--session", ses, "--after", "1")
+	if len(end) != 1 || end[0]["verdict"] != "cancelled" || end[0]["cause"] != "client-gone" {
+		t.Fatalf("the ending frame: %v", end)
 	}
 }
