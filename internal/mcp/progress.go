@@ -103,15 +103,19 @@ func withProgress(ctx context.Context, req *sdk.CallToolRequest, w *awaited, loo
 		w.set(questionWhat(a), a.Deadline)
 	})
 	start := time.Now()
-	done := make(chan struct{})
+	// The reports' own context: stopping ends a report blocked on a slow
+	// client too.
+	rctx, rcancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
+	// Read before the call starts, not beside it: the call's service is
+	// not shared across goroutines.
+	if look != nil {
+		if a, ok := look(); ok && a.State == approvals.Pending {
+			w.set(questionWhat(a), a.Deadline)
+		}
+	}
 	go func() {
 		defer close(stopped)
-		if look != nil {
-			if a, ok := look(); ok && a.State == approvals.Pending {
-				w.set(questionWhat(a), a.Deadline)
-			}
-		}
 		tick := time.NewTicker(progressEvery)
 		defer tick.Stop()
 		var last float64
@@ -129,18 +133,16 @@ func withProgress(ctx context.Context, req *sdk.CallToolRequest, w *awaited, loo
 				params.Total = p + total
 			}
 			// Best effort: a report that cannot be sent changes nothing.
-			_ = req.Session.NotifyProgress(ctx, params)
+			_ = req.Session.NotifyProgress(rctx, params)
 			select {
-			case <-done:
-				return
-			case <-ctx.Done():
+			case <-rctx.Done():
 				return
 			case <-tick.C:
 			case <-w.changed:
 			}
 		}
 	}()
-	return ctx, func() { close(done); <-stopped }
+	return ctx, func() { rcancel(); <-stopped }
 }
 
 // questionWhat names an asked question for a progress message.

@@ -215,3 +215,25 @@ func TestEscalateWithoutWaitThenBoundedWaitsOverMCPReachTheVerdict(t *testing.T)
 	res, env = call(t, w.cs, "approvals_wait", map[string]any{"id": id, "max_wait": "forever"})
 	refusedWith(t, res, env, "usage", "max_wait forever")
 }
+
+// approvals_wait reports progress the same way, naming the question and
+// its time left from the first report.
+func TestApprovalsWaitOverMCPReportsProgressOnTheQuestion(t *testing.T) {
+	w := newWaiting(t)
+	_, q := call(t, w.cs, "escalate", map[string]any{"session": w.session, "call": "c1", "to": "workspace-write", "reason": "writes", "no_wait": true})
+	id := data(q)["approval_id"].(string)
+	p := &sdk.CallToolParams{Name: "approvals_wait", Arguments: map[string]any{"id": id}}
+	p.SetProgressToken(7)
+	res := make(chan *sdk.CallToolResult, 1)
+	go func() { r, _ := w.cs.CallTool(context.Background(), p); res <- r }()
+	first := w.next(t)
+	if !strings.Contains(first.Message, "a person to answer "+id) || !strings.Contains(first.Message, " left (until ") {
+		t.Fatalf("the first report: %+v", first)
+	}
+	if _, _, err := w.person.Escalations.Refuse(context.Background(), id, "not now", "person"); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-res; r == nil || !r.IsError || data(envelopeOf(t, r))["code"] != "approval-refused" {
+		t.Fatalf("approvals_wait after the refusal: %+v", r)
+	}
+}
