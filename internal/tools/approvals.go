@@ -120,8 +120,8 @@ func init() {
 	})
 	register("approvals.wait", func() *Tool {
 		return &Tool{Name: "approvals.wait", Summary: "Wait for a request's verdict: exit 0 with the granted tier, 1 otherwise.",
-			Params: []Param{approvalID, {Name: "max_wait", Type: String, Description: "return after at most this long with the question still pending, to be called again " +
-				"(a Go duration such as 30s; at most 10m); default: until the verdict"}},
+			Params: []Param{approvalID, {Name: "max_wait", Type: String, Description: "wait at most this long; with no verdict by then it fails with approval-still-open, " +
+				"to be called again (a Go duration such as 30s; at most 10m); default: until the verdict"}},
 			check:     func(a Args) error { _, err := maxWait(a); return err },
 			approvals: true, sweep: always,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
