@@ -590,6 +590,9 @@ func (m *watchModel) Frame(f approvals.Frame, now time.Time) []string {
 		}
 		m.losing(it, now)
 		delete(m.pending, f.RequestID)
+		if f.Cause == approvals.CauseClientGone {
+			return []string{fmt.Sprintf("%s: %s: the asking client went away (cleared)", visible.Line(f.RequestID), visible.Line(string(f.Verdict)))}
+		}
 		return []string{fmt.Sprintf("%s: %s%s (cleared)", visible.Line(f.RequestID), visible.Line(string(f.Verdict)), byLine(f.By))}
 	}
 	return nil

@@ -504,3 +504,37 @@ func TestAYTypedForOneQuestionNeverAnswersTheNextInWatch(t *testing.T) {
 		t.Fatalf("the next keystroke, for what is shown: %+v", act)
 	}
 }
+
+// A question whose asking client went away (an MCP client cancelled or
+// disconnected) is cleared from the terminal with that reason, not as a
+// bare cancel.
+func TestWatchSaysTheAskingClientWentAwayWhenItCancelledOverMCP(t *testing.T) {
+	m := newWatchModel()
+	m.Frame(question("apr:1", w0, 120*time.Second), w0)
+	said := m.Frame(approvals.Frame{Kind: approvals.FrameResolved, RequestID: "apr:1", Verdict: approvals.Cancelled,
+		Cause: approvals.CauseClientGone, By: "mcp:agent"}, w0.Add(time.Second))
+	if len(said) != 1 || !strings.Contains(said[0], "apr:1: cancelled: the asking client went away (cleared)") {
+		t.Fatalf("said %q", said)
+	}
+}
+
+// A bounded wait that ends before the verdict exits 1 (approval-still-open),
+// never 0, so that `dont approvals wait … --max-wait 1s && make install`
+// does not run the command; the question stays open for the next wait.
+func TestABoundedApprovalsWaitOnAnOpenQuestionExitsOneNotZero(t *testing.T) {
+	p := newApprovalProject(t)
+	ses := p.session("read-only")
+	p.frames("--session", ses)
+	apr := p.ok("escalate", "--session", ses, "--call", "c1", "--to", "workspace-write", "--reason", "writes", "--no-wait", "--", "make", "install").str("approval_id")
+	r := p.run("approvals", "wait", apr, "--max-wait", "100ms")
+	if r.exit != 1 || r.data()["code"] != "approval-still-open" {
+		t.Fatalf("a bounded wait on an open question: exit %d %s", r.exit, r.stdout)
+	}
+	if st := p.ok("approvals", "show", apr).str("state"); st != "pending" {
+		t.Fatalf("the bounded wait left the question %s", st)
+	}
+	p.okAnswered("approvals", "approve", apr)
+	if w := p.ok("approvals", "wait", apr, "--max-wait", "30s"); w.str("granted_tier") != "workspace-write" {
+		t.Fatalf("a bounded wait after the approval: %s", w.stdout)
+	}
+}

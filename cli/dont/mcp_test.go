@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/envelope"
 	"io"
 	"net/http"
 	"reflect"
@@ -197,9 +198,11 @@ func TestMCPErrorsAreEnvelopesWithIsError(t *testing.T) {
 
 // The transport-agnostic contract: the spawn request's data is the same
 // bytes on CLI stdout, in the MCP tool result and in the HTTP API's
-// response, for the same stored spawn, whichever transport issued it. A
-// re-read (show spawn:…) is the payload as issued without its callback
-// token, which is shown once, at issue (docs/security.md).
+// response, for the same stored spawn, whichever transport issued it —
+// but for the prompt's callback instructions, which over MCP name the MCP
+// tools to call (mcp.PromptText) instead of shell commands. A re-read
+// (show spawn:…) is the payload as issued without its callback token,
+// which is shown once, at issue (docs/security.md).
 func TestSpawnRequestPayloadIsByteIdenticalAcrossCLIMCPAndHTTP(t *testing.T) {
 	p := newProject(t)
 	harness := p.token("harness")
@@ -222,7 +225,8 @@ func TestSpawnRequestPayloadIsByteIdenticalAcrossCLIMCPAndHTTP(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return b
 	}
-	for _, issue := range []func() (string, []byte){
+	overMCP := map[int]bool{1: true} // the second issue is over MCP
+	for i, issue := range []func() (string, []byte){
 		func() (string, []byte) { // issued on the CLI
 			id := p.ok("conclude", "water boils at 100 C at sea level & <ok>").str("id")
 			r := p.ok("assume", id, "--json")
@@ -252,10 +256,54 @@ func TestSpawnRequestPayloadIsByteIdenticalAcrossCLIMCPAndHTTP(t *testing.T) {
 			t.Fatalf("the payload carries no callback token: %s", issued)
 		}
 		reread := callbackToken.ReplaceAll(issued, nil)
-		if !bytes.Equal(cli, reread) || !bytes.Equal(viaMCP, reread) || !bytes.Equal(over, reread) {
+		if overMCP[i] {
+			reread = cliPrompt(t, reread, cli)
+		}
+		if !bytes.Equal(cli, reread) || !bytes.Equal(viaMCP, mcpPrompt(t, reread)) || !bytes.Equal(over, reread) {
 			t.Fatalf("spawn request %s differs across transports:\nissued %s\nCLI    %s\nMCP    %s\nHTTP   %s", rid, issued, cli, viaMCP, over)
 		}
 	}
+}
+
+// mcpPrompt is a spawn request's data with its prompt as MCP renders it.
+func mcpPrompt(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var d struct {
+		Context struct {
+			Prompt string `json:"prompt"`
+		} `json:"context"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Replace(data, jsonText(t, d.Context.Prompt), jsonText(t, mcp.PromptText(d.Context.Prompt)), 1)
+}
+
+// cliPrompt is data issued over MCP with the prompt of cli (the same
+// spawn read on the CLI), once that prompt renders over MCP as data's.
+func cliPrompt(t *testing.T, data, cli []byte) []byte {
+	t.Helper()
+	var d, c struct {
+		Context struct {
+			Prompt string `json:"prompt"`
+		} `json:"context"`
+	}
+	if json.Unmarshal(data, &d) != nil || json.Unmarshal(cli, &c) != nil {
+		t.Fatalf("not spawn requests: %s %s", data, cli)
+	}
+	if mcp.PromptText(c.Context.Prompt) != d.Context.Prompt {
+		t.Fatalf("the prompt issued over MCP is not the CLI's prompt rendered for MCP:\n%s\n%s", d.Context.Prompt, c.Context.Prompt)
+	}
+	return bytes.Replace(data, jsonText(t, d.Context.Prompt), jsonText(t, c.Context.Prompt), 1)
+}
+
+func jsonText(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := envelope.MarshalData(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // callbackToken is a payload's callback token member.

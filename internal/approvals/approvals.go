@@ -144,12 +144,16 @@ const (
 	CauseChannelError Cause = "channel-error"     // the store failed while asking or waiting: a refusal
 	CauseDeadline     Cause = "deadline"          // nobody answered in time
 	CauseRequester    Cause = "requester"         // the requester withdrew (Ctrl-C, approvals cancel)
+	// CauseClientGone: the client that asked went away while waiting (an
+	// MCP client cancelled its request or disconnected). The question is
+	// cancelled like a withdrawal, but the person is told why.
+	CauseClientGone Cause = "client-gone"
 )
 
 // Valid reports whether c is one of the causes or one of the hop rules.
 func (c Cause) Valid() bool {
 	switch c {
-	case CauseAnswer, CauseUnreadable, CauseNoSubscriber, CauseChannelError, CauseDeadline, CauseRequester,
+	case CauseAnswer, CauseUnreadable, CauseNoSubscriber, CauseChannelError, CauseDeadline, CauseRequester, CauseClientGone,
 		RuleUnknownTier, RuleOtherSession, RuleRatchet, RulePending, RuleNotInRow:
 		return true
 	}

@@ -10,10 +10,11 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// capabilities are the server's: tools, and logging (it sends log
-// messages: logWarnings).
+// capabilities are the server's: tools, logging (it sends log messages:
+// logWarnings) and subscribable resources (resources.go).
 func capabilities() *sdk.ServerCapabilities {
-	return &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Logging: &sdk.LoggingCapabilities{}}
+	return &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}, Logging: &sdk.LoggingCapabilities{},
+		Resources: &sdk.ResourceCapabilities{Subscribe: true}}
 }
 
 // logWarnings sends each warning of a result as a log message at level

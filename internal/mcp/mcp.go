@@ -8,6 +8,12 @@
 // isError set on failures. Spawn verbs always run in harness mode: an MCP
 // client is a harness.
 //
+// Blocking tools report progress while they wait, a client that goes
+// away ends the question it waited on as client-gone (progress.go);
+// pending spawns and open questions are subscribable resources
+// (resources.go); and the commands in a result's text are rendered as
+// MCP tool calls (text.go). docs/harnesses.md, "MCP hosts".
+//
 // Every tool carries the registry's human title. A result's warnings are
 // also sent as log messages (level warning) to a client that asked for
 // them, and a call the client cancels gets no response (standard.go).
@@ -39,6 +45,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
@@ -62,11 +69,15 @@ type Server struct {
 	// asked are the confirmations asked through a multi round-trip
 	// request and not yet answered: request state → the call it is for.
 	asked asked
+	// watches are the subscribed resources (resources.go).
+	watches watches
 }
 
 const instructions = `dont is a ledger of claims with enforced doubt. Every tool result is a dont envelope {ok, envelope_kind, data, hints, warnings, meta}; on failure envelope_kind is "error" and data.remediation lists what to run next.
 assume, overlook and guess return envelope_kind "spawn_request": start a clean-context subagent with data.context (prompt, allowed_tools) and let it finish with dismiss or trust (answer for guess) passing data.request_id as request_id.
-Gated tools (lock, ignore, spawns_cancel, spawns_manage with op "cancel") ask the person using this client to confirm through elicitation when the client supports it, and run only if they accept; otherwise the call is held for an approver (data.status "pending_confirmation").`
+Gated tools (lock, ignore, spawns_cancel, spawns_manage with op "cancel") ask the person using this client to confirm through elicitation when the client supports it, and run only if they accept; otherwise the call is held for an approver (data.status "pending_confirmation").
+escalate waits for a person (up to its deadline, 120 s by default) and sends progress notifications while it waits when the request carries a progressToken; if your host gives up sooner, call escalate with no_wait and then approvals_wait with max_wait (e.g. "30s") again while it answers approval-still-open.
+Pending spawns and open questions are resources: dont://spawns/pending and dont://approvals/open (subscribable).`
 
 // New builds the server with every tool of the registry.
 func New(version string, open Opener) *Server {
@@ -76,7 +87,11 @@ func New(version string, open Opener) *Server {
 		// Logging: a result's warnings are also sent as log messages at
 		// level warning, for hosts that show a log (logging.go).
 		Capabilities: capabilities(),
+		// Pending spawns and open questions, subscribable (resources.go).
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: s.unsubscribe,
 	})
+	s.addResources()
 	for _, t := range Tools() {
 		s.srv.AddTool(&sdk.Tool{
 			Name:        ToolName(t.Name),
@@ -133,6 +148,18 @@ func (s *Server) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 
 // RunTransport serves one client over any SDK transport.
 func (s *Server) RunTransport(ctx context.Context, t sdk.Transport) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop() // ends the resource watches of this run
+	s.watches.mu.Lock()
+	if s.watches.base == nil {
+		s.watches.base = ctx
+		defer func() {
+			s.watches.mu.Lock()
+			s.watches.base, s.watches.by = nil, nil
+			s.watches.mu.Unlock()
+		}()
+	}
+	s.watches.mu.Unlock()
 	return s.srv.Run(ctx, standardTransport{t})
 }
 
@@ -143,6 +170,8 @@ func (nopWriteCloser) Close() error { return nil }
 func (s *Server) handler(t *tools.Tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		start := time.Now()
+		ctx, done := clientGone(ctx)
+		defer done()
 		res, mode, ask, err := s.call(ctx, t, req)
 		if ask != nil {
 			return ask, nil
@@ -157,6 +186,8 @@ func (s *Server) handler(t *tools.Tool) sdk.ToolHandler {
 		if err != nil {
 			env = envelope.Fail(err, res.Warnings)
 		}
+		// Commands in the text are MCP tool calls here (text.go).
+		mcpText(&env)
 		env.Meta = envelope.Meta{DurationMS: time.Since(start).Milliseconds(), RequestID: ids.New(ids.Request, start), Mode: mode}
 		logWarnings(ctx, req.Session, t, env.Warnings)
 		return Result(env), nil
@@ -217,8 +248,29 @@ func (s *Server) call(ctx context.Context, t *tools.Tool, req *sdk.CallToolReque
 		}
 		arrival = confirm.Arrival{Contract: confirmed, CLIConfirmed: confirmed}
 	}
+	var look func() (approvals.Approval, bool)
+	if t.Name == "approvals.wait" {
+		look = func() (approvals.Approval, bool) {
+			id, _ := args["id"].(string)
+			v, err := svc.Escalations.Show(ctx, id)
+			return v.Approval, err == nil
+		}
+	}
+	ctx, stop := withProgress(ctx, req, blocking(t, args), look)
 	res, err = tools.CallGated(ctx, svc, t.Name, args, arrival)
+	stop()
 	return res, mode, nil, err
+}
+
+// clientGone returns the context a call runs under: it ends when the
+// request's does — the client cancelled the request or went away — with
+// cause service.ErrAskingClientGone, so that a question the call was
+// waiting on is cancelled with that reason for the person to read, not
+// as a bare withdrawal.
+func clientGone(ctx context.Context) (context.Context, func()) {
+	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(service.ErrAskingClientGone) })
+	return cctx, func() { stop(); cancel(nil) }
 }
 
 // Result carries an envelope as an MCP tool result: the envelope itself as

@@ -222,6 +222,7 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		"approval-refused":        {ExitRefusal, statusForbidden, steps("dont approvals show <id>", "the escalation was refused: do not run the command, at this tier or any other"), nil, nil},
 		"approval-timed-out":      {ExitRefusal, statusGone, steps("dont approvals watch --session <session>", "nobody answered before the deadline; make sure someone is watching, then ask again"), nil, nil},
 		"approval-cancelled":      {ExitRefusal, statusConflict, steps("dont approvals show <id>", "the request was withdrawn; ask again if the command is still needed"), nil, nil},
+		"approval-still-open":     {ExitRefusal, statusConflict, steps("dont approvals wait <id> --max-wait 30s", "no verdict yet: wait again; the command must not run until it is approved"), nil, nil},
 		"approval-channel-error": {ExitRefusal, statusUnavailable, steps("dont approvals audit", "the store failed while asking, which is a refusal; check the store and ask again"), map[string][]errs.Step{
 			"an answer counts once it is recorded": steps("dont approvals show <id>", "check the request, then answer again"),
 		}, nil},

@@ -620,8 +620,7 @@ func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, can
 		if gerr != nil {
 			return withWarnings(ApprovalView{}, channelRefusal(id, storeErr(gerr)))
 		}
-		ended, _, w := s.settle(cctx, st, cur, approvals.Decision{Verdict: approvals.Cancelled, Cause: approvals.CauseRequester,
-			By: cur.Requester, Detail: "the requester was interrupted while waiting"}, s.now())
+		ended, _, w := s.settle(cctx, st, cur, interruptDecision(ctx, cur), s.now())
 		warns = append(warns, w...)
 		if ended.Verdict == approvals.Approved {
 			return withWarnings(ApprovalView{}, errs.E(errs.Interrupted, "interrupted; "+id+" had just been approved, but the grant is not used").On(id).

@@ -120,10 +120,13 @@ func init() {
 	})
 	register("approvals.wait", func() *Tool {
 		return &Tool{Name: "approvals.wait", Summary: "Wait for a request's verdict: exit 0 with the granted tier, 1 otherwise.",
-			Params:    []Param{approvalID},
+			Params: []Param{approvalID, {Name: "max_wait", Type: String, Description: "wait at most this long; with no verdict by then it fails with approval-still-open, " +
+				"to be called again (a Go duration such as 30s; at most 10m); default: until the verdict"}},
+			check:     func(a Args) error { _, err := maxWait(a); return err },
 			approvals: true, sweep: always,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return escalated(s.Escalations.Wait(ctx, a.Str("id")))
+				within, _ := maxWait(a)
+				return escalated(s.Escalations.WaitWithin(ctx, a.Str("id"), within))
 			}}
 	})
 	register("approvals.frames", func() *Tool {
@@ -186,6 +189,20 @@ func shownDigest(required bool, what string) Param {
 // settled before the sweep, so that a question the sweep would end at its
 // deadline gets the answer given in time.
 func answerFirst(Args) sweepOrder { return sweepAfter }
+
+// maxWait is the --max-wait of approvals.wait.
+func maxWait(a Args) (time.Duration, error) {
+	w := a.Str("max_wait")
+	if w == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(w)
+	if err != nil || d <= 0 || d > service.MaxWaitBound {
+		return 0, errs.E(errs.Usage, "approvals.wait: --max-wait is a duration from 1s to "+service.MaxWaitBound.String()+" such as 30s, got "+quote(w),
+			errs.Step{Command: "dont approvals wait <id> --max-wait 30s", Description: "wait at most 30 seconds, then call again while it is pending"})
+	}
+	return d, nil
+}
 
 // framesWait is the --wait of approvals.frames.
 func framesWait(a Args) (time.Duration, error) {

@@ -367,6 +367,9 @@ func ending(p *printer, d doc) string {
 	case "timed-out":
 		return "timed out: nobody answered in time"
 	case "cancelled":
+		if d.s("cause") == "client-gone" {
+			return "cancelled: the asking client went away while waiting (it cancelled its request or disconnected)"
+		}
 		return "cancelled by the requester" + why
 	case "refused":
 		switch d.s("cause") {
@@ -396,6 +399,10 @@ func shortEnding(p *printer, d doc) string {
 		return strings.Replace(ending(p, d), "waiting for an answer, ", "waiting, ", 1)
 	case "timed-out":
 		return "timed out"
+	case "cancelled":
+		if d.s("cause") == "client-gone" {
+			why = "the asking client went away"
+		}
 	case "refused":
 		switch d.s("cause") {
 		case "answer", "unreadable-answer", "channel-error":

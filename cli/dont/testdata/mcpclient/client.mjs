@@ -21,7 +21,7 @@ import { readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 
 const sdkVersion = JSON.parse(
@@ -68,6 +68,24 @@ client.setRequestHandler(ElicitRequestSchema, async (req) => {
   const action = person.answers.shift() ?? "decline";
   return action === "accept" ? { action, content: {} } : { action };
 });
+// notifications/resources/updated, by URI, each resolving the next wait.
+const updates = { seen: [], waiters: [] };
+client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {
+  updates.seen.push(n.params.uri);
+  updates.waiters = updates.waiters.filter((w) => (w.uri === n.params.uri ? (w.resolve(true), false) : true));
+});
+// updated resolves true at the next update of uri, false after 10 s.
+function updated(uri) {
+  return new Promise((resolve) => {
+    updates.waiters.push({ uri, resolve });
+    setTimeout(() => resolve(false), 10000);
+  });
+}
+async function readResource(uri) {
+  const r = await client.readResource({ uri });
+  must(r.contents.length === 1 && r.contents[0].mimeType === "application/json", `resources/read ${uri}: ${JSON.stringify(r.contents)}`);
+  return JSON.parse(r.contents[0].text);
+}
 const ajv = new AjvJsonSchemaValidator();
 const outputValidators = {};
 let validated = 0;
@@ -174,6 +192,17 @@ async function main() {
   summary.annotation_kinds = new Set(tools.map((t) => JSON.stringify(t.annotations ?? {}))).size;
   expect(summary.annotation_kinds >= 4, `annotations are near uniform: ${summary.annotation_kinds} distinct`);
 
+  // Pending spawns and open questions are resources a host subscribes to.
+  expect(client.getServerCapabilities()?.resources?.subscribe === true, "initialize: no subscribable resources capability");
+  const resources = (await client.listResources()).resources.map((r) => r.uri);
+  summary.resources = resources;
+  expect(resources.includes("dont://spawns/pending") && resources.includes("dont://approvals/open"),
+    `resources/list: ${JSON.stringify(resources)}`);
+  const before = await readResource("dont://spawns/pending");
+  expect(before.ok === true && before.data.count === 0, `dont://spawns/pending before any spawn: ${JSON.stringify(before)}`);
+  await client.subscribeResource({ uri: "dont://spawns/pending" });
+  const spawnIssued = updated("dont://spawns/pending");
+
   // A short session: conclude, assume (a harness spawn request), dismiss
   // with the request id.
   const c = await call("conclude", { statement: "water boils at 100 C at sea level", ref: ["https://example.org/boiling"] });
@@ -189,6 +218,10 @@ async function main() {
   expect(Array.isArray(ctx.forbidden_tools), `assume: data.context.forbidden_tools ${JSON.stringify(ctx.forbidden_tools)}, want a list`);
   const rid = a.data.request_id;
   must(typeof rid === "string" && rid.startsWith("spawn:"), `assume: data.request_id ${JSON.stringify(rid)}`);
+  expect(await spawnIssued, "no notifications/resources/updated for dont://spawns/pending after assume");
+  const pendingNow = await readResource("dont://spawns/pending");
+  expect(JSON.stringify(pendingNow).includes(rid), `dont://spawns/pending after assume: ${JSON.stringify(pendingNow)}`);
+  summary.resource_updates = updates.seen.length;
   const d = await call("dismiss", { id, evidence: ["https://example.org/boiling"], request_id: rid });
   expect(d.env.ok === true && d.data.status === "verified", `dismiss: want ok and status verified, got ${JSON.stringify(d.env)}`);
   summary.session = {
