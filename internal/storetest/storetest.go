@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) service.Store) {
 		{"concurrent terms of one CURIE: exactly one commits", concurrentCuries},
 		{"a spawn keeps who requested it, pending, heartbeated and resolved", spawnKeepsItsRequester},
 	}
+	tests = append(tests, pageTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
 	}
