@@ -165,6 +165,7 @@ func Run(t *testing.T, target Target) {
 		{"a harness cannot heartbeat, cancel or resolve another harness's spawn", harnessCannotTouchAnotherHarnesssSpawn},
 		{"a harness cannot verify its own claim while its verifier's spawn is pending", harnessCannotVerifyBesideItsVerifier},
 		{"a reopen of an ignored entity needs the confirmation an ignore needs", reopenIsGatedLikeIgnore},
+		{"a cursor altered or of another listing reads nothing", cursorOfAnotherListingReadsNothing},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(run{t: t, target: target}) })
