@@ -97,7 +97,7 @@ func init() {
 			}}
 	})
 	register("list", func() *Tool {
-		return &Tool{Name: "list", Summary: "List entities.", Annotations: Annotations{ReadOnly: true},
+		return &Tool{Name: "list", Summary: "List entities, in pages by id (the CLI reads every page unless given --limit or --cursor).", Annotations: Annotations{ReadOnly: true},
 			Params: []Param{{Name: "status", Type: String, Enum: statusNames(), Description: "only this status"}, limitParam, cursorParam},
 			sweep:  always,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
