@@ -123,3 +123,29 @@ func TestACursorOfAnotherListingOrAlteredIsRefused(t *testing.T) {
 		t.Fatalf("show --limit without --history: exit %d %s", r.exit, r.stdout)
 	}
 }
+
+// Against an endpoint the CLI walks the pages the same way: each page one
+// response of the API, one listing printed; with --limit, one page.
+func TestListOverAnEndpointWithoutLimitShowsEveryClaimAcrossPages(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	seedClaims(t, p, service.MaxPageLimit+3)
+	harness := p.token("harness")
+	srv := p.serve(t)
+	remote := []string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + harness}
+	r := p.runEnv(remote, "list", "--json")
+	if r.exit != 0 || len(entityIDsOf(t, r)) != service.MaxPageLimit+3 || r.data()["next_cursor"] != nil {
+		t.Fatalf("list over HTTP: exit %d, %d entities, next %v", r.exit, len(entityIDsOf(t, r)), r.data()["next_cursor"])
+	}
+	seen := map[string]bool{}
+	for _, id := range entityIDsOf(t, r) {
+		if seen[id] {
+			t.Fatalf("%s twice", id)
+		}
+		seen[id] = true
+	}
+	one := p.runEnv(remote, "list", "--limit", "7", "--json")
+	if one.exit != 0 || len(entityIDsOf(t, one)) != 7 || one.str("next_cursor") == "" {
+		t.Fatalf("list --limit 7 over HTTP: %d entities, next %q", len(entityIDsOf(t, one)), one.str("next_cursor"))
+	}
+}
