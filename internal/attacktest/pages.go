@@ -27,7 +27,7 @@ func cursorOfAnotherListingReadsNothing(r run) {
 	}{
 		"a cursor with its first character changed": {"list", map[string]any{"cursor": flip + next[1:]}},
 		"a cursor of another status":                {"list", map[string]any{"status": "doubted", "cursor": next}},
-		"a cursor of the entity listing for spawns":  {"spawns", map[string]any{"cursor": next}},
+		"a cursor of the entity listing for spawns": {"spawns", map[string]any{"cursor": next}},
 		"a cursor that is not one":                  {"list", map[string]any{"cursor": "claim:01HX05A9K8VP0000000000000A"}},
 	} {
 		rep := r.call(h, c.tool, c.args)

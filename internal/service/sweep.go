@@ -351,4 +351,3 @@ func (s *Spawns) inView(ctx context.Context, view string, sp spawn.Spawn, now ti
 	}
 	return true
 }
-

@@ -237,15 +237,33 @@ func invalidCursors(t *testing.T, s service.Store) {
 	other := base64.RawURLEncoding.EncodeToString(append(slices.Clone(raw[:16]), ids.New(ids.Claim, base)...))
 	otherProject := service.New(service.Deps{Store: s, Author: "storetest", Project: "globex"})
 	refused := map[string]func() error{
-		"a flipped digest byte":        func() error { _, err := svc.Ledger.ListPage(ctx, "", service.Page{Cursor: tampered(0)}); return err },
-		"a flipped position byte":      func() error { _, err := svc.Ledger.ListPage(ctx, "", service.Page{Cursor: tampered(len(raw) - 1)}); return err },
-		"another position":             func() error { _, err := svc.Ledger.ListPage(ctx, "", service.Page{Cursor: other}); return err },
-		"not base64":                   func() error { _, err := svc.Ledger.ListPage(ctx, "", service.Page{Cursor: "not a cursor!"}); return err },
-		"too short":                    func() error { _, err := svc.Ledger.ListPage(ctx, "", service.Page{Cursor: "AAAA"}); return err },
-		"another status":               func() error { _, err := svc.Ledger.ListPage(ctx, "unverified", service.Page{Cursor: first.NextCursor}); return err },
-		"another listing (spawns)":     func() error { _, err := svc.Spawns.ListPage(ctx, service.ViewAll, service.Page{Cursor: first.NextCursor}); return err },
-		"another project":              func() error { _, err := otherProject.Ledger.ListPage(ctx, "", service.Page{Cursor: first.NextCursor}); return err },
-		"another listing (a history)":  func() error { _, err := svc.Ledger.ShowPage(ctx, first.Entities[0].ID, true, service.Page{Cursor: first.NextCursor}); return err },
+		"a flipped digest byte": func() error { _, err := svc.Ledger.ListPage(ctx, "", service.Page{Cursor: tampered(0)}); return err },
+		"a flipped position byte": func() error {
+			_, err := svc.Ledger.ListPage(ctx, "", service.Page{Cursor: tampered(len(raw) - 1)})
+			return err
+		},
+		"another position": func() error { _, err := svc.Ledger.ListPage(ctx, "", service.Page{Cursor: other}); return err },
+		"not base64": func() error {
+			_, err := svc.Ledger.ListPage(ctx, "", service.Page{Cursor: "not a cursor!"})
+			return err
+		},
+		"too short": func() error { _, err := svc.Ledger.ListPage(ctx, "", service.Page{Cursor: "AAAA"}); return err },
+		"another status": func() error {
+			_, err := svc.Ledger.ListPage(ctx, "unverified", service.Page{Cursor: first.NextCursor})
+			return err
+		},
+		"another listing (spawns)": func() error {
+			_, err := svc.Spawns.ListPage(ctx, service.ViewAll, service.Page{Cursor: first.NextCursor})
+			return err
+		},
+		"another project": func() error {
+			_, err := otherProject.Ledger.ListPage(ctx, "", service.Page{Cursor: first.NextCursor})
+			return err
+		},
+		"another listing (a history)": func() error {
+			_, err := svc.Ledger.ShowPage(ctx, first.Entities[0].ID, true, service.Page{Cursor: first.NextCursor})
+			return err
+		},
 		"a history of another entity ": func() error { return historyOfAnother(ctx, svc, first.Entities) },
 	}
 	for name, call := range refused {
