@@ -407,7 +407,7 @@ func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]led
 			got, more, err = queryPageUpTo(ctx, s, q, f.Limit-len(out), decode)
 			out = append(out, got...)
 		}
-		return out, err
+		return out[:min(len(out), f.Limit)], err
 	}
 	if err != nil || f.After == "" && f.Limit <= 0 {
 		return whole, err
@@ -428,14 +428,22 @@ func seekAfter(q *dynamodb.QueryInput, after string) {
 	q.ExpressionAttributeValues[":after"] = str(after)
 }
 
-// queryPageUpTo reads q, from its ExclusiveStartKey on, until limit items
-// were evaluated or the results end, and decodes the items that pass its
-// filter: DynamoDB's Limit counts items before the filter, and a page
-// also stops at 1 MB, so fewer may come back. more says whether results
-// remain; q then starts after the items read.
+// queryPageUpTo reads q, from its ExclusiveStartKey on, until at least
+// limit items were evaluated or the results end, and decodes the items
+// that pass its filter. DynamoDB's Limit counts the items a page
+// evaluates before its filter, and a page also stops at 1 MB, so fewer
+// may come back: an unfiltered query asks for what is missing, a
+// filtered one reads whole pages (up to 1 MB each, without a Limit) until
+// limit items passed. It may return more than limit; the caller keeps
+// the first. more says whether results remain; q then starts after the
+// items read.
 func queryPageUpTo[T any](ctx context.Context, s *Store, q *dynamodb.QueryInput, limit int, decode func(map[string]types.AttributeValue) (T, error)) (out []T, more bool, err error) {
-	for evaluated := 0; evaluated < limit; {
-		q.Limit = aws.Int32(int32(min(limit-evaluated, 1000)))
+	filtered := q.FilterExpression != nil
+	for evaluated := 0; evaluated < limit && (!filtered || len(out) < limit); {
+		q.Limit = nil
+		if !filtered {
+			q.Limit = aws.Int32(int32(min(limit-evaluated, 1000)))
+		}
 		page, err := s.queryPage(ctx, q)
 		if err != nil {
 			return out, false, err
@@ -452,7 +460,9 @@ func queryPageUpTo[T any](ctx context.Context, s *Store, q *dynamodb.QueryInput,
 			return out, false, nil
 		}
 		q.ExclusiveStartKey = page.LastEvaluatedKey
-		if page.ScannedCount == 0 {
+		if filtered {
+			evaluated = 0 // only what passed counts
+		} else if page.ScannedCount == 0 {
 			break // a page cut short before any item; read on next time
 		}
 	}

@@ -116,7 +116,10 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 			return nil, err
 		}
 		out = append(out, got...)
-		if !more || f.Limit > 0 && len(out) >= f.Limit {
+		if f.Limit > 0 && len(out) >= f.Limit {
+			return out[:f.Limit], nil
+		}
+		if !more {
 			return out, nil
 		}
 	}
