@@ -108,10 +108,10 @@ func entityKey(after string) bool {
 // spawnKey says whether after is a spawn's id.
 func spawnKey(after string) bool { return ids.Kind(after) == ids.Spawn }
 
-// pageOf returns the items whose key sorts after after, in key order, at
-// most limit of them (0: all): for a store that cannot seek to a position,
-// or a listing read whole.
-func pageOf[T any](items []T, key func(T) string, after string, limit int) []T {
+// PageOf returns the items whose key sorts after after, in key order, at
+// most limit of them (0: all): for a store whose index answers a filter
+// whole, and for the service, which cuts what a store returned.
+func PageOf[T any](items []T, key func(T) string, after string, limit int) []T {
 	out := make([]T, 0, len(items))
 	for _, it := range items {
 		if key(it) > after {
@@ -123,9 +123,4 @@ func pageOf[T any](items []T, key func(T) string, after string, limit int) []T {
 		out = out[:limit]
 	}
 	return out
-}
-
-// PageOf is pageOf for stores whose index answers a filter whole.
-func PageOf[T any](items []T, key func(T) string, after string, limit int) []T {
-	return pageOf(items, key, after, limit)
 }

@@ -387,7 +387,7 @@ func (s *Ledger) ListPage(ctx context.Context, status string, p Page) (EntityLis
 	if err != nil {
 		return res, storeErr(err)
 	}
-	list = pageOf(list, func(e ledger.Entity) string { return e.ID }, after, limit+1)
+	list = PageOf(list, func(e ledger.Entity) string { return e.ID }, after, limit+1)
 	if len(list) > limit {
 		list, res.NextCursor = list[:limit], q.cursor(list[limit-1].ID)
 	}

@@ -315,7 +315,7 @@ func (s *Spawns) ListPage(ctx context.Context, view string, p Page) (SpawnList, 
 		if err != nil {
 			return res, storeErr(err)
 		}
-		list = pageOf(list, func(sp spawn.Spawn) string { return sp.ID }, f.After, f.Limit)
+		list = PageOf(list, func(sp spawn.Spawn) string { return sp.ID }, f.After, f.Limit)
 		for _, sp := range list {
 			if s.inView(ctx, view, sp, now) {
 				out = append(out, sp)
