@@ -501,7 +501,25 @@ func (a *app) remote() string {
 // call runs a tool against the remote API or the embedded store.
 func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) error {
 	if ep := a.remote(); ep != "" {
-		env, err := a.apiClient(ep, a.getenv("DONT_TOKEN")).CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)
+		api := a.apiClient(ep, a.getenv("DONT_TOKEN"))
+		if walksPages(t, args) {
+			out, failed, err := walkRemote(ctx, args, func(ctx context.Context, args map[string]any) (envelope.Envelope, error) {
+				return api.CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)
+			})
+			switch {
+			case err != nil:
+				return err
+			case failed != nil:
+				a.print(*failed)
+				if !failed.OK {
+					a.exit = present.Exit(envelope.ErrorOf(*failed))
+				}
+			default:
+				a.emit(out)
+			}
+			return nil
+		}
+		env, err := api.CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)
 		if err != nil {
 			return err
 		}
@@ -523,7 +541,11 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 	// The delivery pass runs during the call (for calls that wait) and
 	// after its envelope is printed, before the store closes.
 	defer a.deliverAround(ctx, svc, t)()
-	res, err := tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, args, a.arrival())
+	callArgs := args
+	if walksPages(t, args) {
+		callArgs = pageArgs(args, "")
+	}
+	res, err := tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, callArgs, a.arrival())
 	if err != nil && a.principal().Unproven && needsProof(err) {
 		// Only a person decides this: the person at their terminal types
 		// the approver passphrase and the call runs again; without a
@@ -535,7 +557,7 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 			a.failWith(perr, res.Warnings)
 			return nil
 		}
-		res, err = tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, args, a.arrival())
+		res, err = tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, callArgs, a.arrival())
 	}
 	if err != nil {
 		a.failWith(err, res.Warnings)
@@ -544,6 +566,14 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 	if tools.Held(res) {
 		a.stale(res.Data.(service.HeldView).ID)
 		return nil
+	}
+	if walksPages(t, args) {
+		if res, err = walkEmbedded(res, args, func(args map[string]any) (tools.Output, error) {
+			return tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, args, a.arrival())
+		}); err != nil {
+			a.failWith(err, res.Warnings)
+			return nil
+		}
 	}
 	a.emit(res)
 	return nil

@@ -178,6 +178,7 @@ func Run(t *testing.T, target Target) {
 		// The front door of an API anyone may reach (frontdoor.go).
 		{"a flood of garbage bearer tokens reads nothing", garbageTokensReadNothing},
 		{"a token over its rate gets 429 and changes nothing", tokenOverItsRateChangesNothing},
+		{"a cursor altered or of another listing reads nothing", cursorOfAnotherListingReadsNothing},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.f(run{t: t, target: target}) })

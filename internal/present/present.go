@@ -210,6 +210,12 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		"confirmation-declined":     {ExitRefusal, statusConflict, steps("tools/call <tool> (again, if the person wants it)", "a person declined the confirmation; nothing ran and nothing is held"), nil, nil},
 		"confirmations-unavailable": {ExitState, statusUnavailable, steps("dont serve", "use a store that keeps pending confirmations"), nil, nil},
 
+		// internal/service (page.go)
+		"cursor-invalid": {ExitUsage, statusBadRequest, steps("dont list --limit 100", "read the listing again from its first page, without --cursor: a cursor is good only for the listing that gave it"), nil, map[string][]errs.Step{
+			"spawns": steps("dont spawns --all --limit 100", "read the listing again from its first page, without --cursor: a cursor is good only for the listing that gave it"),
+			"show":   steps("dont show <id> --history --limit 100", "read the history again from its first page, without --cursor: a cursor is good only for the listing that gave it"),
+		}},
+
 		// internal/service (approvals.go; the hop rules' codes are approvals' causes)
 		"session-not-found":       {ExitState, statusNotFound, steps("dont sessions open --tier read-only", "open a session; escalations name it with --session ses:…"), nil, nil},
 		"approval-not-found":      {ExitState, statusNotFound, steps("dont approvals list", "list the approval requests (apr:…)"), nil, nil},

@@ -1074,6 +1074,9 @@ func (s *core) ExpireApproval(ctx context.Context, id string) (ApprovalExpiry, t
 	return ApprovalExpiry{ApprovalID: id, Verdict: ended.Verdict, Committed: committed && ended.Verdict == approvals.TimedOut}, 0, nil
 }
 
+// AuditFindingsShown is how many findings a failed audit's error names.
+const AuditFindingsShown = 100
+
 // Audit runs the frame-log guard over the whole store (`dont
 // approvals audit`, and what CI and tests consume): every question has
 // exactly one question frame and, once ended, exactly one ending frame
@@ -1087,7 +1090,14 @@ func (s *Escalations) Audit(ctx context.Context) (approvals.AuditReport, error) 
 		return rep, err
 	}
 	e := errs.E(FrameLogInconsistent, fmt.Sprintf("the frame log is inconsistent: %d finding(s) over %d requests and %d frames", len(rep.Findings), rep.Requests, rep.Frames))
-	for _, f := range rep.Findings {
+	// The error names the first findings only: one response carries it,
+	// and a log broken everywhere would pass a Lambda's 6 MB
+	// (docs/design.md, "Paginated reads").
+	for i, f := range rep.Findings {
+		if i == AuditFindingsShown {
+			e.Unmet(fmt.Sprintf("and %d more finding(s)", len(rep.Findings)-i))
+			break
+		}
 		e.Unmet(f.String())
 	}
 	return rep, e

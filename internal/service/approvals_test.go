@@ -897,3 +897,35 @@ func TestASweepThatCouldNotEndADueQuestionSaysSoRatherThanNothingWasDue(t *testi
 		t.Fatalf("the sweep after the store recovered: %+v %v", out, err)
 	}
 }
+
+// A log broken everywhere fails the audit with an error that names the
+// first findings and counts the rest: one response carries it, and a
+// Lambda's is at most 6 MB.
+func TestAFailedAuditNamesItsFirstFindingsAndCountsTheRest(t *testing.T) {
+	e := newApprovalEnv(t)
+	ses := e.open(approvals.ReadOnly)
+	db, err := sql.Open("sqlite", e.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const ghosts = service.AuditFindingsShown + 50
+	for i := 1; i <= ghosts; i++ {
+		if _, err := db.Exec(`INSERT INTO approval_frames(session_id, cursor, request_id, kind, doc) VALUES(?, ?, ?, 'approval_resolved',
+			'{"session_id":"`+ses+`","cursor":`+fmt.Sprint(i)+`,"kind":"approval_resolved","request_id":"apr:ghost`+fmt.Sprint(i)+`","verdict":"approved"}')`, ses, i, fmt.Sprint("apr:ghost", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := e.svc.Escalations.Audit(ctx)
+	ee := wantCode(t, err, service.FrameLogInconsistent, present.ExitState)
+	if len(rep.Findings) < ghosts {
+		t.Fatalf("the report has %d findings, want at least %d", len(rep.Findings), ghosts)
+	}
+	last := ee.UnmetClauses[len(ee.UnmetClauses)-1]
+	if len(ee.UnmetClauses) != service.AuditFindingsShown+1 || last != fmt.Sprintf("and %d more finding(s)", len(rep.Findings)-service.AuditFindingsShown) {
+		t.Fatalf("%d clauses, the last %q", len(ee.UnmetClauses), last)
+	}
+	if _, err := db.Exec("DELETE FROM approval_frames WHERE request_id LIKE 'apr:ghost%'"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -157,6 +158,9 @@ type EntityView struct {
 	ledger.Entity
 	Resolution *Resolution    `json:"resolution,omitempty"`
 	History    []ledger.Event `json:"history,omitempty"`
+	// NextCursor names the next page of History (ShowPage); it is absent
+	// on the last.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // Resolution tells a callback caller what its callback did.
@@ -266,15 +270,64 @@ func (s *core) curieFree(ctx context.Context, curie string) error {
 // Show returns one entity, with its history if asked. A spawn id is
 // Spawns.Show's (the show tool sends it there).
 func (s *Ledger) Show(ctx context.Context, id string, history bool) (EntityView, error) {
+	if !history {
+		return s.ShowPage(ctx, id, false, Page{})
+	}
+	return walk(func(p Page) (EntityView, error) { return s.ShowPage(ctx, id, true, p) },
+		func(v EntityView) string { return v.NextCursor },
+		func(all *EntityView, v EntityView) {
+			all.History = append(all.History, v.History...)
+			all.NextCursor = v.NextCursor
+		})
+}
+
+// ShowPage is Show with one page of the history, in commit order. The
+// history is read whole (one entity's events) and the page cut from it:
+// its cursor names the last event sent, so events committed since only
+// add to the pages after it.
+func (s *Ledger) ShowPage(ctx context.Context, id string, history bool, p Page) (EntityView, error) {
+	if !history {
+		if p != (Page{}) {
+			return EntityView{}, errs.E(errs.InvalidArgument, "limit and cursor page the history").
+				Unmet("limit and cursor go with history")
+		}
+	}
+	q := pageQuery{project: s.Project, query: "show-history\x00" + id}
+	limit, after, err := q.open(p, "show", func(after string) bool { return ids.Kind(after) == ids.Event })
+	if err != nil {
+		if e, ok := err.(*errs.Error); ok && e.Code == CursorInvalid && entityID(id) == nil {
+			e.EntityID = id
+		}
+		return EntityView{}, err
+	}
 	e, err := s.settledEntity(ctx, id)
 	if err != nil {
 		return EntityView{}, err
 	}
 	v := EntityView{Entity: e}
-	if history {
-		if v.History, err = s.Store.Events(ctx, id); err != nil {
-			return EntityView{}, storeErr(err)
+	if !history {
+		return v, nil
+	}
+	events, err := s.Store.Events(ctx, id)
+	if err != nil {
+		return EntityView{}, storeErr(err)
+	}
+	start := 0
+	if after != "" {
+		start = slices.IndexFunc(events, func(ev ledger.Event) bool { return ev.ID == after }) + 1
+		if start == 0 {
+			e := errs.E(CursorInvalid, "the cursor names no event of "+id).
+				Unmet("a cursor is the next_cursor of the same listing, unchanged").On(id)
+			e.Args = map[string]string{"kind": "show"}
+			return EntityView{}, e
 		}
+	}
+	v.History = events[start:]
+	if len(v.History) > limit {
+		v.History, v.NextCursor = v.History[:limit], q.cursor(v.History[limit-1].ID)
+	}
+	if v.History == nil {
+		v.History = []ledger.Event{}
 	}
 	return v, nil
 }
@@ -310,27 +363,60 @@ func (s *Ledger) ShowStored(ctx context.Context, id string) (v StoredEntity, ok 
 }
 
 // EntityList is what List returns (keys in the order the envelope has
-// always carried them).
+// always carried them). NextCursor names the next page; it is absent on
+// the last.
 type EntityList struct {
-	Count    int             `json:"count"`
-	Entities []ledger.Entity `json:"entities"`
+	Count      int             `json:"count"`
+	Entities   []ledger.Entity `json:"entities"`
+	NextCursor string          `json:"next_cursor,omitempty"`
 }
 
-// List returns entities, optionally of one status.
+// List returns every entity, optionally of one status, page by page.
 func (s *Ledger) List(ctx context.Context, status string) (EntityList, error) {
+	return walk(func(p Page) (EntityList, error) { return s.ListPage(ctx, status, p) },
+		func(l EntityList) string { return l.NextCursor },
+		func(all *EntityList, l EntityList) {
+			all.Entities = append(all.Entities, l.Entities...)
+			all.Count, all.NextCursor = len(all.Entities), l.NextCursor
+		})
+}
+
+// ListPage returns one page of entities, optionally of one status, in id
+// order (docs/design.md, "Paginated reads").
+func (s *Ledger) ListPage(ctx context.Context, status string, p Page) (EntityList, error) {
 	var res EntityList
 	if status != "" && !ledger.Status(status).Valid() {
 		return res, errs.E(errs.InvalidArgument, "unknown status "+status).
 			Unmet("status is one of unverified, doubted, verified, locked, ignored, stale")
 	}
-	list, err := s.Store.ListEntities(ctx, EntityFilter{Status: ledger.Status(status), Indexed: true})
+	q := pageQuery{project: s.Project, query: "list\x00status=" + status}
+	limit, after, err := q.open(p, "list", entityKey)
+	if err != nil {
+		return res, err
+	}
+	list, err := s.Store.ListEntities(ctx, EntityFilter{Status: ledger.Status(status), Indexed: true, After: after, Limit: limit + 1})
 	if err != nil {
 		return res, storeErr(err)
 	}
-	if list == nil {
-		list = []ledger.Entity{}
+	list = PageOf(list, func(e ledger.Entity) string { return e.ID }, after, limit+1)
+	if len(list) > limit {
+		list, res.NextCursor = list[:limit], q.cursor(list[limit-1].ID)
 	}
-	return EntityList{Count: len(list), Entities: list}, nil
+	res.Count, res.Entities = len(list), list
+	return res, nil
+}
+
+// walk reads every page of a listing: the first, then merge adds each
+// next one (and takes its next cursor, which next reads).
+func walk[L any](page func(Page) (L, error), next func(L) string, merge func(all *L, l L)) (L, error) {
+	all, err := page(Page{Limit: MaxPageLimit})
+	for err == nil && next(all) != "" {
+		var l L
+		if l, err = page(Page{Limit: MaxPageLimit, Cursor: next(all)}); err == nil {
+			merge(&all, l)
+		}
+	}
+	return all, err
 }
 
 // entityID refuses an id that is not an entity's.

@@ -57,9 +57,16 @@ type EntityFilter struct {
 	// returns: an entity whose status changed in the last moments may be
 	// missing. The entities returned are read consistently.
 	Indexed bool
+	// After and Limit page the listing (Page): only entities whose id
+	// sorts after After, then in id order, at most Limit of them (0: all).
+	// With either set the order is by id.
+	After string
+	Limit int
 }
 
-// SpawnFilter narrows ListSpawns; results are ordered by issued_at, oldest first.
+// SpawnFilter narrows ListSpawns; results are ordered by issued_at, oldest
+// first, or, when After or Limit pages them, by id (a ULID of the issue
+// time: the same order but for spawns issued within one millisecond).
 type SpawnFilter struct {
 	State    spawn.State
 	EntityID string
@@ -72,6 +79,11 @@ type SpawnFilter struct {
 	// follows what it returns: a spawn issued or timed out in the last
 	// moments may be missing.
 	Indexed bool
+	// After and Limit page the listing as EntityFilter's do: only spawns
+	// whose id sorts after After, at most Limit of them (0: all), in id
+	// order.
+	After string
+	Limit int
 }
 
 // Tx is one atomic, conditional write. An event about an entity is always

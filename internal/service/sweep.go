@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"sort"
 	"sync/atomic"
 	"time"
 
@@ -314,16 +313,29 @@ const (
 	ViewAll      = "all"
 )
 
-// SpawnList is what Spawns returns.
+// SpawnList is what Spawns returns. NextCursor names the next page; it is
+// absent on the last.
 type SpawnList struct {
-	Count  int           `json:"count"`
-	Spawns []spawn.Spawn `json:"spawns"`
-	View   string        `json:"view"`
+	Count      int           `json:"count"`
+	Spawns     []spawn.Spawn `json:"spawns"`
+	View       string        `json:"view"`
+	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
-// List lists spawn requests: pending (active, not expired, oldest first),
-// timed-out (expired and not re-assumed since) or all.
+// List lists every spawn request of a view, page by page.
 func (s *Spawns) List(ctx context.Context, view string) (SpawnList, error) {
+	return walk(func(p Page) (SpawnList, error) { return s.ListPage(ctx, view, p) },
+		func(l SpawnList) string { return l.NextCursor },
+		func(all *SpawnList, l SpawnList) {
+			all.Spawns = append(all.Spawns, l.Spawns...)
+			all.Count, all.NextCursor = len(all.Spawns), l.NextCursor
+		})
+}
+
+// ListPage lists one page of spawn requests, in id order (their issue
+// order): pending (active, not expired), timed-out (expired and not
+// re-assumed since) or all.
+func (s *Spawns) ListPage(ctx context.Context, view string, p Page) (SpawnList, error) {
 	var res SpawnList
 	f := SpawnFilter{Indexed: true}
 	switch view {
@@ -336,31 +348,54 @@ func (s *Spawns) List(ctx context.Context, view string) (SpawnList, error) {
 	default:
 		return res, errs.E(errs.InvalidArgument, "unknown view "+view).Unmet("one of --pending, --timed-out, --all")
 	}
-	list, err := s.Store.ListSpawns(ctx, f)
+	q := pageQuery{project: s.Project, query: "spawns\x00view=" + view}
+	limit, after, err := q.open(p, "spawns", spawnKey)
 	if err != nil {
-		return res, storeErr(err)
+		return res, err
 	}
 	now := s.now()
 	out := []spawn.Spawn{}
-	for _, sp := range list {
-		switch view {
-		case ViewPending:
-			if !now.Before(sp.ExpiresAt) {
-				continue
-			}
-		case ViewTimedOut:
-			if sp.Outcome != spawn.TimeoutRestored {
-				continue
-			}
-			if sp.EntityID != "" {
-				e, err := s.Store.GetEntity(ctx, sp.EntityID)
-				if err != nil || e.LastSpawn != sp.ID {
-					continue // re-assumed since: no longer relevant
-				}
+	// The view drops some of what the store returns: read on until the
+	// page and one more are kept or the store has no more.
+	for f.After = after; len(out) <= limit; {
+		f.Limit = limit + 1 - len(out)
+		list, err := s.Store.ListSpawns(ctx, f)
+		if err != nil {
+			return res, storeErr(err)
+		}
+		list = PageOf(list, func(sp spawn.Spawn) string { return sp.ID }, f.After, f.Limit)
+		for _, sp := range list {
+			if s.inView(ctx, view, sp, now) {
+				out = append(out, sp)
 			}
 		}
-		out = append(out, sp)
+		if len(list) < f.Limit {
+			break
+		}
+		f.After = list[len(list)-1].ID
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].IssuedAt.Before(out[j].IssuedAt) })
-	return SpawnList{Count: len(out), Spawns: out, View: view}, nil
+	if len(out) > limit {
+		out, res.NextCursor = out[:limit], q.cursor(out[limit-1].ID)
+	}
+	res.Count, res.Spawns, res.View = len(out), out, view
+	return res, nil
+}
+
+// inView says whether a spawn the store listed for view belongs in it.
+func (s *Spawns) inView(ctx context.Context, view string, sp spawn.Spawn, now time.Time) bool {
+	switch view {
+	case ViewPending:
+		return now.Before(sp.ExpiresAt)
+	case ViewTimedOut:
+		if sp.Outcome != spawn.TimeoutRestored {
+			return false
+		}
+		if sp.EntityID != "" {
+			e, err := s.Store.GetEntity(ctx, sp.EntityID)
+			if err != nil || e.LastSpawn != sp.ID {
+				return false // re-assumed since: no longer relevant
+			}
+		}
+	}
+	return true
 }

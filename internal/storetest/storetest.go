@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) service.Store) {
 		{"a keyed write commits with its idempotency record or not at all", keyedWriteCommitsWithItsRecord},
 		{"a keyed spawn commits with its idempotency record or not at all", keyedSpawnCommitsWithItsRecord},
 	}
+	tests = append(tests, pageTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
 	}

@@ -53,6 +53,7 @@ func init() {
 				{Name: "request_id", Type: String, Description: "the spawn request (show, cancel)"},
 				{Name: "view", Type: String, Enum: []string{service.ViewPending, service.ViewTimedOut, service.ViewAll}, Description: "pending, timed-out or all (list; default all)"},
 				{Name: "reason", Type: String, Description: "why it is cancelled (cancel)"},
+				limitParam, cursorParam,
 			},
 			check: func(a Args) error {
 				if op := a.Str("op"); op != "list" {
@@ -65,7 +66,10 @@ func init() {
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 				switch a.Str("op") {
 				case "list":
-					return data[service.SpawnList](envelope.KindSpawns)(s.Spawns.List(ctx, a.Str("view")))
+					l, err := s.Spawns.ListPage(ctx, a.Str("view"), page(a))
+					out, err := data[service.SpawnList](envelope.KindSpawns)(l, err)
+					out.Hints = moreHint("dont spawns manage --op list --view "+l.View+limitFlag(a), l.NextCursor)
+					return out, err
 				case "show":
 					return data[service.SpawnView](envelope.KindSpawn)(s.Spawns.Record(ctx, a.Str("request_id")))
 				default:

@@ -70,7 +70,15 @@ func init() {
 		return &Tool{Name: "show", Summary: "Show one entity, or re-read a spawn request by its id.", Annotations: Annotations{ReadOnly: true},
 			Params: []Param{
 				{Name: "id", Type: String, Required: true, Positional: true, Description: "entity id (claim:… or term:…), or spawn:… for the spawn_request as issued"},
-				{Name: "history", Type: Boolean, Description: "include its events"},
+				{Name: "history", Type: Boolean, Description: "include its events, a page at a time over the API (--limit, --cursor)"},
+				limitParam, cursorParam,
+			},
+			check: func(a Args) error {
+				if !a.Bool("history") && (a["limit"] != nil || a["cursor"] != nil) {
+					return errs.E(errs.Usage, "show: --limit and --cursor page the history; add --history",
+						errs.Step{Command: "dont show <id> --history --limit 100", Description: "page through the history"})
+				}
+				return nil
 			},
 			sweep: always,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
@@ -82,16 +90,25 @@ func init() {
 						return Output{Kind: string(v.Kind), Data: v.Doc}, err
 					}
 				}
-				v, err := s.Ledger.Show(ctx, a.Str("id"), a.Bool("history"))
-				return entity(v, nil, err)
+				v, err := s.Ledger.ShowPage(ctx, a.Str("id"), a.Bool("history"), page(a))
+				out, err := entity(v, nil, err)
+				out.Hints = moreHint("dont show "+a.Str("id")+" --history"+limitFlag(a), v.NextCursor)
+				return out, err
 			}}
 	})
 	register("list", func() *Tool {
-		return &Tool{Name: "list", Summary: "List entities.", Annotations: Annotations{ReadOnly: true},
-			Params: []Param{{Name: "status", Type: String, Enum: statusNames(), Description: "only this status"}},
+		return &Tool{Name: "list", Summary: "List entities, in pages by id (the CLI reads every page unless given --limit or --cursor).", Annotations: Annotations{ReadOnly: true},
+			Params: []Param{{Name: "status", Type: String, Enum: statusNames(), Description: "only this status"}, limitParam, cursorParam},
 			sweep:  always,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return data[service.EntityList](envelope.KindList)(s.Ledger.List(ctx, a.Str("status")))
+				l, err := s.Ledger.ListPage(ctx, a.Str("status"), page(a))
+				out, err := data[service.EntityList](envelope.KindList)(l, err)
+				argv := "dont list"
+				if st := a.Str("status"); st != "" {
+					argv += " --status " + st
+				}
+				out.Hints = moreHint(argv+limitFlag(a), l.NextCursor)
+				return out, err
 			}}
 	})
 	register(string(spawn.Assume), func() *Tool {
@@ -132,6 +149,7 @@ func init() {
 				{Name: "pending", Type: Boolean, Description: "active, not expired, oldest first"},
 				{Name: "timed_out", Type: Boolean, Description: "expired and not re-assumed since"},
 				{Name: "all", Type: Boolean, Description: "the full history (default)"},
+				limitParam, cursorParam,
 			},
 			check: func(a Args) error {
 				if _, n := spawnsView(a); n > 1 {
@@ -143,7 +161,10 @@ func init() {
 			sweep: always,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 				view, _ := spawnsView(a)
-				return data[service.SpawnList](envelope.KindSpawns)(s.Spawns.List(ctx, view))
+				l, err := s.Spawns.ListPage(ctx, view, page(a))
+				out, err := data[service.SpawnList](envelope.KindSpawns)(l, err)
+				out.Hints = moreHint("dont spawns --"+view+limitFlag(a), l.NextCursor)
+				return out, err
 			}}
 	})
 	register("sweep", func() *Tool {

@@ -380,21 +380,94 @@ func (s *Store) readEntity(it map[string]types.AttributeValue) (ledger.Entity, e
 // (dropping any whose status has changed since); everything else is one
 // Query over the project's entities. Ordered by id.
 func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
+	var whole []ledger.Entity
+	var err error
 	switch {
 	case f.Kind == ledger.KindTerm:
-		return s.listTerms(ctx, f.Status)
+		whole, err = s.listTerms(ctx, f.Status)
 	case f.Indexed && f.Status != "":
-		return s.listByStatus(ctx, f)
+		whole, err = s.listByStatus(ctx, f)
+	default:
+		q := s.partitionQuery(s.entityPK())
+		whereEqual(q, "st", string(f.Status), "kind", string(f.Kind))
+		seekAfter(q, f.After)
+		var out []ledger.Entity
+		decode := func(it map[string]types.AttributeValue) (ledger.Entity, error) { return s.readEntity(it) }
+		if f.Limit <= 0 {
+			err = s.query(ctx, q, func(it map[string]types.AttributeValue) error {
+				e, err := decode(it)
+				out = append(out, e)
+				return err
+			})
+			return out, err
+		}
+		// A filter drops items after DynamoDB's Limit counted them: read
+		// on until the page is full or the partition ends.
+		for more := true; more && len(out) < f.Limit && err == nil; {
+			var got []ledger.Entity
+			got, more, err = queryPageUpTo(ctx, s, q, f.Limit-len(out), decode)
+			out = append(out, got...)
+		}
+		return out[:min(len(out), f.Limit)], err
 	}
-	q := s.partitionQuery(s.entityPK())
-	whereEqual(q, "st", string(f.Status), "kind", string(f.Kind))
-	var out []ledger.Entity
-	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
-		e, err := s.readEntity(it)
-		out = append(out, e)
-		return err
-	})
-	return out, err
+	if err != nil || f.After == "" && f.Limit <= 0 {
+		return whole, err
+	}
+	// An index answered the filter whole (its cost follows the status's
+	// size): the page is cut from it.
+	return service.PageOf(whole, func(e ledger.Entity) string { return e.ID }, f.After, f.Limit), nil
+}
+
+// seekAfter makes the partition query q start after the sort key after
+// (none: from the start).
+func seekAfter(q *dynamodb.QueryInput, after string) {
+	if after == "" {
+		return
+	}
+	q.KeyConditionExpression = aws.String(aws.ToString(q.KeyConditionExpression) + " AND #sk > :after")
+	q.ExpressionAttributeNames["#sk"] = SortKey
+	q.ExpressionAttributeValues[":after"] = str(after)
+}
+
+// queryPageUpTo reads q, from its ExclusiveStartKey on, until at least
+// limit items were evaluated or the results end, and decodes the items
+// that pass its filter. DynamoDB's Limit counts the items a page
+// evaluates before its filter, and a page also stops at 1 MB, so fewer
+// may come back: an unfiltered query asks for what is missing, a
+// filtered one reads whole pages (up to 1 MB each, without a Limit) until
+// limit items passed. It may return more than limit; the caller keeps
+// the first. more says whether results remain; q then starts after the
+// items read.
+func queryPageUpTo[T any](ctx context.Context, s *Store, q *dynamodb.QueryInput, limit int, decode func(map[string]types.AttributeValue) (T, error)) (out []T, more bool, err error) {
+	filtered := q.FilterExpression != nil
+	for evaluated := 0; evaluated < limit && (!filtered || len(out) < limit); {
+		q.Limit = nil
+		if !filtered {
+			q.Limit = aws.Int32(int32(min(limit-evaluated, 1000)))
+		}
+		page, err := s.queryPage(ctx, q)
+		if err != nil {
+			return out, false, err
+		}
+		evaluated += int(page.ScannedCount)
+		for _, it := range page.Items {
+			v, err := decode(it)
+			if err != nil {
+				return out, false, err
+			}
+			out = append(out, v)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, false, nil
+		}
+		q.ExclusiveStartKey = page.LastEvaluatedKey
+		if filtered {
+			evaluated = 0 // only what passed counts
+		} else if page.ScannedCount == 0 {
+			break // a page cut short before any item; read on next time
+		}
+	}
+	return out, true, nil
 }
 
 // listTerms reads the project's terms through their CURIE items: every

@@ -92,29 +92,76 @@ func (s *Store) resolutions(ctx context.Context, entity, only string) (map[strin
 // reads the pending_expiry index instead (listPending, listTimedOut): its
 // cost follows what it returns.
 func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.Spawn, error) {
+	paged := f.After != "" || f.Limit > 0
 	switch {
 	case f.Indexed && f.State == spawn.Pending:
-		return s.listPending(ctx, f.EntityID)
+		return pageOfSpawns(s.listPending(ctx, f.EntityID))(f, paged)
 	case f.Indexed && f.Outcome == spawn.TimeoutRestored && f.State != spawn.Pending:
-		return s.listTimedOut(ctx, f.EntityID)
+		return pageOfSpawns(s.listTimedOut(ctx, f.EntityID))(f, paged)
 	}
 	q := s.partitionQuery(s.spawnPK())
 	whereEqual(q, "ent", f.EntityID)
+	if !paged {
+		out, _, err := s.spawnItems(ctx, q, f, 0)
+		sortByIssue(out)
+		return out, err
+	}
+	// A page: the partition from After in id order, read on while the
+	// items it reads are dropped (not of f.State, left by a failed commit).
+	seekAfter(q, f.After)
+	out := []spawn.Spawn{}
+	for {
+		got, more, err := s.spawnItems(ctx, q, f, f.Limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+		if f.Limit > 0 && len(out) >= f.Limit {
+			return out[:f.Limit], nil
+		}
+		if !more {
+			return out, nil
+		}
+	}
+}
+
+// pageOfSpawns pages a listing an index answered whole.
+func pageOfSpawns(list []spawn.Spawn, err error) func(service.SpawnFilter, bool) ([]spawn.Spawn, error) {
+	return func(f service.SpawnFilter, paged bool) ([]spawn.Spawn, error) {
+		if err != nil || !paged {
+			return list, err
+		}
+		return service.PageOf(list, func(sp spawn.Spawn) string { return sp.ID }, f.After, f.Limit), nil
+	}
+}
+
+// spawnItems reads up to limit items (0: to the end) of the spawn
+// partition query q, from its ExclusiveStartKey on, and returns the
+// spawns of f among them as they stand: a spawn on an entity is pending
+// if its entity's item says so, and otherwise as its entity's history
+// says it ended. more says whether the partition has items after those
+// read (q then starts after them).
+func (s *Store) spawnItems(ctx context.Context, q *dynamodb.QueryInput, f service.SpawnFilter, limit int) (out []spawn.Spawn, more bool, err error) {
 	var items []spawn.Spawn
-	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
-		sp, err := decodeSpawn(it)
-		items = append(items, sp)
-		return err
-	})
+	decode := func(it map[string]types.AttributeValue) (spawn.Spawn, error) { return decodeSpawn(it) }
+	if limit > 0 {
+		items, more, err = queryPageUpTo(ctx, s, q, limit, decode)
+	} else {
+		err = s.query(ctx, q, func(it map[string]types.AttributeValue) error {
+			sp, err := decodeSpawn(it)
+			items = append(items, sp)
+			return err
+		})
+	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	pendingOn, err := s.pendingOn(ctx, items)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ended := map[string]map[string]spawn.Spawn{}
-	out := []spawn.Spawn{}
+	out = []spawn.Spawn{}
 	for _, sp := range items {
 		if sp.EntityID != "" {
 			if pendingOn[sp.EntityID] == sp.ID {
@@ -122,7 +169,7 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 			} else {
 				if _, read := ended[sp.EntityID]; !read {
 					if ended[sp.EntityID], err = s.resolutions(ctx, sp.EntityID, ""); err != nil {
-						return nil, err
+						return nil, false, err
 					}
 				}
 				done, ok := ended[sp.EntityID][sp.ID]
@@ -137,8 +184,7 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 			out = append(out, sp)
 		}
 	}
-	sortByIssue(out)
-	return out, nil
+	return out, more, nil
 }
 
 func sortByIssue(out []spawn.Spawn) {

@@ -120,7 +120,14 @@ func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]led
 	if f.Kind != "" {
 		q, args = q+" AND kind = ?", append(args, string(f.Kind))
 	}
-	return queryDocs[ledger.Entity](ctx, s, q+" ORDER BY id", args...)
+	if f.After != "" {
+		q, args = q+" AND id > ?", append(args, f.After)
+	}
+	q += " ORDER BY id"
+	if f.Limit > 0 {
+		q, args = q+" LIMIT ?", append(args, f.Limit)
+	}
+	return queryDocs[ledger.Entity](ctx, s, q, args...)
 }
 
 // Dependents implements service.Store.
@@ -166,7 +173,18 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 	if f.EntityID != "" {
 		q, args = q+" AND entity_id = ?", append(args, f.EntityID)
 	}
-	return s.spawns(ctx, false, q+" ORDER BY issued_at, id", args...)
+	if f.After == "" && f.Limit <= 0 {
+		return s.spawns(ctx, false, q+" ORDER BY issued_at, id", args...)
+	}
+	// A page: in id order, from the primary key.
+	if f.After != "" {
+		q, args = q+" AND id > ?", append(args, f.After)
+	}
+	q += " ORDER BY id"
+	if f.Limit > 0 {
+		q, args = q+" LIMIT ?", append(args, f.Limit)
+	}
+	return s.spawns(ctx, false, q, args...)
 }
 
 // ExpiringSpawns implements service.Store through the partial index spawns_due.
