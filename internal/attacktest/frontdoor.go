@@ -85,14 +85,22 @@ func tokenOverItsRateChangesNothing(r run) {
 	if looked := r.lookups() - before; r.target.Lookups != nil && looked != int64(applied) {
 		r.t.Fatalf("%d writes applied, %d tokens looked up: a refused write read the token store", applied, looked)
 	}
-	listed := r.ok(other, "list", nil)
+	// Every page of the listing: the project holds other subtests' claims.
 	stored := 0
-	entities, _ := listed.Data()["entities"].([]any)
-	for _, e := range entities {
-		m, _ := e.(map[string]any)
-		if st, _ := m["statement"].(string); strings.HasPrefix(st, nonce+" ") {
-			stored++
+	for args := (map[string]any{"limit": 1000}); ; {
+		listed := r.ok(other, "list", args)
+		entities, _ := listed.Data()["entities"].([]any)
+		for _, e := range entities {
+			m, _ := e.(map[string]any)
+			if st, _ := m["statement"].(string); strings.HasPrefix(st, nonce+" ") {
+				stored++
+			}
 		}
+		next, _ := listed.Data()["next_cursor"].(string)
+		if next == "" {
+			break
+		}
+		args = map[string]any{"limit": 1000, "cursor": next}
 	}
 	if stored != applied {
 		t := r.t
