@@ -54,6 +54,9 @@ var kinds = map[string]func(*printer, doc){
 	envelope.KindHookDeliveries:  hookDeliveries,
 	envelope.KindHookDeliver:     hookDeliver,
 	envelope.KindConfig:          configView,
+	envelope.KindBackup:          backupDone,
+	envelope.KindRestore:         restoreDone,
+	envelope.KindHarnessInstall:  harnessInstalled,
 }
 
 // Claims and terms.
@@ -680,6 +683,29 @@ func health(p *printer, d doc) {
 func initialized(p *printer, d doc) {
 	p.line("initialised the project in %s", d.s("root"))
 	p.fields("database", d.s("database"), "config", d.s("config"))
+}
+
+func backupDone(p *printer, d doc) {
+	p.line("backed up %s to %s (%s)", d.s("store"), d.s("file"), Plural(d.n("bytes"), "byte", "bytes"))
+}
+
+func restoreDone(p *printer, d doc) {
+	p.line("restored %s from %s (%s)", d.s("store"), d.s("file"), Plural(d.n("bytes"), "byte", "bytes"))
+}
+
+func harnessInstalled(p *printer, d doc) {
+	if !d.b("changed") {
+		p.line("%s: already installed; nothing changed", d.s("harness"))
+	} else {
+		p.line("installed dont for %s", d.s("harness"))
+	}
+	for _, f := range d.list("files") {
+		state := "unchanged"
+		if f.b("changed") {
+			state = "written"
+		}
+		p.line("  %-9s %s: %s", state, f.s("path"), f.s("what"))
+	}
 }
 
 func passphraseSet(p *printer, d doc) {
