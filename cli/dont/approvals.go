@@ -223,7 +223,7 @@ type toolCaller func(ctx context.Context, tool string, args map[string]any) enve
 
 func (a *app) watchCaller() (toolCaller, func(), error) {
 	if ep := a.remote(); ep != "" {
-		cl := a.apiClient(ep, a.getenv("DONT_TOKEN"))
+		cl := a.apiClient(ep, a.storedToken(ep))
 		return func(ctx context.Context, tool string, args map[string]any) envelope.Envelope {
 			// An answer typed at the watch prompt is a person's confirmation.
 			env, err := cl.CallConfirmed(ctx, tool, args, tool == "approvals.approve" || tool == "approvals.refuse")

@@ -157,8 +157,11 @@ func (a *app) callEach(ctx context.Context, t *tools.Tool, args map[string]any) 
 // and exit code: through the remote API when an endpoint is set, else
 // against the embedded store, opened once for all the calls.
 func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (envelope.Envelope, int), func(), error) {
+	if err := a.loginProblem(); err != nil {
+		return nil, nil, err
+	}
 	if ep := a.remote(); ep != "" {
-		c := a.apiClient(ep, a.getenv("DONT_TOKEN"))
+		c := a.apiClient(ep, a.storedToken(ep))
 		return func(ctx context.Context, args map[string]any) (envelope.Envelope, int) {
 			start := time.Now()
 			env, err := c.CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)

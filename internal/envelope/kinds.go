@@ -42,4 +42,6 @@ const (
 	KindHookTest        = "hook_test"
 	KindHookDeliveries  = "hook_deliveries"
 	KindHookDeliver     = "hook_deliver"
+	KindWhoAmI          = "whoami"
+	KindLogin           = "login" // dont login, dont logout
 )

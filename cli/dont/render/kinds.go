@@ -54,6 +54,8 @@ var kinds = map[string]func(*printer, doc){
 	envelope.KindHookDeliveries:  hookDeliveries,
 	envelope.KindHookDeliver:     hookDeliver,
 	envelope.KindConfig:          configView,
+	envelope.KindWhoAmI:          whoami,
+	envelope.KindLogin:           login,
 }
 
 // Claims and terms.
