@@ -131,8 +131,9 @@ func (a *app) buildAll() {
 // how its flags are read, so the command is looked up again until it
 // stands. Completion reads every command's flags: it gets them all.
 func (a *app) buildFor(root *cobra.Command, args []string) {
-	if len(args) > 0 && (args[0] == "completions" || strings.HasPrefix(args[0], "__complete")) {
+	if isCompletion(args) {
 		a.buildAll()
+		a.addCompletions(root) // ids, statuses, roles, tiers (completion.go)
 		return
 	}
 	for {

@@ -70,6 +70,7 @@ func TestTheLightBuildHandsOverExactlyTheRunsThatNeedTheNetwork(t *testing.T) {
 		{[]string{"help", "spawns", "run"}, none, false, true},
 		{[]string{"hooks", "list"}, none, false, true},
 		{[]string{"completions", "bash"}, none, false, true},
+		{[]string{"completion", "bash"}, none, false, true},
 		{[]string{"__complete", "sh"}, none, false, true},
 		{[]string{deliveryPass}, none, false, true},
 		// after --, nothing is a flag
