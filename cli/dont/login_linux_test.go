@@ -160,3 +160,36 @@ func TestAnAgentThatSetsDontProfileOnlyChoosesAmongTheStoredLogins(t *testing.T)
 		t.Fatalf("DONT_PROFILE=work: exit %d %s", r.exit, r.stdout)
 	}
 }
+
+// The attack: an agent that cannot read the person's logins file (a
+// sandbox hides it) makes it a link to a file of its own, or a file the
+// group may write, naming its own endpoint. Such a file decides nothing:
+// the run fails (logins-not-private) and nothing is sent.
+func TestALoginsFileOthersCanWriteOrALinkIsNotUsed(t *testing.T) {
+	p := newProject(t)
+	harness := p.token("harness")
+	srv := p.serve(t)
+	if r := p.login(t, harness, srv.endpoint); r.exit != 0 {
+		t.Fatalf("login: exit %d %s", r.exit, r.stdout)
+	}
+	file := p.loginsFilePath()
+	away := elsewhere(t)
+	if err := os.Chmod(file, 0o620); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.runAt(t, away, "list"); r.exit != 3 || r.data()["code"] != "logins-not-private" {
+		t.Fatalf("a group-writable logins file: exit %d %s", r.exit, r.stdout)
+	}
+	planted := filepath.Join(p.dir, "planted.json")
+	raw, _ := os.ReadFile(file)
+	if err := os.WriteFile(planted, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(file)
+	if err := os.Symlink(planted, file); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.runAt(t, away, "list"); r.exit != 3 || r.data()["code"] != "logins-not-private" {
+		t.Fatalf("a logins file that is a link: exit %d %s", r.exit, r.stdout)
+	}
+}
