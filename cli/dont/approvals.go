@@ -222,6 +222,9 @@ func byLine(by string) string {
 type toolCaller func(ctx context.Context, tool string, args map[string]any) envelope.Envelope
 
 func (a *app) watchCaller() (toolCaller, func(), error) {
+	if err := a.loginProblem(); err != nil {
+		return nil, nil, err
+	}
 	if ep := a.remote(); ep != "" {
 		cl := a.apiClient(ep, a.storedToken(ep))
 		return func(ctx context.Context, tool string, args map[string]any) envelope.Envelope {
