@@ -40,6 +40,8 @@ type app struct {
 	harness  bool
 	plain    bool
 	endpoint string
+	profile  string     // --profile: the stored login (login.go)
+	logins   loginState // what this run read of the stored logins
 	mode     spawn.Mode
 	exit     int
 	confirm  confirmState
@@ -129,8 +131,9 @@ func (a *app) buildAll() {
 // how its flags are read, so the command is looked up again until it
 // stands. Completion reads every command's flags: it gets them all.
 func (a *app) buildFor(root *cobra.Command, args []string) {
-	if len(args) > 0 && (args[0] == "completions" || strings.HasPrefix(args[0], "__complete")) {
+	if isCompletion(args) {
 		a.buildAll()
+		a.addCompletions(root) // ids, statuses, roles, tiers (completion.go)
 		return
 	}
 	for {
@@ -146,7 +149,7 @@ func (a *app) buildFor(root *cobra.Command, args []string) {
 // persistent flags define, as invokedTool reads them.
 var (
 	rootBoolFlags  = map[string]bool{"--json": true, "--direct": true, "--harness": true, "--plain": true, "--yes": true, "-y": true, "--no-input": true, "--refresh": true}
-	rootValueFlags = map[string]bool{"--endpoint": true}
+	rootValueFlags = map[string]bool{"--endpoint": true, "--profile": true}
 )
 
 // invokedTool is the tool args plainly invoke — "show", "spawns.cancel" —
@@ -162,7 +165,7 @@ func invokedTool(args []string) string {
 		case rootValueFlags[arg]:
 			i++
 			continue
-		case strings.HasPrefix(arg, "--endpoint="):
+		case strings.HasPrefix(arg, "--endpoint="), strings.HasPrefix(arg, "--profile="):
 			continue
 		case strings.HasPrefix(arg, "-"):
 			return ""
@@ -205,7 +208,7 @@ func (a *app) commands(only string) *cobra.Command {
 	root.PersistentFlags().BoolVar(&a.jsonOut, "json", false, "print the JSON envelope (default when stdout is not a terminal)")
 	root.PersistentFlags().BoolVar(&a.direct, "direct", false, "direct mode: call the configured LLM provider instead of emitting a spawn_request")
 	root.PersistentFlags().BoolVar(&a.harness, "harness", false, "harness mode: emit a spawn_request for your harness's subagent even at a terminal")
-	root.PersistentFlags().StringVar(&a.endpoint, "endpoint", "", "send every verb to this dont API (default $DONT_ENDPOINT; token from $DONT_TOKEN)")
+	root.PersistentFlags().StringVar(&a.endpoint, "endpoint", "", "send every verb to this dont API (default $DONT_ENDPOINT, else the stored login; token from $DONT_TOKEN)")
 	root.Flags().BoolVar(&a.version, "version", false, "print the version, as dont version does")
 	root.RunE = func(c *cobra.Command, _ []string) error {
 		if a.version {
@@ -229,6 +232,7 @@ func (a *app) commands(only string) *cobra.Command {
 	root.SetOut(a.stdout) // help and completion scripts
 	root.SetErr(a.stderr)
 	a.conventions(root)
+	a.loginCommands(root)
 	root.AddCommand(a.initCommand(), a.passphraseCommand(), a.serveCommand())
 	root.AddCommand(a.mcpCommand())
 	root.AddCommand(a.hookCommand(), a.harnessCommand())
@@ -495,13 +499,19 @@ func (a *app) remote() string {
 	if a.endpoint != "" {
 		return a.endpoint
 	}
-	return a.getenv("DONT_ENDPOINT")
+	if ep := a.getenv("DONT_ENDPOINT"); ep != "" {
+		return ep
+	}
+	return a.loginEndpoint()
 }
 
 // call runs a tool against the remote API or the embedded store.
 func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) error {
+	if err := a.loginProblem(); err != nil {
+		return err
+	}
 	if ep := a.remote(); ep != "" {
-		api := a.apiClient(ep, a.getenv("DONT_TOKEN"))
+		api := a.apiClient(ep, a.storedToken(ep))
 		if walksPages(t, args) {
 			out, failed, err := walkRemote(ctx, args, func(ctx context.Context, args map[string]any) (envelope.Envelope, error) {
 				return api.CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)

@@ -163,13 +163,13 @@ func (a *app) escalateCommand(c *cobra.Command) {
 			if wait {
 				fmt.Fprintf(a.stderr, "asked %s: %s → %s for call %s; waiting until %s for an answer (dont approvals watch --session %s). Ctrl-C cancels the request.\n",
 					ap.ID, visible.Line(string(ap.From)), visible.Line(string(ap.To)), visible.Line(ap.CallID), ap.Deadline.Local().Format("15:04:05"), visible.Line(ap.SessionID))
-				a.startCountdown(cd, "waiting for a person to answer "+visible.Line(ap.ID), " (Ctrl-C cancels the request)", ap.Deadline)
+				a.startCountdown(cd, "waiting for a person to answer "+visible.Line(ap.ID), []string{" (Ctrl-C cancels the request)"}, ap.Deadline)
 			}
 		}))
 		if wait && a.remote() != "" {
 			// Over the API the question is asked by the server: count the
 			// time waited until its verdict comes back.
-			a.startCountdown(cd, "asked a person for "+visible.Line(c.Flags().Lookup("to").Value.String()), " (Ctrl-C cancels the request)", time.Time{})
+			a.startCountdown(cd, "asked a person for "+visible.Line(c.Flags().Lookup("to").Value.String()), []string{" (Ctrl-C cancels the request)"}, time.Time{})
 		}
 		return run(c, nil)
 	}
@@ -256,8 +256,11 @@ func byLine(by string) string {
 type toolCaller func(ctx context.Context, tool string, args map[string]any) envelope.Envelope
 
 func (a *app) watchCaller() (toolCaller, func(), error) {
+	if err := a.loginProblem(); err != nil {
+		return nil, nil, err
+	}
 	if ep := a.remote(); ep != "" {
-		cl := a.apiClient(ep, a.getenv("DONT_TOKEN"))
+		cl := a.apiClient(ep, a.storedToken(ep))
 		return func(ctx context.Context, tool string, args map[string]any) envelope.Envelope {
 			// An answer typed at the watch prompt is a person's confirmation.
 			env, err := cl.CallConfirmed(ctx, tool, args, tool == "approvals.approve" || tool == "approvals.refuse")

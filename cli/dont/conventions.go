@@ -22,20 +22,21 @@ import (
 )
 
 // conventions adds what agents and shells expect of a CLI: --plain,
-// `dont completions <shell>`, and the `dont help config` topic. --help and
+// `dont completion <shell>`, and the `dont help config` topic. --help and
 // -h are cobra's, on every command, and print the same text as
 // `dont help <command>`, on stdout.
 func (a *app) conventions(root *cobra.Command) {
 	root.PersistentFlags().BoolVar(&a.plain, "plain", false, "no colour or other styling in human output (as NO_COLOR does)")
-	root.CompletionOptions.DisableDefaultCmd = true // replaced by `completions`
+	root.CompletionOptions.DisableDefaultCmd = true // replaced by `completion`
 	root.AddCommand(a.completionsCommand(root))
 }
 
 func (a *app) completionsCommand(root *cobra.Command) *cobra.Command {
 	return &cobra.Command{
-		Use:       "completions <bash|zsh|fish|powershell>",
+		Use:       "completion <bash|zsh|fish|powershell>",
+		Aliases:   []string{"completions"}, // its first name, kept for scripts that call it
 		Short:     "Print the shell completion script for bash, zsh, fish or powershell.",
-		Long:      "Print the shell completion script for bash, zsh, fish or powershell.\n\n  source <(dont completions bash)\n  dont completions zsh > \"${fpath[1]}/_dont\"\n  dont completions fish > ~/.config/fish/completions/dont.fish\n  dont completions powershell | Out-String | Invoke-Expression",
+		Long:      "Print the shell completion script for bash, zsh, fish or powershell.\n\n  source <(dont completion bash)\n  dont completion zsh > \"${fpath[1]}/_dont\"\n  dont completion fish > ~/.config/fish/completions/dont.fish\n  dont completion powershell | Out-String | Invoke-Expression",
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		Args:      a.argCount(1),
 		RunE: func(c *cobra.Command, argv []string) error {
@@ -49,8 +50,8 @@ func (a *app) completionsCommand(root *cobra.Command) *cobra.Command {
 			case "powershell":
 				return root.GenPowerShellCompletionWithDesc(a.stdout)
 			}
-			return errs.E(errs.Usage, "no completions for shell "+quote(argv[0])+"; choose bash, zsh, fish or powershell",
-				errs.Step{Command: "dont completions bash", Description: "print the bash script"}).Unmet("shell is one of bash, zsh, fish, powershell")
+			return errs.E(errs.Usage, "no completion script for shell "+quote(argv[0])+"; choose bash, zsh, fish or powershell",
+				errs.Step{Command: "dont completion bash", Description: "print the bash script"}).Unmet("shell is one of bash, zsh, fish, powershell")
 		},
 	}
 }
@@ -157,8 +158,11 @@ func (a *app) callEach(ctx context.Context, t *tools.Tool, args map[string]any) 
 // and exit code: through the remote API when an endpoint is set, else
 // against the embedded store, opened once for all the calls.
 func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (envelope.Envelope, int), func(), error) {
+	if err := a.loginProblem(); err != nil {
+		return nil, nil, err
+	}
 	if ep := a.remote(); ep != "" {
-		c := a.apiClient(ep, a.getenv("DONT_TOKEN"))
+		c := a.apiClient(ep, a.storedToken(ep))
 		return func(ctx context.Context, args map[string]any) (envelope.Envelope, int) {
 			start := time.Now()
 			env, err := c.CallConfirmed(ctx, t.Name, args, a.confirm.confirmed)

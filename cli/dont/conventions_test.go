@@ -89,17 +89,52 @@ func TestCompletionsForEveryShell(t *testing.T) {
 		"fish":       "complete -c dont",
 		"powershell": "Register-ArgumentCompleter",
 	} {
-		r := p.raw(nil, "completions", shell)
-		if r.exit != 0 || !strings.Contains(r.stdout, marker) {
-			t.Fatalf("completions %s: exit %d, %d bytes, stderr %q", shell, r.exit, len(r.stdout), r.stderr)
+		for _, name := range []string{"completion", "completions"} { // completions: its old name, kept
+			r := p.raw(nil, name, shell)
+			if r.exit != 0 || !strings.Contains(r.stdout, marker) {
+				t.Fatalf("%s %s: exit %d, %d bytes, stderr %q", name, shell, r.exit, len(r.stdout), r.stderr)
+			}
 		}
 	}
-	if r := p.raw(nil, "completions", "tcsh", "--json"); r.exit != 2 || !strings.Contains(r.stdout, `"code":"usage"`) {
-		t.Fatalf("completions tcsh: exit %d %s", r.exit, r.stdout)
+	if r := p.raw(nil, "completion", "tcsh", "--json"); r.exit != 2 || !strings.Contains(r.stdout, `"code":"usage"`) {
+		t.Fatalf("completion tcsh: exit %d %s", r.exit, r.stdout)
+	}
+	if r := p.raw(nil, "--help"); !strings.Contains(r.stdout, "  completion ") || strings.Contains(r.stdout, "  completions ") {
+		t.Fatalf("help lists the command as completion only: %s", r.stdout)
 	}
 	// The scripts call back into the binary; that works too.
 	if r := p.raw(nil, "__complete", "as"); r.exit != 0 || !strings.Contains(r.stdout, "assume") {
 		t.Fatalf("dynamic completion: exit %d %q", r.exit, r.stdout)
+	}
+}
+
+// TAB after `dont show ` offers the project's ids (cobra's __complete is
+// what the shell scripts run); a prefix narrows them; the flags with a
+// fixed set of values offer those values.
+func TestCompletionOfShowListsTheIDsOfTheProject(t *testing.T) {
+	p := newProject(t)
+	a := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	b := p.ok("conclude", "ice melts at 0 C").str("id")
+	r := p.raw(nil, "__complete", "show", "")
+	if r.exit != 0 || !strings.Contains(r.stdout, a+"\n") || !strings.Contains(r.stdout, b+"\n") {
+		t.Fatalf("__complete show \"\": exit %d %q", r.exit, r.stdout)
+	}
+	if r := p.raw(nil, "__complete", "show", "term:"); strings.Contains(r.stdout, "claim:") {
+		t.Fatalf("a prefix does not narrow the ids: %q", r.stdout)
+	}
+	for args, want := range map[string]string{
+		"list --status ":        "verified",
+		"tokens create --role ": "approver",
+		"sessions open --tier ": "workspace-write",
+	} {
+		argv := append([]string{"__complete"}, strings.Fields(args)...)
+		if strings.HasSuffix(args, " ") {
+			argv = append(argv, "")
+		}
+		r := p.raw(nil, argv...)
+		if r.exit != 0 || !strings.Contains(r.stdout, want) || !strings.Contains(r.stdout, ":4") {
+			t.Fatalf("__complete %s: exit %d %q", args, r.exit, r.stdout)
+		}
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/dont-cli/dont/internal/visible"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 )
 
 // countdown is the status line a long wait redraws on stderr once a
@@ -32,7 +35,7 @@ func (a *app) countdownOn() bool { return !a.jsonOut && isTerminal(a.stderr) }
 
 // startCountdown draws label with the time left until deadline (zero:
 // the time since now) until stopped. Only one runs at a time.
-func (a *app) startCountdown(cd *countdown, label, tail string, deadline time.Time) {
+func (a *app) startCountdown(cd *countdown, label string, tails []string, deadline time.Time) {
 	cd.mu.Lock()
 	defer cd.mu.Unlock()
 	if cd.ended || cd.stop != nil || !a.countdownOn() {
@@ -40,6 +43,7 @@ func (a *app) startCountdown(cd *countdown, label, tail string, deadline time.Ti
 	}
 	cd.stop, cd.done = make(chan struct{}), make(chan struct{})
 	start := time.Now()
+	width := a.countdownWidth()
 	go func() {
 		defer close(cd.done)
 		tick := time.NewTicker(time.Second)
@@ -50,7 +54,7 @@ func (a *app) startCountdown(cd *countdown, label, tail string, deadline time.Ti
 			if !deadline.IsZero() {
 				left = render.Countdown(deadline.Sub(now)) + " left"
 			}
-			fmt.Fprintf(a.stderr, "\r\x1b[K%s: %s%s", label, left, tail)
+			fmt.Fprintf(a.stderr, "\r\x1b[K%s", fitCountdown(label, left, tails, width))
 			select {
 			case <-tick.C:
 			case <-cd.stop:
@@ -59,6 +63,34 @@ func (a *app) startCountdown(cd *countdown, label, tail string, deadline time.Ti
 			}
 		}
 	}()
+}
+
+// countdownWidth is the number of columns the countdown may fill: one
+// less than the terminal's width (a line that fills the last column
+// wraps on many terminals, and each redraw would then start a new line),
+// else $COLUMNS, else 80.
+func (a *app) countdownWidth() int {
+	if f, ok := a.stderr.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return max(w-1, 20)
+		}
+	}
+	if w, err := strconv.Atoi(a.getenv("COLUMNS")); err == nil && w > 0 {
+		return max(w-1, 20)
+	}
+	return 79
+}
+
+// fitCountdown is the countdown line within width columns: label, the
+// time left and the first of tails (longest first) that fits; else no
+// tail, and then label cut (…) so that the time left is always seen.
+func fitCountdown(label, left string, tails []string, width int) string {
+	for _, tail := range append(tails, "") {
+		if line := label + ": " + left + tail; render.Width(line) <= width {
+			return line
+		}
+	}
+	return render.Cut(label, max(width-render.Width(": "+left), 1)) + ": " + left
 }
 
 // end erases the line; it returns once the line is gone. A nil
@@ -87,7 +119,8 @@ func (a *app) waitCountdown(c *cobra.Command) {
 		defer cd.end()
 		if a.countdownOn() && len(argv) == 1 {
 			if ap, ok := a.pendingApproval(c.Context(), argv[0]); ok {
-				a.startCountdown(cd, "waiting for an answer to "+visible.Line(ap.ID), " (until "+ap.Deadline.Local().Format("15:04:05")+"; Ctrl-C stops waiting)", ap.Deadline)
+				until := " (until " + ap.Deadline.Local().Format("15:04:05")
+				a.startCountdown(cd, "waiting for "+visible.Line(ap.ID), []string{until + "; Ctrl-C stops waiting)", until + ")"}, ap.Deadline)
 			}
 		}
 		return run(c, argv)

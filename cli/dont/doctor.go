@@ -50,7 +50,7 @@ func (a *app) doctorCommand() *cobra.Command {
 			"(sweeps first), and that only the owner may read .dont/ and dont.db; warns about config settings it ignores. --strict exits non-zero on any violation.",
 		Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
-			if a.remote() != "" {
+			if a.endpoint != "" || a.getenv("DONT_ENDPOINT") != "" { // a stored login does not name this project's store
 				return errs.E(errs.Usage, "doctor reads the store directly; run it where the store is",
 					errs.Step{Command: "DONT_ENDPOINT= dont doctor --strict", Description: "run it on the machine that holds .dont/"})
 			}

@@ -83,7 +83,10 @@ var help = map[string]commandHelp{
 	"serve":                 {[2]string{"dont serve", "dont serve --addr 127.0.0.1:8700"}, ""},
 	"mcp":                   {[2]string{"dont mcp", "DONT_PROJECT_DIR=~/proj DONT_AUTHOR=agent-7 dont mcp"}, ""},
 	"version":               {[2]string{"dont version", "dont version --json"}, ""},
-	"completions":           {[2]string{"source <(dont completions bash)", "dont completions fish > ~/.config/fish/completions/dont.fish"}, ""},
+	"completion":            {[2]string{"source <(dont completion bash)", "dont completion fish > ~/.config/fish/completions/dont.fish"}, ""},
+	"login":                 {[2]string{"dont login https://dont.example.com", "dont login --profile ci http://127.0.0.1:8700"}, "0 stored; 1 the token is an approver's or admin's (login-token-too-powerful); 2 no endpoint or token, or http to a host that is not loopback; 3 the API refused the token or did not answer"},
+	"logout":                {[2]string{"dont logout", "dont logout --profile ci"}, ""},
+	"whoami":                {[2]string{"dont whoami", "dont whoami --profile ci --json"}, ""},
 	"config show":           {[2]string{"dont config show", "dont config show --json"}, ""},
 	"config trust":          {[2]string{"dont config trust", "DONT_PROJECT_DIR=~/proj dont config trust"}, "0 trusted; 1 you answered no (confirmation-declined); 2 no person at a terminal, or a harness signal (person-required)"},
 }

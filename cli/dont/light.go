@@ -30,7 +30,7 @@ const dontNetMissing errs.Code = "dont-net-missing"
 // only when it did not hand the run over, or could not (then the error
 // envelope is printed).
 func (a *app) handsOff(argv []string, tool string) bool {
-	if !needsNet(argv, tool, a.getenv, a.stdoutTTY()) {
+	if !needsNet(argv, tool, a.getenv, a.stdoutTTY()) && !a.mayUseStoredLogin(argv) {
 		return false
 	}
 	a.fail(a.handOff())

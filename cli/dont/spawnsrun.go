@@ -77,7 +77,7 @@ func (a *app) spawnsRun(ctx context.Context, f spawnsRunFlags) error {
 	}
 	if ep := a.remote(); ep != "" {
 		r.Endpoint = ep
-		r.Dont = remoteDont{c: &client.Client{Endpoint: ep, Token: a.getenv("DONT_TOKEN"), Header: capsHeader()}}
+		r.Dont = remoteDont{c: &client.Client{Endpoint: ep, Token: a.storedToken(ep), Header: capsHeader()}}
 	} else {
 		if !found {
 			_, err := a.locateProject()

@@ -57,7 +57,7 @@ type apiCaller interface {
 // netCommands are the commands only the whole build runs: they serve, or
 // run agents against a server (and `hooks` delivers webhooks); the
 // completion scripts and `completions` read every command's flags.
-var netCommands = map[string]bool{"serve": true, "mcp": true, "hooks": true, "completions": true, deliveryPass: true, "__complete": true, "__completeNoDesc": true}
+var netCommands = map[string]bool{"serve": true, "mcp": true, "hooks": true, "completion": true, "completions": true, "login": true, deliveryPass: true, "__complete": true, "__completeNoDesc": true}
 
 // needsNet reports whether the run of argv, which invokes tool
 // (invokedTool), needs what the light build leaves out: an API endpoint

@@ -62,11 +62,19 @@ func TestTheLightBuildHandsOverExactlyTheRunsThatNeedTheNetwork(t *testing.T) {
 		{[]string{"serve", "--help"}, none, false, true},
 		{[]string{"help", "serve"}, none, false, true},
 		{[]string{"mcp"}, none, false, true},
+		// dont login verifies the token at the endpoint; logout and an
+		// embedded whoami touch no network (a stored login is
+		// mayUseStoredLogin's, TestLoginThenWhoamiThenARemoteListNeedNoEnvironment)
+		{[]string{"login", "http://127.0.0.1:1"}, none, true, true},
+		{[]string{"--profile", "work", "login", "http://127.0.0.1:1"}, none, true, true},
+		{[]string{"logout"}, none, true, false},
+		{[]string{"whoami"}, none, true, false},
 		{[]string{"--json", "mcp"}, none, false, true},
 		{[]string{"spawns", "run", "--watch"}, none, false, true},
 		{[]string{"help", "spawns", "run"}, none, false, true},
 		{[]string{"hooks", "list"}, none, false, true},
 		{[]string{"completions", "bash"}, none, false, true},
+		{[]string{"completion", "bash"}, none, false, true},
 		{[]string{"__complete", "sh"}, none, false, true},
 		{[]string{deliveryPass}, none, false, true},
 		// after --, nothing is a flag

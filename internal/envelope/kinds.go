@@ -46,4 +46,6 @@ const (
 	KindHookDeliver     = "hook_deliver"
 	// KindHarnessInstall is dont harness install's: the files it wrote.
 	KindHarnessInstall = "harness_install"
+	KindWhoAmI         = "whoami"
+	KindLogin          = "login" // dont login, dont logout
 )

@@ -283,6 +283,12 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		"person-not-proven":        {ExitRefusal, statusForbidden, steps("dont approvals watch --session <session>  # in a terminal of your own", "a person answers with the project's approver passphrase; nothing was sent"), nil, nil},
 		"passphrase-record-unsafe": {ExitState, statusForbidden, steps("dont passphrase set", "the record must be a file of yours, not a link, writable by nobody else; remove it and set it again"), nil, nil},
 		"dont-net-missing":         {ExitState, statusInternal, steps("CGO_ENABLED=0 go build -o <dir>/dont-net ./cli/dont", "in a checkout of the same revision: build the whole CLI beside this dont, as README.md installs it"), nil, nil},
+		// cli/dont (login.go): stored logins
+		"login-token-too-powerful": {ExitRefusal, statusForbidden, steps("dont tokens create --role harness --name <agent>", "store a harness token instead; keep approver and admin tokens in your own shell (docs/security.md, \"Stored logins\")"), nil, nil},
+		"login-not-verified":       {ExitState, statusBadGateway, steps("curl $DONT_ENDPOINT/v1/health", "check the endpoint and the token; nothing was stored"), nil, nil},
+		"login-insecure-endpoint":  {ExitUsage, statusUnprocessable, steps("dont login https://<host>", "use https; http only to a loopback address"), nil, nil},
+		"profile-unknown":          {ExitUsage, statusNotFound, steps("dont login --profile <name> <endpoint>", "store a login under that name, or unset DONT_PROFILE"), nil, nil},
+		"logins-not-private":       {ExitState, statusForbidden, steps("chmod 700 ~/.config/dont && chmod 600 ~/.config/dont/logins.json", "your logins file must be yours, not a link, writable by nobody else; or dont login again"), nil, nil},
 		"endpoint-unreachable":     {ExitState, statusBadGateway, steps("curl $DONT_ENDPOINT/v1/health", "check DONT_ENDPOINT and that dont serve is running"), nil, nil},
 
 		// internal/httpapi

@@ -60,6 +60,7 @@ var dataTypes = sync.OnceValue(func() map[string][]reflect.Type {
 		envelope.KindHookTest:       {reflect.TypeFor[service.HookTestResult]()},
 		envelope.KindHookDeliveries: {reflect.TypeFor[service.HookDeliveries]()},
 		envelope.KindHookDeliver:    {reflect.TypeFor[service.DeliverResult]()},
+		envelope.KindWhoAmI:         {reflect.TypeFor[service.Identity]()},
 	}
 })
 
@@ -70,7 +71,7 @@ var dataTypes = sync.OnceValue(func() map[string][]reflect.Type {
 // install). Their data is an object.
 var FrontEndKinds = []string{envelope.KindTools, envelope.KindHealth, envelope.KindInit, envelope.KindPassphrase, envelope.KindDoctor,
 	envelope.KindProjectSettings, envelope.KindVersion, envelope.KindFrame, envelope.KindSecretRotation, envelope.KindSpawnRun, envelope.KindConfig,
-	envelope.KindBackup, envelope.KindRestore, envelope.KindHarnessInstall}
+	envelope.KindBackup, envelope.KindRestore, envelope.KindHarnessInstall, envelope.KindLogin}
 
 // outputKinds is, per tool, the kinds of its successful results. A gated
 // tool that may be held also returns KindConfirmation (added by
@@ -125,6 +126,7 @@ var outputKinds = sync.OnceValue(func() map[string][]string {
 		"hooks.test":            {envelope.KindHookTest},
 		"hooks.deliveries":      {envelope.KindHookDeliveries},
 		"hooks.deliver":         {envelope.KindHookDeliver},
+		"whoami":                {envelope.KindWhoAmI},
 	}
 })
 

@@ -51,4 +51,5 @@ var titles = map[string]string{
 	"tokens.revoke":         "Revoke a token",
 	"tokens.revoke-all":     "Revoke every token",
 	"trust":                 "Doubt an entity",
+	"whoami":                "Show who calls",
 }

@@ -57,6 +57,8 @@ var kinds = map[string]func(*printer, doc){
 	envelope.KindBackup:          backupDone,
 	envelope.KindRestore:         restoreDone,
 	envelope.KindHarnessInstall:  harnessInstalled,
+	envelope.KindWhoAmI:          whoami,
+	envelope.KindLogin:           login,
 }
 
 // Claims and terms.
