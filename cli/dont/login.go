@@ -18,6 +18,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/personal"
+	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/spf13/cobra"
 )
@@ -123,13 +124,20 @@ func (a *app) readLogins() (loginsFile, string, error) {
 }
 
 // loggedIn is the stored login this run uses: the named profile (which
-// must exist) or the default one (which may not: then none).
+// must exist) or the default one (which may not: then none). The default
+// login is not used inside an embedded project (a .dont/ here or above,
+// or DONT_PROJECT_DIR): there commands keep using the project's own
+// store, and --profile or DONT_PROFILE names a login to go remote.
+// (TestAStoredLoginDoesNotTakeOverAnEmbeddedProject)
 func (a *app) loggedIn() (storedLogin, error) {
 	if a.logins.read {
 		return a.logins.login, a.logins.err
 	}
 	a.logins.read = true
 	name := a.namedProfile()
+	if name == "" && a.inEmbeddedProject() {
+		return a.logins.login, nil // a project here is the default: its own store, not the login's server
+	}
 	if name == "" {
 		lf, _, err := a.readLogins()
 		a.logins.login, a.logins.err = lf.Profiles[defaultProfile], err
@@ -387,4 +395,13 @@ func (a *app) logout() error {
 	}
 	a.emit(tools.Output{Kind: envelope.KindLogin, Data: map[string]any{"profile": name, "logged_out": had, "file": path}})
 	return nil
+}
+
+// inEmbeddedProject reports whether the run finds a project of its own
+// (a .dont/ from the working directory up, or DONT_PROJECT_DIR) — one
+// that opens, or one that is refused, but not none.
+func (a *app) inEmbeddedProject() bool {
+	wd, _ := os.Getwd()
+	_, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
+	return !errs.Is(err, errs.NotInitialised)
 }

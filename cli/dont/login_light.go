@@ -28,6 +28,9 @@ func (a *app) mayUseStoredLogin(argv []string) bool {
 	if a.getenv(envProfile) != "" || slices.ContainsFunc(argv, func(s string) bool { return s == "--profile" || strings.HasPrefix(s, "--profile=") }) {
 		return true
 	}
+	if a.inEmbeddedProject() {
+		return false // the default login is not used in a project (login.go, loggedIn)
+	}
 	path, err := a.loginsPath()
 	if err != nil {
 		return false

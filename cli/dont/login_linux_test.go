@@ -193,3 +193,25 @@ func TestALoginsFileOthersCanWriteOrALinkIsNotUsed(t *testing.T) {
 		t.Fatalf("a logins file that is a link: exit %d %s", r.exit, r.stdout)
 	}
 }
+
+// A stored login does not take over an embedded project: inside one (a
+// .dont/ here or above) commands keep using its own store, so a person's
+// `dont approvals watch` there is not sent to a server with the harness
+// token; --profile (or DONT_PROFILE) names the login to go remote.
+func TestAStoredLoginDoesNotTakeOverAnEmbeddedProject(t *testing.T) {
+	p := newProject(t)
+	remote := p.ok("conclude", "a claim on the server's project").str("id")
+	harness := p.token("harness")
+	srv := p.serve(t)
+	if r := p.login(t, harness, srv.endpoint); r.exit != 0 {
+		t.Fatalf("login: exit %d %s", r.exit, r.stdout)
+	}
+	q := newProject(t, "DONT_TEST_PERSON_HOME="+p.personHomeDir(t))
+	local := q.ok("conclude", "a claim of the embedded project here").str("id")
+	if r := q.ok("list"); !strings.Contains(r.stdout, local) || strings.Contains(r.stdout, remote) {
+		t.Fatalf("list inside an embedded project after a login went remote: %s", r.stdout)
+	}
+	if r := q.ok("--profile", "default", "list"); !strings.Contains(r.stdout, remote) || strings.Contains(r.stdout, local) {
+		t.Fatalf("list --profile default inside the project did not go remote: %s", r.stdout)
+	}
+}
