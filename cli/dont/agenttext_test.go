@@ -41,6 +41,7 @@ func nothingHidden(t *testing.T, where, out string) {
 }
 
 func TestAPreviewWithCarriageReturnCannotHideItsCommandInWatch(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.setPassphrase()
@@ -89,6 +90,7 @@ func TestAnArgumentCannotHideItselfInTheConfirmationPreview(t *testing.T) {
 }
 
 func TestAgentWrittenTextKeepsItsExactBytesInJSON(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	statement := "water boils\r\x1b[2K at 90 C \u202eevil\u0085\xff"
 	id := p.ok("conclude", statement, "--json").str("id")

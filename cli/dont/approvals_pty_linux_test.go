@@ -83,6 +83,7 @@ func (tm *terminal) expect(t *testing.T, from int, want string) int {
 }
 
 func TestWatchOnARealTerminalCountsDownAndNeverSendsAKeystrokeToADeadRequest(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.setPassphrase()

@@ -68,6 +68,7 @@ func (p *testProject) frames(args ...string) []map[string]any {
 }
 
 func TestEscalationAcrossProcessesNoWaitFramesApproveWait(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	if fs := p.frames("--session", ses); len(fs) != 0 { // a watcher's first read: live subscriber
@@ -142,6 +143,7 @@ func waitExit(t *testing.T, c *exec.Cmd, out *bytes.Buffer) (int, map[string]any
 func code(env map[string]any) any { d, _ := env["data"].(map[string]any); return d["code"] }
 
 func TestEscalateBlocksWhileAnotherProcessRefusesAndExitsOne(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("workspace-write")
 	p.frames("--session", ses)
@@ -157,6 +159,7 @@ func TestEscalateBlocksWhileAnotherProcessRefusesAndExitsOne(t *testing.T) {
 }
 
 func TestCtrlCWhileEscalateWaitsCancelsTheRequest(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.frames("--session", ses)
@@ -181,6 +184,7 @@ func TestCtrlCWhileEscalateWaitsCancelsTheRequest(t *testing.T) {
 }
 
 func TestManyProcessesAnswerOneRequestAndTheFirstAnswerWins(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.frames("--session", ses)
@@ -253,6 +257,7 @@ func TestRefusalsBeforeAnyQuestionExitOne(t *testing.T) {
 }
 
 func TestApprovalTimeoutFromEnvironment(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.frames("--session", ses)
@@ -313,6 +318,7 @@ func (l *lines) expect(t *testing.T, want string) string {
 }
 
 func TestWatchAnswersFromTheTerminalAndNeverSendsAKeystrokeToADeadRequest(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.setPassphrase()
@@ -443,6 +449,7 @@ func TestWatchAnswersTheOldestOpenRequestOnceAndSendsNothingForOtherKeys(t *test
 // The same protocol through `dont serve` with bearer tokens: the harness
 // asks, only an approver answers, and the frames long-poll over HTTP.
 func TestEscalationOverTheAPIOnlyApproversAnswer(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	harness, approver := p.token("harness"), p.token("approver")
 	srv := p.serve(t)
@@ -522,6 +529,7 @@ func TestWatchSaysTheAskingClientWentAwayWhenItCancelledOverMCP(t *testing.T) {
 // never 0, so that `dont approvals wait … --max-wait 1s && make install`
 // does not run the command; the question stays open for the next wait.
 func TestABoundedApprovalsWaitOnAnOpenQuestionExitsOneNotZero(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.frames("--session", ses)

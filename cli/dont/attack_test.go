@@ -17,6 +17,7 @@ import (
 
 // The trust boundary's attacks against a real `dont serve`.
 func TestTheTrustBoundaryThroughDontServe(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	// A per-token burst the flood subtest exceeds, at a rate that refills
 	// nothing during the run.
@@ -57,6 +58,7 @@ func escalated(t *testing.T, p *testProject) string {
 }
 
 func TestAnAgentAtTheEmbeddedCLICannotApproveItsOwnEscalation(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	apr := escalated(t, p)
 	// Under a harness signal, even with a terminal to type at.
@@ -195,6 +197,7 @@ func TestMCPAnnotationsAreTruthful(t *testing.T) {
 
 // A subagent's CLI over DONT_ENDPOINT with its callback token.
 func TestACallbackTokenThroughTheCLINeedsItsRequestIDAndARetryExitsZero(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness := p.token("harness")
 	srv := p.serve(t)

@@ -65,10 +65,11 @@ func TestMain(m *testing.M) {
 	}
 	// This test binary is package main, so internal/oneproc put it on one
 	// P before testing.Init read GOMAXPROCS for -test.parallel's default.
-	// The tests run their concurrency on every CPU, as before.
+	// The parallel tests mostly wait (on the binaries they run, on
+	// deadlines and terminals), so they run four per CPU.
 	oneproc.Restore()
 	if f := flag.Lookup("test.parallel"); f != nil && f.Value.String() == "1" {
-		f.Value.Set(strconv.Itoa(runtime.GOMAXPROCS(0))) // a -parallel given on the command line still wins
+		f.Value.Set(strconv.Itoa(4 * runtime.GOMAXPROCS(0))) // a -parallel given on the command line still wins
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -72,6 +72,7 @@ func TestASecondShowLeavesTheWALFilesInPlace(t *testing.T) {
 // DONT_DEBUG_ADDR still serves what the soak reads — the goroutine count —
 // and the CPU and heap profiles, without net/http/pprof linked.
 func TestTheDebugListenerServesTheGoroutineCountAndProfiles(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	c := p.cmd("serve", "--addr", "127.0.0.1:0")
 	c.Env = append(c.Env, "DONT_DEBUG_ADDR=127.0.0.1:0")

@@ -355,6 +355,7 @@ const (
 )
 
 func TestFlagsAndExitCodesTable(t *testing.T) {
+	t.Parallel()
 	lock := func(stdin string, extra ...string) func(g *gateEnv) ([]string, string, []string) {
 		return func(g *gateEnv) ([]string, string, []string) {
 			return append([]string{"lock", g.claim, "--reason", "settled"}, extra...), stdin, nil
@@ -510,6 +511,7 @@ func skipFile(value string) func(g *gateEnv) ([]string, string, []string) {
 // The gated actions (docs/design.md §7.1): actions dispatched on --op,
 // with their exempt read values, plus the actions gated as a whole.
 func TestPerOperationActionsTable(t *testing.T) {
+	t.Parallel()
 	asked := func(command string, preview ...string) []string {
 		return cat(pv(preview...), "About to execute "+command+". Proceed? [y/N] ")
 	}
@@ -764,6 +766,7 @@ func TestGatedHelpEndsWithAConfirmationNote(t *testing.T) {
 // The server's own flow, through a real `dont serve` with the gate off: a
 // gated call is held, an approver confirms it with the CLI, it runs once.
 func TestTheServersOwnFlowThroughDontServe(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness, approver := p.token("harness"), p.token("approver")
 	off := p.serveWith(t, []string{"--sweep-interval", "50ms", "--interactive-confirm=false"})
@@ -901,6 +904,7 @@ func (p *testProject) okAnswered(args ...string) result {
 // protocol); a gated call is held until an approver confirms it, exempt
 // reads and legacy skip parameters run, and no [y/N] ever reaches stderr.
 func TestMCPKeepsTheServerSideContract(t *testing.T) {
+	t.Parallel()
 	g := newGateEnv(t, "embedded", true)
 	s := g.p.mcp()
 	before := g.snapshot()

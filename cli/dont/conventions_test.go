@@ -34,6 +34,7 @@ func commandPaths() [][]string {
 }
 
 func TestEveryCommandHasHelpEqualToDontHelp(t *testing.T) {
+	t.Parallel()
 	p := &testProject{t: t, dir: t.TempDir()} // help needs no project
 	paths := commandPaths()
 	if len(paths) < 20 {
@@ -191,6 +192,7 @@ func TestStdinIDsPrintNDJSONAndExitWithTheWorstCode(t *testing.T) {
 }
 
 func TestStdinIDsWorkAgainstTheRemoteAPI(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness := p.token("harness")
 	srv := p.serve(t)

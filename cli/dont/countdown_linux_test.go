@@ -78,6 +78,7 @@ func TestEscalateCountsDownWhileAPersonDecides(t *testing.T) {
 // With --json, or with stderr not a terminal, a wait prints nothing but
 // its envelope: each waits out a 2-second question to its deadline.
 func TestAWaitShowsNoCountdownWithJSONOrWithoutATerminal(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t, "DONT_APPROVAL_TIMEOUT=2s")
 	ses := p.session("read-only")
 	ask := func(call string) string {

@@ -15,6 +15,7 @@ import (
 // at most 79 columns, so the terminal never wraps it into a new line per
 // second, and the time left is always among what is shown.
 func TestTheCountdownFitsAnEightyColumnTerminal(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.frames("--session", ses)

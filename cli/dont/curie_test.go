@@ -14,6 +14,7 @@ import (
 // CURIE lets one commit; the other seven exit 1 with already-exists naming
 // it, as any define of a taken CURIE does, and write nothing.
 func TestConcurrentDefinesOfOneCurieLeaveOneTerm(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	const n = 8
 	var wg sync.WaitGroup

@@ -121,6 +121,7 @@ func TestGuessCarriesCandidateCountAndTemperatureToTheProvider(t *testing.T) {
 }
 
 func TestDirectProviderFailureExitsThreeAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		handler  func(t *testing.T) llmtest.Handler

@@ -12,6 +12,7 @@ import (
 // for the test builds' person home (an agent's environment must not
 // choose the person's folders).
 func TestTheShippedBinaryReadsNoFaultVariable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := buildPair(dir); err != nil {
 		t.Fatal(err)

@@ -229,6 +229,7 @@ func TestACrashBetweenCommitAndDeliveryStillDelivers(t *testing.T) {
 // asks, the question reaches the hook while escalate waits, and its
 // ending follows.
 func TestAnEscalationReachesAHookWhileItWaits(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, allowLoopback, "DONT_APPROVAL_TIMEOUT=3s")
 	rcv := newHookReceiver(t)
 	id := p.addHook(t, rcv, "approval.asked,approval.ended")

@@ -39,6 +39,7 @@ type keyedOp struct {
 // statement), no retry is refused as "in progress", and every answer to a
 // key (the first, the retries, a final replay) is the same response.
 func TestKeyedWritesApplyExactlyOnceAcrossSIGKILLsOfServe(t *testing.T) {
+	t.Parallel()
 	kills, workers := 30, 6
 	if testing.Short() {
 		kills, workers = 6, 4

@@ -31,6 +31,7 @@ func elsewhere(t *testing.T) string { return t.TempDir() }
 // environment variables, sees who they are and lists the server's
 // entities from a folder that holds no project.
 func TestLoginThenWhoamiThenARemoteListNeedNoEnvironment(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "the login reaches the server's project").str("id")
 	harness := p.token("harness")
@@ -73,6 +74,7 @@ func TestLoginThenWhoamiThenARemoteListNeedNoEnvironment(t *testing.T) {
 // of its own, hoping the CLI sends it the token the person stored for
 // their server. A stored token goes only to the endpoint stored with it.
 func TestAnAgentThatSetsDontEndpointToItsOwnListenerReceivesNoStoredToken(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness := p.token("harness")
 	srv := p.serve(t)
@@ -117,6 +119,7 @@ func TestAnAgentThatSetsDontEndpointToItsOwnListenerReceivesNoStoredToken(t *tes
 // would answer its own questions with an approver's or admin's stored
 // token. dont login stores only harness tokens.
 func TestLoginRefusesToStoreAnApproverOrAdminToken(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	srv := p.serve(t)
 	for _, role := range []string{"approver", "admin"} {
@@ -135,6 +138,7 @@ func TestLoginRefusesToStoreAnApproverOrAdminToken(t *testing.T) {
 // to another login. A profile is only a key among the stored logins; an
 // unknown one is refused and nothing is sent.
 func TestAnAgentThatSetsDontProfileOnlyChoosesAmongTheStoredLogins(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness := p.token("harness")
 	srv := p.serve(t)
@@ -166,6 +170,7 @@ func TestAnAgentThatSetsDontProfileOnlyChoosesAmongTheStoredLogins(t *testing.T)
 // group may write, naming its own endpoint. Such a file decides nothing:
 // the run fails (logins-not-private) and nothing is sent.
 func TestALoginsFileOthersCanWriteOrALinkIsNotUsed(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness := p.token("harness")
 	srv := p.serve(t)
@@ -199,6 +204,7 @@ func TestALoginsFileOthersCanWriteOrALinkIsNotUsed(t *testing.T) {
 // `dont approvals watch` there is not sent to a server with the harness
 // token; --profile (or DONT_PROFILE) names the login to go remote.
 func TestAStoredLoginDoesNotTakeOverAnEmbeddedProject(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	remote := p.ok("conclude", "a claim on the server's project").str("id")
 	harness := p.token("harness")

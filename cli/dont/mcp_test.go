@@ -204,6 +204,7 @@ func TestMCPErrorsAreEnvelopesWithIsError(t *testing.T) {
 // (show spawn:…) is the payload as issued without its callback token,
 // which is shown once, at issue (docs/security.md).
 func TestSpawnRequestPayloadIsByteIdenticalAcrossCLIMCPAndHTTP(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness := p.token("harness")
 	srv := p.serve(t)

@@ -69,6 +69,7 @@ func withoutMeta(r result) string {
 }
 
 func TestRemoteCLIPrintsTheSameEnvelopeAsEmbedded(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness := p.token("harness")
 	srv := p.serve(t)
@@ -106,6 +107,7 @@ func TestRemoteCLIPrintsTheSameEnvelopeAsEmbedded(t *testing.T) {
 }
 
 func TestServeShutsDownGracefullyOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness := p.token("harness")
 	srv := p.serve(t, "DONT_FAULT_COMMIT_DELAY=1500ms")
@@ -138,6 +140,7 @@ func TestServeShutsDownGracefullyOnSIGTERM(t *testing.T) {
 }
 
 func TestATokenNeverReachesAnotherProjectsData(t *testing.T) {
+	t.Parallel()
 	a, b := newProject(t), newProject(t)
 	tokenA := a.token("admin")
 	secret := a.ok("conclude", "project A's claim").str("id")
@@ -157,6 +160,7 @@ func TestATokenNeverReachesAnotherProjectsData(t *testing.T) {
 // The in-process timeout scheduler: with the ticker sweep an hour away, a
 // spawn issued through the server still times out at its expires_at.
 func TestServeTimesOutASpawnWhenDueWithoutWaitingForTheSweep(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness := p.token("harness")
 	srv := p.serveWith(t, []string{"--sweep-interval", "1h"}, "DONT_SPAWN_TIMEOUT=300ms")
@@ -195,6 +199,7 @@ func TestServeTimesOutASpawnWhenDueWithoutWaitingForTheSweep(t *testing.T) {
 // command that touches it. The server rate-limits the approvals part of
 // that sweep, never the spawns part.
 func TestServeSweepsACLIIssuedSpawnThatExpiredBeforeTheTickerRan(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness := p.token("harness")
 	srv := p.serveWith(t, []string{"--sweep-interval", "1h"})
@@ -239,6 +244,7 @@ func TestServeSweepsACLIIssuedSpawnThatExpiredBeforeTheTickerRan(t *testing.T) {
 // An agent flooding `dont serve` past --rate (its token) or --total-rate
 // (every token) gets 429 with Retry-After and an error envelope.
 func TestAFloodThroughDontServeGets429WithRetryAfter(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	harness, approver := p.token("harness"), p.token("approver")
 	for _, flags := range [][]string{{"--rate", "0.001", "--total-rate", "-1"}, {"--rate", "-1", "--total-rate", "0.001"}} {

@@ -21,6 +21,7 @@ type acked struct {
 // lifecycles, restart it on the same SQLite file: every request that got a
 // 200 is still there, and dont doctor --strict finds nothing.
 func TestSIGKILLMidLoadLosesNoAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, "DONT_SPAWN_TIMEOUT=500ms")
 	token := p.token("harness")
 	srv := p.serve(t)

@@ -143,6 +143,7 @@ func historyKinds(t *testing.T, p *testProject, b runnerBackend, id string) []st
 }
 
 func TestSpawnsRunResolvesASpawnThroughItsSubagent(t *testing.T) {
+	t.Parallel()
 	for name, open := range runnerBackends(t, "1h") {
 		t.Run(name, func(t *testing.T) {
 			p, b := open(t)
@@ -220,6 +221,7 @@ func TestSpawnsRunKillsAHangingAgentAtTheSpawnsExpiryAndTheSpawnTimesOut(t *test
 }
 
 func TestAnAgentThatTriesAForbiddenToolWithItsTokenIsRefusedAndRecorded(t *testing.T) {
+	t.Parallel()
 	for name, open := range runnerBackends(t, "1h") {
 		t.Run(name, func(t *testing.T) {
 			p, b := open(t)
@@ -375,6 +377,7 @@ func TestSpawnsRunRefusesBadInputWithRemediation(t *testing.T) {
 }
 
 func TestACallbackTokenThroughTheCLICannotHeartbeatAnotherSpawn(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	tok := p.token("harness")
 	srv := p.serve(t)
@@ -474,6 +477,7 @@ func TestAWatchWithABadTokenFailsAtOnceWithTheServersRemediation(t *testing.T) {
 }
 
 func TestMaxParallelBoundsTheAgentsRunningAtOnce(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	p.configureAgent(t)
 	var stdin bytes.Buffer
@@ -620,6 +624,7 @@ func TestASubagentThatHeartbeatsItselfCannotOutliveTheDeadline(t *testing.T) {
 }
 
 func TestAnAgentThatEscapesWithSetsidOrADoubleForkIsKilledAtTheEnd(t *testing.T) {
+	t.Parallel()
 	for name, open := range runnerBackends(t, "1h") {
 		t.Run(name, func(t *testing.T) {
 			p, b := open(t)
@@ -643,6 +648,7 @@ func TestAnAgentThatEscapesWithSetsidOrADoubleForkIsKilledAtTheEnd(t *testing.T)
 }
 
 func TestTheAgentsWorkdirAndEnvironmentDoNotLeadToTheOwnersStore(t *testing.T) {
+	t.Parallel()
 	for name, open := range runnerBackends(t, "1h") {
 		t.Run(name, func(t *testing.T) {
 			p, b := open(t)
