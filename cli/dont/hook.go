@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
@@ -214,26 +213,10 @@ func (a *app) refusalOutcome(ctx context.Context, err error) harnesshook.Outcome
 	if u, ok := err.(hookUnreachable); ok {
 		return harnesshook.Outcome{Ending: harnesshook.Unreachable, Detail: u.msg}
 	}
-	e := errs.As(err)
-	o := harnesshook.Outcome{Ending: harnesshook.Failed, ApprovalID: e.EntityID, Detail: e.Message}
-	switch e.Code {
-	case service.ApprovalRefused:
-		o.Ending, o.Detail = harnesshook.Refused, ""
-		var rec approvals.Approval
-		if e.EntityID != "" && a.hookCall(ctx, "approvals.show", map[string]any{"id": e.EntityID}, &rec) == nil {
-			o.AnsweredBy, o.Detail = rec.AnsweredBy, rec.Detail
-			if strings.HasPrefix(rec.AnsweredBy, service.RuleAuthor) {
-				o.Ending, o.Detail = harnesshook.RuleForbid, ""
-			}
-		}
-	case service.ApprovalTimedOut:
-		o.Ending, o.Detail = harnesshook.TimedOut, ""
-	case service.ApprovalCancelled:
-		o.Ending = harnesshook.Cancelled
-	case service.NoSubscriber:
-		o.Ending, o.Detail = harnesshook.NoSubscriber, ""
-	case errs.NotInitialised, errs.StoreError, errs.DBLocked, service.ApprovalChannelError, service.ApprovalsUnavailable:
-		o.Ending = harnesshook.Unreachable
+	o := service.HookOutcome(err)
+	var rec approvals.Approval
+	if o.Ending == harnesshook.Refused && o.ApprovalID != "" && a.hookCall(ctx, "approvals.show", map[string]any{"id": o.ApprovalID}, &rec) == nil {
+		o = service.HookAnswered(o, rec)
 	}
 	return o
 }

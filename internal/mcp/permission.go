@@ -98,7 +98,7 @@ func (s *Server) askPrompt(ctx context.Context, r harnesshook.Request, call stri
 			"name": harnesshook.SessionName(harnesshook.ClaudeCode, "mcp-"+ids.New(ids.Request, time.Now()))}, &ses)
 		if err != nil {
 			ps.mu.Unlock()
-			return refusal(err)
+			return s.refusal(ctx, err)
 		}
 		ps.id = ses.ID
 	}
@@ -110,7 +110,7 @@ func (s *Server) askPrompt(ctx context.Context, r harnesshook.Request, call stri
 	var granted approvals.Approval
 	err := s.promptCall(ctx, "escalate", map[string]any{"session": ses, "call": call, "to": r.Tier, "reason": r.Reason, "preview": r.Preview}, &granted)
 	if err != nil {
-		return refusal(err)
+		return s.refusal(ctx, err)
 	}
 	return harnesshook.Outcome{Ending: harnesshook.Approved, ApprovalID: granted.ID, AnsweredBy: granted.AnsweredBy}
 }
@@ -136,27 +136,13 @@ func (s *Server) promptCall(ctx context.Context, name string, args map[string]an
 	return err
 }
 
-// refusal maps an escalation's error to how the prompt ended.
-func refusal(err error) harnesshook.Outcome {
-	e := errs.As(err)
-	o := harnesshook.Outcome{Ending: harnesshook.Failed, ApprovalID: e.EntityID, Detail: e.Message}
-	switch e.Code {
-	case service.ApprovalRefused:
-		o.Ending = harnesshook.Refused
-		if strings.Contains(e.Message, " by "+service.RuleAuthor) {
-			o.Ending, o.Detail = harnesshook.RuleForbid, ""
-			if _, after, ok := strings.Cut(e.Message, " by "+service.RuleAuthor); ok {
-				o.AnsweredBy = service.RuleAuthor + strings.TrimRight(strings.Fields(after + " ")[0], ":;,")
-			}
-		}
-	case service.ApprovalTimedOut:
-		o.Ending, o.Detail = harnesshook.TimedOut, ""
-	case service.ApprovalCancelled:
-		o.Ending = harnesshook.Cancelled
-	case service.NoSubscriber:
-		o.Ending, o.Detail = harnesshook.NoSubscriber, ""
-	case errs.NotInitialised, errs.StoreError, errs.DBLocked, service.ApprovalChannelError, service.ApprovalsUnavailable:
-		o.Ending = harnesshook.Unreachable
+// refusal maps an escalation's error to how the prompt ended, with who
+// refused it read from the approval's record.
+func (s *Server) refusal(ctx context.Context, err error) harnesshook.Outcome {
+	o := service.HookOutcome(err)
+	var rec approvals.Approval
+	if o.Ending == harnesshook.Refused && o.ApprovalID != "" && s.promptCall(ctx, "approvals.show", map[string]any{"id": o.ApprovalID}, &rec) == nil {
+		o = service.HookAnswered(o, rec)
 	}
 	return o
 }
