@@ -9,6 +9,7 @@ import (
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/dont-cli/dont/internal/visible"
@@ -29,14 +30,20 @@ type backupDone struct {
 	Bytes int64  `json:"bytes"`
 }
 
-// embeddedOnly refuses a command that works on the store file itself when
-// an endpoint is set.
-func (a *app) embeddedOnly(what string) error {
-	if a.remote() == "" {
-		return nil
+// storeAndFile opens the project's store for a command that works on the
+// store file itself (refused when an endpoint is set), with its file
+// argument made absolute.
+func (a *app) storeAndFile(what, arg string) (string, project.Project, *sqlite.Store, error) {
+	if a.remote() != "" {
+		return "", project.Project{}, nil, errs.E(errs.Usage, what+" works on the store file; run it where the store is",
+			errs.Step{Command: "DONT_ENDPOINT= dont " + what, Description: "run it on the machine that holds .dont/"})
 	}
-	return errs.E(errs.Usage, what+" works on the store file; run it where the store is",
-		errs.Step{Command: "DONT_ENDPOINT= dont " + what, Description: "run it on the machine that holds .dont/"})
+	file, err := filepath.Abs(arg)
+	if err != nil {
+		return "", project.Project{}, nil, errs.E(errs.Usage, "cannot resolve "+quote(arg)+": "+err.Error())
+	}
+	p, store, err := a.openProjectStore()
+	return file, p, store, err
 }
 
 // backupCommand writes a consistent copy of the store while others use it.
@@ -46,14 +53,7 @@ func (a *app) backupCommand() *cobra.Command {
 		Short: "Copy the whole store (.dont/dont.db) into a new file, consistent while others write; mode 0600, never over an existing file.",
 		Args:  a.argCount(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := a.embeddedOnly("backup"); err != nil {
-				return err
-			}
-			dst, err := filepath.Abs(args[0])
-			if err != nil {
-				return errs.E(errs.Usage, "cannot resolve "+quote(args[0])+": "+err.Error())
-			}
-			p, store, err := a.openProjectStore()
+			dst, p, store, err := a.storeAndFile("backup", args[0])
 			if err != nil {
 				return err
 			}
@@ -89,14 +89,7 @@ func (a *app) restoreCommand() *cobra.Command {
 			"Stop `dont serve` on this project first.",
 		Args: a.argCount(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := a.embeddedOnly("restore"); err != nil {
-				return err
-			}
-			src, err := filepath.Abs(args[0])
-			if err != nil {
-				return errs.E(errs.Usage, "cannot resolve "+quote(args[0])+": "+err.Error())
-			}
-			p, store, err := a.openProjectStore()
+			src, p, store, err := a.storeAndFile("restore", args[0])
 			if err != nil {
 				return err
 			}
