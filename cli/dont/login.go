@@ -351,27 +351,8 @@ func writeLogins(path string, lf loginsFile) error {
 	if err != nil {
 		return errs.E(errs.Internal, "cannot encode the logins").Wrap(err)
 	}
-	dir := filepath.Dir(path)
-	if err := personal.MkdirAll(dir); err != nil {
-		return errs.E(errs.StoreError, "cannot create "+dir+": "+err.Error()).Wrap(err)
-	}
-	tmp, err := os.CreateTemp(dir, ".logins-*")
-	if err != nil {
-		return errs.E(errs.StoreError, "cannot write in "+dir+": "+err.Error()).Wrap(err)
-	}
-	werr := tmp.Chmod(personal.FileMode)
-	if werr == nil {
-		_, werr = tmp.Write(append(raw, '\n'))
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return errs.E(errs.StoreError, "cannot write "+path+": "+werr.Error()).Wrap(werr)
+	if err := personal.WriteFile(path, append(raw, '\n')); err != nil {
+		return errs.E(errs.StoreError, "cannot write "+path+": "+err.Error()).Wrap(err)
 	}
 	return nil
 }

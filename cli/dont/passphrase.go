@@ -118,27 +118,8 @@ func savePassphrase(path string, rec passphrase.Record) error {
 	if err != nil {
 		return errs.E(errs.Internal, "cannot encode the passphrase record").Wrap(err)
 	}
-	dir := filepath.Dir(path)
-	if err := personal.MkdirAll(dir); err != nil {
-		return errs.E(errs.StoreError, "cannot create "+dir+": "+err.Error()).Wrap(err)
-	}
-	tmp, err := os.CreateTemp(dir, ".passphrase-*")
-	if err != nil {
-		return errs.E(errs.StoreError, "cannot write in "+dir+": "+err.Error()).Wrap(err)
-	}
-	_, werr := tmp.Write(raw)
-	if werr == nil {
-		werr = tmp.Chmod(personal.FileMode)
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return errs.E(errs.StoreError, "cannot write "+path+": "+werr.Error()).Wrap(werr)
+	if err := personal.WriteFile(path, raw); err != nil {
+		return errs.E(errs.StoreError, "cannot write "+path+": "+err.Error()).Wrap(err)
 	}
 	return nil
 }

@@ -72,6 +72,34 @@ func MkdirAll(dir string) error {
 	return os.Chmod(dir, DirMode)
 }
 
+// WriteFile replaces path with data atomically (a temporary file in the
+// same folder, renamed over it), mode FileMode in a folder made with
+// MkdirAll: a reader sees the old file or the new one, never a part.
+func WriteFile(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := MkdirAll(dir); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	err = tmp.Chmod(FileMode)
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
 // ErrNotPrivate says a person's file may have been written by someone
 // other than its owner, so it decides nothing.
 var ErrNotPrivate = errors.New("not private to its owner")
