@@ -31,7 +31,6 @@ const maxEvidence = 2048
 // ("scheme://…") must name a host, a file URI a path other than "/";
 // http and https are always hierarchical.
 func WellFormedEvidence(s string) bool {
-	s = strings.TrimSpace(s)
 	if s == "" || len(s) > maxEvidence || strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 		return false
 	}

@@ -19,7 +19,6 @@ func TestWellFormedEvidenceAcceptsURIsAndCURIEs(t *testing.T) {
 		"GO:0008150",
 		"claim:01HX05A9K8VP",
 		"mailto:security@example.org",
-		"  https://www.sqlite.org/wal.html  ",
 	} {
 		if !ledger.WellFormedEvidence(e) {
 			t.Errorf("WellFormedEvidence(%q) = false, want true", e)

@@ -27,7 +27,7 @@ func problem(v Verdict) string {
 			return "dismiss without evidence"
 		}
 		for _, e := range v.Evidence {
-			if !ledger.WellFormedEvidence(e) {
+			if !ledger.WellFormedEvidence(strings.TrimSpace(e)) {
 				return "dismiss evidence is not a URI or CURIE: " + strings.TrimSpace(snippet(e))
 			}
 		}

@@ -149,7 +149,7 @@ func TestBenchLambdaCPU(t *testing.T) {
 		id := p.verifiedClaim(api.function)
 		apiMeter.measure(1, func() {
 			req := p.assume(api.function, id)
-			p.ok(api.function, "trust", map[string]any{"id": id, "reason": "checked", "request_id": req.RequestID}, req.Callback.Token)
+			p.ok(api.function, "trust", map[string]any{"id": id, "reason": "the cited table gives 99.97 C at 1 atm", "request_id": req.RequestID}, req.Callback.Token)
 		})
 	}
 	apiMeter.row("api", "lifecycle (assume + callback, 2 requests)")
