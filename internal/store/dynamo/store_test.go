@@ -141,3 +141,14 @@ func TestProjectSettingsRoundTripAndStayInTheirProject(t *testing.T) {
 		t.Fatalf("another project sees them: %+v %v", ps, err)
 	}
 }
+
+func TestTokenStoreConformance(t *testing.T) {
+	storetest.RunTokens(t, func(t *testing.T) (service.TokenStore, service.TokenStore) {
+		mine := newStore(t)
+		return mine, dynamo.New(newClient(nil, nil), table, "test-"+randomName())
+	})
+}
+
+func TestSettingsStoreConformance(t *testing.T) {
+	storetest.RunSettings(t, func(t *testing.T) service.SettingsStore { return newStore(t) })
+}

@@ -264,3 +264,7 @@ func TestAWriteThatPanicsLeavesNoTransactionOpen(t *testing.T) {
 		t.Fatalf("another store on the file reads the next write: %v", err)
 	}
 }
+
+func TestTokenStoreConformance(t *testing.T) {
+	storetest.RunTokens(t, func(t *testing.T) (service.TokenStore, service.TokenStore) { return newStore(t), nil })
+}
