@@ -21,8 +21,7 @@ func TestTheStandinIsStrictWhereAsked(t *testing.T) {
 	}
 	err := standin.CheckStrict(context.Background(), dynamoEndpoint(t), dynamo.CreateTable, m)
 	if errors.Is(err, standin.ErrNotTheStandin) {
-		t.Logf("%v; DynamoDB's own index lag, conflicts and throttling cannot be forced", err)
-		return
+		t.Skipf("%v; DynamoDB's own index lag, conflicts and throttling cannot be forced", err)
 	}
 	if err != nil {
 		t.Fatal(err)
