@@ -730,6 +730,7 @@ func (a *app) emit(res tools.Output) {
 // print writes an envelope as JSON for machines, or renders it for a person.
 func (a *app) print(env envelope.Envelope) {
 	a.waiting.end()
+	env = withFlagNames(env)
 	if a.machine() {
 		a.stdout.Write(envelope.Marshal(env))
 		return

@@ -99,7 +99,7 @@ func CheckReason(id, reason string) error {
 // It never touches the network.
 func CheckEvidence(id string, evidence []string) error {
 	if len(evidence) == 0 {
-		return errs.E(errs.InvalidEvidence, "at least one --evidence is required").On(id).Unmet("evidence must not be empty")
+		return errs.E(errs.InvalidEvidence, "at least one `evidence` is required").On(id).Unmet("evidence must not be empty")
 	}
 	for _, ev := range evidence {
 		if !WellFormedEvidence(ev) {

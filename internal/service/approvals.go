@@ -435,13 +435,13 @@ func checkEscalateInput(in EscalateInput) error {
 	}
 	switch {
 	case strings.TrimSpace(in.CallID) == "" || len(in.CallID) > 200 || !utf8.ValidString(in.CallID) || strings.ContainsAny(in.CallID, "\n\r\t"):
-		return bad("a --call id of 1 to 200 printable bytes is required", "call id must not be empty")
+		return bad("a `call` id of 1 to 200 printable bytes is required", "call id must not be empty")
 	case strings.TrimSpace(in.Reason) == "" || len(in.Reason) > 2048:
-		return bad("a --reason of 1 to 2048 bytes is required: the person answering reads it", "reason must not be empty")
+		return bad("a `reason` of 1 to 2048 bytes is required: the person answering reads it", "reason must not be empty")
 	case len(in.Preview) > 4096:
 		return bad("the command preview is at most 4096 bytes", "preview <= 4096 bytes")
 	case len(in.To) > 64:
-		return bad("--to names a tier", "to is a tier name")
+		return bad("`to` names a tier", "to is a tier name")
 	}
 	return nil
 }
@@ -896,7 +896,7 @@ func (s *Escalations) Frames(ctx context.Context, in FramesInput) (FramesPage, e
 		return res, err
 	}
 	if in.After < 0 || in.Wait < 0 || in.Wait > MaxFramesWait {
-		return res, errs.E(errs.InvalidArgument, fmt.Sprintf("--after must be >= 0 and --wait between 0 and %s", MaxFramesWait)).
+		return res, errs.E(errs.InvalidArgument, fmt.Sprintf("`after` must be >= 0 and `wait` between 0 and %s", MaxFramesWait)).
 			Unmet(fmt.Sprintf("after >= 0 and 0 <= wait <= %s", MaxFramesWait))
 	}
 	if in.Limit <= 0 || in.Limit > 1000 {

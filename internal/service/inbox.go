@@ -74,7 +74,7 @@ func (s *Escalations) Inbox(ctx context.Context, in InboxInput) (Inbox, error) {
 		return res, err
 	}
 	if in.Endings < 0 || in.Endings > 500 {
-		return res, errs.E(errs.InvalidArgument, "--endings is between 0 and 500").Unmet("0 <= endings <= 500")
+		return res, errs.E(errs.InvalidArgument, "`endings` is between 0 and 500").Unmet("0 <= endings <= 500")
 	}
 	if in.Endings == 0 {
 		in.Endings = DefaultInboxEndings

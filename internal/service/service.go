@@ -224,7 +224,7 @@ func (s *Ledger) Define(ctx context.Context, curie, doc string) (EntityView, err
 		return res, err
 	}
 	if len(doc) == 0 || len(doc) > 8192 {
-		return res, errs.E(errs.InvalidArgument, "a --doc of 1 to 8192 bytes is required").Unmet("definition must not be empty")
+		return res, errs.E(errs.InvalidArgument, "a `doc` of 1 to 8192 bytes is required").Unmet("definition must not be empty")
 	}
 	if err := s.curieFree(ctx, curie); err != nil {
 		return res, err

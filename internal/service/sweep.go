@@ -346,7 +346,7 @@ func (s *Spawns) ListPage(ctx context.Context, view string, p Page) (SpawnList, 
 	case ViewAll, "":
 		view = ViewAll
 	default:
-		return res, errs.E(errs.InvalidArgument, "unknown view "+view).Unmet("one of --pending, --timed-out, --all")
+		return res, errs.E(errs.InvalidArgument, "unknown `view` "+view).Unmet("view is one of pending, timed-out, all")
 	}
 	q := pageQuery{project: s.Project, query: "spawns\x00view=" + view}
 	limit, after, err := q.open(p, "spawns", spawnKey)

@@ -198,7 +198,7 @@ func maxWait(a Args) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(w)
 	if err != nil || d <= 0 || d > service.MaxWaitBound {
-		return 0, errs.E(errs.Usage, "approvals.wait: --max-wait is a duration from 1s to "+service.MaxWaitBound.String()+" such as 30s, got "+quote(w),
+		return 0, errs.E(errs.Usage, "approvals.wait: `max_wait` is a duration from 1s to "+service.MaxWaitBound.String()+" such as 30s, got "+quote(w),
 			errs.Step{Command: "dont approvals wait <id> --max-wait 30s", Description: "wait at most 30 seconds, then call again while it is pending"})
 	}
 	return d, nil
@@ -212,7 +212,7 @@ func framesWait(a Args) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(w)
 	if err != nil {
-		return 0, errs.E(errs.Usage, "approvals.frames: --wait is a duration such as 20s, got "+quote(w),
+		return 0, errs.E(errs.Usage, "approvals.frames: `wait` is a duration such as 20s, got "+quote(w),
 			errs.Step{Command: "dont approvals frames --session <session> --wait 20s", Description: "long-poll 20 seconds"})
 	}
 	return d, nil

@@ -75,7 +75,7 @@ func init() {
 			},
 			check: func(a Args) error {
 				if !a.Bool("history") && (a["limit"] != nil || a["cursor"] != nil) {
-					return errs.E(errs.Usage, "show: --limit and --cursor page the history; add --history",
+					return errs.E(errs.Usage, "show: `limit` and `cursor` page the history; add `history`",
 						errs.Step{Command: "dont show <id> --history --limit 100", Description: "page through the history"})
 				}
 				return nil
@@ -153,7 +153,7 @@ func init() {
 			},
 			check: func(a Args) error {
 				if _, n := spawnsView(a); n > 1 {
-					return errs.E(errs.Usage, "spawns: choose one of --pending, --timed-out, --all",
+					return errs.E(errs.Usage, "spawns: choose one of `pending`, `timed_out`, `all`",
 						errs.Step{Command: "dont spawns --pending", Description: "one view at a time"})
 				}
 				return nil
