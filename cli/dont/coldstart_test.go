@@ -162,15 +162,14 @@ func withoutRequestIDs(s string) string { return requestIDs.ReplaceAllString(s, 
 // The main goroutine's stack is grown once, before the other packages
 // initialise (internal/mainstack): its package must be initialised
 // before the first one whose initialisation calls deep (the SQLite
-// driver's C runtime, the JSON Schema library, and in dont-net the MCP
-// SDK's gob) and before main's, in both builds.
+// driver's C runtime, the JSON Schema library, the MCP SDK's gob) and
+// before main's.
 func TestTheMainStackIsGrownBeforeThePackagesThatCallDeepInitialise(t *testing.T) {
 	for _, c := range []struct {
 		bin  string
 		deep []string
 	}{
-		{binary, []string{"modernc.org/libc", "github.com/google/jsonschema-go/jsonschema", "main"}},
-		{netBinary, []string{"modernc.org/libc", "github.com/google/jsonschema-go/jsonschema", "encoding/gob", "main"}},
+		{binary, []string{"modernc.org/libc", "github.com/google/jsonschema-go/jsonschema", "encoding/gob", "main"}},
 	} {
 		cmd := exec.Command(c.bin, "--help")
 		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")

@@ -7,12 +7,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The commands of the whole build (split.go): what they are, for help
-// and the command list of both builds; their runs are serve.go, mcp.go
-// and spawnsrun.go, which the light build leaves out.
+// The commands that serve many callers (serve, mcp) or run agents
+// (spawns run): what they are, for help and the command list; their runs
+// are serve.go, mcp.go and spawnsrun.go.
 
-// serveCommand is `dont serve`; its flags and its run are serve.go's
-// (the whole build's: split.go).
+// serveCommand is `dont serve`; its flags and its run are serve.go's.
 func (a *app) serveCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve",
