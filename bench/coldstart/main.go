@@ -11,11 +11,11 @@
 // the ratio of dont show's wall time to the floor's. -also NAME=BINARY
 // (repeatable) times `BINARY show <id> --json` in the same rounds — main's
 // dont, or a variant build — so a before and after come from one run.
-// Build a variant with `go build` just before the run, as the rows here
-// are built: the same bytes with another history in the page cache ran
-// 10–20% apart in one run (a copy written in one write() took ~135 fewer
-// page faults than the linker's output; bench/results/report.md, "CLI
-// cold start: one P"), more than most levers pay. Run it through
+// Every row runs from a copy of its binary made just
+// before the rounds: the same bytes with another history in the page
+// cache ran 10–20% apart in one run (a copy written in one write() took
+// ~135 fewer page faults than the linker's output; bench/results/
+// report.md, "CLI cold start: one P"), more than most levers pay. Run it through
 // bench/run.
 package main
 
@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,6 +108,14 @@ func main() {
 	for _, v := range also {
 		rows = append(rows, row{name: "dont show <id> --json (" + v.name + ")", bin: v.bin, args: showArgs})
 	}
+	// Every binary runs from a fresh copy: the linker's
+	// output and a copy of the same bytes ran 10–20% apart (their page
+	// cache histories differ), so all start from the same kind of file.
+	// The kernel copies (copy_file_range): a buffer here would raise this
+	// process's max RSS, which Linux counts into every child's.
+	for k := range rows {
+		rows[k].bin = copyBinary(rows[k].bin, filepath.Join(dir, fmt.Sprintf("run%d-%s", k, filepath.Base(rows[k].bin))))
+	}
 	for i := 0; i < *runs+3; i++ {
 		for k := range rows {
 			// Each round starts at the next row, so that no binary always
@@ -135,6 +144,19 @@ func main() {
 	fmt.Printf("\n(max RSS at or below %s is the launcher's own: Linux counts the forking process's high-water mark into the child's)\n", mb(ownHWM()))
 	fmt.Printf("\ncold start: dont show / sqlite floor = %.2fx (goal <= %.1fx), max RSS %s (goal <= %d MB; floor %s)\n",
 		ratio, goalRatio, mb(rss), goalRSSMB, mb(medianRSS(rows[1].s)))
+}
+
+// copyBinary copies the executable src to dst and returns dst.
+func copyBinary(src, dst string) string {
+	in, err := os.Open(src)
+	check(err)
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	check(err)
+	_, err = io.Copy(out, in)
+	check(err)
+	check(out.Close())
+	return dst
 }
 
 func build(out, pkg string, flags ...string) {
