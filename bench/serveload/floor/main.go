@@ -31,6 +31,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -94,6 +95,14 @@ func main() {
 	line, _ := json.Marshal(map[string]string{"listening": "http://" + ln.Addr().String()})
 	fmt.Printf("%s\n", line)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// FLOOR_CPUPROFILE=file: a CPU profile of the whole run, written at
+	// SIGTERM (where the floor's time goes, beside dont serve's).
+	if f := os.Getenv("FLOOR_CPUPROFILE"); f != "" {
+		out, err := os.Create(f)
+		check(err)
+		check(pprof.StartCPUProfile(out))
+		defer func() { pprof.StopCPUProfile(); out.Close() }()
+	}
 	go func() {
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
