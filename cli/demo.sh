@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
 # A short real session on the embedded default (SQLite in .dont/, no server):
 # init -> conclude -> assume -> dismiss with the request id -> spawns.
-# Builds bin/dont and bin/dont-net first (README.md, Install), printing each package as it compiles (a cold build
+# Builds bin/dont first (README.md, Install), printing each package as it compiles (a cold build
 # cache compiles the dependencies too, which takes a minute or two).
 # Pass a folder to keep the project; default: a temp folder.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-echo "building bin/dont and bin/dont-net from cli/dont, as README.md installs them (go build -v: one line per package compiled)"
+echo "building bin/dont from cli/dont, as README.md installs it (go build -v: one line per package compiled)"
 start=$SECONDS
-CGO_ENABLED=0 go build -v -tags light -o "$repo/bin/dont" "$repo/cli/dont" 2>&1 | sed -u 's/^/  compiled /'
-CGO_ENABLED=0 go build -v -o "$repo/bin/dont-net" "$repo/cli/dont" 2>&1 | sed -u 's/^/  compiled /'
+CGO_ENABLED=0 go build -v -o "$repo/bin/dont" "$repo/cli/dont" 2>&1 | sed -u 's/^/  compiled /'
 dont="$repo/bin/dont"
-echo "built bin/dont and bin/dont-net $("$dont" version --json | python3 -c "import json,sys; print(json.load(sys.stdin)['data']['version'])") in $((SECONDS - start)) s"
+echo "built bin/dont $("$dont" version --json | python3 -c "import json,sys; print(json.load(sys.stdin)['data']['version'])") in $((SECONDS - start)) s"
 echo
 proj="${1:-$(mktemp -d)}"
 mkdir -p "$proj" && cd "$proj"

@@ -56,6 +56,7 @@ func sections(r run) []section {
 	if r.Cold != nil {
 		add("coldstart", "## CLI cold start ("+stamp(r)+")\n\n`go run ./bench/coldstart`: every binary built as README.md builds `dont`, run interleaved; medians.\n\n"+
 			strings.TrimSpace(r.Cold.Raw)+"\n\n![cold start: dont show beside the SQLite floor]("+chartCold+")\n")
+		add("onebinary", oneBinarySection(r))
 	}
 	if r.Serve != nil {
 		body := "## `dont serve` under load against its floor (" + stamp(r) + ")\n\n`go run ./bench/serveload`: loopback, full spawn lifecycles over HTTP, `dont serve` with its default flags; the floor is `bench/serveload/floor`, a plain `net/http` server doing the same durable work.\n\n" +

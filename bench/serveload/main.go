@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/dont-cli/dont/internal/ids"
@@ -82,12 +83,12 @@ func main() {
 		}
 	}
 	fmt.Printf("%d workers sharing one harness token, %s per run, %d round(s), `dont serve` with its default flags\n\n", *workers, *duration, *rounds)
-	fmt.Printf("| server | Idempotency-Key | lifecycles/s | assume p50 | assume p99 | callback p50 | callback p99 | 429s | CPU per lifecycle | max RSS |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("| server | Idempotency-Key | lifecycles/s | assume p50 | assume p99 | callback p50 | callback p99 | 429s | CPU per lifecycle | client CPU per lifecycle | max RSS |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, keys := range modes {
 		for _, server := range servers() {
 			m := median(results[name(server, keys)])
-			fmt.Printf("| %s | %s | %.0f | %s | %s | %s | %s | %d | %d µs | %.1f MB |\n", server, yes(keys), m.rate,
-				ms(m.p50["assume"]), ms(m.p99["assume"]), ms(m.p50["dismiss"]), ms(m.p99["dismiss"]), m.throttled, m.cpu.Microseconds(), float64(m.rss)/(1<<20))
+			fmt.Printf("| %s | %s | %.0f | %s | %s | %s | %s | %d | %d µs | %d µs | %.1f MB |\n", server, yes(keys), m.rate,
+				ms(m.p50["assume"]), ms(m.p99["assume"]), ms(m.p50["dismiss"]), ms(m.p99["dismiss"]), m.throttled, m.cpu.Microseconds(), m.client.Microseconds(), float64(m.rss)/(1<<20))
 		}
 	}
 	fmt.Printf("\n| Idempotency-Key | dont / floor lifecycles/s | goal | callback p99 (goal <= %s) | 429s (goal 0) | dont serve max RSS (goal <= %d MB) |\n|---|---|---|---|---|---|\n", ms(goalP99), goalRSSBytes>>20)
@@ -100,8 +101,8 @@ func main() {
 	fmt.Println()
 	for _, keys := range modes {
 		f, d := median(results[name("floor", keys)]), median(results[name("dont serve", keys)])
-		fmt.Printf("Idempotency-Key %s: dont serve = %.0f lifecycles/s, floor %.0f lifecycles/s (%.2f×); CPU per lifecycle %d µs against %d µs\n",
-			yes(keys), d.rate, f.rate, d.rate/f.rate, d.cpu.Microseconds(), f.cpu.Microseconds())
+		fmt.Printf("Idempotency-Key %s: dont serve = %.0f lifecycles/s, floor %.0f lifecycles/s (%.2f×); CPU per lifecycle %d µs against %d µs (the floor's CPU / dont's: %.2f×; the client's %d µs beside each, on the same cores)\n",
+			yes(keys), d.rate, f.rate, d.rate/f.rate, d.cpu.Microseconds(), f.cpu.Microseconds(), float64(f.cpu)/float64(max(1, d.cpu)), d.client.Microseconds())
 	}
 	fmt.Println("\ndont doctor --strict after every dont serve run: no violations")
 }
@@ -134,9 +135,11 @@ type result struct {
 	p50, p99  map[string]time.Duration
 	throttled int
 	rss       int64
-	// cpu is the server's CPU time (user + system) per lifecycle.
-	cpu time.Duration
-	all map[string][]time.Duration
+	// cpu is the server's CPU time (user + system) per lifecycle, and
+	// client this process's, the load's: on one machine they share the
+	// cores, so the lifecycles/s of both servers include the client's.
+	cpu, client time.Duration
+	all         map[string][]time.Duration
 }
 
 // median takes each figure's median over the rounds on its own.
@@ -154,6 +157,7 @@ func median(rs []result) result {
 	m.throttled = int(pick(func(r result) float64 { return float64(r.throttled) }))
 	m.rss = int64(pick(func(r result) float64 { return float64(r.rss) }))
 	m.cpu = time.Duration(pick(func(r result) float64 { return float64(r.cpu) }))
+	m.client = time.Duration(pick(func(r result) float64 { return float64(r.client) }))
 	for _, route := range []string{"assume", "dismiss"} {
 		m.p50[route] = time.Duration(pick(func(r result) float64 { return float64(r.p50[route]) }))
 		m.p99[route] = time.Duration(pick(func(r result) float64 { return float64(r.p99[route]) }))
@@ -264,7 +268,7 @@ func drive(srv *exec.Cmd, token string, keys bool) result {
 	lifecycles := 0
 	deadline := time.Now().Add(*duration)
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, clientStart := time.Now(), selfCPU()
 	for w := 0; w < *workers; w++ {
 		wg.Add(1)
 		go func() {
@@ -290,8 +294,9 @@ func drive(srv *exec.Cmd, token string, keys bool) result {
 	wg.Wait()
 	elapsed := time.Since(start)
 	res := result{rate: float64(lifecycles) / elapsed.Seconds(), throttled: throttled, rss: vmHWM(srv.Process.Pid),
-		cpu: cpuTime(srv.Process.Pid) / time.Duration(max(1, lifecycles)),
-		p50: map[string]time.Duration{}, p99: map[string]time.Duration{}, all: lat}
+		cpu:    cpuTime(srv.Process.Pid) / time.Duration(max(1, lifecycles)),
+		client: (selfCPU() - clientStart) / time.Duration(max(1, lifecycles)),
+		p50:    map[string]time.Duration{}, p99: map[string]time.Duration{}, all: lat}
 	for route, d := range lat {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 		res.p50[route], res.p99[route] = d[len(d)*50/100], d[len(d)*99/100]
@@ -315,6 +320,13 @@ func cpuTime(pid int) time.Duration {
 		check(fmt.Errorf("cannot read the CPU time of %d", pid))
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// selfCPU is this process's CPU time (user + system) so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	check(syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // vmHWM is the process's peak resident set size (/proc/<pid>/status).

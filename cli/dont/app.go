@@ -74,9 +74,6 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) strin
 func (a *app) run(ctx context.Context, argv []string) int {
 	args := skipFlagValue(argv)
 	tool := invokedTool(args)
-	if a.handsOff(args, tool) {
-		return a.exit
-	}
 	root := a.commands(tool)
 	a.buildFor(root, args)
 	root.SetArgs(args)
@@ -238,7 +235,6 @@ func (a *app) commands(only string) *cobra.Command {
 	root.AddCommand(a.hookCommand(), a.harnessCommand())
 	a.addConfirmCommands(root)
 	root.AddCommand(a.doctorCommand(), a.backupCommand(), a.restoreCommand(), a.versionCommand(), a.configCommand())
-	a.addBuildCommands(root)
 	groups := map[string]*cobra.Command{}
 	for _, name := range tools.Names() {
 		if only != "" && name != only && !strings.HasPrefix(only, name+".") {

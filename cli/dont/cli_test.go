@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,38 +17,24 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/dont-cli/dont/internal/oneproc"
 )
 
-// binary is the light build the tests drive, as README.md installs it,
-// and netBinary the whole build beside it, which it hands runs to
-// (split.go).
-var binary, netBinary string
+// binary is the dont the tests drive, built as README.md installs it.
+var binary string
 
-// buildPair builds the light dont and dont-net into dir, without cgo as
-// README.md builds them, with the extra tags; both builds at once.
-func buildPair(dir string, tags ...string) error {
-	errc := make(chan error, 2)
-	for _, b := range []struct {
-		name string
-		tags []string
-	}{{"dont", append([]string{"light"}, tags...)}, {dontNetName, tags}} {
-		go func() {
-			args := []string{"build", "-o", filepath.Join(dir, b.name)}
-			if len(b.tags) > 0 {
-				args = append(args, "-tags", strings.Join(b.tags, ","))
-			}
-			build := exec.Command("go", append(args, ".")...)
-			build.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if out, err := build.CombinedOutput(); err != nil {
-				errc <- fmt.Errorf("go %s: %v\n%s", strings.Join(build.Args[1:], " "), err, out)
-				return
-			}
-			errc <- nil
-		}()
+// buildBinary builds dont into dir, without cgo as README.md builds it,
+// with the extra tags.
+func buildBinary(dir string, tags ...string) error {
+	args := []string{"build", "-o", filepath.Join(dir, "dont")}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
 	}
-	return errors.Join(<-errc, <-errc)
+	build := exec.Command("go", append(args, ".")...)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(build.Args[1:], " "), err, out)
+	}
+	return nil
 }
 
 func TestMain(m *testing.M) {
@@ -57,17 +42,14 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary, netBinary = filepath.Join(dir, "dont"), filepath.Join(dir, dontNetName)
+	binary = filepath.Join(dir, "dont")
 	// A test build: DONT_FAULT_COMMIT_DELAY holds write transactions open
 	// (faulthooks.go, and the package comment).
-	if err := buildPair(dir, "faulthooks"); err != nil {
+	if err := buildBinary(dir, "faulthooks"); err != nil {
 		panic(err.Error())
 	}
-	// This test binary is package main, so internal/oneproc put it on one
-	// P before testing.Init read GOMAXPROCS for -test.parallel's default.
 	// The parallel tests mostly wait (on the binaries they run, on
 	// deadlines and terminals), so they run four per CPU.
-	oneproc.Restore()
 	if f := flag.Lookup("test.parallel"); f != nil && f.Value.String() == "1" {
 		f.Value.Set(strconv.Itoa(4 * runtime.GOMAXPROCS(0))) // a -parallel given on the command line still wins
 	}

@@ -1,5 +1,3 @@
-//go:build !light
-
 package main
 
 import (

@@ -251,3 +251,24 @@ func TestAnEscalationReachesAHookWhileItWaits(t *testing.T) {
 		t.Fatalf("ended %v", d)
 	}
 }
+
+// An agent's write is delivered to the project's webhooks by the command
+// itself, in-process, before it exits, as a person's is: a harness
+// signal changes nothing (the loopback receiver is allowed in the
+// person's config: a harness-signalled process ignores
+// DONT_HOOKS_ALLOW_PRIVATE, docs/security.md#person-settings).
+func TestAnAgentsWriteIsDeliveredInProcessBeforeTheCommandExits(t *testing.T) {
+	p := newProject(t)
+	p.writePersonConfig(t, "[hooks]\nallow_private = [\"127.0.0.1/32\"]\n")
+	rcv := newHookReceiver(t)
+	p.addHook(t, rcv, "spawn.requested")
+	claim := p.ok("conclude", "water boils at 100 C at sea level").str("id")
+	r := p.runEnv([]string{"DONT_HARNESS=1"}, "assume", claim)
+	if r.exit != 0 {
+		t.Fatalf("assume: exit %d\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+	got := rcv.next(t, "spawn.requested", time.Second) // before the command exited
+	if d := got["data"].(map[string]any); d["request_id"] != r.str("request_id") {
+		t.Fatalf("payload %v", got)
+	}
+}

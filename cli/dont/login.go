@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
@@ -76,7 +77,7 @@ type loginState struct {
 	err     error
 }
 
-var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+var profileName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`) })
 
 // loginsPath is the file of the person's stored logins, beside the
 // person's config.
@@ -146,7 +147,7 @@ func (a *app) loggedIn() (storedLogin, error) {
 	a.logins.profile = name
 	lf, path, err := a.readLogins()
 	if err == nil {
-		if l, ok := lf.Profiles[name]; ok && profileName.MatchString(name) {
+		if l, ok := lf.Profiles[name]; ok && profileName().MatchString(name) {
 			a.logins.login = l
 		} else {
 			err = a.unknownProfile(name, path, lf)
@@ -251,7 +252,7 @@ func (a *app) login(ctx context.Context, ep string) error {
 	if name == "" {
 		name = defaultProfile
 	}
-	if !profileName.MatchString(name) {
+	if !profileName().MatchString(name) {
 		return errs.E(errs.Usage, "a profile name is lower-case letters, digits, - and _ (up to 63): "+quote(name),
 			errs.Step{Command: "dont login --profile work " + ep, Description: "name it plainly"}).Unmet("profile name matches [a-z0-9][a-z0-9_-]*")
 	}

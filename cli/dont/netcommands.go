@@ -3,16 +3,14 @@ package main
 import (
 	"time"
 
-	"github.com/dont-cli/dont/internal/oneproc"
 	"github.com/spf13/cobra"
 )
 
-// The commands of the whole build (split.go): what they are, for help
-// and the command list of both builds; their runs are serve.go, mcp.go
-// and spawnsrun.go, which the light build leaves out.
+// The commands that serve many callers (serve, mcp) or run agents
+// (spawns run): what they are, for help and the command list; their runs
+// are serve.go, mcp.go and spawnsrun.go.
 
-// serveCommand is `dont serve`; its flags and its run are serve.go's
-// (the whole build's: split.go).
+// serveCommand is `dont serve`; its flags and its run are serve.go's.
 func (a *app) serveCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve",
@@ -94,7 +92,6 @@ their spawns cancelled). The envelope (spawn_run) lists every run.
 See docs/harnesses.md.`,
 		Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
-			oneproc.Restore() // several subagents at once: every CPU
 			return a.spawnsRun(c.Context(), f)
 		},
 	}

@@ -82,34 +82,6 @@ func AppendStrings(b []byte, v []string, escapeHTML bool) []byte {
 	return append(b, ']')
 }
 
-// Compact reports whether b is non-empty and has no whitespace outside
-// its strings: JSON in the form encoding/json's compaction leaves
-// unchanged, which may be copied into an encoding as it is.
-func Compact(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	inString, escaped := false, false
-	for _, c := range b {
-		switch {
-		case escaped:
-			escaped = false
-		case inString:
-			switch c {
-			case '\\':
-				escaped = true
-			case '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
-			return false
-		}
-	}
-	return !inString
-}
-
 // TimeOK reports whether time.Time's MarshalJSON succeeds for t: a
 // four-digit year and an offset under 24 hours.
 func TimeOK(t time.Time) bool {

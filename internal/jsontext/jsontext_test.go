@@ -37,21 +37,6 @@ func TestAppendStringIsEncodingJSONByteForByte(t *testing.T) {
 	})
 }
 
-func TestCompactIsWhatCompactionLeavesUnchanged(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		v := map[string]any{"s": Text().Draw(t, "s"), "l": rapid.SliceOf(Text()).Draw(t, "l")}
-		b, _ := json.Marshal(v)
-		if rapid.Bool().Draw(t, "indent") {
-			b, _ = json.MarshalIndent(v, "", " ")
-		}
-		var c bytes.Buffer
-		_ = json.Compact(&c, b)
-		if Compact(b) != (c.String() == string(b)) {
-			t.Fatalf("Compact(%q) = %v, compaction gives %q", b, Compact(b), c.Bytes())
-		}
-	})
-}
-
 func TestAppendFloatAndTimeAreEncodingJSON(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		f := rapid.OneOf(rapid.Float64(), rapid.SampledFrom([]float64{0, math.Copysign(0, -1), 1e-7, 1e-6, 1e20, 1e21, 5e-324, math.MaxFloat64, 0.1 + 0.2})).Draw(t, "f")

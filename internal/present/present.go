@@ -276,13 +276,10 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		"too-large-to-store": {ExitUsage, statusEntityTooLarge, steps("dont show <id>", "nothing was written: one stored item holds at most 400 KB and one commit at most 100 items and 4 MB; send a shorter statement, fewer refs, atoms, evidence or dependencies"), nil, nil},
 
 		// internal/client
-		// cli/dont (light.go): the light build hands a run to dont-net.
-		"dont-net-mismatch": {ExitState, statusInternal, steps("CGO_ENABLED=0 go build -tags light -o <dir>/dont ./cli/dont && CGO_ENABLED=0 go build -o <dir>/dont-net ./cli/dont", "in one checkout: build the pair again, as README.md installs it"), nil, nil},
 		// cli/dont (passphrase.go): what only a person may do at the embedded CLI
 		"passphrase-not-set":       {ExitUsage, statusPreconditionRequired, steps("dont passphrase set", "set the project's approver passphrase at your own terminal (kept outside the workspace)"), nil, nil},
 		"person-not-proven":        {ExitRefusal, statusForbidden, steps("dont approvals watch --session <session>  # in a terminal of your own", "a person answers with the project's approver passphrase; nothing was sent"), nil, nil},
 		"passphrase-record-unsafe": {ExitState, statusForbidden, steps("dont passphrase set", "the record must be a file of yours, not a link, writable by nobody else; remove it and set it again"), nil, nil},
-		"dont-net-missing":         {ExitState, statusInternal, steps("CGO_ENABLED=0 go build -o <dir>/dont-net ./cli/dont", "in a checkout of the same revision: build the whole CLI beside this dont, as README.md installs it"), nil, nil},
 		// cli/dont (login.go): stored logins
 		"login-token-too-powerful": {ExitRefusal, statusForbidden, steps("dont tokens create --role harness --name <agent>", "store a harness token instead; keep approver and admin tokens in your own shell (docs/security.md, \"Stored logins\")"), nil, nil},
 		"login-not-verified":       {ExitState, statusBadGateway, steps("curl $DONT_ENDPOINT/v1/health", "check the endpoint and the token; nothing was stored"), nil, nil},

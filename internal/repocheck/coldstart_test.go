@@ -8,14 +8,13 @@ import (
 	"testing"
 )
 
-// coldStartForbidden are the packages the whole CLI (dont-net, and the
-// `dont` go install makes) must not link: Go runs the initialisation of
+// coldStartForbidden are the packages the CLI (the `dont` go install
+// makes) must not link: Go runs the initialisation of
 // every linked package on every start, and these cost the AWS SDK's
 // service clients about 1.8 ms of each run, its config loader (with the
 // SSO, SSO-OIDC and STS clients it links) 1.2 ms and 2.5 MB of RSS,
 // measured again for the Bedrock credentials (docs/design.md#decisions,
-// "Bedrock over net/http"). The light build links no github.com/aws/ at
-// all (lightForbidden).
+// "Bedrock over net/http").
 var coldStartForbidden = []string{
 	"github.com/aws/aws-sdk-go-v2/service/",
 	"github.com/aws/aws-sdk-go-v2/config",
@@ -41,42 +40,6 @@ func TestThePlainCLILinksNoAWSServiceClientOrConfigLoader(t *testing.T) {
 		for _, f := range coldStartForbidden {
 			if strings.HasPrefix(dep, f) {
 				t.Errorf("cli/dont links %s: the CLI's start-up runs its init (docs/design.md#decisions)", dep)
-			}
-		}
-	}
-}
-
-// lightForbidden are the packages the light build of the CLI (the `dont`
-// README.md installs, cli/dont/split.go) must not link: the network's,
-// whose initialisation and pages were most of what a cold `dont show`
-// spent beyond its SQLite floor (docs/design.md#decisions, "two
-// builds"). What needs them runs in dont-net.
-var lightForbidden = []string{
-	"net/http", "crypto/tls", "crypto/x509", "encoding/gob", "runtime/pprof",
-	"github.com/modelcontextprotocol/", "github.com/aws/",
-	"github.com/dont-cli/dont/internal/client", "github.com/dont-cli/dont/internal/llm",
-	"github.com/dont-cli/dont/internal/webhook", "github.com/dont-cli/dont/internal/httpapi",
-	"github.com/dont-cli/dont/internal/mcp", "github.com/dont-cli/dont/internal/runner",
-	"github.com/dont-cli/dont/internal/scheduler",
-}
-
-func TestTheLightCLILinksNoNetworkPackage(t *testing.T) {
-	root, _ := tracked(t)
-	module := modulePath(t, root)
-	cmd := exec.Command("go", "list", "-deps", "-tags", "light", module+"/cli/dont")
-	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -tags light: %v", err)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 50 || !strings.Contains(string(out), "modernc.org/sqlite") {
-		t.Fatalf("go list -deps -tags light gave %d packages, without the SQLite driver: the check proves nothing", len(deps))
-	}
-	for _, dep := range deps {
-		for _, f := range lightForbidden {
-			if dep == f || strings.HasPrefix(dep, f) && (strings.HasSuffix(f, "/") || strings.HasPrefix(dep, f+"/")) {
-				t.Errorf("the light build of cli/dont links %s: its start-up runs that package's init; move what uses it behind the light tag (cli/dont/split.go)", dep)
 			}
 		}
 	}

@@ -101,9 +101,8 @@ func (s *Store) announce(ctx context.Context, tx *txn, m hooks.Message, ok bool)
 
 // liveHooks returns the live hooks as tx sees them: read once per state
 // of the database the Store knows (known.go), then known until another
-// connection commits or a write other than a Commit runs (a PRAGMA
-// data_version check measured no faster than the read; the -shm header
-// costs no statement).
+// connection commits or a write other than a Commit runs (PRAGMA
+// data_version tells).
 func (s *Store) liveHooks(ctx context.Context, tx *txn) ([]hooks.Hook, error) {
 	return s.knownHooks(ctx, tx)
 }

@@ -16,21 +16,20 @@ import (
 // What a Store knows of the database without reading it: the entities and
 // spawns it last wrote or read, the live webhook subscriptions, and when
 // the sweep's probe next finds something due. It is worth knowing only
-// while no other connection has committed, and the -shm file tells: its
-// wall-index header (both copies, its first 96 bytes: SQLite's documented
-// WAL format) changes with every commit to the database, from any
-// connection of any process. So what is known is kept with the header it
-// describes, and a read that finds another header forgets it all and reads
-// the database.
+// while no other connection has committed, and SQLite's supported signal
+// tells: the write connection's PRAGMA data_version changes whenever
+// another connection, of this process or another, has committed, and
+// never with the connection's own commits. So what is known is kept with
+// the data_version it describes, and a read that finds another forgets it
+// all and reads the database.
 //
 // Everything here is guarded by writeMu, as the write connection is: a
 // lookup runs where a short read would (onWriteConn), and a write checks
-// the header right after its BEGIN IMMEDIATE, when no other connection
-// can be committing, and notes the connection's PRAGMA data_version. A
-// Commit's write says what it wrote (learn), applied after its COMMIT;
-// the header after the COMMIT is taken as this Store's own only if
-// data_version has not moved, for the COMMIT released the lock and
-// another process's writer may already have committed
+// data_version right after its BEGIN IMMEDIATE, when no other connection
+// can be committing. A Commit's write says what it wrote (learn), applied
+// after its COMMIT; what is known stays valid only if data_version, read
+// again after the COMMIT, has not moved, for the COMMIT released the lock
+// and another process's writer may already have committed
 // (TestAnotherProcessesCommitWhileAStoreEndsItsOwnIsSeenByItsNextRead).
 // Any other write makes the Store forget everything as it starts (what
 // it changes is not modelled here), and a failed transaction does too.
@@ -41,8 +40,10 @@ import (
 // the same (a string that is not UTF-8, a time with an offset) is not
 // kept.
 type known struct {
-	hdr   [96]byte
-	valid bool // hdr is the header of the state below
+	// dataVersion is the write connection's PRAGMA data_version of the
+	// state below, when valid.
+	dataVersion int64
+	valid       bool
 	// entities and spawns by id, each at most knownMax.
 	entities map[string]ledger.Entity
 	spawns   map[string]spawn.Spawn
@@ -55,11 +56,6 @@ type known struct {
 	// compares.
 	dueSet                  bool
 	nextSpawn, nextQuestion sql.NullString
-	// dataVersion is the write connection's PRAGMA data_version read
-	// inside the running write transaction (dvSet), which afterBatch
-	// compares after the COMMIT.
-	dataVersion int64
-	dvSet       bool
 }
 
 // knownMax bounds the entities and the spawns kept: a few per caller
@@ -69,30 +65,19 @@ type known struct {
 // throughput (bench/results/report.md).
 const knownMax = 64
 
-// shmHeader reads the -shm file's two copies of the wal-index header.
-func (s *Store) shmHeader() (h [96]byte, ok bool) {
-	if s.shm == nil {
-		return h, false
-	}
-	if _, err := s.shm.ReadAt(h[:], 0); err != nil {
-		return h, false
-	}
-	return h, true
-}
-
 // knownState reports whether what is known describes the database now,
 // first forgetting it if another connection has committed since. The
 // caller holds writeMu.
 func (s *Store) knownState() bool {
-	h, ok := s.shmHeader()
+	dv, ok := s.readDataVersion()
 	if !ok {
 		s.forgetKnown()
 		s.kn.valid = false
 		return false
 	}
-	if !s.kn.valid || h != s.kn.hdr {
+	if !s.kn.valid || dv != s.kn.dataVersion {
 		s.forgetKnown()
-		s.kn.hdr, s.kn.valid = h, true
+		s.kn.dataVersion, s.kn.valid = dv, true
 	}
 	return true
 }
@@ -129,26 +114,14 @@ func (s *Store) afterBatch(batch []*queuedWrite, err error) {
 		}
 	}
 	// The COMMIT released the write lock, so another connection may have
-	// committed before the header is read: the header is taken only if the
-	// write connection's data_version, read after it, is still the one read
-	// inside the transaction (it moves with every other connection's
-	// commit, never with this one's own).
-	h, ok := s.shmHeader()
-	dv, dvOK := s.readDataVersion()
-	if ok && dvOK && s.kn.valid && s.kn.dvSet && dv == s.kn.dataVersion {
-		s.kn.hdr = h
-	} else {
+	// committed since: what is known stays valid only if the write
+	// connection's data_version is still the one read inside the
+	// transaction (knownState, after BEGIN IMMEDIATE; it moves with every
+	// other connection's commit, never with this one's own).
+	if dv, ok := s.readDataVersion(); !ok || !s.kn.valid || dv != s.kn.dataVersion {
 		s.forgetKnown()
 		s.kn.valid = false
 	}
-	s.kn.dvSet = false
-}
-
-// noteDataVersion records the write connection's data_version inside a
-// write transaction, just after its BEGIN IMMEDIATE, when no other
-// connection can commit; the caller holds writeMu.
-func (s *Store) noteDataVersion() {
-	s.kn.dataVersion, s.kn.dvSet = s.readDataVersion()
 }
 
 // readDataVersion reads PRAGMA data_version on the write connection: it

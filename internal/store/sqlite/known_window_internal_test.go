@@ -54,7 +54,7 @@ func twoStores(t *testing.T) (a, b *Store) {
 
 // What a Store knows is never taken as true of a database another
 // process has committed to, even when that commit lands between this
-// Store's COMMIT and its reading of the -shm header: its next reads see
+// Store's COMMIT and its reading of data_version again: its next reads see
 // the other's entity and its probe the other's expired spawn.
 func TestAnotherProcessesCommitWhileAStoreEndsItsOwnIsSeenByItsNextRead(t *testing.T) {
 	ctx := context.Background()

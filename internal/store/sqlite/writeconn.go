@@ -205,7 +205,6 @@ func (s *Store) writeGroup(batch []*queuedWrite) error {
 		return fail(err)
 	}
 	s.knownState()
-	s.noteDataVersion()
 	abort := func(err error) error {
 		s.wexec(context.Background(), "ROLLBACK") //nolint:errcheck // as in writeOnce
 		return fail(err)
@@ -265,7 +264,6 @@ func (s *Store) writeOnce(ctx context.Context, fn func(*txn) error) error {
 		return err
 	}
 	s.knownState()
-	s.noteDataVersion()
 	err := fn(&txn{s: s})
 	if err == nil {
 		err = ctx.Err() // a caller gone before the commit commits nothing
