@@ -36,7 +36,10 @@ import (
 // The goals of the cold start (docs/design.md#scale-and-speed).
 const (
 	goalRatio = 1.6 // median dont show / median floor
-	goalRSSMB = 12  // median max RSS of dont show
+	// goalRSSMB is the median max RSS of dont show: 12 MB was the light
+	// build's; one binary links every transport (15–16 MB measured), and
+	// issue 30 withdrew the bar that made two builds.
+	goalRSSMB = 20
 )
 
 type sample struct {
