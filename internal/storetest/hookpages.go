@@ -64,7 +64,9 @@ func hookDeliveryPages(t *testing.T, s HookStores) {
 		for p := (service.Page{Limit: limit}); ; {
 			d, err := svc.Hooks.DeliveriesPage(ctx, h.ID, p)
 			must(t, err)
-			pages++
+			if pages++; pages > len(attempts)+1 {
+				t.Fatalf("limit %d: a walk past %d pages does not end", limit, pages-1)
+			}
 			if len(d.Deliveries) > limit || len(d.Attempts) > limit {
 				t.Fatalf("limit %d: a page of %d deliveries and %d attempts", limit, len(d.Deliveries), len(d.Attempts))
 			}
@@ -107,7 +109,10 @@ func hookDeliveryPages(t *testing.T, s HookStores) {
 	for _, x := range first.Deliveries {
 		seen[x.MessageID]++
 	}
-	for c := first.NextCursor; c != ""; {
+	for c, pages := first.NextCursor, 0; c != ""; pages++ {
+		if pages > len(msgs)+2 {
+			t.Fatal("a walk during an insert does not end")
+		}
 		p, err := svc.Hooks.DeliveriesPage(ctx, h.ID, service.Page{Limit: 2, Cursor: c})
 		must(t, err)
 		for _, x := range p.Deliveries {
