@@ -311,10 +311,6 @@ func deliveryPositions(deliveries, attempts string) string { return deliveries +
 // each from where its last page ended; the cursor is absent once both
 // are read to their ends.
 func (s *Hooks) DeliveriesPage(ctx context.Context, id string, p Page) (HookDeliveries, error) {
-	st, err := s.hookStore()
-	if err != nil {
-		return HookDeliveries{}, err
-	}
 	if ids.Kind(id) != ids.Hook {
 		return HookDeliveries{}, errs.E(errs.InvalidID, "not a hook id: "+quoteID(id)).Unmet("hook ids look like hook:<ULID>")
 	}
@@ -323,6 +319,10 @@ func (s *Hooks) DeliveriesPage(ctx context.Context, id string, p Page) (HookDeli
 		ds, as, ok := strings.Cut(after, "\n")
 		return ok && (ds == "" || ids.Kind(ds) == ids.Message) && (ds != "" || as != "") && !strings.Contains(as, "\n")
 	})
+	if err != nil {
+		return HookDeliveries{}, err
+	}
+	st, err := s.hookStore()
 	if err != nil {
 		return HookDeliveries{}, err
 	}
