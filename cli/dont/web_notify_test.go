@@ -33,12 +33,12 @@ const watchNotices = `(() => {
   AudioContext.prototype.createOscillator = function () { seen.oscillators++; return osc.call(this); };
 })()`
 
-// noticePage is a browser whose pages run watchNotices; grant says
+// watch makes the pages b opens from now on run watchNotices; grant says
 // whether the browser already grants the endpoint's notifications (as
-// after the person allowed them once).
-func noticePage(t *testing.T, endpoint string, grant bool) *browser {
+// after the person allowed them once). (The tests call newBrowser
+// themselves: .ci/run's Chromium step finds browser tests by that call.)
+func (b *browser) watch(t *testing.T, endpoint string, grant bool) {
 	t.Helper()
-	b := newBrowser(t, desktop)
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
 	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
@@ -55,7 +55,6 @@ func noticePage(t *testing.T, endpoint string, grant bool) *browser {
 	if err != nil {
 		t.Fatalf("watch the page's notices: %v", err)
 	}
-	return b
 }
 
 // waitTrue waits until js is true in the page.
@@ -113,7 +112,8 @@ func TestThePagesTitleCountsTheOpenQuestions(t *testing.T) {
 func TestThePageAsksForNoNotificationPermissionOnLoad(t *testing.T) {
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
-	b := noticePage(t, ip.srv.endpoint, false)
+	b := newBrowser(t, desktop)
+	b.watch(t, ip.srv.endpoint, false)
 	b.open(t, ip.srv.endpoint+"/approvals", ip.approver)
 	apr := ip.ask(ip.frontend, "p1", "asks", "make")
 	b.waitCount(t, cardOf(apr), 1)
@@ -137,7 +137,8 @@ func TestThePageAsksForNoNotificationPermissionOnLoad(t *testing.T) {
 func TestAQuestionIsNotifiedWhenThePageIsInTheBackground(t *testing.T) {
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
-	b := noticePage(t, ip.srv.endpoint, true)
+	b := newBrowser(t, desktop)
+	b.watch(t, ip.srv.endpoint, true)
 	b.open(t, ip.srv.endpoint+"/approvals", ip.approver)
 	b.openSettings(t)
 	if err := b.click("button#set-notify"); err != nil {
@@ -232,7 +233,8 @@ func TestWithShortcutsOffAKeySendsNothing(t *testing.T) {
 func TestTheToneIsOffUntilTurnedOnAndIsRemembered(t *testing.T) {
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
-	b := noticePage(t, ip.srv.endpoint, false)
+	b := newBrowser(t, desktop)
+	b.watch(t, ip.srv.endpoint, false)
 	b.open(t, ip.srv.endpoint+"/approvals", ip.approver)
 	quiet := ip.ask(ip.frontend, "q1", "quiet", "make")
 	b.waitCount(t, cardOf(quiet), 1)
