@@ -97,6 +97,10 @@ func decodePage(env envelope.Envelope) (tools.Output, bool) {
 		var v service.EntityView
 		err = json.Unmarshal(env.Data, &v)
 		out.Data = v
+	case envelope.KindHookDeliveries:
+		var d service.HookDeliveries
+		err = json.Unmarshal(env.Data, &d)
+		out.Data = d
 	default:
 		return out, false
 	}

@@ -36,5 +36,12 @@ func cursorOfAnotherListingReadsNothing(r run) {
 			r.t.Fatalf("%s: the refusal lists items: %s", what, rep.Raw)
 		}
 	}
+	// The same for a hook's deliveries (an admin's read): checked before
+	// the hook is looked up, so nothing is read.
+	rep := r.call(r.target.Token(r.t, "admin"), "hooks.deliveries", map[string]any{"id": "hook:01HX05A9K8VP0000000000000A", "cursor": next})
+	r.refused(rep, http.StatusBadRequest, "cursor-invalid", "a cursor of the entity listing for a hook's deliveries")
+	if rep.Data()["deliveries"] != nil || rep.Data()["attempts"] != nil {
+		r.t.Fatalf("a cursor of the entity listing for a hook's deliveries: the refusal lists items: %s", rep.Raw)
+	}
 	r.refused(r.call(h, "list", map[string]any{"limit": 1001}), http.StatusBadRequest, "invalid-argument", "a page above the maximum")
 }

@@ -212,8 +212,9 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 
 		// internal/service (page.go)
 		"cursor-invalid": {ExitUsage, statusBadRequest, steps("dont list --limit 100", "read the listing again from its first page, without --cursor: a cursor is good only for the listing that gave it"), nil, map[string][]errs.Step{
-			"spawns": steps("dont spawns --all --limit 100", "read the listing again from its first page, without --cursor: a cursor is good only for the listing that gave it"),
-			"show":   steps("dont show <id> --history --limit 100", "read the history again from its first page, without --cursor: a cursor is good only for the listing that gave it"),
+			"spawns":           steps("dont spawns --all --limit 100", "read the listing again from its first page, without --cursor: a cursor is good only for the listing that gave it"),
+			"show":             steps("dont show <id> --history --limit 100", "read the history again from its first page, without --cursor: a cursor is good only for the listing that gave it"),
+			"hooks.deliveries": steps("dont hooks deliveries <hook> --limit 100", "read the deliveries again from their first page, without --cursor: a cursor is good only for the listing that gave it"),
 		}},
 
 		// internal/service (approvals.go; the hop rules' codes are approvals' causes)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
@@ -41,12 +42,43 @@ type HookStore interface {
 	// RecordAttempt appends a to the delivery log and stores d, the
 	// delivery after it, in one transaction.
 	RecordAttempt(ctx context.Context, a hooks.Attempt, d hooks.Delivery) error
-	// Deliveries returns a hook's deliveries, newest first, and its
-	// attempts, newest first, up to limit each.
-	Deliveries(ctx context.Context, hookID string, limit int) ([]hooks.Delivery, []hooks.Attempt, error)
+	// Deliveries returns one page of a hook's deliveries, newest message
+	// first, and of its delivery log, newest attempt first (docs/design.md,
+	// "Paginated reads"). A position it cannot read is ErrInvalidPosition.
+	Deliveries(ctx context.Context, hookID string, f DeliveryFilter) (DeliveryPage, error)
 	// LastAttempt is the newest attempt of hook id, ok false if none.
 	LastAttempt(ctx context.Context, hookID string) (hooks.Attempt, bool, error)
 }
+
+// DeliveryFilter asks a store for one page of a hook's deliveries and
+// of its delivery log, each newest first. A list with a limit of 0 is
+// not read.
+type DeliveryFilter struct {
+	// Deliveries is at most how many deliveries; DeliveriesBefore a
+	// message id: only the deliveries of older messages ("": from the
+	// newest).
+	Deliveries       int
+	DeliveriesBefore string
+	// Attempts is at most how many attempts; AttemptsBefore a position
+	// of the store's (DeliveryPage.Positions): only the attempts logged
+	// before it ("": from the newest).
+	Attempts       int
+	AttemptsBefore string
+}
+
+// DeliveryPage is one page of a hook's deliveries and delivery log.
+type DeliveryPage struct {
+	Deliveries []hooks.Delivery
+	Attempts   []hooks.Attempt
+	// Positions holds the store's position of each of Attempts, for a
+	// next page's AttemptsBefore. The log has no store-independent order
+	// key: SQLite's is the row's sequence, DynamoDB's the item's sort key.
+	Positions []string
+}
+
+// ErrInvalidPosition is a store's answer to a position it never gave
+// out: a cursor made by hand.
+var ErrInvalidPosition = errors.New("not a position of this listing")
 
 // DueDelivery is a claimed delivery with what it delivers.
 type DueDelivery struct {
@@ -247,41 +279,100 @@ func (s *Hooks) Test(ctx context.Context, id string) (HookTestResult, error) {
 	return HookTestResult{MessageID: m.ID, Attempt: &a, Delivery: d}, nil
 }
 
-// HookDeliveries is what Deliveries returns.
+// HookDeliveries is what Deliveries returns. NextCursor names the next
+// page; it is absent on the last.
 type HookDeliveries struct {
 	HookID     string           `json:"hook_id"`
 	Deliveries []hooks.Delivery `json:"deliveries"`
 	Attempts   []hooks.Attempt  `json:"attempts"`
+	NextCursor string           `json:"next_cursor,omitempty"`
 }
 
-// Deliveries returns a hook's recent deliveries and delivery log.
-func (s *Hooks) Deliveries(ctx context.Context, id string, limit int) (HookDeliveries, error) {
-	st, err := s.hookStore()
+// Deliveries returns every delivery of a hook and its whole delivery
+// log, page by page.
+func (s *Hooks) Deliveries(ctx context.Context, id string) (HookDeliveries, error) {
+	return walk(func(p Page) (HookDeliveries, error) { return s.DeliveriesPage(ctx, id, p) },
+		func(d HookDeliveries) string { return d.NextCursor },
+		func(all *HookDeliveries, d HookDeliveries) {
+			all.Deliveries = append(all.Deliveries, d.Deliveries...)
+			all.Attempts = append(all.Attempts, d.Attempts...)
+			all.NextCursor = d.NextCursor
+		})
+}
+
+// deliveryPositions is the position a cursor of hooks.deliveries names:
+// where each of its two lists goes on, joined by a newline. An empty
+// part is a list already read to its end.
+func deliveryPositions(deliveries, attempts string) string { return deliveries + "\n" + attempts }
+
+// DeliveriesPage returns one page of a hook's deliveries, newest message
+// first, and one of its delivery log, newest attempt first: at most
+// p.Limit of each. The two lists page side by side under one cursor,
+// each from where its last page ended; the cursor is absent once both
+// are read to their ends.
+func (s *Hooks) DeliveriesPage(ctx context.Context, id string, p Page) (HookDeliveries, error) {
+	if ids.Kind(id) != ids.Hook {
+		return HookDeliveries{}, errs.E(errs.InvalidID, "not a hook id: "+quoteID(id)).Unmet("hook ids look like hook:<ULID>")
+	}
+	q := pageQuery{project: s.Project, query: "hooks.deliveries\x00" + id}
+	limit, after, err := q.open(p, "hooks.deliveries", func(after string) bool {
+		ds, as, ok := strings.Cut(after, "\n")
+		return ok && (ds == "" || ids.Kind(ds) == ids.Message) && (ds != "" || as != "") && !strings.Contains(as, "\n")
+	})
 	if err != nil {
 		return HookDeliveries{}, err
 	}
-	if ids.Kind(id) != ids.Hook {
-		return HookDeliveries{}, errs.E(errs.InvalidID, "not a hook id: "+quoteID(id)).Unmet("hook ids look like hook:<ULID>")
+	st, err := s.hookStore()
+	if err != nil {
+		return HookDeliveries{}, err
 	}
 	if _, err := st.GetHook(ctx, id); errors.Is(err, ErrNotFound) {
 		return HookDeliveries{}, errs.E(hooks.HookNotFound, "no such hook "+id).On(id)
 	} else if err != nil {
 		return HookDeliveries{}, storeErr(err)
 	}
-	if limit <= 0 || limit > 500 {
-		limit = 50
+	// One more of each than the page: whether it exists says whether the
+	// list goes on.
+	f := DeliveryFilter{Deliveries: limit + 1, Attempts: limit + 1}
+	if p.Cursor != "" {
+		f.DeliveriesBefore, f.AttemptsBefore, _ = strings.Cut(after, "\n")
+		if f.DeliveriesBefore == "" {
+			f.Deliveries = 0
+		}
+		if f.AttemptsBefore == "" {
+			f.Attempts = 0
+		}
 	}
-	ds, as, err := st.Deliveries(ctx, id, limit)
+	pg, err := st.Deliveries(ctx, id, f)
+	if errors.Is(err, ErrInvalidPosition) {
+		return HookDeliveries{}, invalidPosition("hooks.deliveries")
+	}
 	if err != nil {
 		return HookDeliveries{}, storeErr(err)
 	}
-	if ds == nil {
-		ds = []hooks.Delivery{}
+	res := HookDeliveries{HookID: id, Deliveries: pg.Deliveries, Attempts: pg.Attempts}
+	var nextDeliveries, nextAttempts string
+	if len(res.Deliveries) > limit {
+		res.Deliveries = res.Deliveries[:limit]
+		nextDeliveries = res.Deliveries[limit-1].MessageID
 	}
-	if as == nil {
-		as = []hooks.Attempt{}
+	if len(res.Attempts) > limit {
+		if len(pg.Positions) != len(pg.Attempts) {
+			return HookDeliveries{}, storeErr(errors.New("the store gave no position for an attempt"))
+		}
+		res.Attempts = res.Attempts[:limit]
+		nextAttempts = pg.Positions[limit-1]
 	}
-	return HookDeliveries{HookID: id, Deliveries: ds, Attempts: as}, nil
+	if nextDeliveries != "" || nextAttempts != "" {
+		res.NextCursor = q.cursor(deliveryPositions(nextDeliveries, nextAttempts))
+	}
+	if res.Deliveries == nil {
+		res.Deliveries = []hooks.Delivery{}
+	}
+	if res.Attempts == nil {
+		res.Attempts = []hooks.Attempt{}
+	}
+	return res, nil
 }
 
 // DeliverResult counts one delivery pass.

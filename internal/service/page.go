@@ -80,11 +80,7 @@ func (q pageQuery) open(p Page, tool string, valid func(after string) bool) (lim
 	if p.Cursor == "" {
 		return limit, "", nil
 	}
-	refuse := func(why string) (int, string, error) {
-		e := errs.E(CursorInvalid, "the cursor is not one this listing gave out: "+why).Unmet("a cursor is the next_cursor of the same listing, unchanged")
-		e.Args = map[string]string{"kind": tool}
-		return 0, "", e
-	}
+	refuse := func(why string) (int, string, error) { return 0, "", cursorRefused(tool, why) }
 	raw, derr := base64.RawURLEncoding.DecodeString(p.Cursor)
 	if derr != nil || len(raw) <= cursorDigestSize || len(p.Cursor) > 512 {
 		return refuse("it is not well-formed")
@@ -97,6 +93,21 @@ func (q pageQuery) open(p Page, tool string, valid func(after string) bool) (lim
 		return refuse("it names no position of this listing")
 	}
 	return limit, after, nil
+}
+
+// cursorRefused is the error for a cursor the listing tool never gave
+// out, and why.
+func cursorRefused(tool, why string) error {
+	e := errs.E(CursorInvalid, "the cursor is not one this listing gave out: "+why).Unmet("a cursor is the next_cursor of the same listing, unchanged")
+	e.Args = map[string]string{"kind": tool}
+	return e
+}
+
+// invalidPosition is the error for a cursor whose position the store
+// could not read (ErrInvalidPosition): its digest matched, so it was
+// made by hand.
+func invalidPosition(tool string) error {
+	return cursorRefused(tool, "it names no position of this listing")
 }
 
 // entityKey says whether after is an entity's id.

@@ -40,6 +40,8 @@ func RunHooks(t *testing.T, newStore func(t *testing.T) HookStores) {
 		{"attempts are logged newest first and a delivered message is done", hookAttemptsLogged},
 		{"removing a hook fails its pending deliveries and queues no more", hookRemove},
 		{"concurrent workers claim each delivery once", hookConcurrentClaims},
+		{"deliveries and the delivery log come in pages, newest first, each once", hookDeliveryPages},
+		{"a deliveries cursor of another hook or project, or made by hand, is refused", hookDeliveryCursors},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -204,8 +206,9 @@ func hookAttemptsLogged(t *testing.T, s HookStores) {
 	if due := claimAll(t, s.Hooks, base.Add(48*time.Hour)); len(due) != 0 {
 		t.Fatal("a delivered message is due again")
 	}
-	ds, as, err := s.Hooks.Deliveries(ctx, h.ID, 10)
+	pg, err := s.Hooks.Deliveries(ctx, h.ID, service.DeliveryFilter{Deliveries: 10, Attempts: 10})
 	must(t, err)
+	ds, as := pg.Deliveries, pg.Attempts
 	if len(ds) != 1 || ds[0].State != hooks.StateDelivered || ds[0].Attempts != 2 || len(as) != 2 || as[0].N != 2 || as[1].Status != 500 {
 		t.Fatalf("deliveries %+v attempts %+v", ds, as)
 	}
@@ -228,10 +231,10 @@ func hookRemove(t *testing.T, s HookStores) {
 	if due := claimAll(t, s.Hooks, base.Add(time.Hour)); len(due) != 0 {
 		t.Fatalf("a removed hook still gets %+v", due)
 	}
-	ds, _, err := s.Hooks.Deliveries(ctx, h.ID, 10)
+	pg, err := s.Hooks.Deliveries(ctx, h.ID, service.DeliveryFilter{Deliveries: 10})
 	must(t, err)
-	if len(ds) != 1 || ds[0].State != hooks.StateFailed {
-		t.Fatalf("deliveries %+v", ds)
+	if ds := pg.Deliveries; len(ds) != 1 || ds[0].State != hooks.StateFailed || len(pg.Attempts) != 0 {
+		t.Fatalf("deliveries %+v", pg)
 	}
 	got, err := s.Hooks.GetHook(ctx, h.ID)
 	must(t, err)

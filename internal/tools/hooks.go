@@ -55,13 +55,17 @@ func init() {
 			}}
 	})
 	register("hooks.deliveries", func() *Tool {
-		return &Tool{Name: "hooks.deliveries", Summary: "Show a hook's recent deliveries and delivery log.", Roles: admin, Annotations: Annotations{ReadOnly: true},
+		return &Tool{Name: "hooks.deliveries", Summary: "Show a hook's deliveries and delivery log, newest first, in pages (the CLI reads every page unless given --limit or --cursor).",
+			Roles: admin, Annotations: Annotations{ReadOnly: true},
 			Params: []Param{
 				{Name: "id", Type: String, Required: true, Positional: true, Description: "hook id (hook:…)"},
-				{Name: "limit", Type: Integer, Default: 50, Description: "at most this many of each"},
+				deliveriesLimitParam, cursorParam,
 			},
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return data[service.HookDeliveries](envelope.KindHookDeliveries)(s.Hooks.Deliveries(ctx, a.Str("id"), a.Int("limit")))
+				d, err := s.Hooks.DeliveriesPage(ctx, a.Str("id"), page(a))
+				out, err := data[service.HookDeliveries](envelope.KindHookDeliveries)(d, err)
+				out.Hints = moreHint("dont hooks deliveries "+a.Str("id")+limitFlag(a), d.NextCursor)
+				return out, err
 			}}
 	})
 	register("hooks.deliver", func() *Tool {

@@ -11,6 +11,10 @@ import (
 var (
 	limitParam = Param{Name: "limit", Type: Integer, Description: "at most this many per page (default " +
 		strconv.Itoa(service.DefaultPageLimit) + ", at most " + strconv.Itoa(service.MaxPageLimit) + ")"}
+	// deliveriesLimitParam is hooks.deliveries' limit: a page holds up to
+	// this many deliveries and as many attempts.
+	deliveriesLimitParam = Param{Name: "limit", Type: Integer, Description: "at most this many deliveries and this many attempts per page (default " +
+		strconv.Itoa(service.DefaultPageLimit) + ", at most " + strconv.Itoa(service.MaxPageLimit) + ")"}
 	cursorParam = Param{Name: "cursor", Type: String, Description: "the next_cursor of the page before (from the same listing)"}
 )
 
@@ -48,6 +52,8 @@ func NextCursor(o Output) string {
 		return d.NextCursor
 	case service.EntityView:
 		return d.NextCursor
+	case service.HookDeliveries:
+		return d.NextCursor
 	}
 	return ""
 }
@@ -79,6 +85,15 @@ func AppendPage(o *Output, next Output) bool {
 			return false
 		}
 		d.History = append(d.History, n.History...)
+		d.NextCursor = n.NextCursor
+		o.Data = d
+	case service.HookDeliveries:
+		n, ok := next.Data.(service.HookDeliveries)
+		if !ok {
+			return false
+		}
+		d.Deliveries = append(d.Deliveries, n.Deliveries...)
+		d.Attempts = append(d.Attempts, n.Attempts...)
 		d.NextCursor = n.NextCursor
 		o.Data = d
 	default:

@@ -10,7 +10,7 @@ import (
 // one registry (so the CLI's flags, the OpenAPI document and MCP's
 // inputSchema all have them), and their data schemas carry next_cursor.
 func TestTheReadsThatCanOutgrowAResponseTakeLimitAndCursorAndNameTheNextPage(t *testing.T) {
-	for _, name := range []string{"list", "spawns", "spawns.manage", "show"} {
+	for _, name := range []string{"list", "spawns", "spawns.manage", "show", "hooks.deliveries"} {
 		tl, ok := tools.Lookup(name)
 		if !ok {
 			t.Fatalf("no tool %s", name)
@@ -25,7 +25,7 @@ func TestTheReadsThatCanOutgrowAResponseTakeLimitAndCursorAndNameTheNextPage(t *
 			}
 		}
 		for _, k := range tl.OutputKinds() {
-			if k != "list" && k != "spawns" && k != "claim" && k != "term" {
+			if k != "list" && k != "spawns" && k != "claim" && k != "term" && k != "hook_deliveries" {
 				continue
 			}
 			s, ok := tools.DataSchema(k)

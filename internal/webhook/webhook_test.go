@@ -232,7 +232,7 @@ func TestRetriesAfter500sAndADroppedConnectionCarryTheSameID(t *testing.T) {
 	f.requestSpawn(t)
 	for i := 0; i < 3; i++ {
 		if res := f.deliver(t); res.Retrying != 1 {
-			log, _ := f.svc.Hooks.Deliveries(context.Background(), h.ID, 10)
+			log, _ := f.svc.Hooks.Deliveries(context.Background(), h.ID)
 			t.Fatalf("attempt %d: %+v %+v", i+1, res, log)
 		}
 		if res := f.deliver(t); res.Attempted != 0 {
@@ -243,7 +243,7 @@ func TestRetriesAfter500sAndADroppedConnectionCarryTheSameID(t *testing.T) {
 	if res := f.deliver(t); res.Delivered != 1 {
 		t.Fatalf("4th attempt: %+v", res)
 	}
-	log, err := f.svc.Hooks.Deliveries(context.Background(), h.ID, 10)
+	log, err := f.svc.Hooks.Deliveries(context.Background(), h.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func TestFourHundredsAreNotRetriedAndADayOfFailuresEndsFailed(t *testing.T) {
 		res = f.deliver(t)
 		f.clk.Add(hooks.BackoffCap)
 	}
-	log, _ := f.svc.Hooks.Deliveries(context.Background(), h.ID, 100)
+	log, _ := f.svc.Hooks.Deliveries(context.Background(), h.ID)
 	if res.Failed != 1 || log.Deliveries[0].State != hooks.StateFailed {
 		t.Fatalf("after a day of 503s: %+v", log.Deliveries)
 	}
@@ -464,7 +464,7 @@ func TestASlackIncomingWebhookAcceptsTheQuestion(t *testing.T) {
 	if res := f.deliver(t); res.Retrying != 1 {
 		t.Fatalf("429: %+v", res)
 	}
-	log, _ := f.svc.Hooks.Deliveries(context.Background(), v.ID, 10)
+	log, _ := f.svc.Hooks.Deliveries(context.Background(), v.ID)
 	if d := log.Deliveries[0]; d.NextAt.Sub(log.Attempts[0].At) < 30*time.Second {
 		t.Fatalf("Retry-After not honoured: next %v after %v", d.NextAt, log.Attempts[0].At)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/hooks"
+	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 )
@@ -444,7 +446,7 @@ func (s *Store) RecordAttempt(ctx context.Context, a hooks.Attempt, d hooks.Deli
 	if err != nil {
 		return err
 	}
-	att := key(s.attemptPK(a.HookID), fmt.Sprintf("%s#%s#%06d", timeText(a.At), a.MessageID, a.N))
+	att := key(s.attemptPK(a.HookID), attemptSK(a))
 	att["doc"] = str(string(doc))
 	it, err := s.deliveryItem(d, due.Message)
 	if err != nil {
@@ -460,21 +462,76 @@ func decodeAttempt(it map[string]types.AttributeValue) (hooks.Attempt, error) {
 	return a, err
 }
 
-// Deliveries implements service.HookStore.
-func (s *Store) Deliveries(ctx context.Context, hookID string, limit int) ([]hooks.Delivery, []hooks.Attempt, error) {
-	q := s.partitionQuery(s.deliveryPK(hookID))
-	q.ScanIndexForward = aws.Bool(false)
-	ds, err := queryUpTo(ctx, s, q, limit, func(it map[string]types.AttributeValue) (hooks.Delivery, error) {
-		d, err := decodeDueDelivery(it)
-		return d.Delivery, err
-	})
-	if err != nil {
-		return nil, nil, err
+// attemptSK is an attempt's sort key in its hook's log partition: the
+// log's order, by the attempt's time.
+func attemptSK(a hooks.Attempt) string {
+	return fmt.Sprintf("%s#%s#%06d", timeText(a.At), a.MessageID, a.N)
+}
+
+// validAttemptSK says whether sk has an attempt's sort key's form.
+func validAttemptSK(sk string) bool {
+	parts := strings.Split(sk, "#")
+	if len(parts) != 3 || ids.Kind(parts[1]) != ids.Message || len(parts[2]) != 6 {
+		return false
 	}
-	q = s.partitionQuery(s.attemptPK(hookID))
+	_, err := time.Parse(timeKey, parts[0])
+	return err == nil
+}
+
+// seekBefore makes the partition query q, read newest first, start
+// before the sort key before (none: from the newest).
+func seekBefore(q *dynamodb.QueryInput, before string) {
 	q.ScanIndexForward = aws.Bool(false)
-	as, err := queryUpTo(ctx, s, q, limit, decodeAttempt)
-	return ds, as, err
+	if before == "" {
+		return
+	}
+	q.KeyConditionExpression = aws.String(aws.ToString(q.KeyConditionExpression) + " AND #sk < :before")
+	q.ExpressionAttributeNames["#sk"] = SortKey
+	q.ExpressionAttributeValues[":before"] = str(before)
+}
+
+// Deliveries implements service.HookStore: a Query of each partition,
+// newest first, from the position's sort key down; an attempt's
+// position is its sort key.
+func (s *Store) Deliveries(ctx context.Context, hookID string, f service.DeliveryFilter) (service.DeliveryPage, error) {
+	var pg service.DeliveryPage
+	if f.AttemptsBefore != "" && !validAttemptSK(f.AttemptsBefore) {
+		return pg, service.ErrInvalidPosition
+	}
+	if f.Deliveries > 0 {
+		q := s.partitionQuery(s.deliveryPK(hookID))
+		seekBefore(q, f.DeliveriesBefore)
+		ds, err := queryUpTo(ctx, s, q, f.Deliveries, func(it map[string]types.AttributeValue) (hooks.Delivery, error) {
+			d, err := decodeDueDelivery(it)
+			return d.Delivery, err
+		})
+		if err != nil {
+			return pg, err
+		}
+		pg.Deliveries = ds
+	}
+	if f.Attempts > 0 {
+		q := s.partitionQuery(s.attemptPK(hookID))
+		seekBefore(q, f.AttemptsBefore)
+		as, err := queryUpTo(ctx, s, q, f.Attempts, func(it map[string]types.AttributeValue) (attemptAt, error) {
+			a, err := decodeAttempt(it)
+			return attemptAt{a, attrString(it, SortKey)}, err
+		})
+		if err != nil {
+			return pg, err
+		}
+		for _, a := range as {
+			pg.Attempts = append(pg.Attempts, a.attempt)
+			pg.Positions = append(pg.Positions, a.sk)
+		}
+	}
+	return pg, nil
+}
+
+// attemptAt is an attempt with its sort key.
+type attemptAt struct {
+	attempt hooks.Attempt
+	sk      string
 }
 
 // LastAttempt implements service.HookStore.

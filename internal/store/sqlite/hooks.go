@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
@@ -358,17 +360,54 @@ func (s *Store) RecordAttempt(ctx context.Context, a hooks.Attempt, d hooks.Deli
 	})
 }
 
-// Deliveries implements service.HookStore.
-func (s *Store) Deliveries(ctx context.Context, hookID string, limit int) ([]hooks.Delivery, []hooks.Attempt, error) {
+// Deliveries implements service.HookStore: deliveries by message id,
+// attempts by their row's sequence (the position a page goes on from),
+// each descending, through the (hook_id, …) indexes.
+func (s *Store) Deliveries(ctx context.Context, hookID string, f service.DeliveryFilter) (service.DeliveryPage, error) {
+	var pg service.DeliveryPage
+	var before int64 = math.MaxInt64
+	if f.AttemptsBefore != "" {
+		n, err := strconv.ParseInt(f.AttemptsBefore, 10, 64)
+		if err != nil || n < 1 {
+			return pg, service.ErrInvalidPosition
+		}
+		before = n
+	}
 	if ok, err := s.hooksExist(ctx); !ok || err != nil {
-		return nil, nil, err
+		return pg, err
 	}
-	ds, err := queryDocs[hooks.Delivery](ctx, s, "SELECT doc FROM hook_deliveries WHERE hook_id = ? ORDER BY message_id DESC LIMIT ?", hookID, limit)
-	if err != nil {
-		return nil, nil, err
+	if f.Deliveries > 0 {
+		q, args := "SELECT doc FROM hook_deliveries WHERE hook_id = ? ORDER BY message_id DESC LIMIT ?", []any{hookID, f.Deliveries}
+		if f.DeliveriesBefore != "" {
+			q, args = "SELECT doc FROM hook_deliveries WHERE hook_id = ? AND message_id < ? ORDER BY message_id DESC LIMIT ?", []any{hookID, f.DeliveriesBefore, f.Deliveries}
+		}
+		ds, err := queryDocs[hooks.Delivery](ctx, s, q, args...)
+		if err != nil {
+			return pg, err
+		}
+		pg.Deliveries = ds
 	}
-	as, err := queryDocs[hooks.Attempt](ctx, s, "SELECT doc FROM hook_attempts WHERE hook_id = ? ORDER BY seq DESC LIMIT ?", hookID, limit)
-	return ds, as, err
+	if f.Attempts > 0 {
+		err := s.readRows(ctx, false, "SELECT seq, doc FROM hook_attempts WHERE hook_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+			[]any{hookID, before, f.Attempts}, func(rows *sql.Rows) error {
+				var seq int64
+				var doc []byte
+				if err := rows.Scan(&seq, &doc); err != nil {
+					return err
+				}
+				var a hooks.Attempt
+				if err := json.Unmarshal(doc, &a); err != nil {
+					return err
+				}
+				pg.Attempts = append(pg.Attempts, a)
+				pg.Positions = append(pg.Positions, strconv.FormatInt(seq, 10))
+				return nil
+			})
+		if err != nil {
+			return pg, classify(err)
+		}
+	}
+	return pg, nil
 }
 
 // LastAttempt implements service.HookStore.

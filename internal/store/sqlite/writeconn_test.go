@@ -43,11 +43,11 @@ func requestedTx(statement string) service.Tx {
 
 func deliveries(t *testing.T, s *sqlite.Store, hookID string) int {
 	t.Helper()
-	ds, _, err := s.Deliveries(ctx, hookID, 100)
+	pg, err := s.Deliveries(ctx, hookID, service.DeliveryFilter{Deliveries: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(ds)
+	return len(pg.Deliveries)
 }
 
 func newHook(at time.Time) hooks.Hook {
