@@ -693,7 +693,7 @@ const ProjectNested errs.Code = "project-nested"
 // openStore opens the project's SQLite file, with the fault hooks of a
 // test build (storeHooks; none in the binary as shipped).
 func (a *app) openStore(p project.Project) (*sqlite.Store, error) {
-	store, err := sqlite.Open(p.DBPath())
+	store, err := sqlite.OpenSynchronous(p.DBPath(), a.storeSynchronous())
 	if err != nil {
 		return nil, errs.E(errs.StoreError, "cannot open "+p.DBPath()).Wrap(err)
 	}

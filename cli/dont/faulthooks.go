@@ -46,6 +46,17 @@ func (a *app) storeHooks() sqlite.Hooks {
 	return h
 }
 
+// storeSynchronous is the embedded store's synchronous setting: FULL
+// (sqlite.SynchronousFull), or in a test build what
+// DONT_FAULT_SYNCHRONOUS says (NORMAL: the power-loss test shows that
+// the setting loses acknowledged writes, cli/dont/powerloss_test.go).
+func (a *app) storeSynchronous() sqlite.Synchronous {
+	if s := a.getenv("DONT_FAULT_SYNCHRONOUS"); s != "" {
+		return sqlite.Synchronous(s)
+	}
+	return sqlite.SynchronousFull
+}
+
 // beforeDelivery is the point between a command's commit and its delivery
 // pass: with DONT_FAULT_DELIVERY_DELAY set, a test build says so on stderr
 // and waits that long there (a SIGKILL test kills it at that line).

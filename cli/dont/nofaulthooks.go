@@ -11,6 +11,10 @@ import (
 // shipped (see the package comment and faulthooks.go).
 func (a *app) storeHooks() sqlite.Hooks { return sqlite.Hooks{} }
 
+// storeSynchronous is the embedded store's synchronous setting: FULL,
+// every acknowledged write survives a power loss (docs/design.md).
+func (a *app) storeSynchronous() sqlite.Synchronous { return sqlite.SynchronousFull }
+
 // beforeDelivery is a fault point of test builds only (faulthooks.go).
 func (a *app) beforeDelivery() {}
 
