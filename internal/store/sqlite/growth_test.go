@@ -88,7 +88,9 @@ func TestHowTheStoreGrowsPerRecord(t *testing.T) {
 			}},
 		{"spawn issued (assume)", 4096,
 			func(t *testing.T, _ *sqlite.Store, svc *service.Service) any { return claims(t, svc, n) },
-			func(t *testing.T, _ *sqlite.Store, svc *service.Service, state any) { assumeAll(t, svc, state.([]string)) }},
+			func(t *testing.T, _ *sqlite.Store, svc *service.Service, state any) {
+				assumeAll(t, svc, state.([]string))
+			}},
 		{"spawn issued with one webhook delivery queued", 8192,
 			func(t *testing.T, _ *sqlite.Store, svc *service.Service) any {
 				if _, err := svc.Hooks.Add(ctx, service.HookAddInput{URL: "http://127.0.0.1:9/hook", Events: []string{string(hooks.SpawnRequested)}}); err != nil {
@@ -96,7 +98,9 @@ func TestHowTheStoreGrowsPerRecord(t *testing.T) {
 				}
 				return claims(t, svc, n)
 			},
-			func(t *testing.T, _ *sqlite.Store, svc *service.Service, state any) { assumeAll(t, svc, state.([]string)) }},
+			func(t *testing.T, _ *sqlite.Store, svc *service.Service, state any) {
+				assumeAll(t, svc, state.([]string))
+			}},
 		{"Idempotency-Key record (1 KiB response)", 2048 + 1024, nil,
 			func(t *testing.T, st *sqlite.Store, _ *service.Service, _ any) {
 				body, now := make([]byte, 1024), time.Now()
