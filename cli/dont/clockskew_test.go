@@ -106,7 +106,7 @@ func terminals(evs []ledger.Event, request string) int {
 // refused, and every spawn has exactly one terminal event.
 func TestSkewedClocksTimeOutNoEarlierThanTheSkewAndNeverTwice(t *testing.T) {
 	t.Parallel()
-	const timeout, skew = 3 * time.Second, time.Second
+	const timeout, skew = 6 * time.Second, time.Second
 	n := 6
 	if testing.Short() {
 		n = 4
@@ -166,26 +166,28 @@ func TestSkewedClocksTimeOutNoEarlierThanTheSkewAndNeverTwice(t *testing.T) {
 // clock passed the expiry.
 func TestAClockThatJumpsBackDelaysTimeoutsAndNeverEndsASpawnTwice(t *testing.T) {
 	t.Parallel()
-	const timeout, jump = 2 * time.Second, 2 * time.Second
+	const timeout, jump = 2 * time.Second, 5 * time.Second
 	p := newProject(t, "DONT_SPAWN_TIMEOUT="+timeout.String())
 	srv := p.serve(t)
 	var spawns []skewedSpawn
 	for i := 0; i < 4; i++ {
 		spawns = append(spawns, p.issueSkewed(t, 0, fmt.Sprintf("claim %d before the jump", i)))
 	}
+	issued := time.Now() // every spawn was issued (and its expiry set) before this
 	// The jump: the server restarts reading a clock `jump` behind (a
 	// process's wall clock read after the jump), as does every CLI.
 	srv.cmd.Process.Signal(syscall.SIGKILL)
 	srv.cmd.Wait()
 	p.serve(t, "DONT_FAULT_CLOCK_OFFSET=-"+jump.String())
-	last := spawns[len(spawns)-1]
-	// After the real expiry of every spawn, before the jumped clocks say due.
-	time.Sleep(time.Until(last.before.Add(timeout + jump/4)))
-	if time.Now().After(spawns[0].before.Add(timeout + jump - jump/4)) {
-		t.Fatal("issuing the spawns took longer than the jump: the test cannot place its callback")
+	// After the real expiry of every spawn, before the jumped clocks say
+	// the last one is due.
+	last := len(spawns) - 1
+	time.Sleep(time.Until(issued.Add(timeout + 200*time.Millisecond)))
+	if time.Now().After(spawns[last].before.Add(timeout + jump - time.Second)) {
+		t.Fatal("the machine was too slow to place the callback before the jumped clock's expiry")
 	}
-	spawns[0].callback = true
-	if !p.callbackSkewed(-jump, spawns[0]) {
+	spawns[last].callback = true
+	if !p.callbackSkewed(-jump, spawns[last]) {
 		t.Fatalf("a callback after the real expiry but before the jumped clock's was refused: the spawn ended early")
 	}
 	got, events := resolvedSpawns(t, p, spawns, 30*time.Second)
