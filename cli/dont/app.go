@@ -596,7 +596,7 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, Author: a.author(),
+	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, Author: a.author(), Clock: a.clock(),
 		HooksConfig: service.HooksConfig{Store: store}})
 	if svc.Approvals, err = a.approvalsConfig(store, usesApprovals(t)); err != nil {
 		store.Close()
@@ -689,7 +689,7 @@ const ProjectNested errs.Code = "project-nested"
 // openStore opens the project's SQLite file, with the fault hooks of a
 // test build (storeHooks; none in the binary as shipped).
 func (a *app) openStore(p project.Project) (*sqlite.Store, error) {
-	store, err := sqlite.Open(p.DBPath())
+	store, err := sqlite.OpenSynchronous(p.DBPath(), a.storeSynchronous())
 	if err != nil {
 		return nil, errs.E(errs.StoreError, "cannot open "+p.DBPath()).Wrap(err)
 	}

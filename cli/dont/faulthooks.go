@@ -40,6 +40,30 @@ func (a *app) storeHooks() sqlite.Hooks {
 	return h
 }
 
+// storeSynchronous is the embedded store's synchronous setting: FULL
+// (sqlite.SynchronousFull), or in a test build what
+// DONT_FAULT_SYNCHRONOUS says (NORMAL: the power-loss test shows that
+// the setting loses acknowledged writes, cli/dont/powerloss_test.go).
+func (a *app) storeSynchronous() sqlite.Synchronous {
+	if s := a.getenv("DONT_FAULT_SYNCHRONOUS"); s != "" {
+		return sqlite.Synchronous(s)
+	}
+	return sqlite.SynchronousFull
+}
+
+// clock is the service's clock: the wall clock, or in a test build the
+// wall clock moved by DONT_FAULT_CLOCK_OFFSET (a Go duration, negative
+// for a clock behind): two processes on one project with different
+// offsets are two machines whose clocks disagree
+// (cli/dont/clockskew_test.go).
+func (a *app) clock() func() time.Time {
+	offset, err := time.ParseDuration(a.getenv("DONT_FAULT_CLOCK_OFFSET"))
+	if err != nil || offset == 0 {
+		return nil
+	}
+	return func() time.Time { return time.Now().Add(offset) }
+}
+
 // beforeDelivery is the point between a command's commit and its delivery
 // pass: with DONT_FAULT_DELIVERY_DELAY set, a test build says so on stderr
 // and waits that long there (a SIGKILL test kills it at that line).

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/dont-cli/dont/internal/personal"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
@@ -10,6 +12,13 @@ import (
 // storeHooks is the embedded store's fault hooks: none in the binary as
 // shipped (see the package comment and faulthooks.go).
 func (a *app) storeHooks() sqlite.Hooks { return sqlite.Hooks{} }
+
+// storeSynchronous is the embedded store's synchronous setting: FULL,
+// every acknowledged write survives a power loss (docs/design.md).
+func (a *app) storeSynchronous() sqlite.Synchronous { return sqlite.SynchronousFull }
+
+// clock is the service's clock: nil, the wall clock.
+func (a *app) clock() func() time.Time { return nil }
 
 // beforeDelivery is a fault point of test builds only (faulthooks.go).
 func (a *app) beforeDelivery() {}

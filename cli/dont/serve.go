@@ -106,7 +106,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	// questions at most that often, and a callback's sweep after itself
 	// runs at most that often; a call that sweeps first always sweeps
 	// expired spawns (service.SweepFirstPolicy).
-	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: "api", Log: log, Scheduler: timers,
+	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: "api", Log: log, Scheduler: timers, Clock: a.clock(),
 		SweepPolicy: service.SweepFirstPolicy{ApprovalsEvery: sweepEvery, AfterEvery: sweepEvery}})
 	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
 		return err

@@ -172,7 +172,7 @@ func printRatio(name string, floor, dont lifecycleResult) {
 
 // lifecycleFloor is the same durable work as a lifecycle, the simplest
 // way on the same driver: the store's schema in a real file, the store's
-// pragmas (WAL, synchronous=NORMAL, busy timeout, immediate transactions),
+// pragmas (WAL, synchronous=FULL, busy timeout, immediate transactions),
 // statements prepared once on the *sql.DB, writers queued on a mutex, and
 // the two conditional commits a lifecycle makes — the assume's (the
 // entity conditioned on its version, a pending spawn, its event) and the
@@ -192,6 +192,12 @@ type floorEntity struct {
 }
 
 func newLifecycleFloor(b testing.TB) *lifecycleFloor {
+	return newLifecycleFloorAt(b, sqlite.SynchronousFull)
+}
+
+// newLifecycleFloorAt is the floor at a synchronous setting of its own
+// (BenchmarkSpawnLifecycleDurability).
+func newLifecycleFloorAt(b testing.TB, synchronous sqlite.Synchronous) *lifecycleFloor {
 	path := filepath.Join(b.TempDir(), "dont.db")
 	st, err := sqlite.Create(context.Background(), path) // the same schema
 	if err != nil {
@@ -200,7 +206,7 @@ func newLifecycleFloor(b testing.TB) *lifecycleFloor {
 	st.Close()
 	// The DSN of sqlite.Open, less its journal_size_limit (which bounds the
 	// WAL file's size on disk, not what a commit makes durable).
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?_pragma=busy_timeout(10000)&_pragma=synchronous("+string(synchronous)+")&_txlock=immediate")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -210,7 +216,7 @@ func newLifecycleFloor(b testing.TB) *lifecycleFloor {
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		b.Fatalf("journal_mode %q: %v", mode, err)
 	}
-	if err := db.QueryRow("PRAGMA synchronous").Scan(&sync); err != nil || sync != 1 {
+	if err := db.QueryRow("PRAGMA synchronous").Scan(&sync); err != nil || sync != map[sqlite.Synchronous]int{sqlite.SynchronousNormal: 1, sqlite.SynchronousFull: 2}[synchronous] {
 		b.Fatalf("synchronous %d: %v", sync, err)
 	}
 	f := &lifecycleFloor{db: db,

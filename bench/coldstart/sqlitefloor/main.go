@@ -39,7 +39,7 @@ func main() {
 		_, err := c.(sqlite.FileControl).FileControlPersistWAL("main", 1)
 		return err
 	})
-	db, err := sql.Open("sqlite", "file:"+os.Args[1]+"?_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=journal_size_limit(4194304)&_txlock=immediate")
+	db, err := sql.Open("sqlite", "file:"+os.Args[1]+"?_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_pragma=journal_size_limit(4194304)&_txlock=immediate")
 	check(err)
 	defer db.Close()
 	now := time.Now().UTC().Format("2006-01-02T15:04:05.000000000Z")

@@ -72,7 +72,7 @@ func main() {
 		os.Exit(2)
 	}
 	// The DSN of internal/store/sqlite: the same pragmas, immediate transactions.
-	dsn := "file:" + (&url.URL{Path: os.Args[1]}).EscapedPath() + "?_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	dsn := "file:" + (&url.URL{Path: os.Args[1]}).EscapedPath() + "?_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	check(err)
 	db.SetMaxOpenConns(1)
