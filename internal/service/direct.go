@@ -208,29 +208,10 @@ func (s *core) failDirect(ctx context.Context, sp spawn.Spawn, cause error) ([]e
 // nothing has moved it since the spawn did. closed is false when another
 // resolver committed first.
 func (s *core) closeFailed(ctx context.Context, requestID string, cause *errs.Error) (sp spawn.Spawn, closed bool, err error) {
-	for attempt := 0; ; attempt++ {
-		sp, err = s.spawnRecord(ctx, requestID)
-		if err != nil || sp.State != spawn.Pending {
-			return sp, false, err
-		}
-		now := s.now()
-		ev := s.event(ledger.EvSpawnFailed, sp.EntityID, now)
-		ev.RequestID, ev.Outcome, ev.Direct = sp.ID, string(spawn.Failed), true
-		ev.Detail = map[string]any{
-			"request_kind": string(sp.Kind), "provider": s.Provider.Name(), "code": string(cause.Code),
-			"error": cause.Message, "issued_at": sp.IssuedAt.Format(timeFormat), "failed_at": now.Format(timeFormat),
-		}
-		tx, err := s.closeTx(ctx, sp, spawn.Failed, ev, now)
-		if err != nil {
-			return sp, false, err
-		}
-		err = s.commit(ctx, tx.Tx)
-		if isCondition(err) && attempt < maxAttempts {
-			continue
-		}
-		if err != nil {
-			return sp, false, storeErr(err)
-		}
-		return resolved(sp, spawn.Failed, now), true, nil
+	step := spawn.Step{Kind: spawn.StepFail, Provider: s.Provider.Name(), FailCode: cause.Code, FailError: cause.Message}
+	tr, err := s.runStep(ctx, requestID, step, nil, nil)
+	if err != nil {
+		return tr.Spawn, false, err
 	}
+	return tr.Spawn, tr.Effect == spawn.Write, nil
 }

@@ -54,7 +54,8 @@ type Actor struct {
 	Role string
 	// Person: the person's own principal, which may act on any spawn.
 	Person bool
-	// CallbackFor is the request id a callback token is bound to.
+	// Callback: a callback token, bound to the spawn CallbackFor names.
+	Callback    bool
 	CallbackFor string
 }
 
@@ -66,7 +67,7 @@ func MayAct(a Actor, sp Spawn, what string) error {
 	switch {
 	case a.Person:
 		return nil
-	case a.CallbackFor != "":
+	case a.Callback:
 		if a.CallbackFor == sp.ID {
 			return nil
 		}
@@ -199,6 +200,25 @@ type Transition struct {
 	LeaseEnd time.Time     // heartbeat: issued_at + MaxLease
 }
 
+// Check refuses a step whose own arguments are wrong, whatever is stored:
+// the executor asks before it reads anything.
+func (step Step) Check() error {
+	switch step.Kind {
+	case StepAnswer:
+		if len(TallyCandidates(step.Candidates)) == 0 {
+			return errs.E(errs.InvalidArgument, "at least one non-empty --candidate is required").Unmet("candidates must not be empty")
+		}
+	case StepHeartbeat:
+		if step.Extend < 0 {
+			return errs.E(errs.InvalidArgument, "--extend must be a positive duration").Unmet("extend > 0")
+		}
+	case StepIssue, StepCallback, StepCancel, StepTimeout, StepFail:
+	default:
+		return errs.E(errs.Internal, "unknown spawn step "+quote(string(step.Kind)))
+	}
+	return nil
+}
+
 // Apply decides one step of the spawn protocol from what was read at now.
 // It does no I/O: the caller commits the Transition conditioned on the
 // snapshot (the spawn still pending with the expiry read, the entity at
@@ -207,20 +227,11 @@ type Transition struct {
 // fail) exactly one commits per spawn; the others find it resolved and
 // return Effect Lost.
 func Apply(st Snapshot, step Step, now time.Time) (Transition, error) {
-	switch step.Kind {
-	case StepIssue:
+	if err := step.Check(); err != nil {
+		return Transition{}, err
+	}
+	if step.Kind == StepIssue {
 		return issue(st, step, now)
-	case StepAnswer:
-		if len(TallyCandidates(step.Candidates)) == 0 {
-			return Transition{}, errs.E(errs.InvalidArgument, "at least one non-empty --candidate is required").Unmet("candidates must not be empty")
-		}
-	case StepHeartbeat:
-		if step.Extend < 0 {
-			return Transition{}, errs.E(errs.InvalidArgument, "--extend must be a positive duration").Unmet("extend > 0")
-		}
-	case StepCallback, StepCancel, StepTimeout, StepFail:
-	default:
-		return Transition{}, errs.E(errs.Internal, "unknown spawn step "+quote(string(step.Kind)))
 	}
 	if st.Spawn == nil {
 		return Transition{}, errs.E(errs.SpawnNotFound, "no such spawn request in this project")

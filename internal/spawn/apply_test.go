@@ -251,7 +251,7 @@ func (a args) step() spawn.Step {
 		actor = spawn.Actor{ID: "person", Role: "person", Person: true}
 	}
 	if tok := a.str("token", ""); tok != "" {
-		actor = spawn.Actor{ID: "callback:" + tok, Role: "callback", CallbackFor: tok}
+		actor = spawn.Actor{ID: "callback:" + tok, Role: "callback", Callback: true, CallbackFor: tok}
 	}
 	step := spawn.Step{Kind: kind, Actor: actor,
 		Timeout: a.dur("timeout", 60*time.Second), MaxLease: a.dur("lease", 10*time.Minute), Extend: a.dur("extend", 0),
