@@ -36,22 +36,22 @@ func (s *Spawns) Cancel(ctx context.Context, requestID, reason string) (CancelRe
 			}
 		}
 	}
-	result := func(tr spawn.Transition) (any, []envelope.Warning) {
+	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
 		r := CancelResult{RequestID: tr.Spawn.ID, EntityID: tr.Spawn.EntityID, Outcome: tr.Outcome}
 		if tr.Effect == spawn.Lost {
 			w := loserWarning(*tr.Winner)
 			w.Message = tr.Spawn.ID + " was already resolved (" + string(tr.Outcome) + "); the cancel changed nothing"
-			return r, []envelope.Warning{w}
+			return r, []envelope.Warning{w}, nil
 		}
 		r.Applied, r.Restored, r.Status = true, tr.Restored, tr.Status
-		return r, nil
+		return r, nil, nil
 	}
 	step := spawn.Step{Kind: spawn.StepCancel, Actor: s.actorOf(ctx), Reason: reason}
 	tr, err := s.runStep(ctx, requestID, step, idempotency.PendingFrom(ctx), result)
 	if err != nil {
 		return CancelResult{}, nil, err
 	}
-	r, warns := result(tr)
+	r, warns, _ := result(tr)
 	return r.(CancelResult), warns, nil
 }
 

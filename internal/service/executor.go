@@ -14,7 +14,8 @@ import (
 // respond makes the call's response from the transition about to be
 // committed, so that a keyed call's response commits with its writes
 // (the key, the write and the response in one transaction).
-type respond func(spawn.Transition) (result any, warns []envelope.Warning)
+// An error stops the step before its commit.
+type respond func(spawn.Transition) (result any, warns []envelope.Warning, err error)
 
 // runStep is the one executor of the spawn protocol: it loads what the
 // step reads, has spawn.Apply decide, commits the transition on the
@@ -52,7 +53,11 @@ func (s *core) runStep(ctx context.Context, requestID string, step spawn.Step, k
 			return tr, err
 		}
 		if tr.Effect == spawn.Write && answer != nil {
-			tx.Key = key.Prepare(answer(tr))
+			result, warns, err := answer(tr)
+			if err != nil {
+				return tr, err
+			}
+			tx.Key = key.Prepare(result, warns)
 		}
 		err = s.commit(ctx, tx)
 		key.Committed(tx.Key, err)

@@ -40,7 +40,7 @@ type HeartbeatResult struct {
 // records each move, and the scheduler is told the new expiry.
 func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Duration) (HeartbeatResult, []envelope.Warning, error) {
 	step := spawn.Step{Kind: spawn.StepHeartbeat, Actor: s.actorOf(ctx), Extend: extend, Timeout: s.timeout(), MaxLease: s.maxLease()}
-	result := func(tr spawn.Transition) (any, []envelope.Warning) {
+	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
 		sp := tr.Spawn
 		r := HeartbeatResult{RequestID: sp.ID, EntityID: sp.EntityID, State: sp.State, Outcome: sp.Outcome,
 			ExpiresAt: tr.Previous, Previous: tr.Previous, LeaseEndsAt: tr.LeaseEnd, Capped: tr.Capped}
@@ -51,7 +51,7 @@ func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Du
 			}
 			r.Capped = false
 			return r, []envelope.Warning{{Code: envelope.WarnSpawnHeartbeatLate, RequestID: sp.ID, Outcome: string(sp.Outcome),
-				Message: sp.ID + " was already resolved (" + string(sp.Outcome) + when + "); the heartbeat changed nothing"}}
+				Message: sp.ID + " was already resolved (" + string(sp.Outcome) + when + "); the heartbeat changed nothing"}}, nil
 		}
 		var warns []envelope.Warning
 		if tr.Capped {
@@ -61,7 +61,7 @@ func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Du
 		if tr.Effect == spawn.Write {
 			r.ExpiresAt, r.Moved = sp.ExpiresAt, true
 		}
-		return r, warns
+		return r, warns, nil
 	}
 	tr, err := s.runStep(ctx, requestID, step, idempotency.PendingFrom(ctx), result)
 	if err != nil {
@@ -72,6 +72,6 @@ func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Du
 			s.Log.Warn("schedule timeout", "request_id", tr.Spawn.ID, "err", err)
 		}
 	}
-	r, warns := result(tr)
+	r, warns, _ := result(tr)
 	return r.(HeartbeatResult), warns, nil
 }

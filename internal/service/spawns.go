@@ -221,57 +221,26 @@ func (s *Spawns) Answer(ctx context.Context, requestID string, candidates []stri
 	return s.answer(ctx, requestID, candidates, false)
 }
 
-// answer is Answer; direct marks the events of a direct-mode guess.
+// answer is Answer (spawn.StepAnswer); direct marks the events of a
+// direct-mode guess.
 func (s *core) answer(ctx context.Context, requestID string, candidates []string, direct bool) (Answered, []envelope.Warning, error) {
-	var res Answered
-	tally := spawn.TallyCandidates(candidates)
-	if len(tally) == 0 {
-		return res, nil, errs.E(errs.InvalidArgument, "at least one non-empty --candidate is required").Unmet("candidates must not be empty")
-	}
-	for attempt := 0; ; attempt++ {
-		sp, err := s.spawnRecord(ctx, requestID)
-		if err != nil {
-			return res, nil, err
-		}
-		if err := s.mayActOnSpawn(ctx, sp, "answer"); err != nil {
-			return res, nil, err
-		}
-		if sp.Kind != spawn.Guess {
-			return res, nil, errs.E(errs.SpawnMismatch, requestID+" is a "+string(sp.Kind)+" spawn; it resolves with dismiss or trust").
-				Unmet("a verification spawn resolves with dismiss or trust").With("entity", sp.EntityID).With("request", requestID)
-		}
-		if sp.State != spawn.Pending {
+	step := spawn.Step{Kind: spawn.StepAnswer, Actor: s.actorOf(ctx), Candidates: candidates,
+		ClaimID: ids.New(ids.Claim, s.now()), Author: s.Author, Direct: direct}
+	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
+		sp := tr.Spawn
+		if tr.Effect == spawn.Lost {
 			// A guess spawn has no entity: the earlier resolution is all there is.
 			return Answered{Resolution: Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}}, []envelope.Warning{loserWarning(sp)}, nil
 		}
-		now := s.now()
-		e := ledger.Entity{
-			ID: ids.New(ids.Claim, now), Kind: ledger.KindClaim, Statement: tally[0].Answer,
-			Refs: []string{sp.ID}, Status: ledger.Unverified, Author: s.Author, CreatedAt: now, UpdatedAt: now, Version: 1,
-		}
-		answered := s.event(ledger.EvAnswered, e.ID, now)
-		answered.RequestID, answered.Direct = sp.ID, direct
-		answered.Detail = map[string]any{"question": sp.Question, "candidates": candidates, "tally": tally}
-		concluded := s.event(ledger.EvConcluded, e.ID, now)
-		concluded.To, concluded.RequestID, concluded.Direct = ledger.Unverified, sp.ID, direct
-		done := s.event(ledger.EvSpawnResolved, e.ID, now)
-		done.RequestID, done.Outcome, done.Direct = sp.ID, string(spawn.CallbackApplied), direct
-		warns := appliedLate(sp, now, "the answer")
-		out := Answered{Candidates: len(candidates), Claim: &e, RequestID: sp.ID, Tally: tally,
-			Resolution: Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}
-		err = s.commitAnswering(ctx, Tx{
-			Entities: []EntityPut{{Entity: e}},
-			Spawns:   []SpawnPut{{Spawn: resolved(sp, spawn.CallbackApplied, now)}},
-			Events:   []ledger.Event{answered, concluded, done},
-		}, out, warns)
-		if isCondition(err) && attempt < maxAttempts {
-			continue
-		}
-		if err != nil {
-			return res, nil, storeErr(err)
-		}
-		return out, warns, nil
+		return Answered{Candidates: len(candidates), Claim: tr.Entity, RequestID: sp.ID, Tally: tr.Tally,
+			Resolution: Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}, appliedLate(tr, "the answer"), nil
 	}
+	tr, err := s.runStep(ctx, requestID, step, idempotency.PendingFrom(ctx), result)
+	if err != nil {
+		return Answered{}, nil, err
+	}
+	r, warns, _ := result(tr)
+	return r.(Answered), warns, nil
 }
 
 func (s *core) spawnRecord(ctx context.Context, id string) (spawn.Spawn, error) {
@@ -321,21 +290,16 @@ func (s *core) commitAnswering(ctx context.Context, tx Tx, result any, warns []e
 	return err
 }
 
-// appliedLate is the warning of a resolver (what) applied after sp
-// expired but before any sweep had committed its timeout; none if sp had
+// appliedLate is the warning of a resolver (what) applied after its spawn
+// expired but before any sweep had committed its timeout; none if it had
 // not expired.
-func appliedLate(sp spawn.Spawn, now time.Time, what string) []envelope.Warning {
-	if !now.After(sp.ExpiresAt) {
+func appliedLate(tr spawn.Transition, what string) []envelope.Warning {
+	if !tr.Late {
 		return nil
 	}
+	sp := tr.Spawn
 	return []envelope.Warning{{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
 		Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; " + what + " was applied late"}}
-}
-
-func resolved(sp spawn.Spawn, outcome spawn.Outcome, now time.Time) spawn.Spawn {
-	sp.State, sp.Outcome = spawn.Resolved, outcome
-	sp.ResolvedAt = &now
-	return sp
 }
 
 func loserWarning(sp spawn.Spawn) envelope.Warning {

@@ -189,15 +189,16 @@ type Transition struct {
 	Events []ledger.Event
 
 	// What the caller is told.
-	Outcome  Outcome       // the outcome this step committed, or the winner's
-	Winner   *Spawn        // Lost: the spawn as the winner left it
-	Restored bool          // a timeout, cancel or fail restored the pre-spawn status
-	Status   ledger.Status // the entity's status after the write
-	Late     bool          // a callback or answer applied after expires_at
-	Tally    []Tally       // an answer's tally
-	Previous time.Time     // heartbeat: the expiry before
-	Capped   bool          // heartbeat: the expiry asked for lay beyond the lease
-	LeaseEnd time.Time     // heartbeat: issued_at + MaxLease
+	Outcome  Outcome        // the outcome this step committed, or the winner's
+	Winner   *Spawn         // Lost: the spawn as the winner left it
+	Current  *ledger.Entity // Lost: the spawn's entity as read, unchanged
+	Restored bool           // a timeout, cancel or fail restored the pre-spawn status
+	Status   ledger.Status  // the entity's status after the write
+	Late     bool           // a callback or answer applied after expires_at
+	Tally    []Tally        // an answer's tally
+	Previous time.Time      // heartbeat: the expiry before
+	Capped   bool           // heartbeat: the expiry asked for lay beyond the lease
+	LeaseEnd time.Time      // heartbeat: issued_at + MaxLease
 }
 
 // Check refuses a step whose own arguments are wrong, whatever is stored:
@@ -477,7 +478,7 @@ func closeWith(k StepKind, st Snapshot, sp Spawn, outcome Outcome, ev ledger.Eve
 // lost is the answer to a step that found sp already resolved: nothing
 // changes, and the caller is told who won.
 func lost(k StepKind, st Snapshot, sp Spawn) Transition {
-	t := Transition{Step: k, Effect: Lost, Spawn: sp, Outcome: sp.Outcome, Winner: &sp}
+	t := Transition{Step: k, Effect: Lost, Spawn: sp, Outcome: sp.Outcome, Winner: &sp, Current: st.Entity}
 	if st.Entity != nil {
 		t.Status = st.Entity.Status
 	}
@@ -521,4 +522,44 @@ func quote(id string) string {
 		id = id[:64] + "…"
 	}
 	return "\"" + id + "\""
+}
+
+// UnmetUnderReview is the clause an agent's move of an entity under review
+// reports unmet.
+const UnmetUnderReview = "no move while its verification spawn is pending"
+
+// Reviewing says whether sp, the spawn e names as pending, holds e under
+// review against a status change outside the protocol (one without a
+// request id): while it is pending only its callback or a person moves
+// e, so an agent whose claim is under review cannot verify it itself
+// beside its verifier (spawn-pending). expired: it is past its expiry
+// and times out first, then the move is decided again. A person's move
+// while it holds supersedes it (Supersede).
+func Reviewing(e ledger.Entity, sp *Spawn, a Actor, action ledger.Action, now time.Time) (holds, expired bool, err error) {
+	if sp == nil || sp.State != Pending || sp.EntityID != e.ID {
+		return false, false, nil
+	}
+	if !now.Before(sp.ExpiresAt) {
+		return true, true, nil
+	}
+	if !a.Person {
+		return false, false, errs.E(errs.SpawnPending, e.ID+" is under review by its verification spawn "+sp.ID+" (expires "+sp.ExpiresAt.Format(TimeFormat)+
+			"): only that spawn's callback or a person may "+string(action)+" it now").On(e.ID).
+			Unmet(UnmetUnderReview).With("request", sp.ID).With("action", string(action))
+	}
+	return true, false, nil
+}
+
+// Supersede ends the verification spawn sp that a person's move of its
+// entity overrides, in the same commit as the move: the spawn resolves as
+// cancelled (so its callback later gets the duplicate warning and changes
+// nothing), and e2, the entity as the move writes it, no longer names it.
+// by names who moved it.
+func Supersede(sp Spawn, e2 ledger.Entity, by string, action ledger.Action, now time.Time) (Spawn, ledger.Entity, ledger.Event) {
+	e2.PendingSpawn = clearIf(e2.PendingSpawn, sp.ID)
+	ev := ledger.Event{Kind: ledger.EvSpawnCancelled, EntityID: sp.EntityID, At: now, RequestID: sp.ID, Outcome: string(Cancelled),
+		Reason: "superseded: " + by + " moved the entity (" + string(action) + ") while its verification spawn was pending",
+		Detail: map[string]any{"issued_at": sp.IssuedAt.Format(TimeFormat), "expires_at": sp.ExpiresAt.Format(TimeFormat),
+			"cancelled_at": now.Format(TimeFormat), "request_kind": string(sp.Kind), "superseded_by": string(action)}}
+	return closed(sp, Cancelled, now), e2, ev
 }
