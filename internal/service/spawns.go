@@ -61,41 +61,37 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 		}
 		in = directInput(in)
 	}
-	for attempt := 0; ; attempt++ {
-		sp, req, tx, err := s.spawnTx(ctx, in)
+	now := s.now()
+	step := spawn.Step{Kind: spawn.StepIssue, Actor: s.actorOf(ctx), Timeout: s.timeout(), Issue: spawn.Spawn{
+		ID: ids.New(ids.Spawn, now), Kind: in.Kind, EntityID: in.EntityID, Mode: in.Mode,
+		Question: in.Question, N: in.N, Temperature: in.Temperature, RequestedBy: s.actor(ctx)}}
+	if in.Mode == spawn.ModeDirect {
+		// Its response is the verdict, made by later commits: it is
+		// remembered after the call, and no keyed response is committed
+		// on the way (key nil throughout).
+		tr, err := s.runStep(ctx, "", step, nil, nil)
 		if err != nil {
 			return res, nil, err
 		}
-		if in.Mode == spawn.ModeDirect {
-			// Its response is the verdict, made by later commits: it is
-			// remembered after the call (idempotency.Pending is not used).
-			ctx := idempotency.WithPending(ctx, nil)
-			if err = s.commit(ctx, tx); isCondition(err) && attempt < maxAttempts {
-				continue
-			}
-			if err != nil {
-				return res, nil, storeErr(err)
-			}
-			s.scheduleTimeout(ctx, sp)
-			return s.direct(ctx, sp, req)
-		}
-		// The payload (its callback token) is made before the commit, so
-		// that the response committed with the call is the one returned.
-		payload, err := s.publicRequest(ctx, req, true)
-		if err != nil {
-			return res, nil, err
-		}
-		out := Spawned{Request: payload, Spawn: sp}
-		err = s.commitAnswering(ctx, tx, out, nil)
-		if isCondition(err) && attempt < maxAttempts {
-			continue // the entity moved, perhaps under another spawn: re-read
-		}
-		if err != nil {
-			return res, nil, storeErr(err)
-		}
-		s.scheduleTimeout(ctx, sp)
-		return out, nil, nil
+		s.scheduleTimeout(ctx, tr.Spawn)
+		return s.direct(ctx, tr.Spawn, spawn.NewRequest(tr.Spawn, tr.Entity))
 	}
+	// The payload (its callback token) is made before the commit, so that
+	// the response committed with the call is the one returned.
+	token, err := s.callbackToken(ctx, step.Issue.ID)
+	if err != nil {
+		return res, nil, err
+	}
+	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
+		payload, err := s.payload(spawn.NewRequest(tr.Spawn, tr.Entity), token)
+		res = Spawned{Request: payload, Spawn: tr.Spawn}
+		return res, nil, err
+	}
+	if _, err := s.runStep(ctx, "", step, idempotency.PendingFrom(ctx), result); err != nil {
+		return Spawned{}, nil, err
+	}
+	s.scheduleTimeout(ctx, res.Spawn)
+	return res, nil, nil
 }
 
 // scheduleTimeout asks the Scheduler, if any, to sweep sp when it expires.
@@ -147,63 +143,6 @@ func checkSpawnInput(in *SpawnInput) error {
 	return nil
 }
 
-// spawnTx reads the entity and builds the write that issues the spawn.
-func (s *core) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.Request, Tx, error) {
-	now := s.now()
-	sp := spawn.Spawn{
-		ID: ids.New(ids.Spawn, now), Kind: in.Kind, State: spawn.Pending, Mode: in.Mode,
-		IssuedAt: now, ExpiresAt: now.Add(s.timeout()), RequestedBy: s.actor(ctx),
-	}
-	ev := s.event(ledger.EvSpawnRequested, "", now)
-	ev.RequestID, ev.Direct = sp.ID, in.Mode == spawn.ModeDirect
-	ev.Detail = map[string]any{"request_kind": string(in.Kind), "expires_at": sp.ExpiresAt.Format(timeFormat), "mode": string(in.Mode)}
-	var tx Tx
-	var target *ledger.Entity
-	if in.Kind == spawn.Guess {
-		sp.Question, sp.N, sp.Temperature = in.Question, in.N, in.Temperature
-		ev.Detail["n"], ev.Detail["question"] = in.N, in.Question
-		if in.Temperature != nil {
-			ev.Detail["temperature"] = *in.Temperature
-		}
-	} else {
-		e, err := s.settledEntity(ctx, in.EntityID)
-		if err != nil {
-			return sp, spawn.Request{}, tx, err
-		}
-		if e.Status.Terminal() {
-			return sp, spawn.Request{}, tx, errs.E(errs.InvalidTransition, string(e.Status)+" entities are not re-verified").On(e.ID).
-				Unmet("status must not be locked or ignored").With("status", string(e.Status))
-		}
-		if e.PendingSpawn != "" {
-			if pending, err := s.Store.GetSpawn(ctx, e.PendingSpawn); err == nil && pending.State == spawn.Pending {
-				return sp, spawn.Request{}, tx, errs.E(errs.SpawnPending, e.ID+" already has a pending verification spawn "+pending.ID+" (expires "+pending.ExpiresAt.Format(timeFormat)+")").
-					On(e.ID).Unmet("at most one pending verification spawn per entity").With("request", pending.ID)
-			}
-		}
-		sp.EntityID, sp.PreStatus, sp.EntityVersion = e.ID, e.Status, e.Version+1
-		e2 := e
-		e2.Status, e2.Version, e2.UpdatedAt = spawn.UnderReview(e.Status), e.Version+1, now
-		e2.PendingSpawn, e2.LastSpawn = sp.ID, sp.ID
-		ev.EntityID, ev.From, ev.To = e.ID, e.Status, e2.Status
-		tx.Entities = []EntityPut{{Entity: e2, PrevVersion: e.Version}}
-		target = &e2
-	}
-	req := spawn.NewRequest(sp, target)
-	// Stored without its callback token, and without forbidden_tools:
-	// the registry's other tools, which publicRequest adds back. Kept, the
-	// list would make every spawn item dearer to write (docs/aws-cost.md).
-	bare := req
-	bare.Context.ForbiddenTools = nil
-	stored, err := requestJSON(bare)
-	if err != nil {
-		return sp, req, tx, errs.E(errs.Internal, "encode spawn request").Wrap(err)
-	}
-	sp.Request = stored
-	tx.Spawns = []SpawnPut{{Spawn: sp, Create: true}}
-	tx.Events = append(tx.Events, ev)
-	return sp, req, tx, nil
-}
-
 // Answered is what Answer did. Applied, it carries the concluded claim,
 // the tally and the number of candidates; a duplicate carries only the
 // earlier resolution.
@@ -218,12 +157,12 @@ type Answered struct {
 // Answer resolves a guess spawn: it records the candidates and their
 // agreement tally and concludes the top answer as an unverified claim.
 func (s *Spawns) Answer(ctx context.Context, requestID string, candidates []string) (Answered, []envelope.Warning, error) {
-	return s.answer(ctx, requestID, candidates, false)
+	return s.answer(ctx, requestID, candidates, false, idempotency.PendingFrom(ctx))
 }
 
 // answer is Answer (spawn.StepAnswer); direct marks the events of a
-// direct-mode guess.
-func (s *core) answer(ctx context.Context, requestID string, candidates []string, direct bool) (Answered, []envelope.Warning, error) {
+// direct-mode guess; key is the call's keyed response (nil: none).
+func (s *core) answer(ctx context.Context, requestID string, candidates []string, direct bool, key *idempotency.Pending) (Answered, []envelope.Warning, error) {
 	step := spawn.Step{Kind: spawn.StepAnswer, Actor: s.actorOf(ctx), Candidates: candidates,
 		ClaimID: ids.New(ids.Claim, s.now()), Author: s.Author, Direct: direct}
 	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
@@ -235,7 +174,7 @@ func (s *core) answer(ctx context.Context, requestID string, candidates []string
 		return Answered{Candidates: len(candidates), Claim: tr.Entity, RequestID: sp.ID, Tally: tr.Tally,
 			Resolution: Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}, appliedLate(tr, "the answer"), nil
 	}
-	tr, err := s.runStep(ctx, requestID, step, idempotency.PendingFrom(ctx), result)
+	tr, err := s.runStep(ctx, requestID, step, key, result)
 	if err != nil {
 		return Answered{}, nil, err
 	}

@@ -36,7 +36,7 @@ func (s *Spawns) Resolve(ctx context.Context, in TransitionInput) (EntityView, [
 	if err := s.checkTransitionInput(in); err != nil {
 		return EntityView{}, nil, err
 	}
-	return s.callback(ctx, in)
+	return s.callback(ctx, in, idempotency.PendingFrom(ctx))
 }
 
 // Transition applies a status change that resolves no spawn; a callback,
@@ -154,8 +154,9 @@ func (s *core) cascadeStale(ctx context.Context, tx *Tx, doubted string, at time
 
 // callback resolves a verification spawn with dismiss or trust
 // (spawn.StepCallback). Exactly one terminal resolver wins per request id,
-// by commit order; a loser changes nothing and is told who won.
-func (s *core) callback(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
+// by commit order; a loser changes nothing and is told who won. key is
+// the call's keyed response (nil: none).
+func (s *core) callback(ctx context.Context, in TransitionInput, key *idempotency.Pending) (EntityView, []envelope.Warning, error) {
 	step := spawn.Step{Kind: spawn.StepCallback, Actor: s.actorOf(ctx), Action: in.Action, EntityID: in.EntityID,
 		Reason: in.Reason, Evidence: in.Evidence, Direct: in.Direct}
 	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
@@ -168,7 +169,7 @@ func (s *core) callback(ctx context.Context, in TransitionInput) (EntityView, []
 		return EntityView{Entity: *tr.Entity, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}},
 			appliedLate(tr, "the callback"), nil
 	}
-	tr, err := s.runStep(ctx, in.RequestID, step, idempotency.PendingFrom(ctx), result)
+	tr, err := s.runStep(ctx, in.RequestID, step, key, result)
 	if err != nil {
 		return EntityView{}, nil, err
 	}

@@ -291,6 +291,17 @@ func issue(st Snapshot, step Step, now time.Time) (Transition, error) {
 		ev.EntityID, ev.From, ev.To = e.ID, e.Status, e2.Status
 		t.Entity, t.PrevVersion, t.Status = &e2, e.Version, e2.Status
 	}
+	// The request is stored without its callback token, and without
+	// forbidden_tools: the surface's other tools, which the payload a
+	// harness receives adds back. Kept, the list would make every spawn
+	// item dearer to write (docs/aws-cost.md).
+	bare := NewRequest(sp, t.Entity)
+	bare.Context.ForbiddenTools = nil
+	stored, err := bare.Encode()
+	if err != nil {
+		return Transition{}, errs.E(errs.Internal, "encode spawn request").Wrap(err)
+	}
+	sp.Request = stored
 	t.Spawn, t.Events = sp, []ledger.Event{ev}
 	return t, nil
 }
@@ -505,10 +516,19 @@ func withExpiry(stored []byte, at time.Time) ([]byte, error) {
 		return nil, err
 	}
 	req.ExpiresAt = at
+	return req.Encode()
+}
+
+// Encode is r as the envelope's data encodes it (encoding/json, HTML
+// escaping off, no trailing newline).
+func (r Request) Encode() ([]byte, error) {
+	if b, ok := r.AppendJSON(make([]byte, 0, 1536)); ok {
+		return b, nil
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false) // the envelope's data encoding
-	if err := enc.Encode(req); err != nil {
+	if err := enc.Encode(r); err != nil {
 		return nil, err
 	}
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
