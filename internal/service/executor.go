@@ -29,6 +29,11 @@ func (s *core) runStep(ctx context.Context, requestID string, step spawn.Step, k
 	}
 	reread := false
 	for attempt := 0; ; attempt++ {
+		if step.Kind == spawn.StepIssue && attempt > 0 {
+			// A retried issue is a new spawn: a store recognises a put of
+			// its own whose answer was lost by the spawn's id.
+			step.Issue.ID = ids.New(ids.Spawn, s.now())
+		}
 		st, err := s.snapshot(ctx, requestID, step)
 		if err != nil {
 			return spawn.Transition{}, err

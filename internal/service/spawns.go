@@ -78,11 +78,11 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 	}
 	// The payload (its callback token) is made before the commit, so that
 	// the response committed with the call is the one returned.
-	token, err := s.callbackToken(ctx, step.Issue.ID)
-	if err != nil {
-		return res, nil, err
-	}
 	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
+		token, err := s.callbackToken(ctx, tr.Spawn.ID)
+		if err != nil {
+			return nil, nil, err
+		}
 		payload, err := s.payload(spawn.NewRequest(tr.Spawn, tr.Entity), token)
 		res = Spawned{Request: payload, Spawn: tr.Spawn}
 		return res, nil, err
