@@ -46,8 +46,8 @@ func (s *Spawns) Cancel(ctx context.Context, requestID, reason string) (CancelRe
 		r.Applied, r.Restored, r.Status = true, tr.Restored, tr.Status
 		return r, nil, nil
 	}
-	step := spawn.Step{Kind: spawn.StepCancel, Actor: s.actorOf(ctx), Reason: reason}
-	tr, err := s.runStep(ctx, requestID, step, idempotency.PendingFrom(ctx), result)
+	step := spawn.Step{Kind: spawn.StepCancel, RequestID: requestID, Actor: s.actorOf(ctx), Reason: reason}
+	tr, err := s.runStep(ctx, step, idempotency.PendingFrom(ctx), result)
 	if err != nil {
 		return CancelResult{}, nil, err
 	}

@@ -208,8 +208,8 @@ func (s *core) failDirect(ctx context.Context, sp spawn.Spawn, cause error) ([]e
 // nothing has moved it since the spawn did. closed is false when another
 // resolver committed first.
 func (s *core) closeFailed(ctx context.Context, requestID string, cause *errs.Error) (sp spawn.Spawn, closed bool, err error) {
-	step := spawn.Step{Kind: spawn.StepFail, Provider: s.Provider.Name(), FailCode: cause.Code, FailError: cause.Message}
-	tr, err := s.runStep(ctx, requestID, step, nil, nil)
+	step := spawn.Step{Kind: spawn.StepFail, RequestID: requestID, Provider: s.Provider.Name(), FailCode: cause.Code, FailError: cause.Message}
+	tr, err := s.runStep(ctx, step, nil, nil)
 	if err != nil {
 		return tr.Spawn, false, err
 	}

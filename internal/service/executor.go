@@ -17,28 +17,40 @@ import (
 // An error stops the step before its commit.
 type respond func(spawn.Transition) (result any, warns []envelope.Warning, err error)
 
+// Run is the one executor of the spawn protocol (runStep), for a step
+// its caller made whole: its actor and arguments set, the issue's id
+// chosen; no keyed response is committed. It returns the transition committed (or the step's Lost or
+// NoChange) and the typed errors of spawn.Apply.
+func (s *Spawns) Run(ctx context.Context, step spawn.Step) (spawn.Transition, error) {
+	return s.runStep(ctx, step, nil, nil)
+}
+
 // runStep is the one executor of the spawn protocol: it loads what the
 // step reads, has spawn.Apply decide, commits the transition on the
 // condition of what was read, and on a conflict reads and decides again.
 // key is the call's keyed response (nil: none), made by answer from the
 // transition and committed with it. An expired spawn the step touches is
 // timed out first (spawn.TimeoutFirst), then the step is decided again.
-func (s *core) runStep(ctx context.Context, requestID string, step spawn.Step, key *idempotency.Pending, answer respond) (spawn.Transition, error) {
+func (s *core) runStep(ctx context.Context, step spawn.Step, key *idempotency.Pending, answer respond) (spawn.Transition, error) {
 	if err := step.Check(); err != nil {
 		return spawn.Transition{}, err
 	}
 	reread := false
+	var timedOut *spawn.Transition
 	for attempt := 0; ; attempt++ {
 		if step.Kind == spawn.StepIssue && attempt > 0 {
 			// A retried issue is a new spawn: a store recognises a put of
 			// its own whose answer was lost by the spawn's id.
 			step.Issue.ID = ids.New(ids.Spawn, s.now())
 		}
-		st, err := s.snapshot(ctx, requestID, step)
+		st, err := s.snapshot(ctx, step)
 		if err != nil {
 			return spawn.Transition{}, err
 		}
 		tr, err := spawn.Apply(st, step, s.now())
+		if timedOut != nil && tr.Effect != spawn.TimeoutFirst {
+			tr.TimedOut = timedOut
+		}
 		if err != nil {
 			if !reread && st.Spawn != nil {
 				// Decided on a remembered read: the spawn may have been
@@ -73,15 +85,17 @@ func (s *core) runStep(ctx context.Context, requestID string, step spawn.Step, k
 			return tr, storeErr(err)
 		}
 		if tr.Effect == spawn.TimeoutFirst && attempt < maxAttempts {
+			first := tr
+			timedOut = &first
 			continue
 		}
 		return tr, nil
 	}
 }
 
-// snapshot reads what step reads: the spawn named requestID and its
+// snapshot reads what step reads: the spawn step.RequestID names and its
 // entity, or, for an issue, the target entity and the spawn pending on it.
-func (s *core) snapshot(ctx context.Context, requestID string, step spawn.Step) (spawn.Snapshot, error) {
+func (s *core) snapshot(ctx context.Context, step spawn.Step) (spawn.Snapshot, error) {
 	var st spawn.Snapshot
 	if step.Kind == spawn.StepIssue {
 		if step.Issue.Kind == spawn.Guess {
@@ -99,7 +113,7 @@ func (s *core) snapshot(ctx context.Context, requestID string, step spawn.Step) 
 		}
 		return st, nil
 	}
-	sp, err := s.spawnRecord(ctx, requestID)
+	sp, err := s.spawnRecord(ctx, step.RequestID)
 	if err != nil {
 		return st, err
 	}

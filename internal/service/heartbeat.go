@@ -39,7 +39,7 @@ type HeartbeatResult struct {
 // heartbeat never revives an expired spawn. The event spawn_heartbeat
 // records each move, and the scheduler is told the new expiry.
 func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Duration) (HeartbeatResult, []envelope.Warning, error) {
-	step := spawn.Step{Kind: spawn.StepHeartbeat, Actor: s.actorOf(ctx), Extend: extend, Timeout: s.timeout(), MaxLease: s.maxLease()}
+	step := spawn.Step{Kind: spawn.StepHeartbeat, RequestID: requestID, Actor: s.actorOf(ctx), Extend: extend, Timeout: s.timeout(), MaxLease: s.maxLease()}
 	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
 		sp := tr.Spawn
 		r := HeartbeatResult{RequestID: sp.ID, EntityID: sp.EntityID, State: sp.State, Outcome: sp.Outcome,
@@ -63,7 +63,7 @@ func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Du
 		}
 		return r, warns, nil
 	}
-	tr, err := s.runStep(ctx, requestID, step, idempotency.PendingFrom(ctx), result)
+	tr, err := s.runStep(ctx, step, idempotency.PendingFrom(ctx), result)
 	if err != nil {
 		return HeartbeatResult{}, nil, err
 	}

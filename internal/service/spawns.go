@@ -69,7 +69,7 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 		// Its response is the verdict, made by later commits: it is
 		// remembered after the call, and no keyed response is committed
 		// on the way (key nil throughout).
-		tr, err := s.runStep(ctx, "", step, nil, nil)
+		tr, err := s.runStep(ctx, step, nil, nil)
 		if err != nil {
 			return res, nil, err
 		}
@@ -87,7 +87,7 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 		res = Spawned{Request: payload, Spawn: tr.Spawn}
 		return res, nil, err
 	}
-	if _, err := s.runStep(ctx, "", step, idempotency.PendingFrom(ctx), result); err != nil {
+	if _, err := s.runStep(ctx, step, idempotency.PendingFrom(ctx), result); err != nil {
 		return Spawned{}, nil, err
 	}
 	s.scheduleTimeout(ctx, res.Spawn)
@@ -163,7 +163,7 @@ func (s *Spawns) Answer(ctx context.Context, requestID string, candidates []stri
 // answer is Answer (spawn.StepAnswer); direct marks the events of a
 // direct-mode guess; key is the call's keyed response (nil: none).
 func (s *core) answer(ctx context.Context, requestID string, candidates []string, direct bool, key *idempotency.Pending) (Answered, []envelope.Warning, error) {
-	step := spawn.Step{Kind: spawn.StepAnswer, Actor: s.actorOf(ctx), Candidates: candidates,
+	step := spawn.Step{Kind: spawn.StepAnswer, RequestID: requestID, Actor: s.actorOf(ctx), Candidates: candidates,
 		ClaimID: ids.New(ids.Claim, s.now()), Author: s.Author, Direct: direct}
 	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
 		sp := tr.Spawn
@@ -174,7 +174,7 @@ func (s *core) answer(ctx context.Context, requestID string, candidates []string
 		return Answered{Candidates: len(candidates), Claim: tr.Entity, RequestID: sp.ID, Tally: tr.Tally,
 			Resolution: Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}, appliedLate(tr, "the answer"), nil
 	}
-	tr, err := s.runStep(ctx, requestID, step, key, result)
+	tr, err := s.runStep(ctx, step, key, result)
 	if err != nil {
 		return Answered{}, nil, err
 	}

@@ -231,7 +231,7 @@ func (s *core) ExpireSpawn(ctx context.Context, requestID string) (TimeoutResult
 // expire commits the timeout resolver for one spawn. won is false when the
 // spawn was already resolved (r.Outcome then names the winner) or not due.
 func (s *core) expire(ctx context.Context, requestID string) (r TimeoutResult, won bool, err error) {
-	tr, err := s.runStep(ctx, requestID, spawn.Step{Kind: spawn.StepTimeout}, nil, nil)
+	tr, err := s.runStep(ctx, spawn.Step{Kind: spawn.StepTimeout, RequestID: requestID}, nil, nil)
 	r = TimeoutResult{RequestID: tr.Spawn.ID, EntityID: tr.Spawn.EntityID}
 	if err != nil {
 		return r, false, err

@@ -157,7 +157,7 @@ func (s *core) cascadeStale(ctx context.Context, tx *Tx, doubted string, at time
 // by commit order; a loser changes nothing and is told who won. key is
 // the call's keyed response (nil: none).
 func (s *core) callback(ctx context.Context, in TransitionInput, key *idempotency.Pending) (EntityView, []envelope.Warning, error) {
-	step := spawn.Step{Kind: spawn.StepCallback, Actor: s.actorOf(ctx), Action: in.Action, EntityID: in.EntityID,
+	step := spawn.Step{Kind: spawn.StepCallback, RequestID: in.RequestID, Actor: s.actorOf(ctx), Action: in.Action, EntityID: in.EntityID,
 		Reason: in.Reason, Evidence: in.Evidence, Direct: in.Direct}
 	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
 		sp := tr.Spawn
@@ -169,7 +169,7 @@ func (s *core) callback(ctx context.Context, in TransitionInput, key *idempotenc
 		return EntityView{Entity: *tr.Entity, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}},
 			appliedLate(tr, "the callback"), nil
 	}
-	tr, err := s.runStep(ctx, in.RequestID, step, key, result)
+	tr, err := s.runStep(ctx, step, key, result)
 	if err != nil {
 		return EntityView{}, nil, err
 	}

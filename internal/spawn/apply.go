@@ -113,6 +113,9 @@ type Snapshot struct {
 type Step struct {
 	Kind  StepKind
 	Actor Actor
+	// RequestID names the spawn the step acts on (an issue's new spawn
+	// is Issue.ID).
+	RequestID string
 
 	// StepIssue: the spawn to issue (ID, Kind, Mode, Question, N,
 	// Temperature, EntityID) and how long it lives.
@@ -189,16 +192,20 @@ type Transition struct {
 	Events []ledger.Event
 
 	// What the caller is told.
-	Outcome  Outcome        // the outcome this step committed, or the winner's
-	Winner   *Spawn         // Lost: the spawn as the winner left it
-	Current  *ledger.Entity // Lost: the spawn's entity as read, unchanged
-	Restored bool           // a timeout, cancel or fail restored the pre-spawn status
-	Status   ledger.Status  // the entity's status after the write
-	Late     bool           // a callback or answer applied after expires_at
-	Tally    []Tally        // an answer's tally
-	Previous time.Time      // heartbeat: the expiry before
-	Capped   bool           // heartbeat: the expiry asked for lay beyond the lease
-	LeaseEnd time.Time      // heartbeat: issued_at + MaxLease
+	Outcome Outcome        // the outcome this step committed, or the winner's
+	Winner  *Spawn         // Lost: the spawn as the winner left it
+	Current *ledger.Entity // Lost: the spawn's entity as read, unchanged
+
+	// TimedOut is the timeout an executor committed before this step
+	// (a Transition with Effect TimeoutFirst), if any.
+	TimedOut *Transition
+	Restored bool          // a timeout, cancel or fail restored the pre-spawn status
+	Status   ledger.Status // the entity's status after the write
+	Late     bool          // a callback or answer applied after expires_at
+	Tally    []Tally       // an answer's tally
+	Previous time.Time     // heartbeat: the expiry before
+	Capped   bool          // heartbeat: the expiry asked for lay beyond the lease
+	LeaseEnd time.Time     // heartbeat: issued_at + MaxLease
 }
 
 // Check refuses a step whose own arguments are wrong, whatever is stored:
@@ -235,7 +242,7 @@ func Apply(st Snapshot, step Step, now time.Time) (Transition, error) {
 		return issue(st, step, now)
 	}
 	if st.Spawn == nil {
-		return Transition{}, errs.E(errs.SpawnNotFound, "no such spawn request in this project")
+		return Transition{}, errs.E(errs.SpawnNotFound, "no spawn request "+step.RequestID+" in this project")
 	}
 	sp := *st.Spawn
 	switch step.Kind {

@@ -21,6 +21,12 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) service.Store { return freshStore(t) })
 }
 
+// The spawn protocol's scenario files, through the service's executor on
+// the DynamoDB stand-in.
+func TestSpawnScenarios(t *testing.T) {
+	storetest.RunSpawnScenarios(t, func(t *testing.T) service.Store { return newStore(t) })
+}
+
 // freshStore is a store on a table of its own, deleted when t ends: an
 // index query reads what its table holds, and a table shared by the whole
 // package grows with every test (the stand-in's reads cost what it holds).
