@@ -132,7 +132,7 @@ func (s *core) snapshot(ctx context.Context, step spawn.Step) (spawn.Snapshot, e
 // events (each given its id and author) and, for a doubt, the stale
 // cascade through the entities that depend on it.
 func (s *core) txOf(ctx context.Context, tr spawn.Transition) (Tx, error) {
-	tx := Tx{Spawns: []SpawnPut{{Spawn: tr.Spawn, Create: tr.CreateSpawn, PrevExpiresAt: tr.PrevExpiresAt}}}
+	tx := Tx{Spawns: []SpawnPut{{Spawn: tr.Spawn, Create: tr.CreateSpawn, PrevExpiresAt: tr.PrevExpiresAt, Step: tr.Step}}}
 	if tr.Entity != nil {
 		tx.Entities = []EntityPut{{Entity: *tr.Entity, PrevVersion: tr.PrevVersion}}
 	}

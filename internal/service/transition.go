@@ -209,7 +209,7 @@ func (s *core) supersede(ctx context.Context, tx *Tx, sp spawn.Spawn, e2 ledger.
 	done, e2, ev := spawn.Supersede(sp, e2, s.actor(ctx), action, s.now())
 	ev.ID, ev.Author = ids.New(ids.Event, ev.At), s.Author
 	tx.Entities[0].Entity = e2
-	tx.Spawns = append(tx.Spawns, SpawnPut{Spawn: done})
+	tx.Spawns = append(tx.Spawns, SpawnPut{Spawn: done, Step: spawn.StepCancel})
 	tx.Events = append(tx.Events, ev)
 	return e2
 }
