@@ -7,7 +7,6 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/readmemo"
 	"github.com/dont-cli/dont/internal/spawn"
 )
 
@@ -43,7 +42,7 @@ func (s *core) runStep(ctx context.Context, step spawn.Step, key *idempotency.Pe
 			// its own whose answer was lost by the spawn's id.
 			step.Issue.ID = ids.New(ids.Spawn, s.now())
 		}
-		st, err := s.snapshot(ctx, step)
+		st, err := s.snapshot(ctx, step, reread)
 		if err != nil {
 			return spawn.Transition{}, err
 		}
@@ -55,9 +54,8 @@ func (s *core) runStep(ctx context.Context, step spawn.Step, key *idempotency.Pe
 			if !reread && st.Spawn != nil {
 				// Decided on a remembered read: the spawn may have been
 				// resolved since (this step lost the race rather than
-				// being refused). Read afresh once and decide again.
+				// being refused). Read the store once more and decide again.
 				reread = true
-				readmemo.From(ctx).Forget()
 				continue
 			}
 			return tr, err
@@ -94,8 +92,9 @@ func (s *core) runStep(ctx context.Context, step spawn.Step, key *idempotency.Pe
 }
 
 // snapshot reads what step reads: the spawn step.RequestID names and its
-// entity, or, for an issue, the target entity and the spawn pending on it.
-func (s *core) snapshot(ctx context.Context, step spawn.Step) (spawn.Snapshot, error) {
+// entity, or, for an issue, the target entity and the spawn pending on it;
+// fresh reads the spawn from the store even if the request read it before.
+func (s *core) snapshot(ctx context.Context, step spawn.Step, fresh bool) (spawn.Snapshot, error) {
 	var st spawn.Snapshot
 	if step.Kind == spawn.StepIssue {
 		if step.Issue.Kind == spawn.Guess {
@@ -114,6 +113,13 @@ func (s *core) snapshot(ctx context.Context, step spawn.Step) (spawn.Snapshot, e
 		return st, nil
 	}
 	sp, err := s.spawnRecord(ctx, step.RequestID)
+	if err == nil && fresh {
+		// Not from the request's memo (readmemo), which answers a
+		// repeated read with the first.
+		if sp, err = s.Store.GetSpawn(ctx, step.RequestID); err != nil {
+			err = storeErr(err)
+		}
+	}
 	if err != nil {
 		return st, err
 	}
