@@ -28,9 +28,12 @@ type CancelResult struct {
 // only if nothing has moved the entity since the spawn did, and it never
 // re-spawns. A cancel that loses changes nothing and says who won.
 func (s *Spawns) Cancel(ctx context.Context, requestID, reason string) (CancelResult, []envelope.Warning, error) {
+	actor := s.actorOf(ctx)
 	if s.inBacklog() {
-		// A due spawn is timed out first, as the call's sweep would have.
-		if sp, err := s.spawnRecord(ctx, requestID); err == nil && sp.State == spawn.Pending && !s.now().Before(sp.ExpiresAt) {
+		// A due spawn is timed out first, as the call's sweep would have
+		// (for a caller that may cancel it: a refusal changes nothing).
+		if sp, err := s.spawnRecord(ctx, requestID); err == nil && sp.State == spawn.Pending && !s.now().Before(sp.ExpiresAt) &&
+			spawn.MayAct(actor, sp, "cancel") == nil {
 			if _, _, err := s.expire(ctx, sp.ID); err != nil {
 				return CancelResult{}, nil, err
 			}
@@ -46,7 +49,7 @@ func (s *Spawns) Cancel(ctx context.Context, requestID, reason string) (CancelRe
 		r.Applied, r.Restored, r.Status = true, tr.Restored, tr.Status
 		return r, nil, nil
 	}
-	step := spawn.Step{Kind: spawn.StepCancel, RequestID: requestID, Actor: s.actorOf(ctx), Reason: reason}
+	step := spawn.Step{Kind: spawn.StepCancel, RequestID: requestID, Actor: actor, Reason: reason}
 	tr, err := s.runStep(ctx, step, idempotency.PendingFrom(ctx), result)
 	if err != nil {
 		return CancelResult{}, nil, err
