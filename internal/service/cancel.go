@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/idempotency"
 
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -27,44 +28,34 @@ type CancelResult struct {
 // only if nothing has moved the entity since the spawn did, and it never
 // re-spawns. A cancel that loses changes nothing and says who won.
 func (s *Spawns) Cancel(ctx context.Context, requestID, reason string) (CancelResult, []envelope.Warning, error) {
-	for attempt := 0; ; attempt++ {
-		sp, err := s.spawnRecord(ctx, requestID)
-		if err != nil {
-			return CancelResult{}, nil, err
+	actor := s.actorOf(ctx)
+	if s.inBacklog() {
+		// A due spawn is timed out first, as the call's sweep would have
+		// (for a caller that may cancel it: a refusal changes nothing).
+		if sp, err := s.spawnRecord(ctx, requestID); err == nil && sp.State == spawn.Pending && !s.now().Before(sp.ExpiresAt) &&
+			spawn.MayAct(actor, sp, "cancel") == nil {
+			if _, _, err := s.expire(ctx, sp.ID); err != nil {
+				return CancelResult{}, nil, err
+			}
 		}
-		if err := s.mayActOnSpawn(ctx, sp, "cancel"); err != nil {
-			return CancelResult{}, nil, err
-		}
-		if sp, err = s.settledSpawn(ctx, sp); err != nil {
-			return CancelResult{}, nil, err
-		}
-		r := CancelResult{RequestID: sp.ID, EntityID: sp.EntityID, Outcome: sp.Outcome}
-		if sp.State != spawn.Pending {
-			w := loserWarning(sp)
-			w.Message = sp.ID + " was already resolved (" + string(sp.Outcome) + "); the cancel changed nothing"
+	}
+	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
+		r := CancelResult{RequestID: tr.Spawn.ID, EntityID: tr.Spawn.EntityID, Outcome: tr.Outcome}
+		if tr.Effect == spawn.Lost {
+			w := loserWarning(*tr.Winner)
+			w.Message = tr.Spawn.ID + " was already resolved (" + string(tr.Outcome) + "); the cancel changed nothing"
 			return r, []envelope.Warning{w}, nil
 		}
-		now := s.now()
-		ev := s.event(ledger.EvSpawnCancelled, sp.EntityID, now)
-		ev.RequestID, ev.Outcome, ev.Reason = sp.ID, string(spawn.Cancelled), reason
-		ev.Detail = map[string]any{"issued_at": sp.IssuedAt.Format(timeFormat), "expires_at": sp.ExpiresAt.Format(timeFormat),
-			"cancelled_at": now.Format(timeFormat), "request_kind": string(sp.Kind)}
-		tx, err := s.closeTx(ctx, sp, spawn.Cancelled, ev, now)
-		if err != nil {
-			return CancelResult{}, nil, err
-		}
-		r.Restored, r.Status = tx.restored, tx.status
-		done := r
-		done.Outcome, done.Applied = spawn.Cancelled, true
-		err = s.commitAnswering(ctx, tx.Tx, done, nil)
-		if isCondition(err) && attempt < maxAttempts {
-			continue // a resolver or a writer got there first: re-read and decide again
-		}
-		if err != nil {
-			return CancelResult{}, nil, storeErr(err)
-		}
-		return done, nil, nil
+		r.Applied, r.Restored, r.Status = true, tr.Restored, tr.Status
+		return r, nil, nil
 	}
+	step := spawn.Step{Kind: spawn.StepCancel, RequestID: requestID, Actor: actor, Reason: reason}
+	tr, err := s.runStep(ctx, step, idempotency.PendingFrom(ctx), result)
+	if err != nil {
+		return CancelResult{}, nil, err
+	}
+	r, warns, _ := result(tr)
+	return r.(CancelResult), warns, nil
 }
 
 // Record shows one stored spawn request (spawns manage --op show).

@@ -107,7 +107,7 @@ func (s *core) directJudge(ctx context.Context, sp spawn.Spawn, prompt string) (
 		w, err := s.failDirect(ctx, sp, s.unusable(sp, errs.As(err).Message))
 		return EntityView{}, "", w, err
 	}
-	res, warns, err := s.callback(ctx, in)
+	res, warns, err := s.callback(ctx, in, nil)
 	if err != nil {
 		w, err := s.failDirect(ctx, sp, err)
 		return EntityView{}, "", w, err
@@ -128,7 +128,7 @@ func (s *core) directGuess(ctx context.Context, sp spawn.Spawn) (Answered, []env
 		w, err := s.failDirect(ctx, sp, s.providerFailure(ctx, sp, err))
 		return Answered{}, w, err
 	}
-	res, warns, err := s.answer(ctx, sp.ID, cands, true)
+	res, warns, err := s.answer(ctx, sp.ID, cands, true, nil)
 	if errs.Is(err, errs.InvalidArgument) {
 		err = s.unusable(sp, errs.As(err).Message)
 	}
@@ -208,29 +208,10 @@ func (s *core) failDirect(ctx context.Context, sp spawn.Spawn, cause error) ([]e
 // nothing has moved it since the spawn did. closed is false when another
 // resolver committed first.
 func (s *core) closeFailed(ctx context.Context, requestID string, cause *errs.Error) (sp spawn.Spawn, closed bool, err error) {
-	for attempt := 0; ; attempt++ {
-		sp, err = s.spawnRecord(ctx, requestID)
-		if err != nil || sp.State != spawn.Pending {
-			return sp, false, err
-		}
-		now := s.now()
-		ev := s.event(ledger.EvSpawnFailed, sp.EntityID, now)
-		ev.RequestID, ev.Outcome, ev.Direct = sp.ID, string(spawn.Failed), true
-		ev.Detail = map[string]any{
-			"request_kind": string(sp.Kind), "provider": s.Provider.Name(), "code": string(cause.Code),
-			"error": cause.Message, "issued_at": sp.IssuedAt.Format(timeFormat), "failed_at": now.Format(timeFormat),
-		}
-		tx, err := s.closeTx(ctx, sp, spawn.Failed, ev, now)
-		if err != nil {
-			return sp, false, err
-		}
-		err = s.commit(ctx, tx.Tx)
-		if isCondition(err) && attempt < maxAttempts {
-			continue
-		}
-		if err != nil {
-			return sp, false, storeErr(err)
-		}
-		return resolved(sp, spawn.Failed, now), true, nil
+	step := spawn.Step{Kind: spawn.StepFail, RequestID: requestID, Provider: s.Provider.Name(), FailCode: cause.Code, FailError: cause.Message}
+	tr, err := s.runStep(ctx, step, nil, nil)
+	if err != nil {
+		return tr.Spawn, false, err
 	}
+	return tr.Spawn, tr.Effect == spawn.Write, nil
 }

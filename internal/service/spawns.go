@@ -61,41 +61,37 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 		}
 		in = directInput(in)
 	}
-	for attempt := 0; ; attempt++ {
-		sp, req, tx, err := s.spawnTx(ctx, in)
+	now := s.now()
+	step := spawn.Step{Kind: spawn.StepIssue, Actor: s.actorOf(ctx), Timeout: s.timeout(), Issue: spawn.Spawn{
+		ID: ids.New(ids.Spawn, now), Kind: in.Kind, EntityID: in.EntityID, Mode: in.Mode,
+		Question: in.Question, N: in.N, Temperature: in.Temperature, RequestedBy: s.actor(ctx)}}
+	if in.Mode == spawn.ModeDirect {
+		// Its response is the verdict, made by later commits: it is
+		// remembered after the call, and no keyed response is committed
+		// on the way (key nil throughout).
+		tr, err := s.runStep(ctx, step, nil, nil)
 		if err != nil {
 			return res, nil, err
 		}
-		if in.Mode == spawn.ModeDirect {
-			// Its response is the verdict, made by later commits: it is
-			// remembered after the call (idempotency.Pending is not used).
-			ctx := idempotency.WithPending(ctx, nil)
-			if err = s.commit(ctx, tx); isCondition(err) && attempt < maxAttempts {
-				continue
-			}
-			if err != nil {
-				return res, nil, storeErr(err)
-			}
-			s.scheduleTimeout(ctx, sp)
-			return s.direct(ctx, sp, req)
-		}
-		// The payload (its callback token) is made before the commit, so
-		// that the response committed with the call is the one returned.
-		payload, err := s.publicRequest(ctx, req, true)
-		if err != nil {
-			return res, nil, err
-		}
-		out := Spawned{Request: payload, Spawn: sp}
-		err = s.commitAnswering(ctx, tx, out, nil)
-		if isCondition(err) && attempt < maxAttempts {
-			continue // the entity moved, perhaps under another spawn: re-read
-		}
-		if err != nil {
-			return res, nil, storeErr(err)
-		}
-		s.scheduleTimeout(ctx, sp)
-		return out, nil, nil
+		s.scheduleTimeout(ctx, tr.Spawn)
+		return s.direct(ctx, tr.Spawn, spawn.NewRequest(tr.Spawn, tr.Entity))
 	}
+	// The payload (its callback token) is made before the commit, so that
+	// the response committed with the call is the one returned.
+	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
+		token, err := s.callbackToken(ctx, tr.Spawn.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		payload, err := s.payload(spawn.NewRequest(tr.Spawn, tr.Entity), token)
+		res = Spawned{Request: payload, Spawn: tr.Spawn}
+		return res, nil, err
+	}
+	if _, err := s.runStep(ctx, step, idempotency.PendingFrom(ctx), result); err != nil {
+		return Spawned{}, nil, err
+	}
+	s.scheduleTimeout(ctx, res.Spawn)
+	return res, nil, nil
 }
 
 // scheduleTimeout asks the Scheduler, if any, to sweep sp when it expires.
@@ -147,63 +143,6 @@ func checkSpawnInput(in *SpawnInput) error {
 	return nil
 }
 
-// spawnTx reads the entity and builds the write that issues the spawn.
-func (s *core) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.Request, Tx, error) {
-	now := s.now()
-	sp := spawn.Spawn{
-		ID: ids.New(ids.Spawn, now), Kind: in.Kind, State: spawn.Pending, Mode: in.Mode,
-		IssuedAt: now, ExpiresAt: now.Add(s.timeout()), RequestedBy: s.actor(ctx),
-	}
-	ev := s.event(ledger.EvSpawnRequested, "", now)
-	ev.RequestID, ev.Direct = sp.ID, in.Mode == spawn.ModeDirect
-	ev.Detail = map[string]any{"request_kind": string(in.Kind), "expires_at": sp.ExpiresAt.Format(timeFormat), "mode": string(in.Mode)}
-	var tx Tx
-	var target *ledger.Entity
-	if in.Kind == spawn.Guess {
-		sp.Question, sp.N, sp.Temperature = in.Question, in.N, in.Temperature
-		ev.Detail["n"], ev.Detail["question"] = in.N, in.Question
-		if in.Temperature != nil {
-			ev.Detail["temperature"] = *in.Temperature
-		}
-	} else {
-		e, err := s.settledEntity(ctx, in.EntityID)
-		if err != nil {
-			return sp, spawn.Request{}, tx, err
-		}
-		if e.Status.Terminal() {
-			return sp, spawn.Request{}, tx, errs.E(errs.InvalidTransition, string(e.Status)+" entities are not re-verified").On(e.ID).
-				Unmet("status must not be locked or ignored").With("status", string(e.Status))
-		}
-		if e.PendingSpawn != "" {
-			if pending, err := s.Store.GetSpawn(ctx, e.PendingSpawn); err == nil && pending.State == spawn.Pending {
-				return sp, spawn.Request{}, tx, errs.E(errs.SpawnPending, e.ID+" already has a pending verification spawn "+pending.ID+" (expires "+pending.ExpiresAt.Format(timeFormat)+")").
-					On(e.ID).Unmet("at most one pending verification spawn per entity").With("request", pending.ID)
-			}
-		}
-		sp.EntityID, sp.PreStatus, sp.EntityVersion = e.ID, e.Status, e.Version+1
-		e2 := e
-		e2.Status, e2.Version, e2.UpdatedAt = spawn.UnderReview(e.Status), e.Version+1, now
-		e2.PendingSpawn, e2.LastSpawn = sp.ID, sp.ID
-		ev.EntityID, ev.From, ev.To = e.ID, e.Status, e2.Status
-		tx.Entities = []EntityPut{{Entity: e2, PrevVersion: e.Version}}
-		target = &e2
-	}
-	req := spawn.NewRequest(sp, target)
-	// Stored without its callback token, and without forbidden_tools:
-	// the registry's other tools, which publicRequest adds back. Kept, the
-	// list would make every spawn item dearer to write (docs/aws-cost.md).
-	bare := req
-	bare.Context.ForbiddenTools = nil
-	stored, err := requestJSON(bare)
-	if err != nil {
-		return sp, req, tx, errs.E(errs.Internal, "encode spawn request").Wrap(err)
-	}
-	sp.Request = stored
-	tx.Spawns = []SpawnPut{{Spawn: sp, Create: true}}
-	tx.Events = append(tx.Events, ev)
-	return sp, req, tx, nil
-}
-
 // Answered is what Answer did. Applied, it carries the concluded claim,
 // the tally and the number of candidates; a duplicate carries only the
 // earlier resolution.
@@ -218,60 +157,29 @@ type Answered struct {
 // Answer resolves a guess spawn: it records the candidates and their
 // agreement tally and concludes the top answer as an unverified claim.
 func (s *Spawns) Answer(ctx context.Context, requestID string, candidates []string) (Answered, []envelope.Warning, error) {
-	return s.answer(ctx, requestID, candidates, false)
+	return s.answer(ctx, requestID, candidates, false, idempotency.PendingFrom(ctx))
 }
 
-// answer is Answer; direct marks the events of a direct-mode guess.
-func (s *core) answer(ctx context.Context, requestID string, candidates []string, direct bool) (Answered, []envelope.Warning, error) {
-	var res Answered
-	tally := spawn.TallyCandidates(candidates)
-	if len(tally) == 0 {
-		return res, nil, errs.E(errs.InvalidArgument, "at least one non-empty --candidate is required").Unmet("candidates must not be empty")
-	}
-	for attempt := 0; ; attempt++ {
-		sp, err := s.spawnRecord(ctx, requestID)
-		if err != nil {
-			return res, nil, err
-		}
-		if err := s.mayActOnSpawn(ctx, sp, "answer"); err != nil {
-			return res, nil, err
-		}
-		if sp.Kind != spawn.Guess {
-			return res, nil, errs.E(errs.SpawnMismatch, requestID+" is a "+string(sp.Kind)+" spawn; it resolves with dismiss or trust").
-				Unmet("a verification spawn resolves with dismiss or trust").With("entity", sp.EntityID).With("request", requestID)
-		}
-		if sp.State != spawn.Pending {
+// answer is Answer (spawn.StepAnswer); direct marks the events of a
+// direct-mode guess; key is the call's keyed response (nil: none).
+func (s *core) answer(ctx context.Context, requestID string, candidates []string, direct bool, key *idempotency.Pending) (Answered, []envelope.Warning, error) {
+	step := spawn.Step{Kind: spawn.StepAnswer, RequestID: requestID, Actor: s.actorOf(ctx), Candidates: candidates,
+		ClaimID: ids.New(ids.Claim, s.now()), Author: s.Author, Direct: direct}
+	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
+		sp := tr.Spawn
+		if tr.Effect == spawn.Lost {
 			// A guess spawn has no entity: the earlier resolution is all there is.
 			return Answered{Resolution: Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}}, []envelope.Warning{loserWarning(sp)}, nil
 		}
-		now := s.now()
-		e := ledger.Entity{
-			ID: ids.New(ids.Claim, now), Kind: ledger.KindClaim, Statement: tally[0].Answer,
-			Refs: []string{sp.ID}, Status: ledger.Unverified, Author: s.Author, CreatedAt: now, UpdatedAt: now, Version: 1,
-		}
-		answered := s.event(ledger.EvAnswered, e.ID, now)
-		answered.RequestID, answered.Direct = sp.ID, direct
-		answered.Detail = map[string]any{"question": sp.Question, "candidates": candidates, "tally": tally}
-		concluded := s.event(ledger.EvConcluded, e.ID, now)
-		concluded.To, concluded.RequestID, concluded.Direct = ledger.Unverified, sp.ID, direct
-		done := s.event(ledger.EvSpawnResolved, e.ID, now)
-		done.RequestID, done.Outcome, done.Direct = sp.ID, string(spawn.CallbackApplied), direct
-		warns := appliedLate(sp, now, "the answer")
-		out := Answered{Candidates: len(candidates), Claim: &e, RequestID: sp.ID, Tally: tally,
-			Resolution: Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}
-		err = s.commitAnswering(ctx, Tx{
-			Entities: []EntityPut{{Entity: e}},
-			Spawns:   []SpawnPut{{Spawn: resolved(sp, spawn.CallbackApplied, now)}},
-			Events:   []ledger.Event{answered, concluded, done},
-		}, out, warns)
-		if isCondition(err) && attempt < maxAttempts {
-			continue
-		}
-		if err != nil {
-			return res, nil, storeErr(err)
-		}
-		return out, warns, nil
+		return Answered{Candidates: len(candidates), Claim: tr.Entity, RequestID: sp.ID, Tally: tr.Tally,
+			Resolution: Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}, appliedLate(tr, "the answer"), nil
 	}
+	tr, err := s.runStep(ctx, step, key, result)
+	if err != nil {
+		return Answered{}, nil, err
+	}
+	r, warns, _ := result(tr)
+	return r.(Answered), warns, nil
 }
 
 func (s *core) spawnRecord(ctx context.Context, id string) (spawn.Spawn, error) {
@@ -321,21 +229,16 @@ func (s *core) commitAnswering(ctx context.Context, tx Tx, result any, warns []e
 	return err
 }
 
-// appliedLate is the warning of a resolver (what) applied after sp
-// expired but before any sweep had committed its timeout; none if sp had
+// appliedLate is the warning of a resolver (what) applied after its spawn
+// expired but before any sweep had committed its timeout; none if it had
 // not expired.
-func appliedLate(sp spawn.Spawn, now time.Time, what string) []envelope.Warning {
-	if !now.After(sp.ExpiresAt) {
+func appliedLate(tr spawn.Transition, what string) []envelope.Warning {
+	if !tr.Late {
 		return nil
 	}
+	sp := tr.Spawn
 	return []envelope.Warning{{Code: envelope.CodeOf(errs.SpawnExpired), RequestID: sp.ID,
 		Message: sp.ID + " expired at " + sp.ExpiresAt.Format(timeFormat) + " but no resolver had committed; " + what + " was applied late"}}
-}
-
-func resolved(sp spawn.Spawn, outcome spawn.Outcome, now time.Time) spawn.Spawn {
-	sp.State, sp.Outcome = spawn.Resolved, outcome
-	sp.ResolvedAt = &now
-	return sp
 }
 
 func loserWarning(sp spawn.Spawn) envelope.Warning {

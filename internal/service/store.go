@@ -119,10 +119,16 @@ type EntityPut struct {
 // A spawn on an entity is written together with a write of that entity
 // (as its events are), and at most one spawn is pending on an entity: a
 // store may keep a spawn's state on its entity.
+//
+// Step is the protocol step that writes it (spawn.Apply's Transition):
+// a store maps each step to its own writes, never the shape of a Tx to
+// a step — an issue creates the spawn, a heartbeat moves its expiry, and
+// every other step resolves it.
 type SpawnPut struct {
 	Spawn         spawn.Spawn
 	Create        bool
 	PrevExpiresAt time.Time
+	Step          spawn.StepKind
 }
 
 // Expected is the stored expiry a replace is conditioned on.

@@ -231,79 +231,20 @@ func (s *core) ExpireSpawn(ctx context.Context, requestID string) (TimeoutResult
 // expire commits the timeout resolver for one spawn. won is false when the
 // spawn was already resolved (r.Outcome then names the winner) or not due.
 func (s *core) expire(ctx context.Context, requestID string) (r TimeoutResult, won bool, err error) {
-	for attempt := 0; ; attempt++ {
-		sp, err := s.spawnRecord(ctx, requestID)
-		if err != nil {
-			return r, false, err
-		}
-		r = TimeoutResult{RequestID: sp.ID, EntityID: sp.EntityID}
-		now := s.now()
-		if sp.State != spawn.Pending {
-			r.Outcome = sp.Outcome
-			return r, false, nil
-		}
-		if now.Before(sp.ExpiresAt) {
-			return r, false, nil
-		}
-		ev := s.event(ledger.EvSpawnTimeout, sp.EntityID, now)
-		ev.RequestID, ev.Outcome = sp.ID, string(spawn.TimeoutRestored)
-		ev.Detail = map[string]any{
-			"issued_at": sp.IssuedAt.Format(timeFormat), "expires_at": sp.ExpiresAt.Format(timeFormat),
-			"timed_out_at": now.Format(timeFormat), "request_kind": string(sp.Kind),
-		}
-		tx, err := s.closeTx(ctx, sp, spawn.TimeoutRestored, ev, now)
-		if err != nil {
-			return r, false, err
-		}
-		r.Restored, r.Status = tx.restored, tx.status
-		err = s.commit(ctx, tx.Tx)
-		if isCondition(err) && attempt < maxAttempts {
-			continue
-		}
-		if err != nil {
-			return r, false, storeErr(err)
-		}
-		r.Outcome = spawn.TimeoutRestored
-		return r, true, nil
+	tr, err := s.runStep(ctx, spawn.Step{Kind: spawn.StepTimeout, RequestID: requestID}, nil, nil)
+	r = TimeoutResult{RequestID: tr.Spawn.ID, EntityID: tr.Spawn.EntityID}
+	if err != nil {
+		return r, false, err
 	}
-}
-
-// closing is the write that ends a pending spawn without a callback, and
-// what it does to the entity.
-type closing struct {
-	Tx
-	restored bool
-	status   ledger.Status
-}
-
-// closeTx builds the write that ends a pending spawn without a callback —
-// a timeout, a cancel, a failed provider call: the spawn resolved with the
-// outcome, the entity's pending mark cleared and its pre-spawn status
-// restored only if nothing has moved it since the spawn did. ev is the
-// event that records it; closeTx fills in the status change.
-func (s *core) closeTx(ctx context.Context, sp spawn.Spawn, outcome spawn.Outcome, ev ledger.Event, now time.Time) (closing, error) {
-	c := closing{Tx: Tx{Spawns: []SpawnPut{{Spawn: resolved(sp, outcome, now)}}}}
-	if sp.EntityID != "" {
-		e, err := s.entity(ctx, sp.EntityID)
-		if err != nil {
-			return c, err
-		}
-		e2 := e
-		e2.PendingSpawn, e2.Version, e2.UpdatedAt = clearIf(e.PendingSpawn, sp.ID), e.Version+1, now
-		c.restored = spawn.Restores(sp, e)
-		if c.restored {
-			e2.Status = sp.PreStatus
-			ev.From, ev.To = e.Status, sp.PreStatus
-		}
-		if ev.Detail == nil {
-			ev.Detail = map[string]any{}
-		}
-		ev.Detail["restored"] = c.restored
-		c.status = e2.Status
-		c.Entities = []EntityPut{{Entity: e2, PrevVersion: e.Version}}
+	switch tr.Effect {
+	case spawn.Lost:
+		r.Outcome = tr.Outcome
+		return r, false, nil
+	case spawn.NoChange:
+		return r, false, nil
 	}
-	c.Events = []ledger.Event{ev}
-	return c, nil
+	r.Outcome, r.Restored, r.Status = spawn.TimeoutRestored, tr.Restored, tr.Status
+	return r, true, nil
 }
 
 // Spawn views for `dont spawns`.

@@ -246,19 +246,38 @@ func (s *Credentials) CheckCallback(ctx context.Context, p auth.Principal, tool 
 // authenticated caller gets here; a project made before its operator
 // action created the secret gets one now.
 func (s *core) publicRequest(ctx context.Context, req spawn.Request, withToken bool) (json.RawMessage, error) {
+	token := ""
+	if withToken {
+		var err error
+		if token, err = s.callbackToken(ctx, req.RequestID); err != nil {
+			return nil, err
+		}
+	}
+	return s.payload(req, token)
+}
+
+// callbackToken is the callback token of spawn requestID ("" when the
+// service issues none).
+func (s *core) callbackToken(ctx context.Context, requestID string) (string, error) {
+	if s.Tokens == nil {
+		return "", nil
+	}
+	keyID, secret, err := issuingSecret(ctx, s.Tokens)
+	if err != nil {
+		return "", storeErr(err)
+	}
+	// In a store shared by many projects the token names its own; with
+	// rotating secrets, also the version it is made under.
+	return auth.CallbackTokenKeyed(secret, s.Project, keyID, requestID), nil
+}
+
+// payload is req as a harness receives it, with token as its callback
+// token and every tool of the surface not allowed listed as forbidden.
+func (s *core) payload(req spawn.Request, token string) (json.RawMessage, error) {
 	if req.Context.ForbiddenTools == nil {
 		req.Context.ForbiddenTools = spawn.ForbiddenTools(req.Context.AllowedTools)
 	}
-	req.Callback.Token = ""
-	if withToken && s.Tokens != nil {
-		keyID, secret, err := issuingSecret(ctx, s.Tokens)
-		if err != nil {
-			return nil, storeErr(err)
-		}
-		// In a store shared by many projects the token names its own; with
-		// rotating secrets, also the version it is made under.
-		req.Callback.Token = auth.CallbackTokenKeyed(secret, s.Project, keyID, req.RequestID)
-	}
+	req.Callback.Token = token
 	b, err := requestJSON(req)
 	if err != nil {
 		return nil, errs.E(errs.Internal, "encode spawn request").Wrap(err)

@@ -6,8 +6,9 @@ import (
 
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/idempotency"
+	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/readmemo"
 	"github.com/dont-cli/dont/internal/spawn"
 )
 
@@ -35,7 +36,7 @@ func (s *Spawns) Resolve(ctx context.Context, in TransitionInput) (EntityView, [
 	if err := s.checkTransitionInput(in); err != nil {
 		return EntityView{}, nil, err
 	}
-	return s.callback(ctx, in)
+	return s.callback(ctx, in, idempotency.PendingFrom(ctx))
 }
 
 // Transition applies a status change that resolves no spawn; a callback,
@@ -151,93 +152,34 @@ func (s *core) cascadeStale(ctx context.Context, tx *Tx, doubted string, at time
 	return nil
 }
 
-// callback resolves a verification spawn with dismiss or trust. Exactly one
-// terminal resolver wins per request id, by commit order; a loser changes
-// nothing and is told who won.
-func (s *core) callback(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
-	var res EntityView
-	for attempt := 0; ; attempt++ {
-		sp, err := s.spawnRecord(ctx, in.RequestID)
-		if err != nil {
-			return res, nil, err
+// callback resolves a verification spawn with dismiss or trust
+// (spawn.StepCallback). Exactly one terminal resolver wins per request id,
+// by commit order; a loser changes nothing and is told who won. key is
+// the call's keyed response (nil: none).
+func (s *core) callback(ctx context.Context, in TransitionInput, key *idempotency.Pending) (EntityView, []envelope.Warning, error) {
+	step := spawn.Step{Kind: spawn.StepCallback, RequestID: in.RequestID, Actor: s.actorOf(ctx), Action: in.Action, EntityID: in.EntityID,
+		Reason: in.Reason, Evidence: in.Evidence, Direct: in.Direct}
+	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
+		sp := tr.Spawn
+		if tr.Effect == spawn.Lost {
+			// A loser changes nothing; the warning names the earlier resolution.
+			return EntityView{Entity: *tr.Current, Resolution: &Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}},
+				[]envelope.Warning{loserWarning(sp)}, nil
 		}
-		if err := s.mayActOnSpawn(ctx, sp, "resolve"); err != nil {
-			return res, nil, err
-		}
-		if sp.Kind == spawn.Guess {
-			return res, nil, errs.E(errs.SpawnMismatch, in.RequestID+" is a guess spawn; it resolves with answer").On(in.EntityID).
-				Unmet("a guess spawn resolves with answer").With("request", in.RequestID)
-		}
-		if sp.EntityID != in.EntityID {
-			return res, nil, errs.E(errs.SpawnMismatch, in.RequestID+" was issued for "+sp.EntityID+", not "+in.EntityID).On(in.EntityID).
-				Unmet("request_id names a spawn of this entity").
-				With("action", string(in.Action)).With("entity", sp.EntityID).With("request", in.RequestID)
-		}
-		if sp.State != spawn.Pending {
-			return s.alreadyResolved(ctx, sp)
-		}
-		e, err := s.entity(ctx, sp.EntityID)
-		if err != nil {
-			return res, nil, err
-		}
-		tx, e2, err := s.transitionTx(ctx, e, in)
-		if err != nil {
-			// The entity refuses the transition. If the spawn was resolved
-			// since it was read, this callback lost the race: say who won
-			// rather than blame the entity's newer status (read afresh,
-			// not from the request's memo).
-			readmemo.From(ctx).Forget()
-			if again, rerr := s.spawnRecord(ctx, sp.ID); rerr == nil && again.State != spawn.Pending {
-				return s.alreadyResolved(ctx, again)
-			}
-			return res, nil, err
-		}
-		now := s.now()
-		e2.PendingSpawn = clearIf(e2.PendingSpawn, sp.ID)
-		tx.Entities[0].Entity = e2
-		tx.Spawns = []SpawnPut{{Spawn: resolved(sp, spawn.CallbackApplied, now)}}
-		done := s.event(ledger.EvSpawnResolved, e.ID, now)
-		done.RequestID, done.Outcome, done.Direct = sp.ID, string(spawn.CallbackApplied), in.Direct
-		tx.Events = append(tx.Events, done)
-		warns := appliedLate(sp, now, "the callback")
-		res = EntityView{Entity: e2, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}
-		err = s.commitAnswering(ctx, tx, res, warns)
-		if isCondition(err) && attempt < maxAttempts {
-			res = EntityView{}
-			continue // re-read: either the spawn was resolved (we lost) or the entity moved
-		}
-		if err != nil {
-			return EntityView{}, nil, storeErr(err)
-		}
-		return res, warns, nil
+		return EntityView{Entity: *tr.Entity, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}},
+			appliedLate(tr, "the callback"), nil
 	}
-}
-
-// alreadyResolved is the answer to a callback that lost: nothing
-// changes, and the warning names the earlier resolution.
-func (s *core) alreadyResolved(ctx context.Context, sp spawn.Spawn) (EntityView, []envelope.Warning, error) {
-	w := []envelope.Warning{loserWarning(sp)}
-	e, err := s.entity(ctx, sp.EntityID)
+	tr, err := s.runStep(ctx, step, key, result)
 	if err != nil {
-		return EntityView{}, w, err
+		return EntityView{}, nil, err
 	}
-	return EntityView{Entity: e, Resolution: &Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}}, w, nil
+	r, warns, _ := result(tr)
+	return r.(EntityView), warns, nil
 }
 
-func clearIf(current, id string) string {
-	if current == id {
-		return ""
-	}
-	return current
-}
-
-// pendingVerifier is the verification spawn pending on e, if any. Doubt is
-// enforced on the agent that asked: while it is pending only its callback
-// (a dismiss or trust with its request id: Spawns.Resolve) or a person
-// moves e, so an agent whose claim is under review cannot verify it
-// itself beside its verifier; an agent's move is refused (spawn-pending).
-// expired: the spawn is past its expiry and not yet swept; the caller
-// times it out first.
+// pendingVerifier is the verification spawn pending on e that holds it
+// under review against this move (spawn.Reviewing), if any; expired: it
+// is due, and the caller times it out first.
 func (s *core) pendingVerifier(ctx context.Context, e ledger.Entity, action ledger.Action) (sp *spawn.Spawn, expired bool, err error) {
 	if e.PendingSpawn == "" {
 		return nil, false, nil
@@ -249,39 +191,25 @@ func (s *core) pendingVerifier(ctx context.Context, e ledger.Entity, action ledg
 	if err != nil {
 		return nil, false, err
 	}
-	if got.State != spawn.Pending || got.EntityID != e.ID {
-		return nil, false, nil
+	holds, expired, err := spawn.Reviewing(e, &got, s.actorOf(ctx), action, s.now())
+	if err != nil || !holds {
+		return nil, false, err
 	}
-	if !s.now().Before(got.ExpiresAt) {
-		return &got, true, nil
-	}
-	if p := s.PrincipalOf(ctx); !p.IsPerson() {
-		return nil, false, errs.E(errs.SpawnPending, e.ID+" is under review by its verification spawn "+got.ID+" (expires "+got.ExpiresAt.Format(timeFormat)+
-			"): only that spawn's callback or a person may "+string(action)+" it now").On(e.ID).
-			Unmet(UnmetUnderReview).With("request", got.ID).With("action", string(action))
-	}
-	return &got, false, nil
+	return &got, expired, nil
 }
 
 // UnmetUnderReview is the clause an agent's move of an entity under review
 // reports unmet.
-const UnmetUnderReview = "no move while its verification spawn is pending"
+const UnmetUnderReview = spawn.UnmetUnderReview
 
 // supersede adds to tx the end of the verification spawn sp that a
-// person's move of its entity overrides: the spawn resolves as cancelled
-// in the same commit (so its callback later gets the duplicate warning and
-// changes nothing, and it is no longer pending), and the entity no longer
-// names it. It returns the entity as written.
+// person's move of its entity overrides (spawn.Supersede). It returns the
+// entity as written.
 func (s *core) supersede(ctx context.Context, tx *Tx, sp spawn.Spawn, e2 ledger.Entity, action ledger.Action) ledger.Entity {
-	now := s.now()
-	e2.PendingSpawn = clearIf(e2.PendingSpawn, sp.ID)
+	done, e2, ev := spawn.Supersede(sp, e2, s.actor(ctx), action, s.now())
+	ev.ID, ev.Author = ids.New(ids.Event, ev.At), s.Author
 	tx.Entities[0].Entity = e2
-	ev := s.event(ledger.EvSpawnCancelled, sp.EntityID, now)
-	ev.RequestID, ev.Outcome = sp.ID, string(spawn.Cancelled)
-	ev.Reason = "superseded: " + s.actor(ctx) + " moved the entity (" + string(action) + ") while its verification spawn was pending"
-	ev.Detail = map[string]any{"issued_at": sp.IssuedAt.Format(timeFormat), "expires_at": sp.ExpiresAt.Format(timeFormat),
-		"cancelled_at": now.Format(timeFormat), "request_kind": string(sp.Kind), "superseded_by": string(action)}
-	tx.Spawns = append(tx.Spawns, SpawnPut{Spawn: resolved(sp, spawn.Cancelled, now)})
+	tx.Spawns = append(tx.Spawns, SpawnPut{Spawn: done, Step: spawn.StepCancel})
 	tx.Events = append(tx.Events, ev)
 	return e2
 }

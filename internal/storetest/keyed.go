@@ -9,6 +9,7 @@ import (
 	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // keyedPut is a call's response to commit with its write (service.Tx.Key)
@@ -103,7 +104,7 @@ func keyedSpawnCommitsWithItsRecord(t *testing.T, s service.Store) {
 	taken := keyedPut("tok/guess/k1", `{"ok":false}`, base)
 	other := claim(ledger.Unverified)
 	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: other}}, Key: taken}))
-	err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}},
+	err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}},
 		Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}, Key: put})
 	if !errors.Is(err, idempotency.ErrTaken) {
 		t.Fatalf("a spawn issued under a recorded key: want ErrTaken, got %v", err)
@@ -112,7 +113,7 @@ func keyedSpawnCommitsWithItsRecord(t *testing.T, s service.Store) {
 		t.Fatalf("a spawn refused for its key was applied: %+v %v", got, err)
 	}
 	put.Name = "tok/guess/k2"
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}},
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}},
 		Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}, Key: put}))
 	if rec, err := keys.Lookup(ctx, put.Name, base); err != nil || rec == nil || !rec.Done {
 		t.Fatalf("the spawn's record: %+v %v", rec, err)

@@ -117,7 +117,7 @@ func spawnPages(t *testing.T, s service.Store) {
 		} else {
 			pending = append(pending, sp.ID)
 		}
-		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
+		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
 		all = append(all, sp.ID)
 	}
 	slices.Sort(all)

@@ -155,11 +155,11 @@ func spawnPending(t *testing.T, s service.Store) {
 	issued := e
 	issued.Version, issued.PendingSpawn, issued.LastSpawn = 2, sp.ID, sp.ID
 	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: issued, PrevVersion: 1}},
-		Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
+		Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
 	again := issued
 	again.Version = 3
 	wantCondition(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: again, PrevVersion: 2}},
-		Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}), sp.ID)
+		Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}), sp.ID)
 	got, err := s.GetSpawn(ctx, sp.ID)
 	must(t, err)
 	if string(got.Request) != string(sp.Request) || got.State != spawn.Pending || !got.ExpiresAt.Equal(sp.ExpiresAt) || got.EntityID != e.ID {
@@ -171,7 +171,7 @@ func spawnPending(t *testing.T, s service.Store) {
 		e2 := issued
 		e2.Version, e2.PendingSpawn = prev+1, ""
 		return s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: prev}},
-			Spawns: []service.SpawnPut{{Spawn: done}}, Events: []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)}})
+			Spawns: []service.SpawnPut{{Spawn: done, Step: spawn.StepCallback}}, Events: []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)}})
 	}
 	must(t, resolve(spawn.CallbackApplied, 2))
 	// A second resolver, whether it read the entity before the first
@@ -212,10 +212,10 @@ func heartbeatMoves(t *testing.T, s service.Store) {
 	issued := e
 	issued.Version, issued.PendingSpawn, issued.LastSpawn = 2, sp.ID, sp.ID
 	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: issued, PrevVersion: 1}},
-		Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
+		Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
 	guess := newSpawn("", base, base.Add(time.Hour))
 	guess.Kind = spawn.Guess
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: guess, Create: true}}}))
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: guess, Create: true, Step: spawn.StepIssue}}}))
 
 	moved := sp
 	moved.ExpiresAt, moved.Request, moved.EntityVersion = base.Add(3*time.Hour), []byte(`{"request_id":"x","moved":true}`), 3
@@ -224,14 +224,14 @@ func heartbeatMoves(t *testing.T, s service.Store) {
 	// The heartbeat is conditioned on the expiry it moves: one that read
 	// another is refused.
 	wantCondition(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e3, PrevVersion: 2}},
-		Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: base.Add(2 * time.Hour)}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}), sp.ID)
+		Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: base.Add(2 * time.Hour), Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}), sp.ID)
 	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e3, PrevVersion: 2}},
-		Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: sp.ExpiresAt}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}))
+		Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: sp.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}))
 	movedGuess := guess
 	movedGuess.ExpiresAt = base.Add(3 * time.Hour)
 	hb := ev(ledger.EvSpawnHeartbeat, "")
 	hb.RequestID = guess.ID
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: movedGuess, PrevExpiresAt: guess.ExpiresAt}}, Events: []ledger.Event{hb}}))
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: movedGuess, PrevExpiresAt: guess.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{hb}}))
 
 	for _, want := range []spawn.Spawn{moved, movedGuess} {
 		got, err := s.GetSpawn(ctx, want.ID)
@@ -276,12 +276,12 @@ func heartbeatMoves(t *testing.T, s service.Store) {
 	e4stale := e3
 	e4stale.Version, e4stale.PendingSpawn = 4, ""
 	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e4stale, PrevVersion: 3}},
-		Spawns: []service.SpawnPut{{Spawn: stale}}, Events: []ledger.Event{ev(ledger.EvSpawnTimeout, e.ID)}}); !service.FailedOn(err, sp.ID) {
+		Spawns: []service.SpawnPut{{Spawn: stale, Step: spawn.StepTimeout}}, Events: []ledger.Event{ev(ledger.EvSpawnTimeout, e.ID)}}); !service.FailedOn(err, sp.ID) {
 		t.Fatalf("a timeout on the expiry before the heartbeat: want ConditionFailed on %s, got %v", sp.ID, err)
 	}
 	staleGuess := guess
 	staleGuess.State, staleGuess.Outcome = spawn.Resolved, spawn.TimeoutRestored
-	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: staleGuess}}}), guess.ID)
+	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: staleGuess, Step: spawn.StepTimeout}}}), guess.ID)
 
 	// Resolved, neither takes another heartbeat.
 	done := moved
@@ -289,22 +289,22 @@ func heartbeatMoves(t *testing.T, s service.Store) {
 	e4 := e3
 	e4.Version, e4.PendingSpawn = 4, ""
 	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e4, PrevVersion: 3}},
-		Spawns: []service.SpawnPut{{Spawn: done}}, Events: []ledger.Event{ev(ledger.EvSpawnTimeout, e.ID)}}))
+		Spawns: []service.SpawnPut{{Spawn: done, Step: spawn.StepTimeout}}, Events: []ledger.Event{ev(ledger.EvSpawnTimeout, e.ID)}}))
 	late := moved
 	late.ExpiresAt = base.Add(5 * time.Hour)
 	e5 := e4
 	e5.Version = 5
 	err = s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e5, PrevVersion: 4}},
-		Spawns: []service.SpawnPut{{Spawn: late, PrevExpiresAt: moved.ExpiresAt}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}})
+		Spawns: []service.SpawnPut{{Spawn: late, PrevExpiresAt: moved.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}})
 	if !service.FailedOn(err, sp.ID) && !service.FailedOn(err, e.ID) {
 		t.Fatalf("a heartbeat after the resolution: want ConditionFailed, got %v", err)
 	}
 	guessDone := movedGuess
 	guessDone.State, guessDone.Outcome = spawn.Resolved, spawn.CallbackApplied
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: guessDone}}}))
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: guessDone, Step: spawn.StepCallback}}}))
 	lateGuess := movedGuess
 	lateGuess.ExpiresAt = base.Add(5 * time.Hour)
-	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: lateGuess, PrevExpiresAt: movedGuess.ExpiresAt}}}), guess.ID)
+	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: lateGuess, PrevExpiresAt: movedGuess.ExpiresAt, Step: spawn.StepHeartbeat}}}), guess.ID)
 	for _, id := range []string{sp.ID, guess.ID} {
 		if got, _ := s.GetSpawn(ctx, id); got.State != spawn.Resolved {
 			t.Fatalf("a late heartbeat revived %s: %+v", id, got)
@@ -317,15 +317,15 @@ func dueSpawns(t *testing.T, s service.Store) {
 	var due []string
 	for i := 0; i < 5; i++ {
 		sp := newSpawn("", base, base.Add(time.Duration(5-i)*time.Minute))
-		must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
+		must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
 		due = append([]string{sp.ID}, due...)
 	}
 	future := newSpawn("", base, base.Add(time.Hour))
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: future, Create: true}}}))
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: future, Create: true, Step: spawn.StepIssue}}}))
 	done := newSpawn("", base, base.Add(time.Minute))
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: done, Create: true}}}))
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: done, Create: true, Step: spawn.StepIssue}}}))
 	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: done}}}))
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: done, Step: spawn.StepCallback}}}))
 
 	// The index may lag the writes (DynamoDB's global secondary indexes
 	// are eventually consistent): each read is repeated until it shows
@@ -378,7 +378,7 @@ func listSpawns(t *testing.T, s service.Store) {
 			sp.State, sp.Outcome = spawn.Resolved, spawn.TimeoutRestored
 			e.PendingSpawn = ""
 		}
-		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
+		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
 		all = append(all, sp.ID)
 	}
 	got, err := s.ListSpawns(ctx, service.SpawnFilter{})
@@ -459,7 +459,7 @@ func concurrentResolvers(t *testing.T, s service.Store) {
 	e := claim(ledger.Unverified)
 	sp := newSpawn(e.ID, base, base.Add(time.Hour))
 	e.PendingSpawn, e.LastSpawn = sp.ID, sp.ID
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
+	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
 	const n = 16
 	var wins, losses atomic.Int32
 	var wg sync.WaitGroup
@@ -473,7 +473,7 @@ func concurrentResolvers(t *testing.T, s service.Store) {
 			e2.Version, e2.Status = 2, ledger.Verified
 			err := s.Commit(ctx, service.Tx{
 				Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}},
-				Spawns:   []service.SpawnPut{{Spawn: done}},
+				Spawns:   []service.SpawnPut{{Spawn: done, Step: spawn.StepCallback}},
 				Events:   []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)},
 			})
 			switch {
@@ -611,7 +611,7 @@ func spawnKeepsItsRequester(t *testing.T, s service.Store) {
 	g := spawn.Spawn{ID: ids.New(ids.Spawn, base.Add(time.Second)), Kind: spawn.Guess, State: spawn.Pending, Mode: spawn.ModeHarness,
 		Question: "q", N: 2, IssuedAt: base, ExpiresAt: base.Add(time.Hour), RequestedBy: "harness:agent-7", Request: []byte(`{"request_id":"g"}`)}
 	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: issued, PrevVersion: 1}},
-		Spawns: []service.SpawnPut{{Spawn: sp, Create: true}, {Spawn: g, Create: true}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
+		Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}, {Spawn: g, Create: true, Step: spawn.StepIssue}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
 	want := map[string]string{sp.ID: sp.RequestedBy, g.ID: g.RequestedBy}
 	check := func(when string) {
 		t.Helper()
@@ -641,13 +641,13 @@ func spawnKeepsItsRequester(t *testing.T, s service.Store) {
 	// A heartbeat of the guess rewrites it.
 	moved := g
 	moved.ExpiresAt = base.Add(2 * time.Hour)
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: g.ExpiresAt}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, "")}}))
+	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: g.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, "")}}))
 	check("heartbeated")
 	done := sp
 	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
 	e2 := issued
 	e2.Version, e2.PendingSpawn = 3, ""
 	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 2}},
-		Spawns: []service.SpawnPut{{Spawn: done}}, Events: []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)}}))
+		Spawns: []service.SpawnPut{{Spawn: done, Step: spawn.StepCallback}}, Events: []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)}}))
 	check("resolved")
 }

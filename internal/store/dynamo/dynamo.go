@@ -757,17 +757,33 @@ func (s *Store) plan(ctx context.Context, tx service.Tx) (commitPlan, error) {
 			o = &entitySpawns{}
 			onEntity[sp.EntityID] = o
 		}
-		switch {
-		case put.Create && sp.State == spawn.Pending && o.opens == nil:
-			o.opens = &sp
-		case put.Create && sp.State != spawn.Pending && o.ended == nil:
-			o.ended = &sp
-		case !put.Create && sp.State != spawn.Pending && o.closes == nil:
-			o.closes = &put
-		case !put.Create && sp.State == spawn.Pending && o.moves == nil && o.closes == nil && o.opens == nil:
+		// Each protocol step maps to its writes (service.SpawnPut.Step).
+		switch put.Step {
+		case spawn.StepIssue:
+			if !put.Create {
+				return p, fmt.Errorf("dynamo: the issue of %s does not create it", sp.ID)
+			}
+			if sp.State != spawn.Pending && o.ended == nil {
+				o.ended = &sp // issued already resolved
+				break
+			}
+			if sp.State == spawn.Pending && o.opens == nil {
+				o.opens = &sp
+				break
+			}
+			return p, fmt.Errorf("dynamo: two spawns issued on %s in one commit", sp.EntityID)
+		case spawn.StepHeartbeat:
+			if put.Create || sp.State != spawn.Pending || o.moves != nil || o.closes != nil || o.opens != nil {
+				return p, fmt.Errorf("dynamo: a heartbeat of %s moves a pending spawn's expiry, alone on its entity", sp.ID)
+			}
 			o.moves = &put
+		case spawn.StepCallback, spawn.StepAnswer, spawn.StepCancel, spawn.StepTimeout, spawn.StepFail:
+			if put.Create || sp.State == spawn.Pending || o.closes != nil {
+				return p, fmt.Errorf("dynamo: %s of %s resolves the spawn pending on %s, once", put.Step, sp.ID, sp.EntityID)
+			}
+			o.closes = &put
 		default:
-			return p, fmt.Errorf("dynamo: unsupported spawn writes on %s in one commit (a spawn on an entity is issued, then resolved)", sp.EntityID)
+			return p, fmt.Errorf("dynamo: the write of spawn %s names no protocol step (%q)", sp.ID, put.Step)
 		}
 		if put.Create {
 			p.spawnItems = append(p.spawnItems, sp)

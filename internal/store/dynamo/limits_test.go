@@ -16,6 +16,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -58,7 +59,7 @@ func TestAChangeTooLargeForDynamoDBIsRefusedAndWritesNothing(t *testing.T) {
 		}
 		sp, e2 := newPendingOn(e)
 		sp.Request = []byte(`{"prompt":"` + incompressible(600*1024) + `"}`)
-		wantTooLarge(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}))
+		wantTooLarge(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
 		// Neither the spawn's item (written before the commit when it
 		// fits) nor the entity's change was written.
 		raw, err := newClient(nil, nil).GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
@@ -170,7 +171,7 @@ func TestListsAndTheDueIndexReadEveryPageOverOneMB(t *testing.T) {
 			t.Fatal(err)
 		}
 		sp, e2 := newPendingOn(e)
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
+		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

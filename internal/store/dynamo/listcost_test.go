@@ -61,7 +61,7 @@ func timeOut(t *testing.T, s *dynamo.Store, spawnID string) {
 	e2.Version, e2.PendingSpawn = e.Version+1, ""
 	ev := ledger.Event{ID: ids.New(ids.Event, t0), EntityID: e.ID, Kind: ledger.EvSpawnTimeout, At: t0}
 	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: e.Version}},
-		Spawns: []service.SpawnPut{{Spawn: done, PrevExpiresAt: sp.ExpiresAt}}, Events: []ledger.Event{ev}}); err != nil {
+		Spawns: []service.SpawnPut{{Spawn: done, PrevExpiresAt: sp.ExpiresAt, Step: spawn.StepCallback}}, Events: []ledger.Event{ev}}); err != nil {
 		t.Fatal(err)
 	}
 }

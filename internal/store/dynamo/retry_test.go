@@ -128,7 +128,7 @@ func pendingSpawn(t *testing.T, s service.Store) (ledger.Entity, spawn.Spawn) {
 	sp := spawn.Spawn{ID: ids.New(ids.Spawn, t0), Kind: spawn.Assume, EntityID: e.ID, State: spawn.Pending, Mode: spawn.ModeHarness,
 		PreStatus: ledger.Unverified, IssuedAt: t0, ExpiresAt: t0.Add(time.Hour), EntityVersion: 2, Request: []byte(`{"request_id":"x"}`)}
 	e.PendingSpawn = sp.ID
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}},
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}},
 		Events: []ledger.Event{{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: sp.ID, At: t0}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func resolution(e ledger.Entity, sp spawn.Spawn) service.Tx {
 	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
 	return service.Tx{
 		Entities: []service.EntityPut{{Entity: e2, PrevVersion: e.Version}},
-		Spawns:   []service.SpawnPut{{Spawn: done}},
+		Spawns:   []service.SpawnPut{{Spawn: done, Step: spawn.StepCallback}},
 		Events: []ledger.Event{
 			{ID: ids.New(ids.Event, t0), Kind: ledger.EvDismissed, EntityID: e.ID, RequestID: sp.ID, From: ledger.Unverified, To: ledger.Verified, At: t0},
 			{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnResolved, EntityID: e.ID, RequestID: sp.ID, Outcome: string(spawn.CallbackApplied), At: t0},
@@ -326,7 +326,7 @@ func TestALostIssueResponseIsAppliedOnce(t *testing.T) {
 	f.dropOnSuccess = 2
 	f.mu.Unlock()
 	before := f.count()
-	err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}},
+	err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}},
 		Events: []ledger.Event{{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: sp.ID, At: t0}}})
 	if err != nil {
 		t.Fatalf("issue with lost answers: %v", err)

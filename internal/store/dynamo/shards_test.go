@@ -31,7 +31,7 @@ func issuePending(t *testing.T, s *dynamo.Store, n int) []string {
 		sp.ID = ids.New(ids.Spawn, t0)
 		e2.PendingSpawn, e2.LastSpawn = sp.ID, sp.ID
 		sp.ExpiresAt = t0.Add(time.Hour + time.Duration(i)*time.Second)
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
+		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, sp.ID)

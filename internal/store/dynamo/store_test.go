@@ -21,6 +21,12 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) service.Store { return freshStore(t) })
 }
 
+// The spawn protocol's scenario files, through the service's executor on
+// the DynamoDB stand-in.
+func TestSpawnScenarios(t *testing.T) {
+	storetest.RunSpawnScenarios(t, func(t *testing.T) service.Store { return newStore(t) })
+}
+
 // freshStore is a store on a table of its own, deleted when t ends: an
 // index query reads what its table holds, and a table shared by the whole
 // package grows with every test (the stand-in's reads cost what it holds).
@@ -47,7 +53,7 @@ func TestASpawnPayloadIsWrittenOnce(t *testing.T) {
 	again.Request = []byte(`{"request_id":"overwritten"}`)
 	e2 := e
 	e2.Version = 2
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: again, Create: true}}}); !service.FailedOn(err, sp.ID) {
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: again, Create: true, Step: spawn.StepIssue}}}); !service.FailedOn(err, sp.ID) {
 		t.Fatalf("second create: want ConditionFailed on %s, got %v", sp.ID, err)
 	}
 	got, err := s.GetSpawn(ctx, sp.ID)
@@ -63,7 +69,7 @@ func TestASpawnPayloadIsWrittenOnce(t *testing.T) {
 	big := sp
 	big.ID, big.EntityID = ids.New(ids.Spawn, t0), other.ID
 	big.Request = []byte(`{"prompt":"` + strings.Repeat("Independently verify the claim below. ", 200) + `"}`)
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: other}}, Spawns: []service.SpawnPut{{Spawn: big, Create: true}}}); err != nil {
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: other}}, Spawns: []service.SpawnPut{{Spawn: big, Create: true, Step: spawn.StepIssue}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.GetSpawn(ctx, big.ID); string(got.Request) != string(big.Request) {
@@ -92,7 +98,7 @@ func TestASpawnItemOfAFailedIssueIsNotASpawn(t *testing.T) {
 	}
 	// The entity is untouched: a real issue still works.
 	real, e2 := newPendingOn(e)
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: real, Create: true}}}); err != nil {
+	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: real, Create: true, Step: spawn.StepIssue}}}); err != nil {
 		t.Fatal(err)
 	}
 	if list, err := s.ListSpawns(ctx, service.SpawnFilter{}); err != nil || len(list) != 1 || list[0].ID != real.ID {

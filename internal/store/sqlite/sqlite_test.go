@@ -36,6 +36,12 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) service.Store { return newStore(t) })
 }
 
+// The spawn protocol's scenario files, through the service's executor on
+// a SQLite file.
+func TestSpawnScenarios(t *testing.T) {
+	storetest.RunSpawnScenarios(t, func(t *testing.T) service.Store { return newStore(t) })
+}
+
 // The sweep reads only due rows: a range search on the partial index over
 // pending expiries, so its cost grows with the number expired.
 func TestSweepFindsDueSpawnsThroughTheExpiryIndex(t *testing.T) {
