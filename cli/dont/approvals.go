@@ -35,7 +35,8 @@ import (
 )
 
 // approvalsConfig reads the escalation settings: a question's deadline
-// (default 120s) and how recently a client must have read a session's
+// (default 120s) and the range a requester may ask for (approval_timeout_min,
+// approval_timeout_max), and how recently a client must have read a session's
 // frames to count as live (default 10s), each held to its setting's rule
 // (internal/settings), as the Lambda functions hold them. Only a person
 // sets them (config.go): DONT_APPROVAL_TIMEOUT and DONT_SUBSCRIBER_LEASE
@@ -59,6 +60,8 @@ func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service
 		setting          settings.Duration
 		dst              *time.Duration
 	}{{settings.EnvApprovalTimeout, settings.KeyApprovalTimeout, file.ApprovalTimeout, settings.ApprovalTimeout, &cfg.Timeout},
+		{settings.EnvApprovalTimeoutMin, settings.KeyApprovalTimeoutMin, file.ApprovalTimeoutMin, settings.ApprovalTimeoutMin, &cfg.TimeoutMin},
+		{settings.EnvApprovalTimeoutMax, settings.KeyApprovalTimeoutMax, file.ApprovalTimeoutMax, settings.ApprovalTimeoutMax, &cfg.TimeoutMax},
 		{settings.EnvSubscriberLease, settings.KeySubscriberLease, file.SubscriberLease, settings.SubscriberLease, &cfg.Lease}} {
 		var d time.Duration
 		var err error

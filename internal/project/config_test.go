@@ -215,3 +215,34 @@ func TestWorkspaceRulesCountOnlyWhileTrustedAndAfterThePersons(t *testing.T) {
 		t.Fatalf("trusted: %+v %v", s.Config.Rules, err)
 	}
 }
+
+func TestAnAgentThatWritesTheWorkspaceConfigCannotWidenTheDeadlineRange(t *testing.T) {
+	p, d := workspace(t, "approval_timeout_max = \"720h\"\napproval_timeout_min = \"1s\"\n")
+	s, _, err := project.LoadSettings(p, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config.ApprovalTimeoutMax != "" || s.Config.ApprovalTimeoutMin != "" {
+		t.Fatalf("an untrusted workspace config set the deadline range: %+v", s.Config)
+	}
+	if want := []string{settings.KeyApprovalTimeoutMin, settings.KeyApprovalTimeoutMax}; !slices.Equal(s.Untrusted, want) {
+		t.Fatalf("untrusted: got %v, want %v", s.Untrusted, want)
+	}
+	// The person's own config sets it, and wins over a trusted workspace's.
+	writePersonConfig(t, d, "approval_timeout_max = \"15m\"\n", 0o600)
+	l, err := project.LoadLayers(p, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := project.Trust(l); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err = project.LoadSettings(p, d, true)
+	if err != nil || s.Config.ApprovalTimeoutMax != "15m" || s.From[settings.KeyApprovalTimeoutMax] != settings.SourcePersonConfig ||
+		s.Config.ApprovalTimeoutMin != "1s" {
+		t.Fatalf("person's maximum, trusted workspace's minimum: %+v %v", s, err)
+	}
+	if tr := s.Config.TrustRelevant(); tr.ApprovalTimeoutMax != "15m" || tr.ApprovalTimeoutMin != "1s" {
+		t.Fatalf("dont config trust would not show the range: %+v", tr)
+	}
+}

@@ -39,9 +39,13 @@ type Config struct {
 	// frames for it to be answerable (DONT_APPROVAL_TIMEOUT,
 	// DONT_SUBSCRIBER_LEASE).
 	ApprovalTimeout string `toml:"approval_timeout,omitempty"`
-	SubscriberLease string `toml:"subscriber_lease,omitempty"`
-	LLM             LLM    `toml:"llm,omitempty"`
-	Hooks           Hooks  `toml:"hooks,omitempty"`
+	// ApprovalTimeoutMin and ApprovalTimeoutMax bound the deadline a
+	// requester may ask for (approvals.DeadlineRange).
+	ApprovalTimeoutMin string `toml:"approval_timeout_min,omitempty"`
+	ApprovalTimeoutMax string `toml:"approval_timeout_max,omitempty"`
+	SubscriberLease    string `toml:"subscriber_lease,omitempty"`
+	LLM                LLM    `toml:"llm,omitempty"`
+	Hooks              Hooks  `toml:"hooks,omitempty"`
 	// Agents are `dont spawns run`'s agent profiles ([agents.<name>]).
 	Agents map[string]Agent `toml:"agents,omitempty"`
 	// Rules are the person's approval rules ([[rules]]): answered before a

@@ -88,6 +88,10 @@ type Approvals struct {
 	Store ApprovalStore
 	// Timeout is a question's deadline (approvals.DefaultTimeout if zero).
 	Timeout time.Duration
+	// TimeoutMin and TimeoutMax bound the deadline a requester may ask
+	// for (approvals.DeadlineRange: 30 s and Timeout if zero). Person-only
+	// settings, like Timeout.
+	TimeoutMin, TimeoutMax time.Duration
 	// Lease is how recently a client must have read a session's frames to
 	// count as a live subscriber (DefaultSubscriberLease if zero).
 	Lease time.Duration
@@ -300,6 +304,10 @@ type EscalateInput struct {
 	Preview   string // the command, as the approver will see it
 	Requester string // who asks (an author name; a token id over HTTP)
 	NoWait    bool
+	// Deadline is how long the requester asks the question to stay open
+	// (0: the person's default); it must lie in the person's range
+	// (questionTimeout).
+	Deadline time.Duration
 }
 
 type askedKey struct{}
@@ -328,6 +336,10 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 	if err := checkEscalateInput(in); err != nil {
 		return res, nil, err
 	}
+	timeout, err := s.questionTimeout(in.Deadline)
+	if err != nil {
+		return res, nil, err
+	}
 	in.Requester = s.by(ctx, in.Requester)
 	ses, err := s.session(ctx, st, in.SessionID)
 	if err != nil {
@@ -349,7 +361,7 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		}
 		// 2. The person's rules answer before a person is asked.
 		if v, ok := s.Approvals.Rules.Decide(in.Preview, in.To); ok && v.Decision != rules.Ask {
-			return s.answerByRule(ctx, st, ses, in, call, v)
+			return s.answerByRule(ctx, st, ses, in, call, v, timeout)
 		}
 		// 3. A question needs someone who can answer it.
 		last, err := s.lastRead(ctx, st, ses.ID)
@@ -363,7 +375,7 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		now := s.now()
 		a = approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 			To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
-			State: approvals.Pending, CreatedAt: now, Deadline: now.Add(s.approvalTimeout())}
+			State: approvals.Pending, CreatedAt: now, Deadline: now.Add(timeout)}
 		q := approvals.RequestFrame(a)
 		err = st.CreateApproval(ctx, a, &q)
 		if FailedOn(err, in.CallID) && attempt < 3 {
@@ -398,11 +410,11 @@ const RuleAuthor = "rule:"
 // other), and settles it at once by the rule: approved by an allow rule,
 // refused by a forbid rule, announced with its ending frame. The
 // requester receives the verdict as from a person.
-func (s *core) answerByRule(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, v rules.Verdict) (ApprovalView, []envelope.Warning, error) {
+func (s *core) answerByRule(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, v rules.Verdict, timeout time.Duration) (ApprovalView, []envelope.Warning, error) {
 	now := s.now()
 	a := approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 		To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
-		State: approvals.Pending, CreatedAt: now, Deadline: now.Add(s.approvalTimeout())}
+		State: approvals.Pending, CreatedAt: now, Deadline: now.Add(timeout)}
 	q := approvals.RequestFrame(a)
 	if err := st.CreateApproval(ctx, a, &q); err != nil {
 		return ApprovalView{}, nil, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseChannelError, err)

@@ -32,7 +32,11 @@ const (
 	EnvSpawnMaxLease   = "DONT_SPAWN_MAX_LEASE"
 	KeySpawnMaxLease   = "spawn_max_lease" // in .dont/config.toml
 	EnvApprovalTimeout = "DONT_APPROVAL_TIMEOUT"
-	EnvSubscriberLease = "DONT_SUBSCRIBER_LEASE"
+	// EnvApprovalTimeoutMin and EnvApprovalTimeoutMax bound the deadline
+	// a requester may ask for (approval_timeout_min, approval_timeout_max).
+	EnvApprovalTimeoutMin = "DONT_APPROVAL_TIMEOUT_MIN"
+	EnvApprovalTimeoutMax = "DONT_APPROVAL_TIMEOUT_MAX"
+	EnvSubscriberLease    = "DONT_SUBSCRIBER_LEASE"
 )
 
 // DefaultSpawnTimeout is the spawn timeout of a project that sets none.
@@ -56,6 +60,14 @@ var (
 	// ApprovalTimeout is an escalation question's deadline
 	// (DONT_APPROVAL_TIMEOUT).
 	ApprovalTimeout = Duration{Example: "120s"}
+	// ApprovalTimeoutMin is the shortest deadline a requester may ask for
+	// (approval_timeout_min, DONT_APPROVAL_TIMEOUT_MIN; default 30s, or
+	// approval_timeout if shorter).
+	ApprovalTimeoutMin = Duration{Max: 720 * time.Hour, Example: "30s"}
+	// ApprovalTimeoutMax is the longest deadline a requester may ask for
+	// (approval_timeout_max, DONT_APPROVAL_TIMEOUT_MAX; default
+	// approval_timeout).
+	ApprovalTimeoutMax = Duration{Max: 720 * time.Hour, Example: "15m"}
 	// SubscriberLease is how recently a reader of a session's frames makes
 	// it watched (DONT_SUBSCRIBER_LEASE).
 	SubscriberLease = Duration{Example: "10s"}

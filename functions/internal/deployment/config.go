@@ -102,6 +102,9 @@ type Config struct {
 	Projects []string
 	// ApprovalTimeout is a question's deadline (0: the service's 120 s).
 	ApprovalTimeout time.Duration
+	// ApprovalTimeoutMin and ApprovalTimeoutMax bound the deadline a
+	// requester may ask for (0: the service's 30 s and ApprovalTimeout).
+	ApprovalTimeoutMin, ApprovalTimeoutMax time.Duration
 	// SubscriberLease is how recently a reader of a session's frames
 	// makes it watched (0: the service's default).
 	SubscriberLease time.Duration
@@ -179,7 +182,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		env     string
 		setting settings.Duration
 		dst     *time.Duration
-	}{{EnvSpawnTimeout, settings.SpawnTimeout, &c.SpawnTimeout}, {settings.EnvSpawnMaxLease, settings.SpawnMaxLease, &c.SpawnMaxLease}, {EnvApprovalTimeout, settings.ApprovalTimeout, &c.ApprovalTimeout}, {EnvSubscriberLease, settings.SubscriberLease, &c.SubscriberLease},
+	}{{EnvSpawnTimeout, settings.SpawnTimeout, &c.SpawnTimeout}, {settings.EnvSpawnMaxLease, settings.SpawnMaxLease, &c.SpawnMaxLease}, {EnvApprovalTimeout, settings.ApprovalTimeout, &c.ApprovalTimeout}, {settings.EnvApprovalTimeoutMin, settings.ApprovalTimeoutMin, &c.ApprovalTimeoutMin}, {settings.EnvApprovalTimeoutMax, settings.ApprovalTimeoutMax, &c.ApprovalTimeoutMax},
+		{EnvSubscriberLease, settings.SubscriberLease, &c.SubscriberLease},
 		{EnvApprovalPoll, settings.ApprovalPoll, &c.ApprovalPoll}, {EnvFrameRetention, settings.FrameRetention, &c.FrameRetention}} {
 		v := getenv(d.env)
 		if strings.TrimSpace(v) == "" {
