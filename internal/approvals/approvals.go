@@ -180,6 +180,9 @@ type Approval struct {
 	State     State     `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
 	Deadline  time.Time `json:"deadline"`
+	// RemindAt, if set, is when the second line is told of the question
+	// if nobody has answered it by then (ReminderAt).
+	RemindAt *time.Time `json:"remind_at,omitempty"`
 
 	Verdict    Verdict    `json:"verdict,omitempty"`
 	Cause      Cause      `json:"cause,omitempty"`
