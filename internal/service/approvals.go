@@ -71,6 +71,15 @@ type ApprovalStore interface {
 	// DueApprovals returns up to limit pending approvals whose deadline is
 	// at or before now, earliest first; its cost follows the number due.
 	DueApprovals(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error)
+	// DueReminders returns up to limit pending questions whose reminder
+	// (approvals.Approval.RemindAt) is due at now and not yet sent,
+	// earliest first; its cost follows the number due.
+	DueReminders(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error)
+	// SendReminder marks a's reminder sent and queues its approval.reminder
+	// message (hooks.OfReminder at at) in one conditional write, only if a
+	// is still pending and its reminder unsent (ConditionFailed on a.ID
+	// otherwise): a question is reminded of once, however many race.
+	SendReminder(ctx context.Context, a approvals.Approval, at time.Time) error
 	// Unannounced returns up to limit asked, resolved approvals whose
 	// ending frame has not been appended, oldest first.
 	Unannounced(ctx context.Context, limit int) ([]approvals.Approval, error)

@@ -40,6 +40,8 @@ func RunApprovals(t *testing.T, open ApprovalFixture) {
 		{"concurrent announcers: exactly one ending frame", concurrentAnnouncers},
 		{"concurrent askers for one call: exactly one question", concurrentAskers},
 		{"concurrent questions in one session get gap-free cursors", concurrentCursors},
+		{"a question's reminder is due at its moment, only while the question is open", remindersDue},
+		{"concurrent reminders of one question on separate handles: exactly one is sent", concurrentReminders},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -503,4 +505,82 @@ func approvalIDs(as []approvals.Approval) []string {
 		out[i] = a.ID
 	}
 	return out
+}
+
+// withReminder is a question asked at base, reminded of at half its
+// two-minute deadline.
+func withReminder(t *testing.T, s service.ApprovalStore, ses approvals.Session, call string) approvals.Approval {
+	t.Helper()
+	a, f := newQuestion(ses, call, base.Add(approvals.DefaultTimeout))
+	a.RemindAt = approvals.ReminderAt(a.CreatedAt, a.Deadline, 0.5)
+	must(t, s.CreateApproval(context.Background(), a, f))
+	return a
+}
+
+func remindersDue(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+	ctx := context.Background()
+	ses := newSession(t, s, approvals.ReadOnly)
+	a := withReminder(t, s, ses, "c1")
+	b := withReminder(t, s, ses, "c2")
+	ask(t, s, ses, "c3") // no reminder
+	at := *a.RemindAt
+	if due, err := s.DueReminders(ctx, at.Add(-time.Millisecond), 10); err != nil || len(due) != 0 {
+		t.Fatalf("due before their moment: %v %v", approvalIDs(due), err)
+	}
+	due, err := s.DueReminders(ctx, at, 10)
+	must(t, err)
+	if len(due) != 2 || due[0].RemindAt == nil || !due[0].RemindAt.Equal(at) {
+		t.Fatalf("due at their moment: %+v", due)
+	}
+	if one, err := s.DueReminders(ctx, at, 1); err != nil || len(one) != 1 {
+		t.Fatalf("limit 1: %v %v", approvalIDs(one), err)
+	}
+	// An answered question is reminded of no more; its reminder cannot be sent.
+	must(t, s.ResolveApproval(ctx, resolveAs(b, "no")))
+	due, err = s.DueReminders(ctx, at, 10)
+	must(t, err)
+	if len(due) != 1 || due[0].ID != a.ID {
+		t.Fatalf("due after %s was answered: %v", b.ID, approvalIDs(due))
+	}
+	wantCondition(t, s.SendReminder(ctx, b, at), b.ID)
+	// Sent, it is due no more, and cannot be sent again.
+	must(t, s.SendReminder(ctx, a, at))
+	if due, err := s.DueReminders(ctx, at.Add(time.Minute), 10); err != nil || len(due) != 0 {
+		t.Fatalf("due after it was sent: %v %v", approvalIDs(due), err)
+	}
+	wantCondition(t, s.SendReminder(ctx, a, at), a.ID)
+}
+
+func concurrentReminders(t *testing.T, s service.ApprovalStore, another func() service.ApprovalStore) {
+	ctx := context.Background()
+	ses := newSession(t, s, approvals.ReadOnly)
+	for round := 0; round < 3; round++ {
+		a := withReminder(t, s, ses, fmt.Sprintf("c%d", round))
+		hs := handles(s, another, 12)
+		errs := make([]error, len(hs))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, h := range hs {
+			wg.Add(1)
+			go func(i int, h service.ApprovalStore) {
+				defer wg.Done()
+				<-start
+				errs[i] = h.SendReminder(ctx, a, *a.RemindAt)
+			}(i, h)
+		}
+		close(start)
+		wg.Wait()
+		sent := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				sent++
+			case !service.FailedOn(err, a.ID):
+				t.Fatalf("round %d: reminder %d: %v", round, i, err)
+			}
+		}
+		if sent != 1 {
+			t.Fatalf("round %d: %d reminders sent, want exactly 1", round, sent)
+		}
+	}
 }

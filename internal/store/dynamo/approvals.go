@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/service"
 )
@@ -39,6 +40,12 @@ import (
 //     open or granted question of the call) and one pointer per approval
 //     of the call, so that listing a call's records (which every
 //     escalation does) reads that call only.
+//   - A question with a reminder (RemindAt) has a reminder item, put with
+//     it and in the index under P#<p>#APR#remind by its remind_at, holding
+//     the question as asked. Sending the reminder deletes the item,
+//     conditioned on its existence and on the question being pending, in
+//     the transaction that queues the message: once per question, however
+//     many sweepers race. Resolving the question deletes it too.
 //   - Frames may carry ttl (SetFrameRetention), which lets DynamoDB delete
 //     old frames. A deadline is never decided by TTL: it is the approval's
 //     deadline, swept through the index and by the timeout queue.
@@ -68,6 +75,8 @@ func (s *Store) framePK(session string) string  { return s.prefix + "FR#" + sess
 func (s *Store) leasePK(session string) string  { return s.prefix + "SUB#" + session }
 func (s *Store) dueApprovalsPK() string         { return s.prefix + "APR#due" }
 func (s *Store) unannouncedApprovalsPK() string { return s.prefix + "APR#unannounced" }
+func (s *Store) reminderPK() string             { return s.prefix + "REM" }
+func (s *Store) dueRemindersPK() string         { return s.prefix + "APR#remind" }
 func cursorKey(c int64) string                  { return fmt.Sprintf("%012d", c) }
 
 // SetFrameRetention makes every frame this store appends from now on
@@ -233,6 +242,12 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 	if err != nil {
 		return err
 	}
+	var rem map[string]types.AttributeValue
+	if a.Asked && a.State == approvals.Pending && a.RemindAt != nil {
+		rem = key(s.reminderPK(), a.ID)
+		rem["doc"] = it["doc"]
+		rem[PendingKey], rem[ExpiresAtKey] = str(s.dueRemindersPK()), str(timeText(*a.RemindAt))
+	}
 	build := func(context.Context) (writeSet, error) {
 		var w writeSet
 		w.addOutbox(outbox)
@@ -242,6 +257,9 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 		pointer := key(s.callPK(a.CallID), a.ID)
 		pointer["ses"] = str(a.SessionID)
 		w.add("", types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: pointer}})
+		if rem != nil {
+			w.add("", types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: rem}})
+		}
 		if a.State == approvals.Pending || a.Verdict == approvals.Approved {
 			w.add(a.CallID, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.table),
 				Key:                       key(s.callPK(a.CallID), callLockKey),
@@ -455,6 +473,9 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 			ExpressionAttributeNames:  map[string]string{"#h": "h"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(a.ID)}}})
 	}
+	if a.State != approvals.Pending && a.RemindAt != nil {
+		w.add("", types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(s.reminderPK(), a.ID)}})
+	}
 	err = s.announced(ctx, outbox, s.commitSet(ctx, w))
 	if service.FailedOn(err, lockOwner) {
 		return fmt.Errorf("dynamo: the lock of call %q is not held by pending approval %s", a.CallID, a.ID)
@@ -560,6 +581,39 @@ func (s *Store) LastRead(ctx context.Context, sessionID string) (time.Time, erro
 // resolves each one with a write conditioned on it still being pending.
 func (s *Store) DueApprovals(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error) {
 	return s.indexedApprovals(ctx, s.dueApprovalsPK(), timeText(now), limit)
+}
+
+// DueReminders implements service.ApprovalStore by reading the index
+// range gsi1pk = P#<p>#APR#remind AND expires_at <= now: only unsent
+// reminders are there, so the read is O(due). The index lags; SendReminder
+// is conditioned on what it reads.
+func (s *Store) DueReminders(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error) {
+	return s.indexedApprovals(ctx, s.dueRemindersPK(), timeText(now), limit)
+}
+
+// SendReminder implements service.ApprovalStore: the reminder item's
+// delete (conditioned on its existence), a check that the question is
+// pending and the message's outbox items are one TransactWriteItems.
+func (s *Store) SendReminder(ctx context.Context, a approvals.Approval, at time.Time) error {
+	m, ok := hooks.OfReminder(a, at)
+	var msgs []hooks.Message
+	if ok {
+		msgs = []hooks.Message{m}
+	}
+	outbox, err := s.outbox(ctx, msgs)
+	if err != nil {
+		return err
+	}
+	var w writeSet
+	w.add(a.ID, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(s.reminderPK(), a.ID),
+		ConditionExpression:      aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey}}})
+	w.add(a.ID, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: aws.String(s.table), Key: key(s.approvalPK(), a.ID),
+		ConditionExpression:       aws.String("#st = :pending"),
+		ExpressionAttributeNames:  map[string]string{"#st": "st"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending))}}})
+	w.addOutbox(outbox)
+	return s.announced(ctx, outbox, s.commitSet(ctx, w))
 }
 
 // Unannounced implements service.ApprovalStore through the index
