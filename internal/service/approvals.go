@@ -101,6 +101,10 @@ type Approvals struct {
 	// for (approvals.DeadlineRange: 30 s and Timeout if zero). Person-only
 	// settings, like Timeout.
 	TimeoutMin, TimeoutMax time.Duration
+	// RemindAt is the person's share of a question's deadline (0 < RemindAt
+	// < 1; 0: no reminders) after which, if nobody has answered, the hooks
+	// that hear approval.reminder are told once (approvalreminder.go).
+	RemindAt float64
 	// Lease is how recently a client must have read a session's frames to
 	// count as a live subscriber (DefaultSubscriberLease if zero).
 	Lease time.Duration
@@ -385,6 +389,7 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		a = approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 			To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
 			State: approvals.Pending, CreatedAt: now, Deadline: now.Add(timeout)}
+		a.RemindAt = s.reminderAt(now, a.Deadline)
 		q := approvals.RequestFrame(a)
 		err = st.CreateApproval(ctx, a, &q)
 		if FailedOn(err, in.CallID) && attempt < 3 {
@@ -592,6 +597,7 @@ func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, can
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	<-poll.C
+	reminded := false
 	for {
 		a, err := st.GetApproval(ctx, id)
 		if err != nil && ctx.Err() == nil {
@@ -613,6 +619,12 @@ func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, can
 			return withWarnings(s.verdictResult(ctx, st, a))
 		}
 		now := s.now()
+		if err == nil && !reminded && approvals.NeedsReminder(a, now) {
+			// The requester is a sweeper of its own question too; a failure
+			// here is left to the next sweep.
+			_, rerr := s.remind(ctx, st, a, now)
+			reminded = rerr == nil
+		}
 		if err == nil && approvals.Expired(a, now) {
 			ended, _, w := s.settle(ctx, st, a, approvals.Decision{Verdict: approvals.TimedOut, Cause: approvals.CauseDeadline}, now)
 			warns = append(warns, w...)
@@ -624,6 +636,9 @@ func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, can
 		wait := s.approvalPoll()
 		if err == nil {
 			wait = min(wait, approvals.Remaining(a, now)+time.Millisecond)
+			if !reminded && a.RemindAt != nil && now.Before(*a.RemindAt) {
+				wait = min(wait, a.RemindAt.Sub(now))
+			}
 		}
 		poll.Reset(wait)
 		select {
@@ -996,6 +1011,8 @@ type ApprovalSweep struct {
 	TimedOut []string `json:"timed_out"`
 	// Announced lists endings whose missing frame this sweep appended.
 	Announced []string `json:"announced"`
+	// Reminded lists questions whose reminder this sweep sent.
+	Reminded []string `json:"reminded,omitempty"`
 	// Warnings name the due questions this sweep could not end and the
 	// endings it could not announce, with why: a sweep that could not do
 	// its work says so rather than report nothing due.
@@ -1026,6 +1043,14 @@ func (s *core) SweepApprovals(ctx context.Context, limit int) (ApprovalSweep, er
 		}
 		rep.Warnings = append(rep.Warnings, warns...)
 	}
+	// Reminders after deadlines: a question at its deadline ends, and is
+	// not reminded of.
+	reminded, warns, err := s.sweepReminders(ctx, st, now, limit)
+	if err != nil {
+		return rep, err
+	}
+	rep.Reminded = reminded
+	rep.Warnings = append(rep.Warnings, warns...)
 	missing, err := st.Unannounced(ctx, limit)
 	if err != nil {
 		return rep, storeErr(err)
@@ -1054,7 +1079,7 @@ func (s *core) sweepApprovalsQuietly(ctx context.Context, limit int) (*ApprovalS
 		rep.Warnings = append(rep.Warnings, envelope.Warning{Code: envelope.WarnSweepFailed,
 			Message: "the questions' part of the sweep failed: " + errs.As(err).Message + "; the next sweep, or an answer, ends a due question"})
 	}
-	if len(rep.TimedOut)+len(rep.Announced) == 0 {
+	if len(rep.TimedOut)+len(rep.Announced)+len(rep.Reminded) == 0 {
 		return nil, rep.Warnings
 	}
 	return &rep, rep.Warnings
