@@ -81,6 +81,21 @@ func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service
 		}
 		*v.dst = d
 	}
+	// The reminder's share of the deadline, by the same sources.
+	var share float64
+	var err error
+	switch v := a.personEnv(settings.EnvApprovalRemindAt); {
+	case v != "":
+		share, err = settings.ShareFromSource(settings.EnvApprovalRemindAt, v)
+	case file.ApprovalRemindAt != "":
+		share, err = settings.ShareFromSource(settings.KeyApprovalRemindAt, string(file.ApprovalRemindAt))
+	}
+	if err != nil && strict {
+		return cfg, err
+	}
+	if err == nil {
+		cfg.RemindAt = share
+	}
 	return cfg, nil
 }
 

@@ -246,3 +246,22 @@ func TestAnAgentThatWritesTheWorkspaceConfigCannotWidenTheDeadlineRange(t *testi
 		t.Fatalf("dont config trust would not show the range: %+v", tr)
 	}
 }
+
+func TestAnAgentThatWritesTheWorkspaceConfigCannotSetTheReminderShare(t *testing.T) {
+	p, d := workspace(t, "approval_remind_at = 0.01\n")
+	s, _, err := project.LoadSettings(p, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config.ApprovalRemindAt != "" || !slices.Equal(s.Untrusted, []string{settings.KeyApprovalRemindAt}) {
+		t.Fatalf("an untrusted workspace config set the reminder: %+v untrusted %v", s.Config, s.Untrusted)
+	}
+	// The person's own, bare or quoted.
+	for _, v := range []string{"0.5", "\"0.5\""} {
+		writePersonConfig(t, d, "approval_remind_at = "+v+"\n", 0o600)
+		s, _, err = project.LoadSettings(p, d, true)
+		if err != nil || s.Config.ApprovalRemindAt != "0.5" || s.From[settings.KeyApprovalRemindAt] != settings.SourcePersonConfig {
+			t.Fatalf("person's approval_remind_at = %s: %+v %v", v, s.Config, err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
@@ -43,9 +44,13 @@ type Config struct {
 	// requester may ask for (approvals.DeadlineRange).
 	ApprovalTimeoutMin string `toml:"approval_timeout_min,omitempty"`
 	ApprovalTimeoutMax string `toml:"approval_timeout_max,omitempty"`
-	SubscriberLease    string `toml:"subscriber_lease,omitempty"`
-	LLM                LLM    `toml:"llm,omitempty"`
-	Hooks              Hooks  `toml:"hooks,omitempty"`
+	// ApprovalRemindAt is the share of a question's deadline after which
+	// the second line is reminded (settings.KeyApprovalRemindAt), as
+	// written: 0.5 or "0.5".
+	ApprovalRemindAt Share  `toml:"approval_remind_at,omitempty"`
+	SubscriberLease  string `toml:"subscriber_lease,omitempty"`
+	LLM              LLM    `toml:"llm,omitempty"`
+	Hooks            Hooks  `toml:"hooks,omitempty"`
 	// Agents are `dont spawns run`'s agent profiles ([agents.<name>]).
 	Agents map[string]Agent `toml:"agents,omitempty"`
 	// Rules are the person's approval rules ([[rules]]): answered before a
@@ -335,4 +340,23 @@ func (c Config) Timeout(env string) (time.Duration, error) {
 		return settings.SpawnTimeout.FromConfig(settings.KeySpawnTimeout, c.SpawnTimeout)
 	}
 	return settings.DefaultSpawnTimeout, nil
+}
+
+// Share is a number a config file may write bare (0.5) or quoted ("0.5"),
+// kept as text; settings.ParseShare reads it.
+type Share string
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (s *Share) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case string:
+		*s = Share(v)
+	case float64:
+		*s = Share(strconv.FormatFloat(v, 'g', -1, 64))
+	case int64:
+		*s = Share(strconv.FormatInt(v, 10))
+	default:
+		return fmt.Errorf("a share of the deadline is a number such as 0.5, got %v", v)
+	}
+	return nil
 }

@@ -139,8 +139,12 @@ func TestTheWaitingRequesterSendsTheReminderWhenNobodySweeps(t *testing.T) {
 		done <- err
 	}()
 	// Wait for the question, then move the clock past its reminder.
+	limit := time.Now().Add(30 * time.Second) // a bound, not a sleep: the test fails rather than hang
 	var a approvals.Approval
 	for a.ID == "" {
+		if time.Now().After(limit) {
+			t.Fatal("the question was never asked")
+		}
 		list, err := e.svc.Escalations.List(ctx, service.ApprovalQuery{SessionID: ses})
 		if err != nil {
 			t.Fatal(err)
@@ -151,6 +155,9 @@ func TestTheWaitingRequesterSendsTheReminderWhenNobodySweeps(t *testing.T) {
 	}
 	e.clock.Advance(approvals.DefaultTimeout / 2)
 	for reminders() == 0 {
+		if time.Now().After(limit) {
+			t.Fatal("the waiting requester never sent the reminder")
+		}
 		select {
 		case err := <-done:
 			t.Fatalf("the requester stopped before reminding: %v", err)

@@ -79,6 +79,38 @@ var (
 	FrameRetention = Duration{Off: true, Example: "720h"}
 )
 
+// EnvApprovalRemindAt and KeyApprovalRemindAt are the share of a
+// question's deadline after which, if nobody has answered, the hooks that
+// hear approval.reminder are told (0 < share < 1; unset: no reminders).
+// A person-only setting: an agent that set it could silence the second
+// line, or page it at once.
+const (
+	EnvApprovalRemindAt = "DONT_APPROVAL_REMIND_AT"
+	KeyApprovalRemindAt = "approval_remind_at"
+)
+
+// ParseShare reads a share of a deadline: a number strictly between 0
+// and 1 ("0.5"), or reports false.
+func ParseShare(v string) (float64, bool) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(f > 0 && f < 1) {
+		return 0, false
+	}
+	return f, true
+}
+
+// ShareFromSource reads the share named name (a variable or a config key);
+// a bad value is config-invalid, and the remediation sets a good one.
+func ShareFromSource(name, v string) (float64, error) {
+	f, ok := ParseShare(v)
+	if !ok {
+		return 0, errs.E(errs.ConfigInvalid, name+" must be a number between 0 and 1 (such as 0.5, half the deadline), got "+strconv.Quote(v),
+			errs.Step{Command: KeyApprovalRemindAt + " = 0.5  # in your own ~/.config/dont/config.toml", Description: "remind the second line halfway to the deadline, or remove it for no reminders"}).
+			Unmet("0 < " + name + " < 1")
+	}
+	return f, nil
+}
+
 // Parse reads v (surrounding space ignored), or reports false when it is
 // not a value of d.
 func (d Duration) Parse(v string) (time.Duration, bool) {

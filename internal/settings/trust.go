@@ -38,7 +38,7 @@ const (
 // PersonOnlyEnv are the environment variables of trust-relevant settings:
 // a process with a harness signal never sets them.
 var PersonOnlyEnv = []string{
-	EnvApprovalTimeout, EnvApprovalTimeoutMin, EnvApprovalTimeoutMax, EnvSubscriberLease, EnvPublicURL, EnvHooksAllowPrivate,
+	EnvApprovalTimeout, EnvApprovalTimeoutMin, EnvApprovalTimeoutMax, EnvApprovalRemindAt, EnvSubscriberLease, EnvPublicURL, EnvHooksAllowPrivate,
 	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling,
 }
 

@@ -105,6 +105,9 @@ type Config struct {
 	// ApprovalTimeoutMin and ApprovalTimeoutMax bound the deadline a
 	// requester may ask for (0: the service's 30 s and ApprovalTimeout).
 	ApprovalTimeoutMin, ApprovalTimeoutMax time.Duration
+	// ApprovalRemindAt is the share of a question's deadline after which
+	// the second line is reminded (0: no reminders).
+	ApprovalRemindAt float64
 	// SubscriberLease is how recently a reader of a session's frames
 	// makes it watched (0: the service's default).
 	SubscriberLease time.Duration
@@ -194,6 +197,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return c, err
 		}
 		*d.dst = dur
+	}
+	if v := getenv(settings.EnvApprovalRemindAt); strings.TrimSpace(v) != "" {
+		share, err := settings.ShareFromSource(settings.EnvApprovalRemindAt, v)
+		if err != nil {
+			return c, err
+		}
+		c.ApprovalRemindAt = share
 	}
 	// Off unless named: every announced event on the bus costs a write
 	// more per commit and a PutEvents entry (docs/aws-cost.md).
