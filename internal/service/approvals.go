@@ -71,6 +71,12 @@ type ApprovalStore interface {
 	// DueApprovals returns up to limit pending approvals whose deadline is
 	// at or before now, earliest first; its cost follows the number due.
 	DueApprovals(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error)
+	// RecordFirstApproval stores a's first approval (a two-person question
+	// that stays pending: approvals.Resolve), only if a is still pending,
+	// is the question a was decided on, and has no first approval yet
+	// (ConditionFailed on a.ID otherwise): of two approvers racing to be
+	// first, one is, and the other's approval is the second.
+	RecordFirstApproval(ctx context.Context, a approvals.Approval) error
 	// DueReminders returns up to limit pending questions whose reminder
 	// (approvals.Approval.RemindAt) is due at now and not yet sent,
 	// earliest first; its cost follows the number due.
@@ -105,6 +111,10 @@ type Approvals struct {
 	// < 1; 0: no reminders) after which, if nobody has answered, the hooks
 	// that hear approval.reminder are told once (approvalreminder.go).
 	RemindAt float64
+	// TwoPersonFrom is the person's two-person rule: a question for this
+	// tier or a wider one is approved only by two different approvers
+	// (approvaltwoperson.go; unset: one approval decides).
+	TwoPersonFrom approvals.TwoPersonFrom
 	// Lease is how recently a client must have read a session's frames to
 	// count as a live subscriber (DefaultSubscriberLease if zero).
 	Lease time.Duration
@@ -390,6 +400,7 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 			To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
 			State: approvals.Pending, CreatedAt: now, Deadline: now.Add(timeout)}
 		a.RemindAt = s.reminderAt(now, a.Deadline)
+		a.TwoPerson = s.Approvals.TwoPersonFrom.Covers(a.To)
 		q := approvals.RequestFrame(a)
 		err = st.CreateApproval(ctx, a, &q)
 		if FailedOn(err, in.CallID) && attempt < 3 {
@@ -675,6 +686,23 @@ func (s *core) settle(ctx context.Context, st ApprovalStore, a approvals.Approva
 		if !ok {
 			return a, false, nil
 		}
+		if r.State == approvals.Pending { // a two-person question's first approval: no ending yet
+			err := st.RecordFirstApproval(ctx, r)
+			if err == nil {
+				return r, true, nil
+			}
+			if !isCondition(err) {
+				s.logWarn("record first approval", "approval_id", a.ID, "err", err)
+				return a, false, []envelope.Warning{{Code: envelope.CodeOf(ApprovalChannelError), RequestID: a.ID,
+					Message: "could not record the approval: " + errs.As(storeErr(err)).Message}}
+			}
+			cur, err := st.GetApproval(ctx, a.ID)
+			if err != nil {
+				return a, false, []envelope.Warning{{Code: envelope.CodeOf(ApprovalChannelError), RequestID: a.ID, Message: "could not re-read " + a.ID}}
+			}
+			a = cur
+			continue
+		}
 		err := st.ResolveApproval(ctx, r)
 		if err == nil {
 			return r, true, s.announce(ctx, st, r)
@@ -810,6 +838,12 @@ func (s *core) decideShown(ctx context.Context, id string, d approvals.Decision,
 	ended, committed, warns := s.settle(ctx, st, a, d, s.now())
 	var res Decided
 	applied := committed && ended.Verdict == d.Verdict
+	if n, ok := twoPersonNote(ended, committed, d); ok {
+		res.Note, applied = n, committed
+		res.View = s.view(ended)
+		res.View.Applied = &applied
+		return res, warns, nil
+	}
 	switch {
 	case d.Cause == approvals.CauseUnreadable && applied:
 		res.Note = &envelope.Warning{Code: envelope.WarningCode(approvals.CauseUnreadable), RequestID: id, Outcome: string(ended.Verdict),

@@ -176,6 +176,9 @@ func (s *Store) approvalItem(a approvals.Approval) (map[string]types.AttributeVa
 	// shown is the digest of the question's shown fields: the answer's
 	// conditional write is conditioned on it (ResolveApproval).
 	it[shownAttr] = str(approvals.ShownDigest(a.Shown()))
+	if a.FirstApproval != nil {
+		it[firstAttr] = str(a.FirstApproval.By)
+	}
 	switch {
 	case a.State == approvals.Pending:
 		it[PendingKey], it[ExpiresAtKey] = str(s.dueApprovalsPK()), str(timeText(a.Deadline))
@@ -453,14 +456,16 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		return err
 	}
 	var w writeSet
-	w.add(a.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
+	put := &types.Put{TableName: aws.String(s.table), Item: it,
 		// Pending, and the question a was decided on. An item written
 		// before the digest was stored has none: its fields were written
 		// once and never changed.
 		ConditionExpression:      aws.String("#st = :pending AND (attribute_not_exists(#sh) OR #sh = :shown)"),
 		ExpressionAttributeNames: map[string]string{"#st": "st", "#sh": shownAttr},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending)),
-			":shown": str(approvals.ShownDigest(a.Shown()))}}})
+			":shown": str(approvals.ShownDigest(a.Shown()))}}
+	conditionOnFirstApproval(put, a)
+	w.add(a.ID, types.TransactWriteItem{Put: put})
 	outbox, err := s.outbox(ctx, endedMessages(a))
 	if err != nil {
 		return err
@@ -485,6 +490,46 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 
 // shownAttr is the attribute of an approval item holding its shown digest.
 const shownAttr = "shown"
+
+// firstAttr is the attribute of a two-person question's first approver.
+const firstAttr = "fa"
+
+// conditionOnFirstApproval conditions put on the question's first
+// approval being a's (or absent if a has none): an answer commits only on
+// the version of the question it was decided on.
+func conditionOnFirstApproval(put *types.Put, a approvals.Approval) {
+	put.ExpressionAttributeNames["#fa"] = firstAttr
+	if a.FirstApproval == nil {
+		put.ConditionExpression = aws.String(*put.ConditionExpression + " AND attribute_not_exists(#fa)")
+		return
+	}
+	put.ConditionExpression = aws.String(*put.ConditionExpression + " AND #fa = :fa")
+	put.ExpressionAttributeValues[":fa"] = str(a.FirstApproval.By)
+}
+
+// RecordFirstApproval implements service.ApprovalStore: one conditional
+// Put of the still-pending question with its first approval, conditioned
+// on it being pending, the question shown, and having no first approval.
+func (s *Store) RecordFirstApproval(ctx context.Context, a approvals.Approval) error {
+	if a.State != approvals.Pending || a.FirstApproval == nil {
+		return fmt.Errorf("dynamo: %s is not a first approval", a.ID)
+	}
+	it, err := s.approvalItem(a)
+	if err != nil {
+		return err
+	}
+	first := a
+	first.FirstApproval = nil // the version it was decided on
+	put := &types.Put{TableName: aws.String(s.table), Item: it,
+		ConditionExpression:      aws.String("#st = :pending AND (attribute_not_exists(#sh) OR #sh = :shown)"),
+		ExpressionAttributeNames: map[string]string{"#st": "st", "#sh": shownAttr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending)),
+			":shown": str(approvals.ShownDigest(a.Shown()))}}
+	conditionOnFirstApproval(put, first)
+	var w writeSet
+	w.add(a.ID, types.TransactWriteItem{Put: put})
+	return s.commitSet(ctx, w)
+}
 
 // lockOwner marks the lock release of ResolveApproval: held by the pending
 // approval it resolves, so its condition fails only on damaged data.

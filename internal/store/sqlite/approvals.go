@@ -236,7 +236,7 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		if err := json.Unmarshal(stored, &cur); err != nil {
 			return fmt.Errorf("sqlite: decode approval %s: %w", a.ID, err)
 		}
-		if approvals.ShownDigest(cur.Shown()) != approvals.ShownDigest(a.Shown()) {
+		if approvals.ShownDigest(cur.Shown()) != approvals.ShownDigest(a.Shown()) || firstBy(cur) != firstBy(a) {
 			return &service.ConditionFailed{ID: a.ID}
 		}
 		res, err := tx.ExecContext(ctx, "UPDATE approvals SET state = ?, verdict = ?, doc = ? WHERE id = ? AND state = 'pending'",
@@ -250,6 +250,49 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 			}
 		}
 		return s.announceEnded(ctx, tx, a)
+	})
+}
+
+// firstBy is who approved a two-person question first ("" for nobody):
+// an answer commits only on the version of the question it was decided on.
+func firstBy(a approvals.Approval) string {
+	if a.FirstApproval == nil {
+		return ""
+	}
+	return a.FirstApproval.By
+}
+
+// RecordFirstApproval implements service.ApprovalStore.
+func (s *Store) RecordFirstApproval(ctx context.Context, a approvals.Approval) error {
+	if err := s.approvalsReady(ctx); err != nil {
+		return err
+	}
+	if a.State != approvals.Pending || a.FirstApproval == nil {
+		return fmt.Errorf("sqlite: %s is not a first approval", a.ID)
+	}
+	a.Announced = false
+	doc, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *txn) error {
+		var stored []byte
+		err := tx.QueryRowContext(ctx, "SELECT doc FROM approvals WHERE id = ? AND state = 'pending'", a.ID).Scan(&stored)
+		if errors.Is(err, sql.ErrNoRows) {
+			return &service.ConditionFailed{ID: a.ID}
+		}
+		if err != nil {
+			return err
+		}
+		var cur approvals.Approval
+		if err := json.Unmarshal(stored, &cur); err != nil {
+			return fmt.Errorf("sqlite: decode approval %s: %w", a.ID, err)
+		}
+		if cur.FirstApproval != nil || approvals.ShownDigest(cur.Shown()) != approvals.ShownDigest(a.Shown()) {
+			return &service.ConditionFailed{ID: a.ID}
+		}
+		res, err := tx.ExecContext(ctx, "UPDATE approvals SET doc = ? WHERE id = ? AND state = 'pending'", doc, a.ID)
+		return affectedOne(res, err, a.ID)
 	})
 }
 
