@@ -41,6 +41,8 @@ func RunApprovals(t *testing.T, open ApprovalFixture) {
 		{"concurrent askers for one call: exactly one question", concurrentAskers},
 		{"concurrent questions in one session get gap-free cursors", concurrentCursors},
 		{"a question's reminder is due at its moment, only while the question is open", remindersDue},
+		{"a two-person question's first approval is recorded once, and answers commit only on the version they saw", firstApprovalOnce},
+		{"concurrent first approvals on separate handles: exactly one is first", concurrentFirstApprovals},
 		{"concurrent reminders of one question on separate handles: exactly one is sent", concurrentReminders},
 	}
 	for _, tc := range tests {
@@ -581,6 +583,85 @@ func concurrentReminders(t *testing.T, s service.ApprovalStore, another func() s
 		}
 		if sent != 1 {
 			t.Fatalf("round %d: %d reminders sent, want exactly 1", round, sent)
+		}
+	}
+}
+
+func twoPersonQuestion(t *testing.T, s service.ApprovalStore, ses approvals.Session, call string) approvals.Approval {
+	t.Helper()
+	a, f := newQuestion(ses, call, base.Add(approvals.DefaultTimeout))
+	a.TwoPerson = true
+	must(t, s.CreateApproval(context.Background(), a, f))
+	return a
+}
+
+func approvedBy(a approvals.Approval, by string) approvals.Approval {
+	d := approvals.VerdictOf("approve")
+	d.By = by
+	r, _ := approvals.Resolve(a, d, base.Add(time.Second))
+	return r
+}
+
+func firstApprovalOnce(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+	ctx := context.Background()
+	ses := newSession(t, s, approvals.ReadOnly)
+	a := twoPersonQuestion(t, s, ses, "c1")
+	first := approvedBy(a, "alice")
+	must(t, s.RecordFirstApproval(ctx, first))
+	got, err := s.GetApproval(ctx, a.ID)
+	must(t, err)
+	if got.State != approvals.Pending || got.FirstApproval == nil || got.FirstApproval.By != "alice" {
+		t.Fatalf("after the first approval: %+v", got)
+	}
+	// Bob decided on the version without it: neither his "first" approval
+	// nor a refusal decided on that version commits.
+	wantCondition(t, s.RecordFirstApproval(ctx, approvedBy(a, "bob")), a.ID)
+	wantCondition(t, s.ResolveApproval(ctx, resolveAs(a, "no")), a.ID)
+	// On the current version, the second approval ends it.
+	second := approvedBy(got, "bob")
+	must(t, s.ResolveApproval(ctx, second))
+	got, err = s.GetApproval(ctx, a.ID)
+	must(t, err)
+	if got.Verdict != approvals.Approved || got.FirstApproval == nil || got.FirstApproval.By != "alice" || got.AnsweredBy != "bob" {
+		t.Fatalf("after the second approval: %+v", got)
+	}
+	wantCondition(t, s.RecordFirstApproval(ctx, first), a.ID)
+}
+
+func concurrentFirstApprovals(t *testing.T, s service.ApprovalStore, another func() service.ApprovalStore) {
+	ctx := context.Background()
+	ses := newSession(t, s, approvals.ReadOnly)
+	for round := 0; round < 3; round++ {
+		a := twoPersonQuestion(t, s, ses, fmt.Sprintf("c%d", round))
+		hs := handles(s, another, 8)
+		errs := make([]error, len(hs))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, h := range hs {
+			wg.Add(1)
+			go func(i int, h service.ApprovalStore) {
+				defer wg.Done()
+				<-start
+				errs[i] = h.RecordFirstApproval(ctx, approvedBy(a, fmt.Sprintf("approver-%d", i)))
+			}(i, h)
+		}
+		close(start)
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && winner >= 0:
+				t.Fatalf("round %d: approvers %d and %d were both first", round, winner, i)
+			case err == nil:
+				winner = i
+			case !service.FailedOn(err, a.ID):
+				t.Fatalf("round %d: approver %d: %v", round, i, err)
+			}
+		}
+		got, err := s.GetApproval(ctx, a.ID)
+		must(t, err)
+		if winner < 0 || got.FirstApproval == nil || got.FirstApproval.By != fmt.Sprintf("approver-%d", winner) {
+			t.Fatalf("round %d: winner %d, stored %+v", round, winner, got.FirstApproval)
 		}
 	}
 }
