@@ -96,7 +96,33 @@ func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service
 	if err == nil {
 		cfg.RemindAt = share
 	}
+	// The two-person rule, by the same sources.
+	from := file.TwoPersonFrom
+	if v := a.personEnv(settings.EnvTwoPersonFrom); v != "" {
+		from = v
+	}
+	rule, err := twoPersonRule(from)
+	if err != nil && strict {
+		return cfg, err
+	}
+	if err == nil {
+		cfg.TwoPersonFrom = rule
+	}
 	return cfg, nil
+}
+
+// twoPersonRule reads two_person_from: a tier, or nothing for no rule.
+func twoPersonRule(v string) (approvals.TwoPersonFrom, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", nil
+	}
+	if !approvals.Tier(v).Valid() {
+		return "", errs.E(errs.ConfigInvalid, settings.KeyTwoPersonFrom+" must be a tier ("+approvals.TierNames(approvals.Tiers)+"), got "+strconv.Quote(v),
+			errs.Step{Command: settings.KeyTwoPersonFrom + " = \"danger-full-access\"  # in your own ~/.config/dont/config.toml", Description: "require two approvers for danger-full-access, or remove it"}).
+			Unmet(settings.KeyTwoPersonFrom + " is a tier")
+	}
+	return approvals.TwoPersonFrom(v), nil
 }
 
 // approvalRules are the person's approval rules of the project, for the

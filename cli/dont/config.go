@@ -181,6 +181,7 @@ writable by you alone, else it is ignored). Environment variables override both.
 * approval_timeout_min = "30s" DONT_APPROVAL_TIMEOUT_MIN the shortest deadline a requester may ask for
 * approval_timeout_max = ""    DONT_APPROVAL_TIMEOUT_MAX the longest (default: approval_timeout)
 * approval_remind_at = 0.5     DONT_APPROVAL_REMIND_AT remind approval.reminder hooks after this share of a deadline
+* two_person_from = ""         DONT_TWO_PERSON_FROM the tier from which two different approvers must approve
 * subscriber_lease = "10s"     DONT_SUBSCRIBER_LEASE how recently a reader must have read to count
 
 * [agents.<name>]                                   dont spawns run's agent profiles (docs/harnesses.md)
@@ -283,6 +284,7 @@ func (a *app) configShow() error {
 	add(settings.KeyApprovalTimeoutMin, c.ApprovalTimeoutMin, settings.EnvApprovalTimeoutMin, true, "30s")
 	add(settings.KeyApprovalTimeoutMax, c.ApprovalTimeoutMax, settings.EnvApprovalTimeoutMax, true, "approval_timeout")
 	add(settings.KeyApprovalRemindAt, string(c.ApprovalRemindAt), settings.EnvApprovalRemindAt, true, "")
+	add(settings.KeyTwoPersonFrom, c.TwoPersonFrom, settings.EnvTwoPersonFrom, true, "")
 	add(settings.KeySubscriberLease, c.SubscriberLease, settings.EnvSubscriberLease, true, "10s")
 	add(settings.KeyLLMProvider, c.LLM.Provider, settings.EnvLLMProvider, true, "")
 	add(settings.KeyLLMBaseURL, c.LLM.BaseURL, settings.EnvLLMBaseURL, true, "")

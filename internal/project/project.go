@@ -47,10 +47,13 @@ type Config struct {
 	// ApprovalRemindAt is the share of a question's deadline after which
 	// the second line is reminded (settings.KeyApprovalRemindAt), as
 	// written: 0.5 or "0.5".
-	ApprovalRemindAt Share  `toml:"approval_remind_at,omitempty"`
-	SubscriberLease  string `toml:"subscriber_lease,omitempty"`
-	LLM              LLM    `toml:"llm,omitempty"`
-	Hooks            Hooks  `toml:"hooks,omitempty"`
+	ApprovalRemindAt Share `toml:"approval_remind_at,omitempty"`
+	// TwoPersonFrom is the tier from which a question needs two different
+	// approvers (settings.KeyTwoPersonFrom).
+	TwoPersonFrom   string `toml:"two_person_from,omitempty"`
+	SubscriberLease string `toml:"subscriber_lease,omitempty"`
+	LLM             LLM    `toml:"llm,omitempty"`
+	Hooks           Hooks  `toml:"hooks,omitempty"`
 	// Agents are `dont spawns run`'s agent profiles ([agents.<name>]).
 	Agents map[string]Agent `toml:"agents,omitempty"`
 	// Rules are the person's approval rules ([[rules]]): answered before a

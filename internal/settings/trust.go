@@ -33,13 +33,17 @@ const (
 	// sessionCeiling).
 	EnvSessionCeiling = "DONT_SESSION_CEILING"
 	KeySessionCeiling = "session_ceiling"
+	// EnvTwoPersonFrom and KeyTwoPersonFrom are the person's two-person
+	// rule: the tier from which a question needs two different approvers.
+	EnvTwoPersonFrom = "DONT_TWO_PERSON_FROM"
+	KeyTwoPersonFrom = "two_person_from"
 )
 
 // PersonOnlyEnv are the environment variables of trust-relevant settings:
 // a process with a harness signal never sets them.
 var PersonOnlyEnv = []string{
 	EnvApprovalTimeout, EnvApprovalTimeoutMin, EnvApprovalTimeoutMax, EnvApprovalRemindAt, EnvSubscriberLease, EnvPublicURL, EnvHooksAllowPrivate,
-	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling,
+	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling, EnvTwoPersonFrom,
 }
 
 // IsPersonOnlyEnv reports whether name sets a trust-relevant setting.

@@ -108,6 +108,8 @@ type Config struct {
 	// ApprovalRemindAt is the share of a question's deadline after which
 	// the second line is reminded (0: no reminders).
 	ApprovalRemindAt float64
+	// TwoPersonFrom is the two-person rule's tier ("": none).
+	TwoPersonFrom approvals.TwoPersonFrom
 	// SubscriberLease is how recently a reader of a session's frames
 	// makes it watched (0: the service's default).
 	SubscriberLease time.Duration
@@ -204,6 +206,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return c, err
 		}
 		c.ApprovalRemindAt = share
+	}
+	if v := strings.TrimSpace(getenv(settings.EnvTwoPersonFrom)); v != "" {
+		if !approvals.Tier(v).Valid() {
+			return c, fmt.Errorf("%s must be a tier (%s), got %q", settings.EnvTwoPersonFrom, approvals.TierNames(approvals.Tiers), v)
+		}
+		c.TwoPersonFrom = approvals.TwoPersonFrom(v)
 	}
 	// Off unless named: every announced event on the bus costs a write
 	// more per commit and a PutEvents entry (docs/aws-cost.md).
