@@ -265,3 +265,21 @@ func TestAnAgentThatWritesTheWorkspaceConfigCannotSetTheReminderShare(t *testing
 		}
 	}
 }
+
+func TestAnAgentThatWritesTheWorkspaceConfigCannotSetOrLiftTheTwoPersonRule(t *testing.T) {
+	p, d := workspace(t, "two_person_from = \"read-only\"\n")
+	s, _, err := project.LoadSettings(p, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config.TwoPersonFrom != "" || !slices.Equal(s.Untrusted, []string{settings.KeyTwoPersonFrom}) {
+		t.Fatalf("an untrusted workspace config set the two-person rule: %+v untrusted %v", s.Config, s.Untrusted)
+	}
+	writePersonConfig(t, d, "two_person_from = \"danger-full-access\"\n", 0o600)
+	if s, _, err = project.LoadSettings(p, d, true); err != nil || s.Config.TwoPersonFrom != "danger-full-access" {
+		t.Fatalf("the person's rule: %+v %v", s.Config, err)
+	}
+	if !settings.IsPersonOnlyEnv(settings.EnvTwoPersonFrom) {
+		t.Fatal("DONT_TWO_PERSON_FROM is not a person-only variable")
+	}
+}
