@@ -35,7 +35,8 @@ import (
 )
 
 // approvalsConfig reads the escalation settings: a question's deadline
-// (default 120s) and how recently a client must have read a session's
+// (default 120s) and the range a requester may ask for (approval_timeout_min,
+// approval_timeout_max), and how recently a client must have read a session's
 // frames to count as live (default 10s), each held to its setting's rule
 // (internal/settings), as the Lambda functions hold them. Only a person
 // sets them (config.go): DONT_APPROVAL_TIMEOUT and DONT_SUBSCRIBER_LEASE
@@ -59,6 +60,8 @@ func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service
 		setting          settings.Duration
 		dst              *time.Duration
 	}{{settings.EnvApprovalTimeout, settings.KeyApprovalTimeout, file.ApprovalTimeout, settings.ApprovalTimeout, &cfg.Timeout},
+		{settings.EnvApprovalTimeoutMin, settings.KeyApprovalTimeoutMin, file.ApprovalTimeoutMin, settings.ApprovalTimeoutMin, &cfg.TimeoutMin},
+		{settings.EnvApprovalTimeoutMax, settings.KeyApprovalTimeoutMax, file.ApprovalTimeoutMax, settings.ApprovalTimeoutMax, &cfg.TimeoutMax},
 		{settings.EnvSubscriberLease, settings.KeySubscriberLease, file.SubscriberLease, settings.SubscriberLease, &cfg.Lease}} {
 		var d time.Duration
 		var err error
@@ -78,7 +81,48 @@ func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service
 		}
 		*v.dst = d
 	}
+	// The reminder's share of the deadline, by the same sources.
+	var share float64
+	var err error
+	switch v := a.personEnv(settings.EnvApprovalRemindAt); {
+	case v != "":
+		share, err = settings.ShareFromSource(settings.EnvApprovalRemindAt, v)
+	case file.ApprovalRemindAt != "":
+		share, err = settings.ShareFromSource(settings.KeyApprovalRemindAt, string(file.ApprovalRemindAt))
+	}
+	if err != nil && strict {
+		return cfg, err
+	}
+	if err == nil {
+		cfg.RemindAt = share
+	}
+	// The two-person rule, by the same sources.
+	from := file.TwoPersonFrom
+	if v := a.personEnv(settings.EnvTwoPersonFrom); v != "" {
+		from = v
+	}
+	rule, err := twoPersonRule(from)
+	if err != nil && strict {
+		return cfg, err
+	}
+	if err == nil {
+		cfg.TwoPersonFrom = rule
+	}
 	return cfg, nil
+}
+
+// twoPersonRule reads two_person_from: a tier, or nothing for no rule.
+func twoPersonRule(v string) (approvals.TwoPersonFrom, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", nil
+	}
+	if !approvals.Tier(v).Valid() {
+		return "", errs.E(errs.ConfigInvalid, settings.KeyTwoPersonFrom+" must be a tier ("+approvals.TierNames(approvals.Tiers)+"), got "+strconv.Quote(v),
+			errs.Step{Command: settings.KeyTwoPersonFrom + " = \"danger-full-access\"  # in your own ~/.config/dont/config.toml", Description: "require two approvers for danger-full-access, or remove it"}).
+			Unmet(settings.KeyTwoPersonFrom + " is a tier")
+	}
+	return approvals.TwoPersonFrom(v), nil
 }
 
 // approvalRules are the person's approval rules of the project, for the

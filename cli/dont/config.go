@@ -178,6 +178,10 @@ writable by you alone, else it is ignored). Environment variables override both.
 * spawn_max_lease = "168h"     DONT_SPAWN_MAX_LEASE how far heartbeats may move a spawn's expiry from its issue
 * session_ceiling = ""         DONT_SESSION_CEILING the widest tier a session may be granted
 * approval_timeout = "120s"    DONT_APPROVAL_TIMEOUT an escalation question's deadline
+* approval_timeout_min = "30s" DONT_APPROVAL_TIMEOUT_MIN the shortest deadline a requester may ask for
+* approval_timeout_max = ""    DONT_APPROVAL_TIMEOUT_MAX the longest (default: approval_timeout)
+* approval_remind_at = 0.5     DONT_APPROVAL_REMIND_AT remind approval.reminder hooks after this share of a deadline
+* two_person_from = ""         DONT_TWO_PERSON_FROM the tier from which two different approvers must approve
 * subscriber_lease = "10s"     DONT_SUBSCRIBER_LEASE how recently a reader must have read to count
 
 * [agents.<name>]                                   dont spawns run's agent profiles (docs/harnesses.md)
@@ -277,6 +281,10 @@ func (a *app) configShow() error {
 	ceiling, ceilingFrom, _ := a.sessionCeiling(p)
 	out.Settings = append(out.Settings, configSetting{Key: settings.KeySessionCeiling, Value: ceiling, Source: string(ceilingFrom), Env: settings.EnvSessionCeiling, PersonOnly: true})
 	add(settings.KeyApprovalTimeout, c.ApprovalTimeout, settings.EnvApprovalTimeout, true, "120s")
+	add(settings.KeyApprovalTimeoutMin, c.ApprovalTimeoutMin, settings.EnvApprovalTimeoutMin, true, "30s")
+	add(settings.KeyApprovalTimeoutMax, c.ApprovalTimeoutMax, settings.EnvApprovalTimeoutMax, true, "approval_timeout")
+	add(settings.KeyApprovalRemindAt, string(c.ApprovalRemindAt), settings.EnvApprovalRemindAt, true, "")
+	add(settings.KeyTwoPersonFrom, c.TwoPersonFrom, settings.EnvTwoPersonFrom, true, "")
 	add(settings.KeySubscriberLease, c.SubscriberLease, settings.EnvSubscriberLease, true, "10s")
 	add(settings.KeyLLMProvider, c.LLM.Provider, settings.EnvLLMProvider, true, "")
 	add(settings.KeyLLMBaseURL, c.LLM.BaseURL, settings.EnvLLMBaseURL, true, "")

@@ -180,6 +180,15 @@ type Approval struct {
 	State     State     `json:"state"`
 	CreatedAt time.Time `json:"created_at"`
 	Deadline  time.Time `json:"deadline"`
+	// RemindAt, if set, is when the second line is told of the question
+	// if nobody has answered it by then (ReminderAt).
+	RemindAt *time.Time `json:"remind_at,omitempty"`
+	// TwoPerson says the person's two-person rule covers the question
+	// (TwoPersonFrom): it is approved only by two different approvers.
+	TwoPerson bool `json:"two_person,omitempty"`
+	// FirstApproval is the first of a two-person question's approvals,
+	// recorded while it stays pending.
+	FirstApproval *FirstApproval `json:"first_approval,omitempty"`
 
 	Verdict    Verdict    `json:"verdict,omitempty"`
 	Cause      Cause      `json:"cause,omitempty"`
@@ -258,10 +267,22 @@ func VerdictOf(answer any) Decision {
 		Detail: "the answer could not be read as approve or refuse; an unreadable answer is a refusal"}
 }
 
+// FirstApproval is who approved a two-person question first, and when.
+type FirstApproval struct {
+	By string    `json:"by"`
+	At time.Time `json:"at"`
+}
+
 // Resolve applies a decision to a pending approval at now. ok is false
 // when a is no longer pending: the first answer won and later answers
 // change nothing (the caller reports the recorded verdict). A decision at
 // or after the deadline is a timeout whatever it said.
+//
+// A two-person question (TwoPerson) ends on the first refusal or the
+// second approval: the first approval is recorded on a, which stays
+// pending (ok true); an approval by the approver who approved first counts
+// once and changes nothing (ok false, a still pending). Any other decision
+// — a refusal, a cancel, the deadline — ends it as for any question.
 func Resolve(a Approval, d Decision, now time.Time) (Approval, bool) {
 	if a.State != Pending {
 		return a, false
@@ -269,6 +290,16 @@ func Resolve(a Approval, d Decision, now time.Time) (Approval, bool) {
 	if a.Asked && Expired(a, now) && d.Verdict != TimedOut {
 		d = Decision{Verdict: TimedOut, Cause: CauseDeadline, Answer: d.Answer, By: d.By,
 			Detail: "the answer arrived at or after the deadline " + a.Deadline.Format(time.RFC3339Nano) + "; it was not applied"}
+	}
+	if a.TwoPerson && d.Verdict == Approved {
+		switch {
+		case a.FirstApproval == nil:
+			a.FirstApproval = &FirstApproval{By: d.By, At: now}
+			return a, true
+		case a.FirstApproval.By == d.By:
+			return a, false
+		}
+		d.Detail = "approved by " + a.FirstApproval.By + " and " + d.By + " (two-person rule)"
 	}
 	if d.Verdict == TimedOut && d.Cause == "" {
 		d.Cause = CauseDeadline

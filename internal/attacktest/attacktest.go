@@ -175,6 +175,7 @@ func Run(t *testing.T, target Target) {
 		{"a harness cannot heartbeat, cancel or resolve another harness's spawn", harnessCannotTouchAnotherHarnesssSpawn},
 		{"a harness cannot verify its own claim while its verifier's spawn is pending", harnessCannotVerifyBesideItsVerifier},
 		{"a reopen of an ignored entity needs the confirmation an ignore needs", reopenIsGatedLikeIgnore},
+		{"a harness cannot ask for a question deadline outside the person's range", harnessCannotAskForADeadlineOutsideThePersonsRange},
 		// The front door of an API anyone may reach (frontdoor.go).
 		{"a flood of garbage bearer tokens reads nothing", garbageTokensReadNothing},
 		{"a token over its rate gets 429 and changes nothing", tokenOverItsRateChangesNothing},

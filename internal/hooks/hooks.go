@@ -27,8 +27,12 @@ type EventType string
 
 // The events (docs/hooks.md#events).
 const (
-	ApprovalAsked    EventType = "approval.asked"
-	ApprovalEnded    EventType = "approval.ended"
+	ApprovalAsked EventType = "approval.asked"
+	ApprovalEnded EventType = "approval.ended"
+	// ApprovalReminder is sent once per question that nobody has answered
+	// by the person's share of its deadline (approval_remind_at): the
+	// second line, subscribed to it, is told.
+	ApprovalReminder EventType = "approval.reminder"
 	SpawnRequested   EventType = "spawn.requested"
 	SpawnResolved    EventType = "spawn.resolved"
 	SpawnTimeout     EventType = "spawn.timeout"
@@ -38,7 +42,7 @@ const (
 )
 
 // EventTypes are the events a subscription may name, in documentation order.
-var EventTypes = []EventType{ApprovalAsked, ApprovalEnded, SpawnRequested, SpawnResolved, SpawnTimeout, ConfirmationHeld}
+var EventTypes = []EventType{ApprovalAsked, ApprovalEnded, ApprovalReminder, SpawnRequested, SpawnResolved, SpawnTimeout, ConfirmationHeld}
 
 // Format is how a subscription's messages are encoded.
 type Format string
@@ -234,6 +238,7 @@ type ApprovalData struct {
 	Reason     string            `json:"reason,omitempty"`
 	Requester  string            `json:"requester,omitempty"`
 	Deadline   time.Time         `json:"deadline"`
+	RemindAt   *time.Time        `json:"remind_at,omitempty"`
 	Verdict    approvals.Verdict `json:"verdict,omitempty"`
 	Cause      approvals.Cause   `json:"cause,omitempty"`
 	AnsweredBy string            `json:"answered_by,omitempty"`
@@ -243,7 +248,7 @@ type ApprovalData struct {
 
 func approvalData(a approvals.Approval) ApprovalData {
 	return ApprovalData{ApprovalID: a.ID, SessionID: a.SessionID, CallID: a.CallID, FromTier: a.From, ToTier: a.To,
-		Preview: a.Preview, Reason: a.Reason, Requester: a.Requester, Deadline: a.Deadline.UTC(), Verdict: a.Verdict,
+		Preview: a.Preview, Reason: a.Reason, Requester: a.Requester, Deadline: a.Deadline.UTC(), RemindAt: a.RemindAt, Verdict: a.Verdict,
 		Cause: a.Cause, AnsweredBy: a.AnsweredBy, ResolvedAt: a.ResolvedAt, State: a.State}
 }
 
@@ -255,6 +260,15 @@ func OfAsked(a approvals.Approval) (Message, bool) {
 		return Message{}, false
 	}
 	return message(ApprovalAsked, a.CreatedAt, approvalData(a))
+}
+
+// OfReminder is the message of a question's reminder: the question as
+// asked, still pending.
+func OfReminder(a approvals.Approval, at time.Time) (Message, bool) {
+	if !a.Asked || a.State != approvals.Pending || a.RemindAt == nil {
+		return Message{}, false
+	}
+	return message(ApprovalReminder, at, approvalData(a))
 }
 
 // OfEnded is the message a question's resolution announces.

@@ -83,7 +83,7 @@ func ApprovalsLink(publicURL, sessionID, approvalID string) string {
 // page; for the other events one line of what happened.
 func Slack(m Message, publicURL string) SlackMessage {
 	switch m.Type {
-	case ApprovalAsked, ApprovalEnded:
+	case ApprovalAsked, ApprovalEnded, ApprovalReminder:
 		var d ApprovalData
 		_ = json.Unmarshal(m.Data, &d)
 		return slackApproval(m.Type, d, publicURL)
@@ -130,6 +130,10 @@ func slackApproval(t EventType, d ApprovalData, publicURL string) SlackMessage {
 	to := visible.Line(string(d.ToTier))
 	head := "Escalation asked: " + to
 	text := whole("", who+" asks for "+to+" for call "+visible.Line(d.CallID), 3000)
+	if t == ApprovalReminder {
+		head = "Still unanswered: " + to
+		text = whole("", "Nobody has answered yet: "+who+" asks for "+to+" for call "+visible.Line(d.CallID)+"; it times out at "+d.Deadline.UTC().Format(time.RFC3339), 3000)
+	}
 	if t == ApprovalEnded {
 		head = "Escalation " + visible.Line(string(d.Verdict)) + ": " + to
 		ended := "The escalation of call " + visible.Line(d.CallID) + " to " + to + " ended: " + visible.Line(string(d.Verdict))
@@ -152,7 +156,7 @@ func slackApproval(t EventType, d ApprovalData, publicURL string) SlackMessage {
 		{Type: "section", Text: ptext(plain(whole("Command: ", visible.Line(d.Preview), 3000), 3000))},
 		{Type: "section", Text: ptext(plain(whole("Reason: ", visible.Line(d.Reason), 3000), 3000))},
 	}
-	if link := ApprovalsLink(publicURL, d.SessionID, d.ApprovalID); link != "" && t == ApprovalAsked {
+	if link := ApprovalsLink(publicURL, d.SessionID, d.ApprovalID); link != "" && t != ApprovalEnded {
 		blocks = append(blocks, SlackBlock{Type: "actions", Elements: []SlackButton{{Type: "button", Text: plain("Open in dont", 75), URL: link}}})
 	}
 	return SlackMessage{Text: text, Blocks: blocks}

@@ -289,8 +289,13 @@ func TestEveryWebhookEventIsInTheDocument(t *testing.T) {
 		return ledger.Event{Kind: kind, RequestID: "spawn:01HX05A9K8VP0000000000000A", EntityID: "claim:01HX05A9K8VP0000000000000A", Author: "harness", At: at}
 	}
 	messages := map[hooks.EventType]func() (hooks.Message, bool){
-		hooks.ApprovalAsked:  func() (hooks.Message, bool) { return hooks.OfAsked(asked) },
-		hooks.ApprovalEnded:  func() (hooks.Message, bool) { return hooks.OfEnded(ended) },
+		hooks.ApprovalAsked: func() (hooks.Message, bool) { return hooks.OfAsked(asked) },
+		hooks.ApprovalEnded: func() (hooks.Message, bool) { return hooks.OfEnded(ended) },
+		hooks.ApprovalReminder: func() (hooks.Message, bool) {
+			reminded := asked
+			reminded.RemindAt = approvals.ReminderAt(asked.CreatedAt, asked.Deadline, 0.5)
+			return hooks.OfReminder(reminded, *reminded.RemindAt)
+		},
 		hooks.SpawnRequested: func() (hooks.Message, bool) { return hooks.OfEvent(spawnEvent(ledger.EvSpawnRequested)) },
 		hooks.SpawnResolved:  func() (hooks.Message, bool) { return hooks.OfEvent(spawnEvent(ledger.EvSpawnResolved)) },
 		hooks.SpawnTimeout:   func() (hooks.Message, bool) { return hooks.OfEvent(spawnEvent(ledger.EvSpawnTimeout)) },

@@ -23,6 +23,7 @@ type testData struct {
 var webhookEvents = map[hooks.EventType]webhookEvent{
 	hooks.ApprovalAsked:    {reflect.TypeFor[hooks.ApprovalData](), "a question is asked (not for a request refused before it became one)"},
 	hooks.ApprovalEnded:    {reflect.TypeFor[hooks.ApprovalData](), "the question is resolved: approved, refused, timed out or cancelled"},
+	hooks.ApprovalReminder: {reflect.TypeFor[hooks.ApprovalData](), "nobody has answered the question by the person's share of its deadline (approval_remind_at); sent once per question"},
 	hooks.SpawnRequested:   {reflect.TypeFor[hooks.SpawnData](), "a spawn request is issued (assume, overlook, guess)"},
 	hooks.SpawnResolved:    {reflect.TypeFor[hooks.SpawnData](), "a spawn is resolved by its callback, an answer, a cancel or a provider failure"},
 	hooks.SpawnTimeout:     {reflect.TypeFor[hooks.SpawnData](), "a spawn timed out"},

@@ -87,6 +87,9 @@ type Input struct {
 	CallWall int64
 	RetWall  int64
 	Extend   int64 // heartbeat: --extend (ns)
+	// By is who answers (Answer): a two-person question counts approvals
+	// of different answerers (approvals.Resolve).
+	By string
 }
 
 // SweepEntry is what a sweep reports for one spawn.
@@ -127,6 +130,8 @@ type Output struct {
 	Verdict  approvals.Verdict
 	Asked    bool
 	Deadline int64
+	// TwoPerson (ask): the person's two-person rule covers the question.
+	TwoPerson bool
 }
 
 // state is one entity's model state. It is never mutated: steps copy.
@@ -144,6 +149,9 @@ type state struct {
 	verdict   approvals.Verdict
 	deadline  int64
 	askedWall int64 // when the ask returned, in real time
+	// A two-person question: who approved first ("" before anyone did).
+	twoPerson bool
+	first     string
 }
 
 // Model is the sequential specification, parametrised by the spawn timeout
@@ -475,7 +483,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 			if !out.Asked || out.Deadline < in.CallClock+m.Timeout-m.Tolerance || out.Deadline > in.RetClock+m.Timeout+m.Tolerance {
 				return s, false
 			}
-			s.aState, s.deadline, s.askedWall = approvals.Pending, out.Deadline, in.RetWall
+			s.aState, s.deadline, s.askedWall, s.twoPerson = approvals.Pending, out.Deadline, in.RetWall, out.TwoPerson
 		default: // refused before it was asked (no live subscriber): already ended
 			s.aState, s.verdict = approvals.Resolved, out.Verdict
 		}
@@ -489,6 +497,9 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		case approvals.Resolved:
 			return s, !out.Applied && out.Verdict == s.verdict && slices.Contains(out.Warnings, envelope.WarnApprovalAlreadyResolved)
 		case approvals.Pending:
+			if n, ok, decided := m.twoPersonApproval(s, in, out); decided {
+				return n, ok
+			}
 			if out.Applied {
 				if string(out.Verdict) != string(in.Action) || in.CallClock-m.Tolerance >= s.deadline {
 					return s, false
@@ -523,6 +534,44 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 	}
 	return s, false
 }
+
+// twoPersonApproval steps an approval of a pending two-person question
+// that did not end it: the first approval (recorded, still pending) or a
+// second one by the first approver (counted once). decided is false for
+// every other answer, which steps as for any question: a refusal ends it,
+// and so does the second approval by another answerer, the first having
+// been recorded.
+func (m Model) twoPersonApproval(s state, in Input, out Output) (state, bool, bool) {
+	if !s.twoPerson || string(in.Action) != string(approvals.Approved) {
+		return s, false, false
+	}
+	switch {
+	case out.State != approvals.Pending:
+		// It ended the question: only as the second approval of another
+		// answerer (or at the deadline, which steps as for any question).
+		if out.Applied && (s.first == "" || s.first == in.By) {
+			return s, false, true
+		}
+		return s, false, false
+	case in.CallClock-m.Tolerance >= s.deadline:
+		return s, false, true // an answer past the deadline leaves nothing pending
+	case s.first == "":
+		if !out.Applied || !slices.Contains(out.Warnings, secondApprovalNeeded) {
+			return s, false, true
+		}
+		s.first = in.By
+		return s, true, true
+	default:
+		return s, s.first == in.By && !out.Applied && slices.Contains(out.Warnings, alreadyApprovedByYou), true
+	}
+}
+
+// The warnings of a two-person question's approvals that leave it open
+// (internal/service, approvaltwoperson.go).
+const (
+	secondApprovalNeeded envelope.WarningCode = "second-approval-needed"
+	alreadyApprovedByYou envelope.WarningCode = "already-approved-by-you"
+)
 
 func (m Model) approvalMayBeDue(s state, in Input) bool {
 	return s.aState == approvals.Pending && in.RetClock+m.Tolerance >= s.deadline

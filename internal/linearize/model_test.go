@@ -6,6 +6,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/envelope"
 )
 
 // A sweep at or after a question's deadline that leaves it pending (a read
@@ -48,6 +49,46 @@ func TestASweepMayLeaveADueQuestionOnlyIfItSaidSoOrTheIndexMayLag(t *testing.T) 
 	} {
 		m := Model{Timeout: timeout, IndexLag: int64(c.lag)}.porcupine()
 		if got := porcupine.CheckOperations(m, history(c.wall, c.out)); got != c.legal {
+			t.Errorf("%s: linearizable = %v, want %v", c.name, got, c.legal)
+		}
+	}
+}
+
+// The model knows the two-person rule (docs/approvals.md, "Two people"):
+// first refusal or second approval wins; one answerer approving twice
+// counts once.
+func TestTheModelAcceptsOnlyFirstRefusalOrSecondApprovalOnATwoPersonQuestion(t *testing.T) {
+	const timeout = int64(10 * time.Second)
+	const id = "apr_2p"
+	ask := porcupine.Operation{ClientId: 0, Call: 1, Return: 2,
+		Input:  Input{Kind: Ask, Entity: id, CallWall: 1, RetWall: 2},
+		Output: Output{Approval: id, State: approvals.Pending, Asked: true, Deadline: timeout, TwoPerson: true}}
+	approve := func(call int64, by string, out Output) porcupine.Operation {
+		return porcupine.Operation{ClientId: int(call), Call: call, Return: call + 1,
+			Input: Input{Kind: Answer, Entity: id, Action: verdictAction(approvals.Approved), By: by, CallClock: 1, RetClock: 1}, Output: out}
+	}
+	refuse := func(call int64, by string, out Output) porcupine.Operation {
+		return porcupine.Operation{ClientId: int(call), Call: call, Return: call + 1,
+			Input: Input{Kind: Answer, Entity: id, Action: verdictAction(approvals.Refused), By: by, CallClock: 1, RetClock: 1}, Output: out}
+	}
+	first := Output{State: approvals.Pending, Applied: true, Warnings: []envelope.WarningCode{secondApprovalNeeded}}
+	again := Output{State: approvals.Pending, Warnings: []envelope.WarningCode{alreadyApprovedByYou}}
+	approved := Output{State: approvals.Resolved, Verdict: approvals.Approved, Applied: true}
+	refused := Output{State: approvals.Resolved, Verdict: approvals.Refused, Applied: true}
+	for _, c := range []struct {
+		name  string
+		ops   []porcupine.Operation
+		legal bool
+	}{
+		{"alice, then bob approve", []porcupine.Operation{ask, approve(10, "alice", first), approve(20, "bob", approved)}, true},
+		{"alice's first approval ends it", []porcupine.Operation{ask, approve(10, "alice", approved)}, false},
+		{"alice approves twice and it ends", []porcupine.Operation{ask, approve(10, "alice", first), approve(20, "alice", approved)}, false},
+		{"alice approves twice, counted once", []porcupine.Operation{ask, approve(10, "alice", first), approve(20, "alice", again)}, true},
+		{"alice approves, carol refuses", []porcupine.Operation{ask, approve(10, "alice", first), refuse(20, "carol", refused)}, true},
+		{"two firsts", []porcupine.Operation{ask, approve(10, "alice", first), approve(20, "bob", first)}, false},
+	} {
+		m := Model{Timeout: timeout}.porcupine()
+		if got := porcupine.CheckOperations(m, c.ops); got != c.legal {
 			t.Errorf("%s: linearizable = %v, want %v", c.name, got, c.legal)
 		}
 	}

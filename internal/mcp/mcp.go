@@ -76,7 +76,7 @@ type Server struct {
 const instructions = `dont is a ledger of claims with enforced doubt. Every tool result is a dont envelope {ok, envelope_kind, data, hints, warnings, meta}; on failure envelope_kind is "error" and data.remediation lists what to run next.
 assume, overlook and guess return envelope_kind "spawn_request": start a clean-context subagent with data.context (prompt, allowed_tools) and let it finish with dismiss or trust (answer for guess) passing data.request_id as request_id.
 Gated tools (lock, ignore, spawns_cancel, spawns_manage with op "cancel") ask the person using this client to confirm through elicitation when the client supports it, and run only if they accept; otherwise the call is held for an approver (data.status "pending_confirmation").
-escalate waits for a person (up to its deadline, 120 s by default) and sends progress notifications while it waits when the request carries a progressToken; if your host gives up sooner, call escalate with no_wait and then approvals_wait with max_wait (e.g. "30s") again while it answers approval-still-open.
+escalate waits for a person (up to its deadline: 120 s by default, or the deadline you ask for within the person's range, refused with deadline-out-of-range outside it) and sends progress notifications while it waits when the request carries a progressToken; if your host gives up sooner, call escalate with no_wait and then approvals_wait with max_wait (e.g. "30s") again while it answers approval-still-open.
 Pending spawns and open questions are resources: dont://spawns/pending and dont://approvals/open (subscribable).`
 
 // New builds the server with every tool of the registry.

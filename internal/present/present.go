@@ -236,6 +236,10 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		"session-above-ceiling": {ExitRefusal, statusForbidden, steps2(
 			"dont sessions open --tier <ceiling>", "open the session at the ceiling, then ask for one wider tier per call: dont escalate --session <session> --call <call> --to <tier> --reason \"…\"",
 			"dont sessions open --tier <tier>  # run by a person", "or ask a person to open it (an admin token, or the project's owner at its terminal)"), nil, nil},
+		// internal/service (approvaldeadline.go)
+		"deadline-out-of-range": {ExitUsage, statusBadRequest, steps2(
+			"dont escalate --session <session> --call <call> --to <tier> --reason \"…\" --deadline <max>", "ask for a deadline from <min> to <max> (the person's range), or for none to get the default <default>",
+			"approval_timeout_max = \"15m\"  # in your own ~/.config/dont/config.toml, by a person", "only a person widens the range (docs/approvals.md, \"Deadlines that fit the channel\")"), nil, nil},
 		"approvals-unavailable":  {ExitState, statusUnavailable, steps("dont init", "use a store that keeps sessions and approvals"), nil, nil},
 		"frame-log-inconsistent": {ExitState, statusInternal, steps("dont approvals sweep", "announce endings a failed announce left out, then audit again; anything left is a bug"), nil, nil},
 		"question-changed": {ExitRefusal, statusConflict, steps("dont approvals show <id>", "what was answered is not what the question shows now (another question, or another version of it); nothing was answered: show it again and answer what you see"), nil, map[string][]errs.Step{

@@ -151,6 +151,12 @@ func (l Layers) Resolve() Settings {
 	pick(settings.KeySessionCeiling, true, &c.SessionCeiling, person.SessionCeiling, ws.SessionCeiling)
 	pick(settings.KeyHarnessTier, true, &c.HarnessTier, person.HarnessTier, ws.HarnessTier)
 	pick(settings.KeyApprovalTimeout, true, &c.ApprovalTimeout, person.ApprovalTimeout, ws.ApprovalTimeout)
+	pick(settings.KeyApprovalTimeoutMin, true, &c.ApprovalTimeoutMin, person.ApprovalTimeoutMin, ws.ApprovalTimeoutMin)
+	pick(settings.KeyApprovalTimeoutMax, true, &c.ApprovalTimeoutMax, person.ApprovalTimeoutMax, ws.ApprovalTimeoutMax)
+	remind := string(c.ApprovalRemindAt)
+	pick(settings.KeyApprovalRemindAt, true, &remind, string(person.ApprovalRemindAt), string(ws.ApprovalRemindAt))
+	c.ApprovalRemindAt = Share(remind)
+	pick(settings.KeyTwoPersonFrom, true, &c.TwoPersonFrom, person.TwoPersonFrom, ws.TwoPersonFrom)
 	pick(settings.KeySubscriberLease, true, &c.SubscriberLease, person.SubscriberLease, ws.SubscriberLease)
 	pick(settings.KeyLLMProvider, true, &c.LLM.Provider, person.LLM.Provider, ws.LLM.Provider)
 	pick(settings.KeyLLMBaseURL, true, &c.LLM.BaseURL, person.LLM.BaseURL, ws.LLM.BaseURL)
@@ -224,7 +230,8 @@ func LoadSettings(p Project, dirs personal.Dirs, ok bool) (Settings, Layers, err
 // TrustRelevant is the part of a config that only a person decides, as a
 // config file would hold it: what `dont config trust` shows before it asks.
 func (c Config) TrustRelevant() Config {
-	return Config{SpawnMaxLease: c.SpawnMaxLease, SessionCeiling: c.SessionCeiling, HarnessTier: c.HarnessTier, ApprovalTimeout: c.ApprovalTimeout, SubscriberLease: c.SubscriberLease,
+	return Config{SpawnMaxLease: c.SpawnMaxLease, SessionCeiling: c.SessionCeiling, HarnessTier: c.HarnessTier, ApprovalTimeout: c.ApprovalTimeout,
+		ApprovalTimeoutMin: c.ApprovalTimeoutMin, ApprovalTimeoutMax: c.ApprovalTimeoutMax, ApprovalRemindAt: c.ApprovalRemindAt, TwoPersonFrom: c.TwoPersonFrom, SubscriberLease: c.SubscriberLease,
 		LLM: LLM{Provider: c.LLM.Provider, BaseURL: c.LLM.BaseURL}, Hooks: c.Hooks, Agents: c.Agents, Rules: c.Rules}
 }
 

@@ -215,3 +215,71 @@ func TestWorkspaceRulesCountOnlyWhileTrustedAndAfterThePersons(t *testing.T) {
 		t.Fatalf("trusted: %+v %v", s.Config.Rules, err)
 	}
 }
+
+func TestAnAgentThatWritesTheWorkspaceConfigCannotWidenTheDeadlineRange(t *testing.T) {
+	p, d := workspace(t, "approval_timeout_max = \"720h\"\napproval_timeout_min = \"1s\"\n")
+	s, _, err := project.LoadSettings(p, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config.ApprovalTimeoutMax != "" || s.Config.ApprovalTimeoutMin != "" {
+		t.Fatalf("an untrusted workspace config set the deadline range: %+v", s.Config)
+	}
+	if want := []string{settings.KeyApprovalTimeoutMin, settings.KeyApprovalTimeoutMax}; !slices.Equal(s.Untrusted, want) {
+		t.Fatalf("untrusted: got %v, want %v", s.Untrusted, want)
+	}
+	// The person's own config sets it, and wins over a trusted workspace's.
+	writePersonConfig(t, d, "approval_timeout_max = \"15m\"\n", 0o600)
+	l, err := project.LoadLayers(p, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := project.Trust(l); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err = project.LoadSettings(p, d, true)
+	if err != nil || s.Config.ApprovalTimeoutMax != "15m" || s.From[settings.KeyApprovalTimeoutMax] != settings.SourcePersonConfig ||
+		s.Config.ApprovalTimeoutMin != "1s" {
+		t.Fatalf("person's maximum, trusted workspace's minimum: %+v %v", s, err)
+	}
+	if tr := s.Config.TrustRelevant(); tr.ApprovalTimeoutMax != "15m" || tr.ApprovalTimeoutMin != "1s" {
+		t.Fatalf("dont config trust would not show the range: %+v", tr)
+	}
+}
+
+func TestAnAgentThatWritesTheWorkspaceConfigCannotSetTheReminderShare(t *testing.T) {
+	p, d := workspace(t, "approval_remind_at = 0.01\n")
+	s, _, err := project.LoadSettings(p, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config.ApprovalRemindAt != "" || !slices.Equal(s.Untrusted, []string{settings.KeyApprovalRemindAt}) {
+		t.Fatalf("an untrusted workspace config set the reminder: %+v untrusted %v", s.Config, s.Untrusted)
+	}
+	// The person's own, bare or quoted.
+	for _, v := range []string{"0.5", "\"0.5\""} {
+		writePersonConfig(t, d, "approval_remind_at = "+v+"\n", 0o600)
+		s, _, err = project.LoadSettings(p, d, true)
+		if err != nil || s.Config.ApprovalRemindAt != "0.5" || s.From[settings.KeyApprovalRemindAt] != settings.SourcePersonConfig {
+			t.Fatalf("person's approval_remind_at = %s: %+v %v", v, s.Config, err)
+		}
+	}
+}
+
+func TestAnAgentThatWritesTheWorkspaceConfigCannotSetOrLiftTheTwoPersonRule(t *testing.T) {
+	p, d := workspace(t, "two_person_from = \"read-only\"\n")
+	s, _, err := project.LoadSettings(p, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config.TwoPersonFrom != "" || !slices.Equal(s.Untrusted, []string{settings.KeyTwoPersonFrom}) {
+		t.Fatalf("an untrusted workspace config set the two-person rule: %+v untrusted %v", s.Config, s.Untrusted)
+	}
+	writePersonConfig(t, d, "two_person_from = \"danger-full-access\"\n", 0o600)
+	if s, _, err = project.LoadSettings(p, d, true); err != nil || s.Config.TwoPersonFrom != "danger-full-access" {
+		t.Fatalf("the person's rule: %+v %v", s.Config, err)
+	}
+	if !settings.IsPersonOnlyEnv(settings.EnvTwoPersonFrom) {
+		t.Fatal("DONT_TWO_PERSON_FROM is not a person-only variable")
+	}
+}

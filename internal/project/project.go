@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
@@ -39,6 +40,17 @@ type Config struct {
 	// frames for it to be answerable (DONT_APPROVAL_TIMEOUT,
 	// DONT_SUBSCRIBER_LEASE).
 	ApprovalTimeout string `toml:"approval_timeout,omitempty"`
+	// ApprovalTimeoutMin and ApprovalTimeoutMax bound the deadline a
+	// requester may ask for (approvals.DeadlineRange).
+	ApprovalTimeoutMin string `toml:"approval_timeout_min,omitempty"`
+	ApprovalTimeoutMax string `toml:"approval_timeout_max,omitempty"`
+	// ApprovalRemindAt is the share of a question's deadline after which
+	// the second line is reminded (settings.KeyApprovalRemindAt), as
+	// written: 0.5 or "0.5".
+	ApprovalRemindAt Share `toml:"approval_remind_at,omitempty"`
+	// TwoPersonFrom is the tier from which a question needs two different
+	// approvers (settings.KeyTwoPersonFrom).
+	TwoPersonFrom   string `toml:"two_person_from,omitempty"`
 	SubscriberLease string `toml:"subscriber_lease,omitempty"`
 	LLM             LLM    `toml:"llm,omitempty"`
 	Hooks           Hooks  `toml:"hooks,omitempty"`
@@ -331,4 +343,23 @@ func (c Config) Timeout(env string) (time.Duration, error) {
 		return settings.SpawnTimeout.FromConfig(settings.KeySpawnTimeout, c.SpawnTimeout)
 	}
 	return settings.DefaultSpawnTimeout, nil
+}
+
+// Share is a number a config file may write bare (0.5) or quoted ("0.5"),
+// kept as text; settings.ParseShare reads it.
+type Share string
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (s *Share) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case string:
+		*s = Share(v)
+	case float64:
+		*s = Share(strconv.FormatFloat(v, 'g', -1, 64))
+	case int64:
+		*s = Share(strconv.FormatInt(v, 10))
+	default:
+		return fmt.Errorf("a share of the deadline is a number such as 0.5, got %v", v)
+	}
+	return nil
 }

@@ -71,6 +71,21 @@ type ApprovalStore interface {
 	// DueApprovals returns up to limit pending approvals whose deadline is
 	// at or before now, earliest first; its cost follows the number due.
 	DueApprovals(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error)
+	// RecordFirstApproval stores a's first approval (a two-person question
+	// that stays pending: approvals.Resolve), only if a is still pending,
+	// is the question a was decided on, and has no first approval yet
+	// (ConditionFailed on a.ID otherwise): of two approvers racing to be
+	// first, one is, and the other's approval is the second.
+	RecordFirstApproval(ctx context.Context, a approvals.Approval) error
+	// DueReminders returns up to limit pending questions whose reminder
+	// (approvals.Approval.RemindAt) is due at now and not yet sent,
+	// earliest first; its cost follows the number due.
+	DueReminders(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error)
+	// SendReminder marks a's reminder sent and queues its approval.reminder
+	// message (hooks.OfReminder at at) in one conditional write, only if a
+	// is still pending and its reminder unsent (ConditionFailed on a.ID
+	// otherwise): a question is reminded of once, however many race.
+	SendReminder(ctx context.Context, a approvals.Approval, at time.Time) error
 	// Unannounced returns up to limit asked, resolved approvals whose
 	// ending frame has not been appended, oldest first.
 	Unannounced(ctx context.Context, limit int) ([]approvals.Approval, error)
@@ -88,6 +103,18 @@ type Approvals struct {
 	Store ApprovalStore
 	// Timeout is a question's deadline (approvals.DefaultTimeout if zero).
 	Timeout time.Duration
+	// TimeoutMin and TimeoutMax bound the deadline a requester may ask
+	// for (approvals.DeadlineRange: 30 s and Timeout if zero). Person-only
+	// settings, like Timeout.
+	TimeoutMin, TimeoutMax time.Duration
+	// RemindAt is the person's share of a question's deadline (0 < RemindAt
+	// < 1; 0: no reminders) after which, if nobody has answered, the hooks
+	// that hear approval.reminder are told once (approvalreminder.go).
+	RemindAt float64
+	// TwoPersonFrom is the person's two-person rule: a question for this
+	// tier or a wider one is approved only by two different approvers
+	// (approvaltwoperson.go; unset: one approval decides).
+	TwoPersonFrom approvals.TwoPersonFrom
 	// Lease is how recently a client must have read a session's frames to
 	// count as a live subscriber (DefaultSubscriberLease if zero).
 	Lease time.Duration
@@ -300,6 +327,10 @@ type EscalateInput struct {
 	Preview   string // the command, as the approver will see it
 	Requester string // who asks (an author name; a token id over HTTP)
 	NoWait    bool
+	// Deadline is how long the requester asks the question to stay open
+	// (0: the person's default); it must lie in the person's range
+	// (questionTimeout).
+	Deadline time.Duration
 }
 
 type askedKey struct{}
@@ -328,6 +359,10 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 	if err := checkEscalateInput(in); err != nil {
 		return res, nil, err
 	}
+	timeout, err := s.questionTimeout(in.Deadline)
+	if err != nil {
+		return res, nil, err
+	}
 	in.Requester = s.by(ctx, in.Requester)
 	ses, err := s.session(ctx, st, in.SessionID)
 	if err != nil {
@@ -349,7 +384,7 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		}
 		// 2. The person's rules answer before a person is asked.
 		if v, ok := s.Approvals.Rules.Decide(in.Preview, in.To); ok && v.Decision != rules.Ask {
-			return s.answerByRule(ctx, st, ses, in, call, v)
+			return s.answerByRule(ctx, st, ses, in, call, v, timeout)
 		}
 		// 3. A question needs someone who can answer it.
 		last, err := s.lastRead(ctx, st, ses.ID)
@@ -363,7 +398,9 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		now := s.now()
 		a = approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 			To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
-			State: approvals.Pending, CreatedAt: now, Deadline: now.Add(s.approvalTimeout())}
+			State: approvals.Pending, CreatedAt: now, Deadline: now.Add(timeout)}
+		a.RemindAt = s.reminderAt(now, a.Deadline)
+		a.TwoPerson = s.Approvals.TwoPersonFrom.Covers(a.To)
 		q := approvals.RequestFrame(a)
 		err = st.CreateApproval(ctx, a, &q)
 		if FailedOn(err, in.CallID) && attempt < 3 {
@@ -398,11 +435,11 @@ const RuleAuthor = "rule:"
 // other), and settles it at once by the rule: approved by an allow rule,
 // refused by a forbid rule, announced with its ending frame. The
 // requester receives the verdict as from a person.
-func (s *core) answerByRule(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, v rules.Verdict) (ApprovalView, []envelope.Warning, error) {
+func (s *core) answerByRule(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, v rules.Verdict, timeout time.Duration) (ApprovalView, []envelope.Warning, error) {
 	now := s.now()
 	a := approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 		To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
-		State: approvals.Pending, CreatedAt: now, Deadline: now.Add(s.approvalTimeout())}
+		State: approvals.Pending, CreatedAt: now, Deadline: now.Add(timeout)}
 	q := approvals.RequestFrame(a)
 	if err := st.CreateApproval(ctx, a, &q); err != nil {
 		return ApprovalView{}, nil, s.refuseUnasked(ctx, st, ses, in, call, approvals.CauseChannelError, err)
@@ -571,6 +608,7 @@ func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, can
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	<-poll.C
+	reminded := false
 	for {
 		a, err := st.GetApproval(ctx, id)
 		if err != nil && ctx.Err() == nil {
@@ -592,6 +630,12 @@ func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, can
 			return withWarnings(s.verdictResult(ctx, st, a))
 		}
 		now := s.now()
+		if err == nil && !reminded && approvals.NeedsReminder(a, now) {
+			// The requester is a sweeper of its own question too; a failure
+			// here is left to the next sweep.
+			_, rerr := s.remind(ctx, st, a, now)
+			reminded = rerr == nil
+		}
 		if err == nil && approvals.Expired(a, now) {
 			ended, _, w := s.settle(ctx, st, a, approvals.Decision{Verdict: approvals.TimedOut, Cause: approvals.CauseDeadline}, now)
 			warns = append(warns, w...)
@@ -603,6 +647,9 @@ func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, can
 		wait := s.approvalPoll()
 		if err == nil {
 			wait = min(wait, approvals.Remaining(a, now)+time.Millisecond)
+			if !reminded && a.RemindAt != nil && now.Before(*a.RemindAt) {
+				wait = min(wait, a.RemindAt.Sub(now))
+			}
 		}
 		poll.Reset(wait)
 		select {
@@ -638,6 +685,23 @@ func (s *core) settle(ctx context.Context, st ApprovalStore, a approvals.Approva
 		r, ok := approvals.Resolve(a, d, now)
 		if !ok {
 			return a, false, nil
+		}
+		if r.State == approvals.Pending { // a two-person question's first approval: no ending yet
+			err := st.RecordFirstApproval(ctx, r)
+			if err == nil {
+				return r, true, nil
+			}
+			if !isCondition(err) {
+				s.logWarn("record first approval", "approval_id", a.ID, "err", err)
+				return a, false, []envelope.Warning{{Code: envelope.CodeOf(ApprovalChannelError), RequestID: a.ID,
+					Message: "could not record the approval: " + errs.As(storeErr(err)).Message}}
+			}
+			cur, err := st.GetApproval(ctx, a.ID)
+			if err != nil {
+				return a, false, []envelope.Warning{{Code: envelope.CodeOf(ApprovalChannelError), RequestID: a.ID, Message: "could not re-read " + a.ID}}
+			}
+			a = cur
+			continue
 		}
 		err := st.ResolveApproval(ctx, r)
 		if err == nil {
@@ -774,6 +838,12 @@ func (s *core) decideShown(ctx context.Context, id string, d approvals.Decision,
 	ended, committed, warns := s.settle(ctx, st, a, d, s.now())
 	var res Decided
 	applied := committed && ended.Verdict == d.Verdict
+	if n, ok := twoPersonNote(ended, committed, d); ok {
+		res.Note, applied = n, committed
+		res.View = s.view(ended)
+		res.View.Applied = &applied
+		return res, warns, nil
+	}
 	switch {
 	case d.Cause == approvals.CauseUnreadable && applied:
 		res.Note = &envelope.Warning{Code: envelope.WarningCode(approvals.CauseUnreadable), RequestID: id, Outcome: string(ended.Verdict),
@@ -975,6 +1045,8 @@ type ApprovalSweep struct {
 	TimedOut []string `json:"timed_out"`
 	// Announced lists endings whose missing frame this sweep appended.
 	Announced []string `json:"announced"`
+	// Reminded lists questions whose reminder this sweep sent.
+	Reminded []string `json:"reminded,omitempty"`
 	// Warnings name the due questions this sweep could not end and the
 	// endings it could not announce, with why: a sweep that could not do
 	// its work says so rather than report nothing due.
@@ -1005,6 +1077,14 @@ func (s *core) SweepApprovals(ctx context.Context, limit int) (ApprovalSweep, er
 		}
 		rep.Warnings = append(rep.Warnings, warns...)
 	}
+	// Reminders after deadlines: a question at its deadline ends, and is
+	// not reminded of.
+	reminded, warns, err := s.sweepReminders(ctx, st, now, limit)
+	if err != nil {
+		return rep, err
+	}
+	rep.Reminded = reminded
+	rep.Warnings = append(rep.Warnings, warns...)
 	missing, err := st.Unannounced(ctx, limit)
 	if err != nil {
 		return rep, storeErr(err)
@@ -1033,7 +1113,7 @@ func (s *core) sweepApprovalsQuietly(ctx context.Context, limit int) (*ApprovalS
 		rep.Warnings = append(rep.Warnings, envelope.Warning{Code: envelope.WarnSweepFailed,
 			Message: "the questions' part of the sweep failed: " + errs.As(err).Message + "; the next sweep, or an answer, ends a due question"})
 	}
-	if len(rep.TimedOut)+len(rep.Announced) == 0 {
+	if len(rep.TimedOut)+len(rep.Announced)+len(rep.Reminded) == 0 {
 		return nil, rep.Warnings
 	}
 	return &rep, rep.Warnings

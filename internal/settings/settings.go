@@ -32,7 +32,11 @@ const (
 	EnvSpawnMaxLease   = "DONT_SPAWN_MAX_LEASE"
 	KeySpawnMaxLease   = "spawn_max_lease" // in .dont/config.toml
 	EnvApprovalTimeout = "DONT_APPROVAL_TIMEOUT"
-	EnvSubscriberLease = "DONT_SUBSCRIBER_LEASE"
+	// EnvApprovalTimeoutMin and EnvApprovalTimeoutMax bound the deadline
+	// a requester may ask for (approval_timeout_min, approval_timeout_max).
+	EnvApprovalTimeoutMin = "DONT_APPROVAL_TIMEOUT_MIN"
+	EnvApprovalTimeoutMax = "DONT_APPROVAL_TIMEOUT_MAX"
+	EnvSubscriberLease    = "DONT_SUBSCRIBER_LEASE"
 )
 
 // DefaultSpawnTimeout is the spawn timeout of a project that sets none.
@@ -56,6 +60,14 @@ var (
 	// ApprovalTimeout is an escalation question's deadline
 	// (DONT_APPROVAL_TIMEOUT).
 	ApprovalTimeout = Duration{Example: "120s"}
+	// ApprovalTimeoutMin is the shortest deadline a requester may ask for
+	// (approval_timeout_min, DONT_APPROVAL_TIMEOUT_MIN; default 30s, or
+	// approval_timeout if shorter).
+	ApprovalTimeoutMin = Duration{Max: 720 * time.Hour, Example: "30s"}
+	// ApprovalTimeoutMax is the longest deadline a requester may ask for
+	// (approval_timeout_max, DONT_APPROVAL_TIMEOUT_MAX; default
+	// approval_timeout).
+	ApprovalTimeoutMax = Duration{Max: 720 * time.Hour, Example: "15m"}
 	// SubscriberLease is how recently a reader of a session's frames makes
 	// it watched (DONT_SUBSCRIBER_LEASE).
 	SubscriberLease = Duration{Example: "10s"}
@@ -66,6 +78,38 @@ var (
 	// them for good (DONT_FRAME_RETENTION).
 	FrameRetention = Duration{Off: true, Example: "720h"}
 )
+
+// EnvApprovalRemindAt and KeyApprovalRemindAt are the share of a
+// question's deadline after which, if nobody has answered, the hooks that
+// hear approval.reminder are told (0 < share < 1; unset: no reminders).
+// A person-only setting: an agent that set it could silence the second
+// line, or page it at once.
+const (
+	EnvApprovalRemindAt = "DONT_APPROVAL_REMIND_AT"
+	KeyApprovalRemindAt = "approval_remind_at"
+)
+
+// ParseShare reads a share of a deadline: a number strictly between 0
+// and 1 ("0.5"), or reports false.
+func ParseShare(v string) (float64, bool) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(f > 0 && f < 1) {
+		return 0, false
+	}
+	return f, true
+}
+
+// ShareFromSource reads the share named name (a variable or a config key);
+// a bad value is config-invalid, and the remediation sets a good one.
+func ShareFromSource(name, v string) (float64, error) {
+	f, ok := ParseShare(v)
+	if !ok {
+		return 0, errs.E(errs.ConfigInvalid, name+" must be a number between 0 and 1 (such as 0.5, half the deadline), got "+strconv.Quote(v),
+			errs.Step{Command: KeyApprovalRemindAt + " = 0.5  # in your own ~/.config/dont/config.toml", Description: "remind the second line halfway to the deadline, or remove it for no reminders"}).
+			Unmet("0 < " + name + " < 1")
+	}
+	return f, nil
+}
 
 // Parse reads v (surrounding space ignored), or reports false when it is
 // not a value of d.

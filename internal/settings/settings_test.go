@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -88,3 +89,17 @@ func fromConfig(key, v string) error    { _, err := SpawnTimeout.FromConfig(key,
 func fromArgument(name, v string) error { _, err := SpawnTimeout.FromArgument(name, v); return err }
 func approval(name, v string) error     { _, err := ApprovalTimeout.FromEnv(name, v); return err }
 func retention(name, v string) error    { _, err := FrameRetention.FromEnv(name, v); return err }
+
+func TestAShareOfTheDeadlineLiesStrictlyBetweenZeroAndOne(t *testing.T) {
+	for v, ok := range map[string]bool{"0.5": true, " 0.25 ": true, "0.99": true, "0": false, "1": false, "1.5": false, "-0.5": false, "half": false, "NaN": false, "": false} {
+		if _, got := ParseShare(v); got != ok {
+			t.Errorf("ParseShare(%q) ok = %v, want %v", v, got, ok)
+		}
+	}
+	if _, err := ShareFromSource(KeyApprovalRemindAt, "2"); err == nil || !strings.Contains(err.Error(), "between 0 and 1") {
+		t.Fatalf("a bad share: %v", err)
+	}
+	if !IsPersonOnlyEnv(EnvApprovalRemindAt) {
+		t.Fatal("DONT_APPROVAL_REMIND_AT is not a person-only variable")
+	}
+}

@@ -22,7 +22,7 @@ import (
 // max_retries, region) follows the same order with every source counting.
 
 // The environment variables of trust-relevant settings, beside
-// EnvSpawnMaxLease, EnvApprovalTimeout and EnvSubscriberLease above.
+// EnvSpawnMaxLease, EnvApprovalTimeout(Min|Max) and EnvSubscriberLease above.
 const (
 	EnvPublicURL         = "DONT_PUBLIC_URL"
 	EnvHooksAllowPrivate = "DONT_HOOKS_ALLOW_PRIVATE"
@@ -33,13 +33,17 @@ const (
 	// sessionCeiling).
 	EnvSessionCeiling = "DONT_SESSION_CEILING"
 	KeySessionCeiling = "session_ceiling"
+	// EnvTwoPersonFrom and KeyTwoPersonFrom are the person's two-person
+	// rule: the tier from which a question needs two different approvers.
+	EnvTwoPersonFrom = "DONT_TWO_PERSON_FROM"
+	KeyTwoPersonFrom = "two_person_from"
 )
 
 // PersonOnlyEnv are the environment variables of trust-relevant settings:
 // a process with a harness signal never sets them.
 var PersonOnlyEnv = []string{
-	EnvApprovalTimeout, EnvSubscriberLease, EnvPublicURL, EnvHooksAllowPrivate,
-	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling,
+	EnvApprovalTimeout, EnvApprovalTimeoutMin, EnvApprovalTimeoutMax, EnvApprovalRemindAt, EnvSubscriberLease, EnvPublicURL, EnvHooksAllowPrivate,
+	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling, EnvTwoPersonFrom,
 }
 
 // IsPersonOnlyEnv reports whether name sets a trust-relevant setting.
@@ -52,11 +56,16 @@ func IsPersonOnlyEnv(name string) bool { return slices.Contains(PersonOnlyEnv, n
 const (
 	KeyAgents          = "agents"
 	KeyApprovalTimeout = "approval_timeout"
-	KeySubscriberLease = "subscriber_lease"
-	KeyLLMProvider     = "llm.provider"
-	KeyLLMBaseURL      = "llm.base_url"
-	KeyAllowPrivate    = "hooks.allow_private"
-	KeyPublicURL       = "hooks.public_url"
+	// KeyApprovalTimeoutMin and KeyApprovalTimeoutMax bound the deadline
+	// a requester may ask for: an agent that widened them would keep a
+	// question open for as long as it likes.
+	KeyApprovalTimeoutMin = "approval_timeout_min"
+	KeyApprovalTimeoutMax = "approval_timeout_max"
+	KeySubscriberLease    = "subscriber_lease"
+	KeyLLMProvider        = "llm.provider"
+	KeyLLMBaseURL         = "llm.base_url"
+	KeyAllowPrivate       = "hooks.allow_private"
+	KeyPublicURL          = "hooks.public_url"
 	// KeyRules is the person's approval rules ([[rules]]): each one
 	// answers questions without a person.
 	KeyRules = "rules"

@@ -40,6 +40,10 @@ func RunApprovals(t *testing.T, open ApprovalFixture) {
 		{"concurrent announcers: exactly one ending frame", concurrentAnnouncers},
 		{"concurrent askers for one call: exactly one question", concurrentAskers},
 		{"concurrent questions in one session get gap-free cursors", concurrentCursors},
+		{"a question's reminder is due at its moment, only while the question is open", remindersDue},
+		{"a two-person question's first approval is recorded once, and answers commit only on the version they saw", firstApprovalOnce},
+		{"concurrent first approvals on separate handles: exactly one is first", concurrentFirstApprovals},
+		{"concurrent reminders of one question on separate handles: exactly one is sent", concurrentReminders},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -503,4 +507,161 @@ func approvalIDs(as []approvals.Approval) []string {
 		out[i] = a.ID
 	}
 	return out
+}
+
+// withReminder is a question asked at base, reminded of at half its
+// two-minute deadline.
+func withReminder(t *testing.T, s service.ApprovalStore, ses approvals.Session, call string) approvals.Approval {
+	t.Helper()
+	a, f := newQuestion(ses, call, base.Add(approvals.DefaultTimeout))
+	a.RemindAt = approvals.ReminderAt(a.CreatedAt, a.Deadline, 0.5)
+	must(t, s.CreateApproval(context.Background(), a, f))
+	return a
+}
+
+func remindersDue(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+	ctx := context.Background()
+	ses := newSession(t, s, approvals.ReadOnly)
+	a := withReminder(t, s, ses, "c1")
+	b := withReminder(t, s, ses, "c2")
+	ask(t, s, ses, "c3") // no reminder
+	at := *a.RemindAt
+	if due, err := s.DueReminders(ctx, at.Add(-time.Millisecond), 10); err != nil || len(due) != 0 {
+		t.Fatalf("due before their moment: %v %v", approvalIDs(due), err)
+	}
+	due, err := s.DueReminders(ctx, at, 10)
+	must(t, err)
+	if len(due) != 2 || due[0].RemindAt == nil || !due[0].RemindAt.Equal(at) {
+		t.Fatalf("due at their moment: %+v", due)
+	}
+	if one, err := s.DueReminders(ctx, at, 1); err != nil || len(one) != 1 {
+		t.Fatalf("limit 1: %v %v", approvalIDs(one), err)
+	}
+	// An answered question is reminded of no more; its reminder cannot be sent.
+	must(t, s.ResolveApproval(ctx, resolveAs(b, "no")))
+	due, err = s.DueReminders(ctx, at, 10)
+	must(t, err)
+	if len(due) != 1 || due[0].ID != a.ID {
+		t.Fatalf("due after %s was answered: %v", b.ID, approvalIDs(due))
+	}
+	wantCondition(t, s.SendReminder(ctx, b, at), b.ID)
+	// Sent, it is due no more, and cannot be sent again.
+	must(t, s.SendReminder(ctx, a, at))
+	if due, err := s.DueReminders(ctx, at.Add(time.Minute), 10); err != nil || len(due) != 0 {
+		t.Fatalf("due after it was sent: %v %v", approvalIDs(due), err)
+	}
+	wantCondition(t, s.SendReminder(ctx, a, at), a.ID)
+}
+
+func concurrentReminders(t *testing.T, s service.ApprovalStore, another func() service.ApprovalStore) {
+	ctx := context.Background()
+	ses := newSession(t, s, approvals.ReadOnly)
+	for round := 0; round < 3; round++ {
+		a := withReminder(t, s, ses, fmt.Sprintf("c%d", round))
+		hs := handles(s, another, 12)
+		errs := make([]error, len(hs))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, h := range hs {
+			wg.Add(1)
+			go func(i int, h service.ApprovalStore) {
+				defer wg.Done()
+				<-start
+				errs[i] = h.SendReminder(ctx, a, *a.RemindAt)
+			}(i, h)
+		}
+		close(start)
+		wg.Wait()
+		sent := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				sent++
+			case !service.FailedOn(err, a.ID):
+				t.Fatalf("round %d: reminder %d: %v", round, i, err)
+			}
+		}
+		if sent != 1 {
+			t.Fatalf("round %d: %d reminders sent, want exactly 1", round, sent)
+		}
+	}
+}
+
+func twoPersonQuestion(t *testing.T, s service.ApprovalStore, ses approvals.Session, call string) approvals.Approval {
+	t.Helper()
+	a, f := newQuestion(ses, call, base.Add(approvals.DefaultTimeout))
+	a.TwoPerson = true
+	must(t, s.CreateApproval(context.Background(), a, f))
+	return a
+}
+
+func approvedBy(a approvals.Approval, by string) approvals.Approval {
+	d := approvals.VerdictOf("approve")
+	d.By = by
+	r, _ := approvals.Resolve(a, d, base.Add(time.Second))
+	return r
+}
+
+func firstApprovalOnce(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+	ctx := context.Background()
+	ses := newSession(t, s, approvals.ReadOnly)
+	a := twoPersonQuestion(t, s, ses, "c1")
+	first := approvedBy(a, "alice")
+	must(t, s.RecordFirstApproval(ctx, first))
+	got, err := s.GetApproval(ctx, a.ID)
+	must(t, err)
+	if got.State != approvals.Pending || got.FirstApproval == nil || got.FirstApproval.By != "alice" {
+		t.Fatalf("after the first approval: %+v", got)
+	}
+	// Bob decided on the version without it: neither his "first" approval
+	// nor a refusal decided on that version commits.
+	wantCondition(t, s.RecordFirstApproval(ctx, approvedBy(a, "bob")), a.ID)
+	wantCondition(t, s.ResolveApproval(ctx, resolveAs(a, "no")), a.ID)
+	// On the current version, the second approval ends it.
+	second := approvedBy(got, "bob")
+	must(t, s.ResolveApproval(ctx, second))
+	got, err = s.GetApproval(ctx, a.ID)
+	must(t, err)
+	if got.Verdict != approvals.Approved || got.FirstApproval == nil || got.FirstApproval.By != "alice" || got.AnsweredBy != "bob" {
+		t.Fatalf("after the second approval: %+v", got)
+	}
+	wantCondition(t, s.RecordFirstApproval(ctx, first), a.ID)
+}
+
+func concurrentFirstApprovals(t *testing.T, s service.ApprovalStore, another func() service.ApprovalStore) {
+	ctx := context.Background()
+	ses := newSession(t, s, approvals.ReadOnly)
+	for round := 0; round < 3; round++ {
+		a := twoPersonQuestion(t, s, ses, fmt.Sprintf("c%d", round))
+		hs := handles(s, another, 8)
+		errs := make([]error, len(hs))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, h := range hs {
+			wg.Add(1)
+			go func(i int, h service.ApprovalStore) {
+				defer wg.Done()
+				<-start
+				errs[i] = h.RecordFirstApproval(ctx, approvedBy(a, fmt.Sprintf("approver-%d", i)))
+			}(i, h)
+		}
+		close(start)
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && winner >= 0:
+				t.Fatalf("round %d: approvers %d and %d were both first", round, winner, i)
+			case err == nil:
+				winner = i
+			case !service.FailedOn(err, a.ID):
+				t.Fatalf("round %d: approver %d: %v", round, i, err)
+			}
+		}
+		got, err := s.GetApproval(ctx, a.ID)
+		must(t, err)
+		if winner < 0 || got.FirstApproval == nil || got.FirstApproval.By != fmt.Sprintf("approver-%d", winner) {
+			t.Fatalf("round %d: winner %d, stored %+v", round, winner, got.FirstApproval)
+		}
+	}
 }

@@ -36,6 +36,7 @@ func RunHooks(t *testing.T, newStore func(t *testing.T) HookStores) {
 		{"a committed spawn event is queued for each hook that hears it", hookSpawnEventQueued},
 		{"a commit whose condition fails queues nothing", hookConditionFailedQueuesNothing},
 		{"a question, its ending and a held call are queued", hookApprovalAndHeldQueued},
+		{"a question's reminder is queued once, for the hooks that hear it, however many race", hookReminderQueuedOnce},
 		{"a claimed delivery is hidden for the lease, then due again", hookClaimLease},
 		{"attempts are logged newest first and a delivered message is done", hookAttemptsLogged},
 		{"removing a hook fails its pending deliveries and queues no more", hookRemove},
@@ -286,5 +287,44 @@ func hookConcurrentClaims(t *testing.T, s HookStores) {
 	}
 	if len(seen) != 10 {
 		t.Errorf("claimed %d of 10", len(seen))
+	}
+}
+
+func hookReminderQueuedOnce(t *testing.T, s HookStores) {
+	ctx := context.Background()
+	second := newHook(t, s.Hooks, hooks.ApprovalReminder)
+	newHook(t, s.Hooks, hooks.ApprovalAsked)
+	ses := approvals.Session{ID: ids.New(ids.Session, base), Tier: approvals.ReadOnly, OpenedAt: base}
+	must(t, s.Approvals.CreateSession(ctx, ses))
+	a := approvals.Approval{ID: ids.New(ids.Approval, base), SessionID: ses.ID, CallID: "c1", From: ses.Tier, To: approvals.WorkspaceWrite,
+		Preview: "make", Reason: "build", Asked: true, State: approvals.Pending, CreatedAt: base, Deadline: base.Add(10 * time.Minute)}
+	a.RemindAt = approvals.ReminderAt(a.CreatedAt, a.Deadline, 0.5)
+	f := approvals.RequestFrame(a)
+	must(t, s.Approvals.CreateApproval(ctx, a, &f))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if err := s.Approvals.SendReminder(ctx, a, *a.RemindAt); err != nil && !service.FailedOn(err, a.ID) {
+				t.Errorf("reminder: %v", err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	reminders := 0
+	for _, d := range claimAll(t, s.Hooks, base.Add(time.Hour)) {
+		if d.Message.Type == hooks.ApprovalReminder {
+			reminders++
+			if d.Delivery.HookID != second.ID {
+				t.Errorf("a hook that does not hear approval.reminder got one: %s", d.Delivery.HookID)
+			}
+		}
+	}
+	if reminders != 1 {
+		t.Fatalf("%d reminders queued, want exactly 1", reminders)
 	}
 }

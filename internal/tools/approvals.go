@@ -68,11 +68,15 @@ func init() {
 				{Name: "reason", Type: String, Required: true, Description: "why the call needs it; the person answering reads it"},
 				{Name: "preview", Type: String, Description: "the command, as the person answering will see it (the CLI takes it after --)"},
 				{Name: "no_wait", Type: Boolean, Description: "return the request id at once; resume with dont approvals wait"},
+				{Name: "deadline", Type: String, Description: "how long the question stays open (a Go duration such as 10m); within the person's range " +
+					"(approval_timeout_min to approval_timeout_max), else refused with deadline-out-of-range; default: approval_timeout"},
 			},
+			check:     func(a Args) error { _, err := escalateDeadline(a); return err },
 			approvals: true, sweep: always,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+				deadline, _ := escalateDeadline(a)
 				return escalated(s.Escalations.Escalate(ctx, service.EscalateInput{SessionID: a.Str("session"), CallID: a.Str("call"), To: a.Str("to"),
-					Reason: a.Str("reason"), Preview: a.Str("preview"), NoWait: a.Bool("no_wait")}))
+					Reason: a.Str("reason"), Preview: a.Str("preview"), NoWait: a.Bool("no_wait"), Deadline: deadline}))
 			}}
 	})
 
@@ -214,6 +218,22 @@ func framesWait(a Args) (time.Duration, error) {
 	if err != nil {
 		return 0, errs.E(errs.Usage, "approvals.frames: `wait` is a duration such as 20s, got "+quote(w),
 			errs.Step{Command: "dont approvals frames --session <session> --wait 20s", Description: "long-poll 20 seconds"})
+	}
+	return d, nil
+}
+
+// escalateDeadline is the deadline an escalate asks for (0: none). A
+// value that is not a positive duration is a usage error; whether the
+// person's range holds it the service decides (deadline-out-of-range).
+func escalateDeadline(a Args) (time.Duration, error) {
+	w := a.Str("deadline")
+	if w == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(w)
+	if err != nil || d <= 0 {
+		return 0, errs.E(errs.Usage, "escalate: deadline is a positive duration such as 10m, got "+quote(w),
+			errs.Step{Command: "dont escalate --session <session> --call <call> --to <tier> --reason \"…\" --deadline 10m", Description: "ask for a question that stays open 10 minutes (within the person's range)"})
 	}
 	return d, nil
 }

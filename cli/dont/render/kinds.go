@@ -439,6 +439,13 @@ func approval(p *printer, d doc) {
 	if d.b("asked") {
 		deadline = p.at(d, "deadline")
 	}
+	twoPerson := ""
+	if d.b("two_person") {
+		twoPerson = "needs two different approvers"
+		if first := d.m("first_approval"); first.s("by") != "" {
+			twoPerson += "; approved first by " + first.s("by") + ", " + p.at(first, "at")
+		}
+	}
 	p.fields(
 		"state", ending(p, d),
 		"session", d.s("session_id"),
@@ -446,6 +453,8 @@ func approval(p *printer, d doc) {
 		"reason", d.s("reason"),
 		"asked", asked,
 		"deadline", deadline,
+		"two-person", twoPerson,
+		"reminder", p.at(d, "remind_at"),
 		"ended", p.at(d, "resolved_at"),
 		"granted", d.s("granted_tier"),
 		"this call", decidedWords(d),
@@ -535,6 +544,9 @@ func approvalsSweep(p *printer, d doc) {
 	}
 	for _, id := range d.strs("announced") {
 		p.line("  announced  %s", id)
+	}
+	for _, id := range d.strs("reminded") {
+		p.line("  reminded   %s", id)
 	}
 }
 

@@ -102,6 +102,14 @@ type Config struct {
 	Projects []string
 	// ApprovalTimeout is a question's deadline (0: the service's 120 s).
 	ApprovalTimeout time.Duration
+	// ApprovalTimeoutMin and ApprovalTimeoutMax bound the deadline a
+	// requester may ask for (0: the service's 30 s and ApprovalTimeout).
+	ApprovalTimeoutMin, ApprovalTimeoutMax time.Duration
+	// ApprovalRemindAt is the share of a question's deadline after which
+	// the second line is reminded (0: no reminders).
+	ApprovalRemindAt float64
+	// TwoPersonFrom is the two-person rule's tier ("": none).
+	TwoPersonFrom approvals.TwoPersonFrom
 	// SubscriberLease is how recently a reader of a session's frames
 	// makes it watched (0: the service's default).
 	SubscriberLease time.Duration
@@ -179,7 +187,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		env     string
 		setting settings.Duration
 		dst     *time.Duration
-	}{{EnvSpawnTimeout, settings.SpawnTimeout, &c.SpawnTimeout}, {settings.EnvSpawnMaxLease, settings.SpawnMaxLease, &c.SpawnMaxLease}, {EnvApprovalTimeout, settings.ApprovalTimeout, &c.ApprovalTimeout}, {EnvSubscriberLease, settings.SubscriberLease, &c.SubscriberLease},
+	}{{EnvSpawnTimeout, settings.SpawnTimeout, &c.SpawnTimeout}, {settings.EnvSpawnMaxLease, settings.SpawnMaxLease, &c.SpawnMaxLease}, {EnvApprovalTimeout, settings.ApprovalTimeout, &c.ApprovalTimeout}, {settings.EnvApprovalTimeoutMin, settings.ApprovalTimeoutMin, &c.ApprovalTimeoutMin}, {settings.EnvApprovalTimeoutMax, settings.ApprovalTimeoutMax, &c.ApprovalTimeoutMax},
+		{EnvSubscriberLease, settings.SubscriberLease, &c.SubscriberLease},
 		{EnvApprovalPoll, settings.ApprovalPoll, &c.ApprovalPoll}, {EnvFrameRetention, settings.FrameRetention, &c.FrameRetention}} {
 		v := getenv(d.env)
 		if strings.TrimSpace(v) == "" {
@@ -190,6 +199,19 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return c, err
 		}
 		*d.dst = dur
+	}
+	if v := getenv(settings.EnvApprovalRemindAt); strings.TrimSpace(v) != "" {
+		share, err := settings.ShareFromSource(settings.EnvApprovalRemindAt, v)
+		if err != nil {
+			return c, err
+		}
+		c.ApprovalRemindAt = share
+	}
+	if v := strings.TrimSpace(getenv(settings.EnvTwoPersonFrom)); v != "" {
+		if !approvals.Tier(v).Valid() {
+			return c, fmt.Errorf("%s must be a tier (%s), got %q", settings.EnvTwoPersonFrom, approvals.TierNames(approvals.Tiers), v)
+		}
+		c.TwoPersonFrom = approvals.TwoPersonFrom(v)
 	}
 	// Off unless named: every announced event on the bus costs a write
 	// more per commit and a PutEvents entry (docs/aws-cost.md).

@@ -81,7 +81,7 @@ func (d *Deployment) NewService(project string, st Store) *service.Service {
 		Store:       st, Confirmations: st, Tokens: st, Project: project, Clock: d.Now, SpawnTimeout: d.Config.SpawnTimeout, SpawnMaxLease: d.Config.SpawnMaxLease, Author: d.Author,
 		Log:       d.Log.With("project", project),
 		Scheduler: sched, ApprovalScheduler: sched,
-		Approvals: service.Approvals{Store: st, Timeout: d.Config.ApprovalTimeout, Lease: d.Config.SubscriberLease,
+		Approvals: service.Approvals{Store: st, Timeout: d.Config.ApprovalTimeout, TimeoutMin: d.Config.ApprovalTimeoutMin, TimeoutMax: d.Config.ApprovalTimeoutMax, RemindAt: d.Config.ApprovalRemindAt, TwoPersonFrom: d.Config.TwoPersonFrom, Lease: d.Config.SubscriberLease,
 			Poll: d.Config.ApprovalPoll, Scheduled: true, SessionCeiling: d.Config.SessionCeiling},
 		SweepPolicy: service.SweepFirstPolicy{AfterEvery: d.Config.SweepAfterEvery},
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/service"
 )
@@ -39,6 +40,12 @@ import (
 //     open or granted question of the call) and one pointer per approval
 //     of the call, so that listing a call's records (which every
 //     escalation does) reads that call only.
+//   - A question with a reminder (RemindAt) has a reminder item, put with
+//     it and in the index under P#<p>#APR#remind by its remind_at, holding
+//     the question as asked. Sending the reminder deletes the item,
+//     conditioned on its existence and on the question being pending, in
+//     the transaction that queues the message: once per question, however
+//     many sweepers race. Resolving the question deletes it too.
 //   - Frames may carry ttl (SetFrameRetention), which lets DynamoDB delete
 //     old frames. A deadline is never decided by TTL: it is the approval's
 //     deadline, swept through the index and by the timeout queue.
@@ -68,6 +75,8 @@ func (s *Store) framePK(session string) string  { return s.prefix + "FR#" + sess
 func (s *Store) leasePK(session string) string  { return s.prefix + "SUB#" + session }
 func (s *Store) dueApprovalsPK() string         { return s.prefix + "APR#due" }
 func (s *Store) unannouncedApprovalsPK() string { return s.prefix + "APR#unannounced" }
+func (s *Store) reminderPK() string             { return s.prefix + "REM" }
+func (s *Store) dueRemindersPK() string         { return s.prefix + "APR#remind" }
 func cursorKey(c int64) string                  { return fmt.Sprintf("%012d", c) }
 
 // SetFrameRetention makes every frame this store appends from now on
@@ -167,6 +176,9 @@ func (s *Store) approvalItem(a approvals.Approval) (map[string]types.AttributeVa
 	// shown is the digest of the question's shown fields: the answer's
 	// conditional write is conditioned on it (ResolveApproval).
 	it[shownAttr] = str(approvals.ShownDigest(a.Shown()))
+	if a.FirstApproval != nil {
+		it[firstAttr] = str(a.FirstApproval.By)
+	}
 	switch {
 	case a.State == approvals.Pending:
 		it[PendingKey], it[ExpiresAtKey] = str(s.dueApprovalsPK()), str(timeText(a.Deadline))
@@ -233,6 +245,12 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 	if err != nil {
 		return err
 	}
+	var rem map[string]types.AttributeValue
+	if a.Asked && a.State == approvals.Pending && a.RemindAt != nil {
+		rem = key(s.reminderPK(), a.ID)
+		rem["doc"] = it["doc"]
+		rem[PendingKey], rem[ExpiresAtKey] = str(s.dueRemindersPK()), str(timeText(*a.RemindAt))
+	}
 	build := func(context.Context) (writeSet, error) {
 		var w writeSet
 		w.addOutbox(outbox)
@@ -242,6 +260,9 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 		pointer := key(s.callPK(a.CallID), a.ID)
 		pointer["ses"] = str(a.SessionID)
 		w.add("", types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: pointer}})
+		if rem != nil {
+			w.add("", types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: rem}})
+		}
 		if a.State == approvals.Pending || a.Verdict == approvals.Approved {
 			w.add(a.CallID, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.table),
 				Key:                       key(s.callPK(a.CallID), callLockKey),
@@ -435,14 +456,16 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		return err
 	}
 	var w writeSet
-	w.add(a.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
+	put := &types.Put{TableName: aws.String(s.table), Item: it,
 		// Pending, and the question a was decided on. An item written
 		// before the digest was stored has none: its fields were written
 		// once and never changed.
 		ConditionExpression:      aws.String("#st = :pending AND (attribute_not_exists(#sh) OR #sh = :shown)"),
 		ExpressionAttributeNames: map[string]string{"#st": "st", "#sh": shownAttr},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending)),
-			":shown": str(approvals.ShownDigest(a.Shown()))}}})
+			":shown": str(approvals.ShownDigest(a.Shown()))}}
+	conditionOnFirstApproval(put, a)
+	w.add(a.ID, types.TransactWriteItem{Put: put})
 	outbox, err := s.outbox(ctx, endedMessages(a))
 	if err != nil {
 		return err
@@ -455,6 +478,9 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 			ExpressionAttributeNames:  map[string]string{"#h": "h"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(a.ID)}}})
 	}
+	if a.State != approvals.Pending && a.RemindAt != nil {
+		w.add("", types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(s.reminderPK(), a.ID)}})
+	}
 	err = s.announced(ctx, outbox, s.commitSet(ctx, w))
 	if service.FailedOn(err, lockOwner) {
 		return fmt.Errorf("dynamo: the lock of call %q is not held by pending approval %s", a.CallID, a.ID)
@@ -464,6 +490,46 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 
 // shownAttr is the attribute of an approval item holding its shown digest.
 const shownAttr = "shown"
+
+// firstAttr is the attribute of a two-person question's first approver.
+const firstAttr = "fa"
+
+// conditionOnFirstApproval conditions put on the question's first
+// approval being a's (or absent if a has none): an answer commits only on
+// the version of the question it was decided on.
+func conditionOnFirstApproval(put *types.Put, a approvals.Approval) {
+	put.ExpressionAttributeNames["#fa"] = firstAttr
+	if a.FirstApproval == nil {
+		put.ConditionExpression = aws.String(*put.ConditionExpression + " AND attribute_not_exists(#fa)")
+		return
+	}
+	put.ConditionExpression = aws.String(*put.ConditionExpression + " AND #fa = :fa")
+	put.ExpressionAttributeValues[":fa"] = str(a.FirstApproval.By)
+}
+
+// RecordFirstApproval implements service.ApprovalStore: one conditional
+// Put of the still-pending question with its first approval, conditioned
+// on it being pending, the question shown, and having no first approval.
+func (s *Store) RecordFirstApproval(ctx context.Context, a approvals.Approval) error {
+	if a.State != approvals.Pending || a.FirstApproval == nil {
+		return fmt.Errorf("dynamo: %s is not a first approval", a.ID)
+	}
+	it, err := s.approvalItem(a)
+	if err != nil {
+		return err
+	}
+	first := a
+	first.FirstApproval = nil // the version it was decided on
+	put := &types.Put{TableName: aws.String(s.table), Item: it,
+		ConditionExpression:      aws.String("#st = :pending AND (attribute_not_exists(#sh) OR #sh = :shown)"),
+		ExpressionAttributeNames: map[string]string{"#st": "st", "#sh": shownAttr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending)),
+			":shown": str(approvals.ShownDigest(a.Shown()))}}
+	conditionOnFirstApproval(put, first)
+	var w writeSet
+	w.add(a.ID, types.TransactWriteItem{Put: put})
+	return s.commitSet(ctx, w)
+}
 
 // lockOwner marks the lock release of ResolveApproval: held by the pending
 // approval it resolves, so its condition fails only on damaged data.
@@ -560,6 +626,39 @@ func (s *Store) LastRead(ctx context.Context, sessionID string) (time.Time, erro
 // resolves each one with a write conditioned on it still being pending.
 func (s *Store) DueApprovals(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error) {
 	return s.indexedApprovals(ctx, s.dueApprovalsPK(), timeText(now), limit)
+}
+
+// DueReminders implements service.ApprovalStore by reading the index
+// range gsi1pk = P#<p>#APR#remind AND expires_at <= now: only unsent
+// reminders are there, so the read is O(due). The index lags; SendReminder
+// is conditioned on what it reads.
+func (s *Store) DueReminders(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error) {
+	return s.indexedApprovals(ctx, s.dueRemindersPK(), timeText(now), limit)
+}
+
+// SendReminder implements service.ApprovalStore: the reminder item's
+// delete (conditioned on its existence), a check that the question is
+// pending and the message's outbox items are one TransactWriteItems.
+func (s *Store) SendReminder(ctx context.Context, a approvals.Approval, at time.Time) error {
+	m, ok := hooks.OfReminder(a, at)
+	var msgs []hooks.Message
+	if ok {
+		msgs = []hooks.Message{m}
+	}
+	outbox, err := s.outbox(ctx, msgs)
+	if err != nil {
+		return err
+	}
+	var w writeSet
+	w.add(a.ID, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(s.reminderPK(), a.ID),
+		ConditionExpression:      aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey}}})
+	w.add(a.ID, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: aws.String(s.table), Key: key(s.approvalPK(), a.ID),
+		ConditionExpression:       aws.String("#st = :pending"),
+		ExpressionAttributeNames:  map[string]string{"#st": "st"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending))}}})
+	w.addOutbox(outbox)
+	return s.announced(ctx, outbox, s.commitSet(ctx, w))
 }
 
 // Unannounced implements service.ApprovalStore through the index

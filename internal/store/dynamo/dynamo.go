@@ -33,6 +33,7 @@
 //	token (global)            T#<token id>               T
 //	session + frame counter   P#<p>#SES                  <session id>
 //	approval                  P#<p>#APR                  <approval id>
+//	unsent reminder           P#<p>#REM                  <approval id>
 //	call lock                 P#<p>#CALL#<call id>       L
 //	a call's approval         P#<p>#CALL#<call id>       <approval id>
 //	frame                     P#<p>#FR#<session id>      <12-digit cursor>
@@ -47,6 +48,7 @@
 //	  timed out; timed-out guess
 //	pending approval               P#<p>#APR#due             expires_at
 //	ended, unannounced approval    P#<p>#APR#unannounced     expires_at
+//	unsent reminder                P#<p>#APR#remind          expires_at (its remind_at)
 //	entity (entity_status)         P#<p>#E                   es (its status)
 //
 // A pending spawn's shard is FNV-1a of its id modulo the deployment's

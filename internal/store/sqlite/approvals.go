@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/service"
 )
 
@@ -36,6 +37,11 @@ CREATE TABLE IF NOT EXISTS approval_frames(
 	PRIMARY KEY(session_id, cursor)) WITHOUT ROWID;
 -- At most one ending frame per request.
 CREATE UNIQUE INDEX IF NOT EXISTS approval_frames_one_ending ON approval_frames(request_id) WHERE kind = 'approval_resolved';
+-- A question's reminder until it is sent or the question ends: sending
+-- deletes the row, so it is sent once however many sweepers race.
+CREATE TABLE IF NOT EXISTS approval_reminders(
+	approval_id TEXT PRIMARY KEY, remind_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS approval_reminders_due ON approval_reminders(remind_at);
 CREATE TABLE IF NOT EXISTS approval_subscribers(
 	session_id TEXT NOT NULL, subscriber TEXT NOT NULL, last_read_at TEXT NOT NULL,
 	PRIMARY KEY(session_id, subscriber)) WITHOUT ROWID;
@@ -43,7 +49,8 @@ CREATE TABLE IF NOT EXISTS approval_subscribers(
 
 // approvalObjects are the names approvalSchema creates.
 var approvalObjects = []any{"approval_sessions", "approvals", "approvals_session", "approvals_call", "approvals_call_active",
-	"approvals_due", "approvals_unannounced", "approval_frames", "approval_frames_one_ending", "approval_subscribers"}
+	"approvals_due", "approvals_unannounced", "approval_frames", "approval_frames_one_ending", "approval_subscribers",
+	"approval_reminders", "approval_reminders_due"}
 
 // approvalSchemaReady remembers the stores whose schema has been checked.
 var approvalSchemaReady sync.Map // *Store -> struct{}
@@ -147,6 +154,11 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 				return err
 			}
 		}
+		if a.Asked && a.State == approvals.Pending && a.RemindAt != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO approval_reminders(approval_id, remind_at) VALUES(?,?)", a.ID, timeText(*a.RemindAt)); err != nil {
+				return err
+			}
+		}
 		return s.announceAsked(ctx, tx, a)
 	})
 }
@@ -224,7 +236,7 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		if err := json.Unmarshal(stored, &cur); err != nil {
 			return fmt.Errorf("sqlite: decode approval %s: %w", a.ID, err)
 		}
-		if approvals.ShownDigest(cur.Shown()) != approvals.ShownDigest(a.Shown()) {
+		if approvals.ShownDigest(cur.Shown()) != approvals.ShownDigest(a.Shown()) || firstBy(cur) != firstBy(a) {
 			return &service.ConditionFailed{ID: a.ID}
 		}
 		res, err := tx.ExecContext(ctx, "UPDATE approvals SET state = ?, verdict = ?, doc = ? WHERE id = ? AND state = 'pending'",
@@ -232,7 +244,55 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		if err := affectedOne(res, err, a.ID); err != nil {
 			return err
 		}
+		if a.State != approvals.Pending && cur.RemindAt != nil {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM approval_reminders WHERE approval_id = ?", a.ID); err != nil {
+				return err
+			}
+		}
 		return s.announceEnded(ctx, tx, a)
+	})
+}
+
+// firstBy is who approved a two-person question first ("" for nobody):
+// an answer commits only on the version of the question it was decided on.
+func firstBy(a approvals.Approval) string {
+	if a.FirstApproval == nil {
+		return ""
+	}
+	return a.FirstApproval.By
+}
+
+// RecordFirstApproval implements service.ApprovalStore.
+func (s *Store) RecordFirstApproval(ctx context.Context, a approvals.Approval) error {
+	if err := s.approvalsReady(ctx); err != nil {
+		return err
+	}
+	if a.State != approvals.Pending || a.FirstApproval == nil {
+		return fmt.Errorf("sqlite: %s is not a first approval", a.ID)
+	}
+	a.Announced = false
+	doc, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *txn) error {
+		var stored []byte
+		err := tx.QueryRowContext(ctx, "SELECT doc FROM approvals WHERE id = ? AND state = 'pending'", a.ID).Scan(&stored)
+		if errors.Is(err, sql.ErrNoRows) {
+			return &service.ConditionFailed{ID: a.ID}
+		}
+		if err != nil {
+			return err
+		}
+		var cur approvals.Approval
+		if err := json.Unmarshal(stored, &cur); err != nil {
+			return fmt.Errorf("sqlite: decode approval %s: %w", a.ID, err)
+		}
+		if cur.FirstApproval != nil || approvals.ShownDigest(cur.Shown()) != approvals.ShownDigest(a.Shown()) {
+			return &service.ConditionFailed{ID: a.ID}
+		}
+		res, err := tx.ExecContext(ctx, "UPDATE approvals SET doc = ? WHERE id = ? AND state = 'pending'", doc, a.ID)
+		return affectedOne(res, err, a.ID)
 	})
 }
 
@@ -309,6 +369,41 @@ func (s *Store) DueApprovals(ctx context.Context, now time.Time, limit int) ([]a
 
 const dueApprovalsQuery = "SELECT doc, announced FROM approvals INDEXED BY approvals_due WHERE state = 'pending' AND deadline <= ? ORDER BY deadline LIMIT ?"
 
+// DueReminders implements service.ApprovalStore through
+// approval_reminders_due: only unsent reminders of open questions have a
+// row.
+func (s *Store) DueReminders(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error) {
+	return s.approvals(ctx, dueRemindersQuery, timeText(now), limit)
+}
+
+const dueRemindersQuery = `SELECT a.doc, a.announced FROM approval_reminders r INDEXED BY approval_reminders_due
+	JOIN approvals a ON a.id = r.approval_id WHERE r.remind_at <= ? AND a.state = 'pending' ORDER BY r.remind_at LIMIT ?`
+
+// SendReminder implements service.ApprovalStore: the reminder's row is
+// deleted and its message queued in one transaction, only while the
+// question is pending and the row is there.
+func (s *Store) SendReminder(ctx context.Context, a approvals.Approval, at time.Time) error {
+	if err := s.approvalsReady(ctx); err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *txn) error {
+		var one int
+		err := tx.QueryRowContext(ctx, "SELECT 1 FROM approvals WHERE id = ? AND state = 'pending'", a.ID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return &service.ConditionFailed{ID: a.ID}
+		}
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, "DELETE FROM approval_reminders WHERE approval_id = ?", a.ID)
+		if err := affectedOne(res, err, a.ID); err != nil {
+			return err
+		}
+		m, ok := hooks.OfReminder(a, at)
+		return s.announce(ctx, tx, m, ok)
+	})
+}
+
 // Unannounced implements service.ApprovalStore through approvals_unannounced.
 func (s *Store) Unannounced(ctx context.Context, limit int) ([]approvals.Approval, error) {
 	return s.approvals(ctx, "SELECT doc, announced FROM approvals INDEXED BY approvals_unannounced WHERE asked = 1 AND state = 'resolved' AND announced = 0 ORDER BY created_at LIMIT ?", limit)
@@ -340,11 +435,12 @@ func (s *Store) approvals(ctx context.Context, q string, args ...any) ([]approva
 var _ service.ApprovalStore = (*Store)(nil)
 
 // anythingDueQuery is the sweep's probe in one statement, each part a
-// search of its partial index: a pending spawn or question due at ?, or a
-// question's ending not yet announced.
+// search of its index: a pending spawn or question due at ?, a question's
+// unsent reminder due then, or a question's ending not yet announced.
 const anythingDueQuery = `SELECT
-	EXISTS(SELECT 1 FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at <= ?),
-	EXISTS(SELECT 1 FROM approvals INDEXED BY approvals_due WHERE state = 'pending' AND deadline <= ?),
+	EXISTS(SELECT 1 FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at <= ?1),
+	EXISTS(SELECT 1 FROM approvals INDEXED BY approvals_due WHERE state = 'pending' AND deadline <= ?2)
+		OR EXISTS(SELECT 1 FROM approval_reminders INDEXED BY approval_reminders_due WHERE remind_at <= ?2),
 	EXISTS(SELECT 1 FROM approvals INDEXED BY approvals_unannounced WHERE asked = 1 AND state = 'resolved' AND announced = 0)`
 
 // AnythingDue reports, with one prepared read, whether a sweep at now

@@ -291,11 +291,12 @@ func (s *Store) knownHooks(ctx context.Context, tx *txn) ([]hooks.Hook, error) {
 }
 
 // nextDueQuery is what the probe's answer depends on: the earliest expiry
-// of a pending spawn and deadline of a pending question, each one search
-// of its partial index.
+// of a pending spawn, and the earliest deadline of a pending question or
+// unsent reminder, each one search of its index.
 const nextDueQuery = `SELECT
 	(SELECT MIN(expires_at) FROM spawns INDEXED BY spawns_due WHERE state = 'pending'),
-	(SELECT MIN(deadline) FROM approvals INDEXED BY approvals_due WHERE state = 'pending')`
+	(SELECT MIN(t) FROM (SELECT MIN(deadline) AS t FROM approvals INDEXED BY approvals_due WHERE state = 'pending'
+		UNION ALL SELECT MIN(remind_at) FROM approval_reminders INDEXED BY approval_reminders_due))`
 
 // knownDue answers the sweep's probe at at from what is known, learning
 // the next due times when nothing is due now. ok is false when it cannot
