@@ -2,6 +2,7 @@ package repocheck
 
 import (
 	"bytes"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -301,6 +302,36 @@ func TestServiceWritesNoCommands(t *testing.T) {
 			t.Errorf("%s:%d writes a command %q: presentation says what to run", rel, fset.Position(lit.Pos()).Line, v)
 		}
 	})
+}
+
+// The errors of the service and the domain name a parameter the way the
+// API spells it, in backticks (`request_id`), never as a CLI flag: an HTTP or MCP caller
+// has no --request-id, and the CLI writes the flag for its own user
+// (cli/dont/flagnames.go).
+func TestServiceAndDomainNameNoCLIFlag(t *testing.T) {
+	root, _ := tracked(t)
+	flag := regexp.MustCompile(`(^|[\s(])--[a-z]`)
+	for _, dir := range []string{"internal/service", "internal/spawn", "internal/approvals", "internal/ledger"} {
+		inspectSources(t, root, dir, func(rel string, fset *token.FileSet, n ast.Node) {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) < 2 {
+				return
+			}
+			if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "E" || fmt.Sprint(sel.X) != "errs" {
+				return
+			}
+			ast.Inspect(call.Args[1], func(m ast.Node) bool {
+				lit, ok := m.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					return true
+				}
+				if v, err := strconv.Unquote(lit.Value); err == nil && flag.MatchString(v) {
+					t.Errorf("%s:%d names a CLI flag in %q: name the parameter in backticks", rel, fset.Position(lit.Pos()).Line, v)
+				}
+				return true
+			})
+		})
+	}
 }
 
 func allowed(module, dir, imp string) bool {

@@ -126,10 +126,10 @@ func checkSpawnInput(in *SpawnInput) error {
 			return errs.E(errs.InvalidArgument, "a question of 1 to 8192 bytes is required").Unmet("question must not be empty")
 		}
 		if in.N < 1 || in.N > 20 {
-			return errs.E(errs.InvalidArgument, fmt.Sprintf("--n must be 1..20, got %d", in.N)).Unmet("1 <= n <= 20")
+			return errs.E(errs.InvalidArgument, fmt.Sprintf("`n` must be 1..20, got %d", in.N)).Unmet("1 <= n <= 20")
 		}
 		if in.Temperature != nil && (*in.Temperature < 0 || *in.Temperature > 2) {
-			return errs.E(errs.InvalidArgument, fmt.Sprintf("--temperature must be 0..2, got %g", *in.Temperature)).Unmet("0 <= temperature <= 2")
+			return errs.E(errs.InvalidArgument, fmt.Sprintf("`temperature` must be 0..2, got %g", *in.Temperature)).Unmet("0 <= temperature <= 2")
 		}
 	default:
 		return errs.E(errs.InvalidArgument, "unknown spawn kind "+string(in.Kind))

@@ -31,7 +31,7 @@ type TransitionInput struct {
 // applies.)
 func (s *Spawns) Resolve(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
 	if in.RequestID == "" {
-		return EntityView{}, nil, errs.E(errs.Usage, "a callback names the spawn it resolves (--request-id)").On(in.EntityID)
+		return EntityView{}, nil, errs.E(errs.Usage, "a callback names the spawn it resolves (`request_id`)").On(in.EntityID)
 	}
 	if err := s.checkTransitionInput(in); err != nil {
 		return EntityView{}, nil, err
@@ -43,7 +43,7 @@ func (s *Spawns) Resolve(ctx context.Context, in TransitionInput) (EntityView, [
 // which names its spawn's request id, is Spawns.Resolve.
 func (s *Ledger) Transition(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
 	if in.RequestID != "" {
-		return EntityView{}, nil, errs.E(errs.Usage, "a status change with a --request-id is a callback; only dismiss and trust resolve a spawn").On(in.EntityID)
+		return EntityView{}, nil, errs.E(errs.Usage, "a status change with a `request_id` is a callback; only dismiss and trust resolve a spawn").On(in.EntityID)
 	}
 	if err := s.checkTransitionInput(in); err != nil {
 		return EntityView{}, nil, err
@@ -94,7 +94,7 @@ func (s *core) checkTransitionInput(in TransitionInput) error {
 		}
 	}
 	if in.RequestID != "" && in.Action != ledger.Doubt && in.Action != ledger.Verify {
-		return errs.E(errs.Usage, "only dismiss and trust resolve a spawn; "+string(in.Action)+" takes no --request-id").On(in.EntityID)
+		return errs.E(errs.Usage, "only dismiss and trust resolve a spawn; "+string(in.Action)+" takes no `request_id`").On(in.EntityID)
 	}
 	return nil
 }

@@ -214,11 +214,11 @@ func (step Step) Check() error {
 	switch step.Kind {
 	case StepAnswer:
 		if len(TallyCandidates(step.Candidates)) == 0 {
-			return errs.E(errs.InvalidArgument, "at least one non-empty --candidate is required").Unmet("candidates must not be empty")
+			return errs.E(errs.InvalidArgument, "at least one non-empty `candidate` is required").Unmet("candidates must not be empty")
 		}
 	case StepHeartbeat:
 		if step.Extend < 0 {
-			return errs.E(errs.InvalidArgument, "--extend must be a positive duration").Unmet("extend > 0")
+			return errs.E(errs.InvalidArgument, "`extend` must be a positive duration").Unmet("extend > 0")
 		}
 	case StepIssue, StepCallback, StepCancel, StepTimeout, StepFail:
 	default:
