@@ -151,7 +151,7 @@ func checkSpawnInput(in *SpawnInput) error {
 func (s *core) spawnTx(ctx context.Context, in SpawnInput) (spawn.Spawn, spawn.Request, Tx, error) {
 	now := s.now()
 	sp := spawn.Spawn{
-		ID: ids.New(ids.Spawn, now), Kind: in.Kind, State: spawn.Pending, Mode: in.Mode,
+		ID: s.newID(ids.Spawn, now), Kind: in.Kind, State: spawn.Pending, Mode: in.Mode,
 		IssuedAt: now, ExpiresAt: now.Add(s.timeout()), RequestedBy: s.actor(ctx),
 	}
 	ev := s.event(ledger.EvSpawnRequested, "", now)
@@ -246,7 +246,7 @@ func (s *core) answer(ctx context.Context, requestID string, candidates []string
 		}
 		now := s.now()
 		e := ledger.Entity{
-			ID: ids.New(ids.Claim, now), Kind: ledger.KindClaim, Statement: tally[0].Answer,
+			ID: s.newID(ids.Claim, now), Kind: ledger.KindClaim, Statement: tally[0].Answer,
 			Refs: []string{sp.ID}, Status: ledger.Unverified, Author: s.Author, CreatedAt: now, UpdatedAt: now, Version: 1,
 		}
 		answered := s.event(ledger.EvAnswered, e.ID, now)
