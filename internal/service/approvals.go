@@ -235,7 +235,7 @@ func (s *Escalations) OpenSession(ctx context.Context, in OpenSessionInput) (Ses
 			Unmet("a session name is at most 200 bytes").With("tier", in.Tier)
 	}
 	now := s.now()
-	ses := approvals.Session{ID: ids.New(ids.Session, now), Name: in.Name, Tier: approvals.Tier(in.Tier), OpenedBy: s.by(ctx, in.By), OpenedAt: now}
+	ses := approvals.Session{ID: s.newID(ids.Session, now), Name: in.Name, Tier: approvals.Tier(in.Tier), OpenedBy: s.by(ctx, in.By), OpenedAt: now}
 	if err := st.CreateSession(ctx, ses); err != nil {
 		return res, storeErr(err)
 	}
@@ -396,7 +396,7 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		}
 		// 4. The question, created together with its delivery.
 		now := s.now()
-		a = approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
+		a = approvals.Approval{ID: s.newID(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 			To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
 			State: approvals.Pending, CreatedAt: now, Deadline: now.Add(timeout)}
 		a.RemindAt = s.reminderAt(now, a.Deadline)
@@ -437,7 +437,7 @@ const RuleAuthor = "rule:"
 // requester receives the verdict as from a person.
 func (s *core) answerByRule(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, v rules.Verdict, timeout time.Duration) (ApprovalView, []envelope.Warning, error) {
 	now := s.now()
-	a := approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
+	a := approvals.Approval{ID: s.newID(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 		To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
 		State: approvals.Pending, CreatedAt: now, Deadline: now.Add(timeout)}
 	q := approvals.RequestFrame(a)
@@ -488,7 +488,7 @@ func checkEscalateInput(in EscalateInput) error {
 // stands even if the store cannot record it.
 func (s *core) refuseUnasked(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, cause approvals.Cause, why error) error {
 	now := s.now()
-	a := approvals.Approval{ID: ids.New(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
+	a := approvals.Approval{ID: s.newID(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 		To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, State: approvals.Pending,
 		CreatedAt: now, Deadline: now}
 	d := approvals.Decision{Verdict: approvals.Refused, Cause: cause}

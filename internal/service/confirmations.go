@@ -50,7 +50,7 @@ func (s *Held) Hold(ctx context.Context, tool string, args map[string]any) (Held
 		return HeldView{}, err
 	}
 	now := s.now()
-	p := confirm.Pending{ID: ids.New(ids.Confirmation, now), Tool: tool, Args: args, State: confirm.StatePending,
+	p := confirm.Pending{ID: s.newID(ids.Confirmation, now), Tool: tool, Args: args, State: confirm.StatePending,
 		RequestedBy: s.actor(ctx), RequestedAt: now, ExpiresAt: now.Add(confirm.DefaultTTL)}
 	if p.Args == nil {
 		p.Args = map[string]any{}

@@ -40,7 +40,7 @@ func (s *core) runStep(ctx context.Context, step spawn.Step, key *idempotency.Pe
 		if step.Kind == spawn.StepIssue && attempt > 0 {
 			// A retried issue is a new spawn: a store recognises a put of
 			// its own whose answer was lost by the spawn's id.
-			step.Issue.ID = ids.New(ids.Spawn, s.now())
+			step.Issue.ID = s.newID(ids.Spawn, s.now())
 		}
 		st, err := s.snapshot(ctx, step, reread)
 		if err != nil {
@@ -143,7 +143,7 @@ func (s *core) txOf(ctx context.Context, tr spawn.Transition) (Tx, error) {
 		tx.Entities = []EntityPut{{Entity: *tr.Entity, PrevVersion: tr.PrevVersion}}
 	}
 	for _, ev := range tr.Events {
-		ev.ID, ev.Author = ids.New(ids.Event, ev.At), s.Author
+		ev.ID, ev.Author = s.newID(ids.Event, ev.At), s.Author
 		tx.Events = append(tx.Events, ev)
 	}
 	if tr.CascadeFrom != "" {

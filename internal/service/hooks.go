@@ -173,7 +173,7 @@ func (s *Hooks) Add(ctx context.Context, in HookAddInput) (HookView, error) {
 		return HookView{}, errs.E(errs.Internal, "no randomness for a secret").Wrap(err)
 	}
 	now := s.now()
-	h := hooks.Hook{ID: ids.New(ids.Hook, now), URL: u.String(), Events: events, Format: format, CreatedAt: now, CreatedBy: s.actor(ctx), Secret: secret}
+	h := hooks.Hook{ID: s.newID(ids.Hook, now), URL: u.String(), Events: events, Format: format, CreatedAt: now, CreatedBy: s.actor(ctx), Secret: secret}
 	if err := st.PutHook(ctx, h); err != nil {
 		return HookView{}, storeErr(err)
 	}

@@ -54,7 +54,10 @@ type Deps struct {
 	// ApprovalScheduler is told about every question's deadline, likewise.
 	ApprovalScheduler ApprovalTimeoutScheduler
 	// Clock is "now" (nil: the wall clock).
-	Clock        func() time.Time
+	Clock func() time.Time
+	// IDs makes every id the service gives a new record, of an ids kind
+	// at a time (nil: ids.New). Tests inject a counter for stable bytes.
+	IDs          func(kind string, at time.Time) string
 	SpawnTimeout time.Duration // DefaultSpawnTimeout if zero
 	// SpawnMaxLease bounds a spawn's life from its issue, however often it
 	// heartbeats (settings.DefaultSpawnMaxLease if zero).
@@ -139,6 +142,14 @@ func (s *core) now() time.Time {
 	return s.Clock().UTC()
 }
 
+// newID is the id of a new record of kind made at t (Deps.IDs).
+func (s *core) newID(kind string, t time.Time) string {
+	if s.IDs == nil {
+		return ids.New(kind, t)
+	}
+	return s.IDs(kind, t)
+}
+
 func (s *core) timeout() time.Duration {
 	if s.SpawnTimeout <= 0 {
 		return DefaultSpawnTimeout
@@ -201,7 +212,7 @@ func (s *Ledger) Conclude(ctx context.Context, in ConcludeInput) (EntityView, er
 	}
 	now := s.now()
 	e := ledger.Entity{
-		ID: ids.New(ids.Claim, now), Kind: ledger.KindClaim, Statement: in.Statement,
+		ID: s.newID(ids.Claim, now), Kind: ledger.KindClaim, Statement: in.Statement,
 		Atoms: in.Atoms, Refs: in.Refs, Confidence: in.Confidence, DependsOn: in.DependsOn,
 		Status: ledger.Unverified, Author: s.Author, CreatedAt: now, UpdatedAt: now, Version: 1,
 	}
@@ -231,7 +242,7 @@ func (s *Ledger) Define(ctx context.Context, curie, doc string) (EntityView, err
 	}
 	now := s.now()
 	e := ledger.Entity{
-		ID: ids.New(ids.Term, now), Kind: ledger.KindTerm, Curie: curie, Definition: doc,
+		ID: s.newID(ids.Term, now), Kind: ledger.KindTerm, Curie: curie, Definition: doc,
 		Status: ledger.Unverified, Author: s.Author, CreatedAt: now, UpdatedAt: now, Version: 1,
 	}
 	ev := s.event(ledger.EvDefined, e.ID, now)
@@ -442,7 +453,7 @@ func (s *core) entity(ctx context.Context, id string) (ledger.Entity, error) {
 }
 
 func (s *core) event(kind ledger.EventKind, entityID string, now time.Time) ledger.Event {
-	return ledger.Event{ID: ids.New(ids.Event, now), Kind: kind, EntityID: entityID, Author: s.Author, At: now}
+	return ledger.Event{ID: s.newID(ids.Event, now), Kind: kind, EntityID: entityID, Author: s.Author, At: now}
 }
 
 // storeErr turns a store failure into the store-error envelope, keeping

@@ -63,7 +63,7 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 	}
 	now := s.now()
 	step := spawn.Step{Kind: spawn.StepIssue, Actor: s.actorOf(ctx), Timeout: s.timeout(), Issue: spawn.Spawn{
-		ID: ids.New(ids.Spawn, now), Kind: in.Kind, EntityID: in.EntityID, Mode: in.Mode,
+		ID: s.newID(ids.Spawn, now), Kind: in.Kind, EntityID: in.EntityID, Mode: in.Mode,
 		Question: in.Question, N: in.N, Temperature: in.Temperature, RequestedBy: s.actor(ctx)}}
 	if in.Mode == spawn.ModeDirect {
 		// Its response is the verdict, made by later commits: it is
@@ -164,7 +164,7 @@ func (s *Spawns) Answer(ctx context.Context, requestID string, candidates []stri
 // direct-mode guess; key is the call's keyed response (nil: none).
 func (s *core) answer(ctx context.Context, requestID string, candidates []string, direct bool, key *idempotency.Pending) (Answered, []envelope.Warning, error) {
 	step := spawn.Step{Kind: spawn.StepAnswer, RequestID: requestID, Actor: s.actorOf(ctx), Candidates: candidates,
-		ClaimID: ids.New(ids.Claim, s.now()), Author: s.Author, Direct: direct}
+		ClaimID: s.newID(ids.Claim, s.now()), Author: s.Author, Direct: direct}
 	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
 		sp := tr.Spawn
 		if tr.Effect == spawn.Lost {

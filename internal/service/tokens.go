@@ -87,7 +87,7 @@ func (s *Credentials) Create(ctx context.Context, role, name string) (TokenView,
 		return TokenView{}, errs.E(errs.Internal, "no randomness").Wrap(err)
 	}
 	now := s.now()
-	t := auth.Token{ID: ids.New(ids.Token, now), Role: role, Name: name, Hash: auth.Hash(secret), CreatedAt: now}
+	t := auth.Token{ID: s.newID(ids.Token, now), Role: role, Name: name, Hash: auth.Hash(secret), CreatedAt: now}
 	if err := ts.PutToken(ctx, t); err != nil {
 		return TokenView{}, storeErr(err)
 	}

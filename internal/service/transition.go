@@ -207,7 +207,7 @@ const UnmetUnderReview = spawn.UnmetUnderReview
 // entity as written.
 func (s *core) supersede(ctx context.Context, tx *Tx, sp spawn.Spawn, e2 ledger.Entity, action ledger.Action) ledger.Entity {
 	done, e2, ev := spawn.Supersede(sp, e2, s.actor(ctx), action, s.now())
-	ev.ID, ev.Author = ids.New(ids.Event, ev.At), s.Author
+	ev.ID, ev.Author = s.newID(ids.Event, ev.At), s.Author
 	tx.Entities[0].Entity = e2
 	tx.Spawns = append(tx.Spawns, SpawnPut{Spawn: done, Step: spawn.StepCancel})
 	tx.Events = append(tx.Events, ev)
