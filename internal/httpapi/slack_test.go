@@ -268,8 +268,10 @@ func TestASlackRequestWithAnInvalidSignatureChangesNothing(t *testing.T) {
 	body := s.click("T3MDE", "U0CA5", slackapp.ActionApprove, slackapp.ButtonValue(s.question))
 	for name, send := range map[string]func() (int, []byte){
 		"another secret": func() (int, []byte) { return s.signed("/v1/slack/interactions", body, time.Now(), "not-the-secret") },
-		"no signature":   func() (int, []byte) { return s.raw("/v1/slack/interactions", body, strconv.FormatInt(time.Now().Unix(), 10), "") },
-		"no timestamp":   func() (int, []byte) { return s.raw("/v1/slack/interactions", body, "", "v0=00") },
+		"no signature": func() (int, []byte) {
+			return s.raw("/v1/slack/interactions", body, strconv.FormatInt(time.Now().Unix(), 10), "")
+		},
+		"no timestamp": func() (int, []byte) { return s.raw("/v1/slack/interactions", body, "", "v0=00") },
 	} {
 		status, b := send()
 		if status != http.StatusUnauthorized || !strings.Contains(string(b), `"slack-signature-invalid"`) {

@@ -118,7 +118,7 @@ func (h *Handler) verified(w http.ResponseWriter, r *http.Request) ([]byte, Proj
 	at := time.Unix(ts, 0)
 	if now := h.now(); now.Sub(at) > MaxAge || at.Sub(now) > MaxSkew {
 		h.fail(w, r, errs.E(StaleRequest, "the request was stamped "+at.UTC().Format(time.RFC3339)+", outside "+MaxAge.String()+" of now; nothing changed").
-			Unmet("a Slack request is answered within " + MaxAge.String() + " of its timestamp"))
+			Unmet("a Slack request is answered within "+MaxAge.String()+" of its timestamp"))
 		return nil, Project{}, false
 	}
 	if h.cfg.SigningSecret == "" {
