@@ -127,6 +127,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	handler := httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}},
 		RatePerSecond: rate, Burst: o.burst, TotalPerSecond: o.totalRate, ProjectPerSecond: o.projectRate, Log: log, DisableInteractiveConfirm: !interactiveConfirm,
+		Slack: a.slackOptions(svc.HooksConfig.PublicURL),
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -233,4 +234,15 @@ func (a *app) deliverLoop(ctx context.Context, svc *service.Service, store *sqli
 			}
 		}
 	}
+}
+
+// slackOptions is the Slack app's endpoint when the person set its
+// signing secret where they start the server (a person-only variable:
+// refused under a harness signal; docs/approvals.md, "Slack").
+func (a *app) slackOptions(publicURL string) *httpapi.SlackOptions {
+	secret := a.personEnv(settings.EnvSlackSigningSecret)
+	if secret == "" {
+		return nil
+	}
+	return &httpapi.SlackOptions{SigningSecret: secret, PublicURL: publicURL}
 }

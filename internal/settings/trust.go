@@ -24,10 +24,14 @@ import (
 // The environment variables of trust-relevant settings, beside
 // EnvSpawnMaxLease, EnvApprovalTimeout and EnvSubscriberLease above.
 const (
-	EnvPublicURL         = "DONT_PUBLIC_URL"
-	EnvHooksAllowPrivate = "DONT_HOOKS_ALLOW_PRIVATE"
-	EnvLLMProvider       = "DONT_LLM_PROVIDER"
-	EnvLLMBaseURL        = "DONT_LLM_BASE_URL"
+	EnvPublicURL = "DONT_PUBLIC_URL"
+	// The Slack app's signing secret and (on AWS) the project it answers
+	// for: docs/approvals.md, "Slack".
+	EnvSlackSigningSecret = "DONT_SLACK_SIGNING_SECRET"
+	EnvSlackProject       = "DONT_SLACK_PROJECT"
+	EnvHooksAllowPrivate  = "DONT_HOOKS_ALLOW_PRIVATE"
+	EnvLLMProvider        = "DONT_LLM_PROVIDER"
+	EnvLLMBaseURL         = "DONT_LLM_BASE_URL"
 	// EnvSessionCeiling and KeySessionCeiling are the widest tier a session
 	// may be granted (its enforcement reads it through the CLI's
 	// sessionCeiling).
@@ -39,7 +43,7 @@ const (
 // a process with a harness signal never sets them.
 var PersonOnlyEnv = []string{
 	EnvApprovalTimeout, EnvSubscriberLease, EnvPublicURL, EnvHooksAllowPrivate,
-	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling,
+	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling, EnvSlackSigningSecret,
 }
 
 // IsPersonOnlyEnv reports whether name sets a trust-relevant setting.
