@@ -20,6 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/slackapp"
 )
 
@@ -405,4 +406,93 @@ func TestASlackAnswerForAnotherVersionOfTheQuestionChangesNothing(t *testing.T) 
 	events := s.eventCount()
 	s.interact(s.click("T3MDE", "U0CA5", slackapp.ActionApprove, s.question.ID+" sha256:"+strings.Repeat("0", 64)))
 	s.unchanged("an answer to another digest", events)
+}
+
+// fakeWebAPI stands in for Slack's Web API: chat.postMessage and
+// chat.update answer with the responses recorded from Slack's
+// documentation (testdata/slack), and every call is kept.
+type fakeWebAPI struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []url.Values // with "_method"
+}
+
+func newFakeWebAPI(t *testing.T) *fakeWebAPI {
+	f := &fakeWebAPI{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method := strings.TrimPrefix(r.URL.Path, "/api/")
+		_ = r.ParseForm()
+		if r.Header.Get("Authorization") != "Bearer xoxb-test" && r.PostForm.Get("token") != "xoxb-test" {
+			t.Errorf("%s without the bot token", method)
+		}
+		form := r.PostForm
+		form.Set("_method", method)
+		f.mu.Lock()
+		f.calls = append(f.calls, form)
+		f.mu.Unlock()
+		b, err := os.ReadFile("testdata/slack/" + strings.ReplaceAll(method, ".", "_") + ".json")
+		if err != nil {
+			http.Error(w, "unknown method", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeWebAPI) all() []url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]url.Values(nil), f.calls...)
+}
+
+func TestAQuestionIsPostedToSlackAndUpdatedInPlaceWhenItEndsElsewhere(t *testing.T) {
+	s := newSlackAPI(t)
+	web := newFakeWebAPI(t)
+	s.svc.HooksConfig = service.HooksConfig{Store: s.store, Sender: slackapp.Sender{
+		Client: slackapp.NewClient("xoxb-test", web.srv.URL+"/api/", nil), Messages: s.store, PublicURL: "https://dont.example"}}
+	if r := s.confirmed(s.tokens["admin"], "hooks.add", map[string]any{"url": "slack-app:C0CA5", "events": []string{"approval.asked", "approval.ended"}}); r.status != 200 {
+		t.Fatalf("hooks add: %d %s", r.status, r.raw)
+	}
+	deliver := func() {
+		res, err := s.svc.Hooks.Deliver(context.Background(), 10)
+		if err != nil || res.Attempted != res.Delivered {
+			l, _ := s.svc.Hooks.List(context.Background())
+			t.Fatalf("deliver: %+v %v %s", res, err, toJSON(l))
+		}
+	}
+	for i, end := range []struct {
+		name string
+		end  func(id string)
+		want string
+	}{
+		{"refused at the CLI or page", func(id string) {
+			if _, _, err := s.svc.Escalations.Refuse(context.Background(), id, "not now", "tok:person"); err != nil {
+				t.Fatal(err)
+			}
+		}, "Refused by tok:person: not now"},
+		{"cancelled by its requester", func(id string) {
+			if _, _, err := s.svc.Escalations.Cancel(context.Background(), id, "gave up", "tok:agent"); err != nil {
+				t.Fatal(err)
+			}
+		}, "Cancelled by tok:agent: gave up"},
+	} {
+		q := s.ask("e"+strconv.Itoa(i), "make build")
+		deliver()
+		calls := web.all()
+		post := calls[len(calls)-1]
+		if post.Get("_method") != "chat.postMessage" || post.Get("channel") != "C0CA5" || !strings.Contains(post.Get("blocks"), slackapp.ButtonValue(q)) {
+			t.Fatalf("%s: the question was not posted with its buttons: %v", end.name, post)
+		}
+		end.end(q.ID)
+		deliver()
+		calls = web.all()
+		update := calls[len(calls)-1]
+		if update.Get("_method") != "chat.update" || update.Get("ts") != "1503435956.000247" || update.Get("channel") != "C0CA5" ||
+			!strings.Contains(update.Get("blocks"), end.want) || strings.Contains(update.Get("blocks"), slackapp.ActionApprove) {
+			t.Fatalf("%s: the message was not updated in place to say %q: %v", end.name, end.want, update)
+		}
+	}
 }

@@ -51,6 +51,19 @@ type SlackLinkStore interface {
 	PutSlackLink(ctx context.Context, l SlackLink) error
 	// GetSlackLink returns the user's link, or ErrNotFound.
 	GetSlackLink(ctx context.Context, team, user string) (SlackLink, error)
+	// PutSlackMessage records where a question's message was posted in a
+	// channel, so that its ending updates it in place.
+	PutSlackMessage(ctx context.Context, m SlackMessage) error
+	// GetSlackMessage returns the question's message in the channel, or
+	// ErrNotFound.
+	GetSlackMessage(ctx context.Context, channel, approvalID string) (SlackMessage, error)
+}
+
+// SlackMessage is where a question's message is: its channel and ts.
+type SlackMessage struct {
+	ApprovalID string `json:"approval_id"`
+	Channel    string `json:"channel"`
+	TS         string `json:"ts"`
 }
 
 // SlackLinkCodeTTL is how long a link code can be used.

@@ -22,6 +22,7 @@ func RunSlackLinks(t *testing.T, newStore func(t *testing.T) service.SlackLinkSt
 		{"a link code is stored once and taken once", slackLinkCodeOnce},
 		{"racing takers of one code: exactly one gets it", slackLinkCodeRace},
 		{"a link reads back and a new one replaces it", slackLinkReplaced},
+		{"a question's message is kept per channel", slackMessageKept},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -92,5 +93,20 @@ func slackLinkReplaced(t *testing.T, s service.SlackLinkStore) {
 	}
 	if _, err := s.GetSlackLink(ctx, "T2", "U1"); !errors.Is(err, service.ErrNotFound) {
 		t.Fatalf("a user of another workspace: want ErrNotFound, got %v", err)
+	}
+}
+
+func slackMessageKept(t *testing.T, s service.SlackLinkStore) {
+	ctx := context.Background()
+	if _, err := s.GetSlackMessage(ctx, "C1", "apr:1"); !errors.Is(err, service.ErrNotFound) {
+		t.Fatalf("a message never posted: want ErrNotFound, got %v", err)
+	}
+	must(t, s.PutSlackMessage(ctx, service.SlackMessage{ApprovalID: "apr:1", Channel: "C1", TS: "1.1"}))
+	must(t, s.PutSlackMessage(ctx, service.SlackMessage{ApprovalID: "apr:1", Channel: "C2", TS: "2.2"}))
+	if m, err := s.GetSlackMessage(ctx, "C1", "apr:1"); err != nil || m.TS != "1.1" {
+		t.Fatalf("C1: %+v %v", m, err)
+	}
+	if m, err := s.GetSlackMessage(ctx, "C2", "apr:1"); err != nil || m.TS != "2.2" {
+		t.Fatalf("C2: %+v %v", m, err)
 	}
 }

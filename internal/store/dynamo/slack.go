@@ -90,6 +90,34 @@ func (s *Store) PutSlackLink(ctx context.Context, l service.SlackLink) error {
 	})
 }
 
+// PutSlackMessage implements service.SlackLinkStore.
+func (s *Store) PutSlackMessage(ctx context.Context, m service.SlackMessage) error {
+	doc, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	it := key(s.slackPK(), "msg#"+m.Channel+"#"+m.ApprovalID)
+	it["doc"] = str(string(doc))
+	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: it, ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
+	return s.write(ctx, func(ctx context.Context) error {
+		_, err := s.client.PutItem(ctx, in, noSDKRetries)
+		return err
+	})
+}
+
+// GetSlackMessage implements service.SlackLinkStore.
+func (s *Store) GetSlackMessage(ctx context.Context, channel, approvalID string) (service.SlackMessage, error) {
+	var m service.SlackMessage
+	it, err := s.getItem(ctx, key(s.slackPK(), "msg#"+channel+"#"+approvalID))
+	if err != nil {
+		return m, err
+	}
+	if it == nil {
+		return m, service.ErrNotFound
+	}
+	return m, json.Unmarshal([]byte(attrString(it, "doc")), &m)
+}
+
 // GetSlackLink implements service.SlackLinkStore (strongly consistent:
 // a link made a moment ago answers the next click).
 func (s *Store) GetSlackLink(ctx context.Context, team, user string) (service.SlackLink, error) {

@@ -67,16 +67,43 @@ func (s *Store) PutSlackLink(ctx context.Context, l service.SlackLink) error {
 	})
 }
 
+func slackMessageKey(channel, approvalID string) string { return "msg/" + channel + "/" + approvalID }
+
+// PutSlackMessage implements service.SlackLinkStore.
+func (s *Store) PutSlackMessage(ctx context.Context, m service.SlackMessage) error {
+	doc, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *txn) error {
+		if _, err := tx.ExecContext(ctx, slackSchema); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "INSERT INTO slack_links(key, doc) VALUES(?,?) ON CONFLICT(key) DO UPDATE SET doc = excluded.doc", slackMessageKey(m.Channel, m.ApprovalID), doc)
+		return err
+	})
+}
+
+// GetSlackMessage implements service.SlackLinkStore.
+func (s *Store) GetSlackMessage(ctx context.Context, channel, approvalID string) (service.SlackMessage, error) {
+	var m service.SlackMessage
+	return m, s.slackDoc(ctx, slackMessageKey(channel, approvalID), &m)
+}
+
+func (s *Store) slackDoc(ctx context.Context, key string, v any) error {
+	var doc []byte
+	err := s.queryRow(ctx, "SELECT doc FROM slack_links WHERE key = ?", key).Scan(&doc)
+	if err != nil && strings.Contains(err.Error(), "no such table") {
+		return service.ErrNotFound // nothing Slack was ever stored
+	}
+	if err != nil {
+		return classify(err)
+	}
+	return json.Unmarshal(doc, v)
+}
+
 // GetSlackLink implements service.SlackLinkStore.
 func (s *Store) GetSlackLink(ctx context.Context, team, user string) (service.SlackLink, error) {
 	var l service.SlackLink
-	var doc []byte
-	err := s.queryRow(ctx, "SELECT doc FROM slack_links WHERE key = ?", slackLinkKey(team, user)).Scan(&doc)
-	if err != nil && strings.Contains(err.Error(), "no such table") {
-		return l, service.ErrNotFound // no link was ever made
-	}
-	if err != nil {
-		return l, classify(err)
-	}
-	return l, json.Unmarshal(doc, &l)
+	return l, s.slackDoc(ctx, slackLinkKey(team, user), &l)
 }
