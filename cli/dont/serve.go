@@ -21,6 +21,7 @@ import (
 	"github.com/dont-cli/dont/internal/scheduler"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
+	"github.com/dont-cli/dont/internal/slackapp"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/visible"
 	"github.com/spf13/cobra"
@@ -124,6 +125,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if svc.HooksConfig, err = a.hooksConfig(p, store); err != nil {
 		return err
 	}
+	svc.HooksConfig = a.withSlackSender(svc.HooksConfig, store)
 	handler := httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}},
 		RatePerSecond: rate, Burst: o.burst, TotalPerSecond: o.totalRate, ProjectPerSecond: o.projectRate, Log: log, DisableInteractiveConfirm: !interactiveConfirm,
@@ -245,4 +247,14 @@ func (a *app) slackOptions(publicURL string) *httpapi.SlackOptions {
 		return nil
 	}
 	return &httpapi.SlackOptions{SigningSecret: secret, PublicURL: publicURL}
+}
+
+// withSlackSender delivers the slack-app:<channel> hooks through the
+// Slack Web API when the person set the app's bot token
+// (DONT_SLACK_BOT_TOKEN, person-only like the signing secret).
+func (a *app) withSlackSender(cfg service.HooksConfig, store *sqlite.Store) service.HooksConfig {
+	if tok := a.personEnv(settings.EnvSlackBotToken); tok != "" && cfg.Sender != nil {
+		cfg.Sender = slackapp.Sender{Next: cfg.Sender, Client: slackapp.NewClient(tok, "", nil), Messages: store, PublicURL: cfg.PublicURL}
+	}
+	return cfg
 }

@@ -29,9 +29,12 @@ const (
 	// for: docs/approvals.md, "Slack".
 	EnvSlackSigningSecret = "DONT_SLACK_SIGNING_SECRET"
 	EnvSlackProject       = "DONT_SLACK_PROJECT"
-	EnvHooksAllowPrivate  = "DONT_HOOKS_ALLOW_PRIVATE"
-	EnvLLMProvider        = "DONT_LLM_PROVIDER"
-	EnvLLMBaseURL         = "DONT_LLM_BASE_URL"
+	// EnvSlackBotToken is the Slack app's bot token (chat:write), with
+	// which slack-app:<channel> hooks are delivered.
+	EnvSlackBotToken     = "DONT_SLACK_BOT_TOKEN"
+	EnvHooksAllowPrivate = "DONT_HOOKS_ALLOW_PRIVATE"
+	EnvLLMProvider       = "DONT_LLM_PROVIDER"
+	EnvLLMBaseURL        = "DONT_LLM_BASE_URL"
 	// EnvSessionCeiling and KeySessionCeiling are the widest tier a session
 	// may be granted (its enforcement reads it through the CLI's
 	// sessionCeiling).
@@ -43,7 +46,7 @@ const (
 // a process with a harness signal never sets them.
 var PersonOnlyEnv = []string{
 	EnvApprovalTimeout, EnvSubscriberLease, EnvPublicURL, EnvHooksAllowPrivate,
-	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling, EnvSlackSigningSecret,
+	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling, EnvSlackSigningSecret, EnvSlackBotToken,
 }
 
 // IsPersonOnlyEnv reports whether name sets a trust-relevant setting.
