@@ -65,7 +65,6 @@ type slackAPI struct {
 	slack    *fakeSlack
 	approver string // the linked approver's token id
 	question approvals.Approval
-	sent     int
 }
 
 func newSlackAPI(t *testing.T) *slackAPI {
