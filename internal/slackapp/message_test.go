@@ -18,7 +18,9 @@ func TestEveryEndingSaysHowTheQuestionEnded(t *testing.T) {
 		set  func(*approvals.Approval)
 		want string
 	}{
-		{"approved", func(a *approvals.Approval) { a.Verdict, a.Cause, a.AnsweredBy = approvals.Approved, approvals.CauseAnswer, "tok:p" }, "Approved by tok:p."},
+		{"approved", func(a *approvals.Approval) {
+			a.Verdict, a.Cause, a.AnsweredBy = approvals.Approved, approvals.CauseAnswer, "tok:p"
+		}, "Approved by tok:p."},
 		{"refused", func(a *approvals.Approval) {
 			a.Verdict, a.Cause, a.AnsweredBy, a.Detail = approvals.Refused, approvals.CauseAnswer, "tok:p", "not \x1b[2Know"
 		}, "Refused by tok:p: not \\x1b[2Know"},
