@@ -202,6 +202,7 @@ writable by you alone, else it is ignored). Environment variables override both.
 * [hooks]                                           webhooks (docs/hooks.md)
 * allow_private = []           DONT_HOOKS_ALLOW_PRIVATE private ranges a hook may reach
 * public_url = ""              DONT_PUBLIC_URL      the approvals page, for Slack's links
+* (never in the file)          DONT_SLACK_SIGNING_SECRET the Slack app's, for dont serve (docs/approvals.md, "Slack")
 
 * only you decide these (docs/security.md, "Settings only a person decides"):
   - in .dont/config.toml they count only after you trust the file at your

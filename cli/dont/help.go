@@ -87,6 +87,7 @@ var help = map[string]commandHelp{
 	"login":                 {[2]string{"dont login https://dont.example.com", "dont login --profile ci http://127.0.0.1:8700"}, "0 stored; 1 the token is an approver's or admin's (login-token-too-powerful); 2 no endpoint or token, or http to a host that is not loopback; 3 the API refused the token or did not answer"},
 	"logout":                {[2]string{"dont logout", "dont logout --profile ci"}, ""},
 	"whoami":                {[2]string{"dont whoami", "dont whoami --profile ci --json"}, ""},
+	"approvals slack-link":  {[2]string{"DONT_TOKEN=<approver token> dont approvals slack-link", "dont approvals slack-link --json"}, "0 a code made; 1 not an approver token"},
 	"config show":           {[2]string{"dont config show", "dont config show --json"}, ""},
 	"config trust":          {[2]string{"dont config trust", "DONT_PROJECT_DIR=~/proj dont config trust"}, "0 trusted; 1 you answered no (confirmation-declined); 2 no person at a terminal, or a harness signal (person-required)"},
 }

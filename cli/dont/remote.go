@@ -44,7 +44,7 @@ func (a *app) deliverDue(ctx context.Context, svc *service.Service, p project.Pr
 		if err != nil {
 			return
 		}
-		svc.HooksConfig = cfg
+		svc.HooksConfig = a.withSlackSender(cfg, store)
 	}
 	svc.Hooks.Deliver(ctx, 10) //nolint:errcheck // best effort: what is left stays due
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/dont-cli/dont/internal/scheduler"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
+	"github.com/dont-cli/dont/internal/slackapp"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/visible"
 	"github.com/spf13/cobra"
@@ -120,9 +121,11 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if svc.HooksConfig, err = a.hooksConfig(p, store); err != nil {
 		return err
 	}
+	svc.HooksConfig = a.withSlackSender(svc.HooksConfig, store)
 	handler := httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}},
 		RatePerSecond: rate, Burst: o.burst, TotalPerSecond: o.totalRate, ProjectPerSecond: o.projectRate, Log: log, DisableInteractiveConfirm: !interactiveConfirm,
+		Slack: a.slackOptions(svc.HooksConfig.PublicURL),
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -229,4 +232,25 @@ func (a *app) deliverLoop(ctx context.Context, svc *service.Service, store *sqli
 			}
 		}
 	}
+}
+
+// slackOptions is the Slack app's endpoint when the person set its
+// signing secret where they start the server (a person-only variable:
+// refused under a harness signal; docs/approvals.md, "Slack").
+func (a *app) slackOptions(publicURL string) *httpapi.SlackOptions {
+	secret := a.personEnv(settings.EnvSlackSigningSecret)
+	if secret == "" {
+		return nil
+	}
+	return &httpapi.SlackOptions{SigningSecret: secret, PublicURL: publicURL}
+}
+
+// withSlackSender delivers the slack-app:<channel> hooks through the
+// Slack Web API when the person set the app's bot token
+// (DONT_SLACK_BOT_TOKEN, person-only like the signing secret).
+func (a *app) withSlackSender(cfg service.HooksConfig, store *sqlite.Store) service.HooksConfig {
+	if tok := a.personEnv(settings.EnvSlackBotToken); tok != "" && cfg.Sender != nil {
+		cfg.Sender = slackapp.Sender{Next: cfg.Sender, Client: slackapp.NewClient(tok, "", nil), Messages: store, PublicURL: cfg.PublicURL}
+	}
+	return cfg
 }

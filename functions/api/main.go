@@ -21,6 +21,7 @@ import (
 
 	"github.com/dont-cli/dont/functions/internal/deployment"
 	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/settings"
 )
 
 func main() {
@@ -36,6 +37,12 @@ func main() {
 	if err != nil {
 		log.Error("init", "err", err)
 		os.Exit(1)
+	}
+	// The Slack app's endpoint, when the deployment configures one
+	// (docs/approvals.md, "Slack"): its signing secret is set at deploy
+	// time like the deployment's other secrets, never by an agent.
+	if secret := os.Getenv(settings.EnvSlackSigningSecret); secret != "" {
+		o.Slack = &httpapi.SlackOptions{SigningSecret: secret, Project: os.Getenv(settings.EnvSlackProject), PublicURL: os.Getenv(settings.EnvPublicURL)}
 	}
 	handler := newFunction(newHandler(backend, log, o))
 	log.Info("init", "duration_ms", float64(time.Since(start).Microseconds())/1000)

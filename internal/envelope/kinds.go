@@ -48,4 +48,7 @@ const (
 	KindHarnessInstall = "harness_install"
 	KindWhoAmI         = "whoami"
 	KindLogin          = "login" // dont login, dont logout
+	// KindSlackLinkCode is approvals.slack-link's: a one-time code that
+	// links a Slack user to the calling approver token.
+	KindSlackLinkCode = "slack_link_code"
 )

@@ -242,14 +242,24 @@ type ApprovalData struct {
 	Verdict    approvals.Verdict `json:"verdict,omitempty"`
 	Cause      approvals.Cause   `json:"cause,omitempty"`
 	AnsweredBy string            `json:"answered_by,omitempty"`
-	ResolvedAt *time.Time        `json:"resolved_at,omitempty"`
-	State      approvals.State   `json:"state"`
+	// Detail says why, when the ending has a reason (a refusal's).
+	Detail     string          `json:"detail,omitempty"`
+	ResolvedAt *time.Time      `json:"resolved_at,omitempty"`
+	State      approvals.State `json:"state"`
+}
+
+// Approval is the approval d describes: an asked question (only those
+// announce themselves).
+func (d ApprovalData) Approval() approvals.Approval {
+	return approvals.Approval{ID: d.ApprovalID, SessionID: d.SessionID, CallID: d.CallID, From: d.FromTier, To: d.ToTier,
+		Preview: d.Preview, Reason: d.Reason, Requester: d.Requester, Asked: true, State: d.State, Deadline: d.Deadline,
+		Verdict: d.Verdict, Cause: d.Cause, AnsweredBy: d.AnsweredBy, Detail: d.Detail, ResolvedAt: d.ResolvedAt}
 }
 
 func approvalData(a approvals.Approval) ApprovalData {
 	return ApprovalData{ApprovalID: a.ID, SessionID: a.SessionID, CallID: a.CallID, FromTier: a.From, ToTier: a.To,
 		Preview: a.Preview, Reason: a.Reason, Requester: a.Requester, Deadline: a.Deadline.UTC(), RemindAt: a.RemindAt, Verdict: a.Verdict,
-		Cause: a.Cause, AnsweredBy: a.AnsweredBy, ResolvedAt: a.ResolvedAt, State: a.State}
+		Cause: a.Cause, AnsweredBy: a.AnsweredBy, Detail: a.Detail, ResolvedAt: a.ResolvedAt, State: a.State}
 }
 
 // OfAsked is the message a question announces when it is stored: only
@@ -308,6 +318,30 @@ func TestMessage(hookID string, at time.Time) Message {
 	return m.Identified()
 }
 
+// SlackAppScheme names a hook that dont's Slack app delivers: its
+// questions are posted to the channel with chat.postMessage and updated
+// in place with chat.update on their ending (docs/approvals.md, "Slack").
+const SlackAppScheme = "slack-app"
+
+// SlackAppChannel is the channel of a Slack app hook's URL.
+func SlackAppChannel(raw string) (string, bool) {
+	ch, ok := strings.CutPrefix(raw, SlackAppScheme+":")
+	return ch, ok && slackChannel(ch)
+}
+
+// slackChannel reports whether s looks like a Slack conversation id.
+func slackChannel(s string) bool {
+	if len(s) < 2 || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // CheckURL is the URL policy applied when a hook is added (the dial-time
 // check of internal/webhook applies the address rules again to every
 // address a name resolves to): an absolute https URL, or http to a
@@ -320,6 +354,12 @@ func CheckURL(raw string, allow AddrPolicy) (*url.URL, error) {
 	}
 	if len(raw) > 2048 || raw == "" {
 		return nil, bad("a --url of 1 to 2048 bytes is required", "url is an https URL")
+	}
+	if ch, ok := strings.CutPrefix(raw, SlackAppScheme+":"); ok {
+		if !slackChannel(ch) {
+			return nil, bad("not a Slack channel id: "+quote(ch), "a Slack app hook is slack-app:<channel id>, e.g. slack-app:C0123ABCD")
+		}
+		return &url.URL{Scheme: SlackAppScheme, Opaque: ch}, nil
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/visible"
 )
 
@@ -160,4 +161,21 @@ func slackApproval(t EventType, d ApprovalData, publicURL string) SlackMessage {
 		blocks = append(blocks, SlackBlock{Type: "actions", Elements: []SlackButton{{Type: "button", Text: plain("Open in dont", 75), URL: link}}})
 	}
 	return SlackMessage{Text: text, Blocks: blocks}
+}
+
+// Slack's limits on the text objects a question's message shows whole.
+const (
+	SlackSectionLimit = 3000 // a section's text
+	SlackFieldLimit   = 2000 // a section field
+)
+
+// SlackShowsWhole reports whether a Slack message shows every part of
+// the question s whole (who asks, the session, the command and the
+// reason as internal/visible prints them): only then may Slack carry an
+// approve button (docs/approvals.md, "Slack").
+func SlackShowsWhole(s approvals.Shown) bool {
+	return len("Command: ")+len(visible.Line(s.Preview)) <= SlackSectionLimit &&
+		len("Reason: ")+len(visible.Line(s.Reason)) <= SlackSectionLimit &&
+		len("Asked by: ")+len(visible.Line(s.Requester)) <= SlackFieldLimit &&
+		len("Session: ")+len(visible.Line(s.SessionID)) <= SlackFieldLimit
 }

@@ -72,7 +72,33 @@ type Options struct {
 	// advertises no features.interactive_confirm, cli_confirmed is ignored
 	// and every gated call goes through the server's own flow.
 	DisableInteractiveConfirm bool
+	// Slack, when set, serves a Slack app's requests on
+	// /v1/slack/interactions and /v1/slack/commands (docs/approvals.md,
+	// "Slack"); the backend must be a SlackBackend.
+	Slack *SlackOptions
 }
+
+// SlackOptions configure the Slack app's endpoint (slackapp.Config).
+type SlackOptions struct {
+	// SigningSecret is the app's signing secret, set by a person where
+	// they start the server (never read from a workspace).
+	SigningSecret string
+	// Project names the project the app answers for ("" for `dont serve`'s one).
+	Project   string
+	PublicURL string
+	// ResponseURLPrefix and HTTPClient are slackapp.Config's (tests).
+	ResponseURLPrefix string
+	HTTPClient        *http.Client
+}
+
+// SlackBackend finds the project a Slack app answers for: a Slack
+// request carries no bearer token, its signature is its authority.
+type SlackBackend interface {
+	SlackProject(ctx context.Context, name string) (Project, error)
+}
+
+// SlackProject implements SlackBackend: the one project.
+func (b SingleProject) SlackProject(context.Context, string) (Project, error) { return b.Project, nil }
 
 // DefaultMaxBody is the request body cap.
 const DefaultMaxBody = 64 << 10
@@ -127,6 +153,11 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("/v1/openapi.json", s.method(http.MethodGet, s.openapi))
 	mux.HandleFunc("/v1/tools/{name}", s.method(http.MethodPost, s.call))
 	mux.HandleFunc("/approvals", s.method(http.MethodGet, s.approvalsPage))
+	if o.Slack != nil {
+		sh := s.slackHandler(*o.Slack)
+		mux.HandleFunc("/v1/slack/interactions", s.method(http.MethodPost, sh.Interactions))
+		mux.HandleFunc("/v1/slack/commands", s.method(http.MethodPost, sh.Commands))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errs.E(NotFoundRoute, "no route "+r.Method+" "+r.URL.Path))
 	})

@@ -252,6 +252,17 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 			direct("retry", errs.Step{Command: "timeout = \"120s\"  # in [llm] of .dont/config.toml", Description: "give each provider request longer"})},
 		"provider-unusable": {ExitState, statusBadGateway, steps("dont assume <id> --harness", "or let your harness's subagent do the reasoning (harness mode)"), nil,
 			direct("retry: a fresh answer may be usable")},
+		// internal/service (slack.go)
+		"slack-unavailable":              {ExitState, statusUnavailable, steps("dont init", "use a store that keeps Slack links (both of dont's stores do)"), nil, nil},
+		"slack-link-code-invalid":        {ExitRefusal, statusForbidden, steps("dont approvals slack-link", "make a new link code with your approver token and send it within 10 minutes"), nil, nil},
+		"slack-user-unlinked":            {ExitRefusal, statusForbidden, steps("dont approvals slack-link", "link your Slack user first: make a link code with your approver token, then send /dont link <code> in Slack"), nil, nil},
+		"slack-link-not-approver":        {ExitRefusal, statusForbidden, steps("dont approvals slack-link", "the token this Slack user was linked with is revoked or no approver's: link again with a current approver token"), nil, nil},
+		"slack-question-not-shown-whole": {ExitRefusal, statusForbidden, steps("dont approvals show <id>", "the question is too long for Slack: answer it where it is shown whole (the approvals page, a terminal)"), nil, nil},
+		// internal/slackapp (handler.go): requests that are not Slack's, or not now
+		"slack-signature-invalid": {ExitState, statusUnauthorized, steps("dont help approvals", "only Slack, signing with the app's signing secret, calls this endpoint; check DONT_SLACK_SIGNING_SECRET against the app's Basic Information page"), nil, nil},
+		"slack-request-stale":     {ExitState, statusUnauthorized, steps("date -u", "a Slack request is acted on within 5 minutes of its timestamp; check this server's clock"), nil, nil},
+		"slack-request-replayed":  {ExitRefusal, statusConflict, steps("dont approvals show <id>", "this request was acted on already; a replay changes nothing"), nil, nil},
+		"slack-request-invalid":   {ExitUsage, statusBadRequest, steps("dont help approvals", "point the Slack app's interactivity URL at /v1/slack/interactions and its /dont command at /v1/slack/commands"), nil, nil},
 		// internal/service (tokens.go)
 		"unauthenticated": {ExitState, statusUnauthorized, steps("export DONT_TOKEN=<token from dont tokens create>", "send a valid bearer token"), nil, nil},
 		"forbidden": {ExitState, statusForbidden, steps("dont tokens create --role <role>", "use a token whose role (or spawn) allows this call"), map[string][]errs.Step{

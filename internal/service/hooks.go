@@ -164,6 +164,9 @@ func (s *Hooks) Add(ctx context.Context, in HookAddInput) (HookView, error) {
 	if err != nil {
 		return HookView{}, err
 	}
+	if u.Scheme == hooks.SlackAppScheme {
+		format = hooks.FormatJSON // dont's Slack app renders the messages itself
+	}
 	st, err := s.hookStore()
 	if err != nil {
 		return HookView{}, err

@@ -24,7 +24,14 @@ import (
 // The environment variables of trust-relevant settings, beside
 // EnvSpawnMaxLease, EnvApprovalTimeout(Min|Max) and EnvSubscriberLease above.
 const (
-	EnvPublicURL         = "DONT_PUBLIC_URL"
+	EnvPublicURL = "DONT_PUBLIC_URL"
+	// The Slack app's signing secret and (on AWS) the project it answers
+	// for: docs/approvals.md, "Slack".
+	EnvSlackSigningSecret = "DONT_SLACK_SIGNING_SECRET"
+	EnvSlackProject       = "DONT_SLACK_PROJECT"
+	// EnvSlackBotToken is the Slack app's bot token (chat:write), with
+	// which slack-app:<channel> hooks are delivered.
+	EnvSlackBotToken     = "DONT_SLACK_BOT_TOKEN"
 	EnvHooksAllowPrivate = "DONT_HOOKS_ALLOW_PRIVATE"
 	EnvLLMProvider       = "DONT_LLM_PROVIDER"
 	EnvLLMBaseURL        = "DONT_LLM_BASE_URL"
@@ -43,7 +50,7 @@ const (
 // a process with a harness signal never sets them.
 var PersonOnlyEnv = []string{
 	EnvApprovalTimeout, EnvApprovalTimeoutMin, EnvApprovalTimeoutMax, EnvApprovalRemindAt, EnvSubscriberLease, EnvPublicURL, EnvHooksAllowPrivate,
-	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling, EnvTwoPersonFrom,
+	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling, EnvTwoPersonFrom, EnvSlackSigningSecret, EnvSlackBotToken,
 }
 
 // IsPersonOnlyEnv reports whether name sets a trust-relevant setting.

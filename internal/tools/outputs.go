@@ -61,6 +61,7 @@ var dataTypes = sync.OnceValue(func() map[string][]reflect.Type {
 		envelope.KindHookDeliveries: {reflect.TypeFor[service.HookDeliveries]()},
 		envelope.KindHookDeliver:    {reflect.TypeFor[service.DeliverResult]()},
 		envelope.KindWhoAmI:         {reflect.TypeFor[service.Identity]()},
+		envelope.KindSlackLinkCode:  {reflect.TypeFor[service.SlackLinkCodeView]()},
 	}
 })
 
@@ -127,6 +128,7 @@ var outputKinds = sync.OnceValue(func() map[string][]string {
 		"hooks.deliveries":      {envelope.KindHookDeliveries},
 		"hooks.deliver":         {envelope.KindHookDeliver},
 		"whoami":                {envelope.KindWhoAmI},
+		"approvals.slack-link":  {envelope.KindSlackLinkCode},
 	}
 })
 

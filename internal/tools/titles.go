@@ -52,4 +52,5 @@ var titles = map[string]string{
 	"tokens.revoke-all":     "Revoke every token",
 	"trust":                 "Doubt an entity",
 	"whoami":                "Show who calls",
+	"approvals.slack-link":  "Link a Slack user",
 }

@@ -59,6 +59,7 @@ var kinds = map[string]func(*printer, doc){
 	envelope.KindHarnessInstall:  harnessInstalled,
 	envelope.KindWhoAmI:          whoami,
 	envelope.KindLogin:           login,
+	envelope.KindSlackLinkCode:   slackLinkCode,
 }
 
 // Claims and terms.

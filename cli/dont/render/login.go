@@ -32,3 +32,7 @@ func login(p *printer, d doc) {
 	p.line("logged in as %s at %s (profile %s)", d.s("principal"), d.s("endpoint"), d.s("profile"))
 	p.fields("stored in", d.s("file"))
 }
+
+func slackLinkCode(p *printer, d doc) {
+	p.fields("code", d.s("code"), "send in Slack", d.s("command"), "expires", d.s("expires_at"), "answers as", d.s("token_id"))
+}

@@ -126,6 +126,9 @@ type Config struct {
 	// HookPolicy is the webhook address policy; PublicURL the approvals page.
 	HookPolicy hooks.AddrPolicy
 	PublicURL  string
+	// SlackBotToken delivers the slack-app:<channel> hooks
+	// (DONT_SLACK_BOT_TOKEN; docs/approvals.md, "Slack").
+	SlackBotToken string
 	// HookCache is how long commits announce to the hooks as last read
 	// (0: read on every commit; see EnvHookCache).
 	HookCache time.Duration
@@ -227,6 +230,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.HookPolicy = hooks.AddrPolicy{Allow: allow}
 	c.PublicURL = strings.TrimSpace(getenv(EnvPublicURL))
+	c.SlackBotToken = strings.TrimSpace(getenv(settings.EnvSlackBotToken))
 	if v := strings.TrimSpace(getenv(EnvSessionCeiling)); v != "" {
 		if !approvals.Tier(v).Valid() {
 			return c, fmt.Errorf("%s must be a tier (%s), got %q", EnvSessionCeiling, approvals.TierNames(approvals.Tiers), v)

@@ -12,6 +12,7 @@ import (
 	"github.com/dont-cli/dont/internal/eventbus"
 	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/slackapp"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -70,6 +71,9 @@ func (d *Deployment) Service(project string) *service.Service {
 func (d *Deployment) NewService(project string, st Store) *service.Service {
 	sched := registering{registry: d.Registry, next: d.Queue.For(project), project: project, log: d.Log}
 	hc := service.HooksConfig{Store: st, Sender: d.Webhooks, Policy: d.Config.HookPolicy, PublicURL: d.Config.PublicURL}
+	if links, ok := st.(service.SlackLinkStore); ok && d.Config.SlackBotToken != "" && d.Webhooks != nil {
+		hc.Sender = slackapp.Sender{Next: d.Webhooks, Client: slackapp.NewClient(d.Config.SlackBotToken, "", nil), Messages: links, PublicURL: d.Config.PublicURL}
+	}
 	if d.EventBridge != nil && d.Config.EventBus != "" {
 		hc.Bus = eventbus.Publisher{Client: d.EventBridge, Bus: d.Config.EventBus, Project: project}
 	}

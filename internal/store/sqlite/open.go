@@ -196,7 +196,7 @@ func Create(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	if _, err := s.db.ExecContext(ctx, schema+approvalSchema+idempotencySchema+confirmationsSchema+hooksSchema+fmt.Sprintf("PRAGMA user_version=%d;", curieVersion)); err != nil {
+	if _, err := s.db.ExecContext(ctx, schema+approvalSchema+idempotencySchema+confirmationsSchema+hooksSchema+slackSchema+fmt.Sprintf("PRAGMA user_version=%d;", curieVersion)); err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -1,0 +1,497 @@
+package httpapi_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/slackapp"
+)
+
+const slackSecret = "8f742231b10e8888abcd99yyyzzz85a5"
+
+// fakeSlack stands in for Slack's side of an interaction: the
+// response_url every answer is posted to.
+type fakeSlack struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	posts []map[string]any
+}
+
+func newFakeSlack(t *testing.T) *fakeSlack {
+	f := &fakeSlack{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		b, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Errorf("fake Slack: a response that is not JSON: %q", b)
+		}
+		m["_path"] = r.URL.Path
+		f.mu.Lock()
+		f.posts = append(f.posts, m)
+		f.mu.Unlock()
+		_, _ = w.Write([]byte("ok"))
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeSlack) all() []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]map[string]any(nil), f.posts...)
+}
+
+// slackAPI is the API with a Slack app, a fake Slack, an approver linked
+// as Slack user U0CA5 of team T3MDE, and an open question.
+type slackAPI struct {
+	*api
+	slack    *fakeSlack
+	approver string // the linked approver's token id
+	question approvals.Approval
+}
+
+func newSlackAPI(t *testing.T) *slackAPI {
+	t.Helper()
+	fake := newFakeSlack(t)
+	a := newAPI(t, func(o *httpapi.Options) {
+		o.Slack = &httpapi.SlackOptions{SigningSecret: slackSecret, PublicURL: "https://dont.example", ResponseURLPrefix: fake.srv.URL + "/"}
+	})
+	s := &slackAPI{api: a, slack: fake}
+	s.approver, _, _ = auth.ParseBearer(a.tokens["approver"])
+	code := s.linkCode(a.tokens["approver"])
+	if r := s.command("T3MDE", "U0CA5", "link "+code); !strings.HasPrefix(r["text"].(string), "Linked") {
+		t.Fatalf("link: %v", r)
+	}
+	s.question = s.ask("c1", "make build")
+	return s
+}
+
+// linkCode makes a link code as the approver token's holder does.
+func (s *slackAPI) linkCode(bearer string) string {
+	s.t.Helper()
+	return s.ok(bearer, "approvals.slack-link", nil).str("code")
+}
+
+func (s *slackAPI) ask(call, preview string) approvals.Approval {
+	s.t.Helper()
+	h, approver := s.tokens["harness"], s.tokens["approver"]
+	ses := s.ok(h, "sessions.open", map[string]any{"tier": "read-only"}).str("session_id")
+	s.ok(approver, "approvals.frames", map[string]any{"session": ses})
+	id := s.ok(h, "escalate", map[string]any{"session": ses, "call": call, "to": "workspace-write", "reason": "writes build/", "preview": preview, "no_wait": true}).str("approval_id")
+	a, err := s.svc.Slack().Question(context.Background(), id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return a
+}
+
+// signed posts body to path as Slack does: X-Slack-Request-Timestamp and
+// X-Slack-Signature (v0=HMAC-SHA256 of "v0:<ts>:<body>").
+func (s *slackAPI) signed(path, body string, at time.Time, secret string) (int, []byte) {
+	s.t.Helper()
+	ts := strconv.FormatInt(at.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write([]byte("v0:" + ts + ":" + body))
+	return s.raw(path, body, ts, "v0="+hex.EncodeToString(mac.Sum(nil)))
+}
+
+func (s *slackAPI) raw(path, body, ts, sig string) (int, []byte) {
+	s.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", sig)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func (s *slackAPI) command(team, user, text string) map[string]any {
+	s.t.Helper()
+	form := url.Values{"command": {"/dont"}, "text": {text}, "team_id": {team}, "user_id": {user}, "response_url": {s.slack.srv.URL + "/commands/1"}}
+	status, b := s.signed("/v1/slack/commands", form.Encode(), time.Now(), slackSecret)
+	var m map[string]any
+	if status != 200 || json.Unmarshal(b, &m) != nil {
+		s.t.Fatalf("/dont %s: %d %s", text, status, b)
+	}
+	return m
+}
+
+// click is the recorded block_actions payload (testdata/slack) with the
+// clicking user, the button and its value put in.
+func (s *slackAPI) click(team, user, action, value string) string {
+	s.t.Helper()
+	raw, err := os.ReadFile("testdata/slack/block_actions.json")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(raw, &p); err != nil {
+		s.t.Fatal(err)
+	}
+	p["user"].(map[string]any)["id"], p["user"].(map[string]any)["team_id"] = user, team
+	p["team"].(map[string]any)["id"] = team
+	p["response_url"] = s.slack.srv.URL + "/actions/T3MDE/1/x"
+	act := p["actions"].([]any)[0].(map[string]any)
+	act["action_id"], act["value"] = action, value
+	b, _ := json.Marshal(p)
+	return url.Values{"payload": {string(b)}}.Encode()
+}
+
+func (s *slackAPI) interact(body string) (int, []byte) {
+	s.t.Helper()
+	return s.signed("/v1/slack/interactions", body, time.Now(), slackSecret)
+}
+
+func (s *slackAPI) stored(id string) approvals.Approval {
+	s.t.Helper()
+	a, err := s.svc.Slack().Question(context.Background(), id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return a
+}
+
+// unchanged asserts that the question is still open and no event was
+// recorded since events.
+func (s *slackAPI) unchanged(what string, events int) {
+	s.t.Helper()
+	if a := s.stored(s.question.ID); a.State != approvals.Pending {
+		s.t.Fatalf("%s: the question ended (%s by %s)", what, a.Verdict, a.AnsweredBy)
+	}
+	if n := s.eventCount(); n != events {
+		s.t.Fatalf("%s: %d events recorded", what, n-events)
+	}
+}
+
+// told is the last message posted to the clicking user alone.
+func (s *slackAPI) told(what, want string) {
+	s.t.Helper()
+	posts := s.slack.all()
+	if len(posts) == 0 {
+		s.t.Fatalf("%s: the Slack user was told nothing", what)
+	}
+	last := posts[len(posts)-1]
+	if last["response_type"] != "ephemeral" || last["replace_original"] != false || !strings.Contains(last["text"].(string), want) {
+		s.t.Fatalf("%s: told %v, want an ephemeral message saying %q", what, last, want)
+	}
+}
+
+func TestAQuestionsSlackMessageCarriesApproveWithAConfirmationRefuseAndOpenInDont(t *testing.T) {
+	s := newSlackAPI(t)
+	_, blocks := slackapp.Question(s.question, "https://dont.example")
+	b, _ := json.Marshal(blocks)
+	var got []map[string]any
+	_ = json.Unmarshal(b, &got)
+	actions := got[len(got)-1]["elements"].([]any)
+	if len(actions) != 3 {
+		t.Fatalf("buttons: %s", b)
+	}
+	approve := actions[0].(map[string]any)
+	if approve["action_id"] != slackapp.ActionApprove || approve["confirm"] == nil || approve["value"] != slackapp.ButtonValue(s.question) {
+		t.Fatalf("approve: %v", approve)
+	}
+	if !strings.Contains(string(b), "Deadline: "+s.question.Deadline.UTC().Format(time.RFC3339)) || !strings.Contains(string(b), "Command: make build") {
+		t.Fatalf("the message does not show the deadline and the command: %s", b)
+	}
+	if open := actions[2].(map[string]any); !strings.HasPrefix(open["url"].(string), "https://dont.example/approvals#") {
+		t.Fatalf("open in dont: %v", open)
+	}
+}
+
+func TestALinkedApproversSlackApproveAnswersAsThemAndUpdatesTheMessageInPlace(t *testing.T) {
+	s := newSlackAPI(t)
+	status, _ := s.interact(s.click("T3MDE", "U0CA5", slackapp.ActionApprove, slackapp.ButtonValue(s.question)))
+	if status != 200 {
+		t.Fatalf("click: %d", status)
+	}
+	a := s.stored(s.question.ID)
+	if a.Verdict != approvals.Approved || a.AnsweredBy != s.approver {
+		t.Fatalf("the question: %s by %q, want approved by %s", a.Verdict, a.AnsweredBy, s.approver)
+	}
+	posts := s.slack.all()
+	last := posts[len(posts)-1]
+	if last["replace_original"] != true || !strings.Contains(last["text"].(string), "Approved by "+s.approver) || strings.Contains(toJSON(last), slackapp.ActionApprove) {
+		t.Fatalf("the message was not replaced by its ending: %v", last)
+	}
+}
+
+func TestASlackRefuseEndsTheQuestionRefusedAndSaysSo(t *testing.T) {
+	s := newSlackAPI(t)
+	s.interact(s.click("T3MDE", "U0CA5", slackapp.ActionRefuse, slackapp.ButtonValue(s.question)))
+	if a := s.stored(s.question.ID); a.Verdict != approvals.Refused || a.AnsweredBy != s.approver {
+		t.Fatalf("the question: %s by %q", a.Verdict, a.AnsweredBy)
+	}
+	posts := s.slack.all()
+	if last := posts[len(posts)-1]; last["replace_original"] != true || !strings.Contains(last["text"].(string), "Refused by "+s.approver) {
+		t.Fatalf("the ending: %v", last)
+	}
+}
+
+func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// The attacks (docs/security.md, rows 83–89): each changes nothing.
+
+func TestASlackRequestWithAnInvalidSignatureChangesNothing(t *testing.T) {
+	s := newSlackAPI(t)
+	events := s.eventCount()
+	body := s.click("T3MDE", "U0CA5", slackapp.ActionApprove, slackapp.ButtonValue(s.question))
+	for name, send := range map[string]func() (int, []byte){
+		"another secret": func() (int, []byte) { return s.signed("/v1/slack/interactions", body, time.Now(), "not-the-secret") },
+		"no signature": func() (int, []byte) {
+			return s.raw("/v1/slack/interactions", body, strconv.FormatInt(time.Now().Unix(), 10), "")
+		},
+		"no timestamp": func() (int, []byte) { return s.raw("/v1/slack/interactions", body, "", "v0=00") },
+	} {
+		status, b := send()
+		if status != http.StatusUnauthorized || !strings.Contains(string(b), `"slack-signature-invalid"`) {
+			t.Fatalf("%s: %d %s", name, status, b)
+		}
+	}
+	s.unchanged("a forged signature", events)
+}
+
+func TestASlackRequestWithAStaleOrFutureTimestampChangesNothing(t *testing.T) {
+	s := newSlackAPI(t)
+	events := s.eventCount()
+	body := s.click("T3MDE", "U0CA5", slackapp.ActionApprove, slackapp.ButtonValue(s.question))
+	for _, at := range []time.Time{time.Now().Add(-slackapp.MaxAge - time.Minute), time.Now().Add(slackapp.MaxSkew + time.Minute)} {
+		status, b := s.signed("/v1/slack/interactions", body, at, slackSecret)
+		if status != http.StatusUnauthorized || !strings.Contains(string(b), `"slack-request-stale"`) {
+			t.Fatalf("stamped %s: %d %s", at, status, b)
+		}
+	}
+	s.unchanged("a stale request", events)
+}
+
+func TestAReplayedSlackRequestChangesNothing(t *testing.T) {
+	s := newSlackAPI(t)
+	// A refuse first, replayed after the question was asked again would
+	// be the harm; here: the same signed request twice.
+	body := s.click("T3MDE", "U0CA5", slackapp.ActionRefuse, slackapp.ButtonValue(s.question))
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(slackSecret))
+	mac.Write([]byte("v0:" + ts + ":" + body))
+	sig := "v0=" + hex.EncodeToString(mac.Sum(nil))
+	if status, b := s.raw("/v1/slack/interactions", body, ts, sig); status != 200 {
+		t.Fatalf("the first: %d %s", status, b)
+	}
+	events := s.eventCount()
+	posts := len(s.slack.all())
+	status, b := s.raw("/v1/slack/interactions", body, ts, sig)
+	if status != http.StatusConflict || !strings.Contains(string(b), `"slack-request-replayed"`) {
+		t.Fatalf("the replay: %d %s", status, b)
+	}
+	if n := s.eventCount(); n != events || len(s.slack.all()) != posts {
+		t.Fatalf("the replay changed something: %d events, %d posts", n-events, len(s.slack.all())-posts)
+	}
+	// A replayed link command likewise.
+	code := s.linkCode(s.tokens["approver"])
+	form := url.Values{"command": {"/dont"}, "text": {"link " + code}, "team_id": {"T3MDE"}, "user_id": {"U0EVE"}}.Encode()
+	mac = hmac.New(sha256.New, []byte(slackSecret))
+	mac.Write([]byte("v0:" + ts + ":" + form))
+	sig = "v0=" + hex.EncodeToString(mac.Sum(nil))
+	s.raw("/v1/slack/commands", form, ts, sig)
+	if status, b := s.raw("/v1/slack/commands", form, ts, sig); status != http.StatusConflict {
+		t.Fatalf("a replayed link: %d %s", status, b)
+	}
+}
+
+func TestAnUnlinkedSlackUserCannotAnswerAndIsToldHowToLink(t *testing.T) {
+	s := newSlackAPI(t)
+	events := s.eventCount()
+	for _, who := range [][2]string{{"T3MDE", "U0EVE"}, {"T0OTHER", "U0CA5"}} { // another user; the linked id in another workspace
+		status, _ := s.interact(s.click(who[0], who[1], slackapp.ActionApprove, slackapp.ButtonValue(s.question)))
+		if status != 200 {
+			t.Fatalf("%v: %d", who, status)
+		}
+		s.told("an unlinked user", "/dont link <code>")
+	}
+	s.unchanged("an unlinked Slack user", events)
+}
+
+func TestALinkCodeWorksOnceAndOnlyFromAnApproverToken(t *testing.T) {
+	s := newSlackAPI(t)
+	code := s.linkCode(s.tokens["approver"])
+	if r := s.command("T3MDE", "U0EVE", "link "+code); !strings.HasPrefix(r["text"].(string), "Linked") {
+		t.Fatalf("first use: %v", r)
+	}
+	if r := s.command("T3MDE", "U0MAL", "link "+code); !strings.HasPrefix(r["text"].(string), "Not linked") {
+		t.Fatalf("a code used twice linked: %v", r)
+	}
+	if r := s.command("T3MDE", "U0MAL", "link dontlink_guessed"); !strings.HasPrefix(r["text"].(string), "Not linked") {
+		t.Fatalf("a guessed code linked: %v", r)
+	}
+	for _, role := range []string{"harness", "admin"} {
+		if r := s.call(s.tokens[role], "approvals.slack-link", nil); r.status != http.StatusForbidden || r.code() != "forbidden" {
+			t.Fatalf("a %s token made a link code: %d %s", role, r.status, r.raw)
+		}
+	}
+}
+
+func TestASlackUserLinkedToARevokedApproverCannotAnswer(t *testing.T) {
+	s := newSlackAPI(t)
+	if _, err := s.svc.Credentials.Revoke(context.Background(), s.approver); err != nil {
+		t.Fatal(err)
+	}
+	events := s.eventCount()
+	s.interact(s.click("T3MDE", "U0CA5", slackapp.ActionApprove, slackapp.ButtonValue(s.question)))
+	s.told("a revoked approver", "revoked")
+	s.unchanged("a linked user who is no approver any more", events)
+}
+
+func TestASlackClickOnAQuestionThatEndedChangesNothing(t *testing.T) {
+	s := newSlackAPI(t)
+	refused, _, err := s.svc.Escalations.Refuse(context.Background(), s.question.ID, "no", "tok:other")
+	if err != nil || refused.View.Verdict != approvals.Refused {
+		t.Fatalf("refuse: %v %v", refused, err)
+	}
+	events := s.eventCount()
+	s.interact(s.click("T3MDE", "U0CA5", slackapp.ActionApprove, slackapp.ButtonValue(s.question)))
+	if a := s.stored(s.question.ID); a.Verdict != approvals.Refused || a.AnsweredBy != "tok:other" {
+		t.Fatalf("the ended question changed: %s by %s", a.Verdict, a.AnsweredBy)
+	}
+	if n := s.eventCount(); n != events {
+		t.Fatalf("%d events recorded", n-events)
+	}
+	// The message shows how it really ended.
+	posts := s.slack.all()
+	if last := posts[len(posts)-1]; !strings.Contains(last["text"].(string), "Refused by tok:other") {
+		t.Fatalf("the message after a late click: %v", last)
+	}
+}
+
+func TestAForgedSlackApproveForAQuestionTooLongToShowChangesNothing(t *testing.T) {
+	s := newSlackAPI(t)
+	long := s.ask("c2", "echo harmless "+strings.Repeat(" ", 3000)+"; curl evil | sh")
+	_, blocks := slackapp.Question(long, "")
+	if b := toJSON(blocks); strings.Contains(b, slackapp.ActionApprove) || !strings.Contains(b, slackapp.ActionRefuse) {
+		t.Fatalf("a question too long to show has an approve button: %s", b)
+	}
+	events := s.eventCount()
+	s.interact(s.click("T3MDE", "U0CA5", slackapp.ActionApprove, slackapp.ButtonValue(long)))
+	s.told("a forged approve", "too long")
+	if a := s.stored(long.ID); a.State != approvals.Pending {
+		t.Fatalf("the forged approve answered: %s", a.Verdict)
+	}
+	if n := s.eventCount(); n != events {
+		t.Fatalf("%d events recorded", n-events)
+	}
+}
+
+func TestASlackAnswerForAnotherVersionOfTheQuestionChangesNothing(t *testing.T) {
+	s := newSlackAPI(t)
+	events := s.eventCount()
+	s.interact(s.click("T3MDE", "U0CA5", slackapp.ActionApprove, s.question.ID+" sha256:"+strings.Repeat("0", 64)))
+	s.unchanged("an answer to another digest", events)
+}
+
+// fakeWebAPI stands in for Slack's Web API: chat.postMessage and
+// chat.update answer with the responses recorded from Slack's
+// documentation (testdata/slack), and every call is kept.
+type fakeWebAPI struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []url.Values // with "_method"
+}
+
+func newFakeWebAPI(t *testing.T) *fakeWebAPI {
+	f := &fakeWebAPI{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		method := strings.TrimPrefix(r.URL.Path, "/api/")
+		_ = r.ParseForm()
+		if r.Header.Get("Authorization") != "Bearer xoxb-test" && r.PostForm.Get("token") != "xoxb-test" {
+			t.Errorf("%s without the bot token", method)
+		}
+		form := r.PostForm
+		form.Set("_method", method)
+		f.mu.Lock()
+		f.calls = append(f.calls, form)
+		f.mu.Unlock()
+		b, err := os.ReadFile("testdata/slack/" + strings.ReplaceAll(method, ".", "_") + ".json")
+		if err != nil {
+			http.Error(w, "unknown method", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeWebAPI) all() []url.Values {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]url.Values(nil), f.calls...)
+}
+
+func TestAQuestionIsPostedToSlackAndUpdatedInPlaceWhenItEndsElsewhere(t *testing.T) {
+	s := newSlackAPI(t)
+	web := newFakeWebAPI(t)
+	s.svc.HooksConfig = service.HooksConfig{Store: s.store, Sender: slackapp.Sender{
+		Client: slackapp.NewClient("xoxb-test", web.srv.URL+"/api/", nil), Messages: s.store, PublicURL: "https://dont.example"}}
+	if r := s.confirmed(s.tokens["admin"], "hooks.add", map[string]any{"url": "slack-app:C0CA5", "events": []string{"approval.asked", "approval.ended"}}); r.status != 200 {
+		t.Fatalf("hooks add: %d %s", r.status, r.raw)
+	}
+	deliver := func() {
+		res, err := s.svc.Hooks.Deliver(context.Background(), 10)
+		if err != nil || res.Attempted != res.Delivered {
+			l, _ := s.svc.Hooks.List(context.Background())
+			t.Fatalf("deliver: %+v %v %s", res, err, toJSON(l))
+		}
+	}
+	for i, end := range []struct {
+		name string
+		end  func(id string)
+		want string
+	}{
+		{"refused at the CLI or page", func(id string) {
+			if _, _, err := s.svc.Escalations.Refuse(context.Background(), id, "not now", "tok:person"); err != nil {
+				t.Fatal(err)
+			}
+		}, "Refused by tok:person: not now"},
+		{"cancelled by its requester", func(id string) {
+			if _, _, err := s.svc.Escalations.Cancel(context.Background(), id, "gave up", "tok:agent"); err != nil {
+				t.Fatal(err)
+			}
+		}, "Cancelled by tok:agent: gave up"},
+	} {
+		q := s.ask("e"+strconv.Itoa(i), "make build")
+		deliver()
+		calls := web.all()
+		post := calls[len(calls)-1]
+		if post.Get("_method") != "chat.postMessage" || post.Get("channel") != "C0CA5" || !strings.Contains(post.Get("blocks"), slackapp.ButtonValue(q)) {
+			t.Fatalf("%s: the question was not posted with its buttons: %v", end.name, post)
+		}
+		end.end(q.ID)
+		deliver()
+		calls = web.all()
+		update := calls[len(calls)-1]
+		if update.Get("_method") != "chat.update" || update.Get("ts") != "1503435956.000247" || update.Get("channel") != "C0CA5" ||
+			!strings.Contains(update.Get("blocks"), end.want) || strings.Contains(update.Get("blocks"), slackapp.ActionApprove) {
+			t.Fatalf("%s: the message was not updated in place to say %q: %v", end.name, end.want, update)
+		}
+	}
+}
