@@ -278,6 +278,7 @@ func (a *app) configShow() error {
 	out.Settings = append(out.Settings, configSetting{Key: settings.KeySessionCeiling, Value: ceiling, Source: string(ceilingFrom), Env: settings.EnvSessionCeiling, PersonOnly: true})
 	add(settings.KeyApprovalTimeout, c.ApprovalTimeout, settings.EnvApprovalTimeout, true, "120s")
 	add(settings.KeySubscriberLease, c.SubscriberLease, settings.EnvSubscriberLease, true, "10s")
+	add(settings.KeyPasskeyRequiredFrom, c.PasskeyRequiredFrom, settings.EnvPasskeyRequiredFrom, true, "")
 	add(settings.KeyLLMProvider, c.LLM.Provider, settings.EnvLLMProvider, true, "")
 	add(settings.KeyLLMBaseURL, c.LLM.BaseURL, settings.EnvLLMBaseURL, true, "")
 	add("llm.model", c.LLM.Model, "DONT_LLM_MODEL", false, "")

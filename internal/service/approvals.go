@@ -99,6 +99,10 @@ type Approvals struct {
 	// an agent cannot write it: dont serve's start-up flag or environment,
 	// the deployment's configuration (docs/security.md).
 	SessionCeiling approvals.Tier
+	// PasskeyRequiredFrom is the narrowest tier whose approve needs a
+	// fresh passkey assertion bound to the question (passkey.go); "" for
+	// none. A person's setting, read like SessionCeiling.
+	PasskeyRequiredFrom approvals.Tier
 	// Rules are the person's approval rules (internal/rules), read by the
 	// front end from the person's settings only: a rule that matches a
 	// question answers it before a person is asked, recorded and

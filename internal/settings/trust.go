@@ -33,6 +33,13 @@ const (
 	// sessionCeiling).
 	EnvSessionCeiling = "DONT_SESSION_CEILING"
 	KeySessionCeiling = "session_ceiling"
+	// EnvPasskeyRequiredFrom and KeyPasskeyRequiredFrom are the narrowest
+	// tier whose approve needs a fresh passkey assertion bound to the
+	// question (approvals.PasskeyRequired; docs/approvals.md, "Passkeys").
+	// Only a person sets it: an agent that could lower it would answer
+	// with a token it can read.
+	EnvPasskeyRequiredFrom = "DONT_PASSKEY_REQUIRED_FROM"
+	KeyPasskeyRequiredFrom = "passkey_required_from"
 )
 
 // PersonOnlyEnv are the environment variables of trust-relevant settings:
@@ -40,6 +47,7 @@ const (
 var PersonOnlyEnv = []string{
 	EnvApprovalTimeout, EnvSubscriberLease, EnvPublicURL, EnvHooksAllowPrivate,
 	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling,
+	EnvPasskeyRequiredFrom,
 }
 
 // IsPersonOnlyEnv reports whether name sets a trust-relevant setting.

@@ -82,7 +82,8 @@ func (d *Deployment) NewService(project string, st Store) *service.Service {
 		Log:       d.Log.With("project", project),
 		Scheduler: sched, ApprovalScheduler: sched,
 		Approvals: service.Approvals{Store: st, Timeout: d.Config.ApprovalTimeout, Lease: d.Config.SubscriberLease,
-			Poll: d.Config.ApprovalPoll, Scheduled: true, SessionCeiling: d.Config.SessionCeiling},
+			Poll: d.Config.ApprovalPoll, Scheduled: true, SessionCeiling: d.Config.SessionCeiling,
+			PasskeyRequiredFrom: d.Config.PasskeyRequiredFrom},
 		SweepPolicy: service.SweepFirstPolicy{AfterEvery: d.Config.SweepAfterEvery},
 	})
 }
