@@ -10,6 +10,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/dont-cli/dont/internal/auth"
@@ -701,6 +702,10 @@ type AnswerInput struct {
 	// (approvals.ShownDigest). When given, nothing is answered unless the
 	// question is still open and its digest is this one.
 	ShownDigest string
+	// PasskeyAssertion is the browser's assertion (PublicKeyCredential
+	// JSON) over the challenge issued for this question (Passkeys.ApproveBegin);
+	// an approve needs it at or above the person's level (passkeys.go).
+	PasskeyAssertion json.RawMessage
 }
 
 // Answer answers a question. The first answer wins; a later one
@@ -715,6 +720,9 @@ func (s *Escalations) Answer(ctx context.Context, in AnswerInput) (Decided, []en
 	d.By = s.by(ctx, in.By)
 	if in.Reason != "" {
 		d.Detail = in.Reason
+	}
+	if err := s.passkeyCheck(ctx, in, d); err != nil {
+		return Decided{}, nil, err
 	}
 	return s.decideShown(ctx, in.ApprovalID, d, in.ShownDigest)
 }
