@@ -91,4 +91,5 @@ func (s *Store) TakePasskeyCeremony(ctx context.Context, key string) (service.Pa
 	})
 	return c, err
 }
+
 var _ service.PasskeyStore = (*Store)(nil)
