@@ -29,6 +29,8 @@ const (
 	KindConfirmation    = "confirmation"
 	KindConfirmations   = "confirmations"
 	KindTools           = "tools"
+	KindPasskey         = "passkey"         // a registered passkey
+	KindPasskeyOptions  = "passkey_options" // a WebAuthn ceremony's options
 	KindHealth          = "health"
 	KindInit            = "init"
 	KindPassphrase      = "passphrase"

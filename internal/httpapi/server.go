@@ -245,6 +245,8 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	// The one place HTTP (and so Lambda) decides who the call runs as.
 	r = r.WithContext(service.WithPrincipal(r.Context(), principal))
+	// Passkeys bind to the page that called (service.WithPageOrigin).
+	r = r.WithContext(service.WithPageOrigin(r.Context(), r.Header.Get("Origin")))
 	pending := replay.pending(r, start)
 	if pending != nil {
 		r = r.WithContext(idempotency.WithPending(r.Context(), pending))

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
@@ -117,6 +118,14 @@ func (s *core) passkeyParts(ctx context.Context) (PasskeyStore, PasskeyRelyingPa
 	p := s.PrincipalOf(ctx)
 	if p.TokenID == "" || p.Role != auth.RoleApprover {
 		return nil, nil, "", errs.E(PasskeysUnavailable, "a passkey belongs to an approver token: sign in to the approvals page with one")
+	}
+	// A deployment with a public URL binds passkeys to its origin only;
+	// without one (dont serve on localhost) the calling page's origin is
+	// the relying party's (docs/approvals.md, "Passkeys").
+	if pub := s.HooksConfig.PublicURL; pub != "" {
+		if u, err := url.Parse(pub); err != nil || u.Scheme+"://"+u.Host != origin {
+			return nil, nil, "", errs.E(PasskeysUnavailable, "passkeys of this project belong to the page at "+quoteID(pub)+", not "+quoteID(origin))
+		}
 	}
 	rp, err := s.PasskeyRP(origin)
 	if err != nil {

@@ -181,4 +181,3 @@ func describe(err error) error {
 	}
 	return err
 }
-

@@ -13,6 +13,7 @@ import (
 	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/dynamo"
+	"github.com/dont-cli/dont/internal/webauthnrp"
 )
 
 // Store is one project's view of the table: everything its service needs.
@@ -85,6 +86,7 @@ func (d *Deployment) NewService(project string, st Store) *service.Service {
 			Poll: d.Config.ApprovalPoll, Scheduled: true, SessionCeiling: d.Config.SessionCeiling,
 			PasskeyRequiredFrom: d.Config.PasskeyRequiredFrom},
 		SweepPolicy: service.SweepFirstPolicy{AfterEvery: d.Config.SweepAfterEvery},
+		PasskeyRP:   webauthnrp.New,
 	})
 }
 
