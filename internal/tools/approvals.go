@@ -97,7 +97,7 @@ func init() {
 		return &Tool{Name: "approvals.approve", Summary: "Approve a request: its call runs at the wider tier. The first answer wins.", Roles: answerers,
 			Annotations: Annotations{Presence: true},
 			Params: []Param{approvalID, shownDigest(true, "question"), {Name: "passkey_assertion", Type: String,
-				Description: "the browser's passkey assertion (PublicKeyCredential JSON) over the challenge of passkeys.approve_begin; needed at or above the project's passkey_required_from"}},
+				Description: "the browser's passkey assertion (PublicKeyCredential JSON) over the challenge of passkeys.approve-begin; needed at or above the project's passkey_required_from"}},
 			approvals: true, sweep: answerFirst,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
 				return decided(s.Escalations.Answer(ctx, service.AnswerInput{ApprovalID: a.Str("id"), Answer: "approve", ShownDigest: a.Str("shown_digest"),
