@@ -31,6 +31,7 @@ const (
 	KindTools           = "tools"
 	KindPasskey         = "passkey"         // a registered passkey
 	KindPasskeyOptions  = "passkey_options" // a WebAuthn ceremony's options
+	KindPasskeySignIn   = "passkey_signin"  // a passkey sign-in's session
 	KindHealth          = "health"
 	KindInit            = "init"
 	KindPassphrase      = "passphrase"

@@ -127,6 +127,8 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("/v1/openapi.json", s.method(http.MethodGet, s.openapi))
 	mux.HandleFunc("/v1/tools/{name}", s.method(http.MethodPost, s.call))
 	mux.HandleFunc("/approvals", s.method(http.MethodGet, s.approvalsPage))
+	mux.HandleFunc("/v1/passkeys/signin/begin", s.method(http.MethodPost, s.passkeySignInBegin))
+	mux.HandleFunc("/v1/passkeys/signin/finish", s.method(http.MethodPost, s.passkeySignInFinish))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errs.E(NotFoundRoute, "no route "+r.Method+" "+r.URL.Path))
 	})

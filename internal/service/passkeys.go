@@ -48,6 +48,7 @@ type PasskeyCredential struct {
 const (
 	CeremonyRegister = "register"
 	CeremonyApprove  = "approve"
+	CeremonySignIn   = "signin"
 )
 
 // PasskeyCeremony is a challenge issued and not yet answered. Key is the
@@ -95,6 +96,13 @@ type PasskeyRelyingParty interface {
 	// signature, the origin, the challenge, user verification) and returns
 	// the credential that signed, with its sign count moved on.
 	FinishAssertion(approver string, creds []PasskeyCredential, session, response json.RawMessage) (PasskeyCredential, error)
+	// BeginSignIn asks any passkey of this relying party to sign in
+	// (a discoverable credential names its approver), with user
+	// verification required.
+	BeginSignIn() (options, session json.RawMessage, challenge []byte, err error)
+	// Signer is the approver response's credential claims to be
+	// (its user handle; not yet verified: FinishAssertion verifies it).
+	Signer(response json.RawMessage) (string, error)
 }
 
 // PasskeyRP makes the relying party of a page origin ("https://host[:port]").
@@ -110,28 +118,34 @@ func WithPageOrigin(ctx context.Context, origin string) context.Context {
 }
 
 func (s *core) passkeyParts(ctx context.Context) (PasskeyStore, PasskeyRelyingParty, string, error) {
-	ps, ok := s.Store.(PasskeyStore)
-	origin, _ := ctx.Value(originKey{}).(string)
-	if !ok || s.PasskeyRP == nil || origin == "" {
-		return nil, nil, "", errs.E(PasskeysUnavailable, "passkeys need the approvals page of dont serve or the API function (a page origin to bind them to)")
-	}
 	p := s.PrincipalOf(ctx)
 	if p.TokenID == "" || p.Role != auth.RoleApprover {
 		return nil, nil, "", errs.E(PasskeysUnavailable, "a passkey belongs to an approver token: sign in to the approvals page with one")
+	}
+	ps, rp, err := s.passkeyRP(ctx)
+	return ps, rp, p.TokenID, err
+}
+
+// passkeyRP is the store and the relying party of the calling page.
+func (s *core) passkeyRP(ctx context.Context) (PasskeyStore, PasskeyRelyingParty, error) {
+	ps, ok := s.Store.(PasskeyStore)
+	origin, _ := ctx.Value(originKey{}).(string)
+	if !ok || s.PasskeyRP == nil || origin == "" {
+		return nil, nil, errs.E(PasskeysUnavailable, "passkeys need the approvals page of dont serve or the API function (a page origin to bind them to)")
 	}
 	// A deployment with a public URL binds passkeys to its origin only;
 	// without one (dont serve on localhost) the calling page's origin is
 	// the relying party's (docs/approvals.md, "Passkeys").
 	if pub := s.HooksConfig.PublicURL; pub != "" {
 		if u, err := url.Parse(pub); err != nil || u.Scheme+"://"+u.Host != origin {
-			return nil, nil, "", errs.E(PasskeysUnavailable, "passkeys of this project belong to the page at "+quoteID(pub)+", not "+quoteID(origin))
+			return nil, nil, errs.E(PasskeysUnavailable, "passkeys of this project belong to the page at "+quoteID(pub)+", not "+quoteID(origin))
 		}
 	}
 	rp, err := s.PasskeyRP(origin)
 	if err != nil {
-		return nil, nil, "", errs.E(PasskeysUnavailable, "cannot bind passkeys to "+quoteID(origin)+": "+err.Error())
+		return nil, nil, errs.E(PasskeysUnavailable, "cannot bind passkeys to "+quoteID(origin)+": "+err.Error())
 	}
-	return ps, rp, p.TokenID, nil
+	return ps, rp, nil
 }
 
 // PasskeyOptions are the options of a browser ceremony and the key that
@@ -320,4 +334,106 @@ func (s *core) passkeyCheck(ctx context.Context, in AnswerInput, d approvals.Dec
 		return err
 	}
 	return s.passkeyGate(ctx, a, d, in.ShownDigest, in.PasskeyAssertion)
+}
+
+// PasskeySignIn is a passkey sign-in: the session credential the page
+// holds instead of the approver's token (auth.PasskeySession).
+type PasskeySignIn struct {
+	Session  string    `json:"session"`
+	Approver string    `json:"approver"`
+	Expires  time.Time `json:"expires"`
+}
+
+// SignInBegin starts a passkey sign-in. It needs no token: the passkey is
+// the credential.
+func (s *Passkeys) SignInBegin(ctx context.Context) (PasskeyOptions, error) {
+	ps, rp, err := s.passkeyRP(ctx)
+	if err != nil {
+		return PasskeyOptions{}, err
+	}
+	opts, session, challenge, err := rp.BeginSignIn()
+	if err != nil {
+		return PasskeyOptions{}, errs.E(PasskeysUnavailable, "cannot begin a sign-in: "+err.Error())
+	}
+	c := PasskeyCeremony{Key: base64.RawURLEncoding.EncodeToString(challenge), Kind: CeremonySignIn, Session: session, Expires: s.now().Add(approvals.PasskeyGrantTTL)}
+	if err := ps.PutPasskeyCeremony(ctx, c); err != nil {
+		return PasskeyOptions{}, storeErr(err)
+	}
+	return PasskeyOptions{Options: opts, Challenge: c.Key, Expires: c.Expires}, nil
+}
+
+// SignInFinish verifies a sign-in assertion and returns a session
+// credential for the approver whose passkey signed, if their token is
+// still an unrevoked approver token.
+func (s *Passkeys) SignInFinish(ctx context.Context, challenge string, response json.RawMessage) (PasskeySignIn, error) {
+	ps, rp, err := s.passkeyRP(ctx)
+	if err != nil {
+		return PasskeySignIn{}, err
+	}
+	c, err := s.takeCeremony(ctx, ps, challenge, CeremonySignIn, "")
+	if err != nil {
+		return PasskeySignIn{}, err
+	}
+	approver, err := rp.Signer(response)
+	if err != nil {
+		return PasskeySignIn{}, passkeyInvalid("the assertion names no approver: " + err.Error())
+	}
+	creds, err := ps.Passkeys(ctx, approver)
+	if err != nil {
+		return PasskeySignIn{}, storeErr(err)
+	}
+	if len(creds) == 0 {
+		return PasskeySignIn{}, passkeyInvalid("no approver has this passkey")
+	}
+	cred, err := rp.FinishAssertion(approver, creds, c.Session, response)
+	if err != nil {
+		return PasskeySignIn{}, passkeyInvalid("the assertion does not verify: " + err.Error())
+	}
+	ts, err := s.tokens()
+	if err != nil {
+		return PasskeySignIn{}, err
+	}
+	t, err := ts.GetToken(ctx, approver)
+	if err != nil || t.RevokedAt != nil || t.Role != auth.RoleApprover {
+		return PasskeySignIn{}, passkeyInvalid("the approver token this passkey belongs to is revoked or unknown")
+	}
+	cred.Approver = approver
+	if err := ps.PutPasskey(ctx, cred); err != nil {
+		return PasskeySignIn{}, storeErr(err)
+	}
+	// The secret's first version signs sessions (passkeySession reads it
+	// back the same way); issuingSecret makes it if the project has none.
+	if _, _, err := issuingSecret(ctx, ts); err != nil {
+		return PasskeySignIn{}, storeErr(err)
+	}
+	secret, err := callbackSecret(ctx, ts, "")
+	if err != nil {
+		return PasskeySignIn{}, storeErr(err)
+	}
+	exp := s.now().Add(auth.PasskeySessionTTL).Truncate(time.Second)
+	return PasskeySignIn{Session: auth.PasskeySession(secret, approver, exp), Approver: approver, Expires: exp}, nil
+}
+
+// passkeySession resolves a passkey session to the approver token it
+// stands for, which must still be an unrevoked approver token.
+func (s *Credentials) passkeySession(ctx context.Context, ts TokenStore, presented string) (auth.Principal, error) {
+	secret, err := callbackSecret(ctx, ts, "")
+	if errors.Is(err, ErrNotFound) {
+		return auth.Principal{}, errs.E(Unauthenticated, "invalid passkey session")
+	}
+	if err != nil {
+		return auth.Principal{}, storeErr(err)
+	}
+	id, ok := auth.ParsePasskeySession(secret, presented, s.now())
+	if !ok {
+		return auth.Principal{}, errs.E(Unauthenticated, "invalid or expired passkey session: sign in again")
+	}
+	t, err := ts.GetToken(ctx, id)
+	if errors.Is(err, ErrNotFound) || err == nil && (t.RevokedAt != nil || t.Role != auth.RoleApprover) {
+		return auth.Principal{}, errs.E(Unauthenticated, "the approver token this passkey session stands for was revoked")
+	}
+	if err != nil {
+		return auth.Principal{}, storeErr(err)
+	}
+	return auth.Principal{Role: t.Role, TokenID: t.ID, Project: t.Project}, nil
 }

@@ -50,6 +50,7 @@ var dataTypes = sync.OnceValue(func() map[string][]reflect.Type {
 		envelope.KindToken:          {reflect.TypeFor[service.TokenView]()},
 		envelope.KindPasskey:        {reflect.TypeFor[service.PasskeyView]()},
 		envelope.KindPasskeyOptions: {reflect.TypeFor[service.PasskeyOptions]()},
+		envelope.KindPasskeySignIn:  {reflect.TypeFor[service.PasskeySignIn]()},
 		envelope.KindTokens:         {reflect.TypeFor[service.TokenList]()},
 		envelope.KindTokensRevoked:  {reflect.TypeFor[service.Revoked]()},
 		envelope.KindConfirmation:   {reflect.TypeFor[service.HeldView](), reflect.TypeFor[service.ConfirmationView]()},

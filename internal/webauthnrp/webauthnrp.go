@@ -139,7 +139,17 @@ func (r rp) FinishAssertion(approver string, creds []service.PasskeyCredential, 
 	if !parsed.Response.AuthenticatorData.Flags.HasUserVerified() {
 		return service.PasskeyCredential{}, errors.New("the authenticator did not verify the user")
 	}
-	cred, err := r.w.ValidateLogin(u, sd, parsed)
+	var cred *webauthn.Credential
+	if len(sd.UserID) == 0 { // a sign-in: the credential named its user (Signer)
+		_, cred, err = r.w.ValidatePasskeyLogin(func(rawID, userHandle []byte) (webauthn.User, error) {
+			if string(userHandle) != approver {
+				return nil, errors.New("the passkey belongs to another approver")
+			}
+			return u, nil
+		}, sd, parsed)
+	} else {
+		cred, err = r.w.ValidateLogin(u, sd, parsed)
+	}
 	if err != nil {
 		return service.PasskeyCredential{}, describe(err)
 	}
@@ -180,4 +190,23 @@ func describe(err error) error {
 		return errors.New(pe.Details)
 	}
 	return err
+}
+
+func (r rp) BeginSignIn() (json.RawMessage, json.RawMessage, []byte, error) {
+	assertion, session, err := r.w.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return marshalCeremony(assertion, session)
+}
+
+func (r rp) Signer(response json.RawMessage) (string, error) {
+	parsed, err := protocol.ParseCredentialRequestResponseBytes(response)
+	if err != nil {
+		return "", describe(err)
+	}
+	if len(parsed.Response.UserHandle) == 0 {
+		return "", errors.New("the passkey gave no user handle")
+	}
+	return string(parsed.Response.UserHandle), nil
 }
