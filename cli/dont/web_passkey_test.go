@@ -56,6 +56,18 @@ func (b *browser) registerPasskey(t *testing.T) {
 	b.waitText(t, "#passkey-status", "Passkey registered.")
 }
 
+// signOut forgets the page's credential and opens it afresh.
+func (b *browser) signOut(t *testing.T, url string) {
+	t.Helper()
+	eval[bool](t, b, `sessionStorage.clear(); true`)
+	nav, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(nav, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	b.waitText(t, "#status", "Not connected")
+}
+
 // escalateWide asks, as the harness, for danger-full-access for call.
 func escalateWide(t *testing.T, p *testProject, endpoint, harness, ses, call string) string {
 	t.Helper()
@@ -67,10 +79,11 @@ func escalateWide(t *testing.T, p *testProject, endpoint, harness, ses, call str
 	return apr
 }
 
-// On a phone, a person signed in to the page registers a passkey once;
-// then a question the project approves only with a passkey is approved in
+// On a phone, a person signed in to the page with their token registers
+// a passkey once; later they sign in with the passkey alone (no token),
+// and a question the project approves only with a passkey is approved in
 // two taps (approve, confirm) and the authenticator's prompt.
-func TestWebPageOnAPhoneApprovesAPasskeyTierInUnderThreeTaps(t *testing.T) {
+func TestWebPageOnAPhoneSignsInWithAPasskeyAndApprovesInUnderThreeTaps(t *testing.T) {
 	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")
@@ -79,6 +92,17 @@ func TestWebPageOnAPhoneApprovesAPasskeyTierInUnderThreeTaps(t *testing.T) {
 	b.authenticator(t, true)
 	b.open(t, origin+"/approvals", approver)
 	b.registerPasskey(t)
+	// Later, on the same phone: the page holds no token; the person signs
+	// in with the passkey alone.
+	b.signOut(t, origin+"/approvals")
+	if err := b.click("#passkey-signin"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitText(t, "#status", "Signed in as")
+	b.waitText(t, "#passkey-status", "Signed in with your passkey")
+	if tok := eval[string](t, b, `state.token`); !strings.HasPrefix(tok, "dontpks_") || strings.Contains(tok, approver) {
+		t.Fatalf("the page holds %q after a passkey sign-in, want a passkey session, not the token", tok)
+	}
 	b.screenshot(t, "approvals-passkey-signin.png")
 
 	apr := escalateWide(t, p, srv.endpoint, harness, p.session("workspace-write"), "publish-1")
