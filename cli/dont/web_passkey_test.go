@@ -212,6 +212,14 @@ func TestAPasskeyAssertionCountsOnlyForItsQuestionAsShownAndOnlyOnce(t *testing.
 		refused(t, "passkey-required", map[string]any{"id": q1, "shown_digest": digest(q1)})
 		stillOpen(t, q1)
 	})
+	t.Run("a second passkey cannot be registered with only the token", func(t *testing.T) {
+		// An agent that read the token after the person registered cannot
+		// add a software authenticator of its own.
+		status, env := postTool(t, srv.endpoint, origin, approver, "passkeys.register-begin", map[string]any{})
+		if d, _ := env["data"].(map[string]any); env["ok"] != false || d["code"] != "passkey-required" || status != http.StatusForbidden {
+			t.Fatalf("a token-only second registration: %d %v", status, env)
+		}
+	})
 	t.Run("an assertion for another question is refused", func(t *testing.T) {
 		a := b.assertionFor(t, q1)
 		refused(t, "passkey-invalid", map[string]any{"id": q2, "shown_digest": digest(q2), "passkey_assertion": a})

@@ -166,6 +166,15 @@ func (s *Passkeys) RegisterBegin(ctx context.Context) (PasskeyOptions, error) {
 	if err != nil {
 		return PasskeyOptions{}, storeErr(err)
 	}
+	// The token registers the first passkey only (trust on first use):
+	// once one exists, another is added only by a caller signed in with a
+	// passkey, so an agent that reads the token later cannot register a
+	// software authenticator of its own (docs/security.md, "Passkeys").
+	if len(creds) > 0 && !s.PrincipalOf(ctx).Passkey {
+		return PasskeyOptions{}, errs.E(PasskeyRequired, "this approver has a passkey already: sign in with it to add another; the token alone registers only the first",
+			errs.Step{Command: "open the approvals page and choose \"Sign in with a passkey\"", Description: "then register the new passkey"}).
+			Unmet("a second passkey is added by a caller signed in with the first")
+	}
 	opts, session, challenge, err := rp.BeginRegistration(approver, creds)
 	if err != nil {
 		return PasskeyOptions{}, errs.E(PasskeysUnavailable, "cannot begin a registration: "+err.Error())
@@ -435,5 +444,5 @@ func (s *Credentials) passkeySession(ctx context.Context, ts TokenStore, present
 	if err != nil {
 		return auth.Principal{}, storeErr(err)
 	}
-	return auth.Principal{Role: t.Role, TokenID: t.ID, Project: t.Project}, nil
+	return auth.Principal{Role: t.Role, TokenID: t.ID, Project: t.Project, Passkey: true}, nil
 }
