@@ -171,8 +171,7 @@ func (s *Passkeys) RegisterBegin(ctx context.Context) (PasskeyOptions, error) {
 	// passkey, so an agent that reads the token later cannot register a
 	// software authenticator of its own (docs/security.md, "Passkeys").
 	if len(creds) > 0 && !s.PrincipalOf(ctx).Passkey {
-		return PasskeyOptions{}, errs.E(PasskeyRequired, "this approver has a passkey already: sign in with it to add another; the token alone registers only the first",
-			errs.Step{Command: "open the approvals page and choose \"Sign in with a passkey\"", Description: "then register the new passkey"}).
+		return PasskeyOptions{}, errs.E(PasskeyRequired, "this approver has a passkey already: sign in with it to add another; the token alone registers only the first").
 			Unmet("a second passkey is added by a caller signed in with the first")
 	}
 	opts, session, challenge, err := rp.BeginRegistration(approver, creds)
@@ -290,8 +289,7 @@ func (s *core) passkeyGate(ctx context.Context, a approvals.Approval, d approval
 		return nil
 	}
 	if len(response) == 0 {
-		return errs.E(PasskeyRequired, a.ID+" asks for "+string(a.To)+", which this project approves only with a passkey; nothing was answered",
-			errs.Step{Command: "open the approvals page (dont serve) and approve with your passkey", Description: "approve with a fresh passkey assertion for this question; refusing needs none"}).
+		return errs.E(PasskeyRequired, a.ID+" asks for "+string(a.To)+", which this project approves only with a passkey; nothing was answered").
 			On(a.ID).Unmet("an approve at or above " + string(s.Approvals.PasskeyRequiredFrom) + " carries a passkey assertion for the question as shown")
 	}
 	ps, rp, approver, err := s.passkeyParts(ctx)
