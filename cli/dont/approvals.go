@@ -108,7 +108,29 @@ func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service
 	if err == nil {
 		cfg.TwoPersonFrom = rule
 	}
+	level, err := passkeyLevel(a.personEnv(settings.EnvPasskeyRequiredFrom), file.PasskeyRequiredFrom)
+	if err != nil && strict {
+		return cfg, err
+	}
+	cfg.PasskeyRequiredFrom = level
 	return cfg, nil
+}
+
+// passkeyLevel reads passkey_required_from: the person's environment
+// first, then the file value (from the person's config or a workspace
+// config they trusted). A bad value is config-invalid.
+func passkeyLevel(env, inFile string) (approvals.Tier, error) {
+	name, v := settings.EnvPasskeyRequiredFrom, env
+	if v == "" {
+		name, v = settings.KeyPasskeyRequiredFrom, inFile
+	}
+	t, ok := approvals.ParsePasskeyLevel(strings.TrimSpace(v))
+	if !ok {
+		return "", errs.E(errs.ConfigInvalid, name+" must be a tier ("+approvals.TierNames(approvals.Tiers)+") or off, got "+strconv.Quote(v),
+			errs.Step{Command: settings.KeyPasskeyRequiredFrom + " = \"danger-full-access\"  # in your own config (dont config show)", Description: "name the narrowest tier whose approve needs a passkey"}).
+			Unmet(name + " is a tier or off")
+	}
+	return t, nil
 }
 
 // twoPersonRule reads two_person_from: a tier, or nothing for no rule.

@@ -48,6 +48,36 @@ func TestTheTrustBoundaryThroughDontServe(t *testing.T) {
 	})
 }
 
+// The passkey attacks against a real `dont serve` whose project approves
+// danger-full-access only with a passkey.
+func TestThePasskeyBoundaryThroughDontServe(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	srv := p.serve(t, "DONT_PASSKEY_REQUIRED_FROM=danger-full-access")
+	attacktest.RunPasskeys(t, attacktest.Target{
+		Post: func(t *testing.T, token, tool string, body []byte, headers map[string]string) attacktest.Reply {
+			req, _ := http.NewRequest(http.MethodPost, srv.endpoint+"/v1/tools/"+tool, bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			for k, v := range headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			r := attacktest.Reply{Status: resp.StatusCode, Raw: string(raw), Header: resp.Header}
+			if err := json.Unmarshal(raw, &r.Env); err != nil {
+				t.Fatalf("%s: not an envelope: %q", tool, raw)
+			}
+			return r
+		},
+		Token: func(t *testing.T, role string) string { return p.token(role) },
+	})
+}
+
 // escalated opens a session that the owner is watching (an embedded read)
 // and asks one question in it.
 func escalated(t *testing.T, p *testProject) string {

@@ -287,6 +287,7 @@ func (a *app) configShow() error {
 	add(settings.KeyApprovalRemindAt, string(c.ApprovalRemindAt), settings.EnvApprovalRemindAt, true, "")
 	add(settings.KeyTwoPersonFrom, c.TwoPersonFrom, settings.EnvTwoPersonFrom, true, "")
 	add(settings.KeySubscriberLease, c.SubscriberLease, settings.EnvSubscriberLease, true, "10s")
+	add(settings.KeyPasskeyRequiredFrom, c.PasskeyRequiredFrom, settings.EnvPasskeyRequiredFrom, true, "")
 	add(settings.KeyLLMProvider, c.LLM.Provider, settings.EnvLLMProvider, true, "")
 	add(settings.KeyLLMBaseURL, c.LLM.BaseURL, settings.EnvLLMBaseURL, true, "")
 	add("llm.model", c.LLM.Model, "DONT_LLM_MODEL", false, "")

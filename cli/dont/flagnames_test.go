@@ -13,8 +13,8 @@ func TestTheCLINamesTheFlagWhereTheServiceNamesTheParameter(t *testing.T) {
 	for in, want := range map[string]string{
 		"a callback names the spawn it resolves (`request_id`)": "a callback names the spawn it resolves (--request-id)",
 		"`after` must be >= 0 and `wait` between 0 and 25s":     "--after must be >= 0 and --wait between 0 and 25s",
-		"no parameter here":                                     "no parameter here",
-		"a `Quoted Thing` stays":                                "a `Quoted Thing` stays",
+		"no parameter here":      "no parameter here",
+		"a `Quoted Thing` stays": "a `Quoted Thing` stays",
 	} {
 		if got := flagNamed(in); got != want {
 			t.Errorf("flagNamed(%q) = %q, want %q", in, got, want)

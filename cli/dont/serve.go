@@ -21,6 +21,7 @@ import (
 	"github.com/dont-cli/dont/internal/slackapp"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/visible"
+	"github.com/dont-cli/dont/internal/webauthnrp"
 	"github.com/spf13/cobra"
 )
 
@@ -118,6 +119,8 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if svc.Approvals.SessionCeiling, err = a.ceiling(p, o.sessionCeiling); err != nil {
 		return err
 	}
+	// Passkeys bind to the page's origin (docs/approvals.md, "Passkeys").
+	svc.PasskeyRP = webauthnrp.New
 	if svc.HooksConfig, err = a.hooksConfig(p, store); err != nil {
 		return err
 	}

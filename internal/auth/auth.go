@@ -103,6 +103,10 @@ func WellFormed(tok string) bool {
 		_, _, _, _, ok := splitCallback(tok)
 		return ok
 	}
+	if IsPasskeySession(tok) {
+		_, _, _, ok := splitPasskeySession(tok)
+		return ok
+	}
 	_, _, ok := ParseBearer(tok)
 	return ok
 }

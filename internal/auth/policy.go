@@ -25,6 +25,9 @@ type Principal struct {
 	// dropped its harness signal (docs/security.md, "The approver
 	// passphrase").
 	Unproven bool
+	// Passkey: the caller presented a passkey session (PasskeySession),
+	// so it signed in with one of the approver's passkeys.
+	Passkey bool
 }
 
 // Harness is the principal of an agent on an embedded transport.

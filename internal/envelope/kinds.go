@@ -29,6 +29,9 @@ const (
 	KindConfirmation    = "confirmation"
 	KindConfirmations   = "confirmations"
 	KindTools           = "tools"
+	KindPasskey         = "passkey"         // a registered passkey
+	KindPasskeyOptions  = "passkey_options" // a WebAuthn ceremony's options
+	KindPasskeySignIn   = "passkey_signin"  // a passkey sign-in's session
 	KindHealth          = "health"
 	KindInit            = "init"
 	KindPassphrase      = "passphrase"

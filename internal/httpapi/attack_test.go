@@ -5,10 +5,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/attacktest"
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/webauthnrp"
 )
 
 // attackBurst is the per-token burst the attack suite's server runs with,
@@ -53,5 +55,30 @@ func TestTheTrustBoundaryOverHTTP(t *testing.T) {
 		},
 		TokenBurst: attackBurst,
 		Lookups:    backend.n.Load,
+	})
+}
+
+// The passkey attacks against the in-process handler, its project
+// approving danger-full-access only with a passkey.
+func TestThePasskeyBoundaryOverHTTP(t *testing.T) {
+	a := newAPI(t)
+	a.svc.Approvals = service.Approvals{Store: a.store, PasskeyRequiredFrom: approvals.DangerFullAccess}
+	a.svc.PasskeyRP = webauthnrp.New
+	attacktest.RunPasskeys(t, attacktest.Target{
+		Post: func(t *testing.T, token, tool string, body []byte, headers map[string]string) attacktest.Reply {
+			var h []string
+			for k, v := range headers {
+				h = append(h, k, v)
+			}
+			r := a.do("POST", "/v1/tools/"+tool, token, body, h...)
+			return attacktest.Reply{Status: r.status, Env: r.env, Raw: string(r.raw), Header: r.header}
+		},
+		Token: func(t *testing.T, role string) string {
+			res, err := a.svc.Credentials.Create(context.Background(), role, role)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Secret
+		},
 	})
 }

@@ -54,6 +54,16 @@ func OpenAPI() map[string]any {
 		"/approvals": map[string]any{"get": publicOperation("approvalsPage", tagApprovals, "The approvals page",
 			"The approver's web page (HTML): pending requests with countdowns, approve and refuse. The page asks for an approver token itself.",
 			map[string]any{"description": "the page (text/html)", "content": map[string]any{"text/html": map[string]any{"schema": map[string]any{"type": "string"}}}})},
+		"/v1/passkeys/signin/begin": map[string]any{"post": publicOperation("passkeySignInBegin", tagApprovals, "Begin a passkey sign-in",
+			"The options for navigator.credentials.get (data.options.publicKey) and the challenge that names this sign-in, single-use for two minutes. "+
+				"It needs no token: the passkey is the credential. Served by dont serve (one project); the API function answers passkeys-unavailable.",
+			successResponse("envelope_kind passkey_options", ref("schemas", envelopeName(envelope.KindPasskeyOptions))))},
+		"/v1/passkeys/signin/finish": map[string]any{"post": withBody(publicOperation("passkeySignInFinish", tagApprovals, "Finish a passkey sign-in",
+			"Verifies a user-verified assertion of a registered passkey over the challenge of the begin, and answers data.session: a bearer credential "+
+				"that stands for that approver's token for 12 hours, while the token is not revoked (docs/approvals.md, Passkeys).",
+			successResponse("envelope_kind passkey_signin", ref("schemas", envelopeName(envelope.KindPasskeySignIn)))),
+			map[string]any{"type": "object", "required": []any{"challenge", "credential"}, "additionalProperties": false,
+				"properties": map[string]any{"challenge": map[string]any{"type": "string"}, "credential": map[string]any{"type": "object"}}})},
 		"/v1/openapi.json": map[string]any{"get": publicOperation("openapi", tagService, "This document",
 			"The OpenAPI 3.1 document of this server, generated from its tool registry.",
 			map[string]any{"description": "OpenAPI 3.1", "headers": headers(), "content": jsonBody(map[string]any{
@@ -183,6 +193,11 @@ func routeErrors(out map[string]any) map[string]any {
 func publicOperation(id, tag, summary, description string, ok map[string]any) map[string]any {
 	return map[string]any{"operationId": id, "tags": []any{tag}, "summary": summary, "description": description,
 		"security": []any{}, "responses": routeErrors(map[string]any{"200": ok})}
+}
+
+func withBody(op map[string]any, schema map[string]any) map[string]any {
+	op["requestBody"] = map[string]any{"required": true, "content": jsonBody(schema)}
+	return op
 }
 
 func withParameters(op map[string]any, params ...any) map[string]any {

@@ -158,6 +158,8 @@ func New(o Options) http.Handler {
 		mux.HandleFunc("/v1/slack/interactions", s.method(http.MethodPost, sh.Interactions))
 		mux.HandleFunc("/v1/slack/commands", s.method(http.MethodPost, sh.Commands))
 	}
+	mux.HandleFunc("/v1/passkeys/signin/begin", s.method(http.MethodPost, s.passkeySignInBegin))
+	mux.HandleFunc("/v1/passkeys/signin/finish", s.method(http.MethodPost, s.passkeySignInFinish))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errs.E(NotFoundRoute, "no route "+r.Method+" "+r.URL.Path))
 	})
@@ -276,6 +278,8 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	// The one place HTTP (and so Lambda) decides who the call runs as.
 	r = r.WithContext(service.WithPrincipal(r.Context(), principal))
+	// Passkeys bind to the page that called (service.WithPageOrigin).
+	r = r.WithContext(service.WithPageOrigin(r.Context(), r.Header.Get("Origin")))
 	pending := replay.pending(r, start)
 	if pending != nil {
 		r = r.WithContext(idempotency.WithPending(r.Context(), pending))

@@ -245,6 +245,12 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		"question-changed": {ExitRefusal, statusConflict, steps("dont approvals show <id>", "what was answered is not what the question shows now (another question, or another version of it); nothing was answered: show it again and answer what you see"), nil, map[string][]errs.Step{
 			"conf": steps("dont confirmations show <id>", "what was confirmed is not the held call as it is now; nothing ran: show it again and answer what you see"),
 		}},
+		// internal/service (passkeys.go)
+		"passkey-required": {ExitRefusal, statusForbidden, steps("dont serve  # then open the approvals page", "this question's tier is approved only with a passkey: approve it on the approvals page with your passkey (refusing needs none)"), map[string][]errs.Step{
+			"a second passkey is added by a caller signed in with the first": steps("open the approvals page and choose \"Sign in with a passkey\"", "then register the new passkey; the token alone registers only the first"),
+		}, nil},
+		"passkey-invalid":      {ExitRefusal, statusForbidden, steps("dont approvals show <id>", "the passkey answer was for another question, version or approver, was used before, expired, or was not user-verified; nothing was answered: approve again from the page"), nil, nil},
+		"passkeys-unavailable": {ExitState, statusUnavailable, steps("dont serve", "passkeys work on the approvals page of dont serve or the API function, signed in with an approver token"), nil, nil},
 		// internal/service (direct.go)
 		"provider-error": {ExitState, statusBadGateway, steps("dont assume <id> --direct", "retry; check DONT_LLM_* or [llm] in .dont/config.toml if it keeps failing"), nil,
 			direct("retry", errs.Step{Command: "env | grep DONT_LLM_; cat .dont/config.toml", Description: "check the provider settings (provider, model, base_url, API key)"})},

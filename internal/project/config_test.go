@@ -283,3 +283,32 @@ func TestAnAgentThatWritesTheWorkspaceConfigCannotSetOrLiftTheTwoPersonRule(t *t
 		t.Fatal("DONT_TWO_PERSON_FROM is not a person-only variable")
 	}
 }
+
+// The person requires a passkey from danger-full-access in their own
+// config; an agent that writes the workspace config says "off" or a wider
+// tier. The person's level stands, trusted workspace file or not; an
+// untrusted one's is ignored and named.
+func TestAnAgentThatWritesTheWorkspaceConfigCannotLowerThePasskeyLevel(t *testing.T) {
+	p, d := workspace(t, "passkey_required_from = \"off\"\n")
+	s, _, err := project.LoadSettings(p, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config.PasskeyRequiredFrom != "" || !slices.Contains(s.Untrusted, settings.KeyPasskeyRequiredFrom) {
+		t.Fatalf("an untrusted workspace file set the passkey level: %q (untrusted %v)", s.Config.PasskeyRequiredFrom, s.Untrusted)
+	}
+	writePersonConfig(t, d, "passkey_required_from = \"danger-full-access\"\n", 0o600)
+	s, l, err := project.LoadSettings(p, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config.PasskeyRequiredFrom != "danger-full-access" || s.From[settings.KeyPasskeyRequiredFrom] != settings.SourcePersonConfig {
+		t.Fatalf("the person's level: %q from %q", s.Config.PasskeyRequiredFrom, s.From[settings.KeyPasskeyRequiredFrom])
+	}
+	if err := project.Trust(l); err != nil {
+		t.Fatal(err)
+	}
+	if s, _, _ := project.LoadSettings(p, d, true); s.Config.PasskeyRequiredFrom != "danger-full-access" {
+		t.Fatalf("a trusted workspace file lowered the person's level to %q", s.Config.PasskeyRequiredFrom)
+	}
+}

@@ -52,8 +52,11 @@ type Config struct {
 	// approvers (settings.KeyTwoPersonFrom).
 	TwoPersonFrom   string `toml:"two_person_from,omitempty"`
 	SubscriberLease string `toml:"subscriber_lease,omitempty"`
-	LLM             LLM    `toml:"llm,omitempty"`
-	Hooks           Hooks  `toml:"hooks,omitempty"`
+	// PasskeyRequiredFrom is the narrowest tier whose approve needs a
+	// passkey assertion bound to the question (docs/approvals.md, "Passkeys").
+	PasskeyRequiredFrom string `toml:"passkey_required_from,omitempty"`
+	LLM                 LLM    `toml:"llm,omitempty"`
+	Hooks               Hooks  `toml:"hooks,omitempty"`
 	// Agents are `dont spawns run`'s agent profiles ([agents.<name>]).
 	Agents map[string]Agent `toml:"agents,omitempty"`
 	// Rules are the person's approval rules ([[rules]]): answered before a

@@ -10,6 +10,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/dont-cli/dont/internal/auth"
@@ -126,6 +127,10 @@ type Approvals struct {
 	// an agent cannot write it: dont serve's start-up flag or environment,
 	// the deployment's configuration (docs/security.md).
 	SessionCeiling approvals.Tier
+	// PasskeyRequiredFrom is the narrowest tier whose approve needs a
+	// fresh passkey assertion bound to the question (passkey.go); "" for
+	// none. A person's setting, read like SessionCeiling.
+	PasskeyRequiredFrom approvals.Tier
 	// Rules are the person's approval rules (internal/rules), read by the
 	// front end from the person's settings only: a rule that matches a
 	// question answers it before a person is asked, recorded and
@@ -761,6 +766,10 @@ type AnswerInput struct {
 	// (approvals.ShownDigest). When given, nothing is answered unless the
 	// question is still open and its digest is this one.
 	ShownDigest string
+	// PasskeyAssertion is the browser's assertion (PublicKeyCredential
+	// JSON) over the challenge issued for this question (Passkeys.ApproveBegin);
+	// an approve needs it at or above the person's level (passkeys.go).
+	PasskeyAssertion json.RawMessage
 }
 
 // Answer answers a question. The first answer wins; a later one
@@ -775,6 +784,9 @@ func (s *Escalations) Answer(ctx context.Context, in AnswerInput) (Decided, []en
 	d.By = s.by(ctx, in.By)
 	if in.Reason != "" {
 		d.Detail = in.Reason
+	}
+	if err := s.passkeyCheck(ctx, in, d); err != nil {
+		return Decided{}, nil, err
 	}
 	return s.decideShown(ctx, in.ApprovalID, d, in.ShownDigest)
 }

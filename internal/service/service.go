@@ -75,6 +75,9 @@ type Deps struct {
 	// SweepPolicy is the policy of the sweep a tool call runs (SweepFirst,
 	// SweepAfter); the zero policy sweeps everything on every call.
 	SweepPolicy SweepFirstPolicy
+	// PasskeyRP makes the WebAuthn relying party of a page origin
+	// (internal/webauthnrp); nil: no passkeys (passkeys.go).
+	PasskeyRP PasskeyRP
 }
 
 // Service is the one service every front end calls, split by domain over
@@ -92,6 +95,7 @@ type Service struct {
 	Held        *Held
 	Credentials *Credentials
 	Hooks       *Hooks
+	Passkeys    *Passkeys
 }
 
 // core is what the domains share: the ports, the clock, and the helpers
@@ -132,7 +136,7 @@ type Credentials struct{ *core }
 // New builds the service over deps.
 func New(deps Deps) *Service {
 	c := &core{Deps: deps}
-	return &Service{core: c, Ledger: &Ledger{c}, Spawns: &Spawns{c}, Escalations: &Escalations{c}, Held: &Held{c}, Credentials: &Credentials{c}, Hooks: &Hooks{c}}
+	return &Service{core: c, Ledger: &Ledger{c}, Spawns: &Spawns{c}, Escalations: &Escalations{c}, Held: &Held{c}, Credentials: &Credentials{c}, Hooks: &Hooks{c}, Passkeys: &Passkeys{c}}
 }
 
 func (s *core) now() time.Time {

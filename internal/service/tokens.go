@@ -163,6 +163,9 @@ func (s *Credentials) Authenticate(ctx context.Context, presented string) (auth.
 		}
 		return auth.Principal{Role: auth.RoleCallback, RequestID: rid}, nil
 	}
+	if auth.IsPasskeySession(presented) {
+		return s.passkeySession(ctx, ts, presented)
+	}
 	id, secret, ok := auth.ParseBearer(presented)
 	if !ok {
 		return auth.Principal{}, errs.E(Unauthenticated, "malformed bearer token")

@@ -44,6 +44,13 @@ const (
 	// rule: the tier from which a question needs two different approvers.
 	EnvTwoPersonFrom = "DONT_TWO_PERSON_FROM"
 	KeyTwoPersonFrom = "two_person_from"
+	// EnvPasskeyRequiredFrom and KeyPasskeyRequiredFrom are the narrowest
+	// tier whose approve needs a fresh passkey assertion bound to the
+	// question (approvals.PasskeyRequired; docs/approvals.md, "Passkeys").
+	// Only a person sets it: an agent that could lower it would answer
+	// with a token it can read.
+	EnvPasskeyRequiredFrom = "DONT_PASSKEY_REQUIRED_FROM"
+	KeyPasskeyRequiredFrom = "passkey_required_from"
 )
 
 // PersonOnlyEnv are the environment variables of trust-relevant settings:
@@ -51,6 +58,7 @@ const (
 var PersonOnlyEnv = []string{
 	EnvApprovalTimeout, EnvApprovalTimeoutMin, EnvApprovalTimeoutMax, EnvApprovalRemindAt, EnvSubscriberLease, EnvPublicURL, EnvHooksAllowPrivate,
 	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling, EnvTwoPersonFrom, EnvSlackSigningSecret, EnvSlackBotToken,
+	EnvPasskeyRequiredFrom,
 }
 
 // IsPersonOnlyEnv reports whether name sets a trust-relevant setting.

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
@@ -99,10 +100,12 @@ func init() {
 	register("approvals.approve", func() *Tool {
 		return &Tool{Name: "approvals.approve", Summary: "Approve a request: its call runs at the wider tier. The first answer wins.", Roles: answerers,
 			Annotations: Annotations{Presence: true},
-			Params:      []Param{approvalID, shownDigest(true, "question")},
-			approvals:   true, sweep: answerFirst,
+			Params: []Param{approvalID, shownDigest(true, "question"), {Name: "passkey_assertion", Type: String,
+				Description: "the browser's passkey assertion (PublicKeyCredential JSON) over the challenge of passkeys.approve-begin; needed at or above the project's passkey_required_from"}},
+			approvals: true, sweep: answerFirst,
 			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return decided(s.Escalations.Answer(ctx, service.AnswerInput{ApprovalID: a.Str("id"), Answer: "approve", ShownDigest: a.Str("shown_digest")}))
+				return decided(s.Escalations.Answer(ctx, service.AnswerInput{ApprovalID: a.Str("id"), Answer: "approve", ShownDigest: a.Str("shown_digest"),
+					PasskeyAssertion: json.RawMessage(a.Str("passkey_assertion"))}))
 			}}
 	})
 	register("approvals.refuse", func() *Tool {

@@ -138,6 +138,10 @@ type Config struct {
 	// SessionCeiling is the widest tier a harness token may open a session
 	// at ("": approvals.DefaultSessionCeiling; see EnvSessionCeiling).
 	SessionCeiling approvals.Tier
+	// PasskeyRequiredFrom is the narrowest tier whose approve needs a
+	// passkey assertion bound to the question ("": none;
+	// settings.EnvPasskeyRequiredFrom, for every project of the deployment).
+	PasskeyRequiredFrom approvals.Tier
 }
 
 // ConfigFromEnv reads the configuration; getenv is os.Getenv in production.
@@ -236,6 +240,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s must be a tier (%s), got %q", EnvSessionCeiling, approvals.TierNames(approvals.Tiers), v)
 		}
 		c.SessionCeiling = approvals.Tier(v)
+	}
+	if v := strings.TrimSpace(getenv(settings.EnvPasskeyRequiredFrom)); v != "" {
+		t, ok := approvals.ParsePasskeyLevel(v)
+		if !ok {
+			return c, fmt.Errorf("%s must be a tier (%s) or off, got %q", settings.EnvPasskeyRequiredFrom, approvals.TierNames(approvals.Tiers), v)
+		}
+		c.PasskeyRequiredFrom = t
 	}
 	for _, p := range strings.Split(getenv(EnvProjects), ",") {
 		if p = strings.TrimSpace(p); p != "" {

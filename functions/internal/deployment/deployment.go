@@ -14,6 +14,7 @@ import (
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/slackapp"
 	"github.com/dont-cli/dont/internal/store/dynamo"
+	"github.com/dont-cli/dont/internal/webauthnrp"
 )
 
 // Store is one project's view of the table: everything its service needs.
@@ -86,8 +87,10 @@ func (d *Deployment) NewService(project string, st Store) *service.Service {
 		Log:       d.Log.With("project", project),
 		Scheduler: sched, ApprovalScheduler: sched,
 		Approvals: service.Approvals{Store: st, Timeout: d.Config.ApprovalTimeout, TimeoutMin: d.Config.ApprovalTimeoutMin, TimeoutMax: d.Config.ApprovalTimeoutMax, RemindAt: d.Config.ApprovalRemindAt, TwoPersonFrom: d.Config.TwoPersonFrom, Lease: d.Config.SubscriberLease,
-			Poll: d.Config.ApprovalPoll, Scheduled: true, SessionCeiling: d.Config.SessionCeiling},
+			Poll: d.Config.ApprovalPoll, Scheduled: true, SessionCeiling: d.Config.SessionCeiling,
+			PasskeyRequiredFrom: d.Config.PasskeyRequiredFrom},
 		SweepPolicy: service.SweepFirstPolicy{AfterEvery: d.Config.SweepAfterEvery},
+		PasskeyRP:   webauthnrp.New,
 	})
 }
 

@@ -52,6 +52,7 @@ type Store struct {
 	hooksReady atomic.Bool // the webhook tables exist (ensureHooks)
 	// confirmationsReady: the confirmations table exists (ensureConfirmations).
 	confirmationsReady atomic.Bool
+	passkeysReady      atomic.Bool // the passkey tables exist (ensurePasskeys)
 
 	// The statement cache (prepared.go).
 	stmtMu sync.Mutex
