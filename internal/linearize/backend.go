@@ -1,7 +1,6 @@
 package linearize
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -228,6 +227,9 @@ type httpBackend struct {
 	timeout time.Duration
 	svc     *service.Service
 	closers []func()
+	// serve: the server process and its environment (crash.go restarts it).
+	srv      *exec.Cmd
+	serveEnv []string
 }
 
 // NewHTTP serves the API handler over a loopback httptest server on a
@@ -290,23 +292,8 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--rate", "-1", "--sweep-interval", "50ms")
-	srv.Dir, srv.Env = dir, env
-	stdout, _ := srv.StdoutPipe()
-	srv.Stderr = io.Discard
-	if err := srv.Start(); err != nil {
-		return nil, err
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	srv, listening, err := startServer(bin, dir, env, "127.0.0.1:0")
 	if err != nil {
-		srv.Process.Kill()
-		srv.Wait()
-		return nil, err
-	}
-	var l struct{ Listening string }
-	if err := json.Unmarshal([]byte(line), &l); err != nil {
-		srv.Process.Kill()
-		srv.Wait()
 		return nil, err
 	}
 	st, err := sqlite.Open(filepath.Join(dir, ".dont", "dont.db"))
@@ -317,7 +304,7 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 		srv.Process.Signal(os.Interrupt)
 		srv.Wait()
 	}
-	return &httpBackend{name: "serve", url: l.Listening, tokens: tokens,
+	return &httpBackend{name: "serve", url: listening, tokens: tokens, srv: srv, serveEnv: env,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 		clock:  WallClock{}, timeout: timeout,
 		svc:     service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: timeout, Author: "linearize"}),

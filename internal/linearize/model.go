@@ -127,6 +127,9 @@ type Output struct {
 	Verdict  approvals.Verdict
 	Asked    bool
 	Deadline int64
+	// Unknown: the call's outcome is unknown (indeterminate.go): the
+	// server was killed under it or its response was dropped.
+	Unknown bool
 }
 
 // state is one entity's model state. It is never mutated: steps copy.
@@ -134,6 +137,7 @@ type state struct {
 	status   ledger.Status
 	pending  string
 	exp      int64
+	expSlack int64 // the expiry is known only to lie in [exp, exp+expSlack] (indeterminate.go)
 	pre      ledger.Status
 	moved    bool                     // the entity moved since the pending spawn moved it
 	resolved map[string]spawn.Outcome // request id -> winning outcome
@@ -199,7 +203,7 @@ func partition(history []porcupine.Operation) [][]porcupine.Operation {
 
 func equal(a, b any) bool {
 	x, y := a.(state), b.(state)
-	if x.status != y.status || x.pending != y.pending || x.exp != y.exp || x.pre != y.pre || x.moved != y.moved || len(x.resolved) != len(y.resolved) ||
+	if x.status != y.status || x.pending != y.pending || x.exp != y.exp || x.expSlack != y.expSlack || x.pre != y.pre || x.moved != y.moved || len(x.resolved) != len(y.resolved) ||
 		x.aState != y.aState || x.verdict != y.verdict || x.deadline != y.deadline || x.askedWall != y.askedWall || x.guess != y.guess {
 		return false
 	}
@@ -222,7 +226,7 @@ func closeSpawn(s state, outcome spawn.Outcome) state {
 		n.status = s.pre
 	}
 	n.resolved = with(s.resolved, s.pending, outcome)
-	n.pending, n.exp, n.pre, n.moved = "", 0, "", false
+	n.pending, n.exp, n.expSlack, n.pre, n.moved = "", 0, 0, "", false
 	return n
 }
 
@@ -243,12 +247,15 @@ func (m Model) mayBeDue(s state, in Input) bool {
 
 // mustBeDue: the pending spawn was due when this operation started.
 func (m Model) mustBeDue(s state, in Input) bool {
-	return s.pending != "" && in.CallClock-m.Tolerance >= s.exp
+	return s.pending != "" && in.CallClock-m.Tolerance >= s.exp+s.expSlack
 }
 
 // step returns every state the entity can be in after the operation, or
 // none if the response is impossible.
 func (m Model) step(s state, in Input, out Output) []any {
+	if out.Unknown {
+		return m.stepUnknown(s, in)
+	}
 	starts := []state{s}
 	if m.mayBeDue(s, in) {
 		starts = append(starts, timeout(s)) // an unseen sweep got there first
@@ -297,13 +304,13 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 				return s, false
 			}
 			late := slices.Contains(out.Warnings, envelope.CodeOf(errs.SpawnExpired))
-			if late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp {
+			if late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp+s.expSlack {
 				return s, false
 			}
 			n := s
 			n.status = to
 			n.resolved = with(s.resolved, s.pending, spawn.CallbackApplied)
-			n.pending, n.exp, n.pre, n.moved = "", 0, "", false
+			n.pending, n.exp, n.expSlack, n.pre, n.moved = "", 0, 0, "", false
 			return n, true
 		}
 		won, ok := s.resolved[in.RequestID]
@@ -337,7 +344,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		n.status = to
 		if s.pending != "" && !s.guess {
 			n.resolved = with(s.resolved, s.pending, spawn.Cancelled)
-			n.pending, n.exp, n.pre, n.moved = "", 0, "", false
+			n.pending, n.exp, n.expSlack, n.pre, n.moved = "", 0, 0, "", false
 		}
 		return n, true
 
@@ -356,11 +363,12 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		}
 		for _, e := range out.Entries {
 			if e.Lost {
-				if won, ok := s.resolved[e.RequestID]; !ok || string(won) != e.Outcome {
+				if won, ok := resolvedAs(s, e.RequestID); !ok || string(won) != e.Outcome {
 					return s, false
 				}
 				continue
 			}
+			s = bindPending(s, e.RequestID)
 			if e.RequestID != s.pending || !m.mayBeDue(s, in) || e.Outcome != string(spawn.TimeoutRestored) || e.Restored != (!s.moved && !s.guess) {
 				return s, false
 			}
@@ -391,6 +399,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		return s, out.Err == "" && !out.Won && !out.NotDue && out.Outcome == won
 
 	case Show:
+		s = bindPending(s, out.Pending)
 		return s, out.Err == "" && out.Status == s.status && out.Pending == s.pending
 
 	case Heartbeat:
@@ -400,13 +409,17 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 			}
 			if !out.Moved {
 				// now + extend was not later than the expiry
-				return s, out.ExpiresAt == s.exp && in.CallClock+in.Extend-m.Tolerance <= s.exp
+				if out.ExpiresAt < s.exp || out.ExpiresAt > s.exp+s.expSlack || in.CallClock+in.Extend-m.Tolerance > out.ExpiresAt {
+					return s, false
+				}
+				s.exp, s.expSlack = out.ExpiresAt, 0
+				return s, true
 			}
 			if out.ExpiresAt <= s.exp || out.ExpiresAt < in.CallClock+in.Extend-m.Tolerance || out.ExpiresAt > in.RetClock+in.Extend+m.Tolerance {
 				return s, false
 			}
 			n := s
-			n.exp = out.ExpiresAt
+			n.exp, n.expSlack = out.ExpiresAt, 0
 			return n, true
 		}
 		won, ok := s.resolved[in.RequestID]
@@ -452,12 +465,12 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		}
 		if in.RequestID == s.pending {
 			late := slices.Contains(out.Warnings, envelope.CodeOf(errs.SpawnExpired))
-			if !out.Applied || out.Outcome != spawn.CallbackApplied || late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp {
+			if !out.Applied || out.Outcome != spawn.CallbackApplied || late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp+s.expSlack {
 				return s, false
 			}
 			n := s
 			n.resolved = with(s.resolved, s.pending, spawn.CallbackApplied)
-			n.pending, n.exp = "", 0
+			n.pending, n.exp, n.expSlack = "", 0, 0
 			return n, true
 		}
 		won, ok := s.resolved[in.RequestID]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -79,6 +80,10 @@ func (s Scenario) Ops() int {
 // Result is one checked history.
 type Result struct {
 	Ops       int // invocations recorded
+	// Indeterminate counts the invocations whose outcome is unknown (a
+	// kill or a dropped response; indeterminate.go), checked as such or,
+	// for an ask or a guess whose id is unknown, only counted.
+	Indeterminate int
 	Checked   int // porcupine operations after splitting sweeps per entity
 	Outcome   porcupine.CheckResult
 	Stats     map[string]int // what the operations saw: applied, duplicate, lost-to-timeout, late, timed-out, restored, …
@@ -88,9 +93,10 @@ type Result struct {
 
 // recorder collects operations with a logical clock for their real-time order.
 type recorder struct {
-	mu  sync.Mutex
-	seq atomic.Int64
-	ops []porcupine.Operation
+	mu        sync.Mutex
+	seq       atomic.Int64
+	ops       []porcupine.Operation
+	unchecked atomic.Int64 // indeterminate asks and guesses: no id, no partition
 }
 
 func (r *recorder) add(op porcupine.Operation) {
@@ -148,7 +154,7 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 	}
 	entities := make([]string, sc.Entities)
 	for i := range entities {
-		env, err := b.Call(ctx, 0, "conclude", map[string]any{"statement": fmt.Sprintf("linearizability subject %d", i)})
+		env, err := setupCall(ctx, b, "conclude", map[string]any{"statement": fmt.Sprintf("linearizability subject %d", i)})
 		if err != nil || !env.OK {
 			return res, fmt.Errorf("conclude: %v %s", err, env.Data)
 		}
@@ -165,7 +171,7 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 		if !b.Approvals() {
 			return res, fmt.Errorf("%s keeps no approvals", b.Name())
 		}
-		env, err := b.Call(ctx, 0, "sessions.open", map[string]any{"tier": "read-only", "name": "linearize"})
+		env, err := setupCall(ctx, b, "sessions.open", map[string]any{"tier": "read-only", "name": "linearize"})
 		if err != nil || !env.OK {
 			return res, fmt.Errorf("sessions.open: %v %s", err, env.Data)
 		}
@@ -177,7 +183,7 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 		}
 		reqs.session = ses.ID
 		// A live subscriber, so that questions are asked (the lease outlasts the run).
-		if env, err := b.Call(ctx, 0, "approvals.frames", map[string]any{"session": ses.ID, "subscriber": "linearize"}); err != nil || !env.OK {
+		if env, err := setupCall(ctx, b, "approvals.frames", map[string]any{"session": ses.ID, "subscriber": "linearize"}); err != nil || !env.OK {
 			return res, fmt.Errorf("approvals.frames: %v %s", err, env.Data)
 		}
 	}
@@ -213,7 +219,13 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 	if err := <-errc; err != nil {
 		return res, err
 	}
-	res.Ops = len(rec.ops)
+	res.Ops = len(rec.ops) + int(rec.unchecked.Load())
+	res.Indeterminate = int(rec.unchecked.Load())
+	for _, op := range rec.ops {
+		if op.Output.(Output).Unknown {
+			res.Indeterminate++
+		}
+	}
 	res.Stats = stats(rec.ops)
 	history := splitSweeps(rec.ops, append(append(entities, reqs.ids[approvalsKey]...), reqs.ids[guessesKey]...))
 	res.Checked = len(history)
@@ -281,6 +293,9 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 			// not part of the recorded history).
 			env, err := b.Call(ctx, client, "approvals.show", map[string]any{"id": args["id"]})
 			if err != nil {
+				if lossy(b) {
+					return nil // the read was lost: this client skips its answer
+				}
 				return err
 			}
 			var v struct {
@@ -347,12 +362,23 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 		env, err = b.Call(ctx, client, tool, args)
 		if err == nil {
 			out, err = parse(st.Kind, env)
+		} else if lossy(b) {
+			out, err = Output{Unknown: true}, nil
 		}
 	}
 	in.RetClock, in.RetWall = clock.Now(), wallNow()
 	ret := rec.seq.Add(1)
 	if err != nil {
 		return err
+	}
+	if out.Unknown {
+		if st.Kind == Ask || st.Kind == Guess {
+			rec.unchecked.Add(1)
+			return nil
+		}
+		// Jepsen's :info: it may take effect at any point after its call.
+		rec.add(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: math.MaxInt64})
+		return nil
 	}
 	switch out.Err {
 	case "", "spawn-pending", "invalid-transition", "spawn-not-found":
@@ -375,6 +401,30 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 	}
 	rec.add(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
 	return nil
+}
+
+// Lossy is a Backend whose calls may fail without an answer (a server
+// killed under them, a response dropped after the commit): a transport
+// error is then an operation with an unknown outcome, not a failure.
+type Lossy interface {
+	LosesResponses() bool
+}
+
+func lossy(b Backend) bool {
+	l, ok := b.(Lossy)
+	return ok && l.LosesResponses()
+}
+
+// setupCall is a scenario's setup call; on a lossy backend it is retried
+// until it is answered (a lost conclude leaves an extra, unused entity).
+func setupCall(ctx context.Context, b Backend, tool string, args map[string]any) (envelope.Envelope, error) {
+	for attempt := 0; ; attempt++ {
+		env, err := b.Call(ctx, 0, tool, args)
+		if err == nil || !lossy(b) || attempt >= 50 {
+			return env, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func expireOutput(r service.TimeoutResult, left time.Duration, err error) Output {
@@ -518,6 +568,10 @@ func stats(ops []porcupine.Operation) map[string]int {
 	for _, op := range ops {
 		in, out := op.Input.(Input), op.Output.(Output)
 		m["op:"+in.Kind.String()]++
+		if out.Unknown {
+			m["indeterminate:"+in.Kind.String()]++
+			continue
+		}
 		if out.Err != "" {
 			m["error:"+out.Err]++
 		}
