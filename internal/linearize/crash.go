@@ -151,4 +151,3 @@ func startServer(bin, dir string, env []string, addr string) (*exec.Cmd, string,
 	}
 	return srv, l.Listening, nil
 }
-

@@ -168,7 +168,7 @@ func summarise(t *testing.T, line string) {
 
 type counts struct {
 	ops, checked, scenarios, indeterminate int
-	stats                   map[string]int
+	stats                                  map[string]int
 }
 
 func checkMany(t *testing.T, b linearize.Backend, mix linearize.Mix, budget int) counts {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
-	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -79,16 +79,16 @@ func (s Scenario) Ops() int {
 
 // Result is one checked history.
 type Result struct {
-	Ops       int // invocations recorded
+	Ops int // invocations recorded
 	// Indeterminate counts the invocations whose outcome is unknown (a
 	// kill or a dropped response; indeterminate.go), checked as such or,
 	// for an ask or a guess whose id is unknown, only counted.
 	Indeterminate int
-	Checked   int // porcupine operations after splitting sweeps per entity
-	Outcome   porcupine.CheckResult
-	Stats     map[string]int // what the operations saw: applied, duplicate, lost-to-timeout, late, timed-out, restored, …
-	Visualise string         // path of the HTML visualisation when the check failed
-	Detail    string         // the failing partitions' operations, in call order
+	Checked       int // porcupine operations after splitting sweeps per entity
+	Outcome       porcupine.CheckResult
+	Stats         map[string]int // what the operations saw: applied, duplicate, lost-to-timeout, late, timed-out, restored, …
+	Visualise     string         // path of the HTML visualisation when the check failed
+	Detail        string         // the failing partitions' operations, in call order
 }
 
 // recorder collects operations with a logical clock for their real-time order.
