@@ -230,6 +230,7 @@ type httpBackend struct {
 	// serve: the server process and its environment (crash.go restarts it).
 	srv      *exec.Cmd
 	serveEnv []string
+	bin      string
 }
 
 // NewHTTP serves the API handler over a loopback httptest server on a
@@ -260,12 +261,26 @@ func NewHTTP(dir string, timeout time.Duration) (Backend, error) {
 		clock: clock, timeout: timeout, svc: svc, closers: []func(){srv.Close, func() { st.Close() }}}, nil
 }
 
+// serveBinary builds the dont binary once per process: a proof run opens
+// a fresh `dont serve` per batch of histories.
+var serveBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "dont-linearize-bin-*")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "dont")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/dont-cli/dont/cli/dont").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
 // NewServe builds the dont binary, starts `dont serve` on a fresh project
 // in dir and drives it over loopback HTTP on the wall clock.
 func NewServe(dir string, timeout time.Duration) (Backend, error) {
-	bin := filepath.Join(dir, "dont")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/dont-cli/dont/cli/dont").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build: %v\n%s", err, out)
+	bin, err := serveBinary()
+	if err != nil {
+		return nil, err
 	}
 	env := append(os.Environ(), "DONT_PROJECT_DIR="+dir, "DONT_SPAWN_TIMEOUT="+timeout.String(), "DONT_HARNESS=1",
 		"DONT_APPROVAL_TIMEOUT="+timeout.String(), "DONT_SUBSCRIBER_LEASE=1h")
@@ -304,7 +319,7 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 		srv.Process.Signal(os.Interrupt)
 		srv.Wait()
 	}
-	return &httpBackend{name: "serve", url: listening, tokens: tokens, srv: srv, serveEnv: env,
+	return &httpBackend{name: "serve", url: listening, tokens: tokens, srv: srv, serveEnv: env, bin: bin,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 		clock:  WallClock{}, timeout: timeout,
 		svc:     service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: timeout, Author: "linearize"}),

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -54,7 +53,7 @@ func NewServeCrashing(dir string, timeout time.Duration, seed uint64, killEvery 
 		return nil, err
 	}
 	hb := plain.(*httpBackend)
-	c := &crashingServe{httpBackend: hb, bin: filepath.Join(dir, "dont"), dir: dir, env: hb.serveEnv, addr: hb.url[len("http://"):],
+	c := &crashingServe{httpBackend: hb, bin: hb.bin, dir: dir, env: hb.serveEnv, addr: hb.url[len("http://"):],
 		srv: hb.srv, stop: make(chan struct{}), done: make(chan struct{})}
 	hb.closers[0] = c.stopServer // replaces the plain interrupt of a server that restarts
 	ft := faults.New(&http.Transport{MaxIdleConnsPerHost: 64}, seed,

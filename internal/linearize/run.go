@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -148,6 +149,14 @@ func (q *requests) pick(entity string, t Target, salt int) string {
 // failures (transport errors, error codes the protocol never answers
 // with) are returned as errors: they are bugs too, but not of ordering.
 func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration) (Result, error) {
+	return RunScheduled(ctx, b, sc, nil, checkTimeout)
+}
+
+// RunScheduled is Run with the clients' steps run one at a time, in an
+// order drawn from sched, instead of concurrently (sched nil: Run): the
+// replay of a failing history. With a controlled clock, the same seed
+// gives the same calls in the same order, so the same responses.
+func RunScheduled(ctx context.Context, b Backend, sc Scenario, sched *rand.Rand, checkTimeout time.Duration) (Result, error) {
 	var res Result
 	if l, ok := b.(Logging); ok {
 		l.TakeLog() // an earlier scenario's
@@ -196,6 +205,12 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 			return res, fmt.Errorf("prelude step %d (%s): %w", i, st.Kind, err)
 		}
 	}
+	if sched != nil {
+		if err := runInOrder(ctx, b, sc, sched, entities, reqs, rec); err != nil {
+			return res, err
+		}
+		return check(b, rec, reqs, entities, checkTimeout)
+	}
 	var wg sync.WaitGroup
 	errc := make(chan error, len(sc.Clients))
 	for c, steps := range sc.Clients {
@@ -219,6 +234,41 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 	if err := <-errc; err != nil {
 		return res, err
 	}
+	return check(b, rec, reqs, entities, checkTimeout)
+}
+
+// runInOrder runs the clients' steps one at a time: each turn, a client
+// drawn from sched among those with steps left takes its next step.
+func runInOrder(ctx context.Context, b Backend, sc Scenario, sched *rand.Rand, entities []string, reqs *requests, rec *recorder) error {
+	next := make([]int, len(sc.Clients))
+	for {
+		var ready []int
+		for c, steps := range sc.Clients {
+			if next[c] < len(steps) {
+				ready = append(ready, c)
+			}
+		}
+		if len(ready) == 0 {
+			return nil
+		}
+		c := ready[sched.IntN(len(ready))]
+		i := next[c]
+		next[c]++
+		st := sc.Clients[c][i]
+		if st.Tick > 0 {
+			b.Clock().Advance(st.Tick)
+			continue
+		}
+		if err := invoke(ctx, b, c, i, st, entities, reqs, rec); err != nil {
+			return fmt.Errorf("client %d step %d (%s): %w", c, i, st.Kind, err)
+		}
+	}
+}
+
+// check checks the recorded history.
+func check(b Backend, rec *recorder, reqs *requests, entities []string, checkTimeout time.Duration) (Result, error) {
+	var res Result
+	clock := b.Clock()
 	res.Ops = len(rec.ops) + int(rec.unchecked.Load())
 	res.Indeterminate = int(rec.unchecked.Load())
 	for _, op := range rec.ops {
