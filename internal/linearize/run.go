@@ -209,7 +209,7 @@ func RunScheduled(ctx context.Context, b Backend, sc Scenario, sched *rand.Rand,
 		if err := runInOrder(ctx, b, sc, sched, entities, reqs, rec); err != nil {
 			return res, err
 		}
-		return check(b, rec, reqs, entities, checkTimeout)
+		return checkAll(ctx, b, rec, reqs, entities, checkTimeout)
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, len(sc.Clients))
@@ -234,7 +234,24 @@ func RunScheduled(ctx context.Context, b Backend, sc Scenario, sched *rand.Rand,
 	if err := <-errc; err != nil {
 		return res, err
 	}
-	return check(b, rec, reqs, entities, checkTimeout)
+	return checkAll(ctx, b, rec, reqs, entities, checkTimeout)
+}
+
+// checkAll checks the history, then the session's frame stream.
+func checkAll(ctx context.Context, b Backend, rec *recorder, reqs *requests, entities []string, checkTimeout time.Duration) (Result, error) {
+	res, err := check(b, rec, reqs, entities, checkTimeout)
+	if err != nil || reqs.session == "" || res.Outcome != porcupine.Ok {
+		return res, err
+	}
+	problem, err := checkFrameStream(ctx, b, reqs.session, reqs.ids[approvalsKey])
+	if err != nil {
+		return res, fmt.Errorf("frame stream: %w", err)
+	}
+	if problem != "" {
+		res.Outcome = porcupine.Illegal
+		res.Detail = "\nthe approvals frame stream: " + problem
+	}
+	return res, nil
 }
 
 // runInOrder runs the clients' steps one at a time: each turn, a client
