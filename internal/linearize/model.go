@@ -114,7 +114,11 @@ type Output struct {
 	NotDue    bool          // expire: the spawn is not due yet
 	Moved     bool          // heartbeat: this call moved the expiry (to ExpiresAt)
 	Warnings  []envelope.WarningCode
-	Entries   []SweepEntry // sweep
+	// WarningIDs and WarningOutcomes are, for each warning, the request
+	// it names and the outcome it carries ("" if none; warnings.go).
+	WarningIDs      []string
+	WarningOutcomes []string
+	Entries         []SweepEntry // sweep
 	// Unswept names the questions a sweep said it could not end (an
 	// approval-channel-error warning naming one); QuestionsFailed is a
 	// sweep whose questions' part failed as a whole (sweep-failed).
@@ -303,7 +307,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 			if out.Err != "" || !out.Applied || out.Outcome != spawn.CallbackApplied || out.Status != to {
 				return s, false
 			}
-			late := slices.Contains(out.Warnings, envelope.CodeOf(errs.SpawnExpired))
+			late := warned(out, envelope.CodeOf(errs.SpawnExpired), in.RequestID, "")
 			if late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp+s.expSlack {
 				return s, false
 			}
@@ -321,7 +325,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		if won == spawn.TimeoutRestored {
 			warn = envelope.WarnSpawnLostToTimeout
 		}
-		return s, out.Err == "" && !out.Applied && out.Outcome == won && out.Status == s.status && slices.Contains(out.Warnings, warn)
+		return s, out.Err == "" && !out.Applied && out.Outcome == won && out.Status == s.status && warned(out, warn, in.RequestID, string(won))
 
 	case Move:
 		if s.pending != "" && !s.guess {
@@ -404,7 +408,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 
 	case Heartbeat:
 		if in.RequestID == s.pending && s.pending != "" {
-			if out.Err != "" || out.Outcome != "" || slices.Contains(out.Warnings, envelope.WarnSpawnHeartbeatLate) || m.mustBeDue(s, in) {
+			if out.Err != "" || out.Outcome != "" || warned(out, envelope.WarnSpawnHeartbeatLate, in.RequestID, "") || m.mustBeDue(s, in) {
 				return s, false
 			}
 			if !out.Moved {
@@ -426,7 +430,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		if !ok {
 			return s, out.Err == "spawn-not-found"
 		}
-		return s, out.Err == "" && !out.Moved && out.Outcome == won && slices.Contains(out.Warnings, envelope.WarnSpawnHeartbeatLate)
+		return s, out.Err == "" && !out.Moved && out.Outcome == won && warned(out, envelope.WarnSpawnHeartbeatLate, in.RequestID, string(won))
 
 	case SpawnCancel:
 		if in.RequestID == s.pending && s.pending != "" {
@@ -444,7 +448,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		if won == spawn.TimeoutRestored {
 			warn = envelope.WarnSpawnLostToTimeout
 		}
-		return s, out.Err == "" && !out.Applied && out.Outcome == won && slices.Contains(out.Warnings, warn)
+		return s, out.Err == "" && !out.Applied && out.Outcome == won && warned(out, warn, in.RequestID, string(won))
 
 	case Guess:
 		if s.guess || s.pending != "" || len(s.resolved) > 0 || out.Err != "" || out.RequestID == "" {
@@ -464,7 +468,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 			return s, false
 		}
 		if in.RequestID == s.pending {
-			late := slices.Contains(out.Warnings, envelope.CodeOf(errs.SpawnExpired))
+			late := warned(out, envelope.CodeOf(errs.SpawnExpired), in.RequestID, "")
 			if !out.Applied || out.Outcome != spawn.CallbackApplied || late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp+s.expSlack {
 				return s, false
 			}
@@ -478,7 +482,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		if won == spawn.TimeoutRestored {
 			warn = envelope.WarnSpawnLostToTimeout
 		}
-		return s, ok && !out.Applied && out.Outcome == won && slices.Contains(out.Warnings, warn)
+		return s, ok && !out.Applied && out.Outcome == won && warned(out, warn, in.RequestID, string(won))
 
 	case Ask:
 		switch {
@@ -500,7 +504,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		}
 		switch s.aState {
 		case approvals.Resolved:
-			return s, !out.Applied && out.Verdict == s.verdict && slices.Contains(out.Warnings, envelope.WarnApprovalAlreadyResolved)
+			return s, !out.Applied && out.Verdict == s.verdict && warned(out, envelope.WarnApprovalAlreadyResolved, in.Entity, string(s.verdict))
 		case approvals.Pending:
 			if out.Applied {
 				if string(out.Verdict) != string(in.Action) || in.CallClock-m.Tolerance >= s.deadline {
@@ -510,7 +514,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 				return s, true
 			}
 			// The answer came at or after the deadline: it ended the question as timed-out.
-			if out.Verdict != approvals.TimedOut || !slices.Contains(out.Warnings, envelope.WarnApprovalExpired) || !m.approvalMayBeDue(s, in) {
+			if out.Verdict != approvals.TimedOut || !warned(out, envelope.WarnApprovalExpired, in.Entity, "") || !m.approvalMayBeDue(s, in) {
 				return s, false
 			}
 			return approvalTimeout(s), true
@@ -575,6 +579,10 @@ func describe(in, out any) string {
 		fmt.Fprintf(&b, " %s", short(i.RequestID))
 	}
 	fmt.Fprintf(&b, " @%d..%d -> ", i.CallClock/1e6, i.RetClock/1e6)
+	if o.Unknown {
+		b.WriteString("unknown (indeterminate)")
+		return b.String()
+	}
 	switch {
 	case o.Err != "":
 		b.WriteString("error " + o.Err)
@@ -590,6 +598,11 @@ func describe(in, out any) string {
 		}
 	default:
 		fmt.Fprintf(&b, "%s applied=%v outcome=%s won=%v notdue=%v pending=%s %v", o.Status, o.Applied, o.Outcome, o.Won, o.NotDue, short(o.Pending), o.Warnings)
+	}
+	for k, id := range o.WarningIDs {
+		if id != "" || at(o.WarningOutcomes, k) != "" {
+			fmt.Fprintf(&b, " {%s names %s %s}", o.Warnings[k], short(id), at(o.WarningOutcomes, k))
+		}
 	}
 	return b.String()
 }

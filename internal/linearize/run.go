@@ -506,6 +506,8 @@ func parse(k Kind, env envelope.Envelope) (Output, error) {
 	var out Output
 	for _, w := range env.Warnings {
 		out.Warnings = append(out.Warnings, w.Code)
+		out.WarningIDs = append(out.WarningIDs, w.RequestID)
+		out.WarningOutcomes = append(out.WarningOutcomes, w.Outcome)
 	}
 	if !env.OK {
 		var e errs.Error
