@@ -179,8 +179,7 @@ func checkMany(t *testing.T, b linearize.Backend, mix linearize.Mix, budget int)
 			if done.Load() {
 				return
 			}
-			sc := linearize.GenScenario(rt, mix)
-			res, err := linearize.Run(context.Background(), b, sc, time.Minute)
+			res, err := linearize.RunDrawn(context.Background(), b, linearize.GenHistory(rt, mix), nil, time.Minute)
 			if err != nil {
 				rt.Fatalf("%s: %v", b.Name(), err)
 			}

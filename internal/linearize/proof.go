@@ -112,9 +112,9 @@ type ProofRow struct {
 	Elapsed       time.Duration
 }
 
-// scenarioOf draws history seed's scenario.
-func scenarioOf(mix Mix, seed uint64) Scenario {
-	return rapid.Custom(func(t *rapid.T) Scenario { return GenScenario(t, mix) }).Example(int(seed & (1<<62 - 1)))
+// historyOf draws history seed.
+func historyOf(mix Mix, seed uint64) Drawn {
+	return rapid.Custom(func(t *rapid.T) Drawn { return GenHistory(t, mix) }).Example(int(seed & (1<<62 - 1)))
 }
 
 // Prove runs pb's histories until cfg.Ops operations were checked.
@@ -145,7 +145,7 @@ func Prove(ctx context.Context, pb ProofBackend, cfg ProofConfig) ProofRow {
 				}
 				for i := 0; i < max(cfg.Batch, 1) && ops.Load() < int64(cfg.Ops); i++ {
 					seed := cfg.Seed + uint64(next.Add(1)-1)
-					res, err := Run(ctx, b, scenarioOf(pb.Mix, seed), time.Minute)
+					res, err := RunDrawn(ctx, b, historyOf(pb.Mix, seed), nil, time.Minute)
 					mu.Lock()
 					row.Histories++
 					row.Operations += res.Ops
@@ -205,7 +205,7 @@ func Replay(ctx context.Context, pb ProofBackend, seed uint64) (Result, error) {
 		return Result{}, err
 	}
 	defer b.Close()
-	return RunScheduled(ctx, b, scenarioOf(pb.Mix, seed), rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d)), time.Minute)
+	return RunDrawn(ctx, b, historyOf(pb.Mix, seed), rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d)), time.Minute)
 }
 
 // Table prints rows as docs/proof.md's markdown table.

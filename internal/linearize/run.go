@@ -306,14 +306,22 @@ func check(b Backend, rec *recorder, reqs *requests, entities []string, checkTim
 				res.Detail += "\nwhat the services logged during the run:\n" + text
 			}
 		}
-		f, err := os.CreateTemp("", "dont-linearize-*.html")
-		if err == nil {
-			porcupine.Visualize(model, info, f)
-			f.Close()
-			res.Visualise, _ = filepath.Abs(f.Name())
-		}
+		res.Visualise = visualise(model, info)
 	}
 	return res, nil
+}
+
+// visualise writes porcupine's HTML visualisation of a failed check and
+// returns its path.
+func visualise(model porcupine.Model, info porcupine.LinearizationInfo) string {
+	f, err := os.CreateTemp("", "dont-linearize-*.html")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	porcupine.Visualize(model, info, f)
+	path, _ := filepath.Abs(f.Name())
+	return path
 }
 
 // invoke runs one step and records it.
