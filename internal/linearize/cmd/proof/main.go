@@ -80,6 +80,8 @@ func run(ops, workers, batch int, seed uint64, list string, replay uint64) int {
 	for _, pb := range chosen {
 		row := linearize.Prove(ctx, pb, linearize.ProofConfig{Ops: ops, Workers: workers, Batch: batch, Seed: seed})
 		rows = append(rows, row)
+		fmt.Fprintf(os.Stderr, "proof: %s done: %d histories, %d operations, %d indeterminate, %d kills, %d faults, %d violations in %s\n",
+			row.Backend, row.Histories, row.Operations, row.Indeterminate, row.Kills, row.Faults, row.Violations, row.Elapsed.Round(time.Second))
 		for _, f := range row.Failures {
 			fmt.Fprintln(os.Stderr, "VIOLATION", f)
 		}
