@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/truora/minidyn/interpreter"
 	"github.com/truora/minidyn/types"
@@ -18,6 +19,10 @@ import (
 // the index's first query and kept current by every write afterwards;
 // a query evaluates its key condition and filter, with minidyn's own
 // interpreter, over those items only. What a query answers is unchanged.
+
+// evaluated counts the items index queries evaluated, for the test that
+// a query's cost follows the index, not the table.
+var evaluated atomic.Int64
 
 // indexMembers are the items one index holds, by primary key (lagKey).
 type indexMembers struct {
@@ -127,6 +132,7 @@ func matchMembers(im *indexMembers, in queryInput, filter string, extraNames map
 		}
 	}
 	lang := interpreter.Language{}
+	evaluated.Add(int64(len(im.items)))
 	var out []item
 	for _, it := range im.items {
 		attrs := map[string]*types.Item{}
