@@ -268,12 +268,23 @@ var serveBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	serveBinaryDir.Store(dir)
 	bin := filepath.Join(dir, "dont")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/dont-cli/dont/cli/dont").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build: %v\n%s", err, out)
 	}
 	return bin, nil
 })
+
+// RemoveServeBinary removes the binary serveBinary built, if it did: a
+// test binary or the proof command calls it before it exits.
+func RemoveServeBinary() {
+	if dir, ok := serveBinaryDir.Load().(string); ok {
+		os.RemoveAll(dir)
+	}
+}
+
+var serveBinaryDir atomic.Value
 
 // NewServe builds the dont binary, starts `dont serve` on a fresh project
 // in dir and drives it over loopback HTTP on the wall clock.
