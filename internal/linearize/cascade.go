@@ -277,7 +277,7 @@ func invokeCascade(ctx context.Context, b Backend, client int, st CascadeStep, i
 	if out.Unknown {
 		ret = math.MaxInt64
 	}
-	rec.add(porcupine.Operation{ClientId: client, Input: cascadeIn{Member: st.Member, Action: st.Action}, Call: call, Output: out, Return: ret})
+	rec.add(porcupine.Operation{ClientId: client, Input: cascadeIn(st), Call: call, Output: out, Return: ret})
 	return nil
 }
 
