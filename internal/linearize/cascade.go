@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -211,6 +213,12 @@ func RunCascade(ctx context.Context, b Backend, sc CascadeScenario, sched *rand.
 		return res, err
 	}
 	res.Ops, res.Checked = len(rec.ops), len(rec.ops)
+	res.Outline = make([]string, 0, len(rec.ops))
+	sorted := slices.Clone(rec.ops)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
+	for _, op := range sorted {
+		res.Outline = append(res.Outline, fmt.Sprintf("client %d: %+v -> %+v", op.ClientId, op.Input, op.Output))
+	}
 	res.Stats = map[string]int{}
 	for _, op := range rec.ops {
 		in, out := op.Input.(cascadeIn), op.Output.(cascadeOut)

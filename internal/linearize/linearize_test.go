@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -258,5 +259,34 @@ func TestABrokenStoreIsNotLinearizable(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("the invariant checker missed the double resolution: %s", rep.Error())
+	}
+}
+
+// A failing history is replayed from its printed seed: the clients' steps
+// run one at a time in an order drawn from the seed, so on a backend with
+// a controlled clock two replays make the same calls, in the same order,
+// at the same clock readings, and get the same responses.
+func TestAReplayRepeatsTheHistoryOfItsSeed(t *testing.T) {
+	var sqliteBackend linearize.ProofBackend
+	for _, pb := range linearize.ProofBackends("") {
+		if pb.Name == "sqlite" {
+			sqliteBackend = pb
+		}
+	}
+	for _, seed := range []uint64{1, 7, 20261203, 20262147} {
+		first, err := linearize.Replay(context.Background(), sqliteBackend, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := linearize.Replay(context.Background(), sqliteBackend, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Outcome != porcupine.Ok || len(first.Outline) == 0 {
+			t.Fatalf("seed %d: %s, %d operations%s", seed, first.Outcome, len(first.Outline), first.Detail)
+		}
+		if !slices.Equal(first.Outline, again.Outline) {
+			t.Errorf("seed %d: two replays differ:\n%s\n---\n%s", seed, strings.Join(first.Outline, "\n"), strings.Join(again.Outline, "\n"))
+		}
 	}
 }

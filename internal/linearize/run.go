@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -90,6 +91,9 @@ type Result struct {
 	Stats         map[string]int // what the operations saw: applied, duplicate, lost-to-timeout, late, timed-out, restored, …
 	Visualise     string         // path of the HTML visualisation when the check failed
 	Detail        string         // the failing partitions' operations, in call order
+	// Outline is every recorded operation in call order without the ids
+	// the store drew: what a replay must repeat.
+	Outline []string
 }
 
 // recorder collects operations with a logical clock for their real-time order.
@@ -294,6 +298,7 @@ func check(b Backend, rec *recorder, reqs *requests, entities []string, checkTim
 		}
 	}
 	res.Stats = stats(rec.ops)
+	res.Outline = outline(rec.ops)
 	history := splitSweeps(rec.ops, append(append(entities, reqs.ids[approvalsKey]...), reqs.ids[guessesKey]...))
 	res.Checked = len(history)
 	model := Model{Timeout: int64(b.Timeout()), Tolerance: clock.Tolerance(), IndexLag: int64(indexLag(b))}.porcupine()
@@ -634,6 +639,19 @@ func splitSweeps(ops []porcupine.Operation, entities []string) []porcupine.Opera
 			in2.Entity = e
 			out = append(out, porcupine.Operation{ClientId: op.ClientId, Input: in2, Call: op.Call, Output: sub, Return: op.Return})
 		}
+	}
+	return out
+}
+
+// outline describes ops in call order, without request ids.
+func outline(ops []porcupine.Operation) []string {
+	sorted := slices.Clone(ops)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
+	out := make([]string, 0, len(sorted))
+	for _, op := range sorted {
+		in, o := op.Input.(Input), op.Output.(Output)
+		out = append(out, fmt.Sprintf("client %d: %s %s target-known=%v @%d..%d -> err=%s status=%s pending=%v applied=%v outcome=%s won=%v notdue=%v state=%s verdict=%s warnings=%v entries=%d unknown=%v",
+			op.ClientId, in.Kind, in.Action, in.RequestID != "", in.CallClock, in.RetClock, o.Err, o.Status, o.Pending != "", o.Applied, o.Outcome, o.Won, o.NotDue, o.State, o.Verdict, o.Warnings, len(o.Entries), o.Unknown))
 	}
 	return out
 }
