@@ -110,6 +110,8 @@ type ProofRow struct {
 	Violations    int   // histories rejected, runs that failed, invariant violations
 	Failures      []string
 	Elapsed       time.Duration
+	Interrupted   bool // stopped before Ops operations
+
 }
 
 // historyOf draws history seed.
@@ -117,8 +119,12 @@ func historyOf(mix Mix, seed uint64) Drawn {
 	return rapid.Custom(func(t *rapid.T) Drawn { return GenHistory(t, mix) }).Example(int(seed & (1<<62 - 1)))
 }
 
-// Prove runs pb's histories until cfg.Ops operations were checked.
-func Prove(ctx context.Context, pb ProofBackend, cfg ProofConfig) ProofRow {
+// Prove runs pb's histories until cfg.Ops operations were checked, or
+// until stop is cancelled: then each worker finishes its history and its
+// batch's invariant check, and the row reports what was checked
+// (Interrupted).
+func Prove(stop context.Context, pb ProofBackend, cfg ProofConfig) ProofRow {
+	ctx := context.WithoutCancel(stop)
 	row := ProofRow{Backend: pb.Name}
 	start := time.Now()
 	var next, ops atomic.Int64
@@ -136,14 +142,14 @@ func Prove(ctx context.Context, pb ProofBackend, cfg ProofConfig) ProofRow {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ops.Load() < int64(cfg.Ops) && ctx.Err() == nil {
+			for ops.Load() < int64(cfg.Ops) && stop.Err() == nil {
 				first := cfg.Seed + uint64(next.Load())
 				b, err := pb.Open(first)
 				if err != nil {
 					fail("%s: open: %v", pb.Name, err)
 					return
 				}
-				for i := 0; i < max(cfg.Batch, 1) && ops.Load() < int64(cfg.Ops); i++ {
+				for i := 0; i < max(cfg.Batch, 1) && ops.Load() < int64(cfg.Ops) && stop.Err() == nil; i++ {
 					seed := cfg.Seed + uint64(next.Add(1)-1)
 					res, err := RunDrawn(ctx, b, historyOf(pb.Mix, seed), nil, time.Minute)
 					mu.Lock()
@@ -185,6 +191,7 @@ func Prove(ctx context.Context, pb ProofBackend, cfg ProofConfig) ProofRow {
 	}
 	wg.Wait()
 	row.Elapsed = time.Since(start)
+	row.Interrupted = stop.Err() != nil && row.Operations < cfg.Ops
 	return row
 }
 
@@ -214,7 +221,11 @@ func Table(rows []ProofRow) string {
 	b.WriteString("| backend | histories | operations checked | indeterminate | kills | injected faults | violations | time |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| `%s` | %d | %d | %d | %d | %d | %d | %s |\n", r.Backend, r.Histories, r.Operations, r.Indeterminate, r.Kills, r.Faults, r.Violations, r.Elapsed.Round(time.Second))
+		name := "`" + r.Backend + "`"
+		if r.Interrupted {
+			name += " (stopped early)"
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %s |\n", name, r.Histories, r.Operations, r.Indeterminate, r.Kills, r.Faults, r.Violations, r.Elapsed.Round(time.Second))
 	}
 	return b.String()
 }

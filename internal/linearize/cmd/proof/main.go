@@ -16,7 +16,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -57,7 +59,10 @@ func run(ops, workers, batch int, seed uint64, list string, replay uint64) int {
 		fmt.Fprintln(os.Stderr, "proof: no backend named in -backends:", list)
 		return 2
 	}
-	ctx := context.Background()
+	// SIGINT or SIGTERM stops the run: the histories in flight finish and
+	// the table reports what was checked.
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
 	if replay != 0 {
 		code := 0
 		for _, pb := range chosen {
