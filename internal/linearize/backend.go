@@ -1,7 +1,6 @@
 package linearize
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -228,6 +227,10 @@ type httpBackend struct {
 	timeout time.Duration
 	svc     *service.Service
 	closers []func()
+	// serve: the server process and its environment (crash.go restarts it).
+	srv      *exec.Cmd
+	serveEnv []string
+	bin      string
 }
 
 // NewHTTP serves the API handler over a loopback httptest server on a
@@ -258,12 +261,37 @@ func NewHTTP(dir string, timeout time.Duration) (Backend, error) {
 		clock: clock, timeout: timeout, svc: svc, closers: []func(){srv.Close, func() { st.Close() }}}, nil
 }
 
+// serveBinary builds the dont binary once per process: a proof run opens
+// a fresh `dont serve` per batch of histories.
+var serveBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "dont-linearize-bin-*")
+	if err != nil {
+		return "", err
+	}
+	serveBinaryDir.Store(dir)
+	bin := filepath.Join(dir, "dont")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/dont-cli/dont/cli/dont").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// RemoveServeBinary removes the binary serveBinary built, if it did: a
+// test binary or the proof command calls it before it exits.
+func RemoveServeBinary() {
+	if dir, ok := serveBinaryDir.Load().(string); ok {
+		os.RemoveAll(dir)
+	}
+}
+
+var serveBinaryDir atomic.Value
+
 // NewServe builds the dont binary, starts `dont serve` on a fresh project
 // in dir and drives it over loopback HTTP on the wall clock.
 func NewServe(dir string, timeout time.Duration) (Backend, error) {
-	bin := filepath.Join(dir, "dont")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/dont-cli/dont/cli/dont").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build: %v\n%s", err, out)
+	bin, err := serveBinary()
+	if err != nil {
+		return nil, err
 	}
 	env := append(os.Environ(), "DONT_PROJECT_DIR="+dir, "DONT_SPAWN_TIMEOUT="+timeout.String(), "DONT_HARNESS=1",
 		"DONT_APPROVAL_TIMEOUT="+timeout.String(), "DONT_SUBSCRIBER_LEASE=1h")
@@ -290,23 +318,8 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--rate", "-1", "--sweep-interval", "50ms")
-	srv.Dir, srv.Env = dir, env
-	stdout, _ := srv.StdoutPipe()
-	srv.Stderr = io.Discard
-	if err := srv.Start(); err != nil {
-		return nil, err
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	srv, listening, err := startServer(bin, dir, env, "127.0.0.1:0")
 	if err != nil {
-		srv.Process.Kill()
-		srv.Wait()
-		return nil, err
-	}
-	var l struct{ Listening string }
-	if err := json.Unmarshal([]byte(line), &l); err != nil {
-		srv.Process.Kill()
-		srv.Wait()
 		return nil, err
 	}
 	st, err := sqlite.Open(filepath.Join(dir, ".dont", "dont.db"))
@@ -317,7 +330,7 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 		srv.Process.Signal(os.Interrupt)
 		srv.Wait()
 	}
-	return &httpBackend{name: "serve", url: l.Listening, tokens: tokens,
+	return &httpBackend{name: "serve", url: listening, tokens: tokens, srv: srv, serveEnv: env, bin: bin,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 		clock:  WallClock{}, timeout: timeout,
 		svc:     service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: timeout, Author: "linearize"}),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -81,6 +82,20 @@ func backends() []backendCase {
 			}
 			return b
 		}, linearize.Mix{Cancel: true, Approvals: true, TickMax: 150 * time.Millisecond, Timeout: 300 * time.Millisecond}, 1000},
+		{"serve-crash", func(t *testing.T) linearize.Backend {
+			seed := faultSeed(t)
+			b, err := linearize.NewServeCrashing(t.TempDir(), 300*time.Millisecond, seed, time.Second, 0.03)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				c := b.(linearize.Crashes)
+				line := fmt.Sprintf("serve-crash: %d SIGKILLs of dont serve, responses dropped and connections reset: %s", c.Kills(), c.Faults().Summary())
+				t.Log(line)
+				summarise(t, line)
+			})
+			return b
+		}, linearize.Mix{Cancel: true, Approvals: true, TickMax: 150 * time.Millisecond, Timeout: 300 * time.Millisecond}, 1000},
 		{"dynamo", func(t *testing.T) linearize.Backend {
 			b, _, err := linearize.NewDynamo(dynamoEndpoint(t), 6, manual.Timeout, 0)
 			if err != nil {
@@ -89,11 +104,7 @@ func backends() []backendCase {
 			return b
 		}, linearize.Mix{Expire: true, Cancel: true, Approvals: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 1500},
 		{"dynamo-faults", func(t *testing.T) linearize.Backend {
-			seed := uint64(time.Now().UnixNano())
-			if v, err := strconv.ParseUint(os.Getenv("DONT_LINEARIZE_FAULT_SEED"), 10, 64); err == nil {
-				seed = v
-			}
-			t.Logf("fault seed %d (DONT_LINEARIZE_FAULT_SEED)", seed)
+			seed := faultSeed(t)
 			b, ft, err := linearize.NewDynamo(dynamoEndpoint(t), 6, manual.Timeout, seed, faults.Mixed()...)
 			if err != nil {
 				t.Fatal(err)
@@ -106,6 +117,16 @@ func backends() []backendCase {
 			return b
 		}, linearize.Mix{Expire: true, Cancel: true, Approvals: true, TickMax: manual.TickMax, Timeout: manual.Timeout}, 1500},
 	}
+}
+
+// faultSeed is DONT_LINEARIZE_FAULT_SEED, else the time; it is logged.
+func faultSeed(t *testing.T) uint64 {
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("DONT_LINEARIZE_FAULT_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	t.Logf("fault seed %d (DONT_LINEARIZE_FAULT_SEED)", seed)
+	return seed
 }
 
 // TestLinearizable: concurrent clients' histories of spawns, callbacks
@@ -122,8 +143,8 @@ func TestLinearizable(t *testing.T) {
 			defer b.Close()
 			n := checkMany(t, b, bc.mix, budget(bc.budget))
 			rep := invariants.Require(t, b.Service())
-			t.Logf("linearizability: backend=%s operations=%d checked=%d scenarios=%d; invariants: %d entities, %d events, %d spawns, %d approvals, 0 violations",
-				bc.name, n.ops, n.checked, n.scenarios, rep.Entities, rep.Events, rep.Spawns, rep.Approvals)
+			t.Logf("linearizability: backend=%s operations=%d checked=%d indeterminate=%d scenarios=%d; invariants: %d entities, %d events, %d spawns, %d approvals, 0 violations",
+				bc.name, n.ops, n.checked, n.indeterminate, n.scenarios, rep.Entities, rep.Events, rep.Spawns, rep.Approvals)
 			t.Logf("what the %s operations saw: %v", bc.name, n.stats)
 			summarise(t, fmt.Sprintf("linearizability: backend=%s operations=%d checked=%d scenarios=%d; invariants: %d entities, %d events, %d spawns, %d approvals, 0 violations",
 				bc.name, n.ops, n.checked, n.scenarios, rep.Entities, rep.Events, rep.Spawns, rep.Approvals))
@@ -147,8 +168,8 @@ func summarise(t *testing.T, line string) {
 }
 
 type counts struct {
-	ops, checked, scenarios int
-	stats                   map[string]int
+	ops, checked, scenarios, indeterminate int
+	stats                                  map[string]int
 }
 
 func checkMany(t *testing.T, b linearize.Backend, mix linearize.Mix, budget int) counts {
@@ -159,8 +180,7 @@ func checkMany(t *testing.T, b linearize.Backend, mix linearize.Mix, budget int)
 			if done.Load() {
 				return
 			}
-			sc := linearize.GenScenario(rt, mix)
-			res, err := linearize.Run(context.Background(), b, sc, time.Minute)
+			res, err := linearize.RunDrawn(context.Background(), b, linearize.GenHistory(rt, mix), nil, time.Minute)
 			if err != nil {
 				rt.Fatalf("%s: %v", b.Name(), err)
 			}
@@ -169,6 +189,7 @@ func checkMany(t *testing.T, b linearize.Backend, mix linearize.Mix, budget int)
 			}
 			n.ops += res.Ops
 			n.checked += res.Checked
+			n.indeterminate += res.Indeterminate
 			n.scenarios++
 			for k, v := range res.Stats {
 				n.stats[k] += v
@@ -238,5 +259,34 @@ func TestABrokenStoreIsNotLinearizable(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("the invariant checker missed the double resolution: %s", rep.Error())
+	}
+}
+
+// A failing history is replayed from its printed seed: the clients' steps
+// run one at a time in an order drawn from the seed, so on a backend with
+// a controlled clock two replays make the same calls, in the same order,
+// at the same clock readings, and get the same responses.
+func TestAReplayRepeatsTheHistoryOfItsSeed(t *testing.T) {
+	var sqliteBackend linearize.ProofBackend
+	for _, pb := range linearize.ProofBackends("") {
+		if pb.Name == "sqlite" {
+			sqliteBackend = pb
+		}
+	}
+	for seed := uint64(1); seed <= 12; seed++ {
+		first, err := linearize.Replay(context.Background(), sqliteBackend, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := linearize.Replay(context.Background(), sqliteBackend, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Outcome != porcupine.Ok || len(first.Outline) == 0 {
+			t.Fatalf("seed %d: %s, %d operations%s", seed, first.Outcome, len(first.Outline), first.Detail)
+		}
+		if !slices.Equal(first.Outline, again.Outline) {
+			t.Errorf("seed %d: two replays differ:\n%s\n---\n%s", seed, strings.Join(first.Outline, "\n"), strings.Join(again.Outline, "\n"))
+		}
 	}
 }

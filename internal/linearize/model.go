@@ -117,7 +117,11 @@ type Output struct {
 	NotDue    bool          // expire: the spawn is not due yet
 	Moved     bool          // heartbeat: this call moved the expiry (to ExpiresAt)
 	Warnings  []envelope.WarningCode
-	Entries   []SweepEntry // sweep
+	// WarningIDs and WarningOutcomes are, for each warning, the request
+	// it names and the outcome it carries ("" if none; warnings.go).
+	WarningIDs      []string
+	WarningOutcomes []string
+	Entries         []SweepEntry // sweep
 	// Unswept names the questions a sweep said it could not end (an
 	// approval-channel-error warning naming one); QuestionsFailed is a
 	// sweep whose questions' part failed as a whole (sweep-failed).
@@ -132,6 +136,9 @@ type Output struct {
 	Deadline int64
 	// TwoPerson (ask): the person's two-person rule covers the question.
 	TwoPerson bool
+	// Unknown: the call's outcome is unknown (indeterminate.go): the
+	// server was killed under it or its response was dropped.
+	Unknown bool
 }
 
 // state is one entity's model state. It is never mutated: steps copy.
@@ -139,6 +146,7 @@ type state struct {
 	status   ledger.Status
 	pending  string
 	exp      int64
+	expSlack int64 // the expiry is known only to lie in [exp, exp+expSlack] (indeterminate.go)
 	pre      ledger.Status
 	moved    bool                     // the entity moved since the pending spawn moved it
 	resolved map[string]spawn.Outcome // request id -> winning outcome
@@ -207,7 +215,7 @@ func partition(history []porcupine.Operation) [][]porcupine.Operation {
 
 func equal(a, b any) bool {
 	x, y := a.(state), b.(state)
-	if x.status != y.status || x.pending != y.pending || x.exp != y.exp || x.pre != y.pre || x.moved != y.moved || len(x.resolved) != len(y.resolved) ||
+	if x.status != y.status || x.pending != y.pending || x.exp != y.exp || x.expSlack != y.expSlack || x.pre != y.pre || x.moved != y.moved || len(x.resolved) != len(y.resolved) ||
 		x.aState != y.aState || x.verdict != y.verdict || x.deadline != y.deadline || x.askedWall != y.askedWall || x.guess != y.guess {
 		return false
 	}
@@ -230,7 +238,7 @@ func closeSpawn(s state, outcome spawn.Outcome) state {
 		n.status = s.pre
 	}
 	n.resolved = with(s.resolved, s.pending, outcome)
-	n.pending, n.exp, n.pre, n.moved = "", 0, "", false
+	n.pending, n.exp, n.expSlack, n.pre, n.moved = "", 0, 0, "", false
 	return n
 }
 
@@ -251,12 +259,15 @@ func (m Model) mayBeDue(s state, in Input) bool {
 
 // mustBeDue: the pending spawn was due when this operation started.
 func (m Model) mustBeDue(s state, in Input) bool {
-	return s.pending != "" && in.CallClock-m.Tolerance >= s.exp
+	return s.pending != "" && in.CallClock-m.Tolerance >= s.exp+s.expSlack
 }
 
 // step returns every state the entity can be in after the operation, or
 // none if the response is impossible.
 func (m Model) step(s state, in Input, out Output) []any {
+	if out.Unknown {
+		return m.stepUnknown(s, in)
+	}
 	starts := []state{s}
 	if m.mayBeDue(s, in) {
 		starts = append(starts, timeout(s)) // an unseen sweep got there first
@@ -304,14 +315,14 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 			if out.Err != "" || !out.Applied || out.Outcome != spawn.CallbackApplied || out.Status != to {
 				return s, false
 			}
-			late := slices.Contains(out.Warnings, envelope.CodeOf(errs.SpawnExpired))
-			if late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp {
+			late := warned(out, envelope.CodeOf(errs.SpawnExpired), in.RequestID, "")
+			if late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp+s.expSlack {
 				return s, false
 			}
 			n := s
 			n.status = to
 			n.resolved = with(s.resolved, s.pending, spawn.CallbackApplied)
-			n.pending, n.exp, n.pre, n.moved = "", 0, "", false
+			n.pending, n.exp, n.expSlack, n.pre, n.moved = "", 0, 0, "", false
 			return n, true
 		}
 		won, ok := s.resolved[in.RequestID]
@@ -322,7 +333,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		if won == spawn.TimeoutRestored {
 			warn = envelope.WarnSpawnLostToTimeout
 		}
-		return s, out.Err == "" && !out.Applied && out.Outcome == won && out.Status == s.status && slices.Contains(out.Warnings, warn)
+		return s, out.Err == "" && !out.Applied && out.Outcome == won && out.Status == s.status && warned(out, warn, in.RequestID, string(won))
 
 	case Move:
 		if s.pending != "" && !s.guess {
@@ -345,7 +356,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		n.status = to
 		if s.pending != "" && !s.guess {
 			n.resolved = with(s.resolved, s.pending, spawn.Cancelled)
-			n.pending, n.exp, n.pre, n.moved = "", 0, "", false
+			n.pending, n.exp, n.expSlack, n.pre, n.moved = "", 0, 0, "", false
 		}
 		return n, true
 
@@ -364,11 +375,12 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		}
 		for _, e := range out.Entries {
 			if e.Lost {
-				if won, ok := s.resolved[e.RequestID]; !ok || string(won) != e.Outcome {
+				if won, ok := resolvedAs(s, e.RequestID); !ok || string(won) != e.Outcome {
 					return s, false
 				}
 				continue
 			}
+			s = bindPending(s, e.RequestID)
 			if e.RequestID != s.pending || !m.mayBeDue(s, in) || e.Outcome != string(spawn.TimeoutRestored) || e.Restored != (!s.moved && !s.guess) {
 				return s, false
 			}
@@ -399,29 +411,34 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		return s, out.Err == "" && !out.Won && !out.NotDue && out.Outcome == won
 
 	case Show:
+		s = bindPending(s, out.Pending)
 		return s, out.Err == "" && out.Status == s.status && out.Pending == s.pending
 
 	case Heartbeat:
 		if in.RequestID == s.pending && s.pending != "" {
-			if out.Err != "" || out.Outcome != "" || slices.Contains(out.Warnings, envelope.WarnSpawnHeartbeatLate) || m.mustBeDue(s, in) {
+			if out.Err != "" || out.Outcome != "" || warned(out, envelope.WarnSpawnHeartbeatLate, in.RequestID, "") || m.mustBeDue(s, in) {
 				return s, false
 			}
 			if !out.Moved {
 				// now + extend was not later than the expiry
-				return s, out.ExpiresAt == s.exp && in.CallClock+in.Extend-m.Tolerance <= s.exp
+				if out.ExpiresAt < s.exp || out.ExpiresAt > s.exp+s.expSlack || in.CallClock+in.Extend-m.Tolerance > out.ExpiresAt {
+					return s, false
+				}
+				s.exp, s.expSlack = out.ExpiresAt, 0
+				return s, true
 			}
 			if out.ExpiresAt <= s.exp || out.ExpiresAt < in.CallClock+in.Extend-m.Tolerance || out.ExpiresAt > in.RetClock+in.Extend+m.Tolerance {
 				return s, false
 			}
 			n := s
-			n.exp = out.ExpiresAt
+			n.exp, n.expSlack = out.ExpiresAt, 0
 			return n, true
 		}
 		won, ok := s.resolved[in.RequestID]
 		if !ok {
 			return s, out.Err == "spawn-not-found"
 		}
-		return s, out.Err == "" && !out.Moved && out.Outcome == won && slices.Contains(out.Warnings, envelope.WarnSpawnHeartbeatLate)
+		return s, out.Err == "" && !out.Moved && out.Outcome == won && warned(out, envelope.WarnSpawnHeartbeatLate, in.RequestID, string(won))
 
 	case SpawnCancel:
 		if in.RequestID == s.pending && s.pending != "" {
@@ -439,7 +456,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		if won == spawn.TimeoutRestored {
 			warn = envelope.WarnSpawnLostToTimeout
 		}
-		return s, out.Err == "" && !out.Applied && out.Outcome == won && slices.Contains(out.Warnings, warn)
+		return s, out.Err == "" && !out.Applied && out.Outcome == won && warned(out, warn, in.RequestID, string(won))
 
 	case Guess:
 		if s.guess || s.pending != "" || len(s.resolved) > 0 || out.Err != "" || out.RequestID == "" {
@@ -459,13 +476,13 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 			return s, false
 		}
 		if in.RequestID == s.pending {
-			late := slices.Contains(out.Warnings, envelope.CodeOf(errs.SpawnExpired))
-			if !out.Applied || out.Outcome != spawn.CallbackApplied || late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp {
+			late := warned(out, envelope.CodeOf(errs.SpawnExpired), in.RequestID, "")
+			if !out.Applied || out.Outcome != spawn.CallbackApplied || late && in.RetClock+m.Tolerance <= s.exp || !late && in.CallClock-m.Tolerance > s.exp+s.expSlack {
 				return s, false
 			}
 			n := s
 			n.resolved = with(s.resolved, s.pending, spawn.CallbackApplied)
-			n.pending, n.exp = "", 0
+			n.pending, n.exp, n.expSlack = "", 0, 0
 			return n, true
 		}
 		won, ok := s.resolved[in.RequestID]
@@ -473,7 +490,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		if won == spawn.TimeoutRestored {
 			warn = envelope.WarnSpawnLostToTimeout
 		}
-		return s, ok && !out.Applied && out.Outcome == won && slices.Contains(out.Warnings, warn)
+		return s, ok && !out.Applied && out.Outcome == won && warned(out, warn, in.RequestID, string(won))
 
 	case Ask:
 		switch {
@@ -495,7 +512,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 		}
 		switch s.aState {
 		case approvals.Resolved:
-			return s, !out.Applied && out.Verdict == s.verdict && slices.Contains(out.Warnings, envelope.WarnApprovalAlreadyResolved)
+			return s, !out.Applied && out.Verdict == s.verdict && warned(out, envelope.WarnApprovalAlreadyResolved, in.Entity, string(s.verdict))
 		case approvals.Pending:
 			if n, ok, decided := m.twoPersonApproval(s, in, out); decided {
 				return n, ok
@@ -508,7 +525,7 @@ func (m Model) apply(s state, in Input, out Output) (state, bool) {
 				return s, true
 			}
 			// The answer came at or after the deadline: it ended the question as timed-out.
-			if out.Verdict != approvals.TimedOut || !slices.Contains(out.Warnings, envelope.WarnApprovalExpired) || !m.approvalMayBeDue(s, in) {
+			if out.Verdict != approvals.TimedOut || !warned(out, envelope.WarnApprovalExpired, in.Entity, "") || !m.approvalMayBeDue(s, in) {
 				return s, false
 			}
 			return approvalTimeout(s), true
@@ -611,6 +628,10 @@ func describe(in, out any) string {
 		fmt.Fprintf(&b, " %s", short(i.RequestID))
 	}
 	fmt.Fprintf(&b, " @%d..%d -> ", i.CallClock/1e6, i.RetClock/1e6)
+	if o.Unknown {
+		b.WriteString("unknown (indeterminate)")
+		return b.String()
+	}
 	switch {
 	case o.Err != "":
 		b.WriteString("error " + o.Err)
@@ -626,6 +647,11 @@ func describe(in, out any) string {
 		}
 	default:
 		fmt.Fprintf(&b, "%s applied=%v outcome=%s won=%v notdue=%v pending=%s %v", o.Status, o.Applied, o.Outcome, o.Won, o.NotDue, short(o.Pending), o.Warnings)
+	}
+	for k, id := range o.WarningIDs {
+		if id != "" || at(o.WarningOutcomes, k) != "" {
+			fmt.Fprintf(&b, " {%s names %s %s}", o.Warnings[k], short(id), at(o.WarningOutcomes, k))
+		}
 	}
 	return b.String()
 }

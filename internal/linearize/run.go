@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -78,19 +81,27 @@ func (s Scenario) Ops() int {
 
 // Result is one checked history.
 type Result struct {
-	Ops       int // invocations recorded
-	Checked   int // porcupine operations after splitting sweeps per entity
-	Outcome   porcupine.CheckResult
-	Stats     map[string]int // what the operations saw: applied, duplicate, lost-to-timeout, late, timed-out, restored, …
-	Visualise string         // path of the HTML visualisation when the check failed
-	Detail    string         // the failing partitions' operations, in call order
+	Ops int // invocations recorded
+	// Indeterminate counts the invocations whose outcome is unknown (a
+	// kill or a dropped response; indeterminate.go), checked as such or,
+	// for an ask or a guess whose id is unknown, only counted.
+	Indeterminate int
+	Checked       int // porcupine operations after splitting sweeps per entity
+	Outcome       porcupine.CheckResult
+	Stats         map[string]int // what the operations saw: applied, duplicate, lost-to-timeout, late, timed-out, restored, …
+	Visualise     string         // path of the HTML visualisation when the check failed
+	Detail        string         // the failing partitions' operations, in call order
+	// Outline is every recorded operation in call order without the ids
+	// the store drew: what a replay must repeat.
+	Outline []string
 }
 
 // recorder collects operations with a logical clock for their real-time order.
 type recorder struct {
-	mu  sync.Mutex
-	seq atomic.Int64
-	ops []porcupine.Operation
+	mu        sync.Mutex
+	seq       atomic.Int64
+	ops       []porcupine.Operation
+	unchecked atomic.Int64 // indeterminate asks and guesses: no id, no partition
 }
 
 func (r *recorder) add(op porcupine.Operation) {
@@ -142,13 +153,21 @@ func (q *requests) pick(entity string, t Target, salt int) string {
 // failures (transport errors, error codes the protocol never answers
 // with) are returned as errors: they are bugs too, but not of ordering.
 func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration) (Result, error) {
+	return RunScheduled(ctx, b, sc, nil, checkTimeout)
+}
+
+// RunScheduled is Run with the clients' steps run one at a time, in an
+// order drawn from sched, instead of concurrently (sched nil: Run): the
+// replay of a failing history. With a controlled clock, the same seed
+// gives the same calls in the same order, so the same responses.
+func RunScheduled(ctx context.Context, b Backend, sc Scenario, sched *rand.Rand, checkTimeout time.Duration) (Result, error) {
 	var res Result
 	if l, ok := b.(Logging); ok {
 		l.TakeLog() // an earlier scenario's
 	}
 	entities := make([]string, sc.Entities)
 	for i := range entities {
-		env, err := b.Call(ctx, 0, "conclude", map[string]any{"statement": fmt.Sprintf("linearizability subject %d", i)})
+		env, err := setupCall(ctx, b, "conclude", map[string]any{"statement": fmt.Sprintf("linearizability subject %d", i)})
 		if err != nil || !env.OK {
 			return res, fmt.Errorf("conclude: %v %s", err, env.Data)
 		}
@@ -165,7 +184,7 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 		if !b.Approvals() {
 			return res, fmt.Errorf("%s keeps no approvals", b.Name())
 		}
-		env, err := b.Call(ctx, 0, "sessions.open", map[string]any{"tier": "read-only", "name": "linearize"})
+		env, err := setupCall(ctx, b, "sessions.open", map[string]any{"tier": "read-only", "name": "linearize"})
 		if err != nil || !env.OK {
 			return res, fmt.Errorf("sessions.open: %v %s", err, env.Data)
 		}
@@ -177,7 +196,7 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 		}
 		reqs.session = ses.ID
 		// A live subscriber, so that questions are asked (the lease outlasts the run).
-		if env, err := b.Call(ctx, 0, "approvals.frames", map[string]any{"session": ses.ID, "subscriber": "linearize"}); err != nil || !env.OK {
+		if env, err := setupCall(ctx, b, "approvals.frames", map[string]any{"session": ses.ID, "subscriber": "linearize"}); err != nil || !env.OK {
 			return res, fmt.Errorf("approvals.frames: %v %s", err, env.Data)
 		}
 	}
@@ -189,6 +208,12 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 		if err := invoke(ctx, b, 0, i, st, entities, reqs, rec); err != nil {
 			return res, fmt.Errorf("prelude step %d (%s): %w", i, st.Kind, err)
 		}
+	}
+	if sched != nil {
+		if err := runInOrder(ctx, b, sc, sched, entities, reqs, rec); err != nil {
+			return res, err
+		}
+		return checkAll(ctx, b, rec, reqs, entities, checkTimeout)
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, len(sc.Clients))
@@ -213,8 +238,67 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 	if err := <-errc; err != nil {
 		return res, err
 	}
-	res.Ops = len(rec.ops)
+	return checkAll(ctx, b, rec, reqs, entities, checkTimeout)
+}
+
+// checkAll checks the history, then the session's frame stream.
+func checkAll(ctx context.Context, b Backend, rec *recorder, reqs *requests, entities []string, checkTimeout time.Duration) (Result, error) {
+	res, err := check(b, rec, reqs, entities, checkTimeout)
+	if err != nil || reqs.session == "" || res.Outcome != porcupine.Ok {
+		return res, err
+	}
+	problem, err := checkFrameStream(ctx, b, reqs.session, reqs.ids[approvalsKey])
+	if err != nil {
+		return res, fmt.Errorf("frame stream: %w", err)
+	}
+	if problem != "" {
+		res.Outcome = porcupine.Illegal
+		res.Detail = "\nthe approvals frame stream: " + problem
+	}
+	return res, nil
+}
+
+// runInOrder runs the clients' steps one at a time: each turn, a client
+// drawn from sched among those with steps left takes its next step.
+func runInOrder(ctx context.Context, b Backend, sc Scenario, sched *rand.Rand, entities []string, reqs *requests, rec *recorder) error {
+	next := make([]int, len(sc.Clients))
+	for {
+		var ready []int
+		for c, steps := range sc.Clients {
+			if next[c] < len(steps) {
+				ready = append(ready, c)
+			}
+		}
+		if len(ready) == 0 {
+			return nil
+		}
+		c := ready[sched.IntN(len(ready))]
+		i := next[c]
+		next[c]++
+		st := sc.Clients[c][i]
+		if st.Tick > 0 {
+			b.Clock().Advance(st.Tick)
+			continue
+		}
+		if err := invoke(ctx, b, c, i, st, entities, reqs, rec); err != nil {
+			return fmt.Errorf("client %d step %d (%s): %w", c, i, st.Kind, err)
+		}
+	}
+}
+
+// check checks the recorded history.
+func check(b Backend, rec *recorder, reqs *requests, entities []string, checkTimeout time.Duration) (Result, error) {
+	var res Result
+	clock := b.Clock()
+	res.Ops = len(rec.ops) + int(rec.unchecked.Load())
+	res.Indeterminate = int(rec.unchecked.Load())
+	for _, op := range rec.ops {
+		if op.Output.(Output).Unknown {
+			res.Indeterminate++
+		}
+	}
 	res.Stats = stats(rec.ops)
+	res.Outline = outline(rec.ops)
 	history := splitSweeps(rec.ops, append(append(entities, reqs.ids[approvalsKey]...), reqs.ids[guessesKey]...))
 	res.Checked = len(history)
 	model := Model{Timeout: int64(b.Timeout()), Tolerance: clock.Tolerance(), IndexLag: int64(indexLag(b))}.porcupine()
@@ -227,14 +311,22 @@ func Run(ctx context.Context, b Backend, sc Scenario, checkTimeout time.Duration
 				res.Detail += "\nwhat the services logged during the run:\n" + text
 			}
 		}
-		f, err := os.CreateTemp("", "dont-linearize-*.html")
-		if err == nil {
-			porcupine.Visualize(model, info, f)
-			f.Close()
-			res.Visualise, _ = filepath.Abs(f.Name())
-		}
+		res.Visualise = visualise(model, info)
 	}
 	return res, nil
+}
+
+// visualise writes porcupine's HTML visualisation of a failed check and
+// returns its path.
+func visualise(model porcupine.Model, info porcupine.LinearizationInfo) string {
+	f, err := os.CreateTemp("", "dont-linearize-*.html")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	porcupine.Visualize(model, info, f)
+	path, _ := filepath.Abs(f.Name())
+	return path
 }
 
 // invoke runs one step and records it.
@@ -281,6 +373,9 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 			// not part of the recorded history).
 			env, err := b.Call(ctx, client, "approvals.show", map[string]any{"id": args["id"]})
 			if err != nil {
+				if lossy(b) {
+					return nil // the read was lost: this client skips its answer
+				}
 				return err
 			}
 			var v struct {
@@ -347,12 +442,23 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 		env, err = b.Call(ctx, client, tool, args)
 		if err == nil {
 			out, err = parse(st.Kind, env)
+		} else if lossy(b) {
+			out, err = Output{Unknown: true}, nil
 		}
 	}
 	in.RetClock, in.RetWall = clock.Now(), wallNow()
 	ret := rec.seq.Add(1)
 	if err != nil {
 		return err
+	}
+	if out.Unknown {
+		if st.Kind == Ask || st.Kind == Guess {
+			rec.unchecked.Add(1)
+			return nil
+		}
+		// Jepsen's :info: it may take effect at any point after its call.
+		rec.add(porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: math.MaxInt64})
+		return nil
 	}
 	switch out.Err {
 	case "", "spawn-pending", "invalid-transition", "spawn-not-found":
@@ -377,6 +483,30 @@ func invoke(ctx context.Context, b Backend, client, i int, st Step, entities []s
 	return nil
 }
 
+// Lossy is a Backend whose calls may fail without an answer (a server
+// killed under them, a response dropped after the commit): a transport
+// error is then an operation with an unknown outcome, not a failure.
+type Lossy interface {
+	LosesResponses() bool
+}
+
+func lossy(b Backend) bool {
+	l, ok := b.(Lossy)
+	return ok && l.LosesResponses()
+}
+
+// setupCall is a scenario's setup call; on a lossy backend it is retried
+// until it is answered (a lost conclude leaves an extra, unused entity).
+func setupCall(ctx context.Context, b Backend, tool string, args map[string]any) (envelope.Envelope, error) {
+	for attempt := 0; ; attempt++ {
+		env, err := b.Call(ctx, 0, tool, args)
+		if err == nil || !lossy(b) || attempt >= 50 {
+			return env, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func expireOutput(r service.TimeoutResult, left time.Duration, err error) Output {
 	if err != nil {
 		return Output{Err: string(errs.As(err).Code)}
@@ -389,6 +519,8 @@ func parse(k Kind, env envelope.Envelope) (Output, error) {
 	var out Output
 	for _, w := range env.Warnings {
 		out.Warnings = append(out.Warnings, w.Code)
+		out.WarningIDs = append(out.WarningIDs, w.RequestID)
+		out.WarningOutcomes = append(out.WarningOutcomes, w.Outcome)
 	}
 	if !env.OK {
 		var e errs.Error
@@ -511,6 +643,19 @@ func splitSweeps(ops []porcupine.Operation, entities []string) []porcupine.Opera
 	return out
 }
 
+// outline describes ops in call order, without request ids.
+func outline(ops []porcupine.Operation) []string {
+	sorted := slices.Clone(ops)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
+	out := make([]string, 0, len(sorted))
+	for _, op := range sorted {
+		in, o := op.Input.(Input), op.Output.(Output)
+		out = append(out, fmt.Sprintf("client %d: %s %s target-known=%v @%d..%d -> err=%s status=%s pending=%v applied=%v outcome=%s won=%v notdue=%v state=%s verdict=%s warnings=%v entries=%d unknown=%v",
+			op.ClientId, in.Kind, in.Action, in.RequestID != "", in.CallClock, in.RetClock, o.Err, o.Status, o.Pending != "", o.Applied, o.Outcome, o.Won, o.NotDue, o.State, o.Verdict, o.Warnings, len(o.Entries), o.Unknown))
+	}
+	return out
+}
+
 // stats counts what the recorded operations saw, to show that a run
 // exercised the races it claims to.
 func stats(ops []porcupine.Operation) map[string]int {
@@ -518,6 +663,10 @@ func stats(ops []porcupine.Operation) map[string]int {
 	for _, op := range ops {
 		in, out := op.Input.(Input), op.Output.(Output)
 		m["op:"+in.Kind.String()]++
+		if out.Unknown {
+			m["indeterminate:"+in.Kind.String()]++
+			continue
+		}
 		if out.Err != "" {
 			m["error:"+out.Err]++
 		}

@@ -20,8 +20,9 @@ import (
 // sorted list, and a DeleteItem of an item that has left the index leaves
 // its entry behind; after either, the two drift apart and later queries
 // silently skip matching items. A sparse GSI whose items come and go with
-// every spawn meets both cases. Scanning the base table is O(table), which
-// is fine for a test server; the real service reads only the matching range.
+// every spawn meets both cases. The candidates are the index's members
+// (members.go), kept beside minidyn's table, so a query costs what the
+// index holds, not what the table holds.
 
 type keyElement struct {
 	AttributeName string
@@ -134,8 +135,12 @@ func (s *Standin) query(body []byte) *response {
 		defer s.tickLag(in.TableName)
 	}
 	lagging := global && len(s.lag[in.TableName]) > 0
+	members, r := s.membersOf(in.TableName, in.IndexName, tableHash, tableRange, indexHash, indexRange)
+	if r != nil {
+		return r
+	}
 	read := func(filter string) ([]item, *response) {
-		items, r := s.scanAll(in, filter, guardNames)
+		items, r := matchMembers(members, in, filter, guardNames)
 		if r != nil || !lagging {
 			return items, r
 		}

@@ -44,6 +44,9 @@ type Standin struct {
 	lag       map[string]map[string]*lagEntry
 	rng       *mrand.Rand
 	injected  injectedCounts
+
+	// members are the items each queried index holds (members.go).
+	members map[string]*tableMembers
 }
 
 // tableMeta is what the stand-in remembers about a table that minidyn
@@ -177,6 +180,9 @@ func (s *Standin) serve(r *http.Request) *response {
 	if writes[op] && s.needBefores(op, body) {
 		befores = s.befores(op, body)
 	}
+	if writes[op] {
+		defer s.refreshMembers(op, body)
+	}
 	var resp *response
 	switch op {
 	case "UpdateTimeToLive":
@@ -244,6 +250,10 @@ func (s *Standin) forward(op string, body []byte) *response {
 		}
 	}
 
+	switch op {
+	case "CreateTable", "UpdateTable", "DeleteTable":
+		s.forgetMembers(name.TableName)
+	}
 	resp := s.call(op, body)
 	if resp.status == http.StatusBadRequest && !json.Valid(resp.body) {
 		// minidyn answers operations it lacks with a plain-text 400.
