@@ -15,11 +15,12 @@
 #     directory of their own, and stopped again at the end.
 #
 # What it starts, each killed by PID in the EXIT trap:
-#   - four aws-lambda-rie instances, each with its own port pair
+#   - five aws-lambda-rie instances, each with its own port pair
 #     (--runtime-interface-emulator-address for invokes, and
 #     --runtime-api-address, which the emulator hands the bootstrap as
 #     AWS_LAMBDA_RUNTIME_API): api (DONT_SPAWN_TIMEOUT 24h, the callback
-#     and approval paths), api-short (DONT_SPAWN_TIMEOUT and
+#     and approval paths, and the Slack app of one project), api-passkey
+#     (danger-full-access approved only with a passkey), api-short (DONT_SPAWN_TIMEOUT and
 #     DONT_APPROVAL_TIMEOUT = $DONT_IT_SHORT_TIMEOUT, the timeout paths),
 #     sweeper (with the sweep work queue, DONT_SWEEP_QUEUE_URL, as the
 #     stack wires it: the scheduled event fans out) and operator (a project's first token, its settings). The
@@ -193,8 +194,17 @@ start_function_once() {
 
 short="${DONT_IT_SHORT_TIMEOUT:-2s}"
 # DONT_RATE/DONT_BURST: the attack suite floods one token past 300 (apiTokenBurst).
-start_function api "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT=24h DONT_RATE=0.001 DONT_BURST=300
-export DONT_IT_API="$fn_url"
+# DONT_SLACK_*: the Slack app answers for one project, which the Slack
+# attacks (attacktest.RunSlack) create under that name.
+slack_project="it-slack-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+slack_secret="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+start_function api "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT=24h DONT_RATE=0.001 DONT_BURST=300 \
+  DONT_SLACK_SIGNING_SECRET="$slack_secret" DONT_SLACK_PROJECT="$slack_project"
+export DONT_IT_API="$fn_url" DONT_IT_SLACK_PROJECT="$slack_project" DONT_IT_SLACK_SIGNING_SECRET="$slack_secret"
+# The passkey attacks (attacktest.RunPasskeys) need danger-full-access
+# approved only with a passkey; the other attacks approve it with a token.
+start_function api-passkey "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT=24h DONT_PASSKEY_REQUIRED_FROM=danger-full-access
+export DONT_IT_API_PASSKEY="$fn_url"
 start_function api-short "$work/lambda/api/bootstrap" DONT_SPAWN_TIMEOUT="$short" DONT_APPROVAL_TIMEOUT="$short"
 export DONT_IT_API_SHORT="$fn_url"
 start_function sweeper "$work/lambda/sweeper/bootstrap" DONT_SWEEP_QUEUE_URL="$sweep_queue"

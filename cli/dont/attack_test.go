@@ -253,3 +253,41 @@ func TestACallbackTokenThroughTheCLINeedsItsRequestIDAndARetryExitsZero(t *testi
 		t.Fatalf("the retried callback: exit %d %s", r.exit, r.stdout)
 	}
 }
+
+// The Slack app's attacks against a real `dont serve` started with the
+// app's signing secret. Its response_url posts go only to Slack's own
+// host: the interactions point response_url elsewhere (never posted),
+// and the attacks assert what the API shows: nothing changed.
+func TestTheSlackBoundaryThroughDontServe(t *testing.T) {
+	t.Parallel()
+	p := newProject(t)
+	const secret = "8f742231b10e8888abcd99yyyzzz85a5"
+	srv := p.serve(t, "DONT_SLACK_SIGNING_SECRET="+secret)
+	attacktest.RunSlack(t, attacktest.SlackTarget{
+		Target: attacktest.Target{
+			Post: func(t *testing.T, token, tool string, body []byte, headers map[string]string) attacktest.Reply {
+				req, _ := http.NewRequest(http.MethodPost, srv.endpoint+"/v1/tools/"+tool, bytes.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+token)
+				req.Header.Set("Content-Type", "application/json")
+				for k, v := range headers {
+					req.Header.Set(k, v)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				r := attacktest.Reply{Status: resp.StatusCode, Raw: string(raw), Header: resp.Header}
+				if err := json.Unmarshal(raw, &r.Env); err != nil {
+					t.Fatalf("%s: not an envelope: %q", tool, raw)
+				}
+				return r
+			},
+			Token: func(t *testing.T, role string) string { return p.token(role) },
+		},
+		SigningSecret: secret,
+		PostSlack:     attacktest.PostSlackTo(srv.endpoint),
+		ResponseURL:   "https://response-url.invalid/actions/T3MDE/1/x",
+	})
+}

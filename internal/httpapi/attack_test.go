@@ -82,3 +82,35 @@ func TestThePasskeyBoundaryOverHTTP(t *testing.T) {
 		},
 	})
 }
+
+// The Slack app's attacks against the in-process handler, with a fake
+// Slack behind response_url.
+func TestTheSlackBoundaryOverHTTP(t *testing.T) {
+	fake := newFakeSlack(t)
+	a := newAPI(t, func(o *httpapi.Options) {
+		o.Slack = &httpapi.SlackOptions{SigningSecret: slackSecret, PublicURL: "https://dont.example", ResponseURLPrefix: fake.srv.URL + "/"}
+	})
+	attacktest.RunSlack(t, attacktest.SlackTarget{
+		Target: attacktest.Target{
+			Post: func(t *testing.T, token, tool string, body []byte, headers map[string]string) attacktest.Reply {
+				var h []string
+				for k, v := range headers {
+					h = append(h, k, v)
+				}
+				r := a.do("POST", "/v1/tools/"+tool, token, body, h...)
+				return attacktest.Reply{Status: r.status, Env: r.env, Raw: string(r.raw), Header: r.header}
+			},
+			Token: func(t *testing.T, role string) string {
+				res, err := a.svc.Credentials.Create(context.Background(), role, role)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.Secret
+			},
+		},
+		SigningSecret: slackSecret,
+		PostSlack:     attacktest.PostSlackTo(a.srv.URL),
+		ResponseURL:   fake.srv.URL + "/actions/T3MDE/1/x",
+		Told:          fake.all,
+	})
+}

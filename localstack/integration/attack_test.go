@@ -1,8 +1,11 @@
 package integration_test
 
 import (
+	"encoding/base64"
 	"net/http"
 	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/dont-cli/dont/internal/attacktest"
 )
@@ -17,19 +20,10 @@ const apiTokenBurst = 300
 func TestTheTrustBoundaryThroughTheAPIFunction(t *testing.T) {
 	s := setup(t)
 	p := s.newProject(t)
-	attacktest.Run(t, attacktest.Target{
-		Post: func(t *testing.T, token, tool string, body []byte, headers map[string]string) attacktest.Reply {
-			e := s.request(t, s.api, http.MethodPost, "/v1/tools/"+tool, token, body, headers)
-			h := http.Header{}
-			for k, v := range e.Headers {
-				h.Set(k, v)
-			}
-			return attacktest.Reply{Status: e.Status, Env: e.Body, Raw: e.Raw, Header: h}
-		},
-		Token: func(t *testing.T, role string) string { return p.operatorToken(t, role) },
-		// DONT_RATE and DONT_BURST of the api function (localstack/integration.sh).
-		TokenBurst: apiTokenBurst,
-	})
+	target := apiTarget(s, s.api, p)
+	// DONT_RATE and DONT_BURST of the api function (localstack/integration.sh).
+	target.TokenBurst = apiTokenBurst
+	attacktest.Run(t, target)
 }
 
 // operatorToken makes one more token of the project, as an operator does:
@@ -82,4 +76,56 @@ func (p *project) tokens(t *testing.T) []any {
 		out[i] = list[i]
 	}
 	return out
+}
+
+// apiTarget is the attack suite's target through fn for project p.
+func apiTarget(s *suite, fn *function, p *project) attacktest.Target {
+	return attacktest.Target{
+		Post: func(t *testing.T, token, tool string, body []byte, headers map[string]string) attacktest.Reply {
+			e := s.request(t, fn, http.MethodPost, "/v1/tools/"+tool, token, body, headers)
+			h := http.Header{}
+			for k, v := range e.Headers {
+				h.Set(k, v)
+			}
+			return attacktest.Reply{Status: e.Status, Env: e.Body, Raw: e.Raw, Header: h}
+		},
+		Token: func(t *testing.T, role string) string { return p.operatorToken(t, role) },
+	}
+}
+
+// The Slack app's attacks through the API function, its Slack app
+// answering for the project DONT_SLACK_PROJECT names. Its response_url
+// posts go only to Slack's own host: the attacks assert what the API
+// shows, that nothing changed.
+func TestTheSlackBoundaryThroughTheAPIFunction(t *testing.T) {
+	s := setup(t)
+	p := s.newProjectNamed(t, s.slackProject)
+	attacktest.RunSlack(t, attacktest.SlackTarget{
+		Target:        apiTarget(s, s.api, p),
+		SigningSecret: s.slackSecret,
+		PostSlack: func(t *testing.T, path, body string, headers map[string]string) (int, string) {
+			t.Helper()
+			var resp events.APIGatewayV2HTTPResponse
+			if err := s.api.invoke(ctx, httpEvent(http.MethodPost, path, "", []byte(body), headers), &resp); err != nil {
+				t.Fatal(err)
+			}
+			if resp.IsBase64Encoded {
+				b, err := base64.StdEncoding.DecodeString(resp.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp.StatusCode, string(b)
+			}
+			return resp.StatusCode, resp.Body
+		},
+		ResponseURL: "https://response-url.invalid/actions/T3MDE/1/x",
+	})
+}
+
+// The passkey attacks through an API function whose deployment approves
+// danger-full-access only with a passkey (DONT_PASSKEY_REQUIRED_FROM).
+func TestThePasskeyBoundaryThroughTheAPIFunction(t *testing.T) {
+	s := setup(t)
+	p := s.newProject(t)
+	attacktest.RunPasskeys(t, apiTarget(s, s.apiPasskey, p))
 }

@@ -51,8 +51,12 @@ type suite struct {
 	short         time.Duration
 	sealer        kms.Sealer
 	// api issues spawns that expire in 24h, apiShort in s.short; operator
-	// takes the operator's direct invokes (a project's first token).
-	api, apiShort, sweeper, operator *function
+	// takes the operator's direct invokes (a project's first token);
+	// apiPasskey is api approving danger-full-access only with a passkey.
+	api, apiShort, apiPasskey, sweeper, operator *function
+	// slackProject is the project api's Slack app answers for
+	// (DONT_SLACK_PROJECT), slackSecret its signing secret.
+	slackProject, slackSecret string
 }
 
 var (
@@ -82,8 +86,10 @@ func newSuite() (*suite, error) {
 		return v, nil
 	}
 	s := &suite{}
-	vals := map[string]*string{"DONT_TABLE": &s.table, "DONT_TIMEOUT_QUEUE_URL": &s.queueURL, "DONT_IT_SWEEP_QUEUE_URL": &s.sweepQueueURL}
-	urls := map[string]**function{"DONT_IT_API": &s.api, "DONT_IT_API_SHORT": &s.apiShort, "DONT_IT_SWEEPER": &s.sweeper, "DONT_IT_OPERATOR": &s.operator}
+	vals := map[string]*string{"DONT_TABLE": &s.table, "DONT_TIMEOUT_QUEUE_URL": &s.queueURL, "DONT_IT_SWEEP_QUEUE_URL": &s.sweepQueueURL,
+		"DONT_IT_SLACK_PROJECT": &s.slackProject, "DONT_IT_SLACK_SIGNING_SECRET": &s.slackSecret}
+	urls := map[string]**function{"DONT_IT_API": &s.api, "DONT_IT_API_SHORT": &s.apiShort, "DONT_IT_API_PASSKEY": &s.apiPasskey,
+		"DONT_IT_SWEEPER": &s.sweeper, "DONT_IT_OPERATOR": &s.operator}
 	for name, p := range vals {
 		v, err := need(name)
 		if err != nil {
@@ -186,7 +192,12 @@ func (s *suite) newProject(t *testing.T) *project {
 	t.Helper()
 	b := make([]byte, 6)
 	rand.Read(b)
-	name := "it-" + hex.EncodeToString(b)
+	return s.newProjectNamed(t, "it-"+hex.EncodeToString(b))
+}
+
+// newProjectNamed is newProject of a given name (the Slack app's).
+func (s *suite) newProjectNamed(t *testing.T, name string) *project {
+	t.Helper()
 	st := dynamo.New(s.ddb, s.table, name)
 	st.SetSealer(s.sealer)
 	// The project's first token, as an operator makes it: a direct invoke

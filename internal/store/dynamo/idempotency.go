@@ -103,6 +103,13 @@ func (s *Store) Complete(ctx context.Context, key string, status int, body []byt
 		},
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes,
 	}
+	if len(stored) == 0 {
+		// A nil binary is no AttributeValue DynamoDB takes (a Slack
+		// request's replay record keeps no body): store none.
+		in.UpdateExpression = aws.String("SET #st = :done, #status = :status")
+		delete(in.ExpressionAttributeNames, "#body")
+		delete(in.ExpressionAttributeValues, ":body")
+	}
 	return ignoreCondition(s.write(ctx, func(ctx context.Context) error {
 		_, err := s.client.UpdateItem(ctx, in, noSDKRetries)
 		return err

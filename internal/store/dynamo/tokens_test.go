@@ -144,6 +144,21 @@ func TestIdempotencyKeysReplayTheFirstResponse(t *testing.T) {
 	}
 }
 
+// A Slack request's replay record completes with no body: DynamoDB takes
+// no empty binary, so a nil body must still record the key done.
+func TestAKeyCompletedWithoutABodyIsDone(t *testing.T) {
+	s := newStore(t)
+	if ex, err := s.Claim(ctx, "k", "fp", t0); err != nil || ex != nil {
+		t.Fatalf("first claim: %v %v", ex, err)
+	}
+	if err := s.Complete(ctx, "k", 200, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ex, err := s.Claim(ctx, "k", "fp", t0.Add(time.Hour)); err != nil || ex == nil || !ex.Done || ex.Status != 200 || len(ex.Body) != 0 {
+		t.Fatalf("replay: %+v %v", ex, err)
+	}
+}
+
 func TestAbandonedAndReleasedKeysCanBeClaimedAgain(t *testing.T) {
 	s := newStore(t)
 	now := t0
