@@ -60,6 +60,18 @@ var notFromTheRegistry = map[string]string{
 // maxNotFromTheRegistry is how many kinds notFromTheRegistry may hold.
 const maxNotFromTheRegistry = 14
 
+// notInThisRun are kinds a tool returns only to a caller this run cannot
+// be: a browser with an authenticator, or an approver token's holder
+// speaking for a Slack user. Their shapes are pinned by cli/dont/render's
+// fixtures and their own tests (internal/httpapi, cli/dont's passkey
+// browser tests). This list may only shrink.
+var notInThisRun = map[string]string{
+	envelope.KindPasskey:        "passkeys.register-finish needs a WebAuthn attestation from an authenticator",
+	envelope.KindPasskeyOptions: "passkeys.*-begin needs the page's origin as relying party",
+	envelope.KindPasskeySignIn:  "POST /v1/passkeys/signin is the HTTP transport's own, after an assertion",
+	envelope.KindSlackLinkCode:  "approvals.slack-link answers only an approver token, not the person at the CLI",
+}
+
 // countingIDs is an id source whose ids are the clock's time and a count:
 // the same calls make the same ids on every run.
 func countingIDs() func(kind string, at time.Time) string {
@@ -282,12 +294,18 @@ func TestEveryEnvelopeMatchesItsGoldenFile(t *testing.T) {
 // Every kind constant has a golden envelope, or is one no tool returns
 // (notFromTheRegistry, which may not grow).
 func TestEveryKindHasAGoldenEnvelope(t *testing.T) {
+	if len(notInThisRun) > 4 {
+		t.Errorf("notInThisRun grew to %d kinds: produce the new kind in goldenRun instead", len(notInThisRun))
+	}
 	if len(notFromTheRegistry) > maxNotFromTheRegistry {
 		t.Errorf("%d kinds have no golden envelope, at most %d may: produce the new kind through the tool registry instead", len(notFromTheRegistry), maxNotFromTheRegistry)
 	}
 	got := goldenRun(t)
 	for _, kind := range kindConstants(t) {
 		why, excused := notFromTheRegistry[kind]
+		if w, ok := notInThisRun[kind]; ok {
+			why, excused = w, true
+		}
 		_, produced := got[kind]
 		switch {
 		case excused && produced:
