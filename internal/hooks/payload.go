@@ -52,11 +52,11 @@ type SlackButton struct {
 	URL  string    `json:"url"`
 }
 
-func plain(s string, limit int) SlackText { return SlackText{Type: "plain_text", Text: clip(s, limit)} }
+func plain(s string, limit int) SlackText { return SlackText{Type: "plain_text", Text: Clip(s, limit)} }
 
-// clip keeps s within limit bytes (Slack's per-field limits), on a rune
-// boundary.
-func clip(s string, limit int) string {
+// Clip keeps s within limit bytes (Slack's per-field limits), on a rune
+// boundary; empty text is a dash.
+func Clip(s string, limit int) string {
 	if s == "" {
 		return "—"
 	}
@@ -92,7 +92,7 @@ func Slack(m Message, publicURL string) SlackMessage {
 		var d ConfirmationData
 		_ = json.Unmarshal(m.Data, &d)
 		line := "A call of " + visible.Line(d.Tool) + " by " + visible.Line(d.RequestedBy) + " is held for confirmation (" + d.ConfirmationID + ", expires " + d.ExpiresAt.UTC().Format(time.RFC3339) + ")."
-		return SlackMessage{Text: clip(line, 3000), Blocks: []SlackBlock{{Type: "section", Text: ptext(plain(line, 3000))}}}
+		return SlackMessage{Text: Clip(line, 3000), Blocks: []SlackBlock{{Type: "section", Text: ptext(plain(line, 3000))}}}
 	case SpawnRequested, SpawnResolved, SpawnTimeout:
 		var d SpawnData
 		_ = json.Unmarshal(m.Data, &d)
@@ -103,7 +103,7 @@ func Slack(m Message, publicURL string) SlackMessage {
 		if d.Outcome != "" {
 			line += " (" + visible.Line(d.Outcome) + ")"
 		}
-		return SlackMessage{Text: clip(line, 3000), Blocks: []SlackBlock{{Type: "section", Text: ptext(plain(line, 3000))}}}
+		return SlackMessage{Text: Clip(line, 3000), Blocks: []SlackBlock{{Type: "section", Text: ptext(plain(line, 3000))}}}
 	}
 	line := "dont: " + visible.Line(string(m.Type)) + " " + m.ID
 	return SlackMessage{Text: line, Blocks: []SlackBlock{{Type: "section", Text: ptext(plain(line, 3000))}}}

@@ -11,7 +11,6 @@ package slackapp
 import (
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 
@@ -41,24 +40,7 @@ func ParseButtonValue(v string) (id, digest string, ok bool) {
 }
 
 func plain(s string, limit int) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.PlainTextType, clip(s, limit), false, false)
-}
-
-// clip keeps s within limit bytes on a rune boundary; only for text that
-// dont wrote (labels, ids, times): agent-written text is shown whole or
-// not at all (hooks.SlackShowsWhole).
-func clip(s string, limit int) string {
-	if s == "" {
-		return "—"
-	}
-	if len(s) <= limit {
-		return s
-	}
-	s = s[:limit-len("…")]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
+	return slack.NewTextBlockObject(slack.PlainTextType, hooks.Clip(s, limit), false, false)
 }
 
 // whole is label and text when they fit in limit bytes, else label and
@@ -84,7 +66,7 @@ func Question(a approvals.Approval, publicURL string) (string, []slack.Block) {
 	if hooks.SlackShowsWhole(a.Shown()) {
 		approve := slack.NewButtonBlockElement(ActionApprove, ButtonValue(a), plain("Approve", 75)).WithStyle(slack.StylePrimary)
 		approve.WithConfirm(slack.NewConfirmationBlockObject(plain("Approve "+to+"?", 100),
-			plain(clip("Run the command above at "+to+" for "+visible.Line(a.Requester)+" (call "+visible.Line(a.CallID)+"). You answer as the approver this Slack user is linked to.", 300), 300),
+			plain(hooks.Clip("Run the command above at "+to+" for "+visible.Line(a.Requester)+" (call "+visible.Line(a.CallID)+"). You answer as the approver this Slack user is linked to.", 300), 300),
 			plain("Approve", 30), plain("Cancel", 30)))
 		buttons = append(buttons, approve)
 	}
@@ -103,14 +85,14 @@ func Question(a approvals.Approval, publicURL string) (string, []slack.Block) {
 func Ending(a approvals.Approval, publicURL string) (string, []slack.Block) {
 	to := visible.Line(string(a.To))
 	line := EndingLine(a)
-	blocks := details(a, clip("Escalation "+visible.Line(string(a.Verdict))+": "+to, 150))
+	blocks := details(a, hooks.Clip("Escalation "+visible.Line(string(a.Verdict))+": "+to, 150))
 	blocks = append(blocks, slack.NewSectionBlock(plain(whole("", line, hooks.SlackSectionLimit), hooks.SlackSectionLimit), nil, nil))
 	if link := hooks.ApprovalsLink(publicURL, a.SessionID, a.ID); link != "" {
 		open := slack.NewButtonBlockElement(ActionOpen, a.ID, plain("Open in dont", 75))
 		open.URL = link
 		blocks = append(blocks, slack.NewActionBlock("dont_open", open))
 	}
-	return "dont: " + clip(line, 300), blocks
+	return "dont: " + hooks.Clip(line, 300), blocks
 }
 
 // EndingLine says how a question ended: approved by whom, refused (and
