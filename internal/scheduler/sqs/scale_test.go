@@ -135,7 +135,7 @@ func scaleParamsFor(t *testing.T) scaleParams {
 // The stand-in serialises every request and answers an index query by
 // scanning the table, so a project's sweep costs it tens of
 // milliseconds, where DynamoDB serves the sweeps in parallel. The first
-// run calibrates: an idle project's sweep must be at most 6 requests, and
+// run calibrates: an idle project's sweep must be at most 7 requests, and
 // the schedule's period is then 2.5 times what it took (the
 // horizon 3.5 periods), so the rest runs in real time. Every later
 // run's fan-out must be done within one period, every spawn's message
@@ -301,12 +301,13 @@ func TestTheScheduledFanOutAtScaleTimesEverySpawnOutOnTime(t *testing.T) {
 	perProject := float64(requests.n.Load()-before) / float64(p.projects)
 	t.Logf("calibration run: %d idle projects swept in %v, %.1f DynamoDB requests each", p.projects, calibration.Round(time.Millisecond), perProject)
 	// The budget that holds on DynamoDB, which serves the sweeps in
-	// parallel: an idle project's sweep is at most 6 requests in sequence
-	// (≈ 35 ms), so 5 batches of 10 sweep 1,000 projects in about a
+	// parallel: an idle project's sweep is at most 7 requests in sequence
+	// (≈ 40 ms; the seventh is the due-reminders query, docs/approvals.md
+	// "Reminders"), so 5 batches of 10 sweep 1,000 projects in about a
 	// second. On the stand-in, which serialises them, the run must still
 	// end within the sweep work queue's age alarm (5 minutes).
-	if perProject > 6 {
-		t.Errorf("an idle project's sweep made %.1f DynamoDB requests, want at most 6", perProject)
+	if perProject > 7 {
+		t.Errorf("an idle project's sweep made %.1f DynamoDB requests, want at most 7", perProject)
 	}
 	if calibration > 5*time.Minute {
 		t.Errorf("the fan-out of %d projects took %v on the stand-in", p.projects, calibration)
