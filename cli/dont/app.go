@@ -596,7 +596,7 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, Author: a.author(), Clock: a.clock(),
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: store, Confirmations: store, Tokens: store, Author: a.author(), Clock: a.clock(),
 		HooksConfig: service.HooksConfig{Store: store}})
 	if svc.Approvals, err = a.approvalsConfig(store, usesApprovals(t)); err != nil {
 		store.Close()

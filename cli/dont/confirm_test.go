@@ -120,7 +120,7 @@ func newGateEnv(t *testing.T, mode string, gateOn bool) *gateEnv {
 	}
 	t.Cleanup(func() { st.Close() })
 	g.store = st
-	g.svc = service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "fixture", SpawnTimeout: time.Hour})
+	g.svc = service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Author: "fixture", SpawnTimeout: time.Hour})
 	ctx := context.Background()
 	conclude := func(s string) string {
 		res, err := g.svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: s})

@@ -354,7 +354,7 @@ func writeReplay(w http.ResponseWriter, done *idempotency.Record) {
 	w.Header().Set("Idempotent-Replayed", "true")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(done.Status)
-	w.Write(idempotency.ReplayForm(done.Body))
+	w.Write(idempotency.ReplayForm(done.Body, tools.Names()))
 }
 
 func (s *server) write(w http.ResponseWriter, r *http.Request, status int, res tools.Output, start time.Time) {

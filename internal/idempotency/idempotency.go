@@ -204,9 +204,10 @@ func withoutDerived(body []byte) []byte {
 }
 
 // ReplayForm is a stored body as it is sent again: a spawn request's
-// forbidden_tools derived from its allowed_tools, byte for byte as the
-// first response had it.
-func ReplayForm(stored []byte) []byte {
+// forbidden_tools derived from its allowed_tools and tools (the tool
+// registry's names, as the service that made it was given them), byte for
+// byte as the first response had it.
+func ReplayForm(stored []byte, tools []string) []byte {
 	i := bytes.Index(stored, []byte(forbiddenStored))
 	if i < 0 {
 		return stored
@@ -221,7 +222,7 @@ func ReplayForm(stored []byte) []byte {
 	if json.Unmarshal(stored, &env) != nil {
 		return stored
 	}
-	list, err := envelope.MarshalData(spawn.ForbiddenTools(env.Data.Context.AllowedTools))
+	list, err := envelope.MarshalData(spawn.ForbiddenTools(env.Data.Context.AllowedTools, tools))
 	if err != nil {
 		return stored
 	}

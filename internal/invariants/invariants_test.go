@@ -3,6 +3,7 @@ package invariants_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/dont-cli/dont/internal/tools"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -35,7 +36,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { st.Close() })
 	f := &fixture{t: t, store: st}
 	f.now.Store(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixNano())
-	f.svc = service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return time.Unix(0, f.now.Load()).UTC() }})
+	f.svc = service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return time.Unix(0, f.now.Load()).UTC() }})
 	return f
 }
 

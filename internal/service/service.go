@@ -78,6 +78,11 @@ type Deps struct {
 	// PasskeyRP makes the WebAuthn relying party of a page origin
 	// (internal/webauthnrp); nil: no passkeys (passkeys.go).
 	PasskeyRP PasskeyRP
+	// ToolNames are the tool registry's names (tools.Names()): every one
+	// a spawn request does not allow is in its forbidden_tools. Issuing or
+	// showing a spawn request without them panics (spawn.ForbiddenTools):
+	// a shorter list would forbid a subagent less.
+	ToolNames []string
 }
 
 // Service is the one service every front end calls, split by domain over

@@ -19,7 +19,6 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
-	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // Param types, as JSON Schema names them.
@@ -250,12 +249,6 @@ func (r *registered) tool() *Tool {
 	}
 	return r.t
 }
-
-// Every spawn request forbids every registered tool it does not allow.
-var _ = func() bool {
-	spawn.UseToolNames(names)
-	return true
-}()
 
 var groupSummaries = map[string]string{}
 

@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"github.com/dont-cli/dont/internal/tools"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +22,7 @@ import (
 func TestConcurrentDefinesOfOneCurieLeaveOneTerm(t *testing.T) {
 	st := newStore(t)
 	const n = 8
-	svc := service.New(service.Deps{Store: storetest.Rendezvous(st, n), Clock: func() time.Time { return t0 }, Author: "racer"})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: storetest.Rendezvous(st, n), Clock: func() time.Time { return t0 }, Author: "racer"})
 	var wg sync.WaitGroup
 	results := make([]service.EntityView, n)
 	fails := make([]error, n)

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"testing"
 	"time"
 
@@ -77,7 +78,7 @@ func TestListsReadUnitsScaleWithTheResultNotTheLedger(t *testing.T) {
 	counter := newCounter()
 	s := dynamo.New(newClient(nil, counter), table, "test-"+randomName())
 	now := t0
-	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
 	seedLedger(t, s, n)
 	var doubted []string
 	for range 3 {
@@ -166,7 +167,7 @@ func TestAClaimUnderReviewIsListedUnverifiedAndItsLifecycleWritesNoStatusEntry(t
 	counter := newCounter()
 	s := dynamo.New(newClient(nil, counter), table, "test-"+randomName())
 	now := t0
-	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
 	e := newClaim()
 	e.Status = ledger.Verified
 	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {

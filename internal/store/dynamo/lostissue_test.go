@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/dont-cli/dont/internal/tools"
 	"io"
 	"net"
 	"net/http"
@@ -84,9 +85,9 @@ func lostIssue(t *testing.T, forward bool, between func(other *service.Service, 
 	hook = &entityPutHook{next: http.DefaultTransport, forward: forward}
 	st := dynamo.New(newClient(hook, nil), table, project)
 	dynamo.SetRetry(st, 8, time.Millisecond, 20*time.Millisecond)
-	svc = service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: project, Clock: clock, SpawnTimeout: time.Hour})
+	svc = service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: project, Clock: clock, SpawnTimeout: time.Hour})
 	ost = dynamo.New(newClient(nil, nil), table, project)
-	other := service.New(service.Deps{Store: ost, Confirmations: ost, Tokens: ost, Project: project, Clock: clock, SpawnTimeout: time.Hour})
+	other := service.New(service.Deps{ToolNames: tools.Names(), Store: ost, Confirmations: ost, Tokens: ost, Project: project, Clock: clock, SpawnTimeout: time.Hour})
 	dep, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "the barometer read 1 atm"})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"errors"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"slices"
 	"sync"
 	"testing"
@@ -80,7 +81,7 @@ func TestReindexBackfillsTheListIndexesOfItemsWrittenBeforeThem(t *testing.T) {
 	counter := newCounter()
 	s := dynamo.New(newClient(nil, counter), table, "test-"+randomName())
 	now := t0
-	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
 	seedLedger(t, s, n)
 
 	var doubted []string

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"github.com/dont-cli/dont/internal/tools"
 	"sync/atomic"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestWritesStopBeforeTheDiskIsFullAndResumeWhenSpaceReturns(t *testing.T) {
 	var free atomic.Uint64
 	free.Store(1 << 40)
 	s.Hooks.FreeSpace = func() (uint64, error) { return free.Load(), nil }
-	svc := service.New(service.Deps{Store: s, Confirmations: s})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s})
 	kept, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "written while the disk had room"})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,7 +124,7 @@ func TestADatabaseMadeBeforeTheCurieKeyIsMigratedKeepingTheOldestTerm(t *testing
 		t.Fatal(err)
 	}
 	defer s.Close()
-	svc := service.New(service.Deps{Store: s, Confirmations: s})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s})
 	for curie, holder := range map[string]string{"ex:Widget": older.ID, "ex:Gadget": gadget.ID} {
 		_, err := svc.Ledger.Define(ctx, curie, "defined again")
 		if e := errs.As(err); e.Code != errs.AlreadyExists || e.EntityID != holder {
@@ -186,7 +187,7 @@ func TestConcurrentFirstCommitsMigrateOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, fails[i] = (service.New(service.Deps{Store: s, Confirmations: s})).Ledger.Define(ctx, fmt.Sprintf("ex:Part%d", i), "a part")
+			_, fails[i] = (service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s})).Ledger.Define(ctx, fmt.Sprintf("ex:Part%d", i), "a part")
 		}()
 	}
 	wg.Wait()
