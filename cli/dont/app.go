@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
@@ -54,6 +55,9 @@ type app struct {
 	version    bool // --version
 	// waiting is the countdown of a long wait, ended before any output.
 	waiting *countdown
+	// asked is told escalate's question once it exists, before the
+	// embedded call waits for its answer (tools.CallOptions.Asked).
+	asked func(approvals.Approval)
 	// harnessRetry is the command line of a spawning verb again with
 	// --harness: what a person without a provider runs instead.
 	harnessRetry string
@@ -551,7 +555,7 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 	if walksPages(t, args) {
 		callArgs = pageArgs(args, "")
 	}
-	res, err := tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, callArgs, a.arrival())
+	res, err := tools.CallWith(service.WithPrincipal(ctx, a.principal()), svc, t.Name, callArgs, a.arrival(), tools.CallOptions{Asked: a.asked})
 	if err != nil && a.principal().Unproven && needsProof(err) {
 		// Only a person decides this: the person at their terminal types
 		// the approver passphrase and the call runs again; without a
@@ -563,7 +567,7 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 			a.failWith(perr, res.Warnings)
 			return nil
 		}
-		res, err = tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, callArgs, a.arrival())
+		res, err = tools.CallWith(service.WithPrincipal(ctx, a.principal()), svc, t.Name, callArgs, a.arrival(), tools.CallOptions{Asked: a.asked})
 	}
 	if err != nil {
 		a.failWith(err, res.Warnings)

@@ -225,13 +225,13 @@ func (a *app) escalateCommand(c *cobra.Command) {
 		defer cd.end()
 		wait, _ := c.Flags().GetBool("no-wait")
 		wait = !wait
-		c.SetContext(service.WithAskedNotice(c.Context(), func(ap approvals.Approval) {
+		a.asked = func(ap approvals.Approval) {
 			if wait {
 				fmt.Fprintf(a.stderr, "asked %s: %s → %s for call %s; waiting until %s for an answer (dont approvals watch --session %s). Ctrl-C cancels the request.\n",
 					ap.ID, visible.Line(string(ap.From)), visible.Line(string(ap.To)), visible.Line(ap.CallID), ap.Deadline.Local().Format("15:04:05"), visible.Line(ap.SessionID))
 				a.startCountdown(cd, "waiting for a person to answer "+visible.Line(ap.ID), []string{" (Ctrl-C cancels the request)"}, ap.Deadline)
 			}
-		}))
+		}
 		if wait && a.remote() != "" {
 			// Over the API the question is asked by the server: count the
 			// time waited until its verdict comes back.

@@ -92,7 +92,7 @@ func (f *fixture) healthy() (claimA, claimB, won, timedOut string) {
 		f.t.Fatal(err)
 	}
 	gid := requestID(f.t, g)
-	if _, _, err := f.svc.Spawns.Answer(ctx, gid, []string{"100 C", "100 c", "99.97 C"}); err != nil {
+	if _, _, err := f.svc.Spawns.Answer(ctx, service.GuessAnswer{RequestID: gid, Candidates: []string{"100 C", "100 c", "99.97 C"}}); err != nil {
 		f.t.Fatal(err)
 	}
 	return claimA, claimB, won, timedOut

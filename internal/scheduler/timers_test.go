@@ -220,7 +220,7 @@ func TestTimersFollowAHeartbeatThatMovedTheExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb, _, err := svc.Spawns.Heartbeat(ctx, spawned.Spawn.ID, 700*time.Millisecond)
+	hb, _, err := svc.Spawns.Heartbeat(ctx, spawned.Spawn.ID, 700*time.Millisecond, nil)
 	if err != nil || !hb.Moved {
 		t.Fatalf("heartbeat %+v %v", hb, err)
 	}

@@ -30,7 +30,7 @@ func TestConcurrentDefinesOfOneCurieLeaveOneTerm(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], fails[i] = svc.Ledger.Define(ctx, "ex:Widget", "a widget")
+			results[i], fails[i] = svc.Ledger.Define(ctx, "ex:Widget", "a widget", nil)
 		}()
 	}
 	wg.Wait()

@@ -95,7 +95,7 @@ func TestListsReadUnitsScaleWithTheResultNotTheLedger(t *testing.T) {
 		timeOut(t, s, id)
 	}
 	for i := range 3 {
-		if _, err := svc.Ledger.Define(ctx, fmt.Sprintf("ex:term%d", i), "a term"); err != nil {
+		if _, err := svc.Ledger.Define(ctx, fmt.Sprintf("ex:term%d", i), "a term", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,7 +144,7 @@ func TestListsReadUnitsScaleWithTheResultNotTheLedger(t *testing.T) {
 	measure("spawns --pending", pending, spawnsOf(service.ViewPending))
 	measure("spawns --timed-out", timedOut, spawnsOf(service.ViewTimedOut))
 	counter.Reset()
-	if _, err := svc.Ledger.Define(ctx, "ex:term0", "again"); err == nil {
+	if _, err := svc.Ledger.Define(ctx, "ex:term0", "again", nil); err == nil {
 		t.Fatal("a second define of ex:term0 was accepted")
 	}
 	if use := counter.Total(); use.ReadUnits > bound || use.ItemsRead > 20 {

@@ -163,7 +163,7 @@ func TestAnAssumeWhoseCommittedResponseWasLostIsAnsweredWithItsOwnSpawnNotSpawnP
 // as its own, by the history item of its resolution.
 func TestAnAssumeWhoseCommittedResponseWasLostAndWhoseSpawnEndedIsAnsweredWithItsOwnSpawn(t *testing.T) {
 	svc, ost, id, _ := lostIssue(t, true, func(other *service.Service, _, spawnID string) {
-		if _, _, err := other.Spawns.Cancel(ctx, spawnID, "superseded"); err != nil {
+		if _, _, err := other.Spawns.Cancel(ctx, spawnID, "superseded", nil); err != nil {
 			t.Errorf("the cancel between the lost answer and the retry: %v", err)
 		}
 	})

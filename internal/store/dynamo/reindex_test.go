@@ -113,7 +113,7 @@ func TestReindexBackfillsTheListIndexesOfItemsWrittenBeforeThem(t *testing.T) {
 	var terms []string
 	for i := range 3 {
 		curie := fmt.Sprintf("ex:term%d", i)
-		r, err := svc.Ledger.Define(ctx, curie, "a term")
+		r, err := svc.Ledger.Define(ctx, curie, "a term", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func TestReindexBackfillsTheListIndexesOfItemsWrittenBeforeThem(t *testing.T) {
 		}
 	}
 	counter.Reset()
-	if _, err := svc.Ledger.Define(ctx, "ex:term1", "again"); err == nil {
+	if _, err := svc.Ledger.Define(ctx, "ex:term1", "again", nil); err == nil {
 		t.Fatal("after the reindex a second define of ex:term1 was accepted")
 	}
 	if use := counter.Total(); use.ReadUnits > bound {

@@ -27,7 +27,7 @@ func TestWritesStopBeforeTheDiskIsFullAndResumeWhenSpaceReturns(t *testing.T) {
 	if _, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "written on a nearly full disk"}); !errs.Is(err, errs.DiskNearlyFull) {
 		t.Fatalf("a write on a nearly full disk: %v; want disk-nearly-full", err)
 	}
-	if _, err := svc.Ledger.Define(ctx, "ex:Full", "a term"); !errs.Is(err, errs.DiskNearlyFull) {
+	if _, err := svc.Ledger.Define(ctx, "ex:Full", "a term", nil); !errs.Is(err, errs.DiskNearlyFull) {
 		t.Fatalf("a define on a nearly full disk: %v; want disk-nearly-full", err)
 	}
 	if v, err := svc.Ledger.Show(ctx, kept.ID, false); err != nil || v.ID != kept.ID {
