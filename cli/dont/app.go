@@ -76,6 +76,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) strin
 }
 
 func (a *app) run(ctx context.Context, argv []string) int {
+	defer a.traceApply()()
 	args := skipFlagValue(argv)
 	tool := invokedTool(args)
 	root := a.commands(tool)

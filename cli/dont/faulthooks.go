@@ -4,11 +4,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/dont-cli/dont/internal/personal"
+	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
@@ -82,6 +86,35 @@ func (a *app) hookFault() {
 	if a.getenv("DONT_FAULT_HOOK_PANIC") != "" {
 		panic("fault-injection: DONT_FAULT_HOOK_PANIC")
 	}
+}
+
+// traceApply, in a test build with DONT_TEST_TRACE_APPLY naming a file,
+// appends to it one line per callback spawn.Apply decides: the functions
+// that reached it, Apply first, as a JSON list (cli/dont/path_test.go).
+func (a *app) traceApply() (stop func()) {
+	file := a.getenv("DONT_TEST_TRACE_APPLY")
+	if file == "" {
+		return func() {}
+	}
+	return spawn.TraceApply(func(step spawn.Step, callers []uintptr) {
+		if step.Kind != spawn.StepCallback {
+			return
+		}
+		var path []string
+		frames := runtime.CallersFrames(callers)
+		for {
+			f, more := frames.Next()
+			path = append(path, f.Function)
+			if !more {
+				break
+			}
+		}
+		line, _ := json.Marshal(path)
+		if f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			f.Write(append(line, '\n'))
+			f.Close()
+		}
+	})
 }
 
 // personalDirs are the person's own folders (internal/personal). A test

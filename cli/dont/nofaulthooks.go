@@ -26,6 +26,10 @@ func (a *app) beforeDelivery() {}
 // hookFault is a fault point of test builds only (faulthooks.go).
 func (a *app) hookFault() {}
 
+// traceApply records the path to spawn.Apply in test builds only
+// (faulthooks.go).
+func (a *app) traceApply() (stop func()) { return func() {} }
+
 // personalDirs are the person's own folders (internal/personal), found in
 // the user database: the binary as shipped reads no variable for them.
 func (a *app) personalDirs() (personal.Dirs, error) { return personal.Lookup() }

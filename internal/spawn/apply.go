@@ -235,6 +235,7 @@ func (step Step) Check() error {
 // fail) exactly one commits per spawn; the others find it resolved and
 // return Effect Lost.
 func Apply(st Snapshot, step Step, now time.Time) (Transition, error) {
+	trace(step)
 	if err := step.Check(); err != nil {
 		return Transition{}, err
 	}
