@@ -13,95 +13,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dont-cli/dont/internal/auth"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/rules"
+	"github.com/dont-cli/dont/internal/store"
 )
-
-// ApprovalStore is the persistence port of tier escalation. Every write is
-// conditional; storetest.RunApprovals is its conformance suite.
-type ApprovalStore interface {
-	// CreateSession stores a new session; ConditionFailed if the id exists.
-	// There is no update: a session's default tier is never written again.
-	CreateSession(ctx context.Context, s approvals.Session) error
-	// GetSession returns a session or ErrNotFound.
-	GetSession(ctx context.Context, id string) (approvals.Session, error)
-	// ListSessions returns every session, oldest first.
-	ListSessions(ctx context.Context) ([]approvals.Session, error)
-	// CreateApproval stores a new approval record. A pending (asked) record
-	// is stored together with its question frame, appended to the
-	// session's log under the next cursor in the same transaction: a
-	// question exists only together with its delivery. ErrNotFound if the
-	// session does not exist; ConditionFailed on a.ID if the id exists, and
-	// on a.CallID if a is pending while another approval of the same call
-	// is pending or approved.
-	CreateApproval(ctx context.Context, a approvals.Approval, question *approvals.Frame) error
-	// GetApproval returns an approval or ErrNotFound.
-	GetApproval(ctx context.Context, id string) (approvals.Approval, error)
-	// ListApprovals returns approvals in creation order.
-	ListApprovals(ctx context.Context, f ApprovalFilter) ([]approvals.Approval, error)
-	// ResolveApproval replaces a pending approval with its resolved record,
-	// only if it is still pending and is the question a was decided on (its
-	// shown fields, approvals.Shown, are a's), in one conditional write
-	// (ConditionFailed on a.ID otherwise): the first answer wins, and an
-	// answer never lands on another version of a question.
-	ResolveApproval(ctx context.Context, a approvals.Approval) error
-	// AnnounceEnding appends the ending frame f to the log of f.SessionID
-	// under the next cursor and marks approval f.RequestID announced, in one
-	// transaction, only if that approval was asked, is resolved and is not
-	// yet announced (ConditionFailed on f.RequestID otherwise). It returns
-	// the frame with its cursor. At most one ending frame per request.
-	AnnounceEnding(ctx context.Context, f approvals.Frame) (approvals.Frame, error)
-	// Frames returns up to limit frames of a session with cursor > after,
-	// in cursor order. Cursors are 1, 2, 3, … in commit order.
-	Frames(ctx context.Context, sessionID string, after int64, limit int) ([]approvals.Frame, error)
-	// TouchSubscriber records that subscriber read the session's frames at
-	// at (a later read never moves it backwards).
-	TouchSubscriber(ctx context.Context, sessionID, subscriber string, at time.Time) error
-	// LastRead is the latest read of the session's frames by any
-	// subscriber, or the zero time.
-	LastRead(ctx context.Context, sessionID string) (time.Time, error)
-	// DueApprovals returns up to limit pending approvals whose deadline is
-	// at or before now, earliest first; its cost follows the number due.
-	DueApprovals(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error)
-	// RecordFirstApproval stores a's first approval (a two-person question
-	// that stays pending: approvals.Resolve), only if a is still pending,
-	// is the question a was decided on, and has no first approval yet
-	// (ConditionFailed on a.ID otherwise): of two approvers racing to be
-	// first, one is, and the other's approval is the second.
-	RecordFirstApproval(ctx context.Context, a approvals.Approval) error
-	// DueReminders returns up to limit pending questions whose reminder
-	// (approvals.Approval.RemindAt) is due at now and not yet sent,
-	// earliest first; its cost follows the number due.
-	DueReminders(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error)
-	// SendReminder marks a's reminder sent and queues its approval.reminder
-	// message (hooks.OfReminder at at) in one conditional write, only if a
-	// is still pending and its reminder unsent (ConditionFailed on a.ID
-	// otherwise): a question is reminded of once, however many race.
-	SendReminder(ctx context.Context, a approvals.Approval, at time.Time) error
-	// Unannounced returns up to limit asked, resolved approvals whose
-	// ending frame has not been appended, oldest first.
-	Unannounced(ctx context.Context, limit int) ([]approvals.Approval, error)
-}
-
-// ApprovalFilter narrows ListApprovals; zero values match everything.
-type ApprovalFilter struct {
-	SessionID string
-	CallID    string
-	State     approvals.State
-}
 
 // Approvals configures tier escalation: its store and its timings.
 type Approvals struct {
-	Store ApprovalStore
+	Store store.ApprovalStore
 	// Timeout is a question's deadline (approvals.DefaultTimeout if zero).
 	Timeout time.Duration
 	// TimeoutMin and TimeoutMax bound the deadline a requester may ask
@@ -176,7 +104,7 @@ const (
 	SessionAboveCeiling errs.Code = "session-above-ceiling"
 )
 
-func (s *core) approvalStore() (ApprovalStore, error) {
+func (s *core) approvalStore() (store.ApprovalStore, error) {
 	if s.Approvals.Store == nil {
 		return nil, errs.E(ApprovalsUnavailable, "this store keeps no sessions or approvals")
 	}
@@ -270,12 +198,12 @@ func (s *Escalations) ShowSession(ctx context.Context, id string) (SessionView, 
 	return v, nil
 }
 
-func (s *core) session(ctx context.Context, st ApprovalStore, id string) (approvals.Session, error) {
+func (s *core) session(ctx context.Context, st store.ApprovalStore, id string) (approvals.Session, error) {
 	if ids.Kind(id) != ids.Session {
 		return approvals.Session{}, errs.E(errs.InvalidID, "not a session id: "+quoteID(id)).Unmet("session ids look like ses:<ULID>")
 	}
 	ses, err := st.GetSession(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return ses, errs.E(SessionNotFound, "no session "+id+" in this project").On(id)
 	}
 	if err != nil {
@@ -378,7 +306,7 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 	}
 	var a approvals.Approval
 	for attempt := 0; ; attempt++ {
-		records, err := st.ListApprovals(ctx, ApprovalFilter{CallID: in.CallID})
+		records, err := st.ListApprovals(ctx, store.ApprovalFilter{CallID: in.CallID})
 		if err != nil {
 			return res, nil, s.refuseUnasked(ctx, st, ses, in, approvals.Call{}, approvals.CauseChannelError, err)
 		}
@@ -408,7 +336,7 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		a.TwoPerson = s.Approvals.TwoPersonFrom.Covers(a.To)
 		q := approvals.RequestFrame(a)
 		err = st.CreateApproval(ctx, a, &q)
-		if FailedOn(err, in.CallID) && attempt < 3 {
+		if store.FailedOn(err, in.CallID) && attempt < 3 {
 			continue // another question for this call committed first: validate again
 		}
 		if err != nil {
@@ -440,7 +368,7 @@ const RuleAuthor = "rule:"
 // other), and settles it at once by the rule: approved by an allow rule,
 // refused by a forbid rule, announced with its ending frame. The
 // requester receives the verdict as from a person.
-func (s *core) answerByRule(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, v rules.Verdict, timeout time.Duration) (ApprovalView, []envelope.Warning, error) {
+func (s *core) answerByRule(ctx context.Context, st store.ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, v rules.Verdict, timeout time.Duration) (ApprovalView, []envelope.Warning, error) {
 	now := s.now()
 	a := approvals.Approval{ID: s.newID(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 		To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, Asked: true,
@@ -491,7 +419,7 @@ func checkEscalateInput(in EscalateInput) error {
 // refuseUnasked records a request that was refused before it became a
 // question and returns the refusal. Recording is best-effort: the refusal
 // stands even if the store cannot record it.
-func (s *core) refuseUnasked(ctx context.Context, st ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, cause approvals.Cause, why error) error {
+func (s *core) refuseUnasked(ctx context.Context, st store.ApprovalStore, ses approvals.Session, in EscalateInput, call approvals.Call, cause approvals.Cause, why error) error {
 	now := s.now()
 	a := approvals.Approval{ID: s.newID(ids.Approval, now), SessionID: ses.ID, CallID: in.CallID, From: call.Current,
 		To: approvals.Tier(in.To), Preview: in.Preview, Reason: in.Reason, Requester: in.Requester, State: approvals.Pending,
@@ -576,7 +504,7 @@ func by(a approvals.Approval) string {
 
 // verdictResult is what a requester gets for an ended approval: the grant
 // on approval (GrantedTier set), the verdict's error otherwise.
-func (s *core) verdictResult(ctx context.Context, st ApprovalStore, a approvals.Approval) (ApprovalView, error) {
+func (s *core) verdictResult(ctx context.Context, st store.ApprovalStore, a approvals.Approval) (ApprovalView, error) {
 	if _, ok := a.Grant(); !ok {
 		return ApprovalView{}, verdictError(a).On(a.ID)
 	}
@@ -605,7 +533,7 @@ func (s *Escalations) Wait(ctx context.Context, id string) (ApprovalView, []enve
 // waitVerdict polls the store (across processes: the SQLite file) until
 // the approval ends. A store failure while waiting is a refusal: the
 // requester stops and ends the question as refused if it still can.
-func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, cancelOnInterrupt bool) (ApprovalView, []envelope.Warning, error) {
+func (s *core) waitVerdict(ctx context.Context, st store.ApprovalStore, id string, cancelOnInterrupt bool) (ApprovalView, []envelope.Warning, error) {
 	var warns []envelope.Warning
 	withWarnings := func(v ApprovalView, err error) (ApprovalView, []envelope.Warning, error) {
 		return v, warns, err
@@ -685,7 +613,7 @@ func (s *core) waitVerdict(ctx context.Context, st ApprovalStore, id string, can
 // settle commits decision d on a (first answer wins) and announces the
 // ending. It returns the approval as it ended — by d, or by whichever
 // resolver committed first — and whether d's commit was the one.
-func (s *core) settle(ctx context.Context, st ApprovalStore, a approvals.Approval, d approvals.Decision, now time.Time) (approvals.Approval, bool, []envelope.Warning) {
+func (s *core) settle(ctx context.Context, st store.ApprovalStore, a approvals.Approval, d approvals.Decision, now time.Time) (approvals.Approval, bool, []envelope.Warning) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		r, ok := approvals.Resolve(a, d, now)
 		if !ok {
@@ -732,7 +660,7 @@ func (s *core) settle(ctx context.Context, st ApprovalStore, a approvals.Approva
 // announce is logged and becomes a warning, and the next sweep appends
 // the missing frame. The store appends at most one ending frame per
 // request, so a racing repair cannot announce twice.
-func (s *core) announce(ctx context.Context, st ApprovalStore, a approvals.Approval) []envelope.Warning {
+func (s *core) announce(ctx context.Context, st store.ApprovalStore, a approvals.Approval) []envelope.Warning {
 	f, ok := approvals.EndingFrame(a)
 	if !ok {
 		return nil
@@ -875,12 +803,12 @@ func (s *core) decideShown(ctx context.Context, id string, d approvals.Decision,
 	return res, warns, nil
 }
 
-func (s *core) approvalRecord(ctx context.Context, st ApprovalStore, id string) (approvals.Approval, error) {
+func (s *core) approvalRecord(ctx context.Context, st store.ApprovalStore, id string) (approvals.Approval, error) {
 	if ids.Kind(id) != ids.Approval {
 		return approvals.Approval{}, errs.E(ApprovalNotFound, "not an approval id: "+quoteID(id)).Unmet("approval ids look like apr:<ULID>")
 	}
 	a, err := st.GetApproval(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return a, errs.E(ApprovalNotFound, "no approval "+id+" in this project").On(id)
 	}
 	if err != nil {
@@ -922,7 +850,7 @@ func (s *Escalations) List(ctx context.Context, q ApprovalQuery) (ApprovalList, 
 	if err != nil {
 		return res, err
 	}
-	f := ApprovalFilter{SessionID: q.SessionID}
+	f := store.ApprovalFilter{SessionID: q.SessionID}
 	if q.SessionID != "" {
 		if _, err := s.session(ctx, st, q.SessionID); err != nil {
 			return res, err
@@ -1038,7 +966,7 @@ func (s *Escalations) Frames(ctx context.Context, in FramesInput) (FramesPage, e
 		}
 		if time.Since(swept) >= 200*time.Millisecond {
 			swept = time.Now()
-			if _, err := s.SweepApprovals(ctx, SweepBatch); err != nil {
+			if _, err := s.SweepApprovals(ctx, store.SweepBatch); err != nil {
 				s.logWarn("sweep approvals", "err", err)
 			}
 		}
@@ -1075,7 +1003,7 @@ func (s *core) SweepApprovals(ctx context.Context, limit int) (ApprovalSweep, er
 		return rep, err
 	}
 	if limit <= 0 {
-		limit = SweepBatch
+		limit = store.SweepBatch
 	}
 	now := s.now()
 	due, err := st.DueApprovals(ctx, now, limit)
@@ -1222,7 +1150,7 @@ func (s *core) auditApprovals(ctx context.Context) (approvals.AuditReport, error
 			after = page[len(page)-1].Cursor
 		}
 	}
-	records, err := st.ListApprovals(ctx, ApprovalFilter{})
+	records, err := st.ListApprovals(ctx, store.ApprovalFilter{})
 	if err != nil {
 		return approvals.AuditReport{}, storeErr(err)
 	}

@@ -1,6 +1,6 @@
 // Package dynamo is dont's DynamoDB store: one table shared by every
 // project, with the real aws-sdk-go-v2 client. It implements
-// service.Store, service.TokenStore, service.ApprovalStore and
+// store.Store, store.TokenStore, store.ApprovalStore and
 // idempotency.Store for one project (New). Routing a presented token to
 // its project is the functions' backend (functions/internal/deployment),
 // which reads the global token items with TokenProject.
@@ -87,7 +87,7 @@
 //
 // All the events one commit writes about one entity share one history
 // item keyed by the entity version that commit wrote, so an entity's
-// history is ordered by commit, as service.Tx requires. One exception
+// history is ordered by commit, as store.Tx requires. One exception
 // keeps a spawn's lifecycle to one transaction: the commit that issues a
 // spawn is one conditional put of the entity item, its events kept on
 // the item (tail) until the entity's next commit — at the latest the
@@ -110,7 +110,7 @@
 // existed have none: the service's read before a define finds those, as
 // they are committed; only defines that have not committed yet can race,
 // and each carries its item. A TransactionCanceledException whose reasons
-// include ConditionalCheckFailed becomes service.ConditionFailed naming
+// include ConditionalCheckFailed becomes store.ConditionFailed naming
 // the item at that index. Conflicts, throttling and server errors are
 // retried with capped exponential backoff and full jitter; every attempt
 // of one Commit carries the same ClientRequestToken, so a retry of a
@@ -126,7 +126,7 @@
 //
 // Every read of the base table is strongly consistent, except an
 // Idempotency-Key lookup (see Lookup), and the lists a service asks for
-// Indexed (service.EntityFilter, service.SpawnFilter: `list --status`,
+// Indexed (store.EntityFilter, store.SpawnFilter: `list --status`,
 // `spawns --pending|--timed-out`), which read an index and then,
 // consistently, what it names; they can miss what changed in the last
 // moments. ExpiringSpawns reads the
@@ -161,8 +161,8 @@ import (
 	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/readmemo"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Names shared with infra/stack: the deployed table must use the same.
@@ -352,7 +352,7 @@ func key(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{PartitionKey: str(pk), SortKey: str(sk)}
 }
 
-// GetEntity implements service.Store.
+// GetEntity implements store.Store.
 func (s *Store) GetEntity(ctx context.Context, id string) (ledger.Entity, error) {
 	var e ledger.Entity
 	it, err := s.readOnce(ctx, key(s.entityPK(), id))
@@ -360,7 +360,7 @@ func (s *Store) GetEntity(ctx context.Context, id string) (ledger.Entity, error)
 		return e, err
 	}
 	if it == nil {
-		return e, service.ErrNotFound
+		return e, store.ErrNotFound
 	}
 	return s.readEntity(it)
 }
@@ -374,14 +374,14 @@ func (s *Store) readEntity(it map[string]types.AttributeValue) (ledger.Entity, e
 	return e, err
 }
 
-// ListEntities implements service.Store. Terms are read through their
+// ListEntities implements store.Store. Terms are read through their
 // CURIE items (one consistent Query of P#<p>#CURIE, then the terms it
 // names), so that a term's CURIE check at define reads the project's
 // terms, not its ledger; an Indexed status filter reads the sparse
 // entity_status index and then the entities it names, consistently
 // (dropping any whose status has changed since); everything else is one
 // Query over the project's entities. Ordered by id.
-func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
+func (s *Store) ListEntities(ctx context.Context, f store.EntityFilter) ([]ledger.Entity, error) {
 	var whole []ledger.Entity
 	var err error
 	switch {
@@ -417,7 +417,7 @@ func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]led
 	}
 	// An index answered the filter whole (its cost follows the status's
 	// size): the page is cut from it.
-	return service.PageOf(whole, func(e ledger.Entity) string { return e.ID }, f.After, f.Limit), nil
+	return store.PageOf(whole, func(e ledger.Entity) string { return e.ID }, f.After, f.Limit), nil
 }
 
 // seekAfter makes the partition query q start after the sort key after
@@ -495,7 +495,7 @@ func (s *Store) listTerms(ctx context.Context, status ledger.Status) ([]ledger.E
 // on it is listed in that index under the status it had before the spawn
 // (entityState.listed): for f.Status unverified the entities of the
 // pending index's entries are read too.
-func (s *Store) listByStatus(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
+func (s *Store) listByStatus(ctx context.Context, f store.EntityFilter) ([]ledger.Entity, error) {
 	q := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(EntityStatusIndex),
@@ -564,7 +564,7 @@ func (s *Store) readEntities(ctx context.Context, keys []map[string]types.Attrib
 	return out, nil
 }
 
-// Dependents implements service.Store: the dependency edges of id, then
+// Dependents implements store.Store: the dependency edges of id, then
 // the entities they name, ordered by id.
 func (s *Store) Dependents(ctx context.Context, id string) ([]ledger.Entity, error) {
 	var keys []map[string]types.AttributeValue
@@ -591,7 +591,7 @@ func (s *Store) Dependents(ctx context.Context, id string) ([]ledger.Entity, err
 	return out, nil
 }
 
-// Events implements service.Store: the entity's history partition in sort
+// Events implements store.Store: the entity's history partition in sort
 // key order, which is the order of the versions the events were written
 // with, which is commit order; then the events of an inline commit, which
 // is always the latest. The entity is read first: a commit that moves
@@ -631,11 +631,11 @@ func (s *Store) Events(ctx context.Context, entityID string) ([]ledger.Event, er
 	return out, err
 }
 
-// Commit implements service.Store (see the package comment): the items
+// Commit implements store.Store (see the package comment): the items
 // of new spawns on entities first, then the commit itself as one
 // conditional PutItem (a spawn issued on an entity) or one
 // TransactWriteItems (everything else).
-func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
+func (s *Store) Commit(ctx context.Context, tx store.Tx) error {
 	p, err := s.plan(ctx, tx)
 	if err != nil {
 		return err
@@ -696,7 +696,7 @@ func (s *Store) Commit(ctx context.Context, tx service.Tx) error {
 				if p.owners[i] == keyOwner {
 					return idempotency.ErrTaken
 				}
-				return &service.ConditionFailed{ID: p.owners[i]}
+				return &store.ConditionFailed{ID: p.owners[i]}
 			}
 		}
 	}
@@ -722,10 +722,10 @@ type commitPlan struct {
 
 // entitySpawns are the spawn writes of one commit on one entity.
 type entitySpawns struct {
-	opens  *spawn.Spawn      // issued, pending
-	closes *service.SpawnPut // resolves the spawn pending on the entity
-	ended  *spawn.Spawn      // issued already resolved
-	moves  *service.SpawnPut // still pending, with a later expiry (a heartbeat)
+	opens  *spawn.Spawn    // issued, pending
+	closes *store.SpawnPut // resolves the spawn pending on the entity
+	ended  *spawn.Spawn    // issued already resolved
+	moves  *store.SpawnPut // still pending, with a later expiry (a heartbeat)
 }
 
 func (o entitySpawns) resolved() *spawn.Spawn {
@@ -739,7 +739,7 @@ func (o entitySpawns) resolved() *spawn.Spawn {
 // entity's item while pending (ps, and the index keys), so a spawn write
 // must come with a write of its entity, like an event; the service always
 // does both in one commit.
-func (s *Store) plan(ctx context.Context, tx service.Tx) (commitPlan, error) {
+func (s *Store) plan(ctx context.Context, tx store.Tx) (commitPlan, error) {
 	var p commitPlan
 	written := map[string]bool{}
 	for _, put := range tx.Entities {
@@ -759,7 +759,7 @@ func (s *Store) plan(ctx context.Context, tx service.Tx) (commitPlan, error) {
 			o = &entitySpawns{}
 			onEntity[sp.EntityID] = o
 		}
-		// Each protocol step maps to its writes (service.SpawnPut.Step).
+		// Each protocol step maps to its writes (store.SpawnPut.Step).
 		switch put.Step {
 		case spawn.StepIssue:
 			if !put.Create {
@@ -802,7 +802,7 @@ func (s *Store) plan(ctx context.Context, tx service.Tx) (commitPlan, error) {
 // tail) until the entity's next commit moves them into a history item in
 // its own transaction. The spawn's resolution is that next commit at the
 // latest, so a spawn lifecycle writes one transaction, not two.
-func (s *Store) planInline(ctx context.Context, tx service.Tx, onEntity map[string]*entitySpawns, p *commitPlan) (bool, error) {
+func (s *Store) planInline(ctx context.Context, tx store.Tx, onEntity map[string]*entitySpawns, p *commitPlan) (bool, error) {
 	if len(tx.Entities) != 1 || len(tx.Spawns) != 1 || tx.Entities[0].PrevVersion == 0 {
 		return false, nil
 	}
@@ -821,7 +821,7 @@ func (s *Store) planInline(ctx context.Context, tx service.Tx, onEntity map[stri
 		return false, err
 	}
 	if st.pending != "" {
-		return false, &service.ConditionFailed{ID: o.opens.ID}
+		return false, &store.ConditionFailed{ID: o.opens.ID}
 	}
 	listed := st.listed // the status the entity is listed under stays
 	if listed == "" {
@@ -844,7 +844,7 @@ func (s *Store) planInline(ctx context.Context, tx service.Tx, onEntity map[stri
 // planTransaction plans a commit as one transaction, in the order
 // entities (each followed by its history item and, when new, its
 // dependency edges), spawns on no entity, events about no entity.
-func (s *Store) planTransaction(ctx context.Context, tx service.Tx, written map[string]bool, onEntity map[string]*entitySpawns, p *commitPlan) error {
+func (s *Store) planTransaction(ctx context.Context, tx store.Tx, written map[string]bool, onEntity map[string]*entitySpawns, p *commitPlan) error {
 	add := func(owner string, it types.TransactWriteItem) {
 		p.items = append(p.items, it)
 		p.owners = append(p.owners, owner)
@@ -910,7 +910,7 @@ func (s *Store) planTransaction(ctx context.Context, tx service.Tx, written map[
 // stored tail and this commit's events, keyed by the version of the first
 // of them, with the spawn this commit resolved — then, for a new term, its
 // CURIE's item, and for a new entity its dependency edges.
-func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entitySpawns, evs []ledger.Event, add func(string, types.TransactWriteItem)) error {
+func (s *Store) planEntity(ctx context.Context, put store.EntityPut, o *entitySpawns, evs []ledger.Event, add func(string, types.TransactWriteItem)) error {
 	e := put.Entity
 	if o == nil {
 		o = &entitySpawns{}
@@ -927,7 +927,7 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 		var err error
 		if stored, err = s.stateOf(ctx, e.ID, put.PrevVersion); err != nil {
 			if isCondition(err) {
-				err = &service.ConditionFailed{ID: owner}
+				err = &store.ConditionFailed{ID: owner}
 			}
 			return err
 		}
@@ -949,10 +949,10 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 		cond.ExpressionAttributeValues = map[string]types.AttributeValue{":v": num(put.PrevVersion)}
 	}
 	// A resolution or a heartbeat: the spawn must still be the one pending
-	// here, with the expiry the write read (service.SpawnPut).
-	pendingHere := func(put service.SpawnPut) error {
+	// here, with the expiry the write read (store.SpawnPut).
+	pendingHere := func(put store.SpawnPut) error {
 		if stored.pending != put.Spawn.ID || stored.expires != timeText(put.Expected()) {
-			return &service.ConditionFailed{ID: put.Spawn.ID} // resolved or moved already, at this very version
+			return &store.ConditionFailed{ID: put.Spawn.ID} // resolved or moved already, at this very version
 		}
 		cond.ConditionExpression = aws.String("#v = :v AND #ps = :sid AND #exp = :exp")
 		cond.ExpressionAttributeNames["#ps"], cond.ExpressionAttributeNames["#exp"] = "ps", ExpiresAtKey
@@ -981,7 +981,7 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 	}
 	if o.opens != nil {
 		if next.pending != "" {
-			return &service.ConditionFailed{ID: o.opens.ID} // one pending spawn per entity
+			return &store.ConditionFailed{ID: o.opens.ID} // one pending spawn per entity
 		}
 		next.pending, next.expires = o.opens.ID, timeText(o.opens.ExpiresAt)
 		next.timedOut, next.toHistory = "", ""
@@ -1018,7 +1018,7 @@ func (s *Store) planEntity(ctx context.Context, put service.EntityPut, o *entity
 	if put.PrevVersion == 0 && e.Kind == ledger.KindTerm && e.Curie != "" {
 		c := key(s.curiePK(), curieSortKey(e.Curie))
 		c["ent"] = str(e.ID)
-		add(service.CurieKey(e.Curie), putNew(s.table, c))
+		add(store.CurieKey(e.Curie), putNew(s.table, c))
 	}
 	if put.PrevVersion == 0 {
 		seen := map[string]bool{}
@@ -1051,7 +1051,7 @@ func (s *Store) stateOf(ctx context.Context, id string, version int64) (entitySt
 			return st, nil
 		}
 	}
-	return entityState{}, &service.ConditionFailed{ID: id}
+	return entityState{}, &store.ConditionFailed{ID: id}
 }
 
 // putSpawnItem writes the item of a spawn issued on an entity before the
@@ -1106,7 +1106,7 @@ func (s *Store) putOnce(ctx context.Context, in *dynamodb.PutItemInput, owner st
 			return err
 		}
 	}
-	return &service.ConditionFailed{ID: owner}
+	return &store.ConditionFailed{ID: owner}
 }
 
 // issued says whether the commit that issues sp on its entity landed.
@@ -1331,8 +1331,8 @@ func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeV
 }
 
 var (
-	_ service.Store      = (*Store)(nil)
-	_ service.TokenStore = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.TokenStore = (*Store)(nil)
 )
 
 func putNew(table string, it map[string]types.AttributeValue) types.TransactWriteItem {
@@ -1342,6 +1342,6 @@ func putNew(table string, it map[string]types.AttributeValue) types.TransactWrit
 }
 
 func isCondition(err error) bool {
-	var c *service.ConditionFailed
+	var c *store.ConditionFailed
 	return errors.As(err, &c)
 }
