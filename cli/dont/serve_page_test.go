@@ -161,6 +161,7 @@ func TestServeWarnsWhenItListensBeyondLoopbackWithoutTLS(t *testing.T) {
 // --tls-cert and --tls-key serve HTTPS: the remote CLI and a browser reach
 // the page and the API over TLS with a test certificate made here.
 func TestWebPageOverHTTPSWithATestCertificate(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	certFile, keyFile, pool := testCert(t)
 	p := newApprovalProject(t)
