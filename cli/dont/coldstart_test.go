@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dont-cli/dont/cli/dont/cmdline"
 	"github.com/dont-cli/dont/internal/tools"
 )
 
@@ -118,7 +119,7 @@ func TestTheDebugListenerServesTheGoroutineCountAndProfiles(t *testing.T) {
 	}
 }
 
-// A run builds only the command it invokes (invokedTool, buildFor): for
+// A run builds only the command it invokes (cmdline.InvokedTool, buildFor): for
 // every tool, `dont <tool> --help` and a call with a bad flag print
 // exactly what they print from the whole command tree.
 func TestTheInvokedCommandAloneBehavesAsInTheWholeTree(t *testing.T) {
@@ -129,8 +130,8 @@ func TestTheInvokedCommandAloneBehavesAsInTheWholeTree(t *testing.T) {
 			append(append([]string{}, words...), "--help"),
 			append([]string{"--json"}, append(append([]string{}, words...), "--no-such-flag")...),
 		} {
-			if got := invokedTool(args); got != tool.Name && !hasSubTools(tool.Name) {
-				t.Errorf("invokedTool(%q) = %q, want %s: the run would build every command", args, got, tool.Name)
+			if got := cmdline.InvokedTool(args); got != tool.Name && !cmdline.HasSubTools(tool.Name) {
+				t.Errorf("cmdline.InvokedTool(%q) = %q, want %s: the run would build every command", args, got, tool.Name)
 			}
 			var lazyOut, lazyErr, fullOut, fullErr bytes.Buffer
 			code := newApp(strings.NewReader(""), &lazyOut, &lazyErr, getenv).run(context.Background(), args)

@@ -945,9 +945,9 @@ func TestTheEmbeddedGateIsTheEmbeddedSchemas(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tool.Name, err)
 		}
-		if !reflect.DeepEqual(g, schema.gate(tool.Name)) || feature != schema.Schema.Features.InteractiveConfirm {
+		if !reflect.DeepEqual(g, schema.Gate(tool.Name)) || feature != schema.Schema.Features.InteractiveConfirm {
 			t.Errorf("%s: gate %+v feature %v, the embedded schema says %+v feature %v", tool.Name, g, feature,
-				schema.gate(tool.Name), schema.Schema.Features.InteractiveConfirm)
+				schema.Gate(tool.Name), schema.Schema.Features.InteractiveConfirm)
 		}
 		if g.Gated() {
 			gated++
