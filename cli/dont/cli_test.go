@@ -96,7 +96,11 @@ func (p *testProject) cmd(args ...string) *exec.Cmd {
 	c.Env = append(os.Environ(), "DONT_HARNESS=", "DONT_PROJECT_DIR=", "DONT_REQUEST_ID=", "DONT_SPAWN_TIMEOUT=",
 		"DONT_LLM_PROVIDER=", "DONT_LLM_MODEL=", "DONT_LLM_BASE_URL=", "DONT_LLM_API_KEY=", "DONT_LLM_REGION=", "NO_COLOR=", "COLUMNS=",
 		"XDG_CACHE_HOME="+filepath.Join(p.dir, ".cache"), // the tool schema cache stays in the test's folder
-		"DONT_TEST_PERSON_HOME="+p.personHome())          // the person's own files, outside the workspace (passphrase.go)
+		"DONT_TEST_PERSON_HOME="+p.personHome(),          // the person's own files, outside the workspace (passphrase.go)
+		// Passphrase records at the least cost a record may carry, not a
+		// fifth of a CPU second per proof (faulthooks.go); the test of the
+		// record's cost clears it.
+		"DONT_FAULT_PASSPHRASE_COST=least")
 	c.Env = append(c.Env, p.env...)
 	// Its own session, so no test inherits the terminal go test runs in:
 	// a person's answer is read from a controlling terminal, which only

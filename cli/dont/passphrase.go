@@ -258,7 +258,7 @@ func (a *app) setPassphrase(ctx context.Context, tty *os.File, root string) (str
 		return "", "", errs.E(errs.InvalidArgument, "the two passphrases differ; nothing was changed",
 			errs.Step{Command: "dont passphrase set", Description: "type the same passphrase twice"})
 	}
-	rec, err := passphrase.New(name, first)
+	rec, err := passphrase.NewWith(name, first, a.passphraseParams())
 	if err != nil {
 		return "", "", errs.E(errs.InvalidArgument, err.Error()+"; nothing was changed",
 			errs.Step{Command: "dont passphrase set", Description: "choose a name and a passphrase of at least " + fmt.Sprint(passphrase.MinLength) + " characters"})
