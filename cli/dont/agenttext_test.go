@@ -79,6 +79,7 @@ func TestAPreviewWithCarriageReturnCannotHideItsCommandInWatch(t *testing.T) {
 }
 
 func TestAnArgumentCannotHideItselfInTheConfirmationPreview(t *testing.T) {
+	t.Parallel()
 	lock, _ := tools.Lookup("lock")
 	lines := confirmclient.Preview(lock, map[string]any{"id": "claim:01HX05A9K8VP0000000000000A", "reason": hidingPreview, "evil\r\x1b[2Kkey": "v\u202e"})
 	got := strings.Join(lines, "\n")

@@ -222,6 +222,7 @@ func TestManyProcessesAnswerOneRequestAndTheFirstAnswerWins(t *testing.T) {
 }
 
 func TestRefusalsBeforeAnyQuestionExitOne(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	for _, tc := range []struct {

@@ -164,6 +164,7 @@ func warnings(r result) []string {
 }
 
 func TestDirectCLIHarnessConsumesStdoutEnvelope(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level", "--json").str("id")
 	spawnReq := p.ok("assume", id, "--json")
@@ -186,6 +187,7 @@ func TestDirectCLIHarnessConsumesStdoutEnvelope(t *testing.T) {
 }
 
 func TestPipedStdoutImpliesHarnessMode(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	r := p.ok("overlook", id) // no --json, stdout is a pipe
@@ -195,6 +197,7 @@ func TestPipedStdoutImpliesHarnessMode(t *testing.T) {
 }
 
 func TestDirectFlagOverridesEnvironment(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	r := p.runEnv([]string{"DONT_HARNESS=1"}, "assume", id, "--direct", "--json")
@@ -207,6 +210,7 @@ func TestDirectFlagOverridesEnvironment(t *testing.T) {
 }
 
 func TestCommandsOutsideAProjectRefuse(t *testing.T) {
+	t.Parallel()
 	p := &testProject{t: t, dir: t.TempDir()}
 	r := p.run("list", "--json")
 	if r.exit != 3 || r.data()["code"] != "not-initialised" {
@@ -222,6 +226,7 @@ func TestCommandsOutsideAProjectRefuse(t *testing.T) {
 }
 
 func TestProjectDirFromEnvironment(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	elsewhere := &testProject{t: t, dir: t.TempDir(), env: []string{"DONT_PROJECT_DIR=" + p.dir}}
 	id := elsewhere.ok("conclude", "remote folder claim").str("id")
@@ -231,6 +236,7 @@ func TestProjectDirFromEnvironment(t *testing.T) {
 }
 
 func TestBadInputGetsUsageErrorAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	for _, args := range [][]string{
@@ -264,6 +270,7 @@ func TestBadInputGetsUsageErrorAndChangesNothing(t *testing.T) {
 }
 
 func TestRequestIDFromEnvironment(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	rid := p.ok("assume", id).str("request_id")
@@ -274,6 +281,7 @@ func TestRequestIDFromEnvironment(t *testing.T) {
 }
 
 func TestUnknownRequestIDExitsThree(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	r := p.run("dismiss", id, "--evidence", "doi:10.1000/182", "--request-id", "spawn:01HX05A9K8VP0000000000000A")
@@ -283,6 +291,7 @@ func TestUnknownRequestIDExitsThree(t *testing.T) {
 }
 
 func TestSpawnTimeoutFromEnvironmentAndNextInvocationSweeps(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, "DONT_SPAWN_TIMEOUT=1ms")
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	p.ok("dismiss", id, "--evidence", "https://example.org/a")
@@ -355,6 +364,7 @@ func TestManyProcessesTimeoutAndCallbackRaceYieldsOneResolver(t *testing.T) {
 }
 
 func TestManyProcessesConcurrentDuplicateCallbacksResolveOnce(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	rid := p.ok("assume", id).str("request_id")

@@ -23,6 +23,7 @@ import (
 // what one run wrote the next one reads. A hard link to each file pins
 // its inode, so a file deleted and made again cannot pass for the same.
 func TestASecondShowLeavesTheWALFilesInPlace(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	p.ok("show", id)
@@ -123,6 +124,7 @@ func TestTheDebugListenerServesTheGoroutineCountAndProfiles(t *testing.T) {
 // every tool, `dont <tool> --help` and a call with a bad flag print
 // exactly what they print from the whole command tree.
 func TestTheInvokedCommandAloneBehavesAsInTheWholeTree(t *testing.T) {
+	t.Parallel()
 	getenv := func(string) string { return "" }
 	for _, tool := range tools.All() {
 		words := strings.Split(tool.Name, ".")
@@ -158,6 +160,7 @@ func withoutRequestIDs(s string) string { return requestIDs.ReplaceAllString(s, 
 // a JSON transport keeps it (each bad byte U+FFFD), so `show` and `show
 // --history` read it back as the same bytes.
 func TestArgvThatIsNotUTF8IsKeptAsAJSONTransportKeepsIt(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	r := p.ok("conclude", "bad \xff byte", "--atom", "a\xfe")
 	id := r.str("id")

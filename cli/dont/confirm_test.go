@@ -601,6 +601,7 @@ func (g *gateEnv) editCache(edit func(c map[string]any)) {
 }
 
 func TestFeatureOffServersNeverPrompt(t *testing.T) {
+	t.Parallel()
 	g := newGateEnv(t, "remote", false)
 	before := g.snapshot()
 	r := g.run("", "lock", g.claim, "--reason", "settled")
@@ -631,6 +632,7 @@ func TestFeatureOffServersNeverPrompt(t *testing.T) {
 }
 
 func TestStaleSchemaCacheExitsOneAndNeverReplays(t *testing.T) {
+	t.Parallel()
 	t.Run("an annotation the cache does not know", func(t *testing.T) {
 		g := newGateEnv(t, "remote", true)
 		g.editCache(func(c map[string]any) {
@@ -680,6 +682,7 @@ func TestStaleSchemaCacheExitsOneAndNeverReplays(t *testing.T) {
 }
 
 func TestSchemaCacheIsKeyedByCapabilitiesAndLivesADay(t *testing.T) {
+	t.Parallel()
 	g := newGateEnv(t, "remote", true)
 	f := g.cacheFile()
 	if !strings.HasPrefix(filepath.Base(f), "tools.cli-confirm-v1+cli-yes-only-v1.") || filepath.Dir(filepath.Dir(f)) != g.cache {
@@ -731,6 +734,7 @@ func TestSchemaCacheIsKeyedByCapabilitiesAndLivesADay(t *testing.T) {
 }
 
 func TestGatedHelpEndsWithAConfirmationNote(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"embedded", "remote"} {
 		t.Run(mode, func(t *testing.T) {
 			g := newGateEnv(t, mode, true)
@@ -933,6 +937,7 @@ func TestMCPKeepsTheServerSideContract(t *testing.T) {
 // gate (and the feature) the embedded schema — what `dont tools` prints —
 // carries.
 func TestTheEmbeddedGateIsTheEmbeddedSchemas(t *testing.T) {
+	t.Parallel()
 	a := newApp(strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" })
 	full := newApp(strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" })
 	schema, err := full.toolSchema(context.Background())
