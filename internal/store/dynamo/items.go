@@ -124,13 +124,13 @@ func (s *Store) entityItem(e ledger.Entity, st entityState) (map[string]types.At
 	return it, nil
 }
 
-// packText stores JSON text under name, or gzip-compressed under name+"z"
-// when that is smaller: an entity item with a statement of several
-// hundred characters and an inline commit's events then stays under 1 KB
-// (one write unit, and one for its copy in the pending index).
+// packText stores JSON text under name, or compressed under a suffixed
+// name when that is smaller (packed): an entity item with a statement of
+// several hundred characters and an inline commit's events then stays
+// under 1 KB (one write unit, and one for its copy in the pending index).
 func packText(it map[string]types.AttributeValue, name string, text []byte) {
-	if z, ok := gzipIfSmaller(text); ok {
-		it[name+"z"] = &types.AttributeValueMemberB{Value: z}
+	if n, z := packed(name, text); n != name {
+		it[n] = &types.AttributeValueMemberB{Value: z}
 		return
 	}
 	it[name] = str(string(text))
@@ -138,8 +138,8 @@ func packText(it map[string]types.AttributeValue, name string, text []byte) {
 
 // unpackText reads what packText stored under name.
 func unpackText(it map[string]types.AttributeValue, name string) ([]byte, error) {
-	if z := attrBytes(it, name+"z"); z != nil {
-		return gunzip(z)
+	if b, err := unpackedCompressed(it, name); b != nil || err != nil {
+		return b, err
 	}
 	return []byte(attrString(it, name)), nil
 }
@@ -177,10 +177,10 @@ func (s *Store) spawnItem(sp spawn.Spawn) (map[string]types.AttributeValue, erro
 		return nil, err
 	}
 	it := key(s.spawnPK(), sp.ID)
-	it["doc"] = str(string(doc))
+	packText(it, "doc", doc)
 	if len(sp.Request) > 0 {
-		// The prompt and tool lists compress to about half, so that the
-		// item usually stays under 1 KB: one write unit.
+		// The prompt and tool lists compress to about a seventh with the
+		// dictionary, so that the item stays under 1 KB: one write unit.
 		name, payload := packed("req", sp.Request)
 		it[name] = &types.AttributeValueMemberB{Value: payload}
 	}
@@ -201,42 +201,47 @@ func (s *Store) spawnItem(sp spawn.Spawn) (map[string]types.AttributeValue, erro
 // decodeSpawn reads a spawn item, payload included.
 func decodeSpawn(it map[string]types.AttributeValue) (spawn.Spawn, error) {
 	var sp spawn.Spawn
-	if err := json.Unmarshal([]byte(attrString(it, "doc")), &sp); err != nil {
+	doc, err := unpackText(it, "doc")
+	if err == nil {
+		err = json.Unmarshal(doc, &sp)
+	}
+	if err != nil {
 		return sp, fmt.Errorf("dynamo: decode spawn %s: %w", attrString(it, SortKey), err)
 	}
-	var err error
 	if sp.Request, err = unpacked(it, "req"); err != nil {
 		return sp, fmt.Errorf("dynamo: decode spawn %s payload: %w", sp.ID, err)
 	}
 	return sp, nil
 }
 
-// packed names and encodes bytes stored under name: gzip-compressed
-// under name+"z" when that is smaller.
+// packed names and encodes bytes stored under name: raw DEFLATE with
+// the store's dictionary under name+dictionarySuffix when that is smaller
+// (dict.go). Items written before the dictionary hold gzip under
+// name+"z", which reads still take.
 func packed(name string, b []byte) (string, []byte) {
-	if z, ok := gzipIfSmaller(b); ok {
-		return name + "z", z
+	if z := deflateWithDictionary(b); len(z) < len(b) {
+		return name + dictionarySuffix, z
 	}
 	return name, b
 }
 
 // unpacked reads what packed stored under name; nil if nothing.
 func unpacked(it map[string]types.AttributeValue, name string) ([]byte, error) {
-	if z := attrBytes(it, name+"z"); z != nil {
-		return gunzip(z)
+	if b, err := unpackedCompressed(it, name); b != nil || err != nil {
+		return b, err
 	}
 	return attrBytes(it, name), nil
 }
 
-func gzipIfSmaller(b []byte) ([]byte, bool) {
-	var z bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
-	w.Write(b)
-	w.Close()
-	if z.Len() < len(b) {
-		return z.Bytes(), true
+// unpackedCompressed reads name's compressed forms; nil if neither.
+func unpackedCompressed(it map[string]types.AttributeValue, name string) ([]byte, error) {
+	if z := attrBytes(it, name+dictionarySuffix); z != nil {
+		return inflateWithDictionary(z)
 	}
-	return b, false
+	if z := attrBytes(it, name+"z"); z != nil {
+		return gunzip(z)
+	}
+	return nil, nil
 }
 
 func gunzip(z []byte) ([]byte, error) {
