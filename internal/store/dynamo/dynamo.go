@@ -217,6 +217,9 @@ type Store struct {
 	hookCache hookCache
 
 	states entityStates
+	// meta keeps the settings or secret item a rebuilt store's first read
+	// of the other found (meta.go).
+	meta metaPreload
 	// shards is the number of pending_expiry partitions (SetPendingShards).
 	shards int
 }
