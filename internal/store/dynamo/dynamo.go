@@ -834,6 +834,9 @@ func (s *Store) planInline(ctx context.Context, tx service.Tx, onEntity map[stri
 	if o == nil || (o.opens == nil) == (o.closes == nil) || o.moves != nil || o.ended != nil {
 		return false, nil
 	}
+	if len(tx.Events) == 0 {
+		return false, nil
+	}
 	for _, ev := range tx.Events {
 		if ev.EntityID != put.Entity.ID {
 			return false, nil
@@ -841,6 +844,9 @@ func (s *Store) planInline(ctx context.Context, tx service.Tx, onEntity map[stri
 	}
 	st, err := s.stateOf(ctx, put.Entity.ID, put.PrevVersion)
 	if err != nil {
+		if o.closes != nil && isCondition(err) {
+			err = &service.ConditionFailed{ID: o.closes.Spawn.ID} // as planEntity: the resolution lost
+		}
 		return false, err
 	}
 	var next entityState
