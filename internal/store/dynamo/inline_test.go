@@ -1,12 +1,12 @@
 package dynamo_test
 
 import (
+	"github.com/dont-cli/dont/internal/store"
 	"testing"
 	"time"
 
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
@@ -47,7 +47,7 @@ func TestAResolutionsHistoryIsWholeFromItsPutOnAndAcrossACrash(t *testing.T) {
 		if err != nil || got.State != spawn.Resolved || got.Outcome != outcome || string(got.Request) != string(sp.Request) {
 			t.Fatalf("%s: spawn %+v, %v", when, got, err)
 		}
-		list, err := s.ListSpawns(ctx, service.SpawnFilter{EntityID: e.ID, State: spawn.Resolved})
+		list, err := s.ListSpawns(ctx, store.SpawnFilter{EntityID: e.ID, State: spawn.Resolved})
 		found := false
 		for _, l := range list {
 			found = found || l.ID == sp.ID
@@ -83,8 +83,8 @@ func TestAResolutionsHistoryIsWholeFromItsPutOnAndAcrossACrash(t *testing.T) {
 		PreStatus: ledger.Verified, IssuedAt: t0, ExpiresAt: t0.Add(time.Hour), EntityVersion: verified.Version + 1, Request: []byte(`{"request_id":"b"}`)}
 	underReview := verified
 	underReview.Status, underReview.Version, underReview.PendingSpawn, underReview.LastSpawn = ledger.Unverified, verified.Version+1, b.ID, b.ID
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: underReview, PrevVersion: verified.Version}},
-		Spawns: []service.SpawnPut{{Spawn: b, Create: true, Step: spawn.StepIssue}},
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: underReview, PrevVersion: verified.Version}},
+		Spawns: []store.SpawnPut{{Spawn: b, Create: true, Step: spawn.StepIssue}},
 		Events: []ledger.Event{{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: b.ID, At: t0}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,10 @@ package dynamo_test
 
 import (
 	"errors"
+	"github.com/dont-cli/dont/internal/store"
 	"testing"
 	"time"
 
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -14,7 +14,7 @@ import (
 // the meta partition, one read unit, answers both (docs/aws-cost.md).
 func TestARebuiltStoreReadsItsSettingsAndSecretInOneRequest(t *testing.T) {
 	s := newStore(t)
-	if err := s.PutSettings(ctx, service.ProjectSettings{SpawnTimeout: 90 * time.Minute}); err != nil {
+	if err := s.PutSettings(ctx, store.ProjectSettings{SpawnTimeout: 90 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CreateProjectSecret(ctx); err != nil {
@@ -23,7 +23,7 @@ func TestARebuiltStoreReadsItsSettingsAndSecretInOneRequest(t *testing.T) {
 	for _, settingsFirst := range []bool{true, false} {
 		counter := newCounter()
 		rebuilt := dynamo.New(newClient(nil, counter), table, s.Project())
-		var ps service.ProjectSettings
+		var ps store.ProjectSettings
 		var err error
 		if settingsFirst {
 			ps, err = rebuilt.Settings(ctx)
@@ -31,7 +31,7 @@ func TestARebuiltStoreReadsItsSettingsAndSecretInOneRequest(t *testing.T) {
 				_, _, err = rebuilt.CurrentSecret(ctx)
 			}
 		} else {
-			_, err = rebuilt.SecretVersion(ctx, service.FirstSecretVersion)
+			_, err = rebuilt.SecretVersion(ctx, store.FirstSecretVersion)
 			if err == nil {
 				ps, err = rebuilt.Settings(ctx)
 			}
@@ -61,13 +61,13 @@ func TestASecretItemKeptByTheSettingsReadAnswersOneCheckAtMost(t *testing.T) {
 	if _, err := rebuilt.Settings(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := operator.RetireSecretVersions(ctx, current, []string{service.FirstSecretVersion}); err != nil {
+	if err := operator.RetireSecretVersions(ctx, current, []string{store.FirstSecretVersion}); err != nil {
 		t.Fatal(err)
 	}
 	// The kept item is the one read before the retirement: at most this
 	// check may still see version 1, as it would have a moment earlier.
-	rebuilt.SecretVersion(ctx, service.FirstSecretVersion)
-	if _, err := rebuilt.SecretVersion(ctx, service.FirstSecretVersion); !errors.Is(err, service.ErrNotFound) {
+	rebuilt.SecretVersion(ctx, store.FirstSecretVersion)
+	if _, err := rebuilt.SecretVersion(ctx, store.FirstSecretVersion); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a retired version checked again: want ErrNotFound, got %v", err)
 	}
 }
@@ -86,10 +86,10 @@ func TestAStoreReadsItsOwnSettingsAndSecretWritesBack(t *testing.T) {
 		t.Fatalf("the secret this store just made: %v", err)
 	}
 	fresh := dynamo.New(newClient(nil, nil), table, s.Project())
-	if _, err := fresh.SecretVersion(ctx, service.FirstSecretVersion); err != nil { // keeps the settings
+	if _, err := fresh.SecretVersion(ctx, store.FirstSecretVersion); err != nil { // keeps the settings
 		t.Fatal(err)
 	}
-	if err := fresh.PutSettings(ctx, service.ProjectSettings{SpawnTimeout: time.Hour}); err != nil {
+	if err := fresh.PutSettings(ctx, store.ProjectSettings{SpawnTimeout: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	if ps, err := fresh.Settings(ctx); err != nil || ps.SpawnTimeout != time.Hour {

@@ -8,13 +8,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
-// Settings implements service.SettingsStore: item P#<p>#M / settings,
+// Settings implements store.SettingsStore: item P#<p>#M / settings,
 // read with the secret item (metaItem).
-func (s *Store) Settings(ctx context.Context) (service.ProjectSettings, error) {
-	var ps service.ProjectSettings
+func (s *Store) Settings(ctx context.Context) (store.ProjectSettings, error) {
+	var ps store.ProjectSettings
 	it, err := s.metaItem(ctx, settingsSortKey)
 	if err != nil || it == nil {
 		return ps, err
@@ -32,8 +32,8 @@ func (s *Store) Settings(ctx context.Context) (service.ProjectSettings, error) {
 	return ps, nil
 }
 
-// PutSettings implements service.SettingsStore.
-func (s *Store) PutSettings(ctx context.Context, ps service.ProjectSettings) error {
+// PutSettings implements store.SettingsStore.
+func (s *Store) PutSettings(ctx context.Context, ps store.ProjectSettings) error {
 	s.meta.drop()
 	it := key(s.metaPK(), settingsSortKey)
 	if ps.SpawnTimeout > 0 {
@@ -49,4 +49,4 @@ func (s *Store) PutSettings(ctx context.Context, ps service.ProjectSettings) err
 	})
 }
 
-var _ service.SettingsStore = (*Store)(nil)
+var _ store.SettingsStore = (*Store)(nil)
