@@ -7,7 +7,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/hooks"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // RetentionFixture opens an empty store that keeps approval frames and
@@ -38,16 +38,16 @@ func RunRetention(t *testing.T, open RetentionFixture) {
 
 const keep = time.Hour
 
-func deliveriesOf(t *testing.T, s service.HookStore, hookID string) ([]hooks.Delivery, []hooks.Attempt) {
+func deliveriesOf(t *testing.T, s store.HookStore, hookID string) ([]hooks.Delivery, []hooks.Attempt) {
 	t.Helper()
-	pg, err := s.Deliveries(context.Background(), hookID, service.DeliveryFilter{Deliveries: 100, Attempts: 100})
+	pg, err := s.Deliveries(context.Background(), hookID, store.DeliveryFilter{Deliveries: 100, Attempts: 100})
 	must(t, err)
 	return pg.Deliveries, pg.Attempts
 }
 
 // deliverOnce claims the one due delivery at at and records its attempt
 // with outcome; it returns the delivery as written.
-func deliverOnce(t *testing.T, s service.HookStore, at time.Time, outcome hooks.Outcome) hooks.Delivery {
+func deliverOnce(t *testing.T, s store.HookStore, at time.Time, outcome hooks.Outcome) hooks.Delivery {
 	t.Helper()
 	due := claimAll(t, s, at)
 	if len(due) != 1 {
@@ -98,7 +98,7 @@ func retentionPendingDelivery(t *testing.T, open RetentionFixture) {
 	}
 }
 
-func framesOf(t *testing.T, s service.ApprovalStore, session string) []approvals.Frame {
+func framesOf(t *testing.T, s store.ApprovalStore, session string) []approvals.Frame {
 	t.Helper()
 	fs, err := s.Frames(context.Background(), session, 0, 100)
 	must(t, err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/storetest"
 )
@@ -77,7 +77,7 @@ func TestRetentionKeepsAQuestionNotYetEndedOrAnnounced(t *testing.T) {
 	if p, err := s.Prune(ctx, later, keep); err != nil || p.Sessions != 1 || p.Questions != 1 || p.Frames != 2 || frames() != 0 {
 		t.Fatalf("an ended, announced session past the retention: pruned %+v, %v; %d frames", p, err, frames())
 	}
-	if _, err := s.GetSession(ctx, ses.ID); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetSession(ctx, ses.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the forgotten session: %v", err)
 	}
 }
