@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dont-cli/dont/internal/passphrase"
 	"github.com/dont-cli/dont/internal/personal"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
@@ -93,4 +94,16 @@ func (a *app) personalDirs() (personal.Dirs, error) {
 		return personal.Dirs{Home: h}, nil
 	}
 	return personal.Lookup()
+}
+
+// passphraseParams is the cost a new passphrase record is hashed at:
+// internal/passphrase's Default, or in a test build with
+// DONT_FAULT_PASSPHRASE_COST=least the cheapest a record may carry, so
+// that the tests' proofs do not each spend a fifth of a CPU second
+// (TestThePassphraseRecordIsASlowHashOutsideTheWorkspace clears it).
+func (a *app) passphraseParams() passphrase.Params {
+	if a.getenv("DONT_FAULT_PASSPHRASE_COST") == "least" {
+		return passphrase.Least
+	}
+	return passphrase.Default
 }
