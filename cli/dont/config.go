@@ -289,6 +289,8 @@ func (a *app) configShow() error {
 	add(settings.KeyTwoPersonFrom, c.TwoPersonFrom, settings.EnvTwoPersonFrom, true, "")
 	add(settings.KeySubscriberLease, c.SubscriberLease, settings.EnvSubscriberLease, true, "10s")
 	add(settings.KeyPasskeyRequiredFrom, c.PasskeyRequiredFrom, settings.EnvPasskeyRequiredFrom, true, "")
+	add(settings.KeyFrameRetention, c.FrameRetention, settings.EnvFrameRetention, true, "0")
+	add(settings.KeyDeliveryRetention, c.DeliveryRetention, settings.EnvDeliveryRetention, true, "0")
 	add(settings.KeyLLMProvider, c.LLM.Provider, settings.EnvLLMProvider, true, "")
 	add(settings.KeyLLMBaseURL, c.LLM.BaseURL, settings.EnvLLMBaseURL, true, "")
 	add("llm.model", c.LLM.Model, "DONT_LLM_MODEL", false, "")

@@ -126,6 +126,10 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	svc.HooksConfig = a.withSlackSender(svc.HooksConfig, store)
+	keep, err := a.retention(p)
+	if err != nil {
+		return err
+	}
 	handler := httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}},
 		RatePerSecond: rate, Burst: o.burst, TotalPerSecond: o.totalRate, ProjectPerSecond: o.projectRate, Log: log, DisableInteractiveConfirm: !interactiveConfirm,
@@ -168,6 +172,11 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		defer close(sweepDone)
 		scheduler.Backstop{Every: sweepEvery, Log: log}.Run(ctx, svc)
 	}()
+	retentionDone := make(chan struct{})
+	go func() {
+		defer close(retentionDone)
+		retentionLoop(ctx, store, keep, log)
+	}()
 	deliverDone := make(chan struct{})
 	go func() {
 		defer close(deliverDone)
@@ -187,6 +196,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	<-sweepDone
 	<-timersDone
 	<-deliverDone
+	<-retentionDone
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return errs.E(errs.Internal, "shutdown: "+err.Error()).Wrap(err)
 	}

@@ -168,13 +168,17 @@ func New(o Options) http.Handler {
 
 // API-only error codes.
 const (
-	NotFoundRoute        errs.Code = "route-not-found"
-	MethodNotAllowed     errs.Code = "method-not-allowed"
-	BodyTooLarge         errs.Code = "body-too-large"
-	BadJSON              errs.Code = "bad-json"
-	IdempotencyConflict  errs.Code = "idempotency-in-progress"
-	IdempotencyMismatch  errs.Code = "idempotency-key-reused"
-	UnsupportedMediaType errs.Code = "unsupported-media-type"
+	NotFoundRoute       errs.Code = "route-not-found"
+	MethodNotAllowed    errs.Code = "method-not-allowed"
+	BodyTooLarge        errs.Code = "body-too-large"
+	BadJSON             errs.Code = "bad-json"
+	IdempotencyConflict errs.Code = "idempotency-in-progress"
+	IdempotencyMismatch errs.Code = "idempotency-key-reused"
+	// IdempotencyOutcomeUnknown: the first request with this key did not
+	// finish, and its tool is not harmless to repeat, so it is not run
+	// again under the key (idempotency.Record.OutcomeUnknown).
+	IdempotencyOutcomeUnknown errs.Code = "idempotency-outcome-unknown"
+	UnsupportedMediaType      errs.Code = "unsupported-media-type"
 )
 
 func (s *server) method(m string, h http.HandlerFunc) http.HandlerFunc {
@@ -263,7 +267,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	replay := idempotentCall{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: principal.TokenID + principal.RequestID + "/" + name,
-		readOnly: t.Annotations.ReadOnly}
+		readOnly: t.Annotations.ReadOnly, repeatable: t.Idempotent()}
 	// A callback token's calls resolve (or read) its one spawn.
 	replay.mayDefer = t.Exclusive || principal.Role == auth.RoleCallback
 	// A tool whose write is one commit records its key in that commit.

@@ -42,10 +42,16 @@
 // Calls whose writes are not one commit of the service (guess, whose
 // direct mode is several; the approvals, tokens, hooks and confirmations
 // tools; sweeps) claim the key before they run and complete it after
-// (Claim, Complete): three transactions, so a crash after the write and
-// before the completion leaves a claim that blocks retries until it is
-// stale (a minute), and the call may then be applied again
-// (docs/design.md, idempotency).
+// (Claim, Complete): three transactions. A crash after the write and
+// before the completion leaves a claim. For a tool whose repeat changes
+// nothing (tools.Tool.Idempotent: an approve, a revoke, a sweep) a
+// retry takes the claim over once it is stale (StaleClaim) and runs
+// again, harmlessly. For every other tool (escalate, tokens create,
+// hooks add, sessions open, guess, …) the transport reads the key
+// first and answers a stale claim with OutcomeUnknown — the call may
+// have been applied, so it is never run again under that key — and an
+// interrupted call keeps its claim instead of releasing it
+// (docs/proof.md, "Idempotency across crashes").
 package idempotency
 
 import (
@@ -90,6 +96,22 @@ type Record struct {
 	Done        bool
 	Status      int
 	Body        []byte
+	// At is when the key was claimed (or its response remembered); the
+	// zero time if the store did not say.
+	At time.Time
+}
+
+// StaleClaim is how long a claimed key whose request never finished
+// blocks retries before a store lets Claim take it over (a crashed
+// server). A transport that must not apply a call twice reads the key
+// first (Lookup) and refuses a stale claim instead (OutcomeUnknown).
+const StaleClaim = time.Minute
+
+// OutcomeUnknown reports a claimed key whose request did not finish and
+// was claimed at least StaleClaim before now: it may have been applied,
+// and its response was not kept.
+func (r *Record) OutcomeUnknown(now time.Time) bool {
+	return r != nil && !r.Done && !r.At.IsZero() && !r.At.After(now.Add(-StaleClaim))
 }
 
 // SecretFields names, per envelope_kind, the fields of data that carry a
