@@ -15,19 +15,13 @@ import (
 // RunPasskeys is the conformance suite of service.PasskeyStore; newStore
 // must return an empty store each call.
 func RunPasskeys(t *testing.T, newStore func(t *testing.T) service.PasskeyStore) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s service.PasskeyStore)
-	}{
+	runCases(t, newStore, []storeCase[service.PasskeyStore]{
 		{"an approver's passkeys read back oldest first, and only theirs", passkeysPerApprover},
 		{"a passkey put again is replaced, not doubled", passkeyReplaced},
 		{"a ceremony is created once", ceremonyCreateOnce},
 		{"a ceremony is taken once: a second take is ErrNotFound", ceremonyTakenOnce},
 		{"concurrent takes of one ceremony: exactly one gets it", ceremonyTakeRace},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
-	}
+	})
 }
 
 func passkey(id, approver string, at time.Time, count int) service.PasskeyCredential {

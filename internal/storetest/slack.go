@@ -14,19 +14,13 @@ import (
 // RunSlackLinks is the conformance suite of service.SlackLinkStore;
 // newStore must return an empty store each call.
 func RunSlackLinks(t *testing.T, newStore func(t *testing.T) service.SlackLinkStore) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s service.SlackLinkStore)
-	}{
+	runCases(t, newStore, []storeCase[service.SlackLinkStore]{
 		{"a missing link is ErrNotFound", slackLinkMissing},
 		{"a link code is stored once and taken once", slackLinkCodeOnce},
 		{"racing takers of one code: exactly one gets it", slackLinkCodeRace},
 		{"a link reads back and a new one replaces it", slackLinkReplaced},
 		{"a question's message is kept per channel", slackMessageKept},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
-	}
+	})
 }
 
 var slackAt = time.Date(2026, 12, 3, 5, 0, 0, 0, time.UTC)
