@@ -19,7 +19,7 @@ func RunSlackLinks(t *testing.T, newStore func(t *testing.T) service.SlackLinkSt
 		{"a link code is stored once and taken once", slackLinkCodeOnce},
 		{"racing takers of one code: exactly one gets it", slackLinkCodeRace},
 		{"a link reads back and a new one replaces it", slackLinkReplaced},
-		{"a question's message is kept per channel", slackMessageKept},
+		{"a question's message is kept per channel, and a post begun until it is answered", slackMessageKept},
 	})
 }
 
@@ -102,5 +102,16 @@ func slackMessageKept(t *testing.T, s service.SlackLinkStore) {
 	}
 	if m, err := s.GetSlackMessage(ctx, "C2", "apr:1"); err != nil || m.TS != "2.2" {
 		t.Fatalf("C2: %+v %v", m, err)
+	}
+	// A post begun and not yet answered, then its answer recorded.
+	begun := service.SlackMessage{ApprovalID: "apr:2", Channel: "C1", PostStarted: slackAt}
+	must(t, s.PutSlackMessage(ctx, begun))
+	if m, err := s.GetSlackMessage(ctx, "C1", "apr:2"); err != nil || m.TS != "" || !m.PostStarted.Equal(slackAt) {
+		t.Fatalf("a post begun: %+v %v", m, err)
+	}
+	begun.TS = "3.3"
+	must(t, s.PutSlackMessage(ctx, begun))
+	if m, err := s.GetSlackMessage(ctx, "C1", "apr:2"); err != nil || m.TS != "3.3" || !m.PostStarted.Equal(slackAt) {
+		t.Fatalf("a post answered: %+v %v", m, err)
 	}
 }
