@@ -274,7 +274,7 @@ func register(name string, build func() *Tool) {
 }
 
 // Call validates raw arguments and runs the tool under its policy (see
-// call): the one function the CLI, `dont serve`, MCP and both Lambdas
+// call): the one function the CLI, `dont serve`, MCP and the API Lambda
 // reach every service operation through.
 func Call(ctx context.Context, s *service.Service, name string, raw map[string]any) (Output, error) {
 	t, ok := Lookup(name)
