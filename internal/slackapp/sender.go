@@ -12,6 +12,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Sender delivers the hooks whose URL is slack-app:<channel> through the
@@ -26,7 +27,7 @@ type Sender struct {
 	// at a fake Slack with slack.OptionAPIURL).
 	Client *slack.Client
 	// Messages keeps where each question was posted.
-	Messages  service.SlackLinkStore
+	Messages  store.SlackLinkStore
 	PublicURL string
 }
 
@@ -75,8 +76,8 @@ func (s Sender) Send(ctx context.Context, url, secret, id string, at time.Time, 
 	a := d.Approval()
 	posted, err := s.Messages.GetSlackMessage(ctx, channel, a.ID)
 	switch {
-	case errors.Is(err, service.ErrNotFound):
-		posted = service.SlackMessage{ApprovalID: a.ID, Channel: channel}
+	case errors.Is(err, store.ErrNotFound):
+		posted = store.SlackMessage{ApprovalID: a.ID, Channel: channel}
 	case err != nil:
 		return res(err)
 	}
@@ -147,7 +148,7 @@ const (
 // message: posting twice is better than never posting. Any other
 // failure (the network, a rate limit) fails the attempt, which is
 // retried.
-func (s Sender) findPosted(ctx context.Context, m service.SlackMessage) (string, error) {
+func (s Sender) findPosted(ctx context.Context, m store.SlackMessage) (string, error) {
 	var slackErr slack.SlackErrorResponse
 	me, err := s.Client.AuthTestContext(ctx)
 	if errors.As(err, &slackErr) {
