@@ -81,7 +81,7 @@ func (a *app) doctorCommand() *cobra.Command {
 			if _, err := a.projectSettings(p); err != nil {
 				configWarnings = append(configWarnings, envelope.Warning{Code: envelope.CodeOf(errs.ConfigInvalid), Message: err.Error()})
 			}
-			svc := service.New(service.Deps{Store: store, Confirmations: store, Author: a.author(), Clock: a.clock()})
+			svc := service.New(service.Deps{ToolNames: tools.Names(), Store: store, Confirmations: store, Author: a.author(), Clock: a.clock()})
 			if svc.Approvals, err = a.approvalsConfig(store, false); err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"log/slog"
 	"net"
 	"net/http"
@@ -108,7 +109,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	// questions at most that often, and a callback's sweep after itself
 	// runs at most that often; a call that sweeps first always sweeps
 	// expired spawns (service.SweepFirstPolicy).
-	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: "api", Log: log, Scheduler: timers, Clock: a.clock(),
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: "api", Log: log, Scheduler: timers, Clock: a.clock(),
 		SweepPolicy: service.SweepFirstPolicy{ApprovalsEvery: sweepEvery, AfterEvery: sweepEvery}})
 	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
 		return err

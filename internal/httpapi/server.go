@@ -280,11 +280,10 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(service.WithPrincipal(r.Context(), principal))
 	// Passkeys bind to the page that called (service.WithPageOrigin).
 	r = r.WithContext(service.WithPageOrigin(r.Context(), r.Header.Get("Origin")))
+	// A keyed call's response is committed with its writes: the key is
+	// handed to the call, not carried in its context.
 	pending := replay.pending(r, start)
-	if pending != nil {
-		r = r.WithContext(idempotency.WithPending(r.Context(), pending))
-	}
-	res, err := tools.CallGated(r.Context(), project.Service, name, req.Args, s.arrival(r, req))
+	res, err := tools.CallWith(r.Context(), project.Service, name, req.Args, s.arrival(r, req), tools.CallOptions{Key: pending})
 	if status, body, ok := pending.Sent(); ok {
 		// The response was committed with the call: send those bytes.
 		s.send(w, r, status, body, start)
@@ -354,7 +353,7 @@ func writeReplay(w http.ResponseWriter, done *idempotency.Record) {
 	w.Header().Set("Idempotent-Replayed", "true")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(done.Status)
-	w.Write(idempotency.ReplayForm(done.Body))
+	w.Write(idempotency.ReplayForm(done.Body, tools.Names()))
 }
 
 func (s *server) write(w http.ResponseWriter, r *http.Request, status int, res tools.Output, start time.Time) {

@@ -21,9 +21,10 @@
 // commit of the service (tools.Tool.CommitsKey: conclude, define, the
 // status changes, answer, spawns cancel, heartbeat and manage; and
 // assume, overlook and a callback token's calls) writes its record in
-// that commit (Pending, Put, store.Tx.Key): the service hands the
-// result it is about to commit to Pending.Prepare, the store adds the
-// record under its own condition (absent, or older than Window; otherwise
+// that commit (Pending, Put, store.Tx.Key): the transport hands the
+// Pending to the call as an argument (tools.CallOptions.Key, the service
+// method's input), the service hands the result it is about to commit to
+// Pending.Prepare, the store adds the record under its own condition (absent, or older than Window; otherwise
 // ErrTaken and nothing is applied), and the transport sends exactly the
 // bytes it stored. No claim is made before such a call: two requests with
 // one key may both run, but only one commit can carry the key, and the
@@ -204,9 +205,10 @@ func withoutDerived(body []byte) []byte {
 }
 
 // ReplayForm is a stored body as it is sent again: a spawn request's
-// forbidden_tools derived from its allowed_tools, byte for byte as the
-// first response had it.
-func ReplayForm(stored []byte) []byte {
+// forbidden_tools derived from its allowed_tools and tools (the tool
+// registry's names, as the service that made it was given them), byte for
+// byte as the first response had it.
+func ReplayForm(stored []byte, tools []string) []byte {
 	i := bytes.Index(stored, []byte(forbiddenStored))
 	if i < 0 {
 		return stored
@@ -221,7 +223,7 @@ func ReplayForm(stored []byte) []byte {
 	if json.Unmarshal(stored, &env) != nil {
 		return stored
 	}
-	list, err := envelope.MarshalData(spawn.ForbiddenTools(env.Data.Context.AllowedTools))
+	list, err := envelope.MarshalData(spawn.ForbiddenTools(env.Data.Context.AllowedTools, tools))
 	if err != nil {
 		return stored
 	}
@@ -263,11 +265,13 @@ type Put struct {
 var ErrTaken = errors.New("idempotency: the key was recorded by another request")
 
 // Pending is a keyed call whose response is to be written in the commit
-// that applies it, carried by the call's context (WithPending). The
-// transport sets Name, Fingerprint and Respond; the service, about to
-// commit the call's writes, hands its result to Prepare and commits the
-// Put it returns in the same transaction; the transport then sends
-// exactly the bytes that were committed (Sent).
+// that applies it, handed to the call explicitly (tools.CallOptions.Key,
+// then the service method's input, then its executor). The transport
+// sets Name, Fingerprint, Encode and MayDefer, internal/tools sets
+// Respond; the service, about to commit the call's writes, hands its
+// result to Prepare and commits the Put it returns in the same
+// transaction; the transport then sends exactly the bytes that were
+// committed (Sent).
 type Pending struct {
 	Name, Fingerprint string
 	// Respond makes the status and body a transport sends for a call's
@@ -289,20 +293,6 @@ type Pending struct {
 	body   []byte
 	sent   bool
 	taken  bool
-}
-
-type pendingKey struct{}
-
-// WithPending carries p to the commit of the call (nil: none).
-// internal/tools sets Respond on the way.
-func WithPending(ctx context.Context, p *Pending) context.Context {
-	return context.WithValue(ctx, pendingKey{}, p)
-}
-
-// PendingFrom is the call's Pending, or nil.
-func PendingFrom(ctx context.Context) *Pending {
-	p, _ := ctx.Value(pendingKey{}).(*Pending)
-	return p
 }
 
 // Prepare is the Put of result's response, made before the commit, or

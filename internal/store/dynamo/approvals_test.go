@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"slices"
 	"strings"
 	"sync"
@@ -35,7 +36,7 @@ func TestApprovalConformance(t *testing.T) {
 // shared table, as one Lambda invocation would have it.
 func approvalService(project string, counter *capacity.Counter) (*service.Service, *dynamo.Store) {
 	st := dynamo.New(newClient(nil, counter), table, project)
-	return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "test", Approvals: service.Approvals{Store: st}}), st
+	return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Author: "test", Approvals: service.Approvals{Store: st}}), st
 }
 
 // askedQuestion opens a session, reads its frames (a live subscriber) and
