@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Build dont's two Lambda functions as provided.al2023 bootstraps:
+# Build dont's three Lambda functions as provided.al2023 bootstraps:
 #
 #   build/lambda/api/bootstrap       (functions/api)
 #   build/lambda/sweeper/bootstrap   (functions/sweeper)
+#   build/lambda/operator/bootstrap  (functions/operator)
 #
 # Static (CGO_ENABLED=0), GOOS=linux, GOARCH=${LAMBDA_ARCH:-arm64}, with
 # -tags lambda.norpc (no net/rpc: the custom runtime only speaks the
 # Runtime API) and stripped symbol tables. The CDK stack reads these
-# directories (infra/stack: DefaultAPIAssetDir, DefaultSweeperAssetDir).
+# directories (infra/stack: DefaultAPIAssetDir, DefaultSweeperAssetDir,
+# DefaultOperatorAssetDir).
 #
 #   bash localstack/build-functions.sh                 # arm64, for AWS
 #   LAMBDA_ARCH=amd64 bash localstack/build-functions.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run dont's AWS integration suite (localstack/integration) against real
-# DynamoDB and SQS wire protocols, with both Lambda functions running as
+# DynamoDB and SQS wire protocols, with the three Lambda functions running as
 # their real bootstrap binaries under the AWS Lambda Runtime Interface
 # Emulator (aws-lambda-rie).
 #

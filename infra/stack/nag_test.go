@@ -25,6 +25,8 @@ func TestCdkNagFindsNothingUnsuppressed(t *testing.T) {
 		"localstack": {stack.ContextAPIFront: "functionUrl", stack.ContextLambdaArch: "x86_64"},
 		"reserved, traced and capped": {stack.ContextAPIConcurrency: "200", stack.ContextSweeperConcurrency: "20",
 			stack.ContextTracing: "active", stack.ContextMaxWrites: "20000"},
+		"with a Slack app": {stack.ContextSlackSecret: "dont/slack", stack.ContextSlackProject: "team-a",
+			stack.ContextPublicURL: "https://dont.example.com"},
 	}
 	for name, extra := range variants {
 		if testing.Short() && name != "default" {

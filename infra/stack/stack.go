@@ -140,8 +140,27 @@ const (
 	// when no spawn is pending in the shards it drops.
 	ContextPendingShards = "dont:pendingShards"
 	EnvPendingShards     = "DONT_PENDING_SHARDS"
-	DefaultPendingShards = 1
-	MaxPendingShards     = 64
+	// ContextPublicURL is where people open the approvals page (Slack's
+	// "Open in dont" links), set as EnvPublicURL on every function.
+	ContextPublicURL = "dont:publicUrl"
+	EnvPublicURL     = "DONT_PUBLIC_URL"
+	// ContextSlackSecret names (or is the ARN of) a Secrets Manager secret
+	// holding the Slack app's secrets as JSON fields: SlackSigningSecretField
+	// and SlackBotTokenField (docs/aws.md, "The Slack app"). They reach
+	// the functions as CloudFormation dynamic references, resolved at
+	// deploy time: the template holds the reference, never the value.
+	// The signing secret and ContextSlackProject go to the api function,
+	// which answers Slack's requests; the bot token to the api and the
+	// sweeper, which deliver the slack-app hooks. Unset: no Slack app.
+	ContextSlackSecret      = "dont:slackSecret"
+	ContextSlackProject     = "dont:slackProject"
+	SlackSigningSecretField = "signing_secret"
+	SlackBotTokenField      = "bot_token"
+	EnvSlackSigningSecret   = "DONT_SLACK_SIGNING_SECRET"
+	EnvSlackProject         = "DONT_SLACK_PROJECT"
+	EnvSlackBotToken        = "DONT_SLACK_BOT_TOKEN"
+	DefaultPendingShards    = 1
+	MaxPendingShards        = 64
 
 	// Defaults of the settings above. The sweeper's SQS mappings run at most
 	// SweeperQueueConcurrency batches of timeout messages and
@@ -347,10 +366,16 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	(*env)[EnvPendingShards] = jsii.String(fmt.Sprint(shards))
 	bus := setting(s.Stack, "", ContextEventBus, "off")
 	(*env)[EnvEventBus] = jsii.String(bus)
+	if url := setting(s.Stack, "", ContextPublicURL, ""); url != "" {
+		(*env)[EnvPublicURL] = jsii.String(url)
+	}
 	sweeperEnv := &map[string]*string{EnvSweepQueueURL: s.SweepQueue.QueueUrl()}
+	apiEnv := &map[string]*string{}
 	for k, v := range *env {
 		(*sweeperEnv)[k] = v
+		(*apiEnv)[k] = v
 	}
+	slackApp(s.Stack, apiEnv, sweeperEnv)
 	opts := functionOptions{
 		arch:     arch,
 		tracing:  choice(s.Stack, ContextTracing, "off", "off", "active"),
@@ -363,7 +388,9 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 		panic(fmt.Sprintf("%s must be 0 or above %d (the queue mappings' maximum concurrency together), not %d",
 			ContextSweeperConcurrency, SweeperQueueConcurrency+SweepQueueConcurrency, sweeperConcurrency))
 	}
-	s.API = function(s.Stack, "Api", apiDir, 29, apiConcurrency, false, opts)
+	apiOpts := opts
+	apiOpts.env = apiEnv
+	s.API = function(s.Stack, "Api", apiDir, 29, apiConcurrency, false, apiOpts)
 	sweeperOpts := opts
 	sweeperOpts.env = sweeperEnv
 	s.Sweeper = function(s.Stack, "Sweeper", sweeperDir, sweeperTimeoutSeconds, sweeperConcurrency, true, sweeperOpts)
@@ -554,6 +581,26 @@ func tableThroughput(stack awscdk.Stack) (*awsdynamodb.WarmThroughput, *float64)
 		ceiling = jsii.Number(float64(maxWrites))
 	}
 	return warm, ceiling
+}
+
+// slackApp adds the Slack app's settings to the api's and the sweeper's
+// environments when the context names its secret.
+func slackApp(stack awscdk.Stack, apiEnv, sweeperEnv *map[string]*string) {
+	secret := setting(stack, "", ContextSlackSecret, "")
+	project := setting(stack, "", ContextSlackProject, "")
+	switch {
+	case secret == "" && project == "":
+		return
+	case secret == "" || project == "":
+		panic(fmt.Sprintf("%s and %s are set together: the Slack app's secret and the one project it answers for", ContextSlackSecret, ContextSlackProject))
+	}
+	field := func(name string) *string {
+		return awscdk.SecretValue_SecretsManager(jsii.String(secret), &awscdk.SecretsManagerSecretOptions{JsonField: jsii.String(name)}).UnsafeUnwrap()
+	}
+	(*apiEnv)[EnvSlackSigningSecret] = field(SlackSigningSecretField)
+	(*apiEnv)[EnvSlackProject] = jsii.String(project)
+	(*apiEnv)[EnvSlackBotToken] = field(SlackBotTokenField)
+	(*sweeperEnv)[EnvSlackBotToken] = field(SlackBotTokenField)
 }
 
 // setting picks the explicit value, then the CDK context, then the default.

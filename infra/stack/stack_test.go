@@ -16,6 +16,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/dont-cli/dont/infra/stack"
+	"github.com/dont-cli/dont/internal/settings"
 )
 
 // synthesized holds one synthesis of the default stack shared by every
@@ -904,6 +905,59 @@ func TestTracingIsOptIn(t *testing.T) {
 	for _, role := range []string{"ApiRole", "SweeperRole", "OperatorRole"} {
 		if slices.ContainsFunc(actionsOf(policiesOf(raw, role)), func(a string) bool { return strings.HasPrefix(a, "xray:") }) {
 			t.Errorf("%s may write traces with tracing off", role)
+		}
+	}
+}
+
+// The Slack app's secrets reach the functions that use them as
+// CloudFormation dynamic references into the Secrets Manager secret the
+// context names, so the template never holds them: the signing secret
+// and the project on the api function, the bot token on the api and the
+// sweeper (which deliver the slack-app hooks), nothing on the operator;
+// the default stack sets none. The names are the ones the functions read.
+func TestTheSlackAppsSettingsReachTheFunctionsThatUseThem(t *testing.T) {
+	if stack.EnvSlackSigningSecret != settings.EnvSlackSigningSecret || stack.EnvSlackProject != settings.EnvSlackProject ||
+		stack.EnvSlackBotToken != settings.EnvSlackBotToken || stack.EnvPublicURL != settings.EnvPublicURL {
+		t.Fatal("the stack names the Slack app's variables otherwise than internal/settings")
+	}
+	ref := func(field string) string { return "{{resolve:secretsmanager:dont/slack:SecretString:" + field + "::}}" }
+	want := map[string]map[string]string{
+		"ApiFunction": {stack.EnvSlackSigningSecret: ref(stack.SlackSigningSecretField), stack.EnvSlackProject: "team-a",
+			stack.EnvSlackBotToken: ref(stack.SlackBotTokenField), stack.EnvPublicURL: "https://dont.example.com"},
+		"SweeperFunction":  {stack.EnvSlackBotToken: ref(stack.SlackBotTokenField), stack.EnvPublicURL: "https://dont.example.com"},
+		"OperatorFunction": {stack.EnvPublicURL: "https://dont.example.com"},
+	}
+	slackVars := []string{stack.EnvSlackSigningSecret, stack.EnvSlackProject, stack.EnvSlackBotToken}
+	_, raw, err := synth(t, map[string]any{stack.ContextSlackSecret: "dont/slack", stack.ContextSlackProject: "team-a",
+		stack.ContextPublicURL: "https://dont.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, fn := range resources(raw, "AWS::Lambda::Function") {
+		vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		for prefix, w := range want {
+			if !strings.HasPrefix(id, prefix) {
+				continue
+			}
+			for _, k := range append(slackVars, stack.EnvPublicURL) {
+				if got, _ := vars[k].(string); got != w[k] {
+					t.Errorf("%s: %s = %v, want %q", id, k, vars[k], w[k])
+				}
+			}
+		}
+	}
+	_, raw = template(t)
+	for id, fn := range resources(raw, "AWS::Lambda::Function") {
+		vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		for _, k := range append(slackVars, stack.EnvPublicURL) {
+			if vars[k] != nil {
+				t.Errorf("the default stack sets %s on %s", k, id)
+			}
+		}
+	}
+	for _, half := range []map[string]any{{stack.ContextSlackSecret: "dont/slack"}, {stack.ContextSlackProject: "team-a"}} {
+		if _, _, err := synth(t, half); err == nil || !strings.Contains(err.Error(), stack.ContextSlackProject) {
+			t.Errorf("%v alone: err = %v, want a refusal naming both keys", half, err)
 		}
 	}
 }

@@ -9,7 +9,6 @@ package confirm
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/dont-cli/dont/internal/errs"
@@ -220,14 +219,4 @@ func describe(v any) string {
 		return fmt.Sprintf("the number %v", x)
 	}
 	return fmt.Sprintf("%v", v)
-}
-
-// Keys returns the keys of args sorted, for stable previews.
-func Keys(args map[string]any) []string {
-	out := make([]string, 0, len(args))
-	for k := range args {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

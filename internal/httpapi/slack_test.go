@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -248,14 +249,30 @@ func TestALinkCodeWorksOnceAndOnlyFromAnApproverToken(t *testing.T) {
 	}
 }
 
-// fakeWebAPI stands in for Slack's Web API: chat.postMessage and
-// chat.update answer with the responses recorded from Slack's
-// documentation (testdata/slack), and every call is kept.
+// fakeWebAPI stands in for Slack's Web API: chat.postMessage,
+// chat.update, auth.test and conversations.history answer with the
+// responses recorded from Slack's documentation (testdata/slack), and
+// every call is kept. A post it lands is in the channel's history (the
+// page after the recorded one) with the metadata it was posted with.
 type fakeWebAPI struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
 	calls []url.Values // with "_method"
+	// landed are the messages in the channel besides the recorded ones:
+	// what was posted, and what another app planted.
+	landed []map[string]any
+	// dropAnswers and failBefore are how many next posts land with
+	// their answer lost (the connection closes before it), and how many
+	// fail before they reach the channel (a 500).
+	dropAnswers, failBefore int
 }
+
+// slackBotID is the bot of the recorded responses (auth_test.json,
+// chat_postMessage.json); slackPostTS is the ts every post gets.
+const (
+	slackBotID  = "B123ABC456"
+	slackPostTS = "1503435956.000247"
+)
 
 func newFakeWebAPI(t *testing.T) *fakeWebAPI {
 	f := &fakeWebAPI{}
@@ -269,7 +286,35 @@ func newFakeWebAPI(t *testing.T) *fakeWebAPI {
 		form.Set("_method", method)
 		f.mu.Lock()
 		f.calls = append(f.calls, form)
+		var drop bool
+		switch {
+		case method == "chat.postMessage" && f.failBefore > 0:
+			f.failBefore--
+			f.mu.Unlock()
+			http.Error(w, "the post failed before the channel", http.StatusInternalServerError)
+			return
+		case method == "chat.postMessage":
+			f.landed = append(f.landed, map[string]any{"type": "message", "subtype": "bot_message", "bot_id": slackBotID,
+				"text": form.Get("text"), "ts": slackPostTS, "blocks": json.RawMessage(form.Get("blocks")), "metadata": json.RawMessage(cmp.Or(form.Get("metadata"), "{}"))})
+			drop = f.dropAnswers > 0
+			f.dropAnswers = max(f.dropAnswers-1, 0)
+		case method == "conversations.history" && form.Get("cursor") != "":
+			page, _ := json.Marshal(map[string]any{"ok": true, "messages": f.landed, "has_more": false, "pin_count": 0})
+			f.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(page)
+			return
+		}
 		f.mu.Unlock()
+		if drop {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_ = conn.Close() // landed, but its answer never arrives
+			return
+		}
 		b, err := os.ReadFile("testdata/slack/" + strings.ReplaceAll(method, ".", "_") + ".json")
 		if err != nil {
 			http.Error(w, "unknown method", http.StatusNotFound)
@@ -286,6 +331,20 @@ func (f *fakeWebAPI) all() []url.Values {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]url.Values(nil), f.calls...)
+}
+
+// posted are the messages in the channel that this app posted for
+// question id (its buttons name it).
+func (f *fakeWebAPI) posted(id string) []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []map[string]any
+	for _, m := range f.landed {
+		if m["bot_id"] == slackBotID && strings.Contains(string(m["blocks"].(json.RawMessage)), id) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func TestAQuestionIsPostedToSlackAndUpdatedInPlaceWhenItEndsElsewhere(t *testing.T) {
@@ -334,5 +393,102 @@ func TestAQuestionIsPostedToSlackAndUpdatedInPlaceWhenItEndsElsewhere(t *testing
 			!strings.Contains(update.Get("blocks"), end.want) || strings.Contains(update.Get("blocks"), slackapp.ActionApprove) {
 			t.Fatalf("%s: the message was not updated in place to say %q: %v", end.name, end.want, update)
 		}
+	}
+}
+
+// postingToSlack wires the Slack app's sender to web and adds the hook
+// that posts questions to channel C0CA5; its deliver runs one delivery
+// pass a minute after the last (past any retry's backoff) and returns
+// how many attempts were delivered.
+func (s *slackAPI) postingToSlack(web *fakeWebAPI) (deliver func() service.DeliverResult) {
+	s.t.Helper()
+	s.svc.HooksConfig = service.HooksConfig{Store: s.store, Sender: slackapp.Sender{
+		Client: slackapp.NewClient("xoxb-test", web.srv.URL+"/api/", nil), Messages: s.store, PublicURL: "https://dont.example"}}
+	if r := s.confirmed(s.tokens["admin"], "hooks.add", map[string]any{"url": "slack-app:C0CA5", "events": []string{"approval.asked", "approval.ended"}}); r.status != 200 {
+		s.t.Fatalf("hooks add: %d %s", r.status, r.raw)
+	}
+	return func() service.DeliverResult {
+		s.t.Helper()
+		s.now.Add(int64(time.Minute))
+		res, err := s.svc.Hooks.Deliver(context.Background(), 10)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		return res
+	}
+}
+
+// A question's post is recorded as begun before it is made, and the
+// message carries the question's id: a retry finds a post whose answer
+// was lost in the channel's history instead of posting again, and posts
+// again only when the first never reached the channel.
+func TestAQuestionWhosePostsAnswerWasLostIsInSlackOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		dropAnswers, failBefore int
+	}{
+		{"the post landed and its answer was lost", 1, 0},
+		{"the post failed before the channel", 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSlackAPI(t)
+			web := newFakeWebAPI(t)
+			deliver := s.postingToSlack(web)
+			web.mu.Lock()
+			web.dropAnswers, web.failBefore = tc.dropAnswers, tc.failBefore
+			web.mu.Unlock()
+			q := s.ask("lost", "make build")
+			if res := deliver(); res.Attempted != 1 || res.Delivered != 0 {
+				t.Fatalf("the first attempt: %+v, want one attempt that failed", res)
+			}
+			if res := deliver(); res.Attempted != 1 || res.Delivered != 1 {
+				t.Fatalf("the retry: %+v, want it delivered", res)
+			}
+			if got := web.posted(q.ID); len(got) != 1 {
+				t.Fatalf("the question is in the channel %d times, want once", len(got))
+			}
+			if _, _, err := s.svc.Escalations.Refuse(context.Background(), q.ID, "not now", "tok:person"); err != nil {
+				t.Fatal(err)
+			}
+			if res := deliver(); res.Delivered != 1 {
+				t.Fatalf("the ending: %+v", res)
+			}
+			calls := web.all()
+			if update := calls[len(calls)-1]; update.Get("_method") != "chat.update" || update.Get("ts") != slackPostTS {
+				t.Fatalf("the ending did not update the one message in place: %v", update)
+			}
+		})
+	}
+}
+
+// Only a message of this app's own bot stands for a question's post: a
+// message another app (or a user's token) put in the channel with the
+// question's metadata does not keep the real question from being posted.
+func TestAMessageAnotherAppPlantsWithAQuestionsMetadataDoesNotStandInForItsPost(t *testing.T) {
+	s := newSlackAPI(t)
+	web := newFakeWebAPI(t)
+	deliver := s.postingToSlack(web)
+	q := s.ask("planted", "make build")
+	web.mu.Lock()
+	web.failBefore = 1
+	web.landed = append(web.landed, map[string]any{"type": "message", "subtype": "bot_message", "bot_id": "B0AGENT", "text": "Approve?",
+		"ts": "1503435999.000001", "metadata": json.RawMessage(`{"event_type":"dont_question","event_payload":{"approval_id":"` + q.ID + `"}}`)})
+	web.mu.Unlock()
+	if res := deliver(); res.Delivered != 0 {
+		t.Fatalf("the first attempt: %+v, want it failed", res)
+	}
+	if res := deliver(); res.Delivered != 1 {
+		t.Fatalf("the retry: %+v", res)
+	}
+	if got := web.posted(q.ID); len(got) != 1 {
+		t.Fatalf("the question was posted %d times, want once beside the planted message", len(got))
+	}
+	if _, _, err := s.svc.Escalations.Refuse(context.Background(), q.ID, "not now", "tok:person"); err != nil {
+		t.Fatal(err)
+	}
+	deliver()
+	calls := web.all()
+	if update := calls[len(calls)-1]; update.Get("_method") != "chat.update" || update.Get("ts") != slackPostTS {
+		t.Fatalf("the ending went to another message than the app's own: %v", update)
 	}
 }

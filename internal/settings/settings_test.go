@@ -1,7 +1,6 @@
 package settings
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -96,7 +95,7 @@ func TestAShareOfTheDeadlineLiesStrictlyBetweenZeroAndOne(t *testing.T) {
 			t.Errorf("ParseShare(%q) ok = %v, want %v", v, got, ok)
 		}
 	}
-	if _, err := ShareFromSource(KeyApprovalRemindAt, "2"); err == nil || !strings.Contains(err.Error(), "between 0 and 1") {
+	if _, err := ShareFromSource(KeyApprovalRemindAt, "2"); !errs.Is(err, errs.ConfigInvalid) {
 		t.Fatalf("a bad share: %v", err)
 	}
 	if !IsPersonOnlyEnv(EnvApprovalRemindAt) {

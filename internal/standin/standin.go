@@ -7,7 +7,6 @@ package standin
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -162,10 +161,4 @@ func SQSClient(endpoint string, transport http.RoundTripper, optFns ...func(*aws
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		HTTPClient:   &http.Client{Transport: transport, Timeout: 30 * time.Second},
 	}, optFns...)
-}
-
-// Ping checks the endpoint answers ListTables.
-func Ping(ctx context.Context, endpoint string) error {
-	_, err := Client(endpoint, nil).ListTables(ctx, &dynamodb.ListTablesInput{})
-	return err
 }

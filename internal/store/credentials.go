@@ -126,4 +126,9 @@ type SlackMessage struct {
 	ApprovalID string `json:"approval_id"`
 	Channel    string `json:"channel"`
 	TS         string `json:"ts"`
+	// PostStarted is when its post began. With no TS it says a post may
+	// have reached Slack without its answer reaching dont, so the sender
+	// looks for the message before posting again (docs/approvals.md,
+	// "Slack").
+	PostStarted time.Time `json:"post_started,omitzero"`
 }

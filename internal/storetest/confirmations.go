@@ -16,19 +16,13 @@ import (
 // RunConfirmations is the conformance suite of store.ConfirmationStore;
 // newStore must return an empty store each call.
 func RunConfirmations(t *testing.T, newStore func(t *testing.T) store.ConfirmationStore) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s store.ConfirmationStore)
-	}{
+	runCases(t, newStore, []storeCase[store.ConfirmationStore]{
 		{"a missing confirmation is ErrNotFound", confirmationMissing},
 		{"a confirmation is created once and reads back", confirmationCreateOnce},
 		{"updates are conditional on the stored state", confirmationConditional},
 		{"concurrent claims: exactly one commits", confirmationClaimRace},
 		{"list is oldest first", confirmationList},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
-	}
+	})
 }
 
 func held(at time.Time) confirm.Pending {

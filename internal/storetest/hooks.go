@@ -29,10 +29,7 @@ type HookStores struct {
 // outbox written in the transaction of each event (docs/hooks.md);
 // newStore must return an empty store each call.
 func RunHooks(t *testing.T, newStore func(t *testing.T) HookStores) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s HookStores)
-	}{
+	runCases(t, newStore, []storeCase[HookStores]{
 		{"a hook is created once and reads back with its secret", hookCreateOnce},
 		{"a committed spawn event is queued for each hook that hears it", hookSpawnEventQueued},
 		{"a commit whose condition fails queues nothing", hookConditionFailedQueuesNothing},
@@ -44,10 +41,7 @@ func RunHooks(t *testing.T, newStore func(t *testing.T) HookStores) {
 		{"concurrent workers claim each delivery once", hookConcurrentClaims},
 		{"deliveries and the delivery log come in pages, newest first, each once", hookDeliveryPages},
 		{"a deliveries cursor of another hook or project, or made by hand, is refused", hookDeliveryCursors},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
-	}
+	})
 }
 
 func newHook(t *testing.T, s store.HookStore, events ...hooks.EventType) hooks.Hook {

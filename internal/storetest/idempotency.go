@@ -11,17 +11,11 @@ import (
 // RunIdempotency is the suite every idempotency.Store must pass: a record
 // lives idempotency.Window and is absent after it, on every path.
 func RunIdempotency(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s idempotency.Store)
-	}{
+	runCases(t, newStore, []storeCase[idempotency.Store]{
 		{"a claimed and completed key is absent after the window", claimedExpires},
 		{"a remembered key is absent after the window and may be remembered again", rememberedExpires},
 		{"a claim that never completed reads as of when it was claimed, and is unknown once stale", claimNeverCompleted},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
-	}
+	})
 }
 
 func claimedExpires(t *testing.T, s idempotency.Store) {

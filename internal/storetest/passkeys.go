@@ -16,19 +16,13 @@ import (
 // RunPasskeys is the conformance suite of store.PasskeyStore; newStore
 // must return an empty store each call.
 func RunPasskeys(t *testing.T, newStore func(t *testing.T) store.PasskeyStore) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s store.PasskeyStore)
-	}{
+	runCases(t, newStore, []storeCase[store.PasskeyStore]{
 		{"an approver's passkeys read back oldest first, and only theirs", passkeysPerApprover},
 		{"a passkey put again is replaced, not doubled", passkeyReplaced},
 		{"a ceremony is created once", ceremonyCreateOnce},
 		{"a ceremony is taken once: a second take is ErrNotFound", ceremonyTakenOnce},
 		{"concurrent takes of one ceremony: exactly one gets it", ceremonyTakeRace},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
-	}
+	})
 }
 
 func passkey(id, approver string, at time.Time, count int) store.PasskeyCredential {

@@ -14,19 +14,13 @@ import (
 // RunSlackLinks is the conformance suite of store.SlackLinkStore;
 // newStore must return an empty store each call.
 func RunSlackLinks(t *testing.T, newStore func(t *testing.T) store.SlackLinkStore) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s store.SlackLinkStore)
-	}{
+	runCases(t, newStore, []storeCase[store.SlackLinkStore]{
 		{"a missing link is ErrNotFound", slackLinkMissing},
 		{"a link code is stored once and taken once", slackLinkCodeOnce},
 		{"racing takers of one code: exactly one gets it", slackLinkCodeRace},
 		{"a link reads back and a new one replaces it", slackLinkReplaced},
-		{"a question's message is kept per channel", slackMessageKept},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
-	}
+		{"a question's message is kept per channel, and a post begun until it is answered", slackMessageKept},
+	})
 }
 
 var slackAt = time.Date(2026, 12, 3, 5, 0, 0, 0, time.UTC)
@@ -108,5 +102,16 @@ func slackMessageKept(t *testing.T, s store.SlackLinkStore) {
 	}
 	if m, err := s.GetSlackMessage(ctx, "C2", "apr:1"); err != nil || m.TS != "2.2" {
 		t.Fatalf("C2: %+v %v", m, err)
+	}
+	// A post begun and not yet answered, then its answer recorded.
+	begun := store.SlackMessage{ApprovalID: "apr:2", Channel: "C1", PostStarted: slackAt}
+	must(t, s.PutSlackMessage(ctx, begun))
+	if m, err := s.GetSlackMessage(ctx, "C1", "apr:2"); err != nil || m.TS != "" || !m.PostStarted.Equal(slackAt) {
+		t.Fatalf("a post begun: %+v %v", m, err)
+	}
+	begun.TS = "3.3"
+	must(t, s.PutSlackMessage(ctx, begun))
+	if m, err := s.GetSlackMessage(ctx, "C1", "apr:2"); err != nil || m.TS != "3.3" || !m.PostStarted.Equal(slackAt) {
+		t.Fatalf("a post answered: %+v %v", m, err)
 	}
 }

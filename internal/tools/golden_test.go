@@ -5,9 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"flag"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -15,8 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
 	"testing"
 	"time"
 
@@ -25,6 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/envelope/envelopetest"
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -301,7 +297,7 @@ func TestEveryKindHasAGoldenEnvelope(t *testing.T) {
 		t.Errorf("%d kinds have no golden envelope, at most %d may: produce the new kind through the tool registry instead", len(notFromTheRegistry), maxNotFromTheRegistry)
 	}
 	got := goldenRun(t)
-	for _, kind := range kindConstants(t) {
+	for _, kind := range envelopetest.Kinds(t) {
 		why, excused := notFromTheRegistry[kind]
 		if w, ok := notInThisRun[kind]; ok {
 			why, excused = w, true
@@ -323,28 +319,4 @@ func TestEveryKindHasAGoldenEnvelope(t *testing.T) {
 			t.Errorf("kind %s is excused as built outside the registry but is not in tools.FrontEndKinds", kind)
 		}
 	}
-}
-
-// kindConstants are the string constants of internal/envelope/kinds.go,
-// with the entity kinds (claim, term) and the error kind.
-func kindConstants(t *testing.T) []string {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "envelope", "kinds.go"), nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := []string{"claim", "term", envelope.KindError}
-	ast.Inspect(f, func(n ast.Node) bool {
-		if v, ok := n.(*ast.ValueSpec); ok {
-			for _, x := range v.Values {
-				if lit, ok := x.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					s, _ := strconv.Unquote(lit.Value)
-					out = append(out, s)
-				}
-			}
-		}
-		return true
-	})
-	sort.Strings(out)
-	return out
 }

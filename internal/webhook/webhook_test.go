@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/service"
@@ -506,7 +507,7 @@ func TestAHookWhoseLastDeliverySucceededCountsAsALiveSubscriber(t *testing.T) {
 		_, _, err := f.svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: ses.ID, CallID: call, To: "workspace-write", Reason: "build", Preview: "make", NoWait: true})
 		return err
 	}
-	if err := escalate("c0"); err == nil || !strings.Contains(err.Error(), "no client") {
+	if err := escalate("c0"); !errs.Is(err, service.NoSubscriber) {
 		t.Fatalf("with no subscriber and no hook: %v", err)
 	}
 	rcv := &receiver{t: t, now: f.clk.Now, script: func(n int) int {

@@ -86,8 +86,6 @@ type apiError struct {
 	msg    string
 }
 
-func (e *apiError) Error() string { return e.code + ": " + e.msg }
-
 func validation(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: "ValidationException", msg: fmt.Sprintf(format, args...)}
 }

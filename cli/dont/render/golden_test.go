@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/envelope/envelopetest"
 	"github.com/dont-cli/dont/internal/visible"
 )
 
@@ -24,32 +20,6 @@ var update = flag.Bool("update", false, "rewrite the golden files from the rende
 // golden is the person the golden files are rendered for: a fixed clock,
 // a zone an hour east of UTC, 100 columns, no colour.
 var golden = Options{Now: time.Date(2026, 12, 1, 11, 6, 0, 0, time.UTC), Location: time.FixedZone("CET", 3600), Width: 100}
-
-// kindConstants are the values of the constants in
-// internal/envelope/kinds.go, read from the source so that a kind added
-// there is a kind this test asks a golden file for; claim, term (the
-// ledger's kinds) and error are kinds too.
-func kindConstants(t *testing.T) []string {
-	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "..", "..", "internal", "envelope", "kinds.go"), nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := []string{"claim", "term", envelope.KindError}
-	ast.Inspect(f, func(n ast.Node) bool {
-		if v, ok := n.(*ast.ValueSpec); ok {
-			for _, x := range v.Values {
-				if lit, ok := x.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					s, _ := strconv.Unquote(lit.Value)
-					out = append(out, s)
-				}
-			}
-		}
-		return true
-	})
-	sort.Strings(out)
-	return out
-}
 
 // renderFixture renders one envelope as the CLI shows it: stdout, then
 // stderr after a separator line.
@@ -75,7 +45,7 @@ func renderFixture(t *testing.T, path string, o Options) string {
 // testdata/<kind>.json (`dont <command> --json > …`), then run
 // `go test ./cli/dont/render -run TestEveryKindHasAGoldenFile -update`.
 func TestEveryKindHasAGoldenFile(t *testing.T) {
-	for _, kind := range kindConstants(t) {
+	for _, kind := range envelopetest.Kinds(t) {
 		if _, err := os.Stat(filepath.Join("testdata", kind+".json")); err != nil {
 			t.Errorf("kind %q has no fixture: save one with `dont <command> --json > cli/dont/render/testdata/%s.json`, then run go test ./cli/dont/render -run TestEveryKindHasAGoldenFile -update", kind, kind)
 		}

@@ -461,16 +461,7 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		return err
 	}
 	var w writeSet
-	put := &types.Put{TableName: aws.String(s.table), Item: it,
-		// Pending, and the question a was decided on. An item written
-		// before the digest was stored has none: its fields were written
-		// once and never changed.
-		ConditionExpression:      aws.String("#st = :pending AND (attribute_not_exists(#sh) OR #sh = :shown)"),
-		ExpressionAttributeNames: map[string]string{"#st": "st", "#sh": shownAttr},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending)),
-			":shown": str(approvals.ShownDigest(a.Shown()))}}
-	conditionOnFirstApproval(put, a)
-	w.add(a.ID, types.TransactWriteItem{Put: put})
+	w.add(a.ID, types.TransactWriteItem{Put: s.putIfPending(it, a)})
 	outbox, err := s.outbox(ctx, endedMessages(a))
 	if err != nil {
 		return err
@@ -499,17 +490,23 @@ const shownAttr = "shown"
 // firstAttr is the attribute of a two-person question's first approver.
 const firstAttr = "fa"
 
-// conditionOnFirstApproval conditions put on the question's first
-// approval being a's (or absent if a has none): an answer commits only on
-// the version of the question it was decided on.
-func conditionOnFirstApproval(put *types.Put, a approvals.Approval) {
-	put.ExpressionAttributeNames["#fa"] = firstAttr
-	if a.FirstApproval == nil {
-		put.ConditionExpression = aws.String(*put.ConditionExpression + " AND attribute_not_exists(#fa)")
-		return
+// putIfPending puts item it only while the stored question is pending and
+// is the version decidedOn was decided on: the same shown fields and the
+// same first approval (or none). An item written before the digest was
+// stored has none: its fields were written once and never changed.
+func (s *Store) putIfPending(it map[string]types.AttributeValue, decidedOn approvals.Approval) *types.Put {
+	cond := "#st = :pending AND (attribute_not_exists(#sh) OR #sh = :shown)"
+	values := map[string]types.AttributeValue{":pending": str(string(approvals.Pending)),
+		":shown": str(approvals.ShownDigest(decidedOn.Shown()))}
+	if decidedOn.FirstApproval == nil {
+		cond += " AND attribute_not_exists(#fa)"
+	} else {
+		cond += " AND #fa = :fa"
+		values[":fa"] = str(decidedOn.FirstApproval.By)
 	}
-	put.ConditionExpression = aws.String(*put.ConditionExpression + " AND #fa = :fa")
-	put.ExpressionAttributeValues[":fa"] = str(a.FirstApproval.By)
+	return &types.Put{TableName: aws.String(s.table), Item: it, ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#st": "st", "#sh": shownAttr, "#fa": firstAttr},
+		ExpressionAttributeValues: values}
 }
 
 // RecordFirstApproval implements store.ApprovalStore: one conditional
@@ -523,16 +520,10 @@ func (s *Store) RecordFirstApproval(ctx context.Context, a approvals.Approval) e
 	if err != nil {
 		return err
 	}
-	first := a
-	first.FirstApproval = nil // the version it was decided on
-	put := &types.Put{TableName: aws.String(s.table), Item: it,
-		ConditionExpression:      aws.String("#st = :pending AND (attribute_not_exists(#sh) OR #sh = :shown)"),
-		ExpressionAttributeNames: map[string]string{"#st": "st", "#sh": shownAttr},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pending": str(string(approvals.Pending)),
-			":shown": str(approvals.ShownDigest(a.Shown()))}}
-	conditionOnFirstApproval(put, first)
+	decidedOn := a
+	decidedOn.FirstApproval = nil
 	var w writeSet
-	w.add(a.ID, types.TransactWriteItem{Put: put})
+	w.add(a.ID, types.TransactWriteItem{Put: s.putIfPending(it, decidedOn)})
 	return s.commitSet(ctx, w)
 }
 

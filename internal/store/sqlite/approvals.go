@@ -224,17 +224,9 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		// The answer commits only on the question it was decided on: the
 		// stored one's shown fields (approvals.Shown) must be a's, read in
 		// this same transaction.
-		var stored []byte
-		err := tx.QueryRowContext(ctx, "SELECT doc FROM approvals WHERE id = ? AND state = 'pending'", a.ID).Scan(&stored)
-		if errors.Is(err, sql.ErrNoRows) {
-			return &store.ConditionFailed{ID: a.ID}
-		}
+		cur, err := pendingApproval(ctx, tx, a.ID)
 		if err != nil {
 			return err
-		}
-		var cur approvals.Approval
-		if err := json.Unmarshal(stored, &cur); err != nil {
-			return fmt.Errorf("sqlite: decode approval %s: %w", a.ID, err)
 		}
 		if approvals.ShownDigest(cur.Shown()) != approvals.ShownDigest(a.Shown()) || firstBy(cur) != firstBy(a) {
 			return &store.ConditionFailed{ID: a.ID}
@@ -251,6 +243,25 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		}
 		return s.announceEnded(ctx, tx, a)
 	})
+}
+
+// pendingApproval reads question id inside write transaction tx, so that
+// the write commits only on what was read; a question that is gone or no
+// longer pending is a ConditionFailed.
+func pendingApproval(ctx context.Context, tx *txn, id string) (approvals.Approval, error) {
+	var stored []byte
+	err := tx.QueryRowContext(ctx, "SELECT doc FROM approvals WHERE id = ? AND state = 'pending'", id).Scan(&stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		return approvals.Approval{}, &store.ConditionFailed{ID: id}
+	}
+	if err != nil {
+		return approvals.Approval{}, err
+	}
+	var cur approvals.Approval
+	if err := json.Unmarshal(stored, &cur); err != nil {
+		return approvals.Approval{}, fmt.Errorf("sqlite: decode approval %s: %w", id, err)
+	}
+	return cur, nil
 }
 
 // firstBy is who approved a two-person question first ("" for nobody):
@@ -276,17 +287,9 @@ func (s *Store) RecordFirstApproval(ctx context.Context, a approvals.Approval) e
 		return err
 	}
 	return s.write(ctx, func(tx *txn) error {
-		var stored []byte
-		err := tx.QueryRowContext(ctx, "SELECT doc FROM approvals WHERE id = ? AND state = 'pending'", a.ID).Scan(&stored)
-		if errors.Is(err, sql.ErrNoRows) {
-			return &store.ConditionFailed{ID: a.ID}
-		}
+		cur, err := pendingApproval(ctx, tx, a.ID)
 		if err != nil {
 			return err
-		}
-		var cur approvals.Approval
-		if err := json.Unmarshal(stored, &cur); err != nil {
-			return fmt.Errorf("sqlite: decode approval %s: %w", a.ID, err)
 		}
 		if cur.FirstApproval != nil || approvals.ShownDigest(cur.Shown()) != approvals.ShownDigest(a.Shown()) {
 			return &store.ConditionFailed{ID: a.ID}
