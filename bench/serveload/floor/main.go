@@ -15,8 +15,10 @@
 // id, in memory. It has no sweep, no rate limit, no tool registry, no
 // envelope beyond {"ok","data"}.
 //
-// Usage: floor <database file> <bearer token>; the first stdout line is
-// {"listening":URL}, like `dont serve`'s.
+// Usage: floor <database file> <bearer token> [FULL|NORMAL]; the first
+// stdout line is {"listening":URL}, like `dont serve`'s. The third
+// argument is SQLite's synchronous setting, FULL (dont's) by default;
+// NORMAL shows, beside dont at NORMAL, what FULL costs.
 package main
 
 import (
@@ -67,12 +69,20 @@ type server struct {
 }
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: floor <database file> <bearer token>")
+	if len(os.Args) != 3 && len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: floor <database file> <bearer token> [FULL|NORMAL]")
 		os.Exit(2)
 	}
-	// The DSN of internal/store/sqlite: the same pragmas, immediate transactions.
-	dsn := "file:" + (&url.URL{Path: os.Args[1]}).EscapedPath() + "?_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_txlock=immediate"
+	sync := "FULL"
+	if len(os.Args) == 4 {
+		sync = os.Args[3]
+	}
+	if sync != "FULL" && sync != "NORMAL" {
+		check(fmt.Errorf("synchronous is FULL or NORMAL, not %q", sync))
+	}
+	// The DSN of internal/store/sqlite (open.go): the same pragmas, WAL
+	// mode, immediate transactions.
+	dsn := "file:" + (&url.URL{Path: os.Args[1]}).EscapedPath() + "?_pragma=busy_timeout(10000)&_pragma=synchronous(" + sync + ")&_pragma=journal_size_limit(20971520)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	check(err)
 	db.SetMaxOpenConns(1)
