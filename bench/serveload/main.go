@@ -299,7 +299,18 @@ func runDont(dont, dir string, m mode, tag string) result {
 		debug = freeAddr()
 		srv.Env = append(srv.Env, "DONT_DEBUG_ADDR="+debug)
 	}
-	res := drive(srv, token, m.keys, debug, tag)
+	res := drive(srv, token, m.keys, m.sync, debug, tag)
+	// dont's file is in WAL mode as the floor's is: SQLite's header says
+	// so in its read and write versions (bytes 18 and 19: 2 for WAL).
+	hdr := make([]byte, 20)
+	f, err := os.Open(filepath.Join(dir, ".dont", "dont.db"))
+	check(err)
+	_, err = io.ReadFull(f, hdr)
+	f.Close()
+	check(err)
+	if hdr[18] != 2 || hdr[19] != 2 {
+		check(fmt.Errorf("dont's database is not in WAL mode (header bytes %d, %d)", hdr[18], hdr[19]))
+	}
 	doctor := exec.Command(dont, "doctor", "--strict")
 	doctor.Dir, doctor.Env = dir, env
 	if out, err := doctor.Output(); err != nil {
@@ -325,8 +336,11 @@ func runFloor(floor, dir string, m mode, tag string) result {
 	if *profile != "" {
 		srv.Env = append(os.Environ(), "FLOOR_CPUPROFILE="+filepath.Join(*profile, "floor-"+tag+".cpu.pprof"))
 	}
-	return drive(srv, token, m.keys, "", "")
+	return drive(srv, token, m.keys, m.sync, "", "")
 }
+
+// syncLevel is what PRAGMA synchronous reads for each setting.
+var syncLevel = map[string]int{"NORMAL": 1, "FULL": 2}
 
 // freeAddr is a loopback address no one listens on, for dont serve's
 // debug server.
@@ -359,7 +373,7 @@ func fetch(debug, path, file string) {
 // and stops it. With debug (dont serve's debug server) it writes a CPU
 // profile of the load and the mutex and block profiles after it, named
 // by tag, into -profile's folder.
-func drive(srv *exec.Cmd, token string, keys bool, debug, tag string) result {
+func drive(srv *exec.Cmd, token string, keys bool, synchronous, debug, tag string) result {
 	load := loadAvg()
 	out, err := srv.StdoutPipe()
 	check(err)
@@ -367,8 +381,17 @@ func drive(srv *exec.Cmd, token string, keys bool, debug, tag string) result {
 	check(srv.Start())
 	line, err := bufio.NewReader(out).ReadString('\n')
 	check(err)
-	var l struct{ Listening string }
+	var l struct {
+		Listening   string
+		JournalMode *string `json:"journal_mode"`
+		Synchronous *int
+	}
 	check(json.Unmarshal([]byte(line), &l))
+	if l.JournalMode != nil && (*l.JournalMode != "wal" || l.Synchronous == nil || *l.Synchronous != syncLevel[synchronous]) {
+		// The floor says what its connection runs with: it must be what
+		// dont runs with in this mode, or the ratio compares unlike work.
+		check(fmt.Errorf("the floor runs journal_mode=%s synchronous=%v, not wal and %s", *l.JournalMode, l.Synchronous, synchronous))
+	}
 	go io.Copy(io.Discard, out)
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *workers * 2}}

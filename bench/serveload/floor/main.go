@@ -109,7 +109,13 @@ func main() {
 	mux.HandleFunc("POST /v1/tools/{name}", s.call)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	check(err)
-	line, _ := json.Marshal(map[string]string{"listening": "http://" + ln.Addr().String()})
+	// The settings it runs with, read back from its connection, so that
+	// bench/serveload can check them against dont's.
+	var journal string
+	var synchronous int
+	check(db.QueryRow("PRAGMA journal_mode").Scan(&journal))
+	check(db.QueryRow("PRAGMA synchronous").Scan(&synchronous))
+	line, _ := json.Marshal(map[string]any{"listening": "http://" + ln.Addr().String(), "journal_mode": journal, "synchronous": synchronous})
 	fmt.Printf("%s\n", line)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	// FLOOR_CPUPROFILE=file: a CPU profile of the whole run, written at
