@@ -10,7 +10,8 @@
 // (internal/client: one key per call) at synchronous=FULL, dont's
 // setting, and without keys at NORMAL, to show what FULL costs each
 // server (dont at NORMAL is the -tags faulthooks build, which reads
-// DONT_FAULT_SYNCHRONOUS). Each round runs every mode, the floor then
+// DONT_FAULT_SYNCHRONOUS; dont's cost is that build at FULL over it at
+// NORMAL, back to back). Each round runs every mode, the floor then
 // dont back to back, so a ratio compares runs seconds apart on a shared
 // machine; it prints each round with the load average beside it, then
 // per mode the medians: route p50/p99, lifecycles/s, the median of the
@@ -129,6 +130,13 @@ func main() {
 				b := runDont(*baseline, filepath.Join(dir, "baseline-"+tag), m, "")
 				results[name("baseline", m)] = append(results[name("baseline", m)], b)
 			}
+			if m.sync == "NORMAL" {
+				// What FULL costs dont is measured on one binary: the test
+				// build at FULL too, right after its NORMAL run.
+				full := mode{sync: "FULL"}
+				t := runDont(dontTest, filepath.Join(dir, "dont-test-"+tag), full, "")
+				results[name(testBuild, full)] = append(results[name(testBuild, full)], t)
+			}
 		}
 	}
 	ratios := func(m mode) float64 {
@@ -174,17 +182,26 @@ func main() {
 	if len(results[name("floor", full)]) > 0 && len(results[name("floor", normal)]) > 0 {
 		// What FULL costs each server: its rate at FULL over its rate at
 		// NORMAL in the same round, median of the rounds.
-		cost := func(server string) float64 {
+		// dont's is its test build's at both settings (one binary, back to
+		// back).
+		cost := func(atFull, atNormal string) float64 {
 			var v []float64
-			for i, f := range results[name(server, full)] {
-				v = append(v, f.rate/results[name(server, normal)][i].rate)
+			for i, f := range results[name(atFull, full)] {
+				if i < len(results[name(atNormal, normal)]) {
+					v = append(v, f.rate/results[name(atNormal, normal)][i].rate)
+				}
 			}
 			return med(v)
 		}
-		fmt.Printf("\nWhat synchronous=FULL costs (without keys): each server's lifecycles/s at FULL over its own at NORMAL, same round, median of the rounds.\n\n")
+		var sameBuild []float64
+		for i, t := range results[name(testBuild, full)] {
+			sameBuild = append(sameBuild, t.rate/results[name("dont serve", full)][i].rate)
+		}
+		fmt.Printf("\nWhat synchronous=FULL costs (without keys): each server's lifecycles/s at FULL over its own at NORMAL, same round, median of the rounds; dont's measured on its test build at both settings, back to back.\n\n")
 		fmt.Printf("| | floor | dont serve |\n|---|---|---|\n")
-		fmt.Printf("| lifecycles/s at FULL / at NORMAL | %.2f× | %.2f× |\n", cost("floor"), cost("dont serve"))
+		fmt.Printf("| lifecycles/s at FULL / at NORMAL | %.2f× | %.2f× |\n", cost("floor", "floor"), cost(testBuild, "dont serve"))
 		fmt.Printf("| dont / floor at FULL | — | %.2f× |\n| dont / floor at NORMAL | — | %.2f× |\n", ratios(full), ratios(normal))
+		fmt.Printf("| dont's test build / the shipped build at FULL (the same code but for the hooks) | — | %.2f× |\n", med(sameBuild))
 	}
 	fmt.Println()
 	for _, m := range modes {
@@ -194,6 +211,9 @@ func main() {
 	}
 	fmt.Println("\ndont doctor --strict after every dont serve run: no violations")
 }
+
+// testBuild names dont's -tags faulthooks build's runs at FULL.
+const testBuild = "dont serve (test build)"
 
 // roundRow is one round of one mode: the floor's run and dont's after it.
 type roundRow struct {
