@@ -29,6 +29,7 @@ import (
 	"github.com/dont-cli/dont/internal/rules"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/dont-cli/dont/internal/visible"
 	"github.com/spf13/cobra"
@@ -45,7 +46,7 @@ import (
 // trusted. The commands that use them (strict) read the files and fail
 // on a malformed value; the others (which only sweep) take the
 // environment's and ignore a malformed one.
-func (a *app) approvalsConfig(store service.ApprovalStore, strict bool) (service.Approvals, error) {
+func (a *app) approvalsConfig(store store.ApprovalStore, strict bool) (service.Approvals, error) {
 	cfg := service.Approvals{Store: store}
 	var file project.Config
 	if strict {

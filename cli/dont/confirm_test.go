@@ -31,6 +31,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
 )
@@ -142,7 +143,7 @@ func newGateEnv(t *testing.T, mode string, gateOn bool) *gateEnv {
 	if _, _, err := g.svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: g.other, Mode: spawn.ModeHarness}); err != nil {
 		t.Fatal(err)
 	}
-	sps, _ := st.ListSpawns(ctx, service.SpawnFilter{})
+	sps, _ := st.ListSpawns(ctx, store.SpawnFilter{})
 	g.spawnID = sps[0].ID
 	admin := g.token(auth.RoleAdmin)
 	spare, _ := g.svc.Credentials.Create(ctx, auth.RoleHarness, "spare")

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
@@ -44,7 +44,7 @@ func TestDoctorPassesAHealthyProjectAndStrictFailsACorruptOne(t *testing.T) {
 	}
 	e2 := e
 	e2.Status, e2.Version = ledger.Verified, e.Version+1
-	if err := st.Commit(context.Background(), service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: e.Version}}}); err != nil {
+	if err := st.Commit(context.Background(), store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: e.Version}}}); err != nil {
 		t.Fatal(err)
 	}
 	r = p.run("doctor")

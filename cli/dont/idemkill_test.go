@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
@@ -186,7 +186,7 @@ func TestKeyedWritesApplyExactlyOnceAcrossSIGKILLsOfServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims, err := st.ListEntities(context.Background(), service.EntityFilter{Kind: ledger.KindClaim})
+	claims, err := st.ListEntities(context.Background(), store.EntityFilter{Kind: ledger.KindClaim})
 	st.Close()
 	if err != nil {
 		t.Fatal(err)

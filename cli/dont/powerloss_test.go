@@ -17,7 +17,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/lazyfs"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
@@ -231,7 +231,7 @@ func storedStatements(t *testing.T, p *testProject) map[string]bool {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	claims, err := st.ListEntities(context.Background(), service.EntityFilter{Kind: ledger.KindClaim})
+	claims, err := st.ListEntities(context.Background(), store.EntityFilter{Kind: ledger.KindClaim})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // lambdaResponseLimit is the most a synchronous Lambda invocation may
@@ -28,11 +29,11 @@ func seedShortClaims(t *testing.T, f *fn, n int) map[string]bool {
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	all := map[string]bool{}
 	for done := 0; done < n; {
-		var tx service.Tx
+		var tx store.Tx
 		for ; done < n && len(tx.Entities) < 1000; done++ {
 			e := ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Statement: fmt.Sprintf(shortClaim, done),
 				Status: ledger.Unverified, Version: 1, CreatedAt: at, UpdatedAt: at}
-			tx.Entities = append(tx.Entities, service.EntityPut{Entity: e})
+			tx.Entities = append(tx.Entities, store.EntityPut{Entity: e})
 			tx.Events = append(tx.Events, ledger.Event{ID: ids.New(ids.Event, at), Kind: ledger.EvConcluded, EntityID: e.ID, At: at})
 			all[e.ID] = true
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
@@ -21,7 +22,7 @@ import (
 type oneProject struct {
 	p         httpapi.Project
 	names     []string
-	settings  map[string]service.ProjectSettings
+	settings  map[string]store.ProjectSettings
 	refreshed []string
 }
 
@@ -42,13 +43,13 @@ type projectSettings struct {
 	project string
 }
 
-func (s projectSettings) Settings(context.Context) (service.ProjectSettings, error) {
+func (s projectSettings) Settings(context.Context) (store.ProjectSettings, error) {
 	return s.o.settings[s.project], nil
 }
 
-func (s projectSettings) PutSettings(_ context.Context, ps service.ProjectSettings) error {
+func (s projectSettings) PutSettings(_ context.Context, ps store.ProjectSettings) error {
 	if s.o.settings == nil {
-		s.o.settings = map[string]service.ProjectSettings{}
+		s.o.settings = map[string]store.ProjectSettings{}
 	}
 	s.o.settings[s.project] = ps
 	return nil

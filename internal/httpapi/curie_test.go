@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/storetest"
 )
 
@@ -31,7 +31,7 @@ func TestConcurrentDefinesOfOneCurieLeaveOneTerm(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	terms, err := a.store.ListEntities(context.Background(), service.EntityFilter{Kind: ledger.KindTerm})
+	terms, err := a.store.ListEntities(context.Background(), store.EntityFilter{Kind: ledger.KindTerm})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@
 // commit of the service (tools.Tool.CommitsKey: conclude, define, the
 // status changes, answer, spawns cancel, heartbeat and manage; and
 // assume, overlook and a callback token's calls) writes its record in
-// that commit (Pending, Put, service.Tx.Key): the service hands the
+// that commit (Pending, Put, store.Tx.Key): the service hands the
 // result it is about to commit to Pending.Prepare, the store adds the
 // record under its own condition (absent, or older than Window; otherwise
 // ErrTaken and nothing is applied), and the transport sends exactly the
@@ -238,7 +238,7 @@ func jsonText(s string) []byte {
 }
 
 // Put is a key's first response written in the same commit as the call
-// that made it (service.Tx.Key): the store adds it only if no record of
+// that made it (store.Tx.Key): the store adds it only if no record of
 // the key younger than Window exists, and otherwise fails the whole
 // commit with ErrTaken, applying nothing. Body is in StoredForm.
 type Put struct {

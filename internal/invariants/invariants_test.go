@@ -15,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
@@ -136,7 +137,7 @@ func TestADuplicatedTerminalEventIsCaught(t *testing.T) {
 	// A second resolver's event lands for a request that already has one.
 	now := f.svc.Clock()
 	dup := ledger.Event{ID: ids.New(ids.Event, now), Kind: ledger.EvSpawnTimeout, EntityID: claimA, RequestID: won, At: now, Outcome: string(spawn.TimeoutRestored)}
-	if err := f.store.Commit(ctx, service.Tx{Events: []ledger.Event{dup}}); err != nil {
+	if err := f.store.Commit(ctx, store.Tx{Events: []ledger.Event{dup}}); err != nil {
 		t.Fatal(err)
 	}
 	wantRule(t, f.verify(), invariants.RuleOneTerminal, won)
@@ -151,7 +152,7 @@ func TestAStatusThatDisagreesWithTheFoldIsCaught(t *testing.T) {
 	}
 	e2 := e
 	e2.Status, e2.Version = ledger.Locked, e.Version+1 // a write without its event
-	if err := f.store.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: e.Version}}}); err != nil {
+	if err := f.store.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: e.Version}}}); err != nil {
 		t.Fatal(err)
 	}
 	rep := f.verify()
@@ -186,7 +187,7 @@ func TestAHalfAppliedResolutionIsCaught(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp.State, sp.Outcome = spawn.Resolved, spawn.CallbackApplied // no event, entity untouched
-	if err := f.store.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp}}}); err != nil {
+	if err := f.store.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: sp}}}); err != nil {
 		t.Fatal(err)
 	}
 	rep := f.verify()

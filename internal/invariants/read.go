@@ -4,16 +4,16 @@ import (
 	"context"
 
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
-// Source is the small read port the checker needs; every service.Store
+// Source is the small read port the checker needs; every store.Store
 // satisfies it.
 type Source interface {
-	ListEntities(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error)
+	ListEntities(ctx context.Context, f store.EntityFilter) ([]ledger.Entity, error)
 	Events(ctx context.Context, entityID string) ([]ledger.Event, error)
-	ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.Spawn, error)
+	ListSpawns(ctx context.Context, f store.SpawnFilter) ([]spawn.Spawn, error)
 }
 
 // AllEvents is implemented by stores that can list every event in one read
@@ -28,10 +28,10 @@ type AllEvents interface {
 func Read(ctx context.Context, src Source) (Data, error) {
 	var d Data
 	var err error
-	if d.Entities, err = src.ListEntities(ctx, service.EntityFilter{}); err != nil {
+	if d.Entities, err = src.ListEntities(ctx, store.EntityFilter{}); err != nil {
 		return d, err
 	}
-	if d.Spawns, err = src.ListSpawns(ctx, service.SpawnFilter{}); err != nil {
+	if d.Spawns, err = src.ListSpawns(ctx, store.SpawnFilter{}); err != nil {
 		return d, err
 	}
 	if all, ok := src.(AllEvents); ok {
@@ -65,7 +65,7 @@ func Read(ctx context.Context, src Source) (Data, error) {
 			}
 		}
 	}
-	if as, ok := src.(service.ApprovalStore); ok {
+	if as, ok := src.(store.ApprovalStore); ok {
 		if err := readApprovals(ctx, as, &d); err != nil {
 			return d, err
 		}
@@ -75,7 +75,7 @@ func Read(ctx context.Context, src Source) (Data, error) {
 
 // readApprovals reads every session's frames, then the records (a frame
 // and its record's announced mark commit together, so frames first).
-func readApprovals(ctx context.Context, st service.ApprovalStore, d *Data) error {
+func readApprovals(ctx context.Context, st store.ApprovalStore, d *Data) error {
 	sessions, err := st.ListSessions(ctx)
 	if err != nil {
 		return err
@@ -93,6 +93,6 @@ func readApprovals(ctx context.Context, st service.ApprovalStore, d *Data) error
 			after = page[len(page)-1].Cursor
 		}
 	}
-	d.Approvals, err = st.ListApprovals(ctx, service.ApprovalFilter{})
+	d.Approvals, err = st.ListApprovals(ctx, store.ApprovalFilter{})
 	return err
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
 )
@@ -159,7 +160,7 @@ func NewSQLite(dir string, clients int, timeout time.Duration) (Backend, error) 
 
 // NewSQLiteWrapped is NewSQLite with every client's store passed through
 // wrap (fault injection, deliberately broken stores).
-func NewSQLiteWrapped(dir string, clients int, timeout time.Duration, wrap func(service.Store) service.Store) (Backend, error) {
+func NewSQLiteWrapped(dir string, clients int, timeout time.Duration, wrap func(store.Store) store.Store) (Backend, error) {
 	path := filepath.Join(dir, "dont.db")
 	first, err := sqlite.Create(context.Background(), path)
 	if err != nil {
@@ -175,7 +176,7 @@ func NewSQLiteWrapped(dir string, clients int, timeout time.Duration, wrap func(
 		b.stores = append(b.stores, st)
 	}
 	for _, st := range b.stores {
-		var store service.Store = st
+		var store store.Store = st
 		if wrap != nil {
 			store = wrap(st)
 		}

@@ -16,8 +16,8 @@ import (
 	"github.com/dont-cli/dont/internal/faults"
 	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/linearize"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"pgregory.net/rapid"
 )
 
@@ -206,7 +206,7 @@ func checkMany(t *testing.T, b linearize.Backend, mix linearize.Mix, budget int)
 // stale replica that still says pending, and a write whose spawn
 // condition fails is retried without it (no conditional write). Two
 // resolvers can then both apply — what the checkers exist to catch.
-type staleSpawns struct{ service.Store }
+type staleSpawns struct{ store.Store }
 
 func (s staleSpawns) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
 	sp, err := s.Store.GetSpawn(ctx, id)
@@ -216,9 +216,9 @@ func (s staleSpawns) GetSpawn(ctx context.Context, id string) (spawn.Spawn, erro
 	return sp, err
 }
 
-func (s staleSpawns) Commit(ctx context.Context, tx service.Tx) error {
+func (s staleSpawns) Commit(ctx context.Context, tx store.Tx) error {
 	err := s.Store.Commit(ctx, tx)
-	var cf *service.ConditionFailed
+	var cf *store.ConditionFailed
 	if errors.As(err, &cf) && len(tx.Spawns) == 1 && !tx.Spawns[0].Create && cf.ID == tx.Spawns[0].Spawn.ID {
 		tx.Spawns = nil
 		return s.Store.Commit(ctx, tx)
@@ -230,7 +230,7 @@ func (s staleSpawns) Commit(ctx context.Context, tx service.Tx) error {
 // store that lost its conditional write, the history is rejected and the
 // invariant checker finds two terminal events for one request id.
 func TestABrokenStoreIsNotLinearizable(t *testing.T) {
-	b, err := linearize.NewSQLiteWrapped(t.TempDir(), 4, manual.Timeout, func(st service.Store) service.Store { return staleSpawns{st} })
+	b, err := linearize.NewSQLiteWrapped(t.TempDir(), 4, manual.Timeout, func(st store.Store) store.Store { return staleSpawns{st} })
 	if err != nil {
 		t.Fatal(err)
 	}

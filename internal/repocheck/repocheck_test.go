@@ -507,6 +507,35 @@ func TestStoresAndServiceImportNoTransportOrProvider(t *testing.T) {
 	t.Logf("%d packages of %d checked", checked, len(imports))
 }
 
+// No store imports the use-case layer: the ports a store implements, and
+// every type they take and return, live in internal/store, which the
+// service and the stores both import (docs/design.md §3). So no non-test
+// file of internal/store or of a package under it reaches
+// internal/service, directly or through another package of this module;
+// tests that build a service over a store may import it.
+func TestNoStoreImportsTheUseCaseLayer(t *testing.T) {
+	root, files := tracked(t)
+	module := modulePath(t, root)
+	imports := moduleImports(t, root, module, files)
+	checked := 0
+	for _, pkg := range sortedKeys(imports) {
+		if !under(pkg, "internal/store") {
+			continue
+		}
+		checked++
+		for _, path := range reach(imports, pkg) {
+			if under(path.to, "internal/service") {
+				t.Errorf("%s reaches internal/service (%s): a store imports the port it implements (internal/store), never the use-case layer; move the type it needs into internal/store",
+					pkg, strings.Join(path.via, " -> "))
+				break
+			}
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("%d packages checked: internal/store and its two stores are missing", checked)
+	}
+}
+
 // moduleImports parses the imports of every tracked non-test Go file and
 // returns them by package, as paths relative to the module for its own
 // packages and full import paths for the others.

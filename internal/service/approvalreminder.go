@@ -7,6 +7,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Reminders (docs/approvals.md, "Reminders"): a question nobody has
@@ -25,12 +26,12 @@ func (s *core) reminderAt(now, deadline time.Time) *time.Time {
 // remind sends a's reminder if it is due at now. It reports whether this
 // call sent it; another sender's win, or a question that ended meanwhile,
 // is not an error.
-func (s *core) remind(ctx context.Context, st ApprovalStore, a approvals.Approval, now time.Time) (bool, error) {
+func (s *core) remind(ctx context.Context, st store.ApprovalStore, a approvals.Approval, now time.Time) (bool, error) {
 	if !approvals.NeedsReminder(a, now) {
 		return false, nil
 	}
 	err := st.SendReminder(ctx, a, now)
-	if FailedOn(err, a.ID) {
+	if store.FailedOn(err, a.ID) {
 		return false, nil
 	}
 	if err != nil {
@@ -41,7 +42,7 @@ func (s *core) remind(ctx context.Context, st ApprovalStore, a approvals.Approva
 
 // sweepReminders sends the reminders due at now, up to limit; what it
 // could not send comes back as warnings.
-func (s *core) sweepReminders(ctx context.Context, st ApprovalStore, now time.Time, limit int) ([]string, []envelope.Warning, error) {
+func (s *core) sweepReminders(ctx context.Context, st store.ApprovalStore, now time.Time, limit int) ([]string, []envelope.Warning, error) {
 	due, err := st.DueReminders(ctx, now, limit)
 	if err != nil {
 		return nil, nil, storeErr(err)

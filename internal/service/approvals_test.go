@@ -19,6 +19,7 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
 	_ "modernc.org/sqlite"
@@ -26,7 +27,7 @@ import (
 
 // faulty wraps an approval store and fails chosen operations.
 type faulty struct {
-	service.ApprovalStore
+	store.ApprovalStore
 	failAsk      atomic.Bool  // CreateApproval of a question
 	failRecord   atomic.Bool  // CreateApproval of a refusal record
 	failLastRead atomic.Bool  // LastRead
@@ -265,7 +266,7 @@ func TestHopRefusalsAreRefusedAtOnceWithNoQuestionAndRecorded(t *testing.T) {
 			}
 		})
 	}
-	pending, _ := e.store.ListApprovals(ctx, service.ApprovalFilter{State: approvals.Pending})
+	pending, _ := e.store.ListApprovals(ctx, store.ApprovalFilter{State: approvals.Pending})
 	if len(pending) != 1 || pending[0].ID != open.ID {
 		t.Fatalf("hop refusals created questions: %d pending", len(pending))
 	}
@@ -412,7 +413,7 @@ func TestAStoreErrorWhileAskingIsARefusal(t *testing.T) {
 	if ee := wantCode(t, err, service.ApprovalChannelError, present.ExitRefusal); ee.EntityID != "" {
 		t.Fatalf("names an unrecorded refusal %s", ee.EntityID)
 	}
-	if pending, _ := e.store.ListApprovals(ctx, service.ApprovalFilter{State: approvals.Pending}); len(pending) != 0 || len(e.frames(ses)) != 0 {
+	if pending, _ := e.store.ListApprovals(ctx, store.ApprovalFilter{State: approvals.Pending}); len(pending) != 0 || len(e.frames(ses)) != 0 {
 		t.Fatalf("a failed ask left %d questions and %d frames", len(pending), len(e.frames(ses)))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
 )
@@ -52,12 +53,12 @@ func BenchmarkSweep(b *testing.B) {
 
 // seed tops the store up to `stored` pending guess spawns, `expired` of them due.
 func seed(b *testing.B, st *sqlite.Store, now time.Time, stored, expired, round int) {
-	var tx service.Tx
+	var tx store.Tx
 	flush := func() {
 		if err := st.Commit(ctx, tx); err != nil {
 			b.Fatal(err)
 		}
-		tx = service.Tx{}
+		tx = store.Tx{}
 	}
 	total := expired
 	if round == 0 {
@@ -68,7 +69,7 @@ func seed(b *testing.B, st *sqlite.Store, now time.Time, stored, expired, round 
 		if i < expired {
 			exp = now.Add(-time.Minute)
 		}
-		tx.Spawns = append(tx.Spawns, service.SpawnPut{Create: true, Spawn: spawn.Spawn{ID: ids.New(ids.Spawn, now), Kind: spawn.Guess,
+		tx.Spawns = append(tx.Spawns, store.SpawnPut{Create: true, Spawn: spawn.Spawn{ID: ids.New(ids.Spawn, now), Kind: spawn.Guess,
 			State: spawn.Pending, IssuedAt: now, ExpiresAt: exp, Request: []byte("{}")}})
 		if len(tx.Spawns) == 1000 {
 			flush()

@@ -9,6 +9,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/tools"
 )
 
@@ -116,7 +117,7 @@ func TestCancellingAGuessSpawn(t *testing.T) {
 	if _, err := call(e.svc, "guess", map[string]any{"question": "boiling point at 2000 m?", "n": 2, "mode": string(spawn.ModeHarness)}); err != nil {
 		t.Fatal(err)
 	}
-	sps, _ := e.store.ListSpawns(ctx, service.SpawnFilter{})
+	sps, _ := e.store.ListSpawns(ctx, store.SpawnFilter{})
 	r, _ := e.cancel(e.svc, sps[0].ID)
 	if !r.Applied || r.Restored || r.EntityID != "" {
 		t.Fatalf("%+v", r)

@@ -9,25 +9,10 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/store"
 )
 
-// ConfirmationStore keeps the server's pending confirmations: gated calls
-// held until an approver confirms them. A store offers it by implementing
-// these methods beside Store; a store that does not answers
-// confirmations-unavailable.
-type ConfirmationStore interface {
-	// PutConfirmation creates p; ConditionFailed if its id exists.
-	PutConfirmation(ctx context.Context, p confirm.Pending) error
-	// GetConfirmation returns ErrNotFound for an unknown id.
-	GetConfirmation(ctx context.Context, id string) (confirm.Pending, error)
-	// ListConfirmations returns every confirmation, oldest first.
-	ListConfirmations(ctx context.Context) ([]confirm.Pending, error)
-	// UpdateConfirmation replaces p only if its stored state is still
-	// from; otherwise it returns ConditionFailed and writes nothing.
-	UpdateConfirmation(ctx context.Context, p confirm.Pending, from confirm.State) error
-}
-
-func (s *core) confirmations() (ConfirmationStore, error) {
+func (s *core) confirmations() (store.ConfirmationStore, error) {
 	if s.Confirmations != nil {
 		return s.Confirmations, nil
 	}
@@ -142,7 +127,7 @@ func (s *Held) Show(ctx context.Context, id string) (ConfirmationView, error) {
 	return s.confirmationView(p), nil
 }
 
-func (s *core) confirmation(ctx context.Context, id string) (ConfirmationStore, confirm.Pending, error) {
+func (s *core) confirmation(ctx context.Context, id string) (store.ConfirmationStore, confirm.Pending, error) {
 	cs, err := s.confirmations()
 	if err != nil {
 		return nil, confirm.Pending{}, err
@@ -151,7 +136,7 @@ func (s *core) confirmation(ctx context.Context, id string) (ConfirmationStore, 
 		return cs, confirm.Pending{}, errs.E(errs.InvalidID, "not a confirmation id: "+quoteID(id)).Unmet("ids look like conf:<ULID>")
 	}
 	p, err := cs.GetConfirmation(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return cs, p, errs.E(confirm.NotFound, "no confirmation "+id+" in this project")
 	}
 	if err != nil {
@@ -168,7 +153,7 @@ func (s *Held) CheckRequesterLive(ctx context.Context, p confirm.Pending) error 
 		return nil
 	}
 	t, err := s.Tokens.GetToken(ctx, p.RequestedBy)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return storeErr(err)
 	}
 	if err == nil && t.RevokedAt == nil {

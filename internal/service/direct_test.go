@@ -20,6 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/tools"
 )
 
@@ -325,10 +326,10 @@ func TestDirectGuessProviderFailureConcludesNothing(t *testing.T) {
 	if !errs.Is(err, service.ProviderError) {
 		t.Fatalf("err %v", err)
 	}
-	if list, _ := e.store.ListEntities(ctx, service.EntityFilter{}); len(list) != 0 {
+	if list, _ := e.store.ListEntities(ctx, store.EntityFilter{}); len(list) != 0 {
 		t.Fatalf("a failed guess concluded %d entities", len(list))
 	}
-	sps, _ := e.store.ListSpawns(ctx, service.SpawnFilter{})
+	sps, _ := e.store.ListSpawns(ctx, store.SpawnFilter{})
 	if len(sps) != 1 || sps[0].Outcome != spawn.Failed {
 		t.Fatalf("spawns %+v", sps)
 	}

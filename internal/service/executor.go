@@ -8,6 +8,7 @@ import (
 	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // respond makes the call's response from the transition about to be
@@ -137,10 +138,10 @@ func (s *core) snapshot(ctx context.Context, step spawn.Step, fresh bool) (spawn
 // txOf is the store's write for a transition: its spawn, its entity, its
 // events (each given its id and author) and, for a doubt, the stale
 // cascade through the entities that depend on it.
-func (s *core) txOf(ctx context.Context, tr spawn.Transition) (Tx, error) {
-	tx := Tx{Spawns: []SpawnPut{{Spawn: tr.Spawn, Create: tr.CreateSpawn, PrevExpiresAt: tr.PrevExpiresAt, Step: tr.Step}}}
+func (s *core) txOf(ctx context.Context, tr spawn.Transition) (store.Tx, error) {
+	tx := store.Tx{Spawns: []store.SpawnPut{{Spawn: tr.Spawn, Create: tr.CreateSpawn, PrevExpiresAt: tr.PrevExpiresAt, Step: tr.Step}}}
 	if tr.Entity != nil {
-		tx.Entities = []EntityPut{{Entity: *tr.Entity, PrevVersion: tr.PrevVersion}}
+		tx.Entities = []store.EntityPut{{Entity: *tr.Entity, PrevVersion: tr.PrevVersion}}
 	}
 	for _, ev := range tr.Events {
 		ev.ID, ev.Author = s.newID(ids.Event, ev.At), s.Author
@@ -148,7 +149,7 @@ func (s *core) txOf(ctx context.Context, tr spawn.Transition) (Tx, error) {
 	}
 	if tr.CascadeFrom != "" {
 		if err := s.cascadeStale(ctx, &tx, tr.CascadeFrom, tr.Entity.UpdatedAt); err != nil {
-			return Tx{}, err
+			return store.Tx{}, err
 		}
 	}
 	return tx, nil

@@ -10,81 +10,8 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/store"
 )
-
-// HookStore keeps webhook subscriptions, the outbox and the delivery log
-// (docs/hooks.md). The outbox itself is written by the store inside the
-// transaction of the event it announces — Commit for the spawn events,
-// CreateApproval and ResolveApproval for the questions, PutConfirmation
-// for held calls — with hooks.OfEvent, OfAsked, OfEnded and OfHeld: one
-// delivery per live hook that hears the event. A transaction that rolls
-// back therefore announces nothing, and one that commits is delivered at
-// least once.
-type HookStore interface {
-	// PutHook creates h with its secret; ConditionFailed if its id exists.
-	PutHook(ctx context.Context, h hooks.Hook) error
-	// GetHook returns a hook with its secret, or ErrNotFound.
-	GetHook(ctx context.Context, id string) (hooks.Hook, error)
-	// ListHooks returns every hook (removed ones too), oldest first,
-	// with their secrets.
-	ListHooks(ctx context.Context) ([]hooks.Hook, error)
-	// RemoveHook marks a hook removed at at; its pending deliveries are
-	// failed. ErrNotFound for an unknown or already removed hook.
-	RemoveHook(ctx context.Context, id string, at time.Time) error
-	// Enqueue stores m with one pending delivery to each of hookIDs, due
-	// at m.At (hooks test; events are enqueued by their own transaction).
-	Enqueue(ctx context.Context, m hooks.Message, hookIDs []string) error
-	// ClaimDue returns up to limit pending deliveries due at or before
-	// now, with their messages, and moves each one's next attempt to
-	// now+lease in the same write, so that concurrent workers rarely
-	// take the same one and a worker that dies lets it fall due again.
-	ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]DueDelivery, error)
-	// RecordAttempt appends a to the delivery log and stores d, the
-	// delivery after it, in one transaction.
-	RecordAttempt(ctx context.Context, a hooks.Attempt, d hooks.Delivery) error
-	// Deliveries returns one page of a hook's deliveries, newest message
-	// first, and of its delivery log, newest attempt first (docs/design.md,
-	// "Paginated reads"). A position it cannot read is ErrInvalidPosition.
-	Deliveries(ctx context.Context, hookID string, f DeliveryFilter) (DeliveryPage, error)
-	// LastAttempt is the newest attempt of hook id, ok false if none.
-	LastAttempt(ctx context.Context, hookID string) (hooks.Attempt, bool, error)
-}
-
-// DeliveryFilter asks a store for one page of a hook's deliveries and
-// of its delivery log, each newest first. A list with a limit of 0 is
-// not read.
-type DeliveryFilter struct {
-	// Deliveries is at most how many deliveries; DeliveriesBefore a
-	// message id: only the deliveries of older messages ("": from the
-	// newest).
-	Deliveries       int
-	DeliveriesBefore string
-	// Attempts is at most how many attempts; AttemptsBefore a position
-	// of the store's (DeliveryPage.Positions): only the attempts logged
-	// before it ("": from the newest).
-	Attempts       int
-	AttemptsBefore string
-}
-
-// DeliveryPage is one page of a hook's deliveries and delivery log.
-type DeliveryPage struct {
-	Deliveries []hooks.Delivery
-	Attempts   []hooks.Attempt
-	// Positions holds the store's position of each of Attempts, for a
-	// next page's AttemptsBefore. The log has no store-independent order
-	// key: SQLite's is the row's sequence, DynamoDB's the item's sort key.
-	Positions []string
-}
-
-// ErrInvalidPosition is a store's answer to a position it never gave
-// out: a cursor made by hand.
-var ErrInvalidPosition = errors.New("not a position of this listing")
-
-// DueDelivery is a claimed delivery with what it delivers.
-type DueDelivery struct {
-	Delivery hooks.Delivery
-	Message  hooks.Message
-}
 
 // Sender makes one attempt at a delivery: internal/webhook over HTTP.
 type Sender interface {
@@ -111,7 +38,7 @@ type HooksConfig struct {
 	// Bus, when set, receives the deliveries of hooks.BusHook, which a
 	// store with an event bus queues for every event.
 	Bus    EventBus
-	Store  HookStore
+	Store  store.HookStore
 	Sender Sender
 	// Policy is the address policy applied when a hook is added (the
 	// sender applies it again at dial time).
@@ -126,7 +53,7 @@ type Hooks struct{ *core }
 // HookUnavailable is the refusal of a hook operation on a store without them.
 const HookUnavailable errs.Code = "hooks-unavailable"
 
-func (s *core) hookStore() (HookStore, error) {
+func (s *core) hookStore() (store.HookStore, error) {
 	if s.HooksConfig.Store == nil {
 		return nil, errs.E(HookUnavailable, "this deployment keeps no webhooks")
 	}
@@ -216,12 +143,12 @@ func (s *Hooks) List(ctx context.Context) (HookList, error) {
 	return out, nil
 }
 
-func (s *Hooks) live(ctx context.Context, st HookStore, id string) (hooks.Hook, error) {
+func (s *Hooks) live(ctx context.Context, st store.HookStore, id string) (hooks.Hook, error) {
 	if ids.Kind(id) != ids.Hook {
 		return hooks.Hook{}, errs.E(errs.InvalidID, "not a hook id: "+quoteID(id)).Unmet("hook ids look like hook:<ULID>")
 	}
 	h, err := st.GetHook(ctx, id)
-	if errors.Is(err, ErrNotFound) || (err == nil && h.RemovedAt != nil) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && h.RemovedAt != nil) {
 		return h, errs.E(hooks.HookNotFound, "no such hook "+id).On(id)
 	}
 	if err != nil {
@@ -242,7 +169,7 @@ func (s *Hooks) Remove(ctx context.Context, id string) (HookView, error) {
 	}
 	now := s.now()
 	if err := st.RemoveHook(ctx, id, now); err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return HookView{}, errs.E(hooks.HookNotFound, "no such hook "+id).On(id)
 		}
 		return HookView{}, storeErr(err)
@@ -329,14 +256,14 @@ func (s *Hooks) DeliveriesPage(ctx context.Context, id string, p Page) (HookDeli
 	if err != nil {
 		return HookDeliveries{}, err
 	}
-	if _, err := st.GetHook(ctx, id); errors.Is(err, ErrNotFound) {
+	if _, err := st.GetHook(ctx, id); errors.Is(err, store.ErrNotFound) {
 		return HookDeliveries{}, errs.E(hooks.HookNotFound, "no such hook "+id).On(id)
 	} else if err != nil {
 		return HookDeliveries{}, storeErr(err)
 	}
 	// One more of each than the page: whether it exists says whether the
 	// list goes on.
-	f := DeliveryFilter{Deliveries: limit + 1, Attempts: limit + 1}
+	f := store.DeliveryFilter{Deliveries: limit + 1, Attempts: limit + 1}
 	if p.Cursor != "" {
 		f.DeliveriesBefore, f.AttemptsBefore, _ = strings.Cut(after, "\n")
 		if f.DeliveriesBefore == "" {
@@ -347,7 +274,7 @@ func (s *Hooks) DeliveriesPage(ctx context.Context, id string, p Page) (HookDeli
 		}
 	}
 	pg, err := st.Deliveries(ctx, id, f)
-	if errors.Is(err, ErrInvalidPosition) {
+	if errors.Is(err, store.ErrInvalidPosition) {
 		return HookDeliveries{}, invalidPosition("hooks.deliveries")
 	}
 	if err != nil {
@@ -431,7 +358,7 @@ func (s *Hooks) Deliver(ctx context.Context, limit int) (DeliverResult, error) {
 }
 
 // attempt makes one attempt at d and records it.
-func (s *core) attempt(ctx context.Context, st HookStore, h hooks.Hook, d hooks.Delivery, m hooks.Message) (hooks.Attempt, hooks.Delivery, error) {
+func (s *core) attempt(ctx context.Context, st store.HookStore, h hooks.Hook, d hooks.Delivery, m hooks.Message) (hooks.Attempt, hooks.Delivery, error) {
 	a := hooks.Attempt{MessageID: m.ID, HookID: h.ID, N: d.Attempts + 1, At: s.now()}
 	if h.RemovedAt != nil {
 		a.Outcome, a.Error = hooks.Rejected, "the hook was removed"

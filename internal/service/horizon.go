@@ -7,6 +7,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // ScheduleFailed: the scheduler refused a coming-due spawn or question.
@@ -42,7 +43,7 @@ func (s *core) ScheduleComingDue(ctx context.Context, horizon, period time.Durat
 		return 0, nil
 	}
 	if limit <= 0 {
-		limit = SweepBatch
+		limit = store.SweepBatch
 	}
 	now := s.now()
 	w := window{now: now, from: now.Add(horizon - period), to: now.Add(horizon)}
@@ -136,7 +137,7 @@ type ComingDuePage struct {
 // again by the next page (duplicates are harmless, gaps are not).
 func (s *core) ComingDue(ctx context.Context, after, until time.Time, limit int) (ComingDuePage, error) {
 	if limit <= 0 {
-		limit = SweepBatch
+		limit = store.SweepBatch
 	}
 	now := s.now()
 	if after.Before(now) {

@@ -10,6 +10,7 @@ import (
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // InboxLease is the subscriber-lease key of the project's inbox. A person
@@ -107,7 +108,7 @@ func (s *Escalations) Inbox(ctx context.Context, in InboxInput) (Inbox, error) {
 	if err != nil {
 		return res, storeErr(err)
 	}
-	records, err := st.ListApprovals(ctx, ApprovalFilter{})
+	records, err := st.ListApprovals(ctx, store.ApprovalFilter{})
 	if err != nil {
 		return res, storeErr(err)
 	}
@@ -186,7 +187,7 @@ func (s *core) inboxNames(ctx context.Context, in Inbox) map[string]string {
 
 // lastRead is the latest read that makes a session answerable: of the
 // session's frames, or of the project's inbox.
-func (s *core) lastRead(ctx context.Context, st ApprovalStore, sessionID string) (time.Time, error) {
+func (s *core) lastRead(ctx context.Context, st store.ApprovalStore, sessionID string) (time.Time, error) {
 	last, err := st.LastRead(ctx, sessionID)
 	if err != nil {
 		return last, err

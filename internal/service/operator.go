@@ -3,11 +3,11 @@ package service
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/settings"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Operator actions: what an operator does to a project of a store shared
@@ -15,24 +15,6 @@ import (
 // or should (the project's own settings). No tool runs them; the front end
 // that calls them decides who is an operator (the api function: whoever
 // IAM lets invoke it directly, an event API Gateway never sends).
-
-// SettingsStore keeps a project's own settings: in a store shared by many
-// projects (an embedded project keeps them in .dont/config.toml).
-type SettingsStore interface {
-	// Settings reads them; a project that set none has the zero value.
-	Settings(ctx context.Context) (ProjectSettings, error)
-	// PutSettings replaces them.
-	PutSettings(ctx context.Context, ps ProjectSettings) error
-}
-
-// ProjectSettings are one project's own settings. Zero values leave the
-// deployment's defaults.
-type ProjectSettings struct {
-	// SpawnTimeout is how long the project's spawns wait for a callback.
-	SpawnTimeout time.Duration `json:"spawn_timeout,omitempty"`
-	// SpawnMaxLease bounds the project's heartbeats (spawn_max_lease).
-	SpawnMaxLease time.Duration `json:"spawn_max_lease,omitempty"`
-}
 
 // SettingsUnavailable: the store keeps no project settings (an embedded
 // project keeps them in .dont/config.toml).
@@ -105,7 +87,7 @@ func (s *Service) SetProjectSettings(ctx context.Context, in ProjectSettingsInpu
 	if err != nil {
 		return ProjectSettingsView{}, err
 	}
-	ps := ProjectSettings{SpawnTimeout: d}
+	ps := store.ProjectSettings{SpawnTimeout: d}
 	if in.SpawnMaxLease != "" {
 		if ps.SpawnMaxLease, err = settings.SpawnMaxLease.FromArgument(settings.KeySpawnMaxLease, in.SpawnMaxLease); err != nil {
 			return ProjectSettingsView{}, err
@@ -140,19 +122,19 @@ func (s *Credentials) RotateProjectSecret(ctx context.Context) (SecretRotationVi
 	if err != nil {
 		return SecretRotationView{}, err
 	}
-	rs, ok := ts.(RotatingSecrets)
+	rs, ok := ts.(store.RotatingSecrets)
 	if !ok {
 		return SecretRotationView{}, errs.E(errs.InvalidArgument, "this store's project secret does not rotate")
 	}
 	previous, _, err := rs.CurrentSecret(ctx)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return SecretRotationView{}, errs.E(errs.NotFound, "the project has no secret yet: create its first token").With("project", s.Project)
 	}
 	if err != nil {
 		return SecretRotationView{}, storeErr(err)
 	}
 	keyID, err := rs.RotateSecret(ctx)
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, store.ErrConflict) {
 		return SecretRotationView{}, errs.E(errs.Conflict, "another rotation of the project's secret won; nothing was written").With("project", s.Project)
 	}
 	if err != nil {

@@ -2,13 +2,14 @@ package service_test
 
 import (
 	"context"
-	"github.com/dont-cli/dont/internal/present"
 	"testing"
 	"time"
 
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
@@ -65,13 +66,13 @@ func TestAnOperatorTokenDefaultsToAnAdminAndMakesTheProjectsSecret(t *testing.T)
 
 // settingsStore keeps one project's settings in memory.
 type settingsStore struct {
-	ps   service.ProjectSettings
+	ps   store.ProjectSettings
 	puts int
 }
 
-func (s *settingsStore) Settings(context.Context) (service.ProjectSettings, error) { return s.ps, nil }
+func (s *settingsStore) Settings(context.Context) (store.ProjectSettings, error) { return s.ps, nil }
 
-func (s *settingsStore) PutSettings(_ context.Context, ps service.ProjectSettings) error {
+func (s *settingsStore) PutSettings(_ context.Context, ps store.ProjectSettings) error {
 	s.ps, s.puts = ps, s.puts+1
 	return nil
 }

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
-	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/dont-cli/dont/internal/errs"
@@ -118,20 +116,3 @@ func entityKey(after string) bool {
 
 // spawnKey says whether after is a spawn's id.
 func spawnKey(after string) bool { return ids.Kind(after) == ids.Spawn }
-
-// PageOf returns the items whose key sorts after after, in key order, at
-// most limit of them (0: all): for a store whose index answers a filter
-// whole, and for the service, which cuts what a store returned.
-func PageOf[T any](items []T, key func(T) string, after string, limit int) []T {
-	out := make([]T, 0, len(items))
-	for _, it := range items {
-		if key(it) > after {
-			out = append(out, it)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b T) int { return strings.Compare(key(a), key(b)) })
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Passkeys are approvers' WebAuthn credentials and the approve that needs
@@ -34,16 +35,6 @@ const (
 	PasskeysUnavailable errs.Code = "passkeys-unavailable"
 )
 
-// PasskeyCredential is one approver's registered credential. Data is the
-// relying party's own record of it (public key, sign count, flags), kept
-// as it gives it.
-type PasskeyCredential struct {
-	ID        string          `json:"credential_id"` // base64url, unpadded
-	Approver  string          `json:"approver"`      // the approver token's id
-	Data      json.RawMessage `json:"data"`
-	CreatedAt time.Time       `json:"created_at"`
-}
-
 // Ceremony kinds.
 const (
 	CeremonyRegister = "register"
@@ -51,51 +42,23 @@ const (
 	CeremonySignIn   = "signin"
 )
 
-// PasskeyCeremony is a challenge issued and not yet answered. Key is the
-// challenge (base64url): an answer names it, and taking it spends it.
-type PasskeyCeremony struct {
-	Key         string          `json:"key"`
-	Kind        string          `json:"kind"`
-	Approver    string          `json:"approver"`
-	ApprovalID  string          `json:"approval_id,omitempty"`
-	ShownDigest string          `json:"shown_digest,omitempty"`
-	Nonce       []byte          `json:"nonce,omitempty"`
-	Session     json.RawMessage `json:"session"`
-	Expires     time.Time       `json:"expires"`
-}
-
-// PasskeyStore keeps a project's passkeys and open ceremonies. A store
-// offers it by implementing these methods; one that does not answers
-// passkeys-unavailable.
-type PasskeyStore interface {
-	// PutPasskey stores c, replacing the credential of the same id.
-	PutPasskey(ctx context.Context, c PasskeyCredential) error
-	// Passkeys returns approver's credentials, oldest first.
-	Passkeys(ctx context.Context, approver string) ([]PasskeyCredential, error)
-	// PutPasskeyCeremony creates c; ConditionFailed if its key exists.
-	PutPasskeyCeremony(ctx context.Context, c PasskeyCeremony) error
-	// TakePasskeyCeremony deletes and returns the ceremony of key; of two
-	// concurrent takers only one gets it, the other ErrNotFound.
-	TakePasskeyCeremony(ctx context.Context, key string) (PasskeyCeremony, error)
-}
-
 // PasskeyRelyingParty runs WebAuthn's ceremonies for one page origin.
 // Options are what the browser's navigator.credentials call takes
 // (publicKey options, JSON); session is the relying party's state between
 // begin and finish.
 type PasskeyRelyingParty interface {
-	BeginRegistration(approver string, existing []PasskeyCredential) (options, session json.RawMessage, challenge []byte, err error)
-	FinishRegistration(approver string, session, response json.RawMessage) (PasskeyCredential, error)
+	BeginRegistration(approver string, existing []store.PasskeyCredential) (options, session json.RawMessage, challenge []byte, err error)
+	FinishRegistration(approver string, session, response json.RawMessage) (store.PasskeyCredential, error)
 	// BeginAssertion asks one of creds to sign challenge, with user
 	// verification required.
-	BeginAssertion(approver string, creds []PasskeyCredential, challenge []byte) (options, session json.RawMessage, err error)
+	BeginAssertion(approver string, creds []store.PasskeyCredential, challenge []byte) (options, session json.RawMessage, err error)
 	// AssertedChallenge is the challenge response claims to answer (not
 	// yet verified: FinishAssertion verifies it).
 	AssertedChallenge(response json.RawMessage) ([]byte, error)
 	// FinishAssertion verifies response against session and creds (the
 	// signature, the origin, the challenge, user verification) and returns
 	// the credential that signed, with its sign count moved on.
-	FinishAssertion(approver string, creds []PasskeyCredential, session, response json.RawMessage) (PasskeyCredential, error)
+	FinishAssertion(approver string, creds []store.PasskeyCredential, session, response json.RawMessage) (store.PasskeyCredential, error)
 	// BeginSignIn asks any passkey of this relying party to sign in
 	// (a discoverable credential names its approver), with user
 	// verification required.
@@ -117,7 +80,7 @@ func WithPageOrigin(ctx context.Context, origin string) context.Context {
 	return context.WithValue(ctx, originKey{}, origin)
 }
 
-func (s *core) passkeyParts(ctx context.Context) (PasskeyStore, PasskeyRelyingParty, string, error) {
+func (s *core) passkeyParts(ctx context.Context) (store.PasskeyStore, PasskeyRelyingParty, string, error) {
 	p := s.PrincipalOf(ctx)
 	if p.TokenID == "" || p.Role != auth.RoleApprover {
 		return nil, nil, "", errs.E(PasskeysUnavailable, "a passkey belongs to an approver token: sign in to the approvals page with one")
@@ -127,8 +90,8 @@ func (s *core) passkeyParts(ctx context.Context) (PasskeyStore, PasskeyRelyingPa
 }
 
 // passkeyRP is the store and the relying party of the calling page.
-func (s *core) passkeyRP(ctx context.Context) (PasskeyStore, PasskeyRelyingParty, error) {
-	ps, ok := s.Store.(PasskeyStore)
+func (s *core) passkeyRP(ctx context.Context) (store.PasskeyStore, PasskeyRelyingParty, error) {
+	ps, ok := s.Store.(store.PasskeyStore)
 	origin, _ := ctx.Value(originKey{}).(string)
 	if !ok || s.PasskeyRP == nil || origin == "" {
 		return nil, nil, errs.E(PasskeysUnavailable, "passkeys need the approvals page of dont serve or the API function (a page origin to bind them to)")
@@ -178,7 +141,7 @@ func (s *Passkeys) RegisterBegin(ctx context.Context) (PasskeyOptions, error) {
 	if err != nil {
 		return PasskeyOptions{}, errs.E(PasskeysUnavailable, "cannot begin a registration: "+err.Error())
 	}
-	c := PasskeyCeremony{Key: base64.RawURLEncoding.EncodeToString(challenge), Kind: CeremonyRegister, Approver: approver, Session: session,
+	c := store.PasskeyCeremony{Key: base64.RawURLEncoding.EncodeToString(challenge), Kind: CeremonyRegister, Approver: approver, Session: session,
 		Expires: s.now().Add(approvals.PasskeyGrantTTL)}
 	if err := ps.PutPasskeyCeremony(ctx, c); err != nil {
 		return PasskeyOptions{}, storeErr(err)
@@ -248,7 +211,7 @@ func (s *Passkeys) ApproveBegin(ctx context.Context, id string) (PasskeyOptions,
 	if err != nil {
 		return PasskeyOptions{}, errs.E(PasskeysUnavailable, "cannot begin an assertion: "+err.Error())
 	}
-	c := PasskeyCeremony{Key: base64.RawURLEncoding.EncodeToString(challenge), Kind: CeremonyApprove, Approver: approver, ApprovalID: a.ID,
+	c := store.PasskeyCeremony{Key: base64.RawURLEncoding.EncodeToString(challenge), Kind: CeremonyApprove, Approver: approver, ApprovalID: a.ID,
 		ShownDigest: digest, Nonce: nonce, Session: session, Expires: s.now().Add(approvals.PasskeyGrantTTL)}
 	if err := ps.PutPasskeyCeremony(ctx, c); err != nil {
 		return PasskeyOptions{}, storeErr(err)
@@ -256,10 +219,10 @@ func (s *Passkeys) ApproveBegin(ctx context.Context, id string) (PasskeyOptions,
 	return PasskeyOptions{Options: opts, Challenge: c.Key, Expires: c.Expires}, nil
 }
 
-func (s *core) takeCeremony(ctx context.Context, ps PasskeyStore, key, kind, approver string) (PasskeyCeremony, error) {
+func (s *core) takeCeremony(ctx context.Context, ps store.PasskeyStore, key, kind, approver string) (store.PasskeyCeremony, error) {
 	c, err := ps.TakePasskeyCeremony(ctx, key)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return c, passkeyInvalid("the challenge was never issued, or was already used (a passkey answer counts once)")
 	case err != nil:
 		return c, storeErr(err)
@@ -362,7 +325,7 @@ func (s *Passkeys) SignInBegin(ctx context.Context) (PasskeyOptions, error) {
 	if err != nil {
 		return PasskeyOptions{}, errs.E(PasskeysUnavailable, "cannot begin a sign-in: "+err.Error())
 	}
-	c := PasskeyCeremony{Key: base64.RawURLEncoding.EncodeToString(challenge), Kind: CeremonySignIn, Session: session, Expires: s.now().Add(approvals.PasskeyGrantTTL)}
+	c := store.PasskeyCeremony{Key: base64.RawURLEncoding.EncodeToString(challenge), Kind: CeremonySignIn, Session: session, Expires: s.now().Add(approvals.PasskeyGrantTTL)}
 	if err := ps.PutPasskeyCeremony(ctx, c); err != nil {
 		return PasskeyOptions{}, storeErr(err)
 	}
@@ -423,9 +386,9 @@ func (s *Passkeys) SignInFinish(ctx context.Context, challenge string, response 
 
 // passkeySession resolves a passkey session to the approver token it
 // stands for, which must still be an unrevoked approver token.
-func (s *Credentials) passkeySession(ctx context.Context, ts TokenStore, presented string) (auth.Principal, error) {
+func (s *Credentials) passkeySession(ctx context.Context, ts store.TokenStore, presented string) (auth.Principal, error) {
 	secret, err := callbackSecret(ctx, ts, "")
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return auth.Principal{}, errs.E(Unauthenticated, "invalid passkey session")
 	}
 	if err != nil {
@@ -436,7 +399,7 @@ func (s *Credentials) passkeySession(ctx context.Context, ts TokenStore, present
 		return auth.Principal{}, errs.E(Unauthenticated, "invalid or expired passkey session: sign in again")
 	}
 	t, err := ts.GetToken(ctx, id)
-	if errors.Is(err, ErrNotFound) || err == nil && (t.RevokedAt != nil || t.Role != auth.RoleApprover) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && (t.RevokedAt != nil || t.Role != auth.RoleApprover) {
 		return auth.Principal{}, errs.E(Unauthenticated, "the approver token this passkey session stands for was revoked")
 	}
 	if err != nil {

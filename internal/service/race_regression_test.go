@@ -7,12 +7,13 @@ import (
 
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // beforeEntityRead runs hook once, just before the first entity read: the
 // window between a callback's spawn read and its entity read.
 type beforeEntityRead struct {
-	service.Store
+	store.Store
 	once sync.Once
 	hook func()
 }

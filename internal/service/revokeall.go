@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"errors"
+
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Revoked lists the tokens RevokeAll revoked.
@@ -30,7 +32,7 @@ func (s *Credentials) RevokeAll(ctx context.Context) (Revoked, error) {
 		if t.RevokedAt != nil {
 			continue
 		}
-		if err := ts.RevokeToken(ctx, t.ID, now); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := ts.RevokeToken(ctx, t.ID, now); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return Revoked{}, storeErr(err)
 		}
 		revoked = append(revoked, t.ID)

@@ -19,6 +19,7 @@ import (
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
 )
@@ -33,7 +34,7 @@ func newClock() *clock {
 }
 func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-func (c *clock) service(st service.Store) *service.Service {
+func (c *clock) service(st store.Store) *service.Service {
 	return service.New(service.Deps{Store: st, Clock: c.Now, SpawnTimeout: time.Hour, Author: "test"})
 }
 
@@ -259,7 +260,7 @@ func TestGuessRequestsCandidateSet(t *testing.T) {
 	if got := strings.Join(req.Callback.Actions, ","); got != "answer" {
 		t.Fatalf("guess callback actions = %s, want answer", got)
 	}
-	list, _ := e.store.ListEntities(ctx, service.EntityFilter{})
+	list, _ := e.store.ListEntities(ctx, store.EntityFilter{})
 	if len(list) != 0 {
 		t.Fatalf("guess wrote %d entities to the claim store directly", len(list))
 	}
@@ -314,7 +315,7 @@ func TestDirectModeBypassesSpawnEnvelope(t *testing.T) {
 	if st := e.status(id); st != ledger.Verified {
 		t.Fatalf("refused direct call changed status to %s", st)
 	}
-	if sps, _ := e.store.ListSpawns(ctx, service.SpawnFilter{}); len(sps) != 0 {
+	if sps, _ := e.store.ListSpawns(ctx, store.SpawnFilter{}); len(sps) != 0 {
 		t.Fatalf("refused direct call stored %d spawns", len(sps))
 	}
 }
@@ -395,7 +396,7 @@ func TestTimeoutDoesNotAutoRespawn(t *testing.T) {
 		call(e.svc, "list", nil)
 		e.clock.Advance(2 * time.Hour)
 	}
-	sps, _ := e.store.ListSpawns(ctx, service.SpawnFilter{})
+	sps, _ := e.store.ListSpawns(ctx, store.SpawnFilter{})
 	if len(sps) != 1 {
 		t.Fatalf("%d spawns after timeout, want the original only", len(sps))
 	}

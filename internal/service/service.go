@@ -17,14 +17,11 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/settings"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // DefaultSpawnTimeout applies when the project configures none.
 const DefaultSpawnTimeout = settings.DefaultSpawnTimeout
-
-// SweepBatch bounds one page of a full sweep (`dont sweep`, the timers,
-// the ticker, the AWS sweeper).
-const SweepBatch = 100
 
 // InlineSweep bounds the due spawns a tool call's sweep-first times out
 // itself: a backlog is the sweeper's (docs/design.md §5.5), and a call
@@ -39,13 +36,13 @@ const maxAttempts = 32
 // one is absent: the operations that need it refuse with its
 // *-unavailable error (direct mode with config-missing). Time is an input.
 type Deps struct {
-	Store Store
+	Store store.Store
 	// Tokens keeps bearer tokens and the callback secret.
-	Tokens TokenStore
+	Tokens store.TokenStore
 	// Approvals configures tier escalation (Approvals.Store nil: none).
 	Approvals Approvals
 	// Confirmations keeps the calls held for an approver.
-	Confirmations ConfirmationStore
+	Confirmations store.ConfirmationStore
 	// Provider is direct mode's LLM.
 	Provider Reasoner
 	// Scheduler is told about every new spawn, so that its timeout can
@@ -65,7 +62,7 @@ type Deps struct {
 	Author        string
 	Log           *slog.Logger
 	// Settings keeps a shared store's per-project settings (operator actions).
-	Settings SettingsStore
+	Settings store.SettingsStore
 	// Project names the project this service's data is kept under in a
 	// store shared by many projects (DynamoDB); "" for a store of one
 	// project. Callback tokens and the operator's settings view name it.
@@ -208,7 +205,7 @@ func (s *Ledger) Conclude(ctx context.Context, in ConcludeInput) (EntityView, er
 			return res, errs.E(errs.InvalidID, "not an entity id: "+d)
 		}
 		if _, err := s.Store.GetEntity(ctx, d); err != nil {
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				return res, errs.E(errs.DependencyNotFound, "no such dependency: "+d).On(d)
 			}
 			return res, storeErr(err)
@@ -223,7 +220,7 @@ func (s *Ledger) Conclude(ctx context.Context, in ConcludeInput) (EntityView, er
 	ev := s.event(ledger.EvConcluded, e.ID, now)
 	ev.To = ledger.Unverified
 	res = EntityView{Entity: e}
-	if err := s.commitAnswering(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}, res, nil); err != nil {
+	if err := s.commitAnswering(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}, res, nil); err != nil {
 		return EntityView{}, storeErr(err)
 	}
 	return res, nil
@@ -251,8 +248,8 @@ func (s *Ledger) Define(ctx context.Context, curie, doc string) (EntityView, err
 	}
 	ev := s.event(ledger.EvDefined, e.ID, now)
 	ev.To = ledger.Unverified
-	err := s.commitAnswering(ctx, Tx{Entities: []EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}, EntityView{Entity: e}, nil)
-	if FailedOn(err, CurieKey(curie)) {
+	err := s.commitAnswering(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}, EntityView{Entity: e}, nil)
+	if store.FailedOn(err, store.CurieKey(curie)) {
 		// Another define committed the CURIE after the check: it is
 		// committed, so a read now finds its term.
 		if err := s.curieFree(ctx, curie); err != nil {
@@ -270,7 +267,7 @@ func (s *Ledger) Define(ctx context.Context, curie, doc string) (EntityView, err
 // curieFree refuses a CURIE that a stored term holds, naming the oldest
 // such term (ids begin with their creation time).
 func (s *core) curieFree(ctx context.Context, curie string) error {
-	terms, err := s.Store.ListEntities(ctx, EntityFilter{Kind: ledger.KindTerm})
+	terms, err := s.Store.ListEntities(ctx, store.EntityFilter{Kind: ledger.KindTerm})
 	if err != nil {
 		return storeErr(err)
 	}
@@ -360,7 +357,7 @@ type StoredEntity struct {
 // and encode of an entity than on reading it (bench/results/report.md,
 // "CLI cold start").
 func (s *Ledger) ShowStored(ctx context.Context, id string) (v StoredEntity, ok bool, err error) {
-	docs, ok := s.Store.(DocStore)
+	docs, ok := s.Store.(store.DocStore)
 	if !ok || s.inBacklog() { // during a backlog Show settles the entity's spawn first
 		return v, false, nil
 	}
@@ -368,7 +365,7 @@ func (s *Ledger) ShowStored(ctx context.Context, id string) (v StoredEntity, ok 
 		return v, true, err
 	}
 	doc, err := docs.EntityDoc(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return v, true, errs.E(errs.NotFound, "no such entity "+id).On(id)
 	}
 	if err != nil {
@@ -409,11 +406,11 @@ func (s *Ledger) ListPage(ctx context.Context, status string, p Page) (EntityLis
 	if err != nil {
 		return res, err
 	}
-	list, err := s.Store.ListEntities(ctx, EntityFilter{Status: ledger.Status(status), Indexed: true, After: after, Limit: limit + 1})
+	list, err := s.Store.ListEntities(ctx, store.EntityFilter{Status: ledger.Status(status), Indexed: true, After: after, Limit: limit + 1})
 	if err != nil {
 		return res, storeErr(err)
 	}
-	list = PageOf(list, func(e ledger.Entity) string { return e.ID }, after, limit+1)
+	list = store.PageOf(list, func(e ledger.Entity) string { return e.ID }, after, limit+1)
 	if len(list) > limit {
 		list, res.NextCursor = list[:limit], q.cursor(list[limit-1].ID)
 	}
@@ -447,7 +444,7 @@ func (s *core) entity(ctx context.Context, id string) (ledger.Entity, error) {
 		return ledger.Entity{}, err
 	}
 	e, err := s.Store.GetEntity(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return e, errs.E(errs.NotFound, "no such entity "+id).On(id)
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // SessionSummary is one session of a SessionList: its default tier, who
@@ -34,7 +35,7 @@ func (s *Escalations) ListSessions(ctx context.Context) (SessionList, error) {
 	if err != nil {
 		return res, storeErr(err)
 	}
-	pending, err := st.ListApprovals(ctx, ApprovalFilter{State: approvals.Pending})
+	pending, err := st.ListApprovals(ctx, store.ApprovalFilter{State: approvals.Pending})
 	if err != nil {
 		return res, storeErr(err)
 	}

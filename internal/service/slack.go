@@ -15,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/hooks"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // A Slack user answers a question only as the approver who linked them
@@ -22,49 +23,6 @@ import (
 // with their own approver token, and the Slack user sends it to dont
 // from Slack (`/dont link <code>`, a request Slack signs). Nothing else —
 // a display name, an email — ever maps a Slack user to an approver.
-
-// SlackLink maps one Slack user (of one workspace) to the approver token
-// that made the link.
-type SlackLink struct {
-	Team     string    `json:"team_id"`
-	User     string    `json:"user_id"`
-	TokenID  string    `json:"token_id"`
-	LinkedAt time.Time `json:"linked_at"`
-}
-
-// SlackLinkCode is a one-time link code as stored: its hash only.
-type SlackLinkCode struct {
-	Hash      string    `json:"hash"`
-	TokenID   string    `json:"token_id"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// SlackLinkStore keeps Slack links and link codes. Both stores implement
-// it beside their TokenStore (internal/storetest: "slack links").
-type SlackLinkStore interface {
-	// PutSlackLinkCode stores c; ConditionFailed if its hash is stored.
-	PutSlackLinkCode(ctx context.Context, c SlackLinkCode) error
-	// TakeSlackLinkCode removes the code of hash and returns it: one
-	// caller of many racing gets it, the others ErrNotFound.
-	TakeSlackLinkCode(ctx context.Context, hash string) (SlackLinkCode, error)
-	// PutSlackLink stores l, replacing the user's previous link.
-	PutSlackLink(ctx context.Context, l SlackLink) error
-	// GetSlackLink returns the user's link, or ErrNotFound.
-	GetSlackLink(ctx context.Context, team, user string) (SlackLink, error)
-	// PutSlackMessage records where a question's message was posted in a
-	// channel, so that its ending updates it in place.
-	PutSlackMessage(ctx context.Context, m SlackMessage) error
-	// GetSlackMessage returns the question's message in the channel, or
-	// ErrNotFound.
-	GetSlackMessage(ctx context.Context, channel, approvalID string) (SlackMessage, error)
-}
-
-// SlackMessage is where a question's message is: its channel and ts.
-type SlackMessage struct {
-	ApprovalID string `json:"approval_id"`
-	Channel    string `json:"channel"`
-	TS         string `json:"ts"`
-}
 
 // SlackLinkCodeTTL is how long a link code can be used.
 const SlackLinkCodeTTL = 10 * time.Minute
@@ -87,8 +45,8 @@ type Slack struct{ *core }
 // Slack is the Slack use case of s.
 func (s *Service) Slack() *Slack { return &Slack{s.core} }
 
-func (s *core) slackLinks() (SlackLinkStore, error) {
-	if st, ok := s.Tokens.(SlackLinkStore); ok {
+func (s *core) slackLinks() (store.SlackLinkStore, error) {
+	if st, ok := s.Tokens.(store.SlackLinkStore); ok {
 		return st, nil
 	}
 	return nil, errs.E(SlackUnavailable, "this store keeps no Slack links")
@@ -121,7 +79,7 @@ func (s *Slack) CreateLinkCode(ctx context.Context) (SlackLinkCodeView, error) {
 		return SlackLinkCodeView{}, err
 	}
 	code := SlackLinkCodePrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
-	c := SlackLinkCode{Hash: slackCodeHash(code), TokenID: p.TokenID, ExpiresAt: s.now().Add(SlackLinkCodeTTL)}
+	c := store.SlackLinkCode{Hash: slackCodeHash(code), TokenID: p.TokenID, ExpiresAt: s.now().Add(SlackLinkCodeTTL)}
 	if err := st.PutSlackLinkCode(ctx, c); err != nil {
 		return SlackLinkCodeView{}, err
 	}
@@ -137,26 +95,26 @@ func slackCodeHash(code string) string {
 // that says who sent it) to the approver token that made the code. The
 // code works once, before it expires, and only while its token is an
 // approver's.
-func (s *Slack) Link(ctx context.Context, team, user, code string) (SlackLink, error) {
+func (s *Slack) Link(ctx context.Context, team, user, code string) (store.SlackLink, error) {
 	st, err := s.slackLinks()
 	if err != nil {
-		return SlackLink{}, err
+		return store.SlackLink{}, err
 	}
 	if team == "" || user == "" {
-		return SlackLink{}, errs.E(errs.InvalidArgument, "a link names a Slack team and user").Unmet("a Slack request names its team and user")
+		return store.SlackLink{}, errs.E(errs.InvalidArgument, "a link names a Slack team and user").Unmet("a Slack request names its team and user")
 	}
 	c, err := st.TakeSlackLinkCode(ctx, slackCodeHash(code))
-	if errors.Is(err, ErrNotFound) || err == nil && !s.now().Before(c.ExpiresAt) {
-		return SlackLink{}, errs.E(SlackLinkInvalid, "this link code is unknown, used or expired; nothing was linked").
+	if errors.Is(err, store.ErrNotFound) || err == nil && !s.now().Before(c.ExpiresAt) {
+		return store.SlackLink{}, errs.E(SlackLinkInvalid, "this link code is unknown, used or expired; nothing was linked").
 			Unmet("a link code works once, within " + SlackLinkCodeTTL.String())
 	}
 	if err != nil {
-		return SlackLink{}, err
+		return store.SlackLink{}, err
 	}
 	if _, err := s.approverToken(ctx, c.TokenID); err != nil {
-		return SlackLink{}, err
+		return store.SlackLink{}, err
 	}
-	l := SlackLink{Team: team, User: user, TokenID: c.TokenID, LinkedAt: s.now()}
+	l := store.SlackLink{Team: team, User: user, TokenID: c.TokenID, LinkedAt: s.now()}
 	return l, st.PutSlackLink(ctx, l)
 }
 
@@ -168,7 +126,7 @@ func (s *core) approverToken(ctx context.Context, id string) (auth.Token, error)
 		return auth.Token{}, err
 	}
 	t, err := ts.GetToken(ctx, id)
-	if errors.Is(err, ErrNotFound) || err == nil && (t.RevokedAt != nil || t.Role != auth.RoleApprover) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && (t.RevokedAt != nil || t.Role != auth.RoleApprover) {
 		return auth.Token{}, errs.E(SlackNotApprover, "the approver token this Slack user is linked to is revoked or no approver's; nothing was answered").
 			Unmet("a Slack user answers as a current approver token")
 	}
@@ -195,7 +153,7 @@ func (s *Slack) Answer(ctx context.Context, in SlackAnswerInput) (Decided, []env
 		return Decided{}, nil, err
 	}
 	l, err := st.GetSlackLink(ctx, in.Team, in.User)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return Decided{}, nil, errs.E(SlackUnlinked, "this Slack user is not linked to an approver; nothing was answered").
 			Unmet("a Slack user answers only once an approver linked them")
 	}

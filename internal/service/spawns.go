@@ -15,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/readmemo"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 const timeFormat = time.RFC3339Nano
@@ -191,7 +192,7 @@ func (s *core) spawnRecord(ctx context.Context, id string) (spawn.Spawn, error) 
 		return v.(spawn.Spawn), nil
 	}
 	sp, err := s.Store.GetSpawn(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return sp, errs.E(errs.SpawnNotFound, "no spawn request "+id+" in this project")
 	}
 	if err != nil {
@@ -210,7 +211,7 @@ const memoSpawn = "service.spawn\x00"
 // commit applies tx; whatever the outcome, the request's remembered
 // reads are forgotten, so a retry after a failed condition (or any read
 // after a write) reads the store again.
-func (s *core) commit(ctx context.Context, tx Tx) error {
+func (s *core) commit(ctx context.Context, tx store.Tx) error {
 	defer readmemo.From(ctx).Forget()
 	return s.Store.Commit(ctx, tx)
 }
@@ -221,7 +222,7 @@ func (s *core) commit(ctx context.Context, tx Tx) error {
 // transaction as the writes that made it, so no crash between the two
 // can apply a call whose retry would not replay it. result is exactly
 // what the caller returns when the commit succeeds.
-func (s *core) commitAnswering(ctx context.Context, tx Tx, result any, warns []envelope.Warning) error {
+func (s *core) commitAnswering(ctx context.Context, tx store.Tx, result any, warns []envelope.Warning) error {
 	p := idempotency.PendingFrom(ctx)
 	tx.Key = p.Prepare(result, warns)
 	err := s.commit(ctx, tx)
@@ -255,6 +256,6 @@ func loserWarning(sp spawn.Spawn) envelope.Warning {
 }
 
 func isCondition(err error) bool {
-	var c *ConditionFailed
+	var c *store.ConditionFailed
 	return errors.As(err, &c)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // SweepReport says what a sweep did.
@@ -278,7 +279,7 @@ func (s *Spawns) List(ctx context.Context, view string) (SpawnList, error) {
 // re-assumed since) or all.
 func (s *Spawns) ListPage(ctx context.Context, view string, p Page) (SpawnList, error) {
 	var res SpawnList
-	f := SpawnFilter{Indexed: true}
+	f := store.SpawnFilter{Indexed: true}
 	switch view {
 	case ViewPending:
 		f.State = spawn.Pending
@@ -304,7 +305,7 @@ func (s *Spawns) ListPage(ctx context.Context, view string, p Page) (SpawnList, 
 		if err != nil {
 			return res, storeErr(err)
 		}
-		list = PageOf(list, func(sp spawn.Spawn) string { return sp.ID }, f.After, f.Limit)
+		list = store.PageOf(list, func(sp spawn.Spawn) string { return sp.ID }, f.After, f.Limit)
 		for _, sp := range list {
 			if s.inView(ctx, view, sp, now) {
 				out = append(out, sp)

@@ -13,6 +13,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
@@ -119,7 +120,7 @@ func (c *counted) GetEntity(ctx context.Context, id string) (ledger.Entity, erro
 	c.ops.Add(1)
 	return c.Store.GetEntity(ctx, id)
 }
-func (c *counted) ListEntities(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
+func (c *counted) ListEntities(ctx context.Context, f store.EntityFilter) ([]ledger.Entity, error) {
 	c.ops.Add(1)
 	return c.Store.ListEntities(ctx, f)
 }
@@ -135,7 +136,7 @@ func (c *counted) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) 
 	c.ops.Add(1)
 	return c.Store.GetSpawn(ctx, id)
 }
-func (c *counted) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.Spawn, error) {
+func (c *counted) ListSpawns(ctx context.Context, f store.SpawnFilter) ([]spawn.Spawn, error) {
 	c.ops.Add(1)
 	return c.Store.ListSpawns(ctx, f)
 }
@@ -143,7 +144,7 @@ func (c *counted) ExpiringSpawns(ctx context.Context, after, until time.Time, li
 	c.ops.Add(1)
 	return c.Store.ExpiringSpawns(ctx, after, until, limit)
 }
-func (c *counted) Commit(ctx context.Context, tx service.Tx) error {
+func (c *counted) Commit(ctx context.Context, tx store.Tx) error {
 	c.ops.Add(1)
 	return c.Store.Commit(ctx, tx)
 }

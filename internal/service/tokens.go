@@ -4,52 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
-
-// TokenStore keeps bearer tokens (hashes only) and the project secret that
-// callback tokens are derived from.
-type TokenStore interface {
-	PutToken(ctx context.Context, t auth.Token) error
-	GetToken(ctx context.Context, id string) (auth.Token, error)
-	ListTokens(ctx context.Context) ([]auth.Token, error)
-	// RevokeToken marks a token revoked; ErrNotFound if it does not exist.
-	RevokeToken(ctx context.Context, id string, at time.Time) error
-	// ProjectSecret returns the project's secret, or ErrNotFound if it has
-	// none; it never writes (a store of one project may make its one
-	// secret on first use instead).
-	ProjectSecret(ctx context.Context) ([]byte, error)
-	// CreateProjectSecret makes the project's secret if it has none and
-	// returns it: when an operator creates the project (or at an
-	// authenticated caller's first spawn in a project older than that),
-	// never while a request is being authenticated.
-	CreateProjectSecret(ctx context.Context) ([]byte, error)
-}
-
-// RotatingSecrets is a TokenStore whose project secret has versions (on
-// AWS: each sealed by KMS, a new one made by the operator's rotation).
-// Callback tokens name the version they were made under, so a rotation
-// never invalidates the token of a spawn already issued. A token without a
-// version was made under version "1".
-type RotatingSecrets interface {
-	// CurrentSecret is the version new callback tokens are made under;
-	// ErrNotFound if the project has no secret.
-	CurrentSecret(ctx context.Context) (keyID string, secret []byte, err error)
-	// SecretVersion is one version; ErrNotFound if there is no such version.
-	SecretVersion(ctx context.Context, keyID string) ([]byte, error)
-	// RotateSecret makes a new current version; ErrNotFound if the project
-	// has no secret yet.
-	RotateSecret(ctx context.Context) (keyID string, err error)
-}
-
-// FirstSecretVersion is the version of a project's first secret, and of
-// every callback token that names none.
-const FirstSecretVersion = "1"
 
 // Auth error codes: exit 3 on the CLI (like other state errors), 401/403 over HTTP.
 const (
@@ -66,7 +27,7 @@ type TokenView struct {
 	Secret string `json:"token,omitempty"`
 }
 
-func (s *core) tokens() (TokenStore, error) {
+func (s *core) tokens() (store.TokenStore, error) {
 	if s.Tokens == nil {
 		return nil, errs.E(TokensDisabled, "this store keeps no tokens")
 	}
@@ -126,7 +87,7 @@ func (s *Credentials) Revoke(ctx context.Context, id string) (TokenView, error) 
 		return TokenView{}, errs.E(errs.InvalidID, "not a token id: "+quoteID(id)).Unmet("token ids look like tok:<ULID>")
 	}
 	if err := ts.RevokeToken(ctx, id, s.now()); err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return TokenView{}, errs.E(errs.NotFound, "no such token "+id).On(id)
 		}
 		return TokenView{}, storeErr(err)
@@ -151,7 +112,7 @@ func (s *Credentials) Authenticate(ctx context.Context, presented string) (auth.
 	if auth.IsCallback(presented) {
 		// Reads only: a project without a secret issued no callback token.
 		secret, err := callbackSecret(ctx, ts, auth.CallbackKeyID(presented))
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return auth.Principal{}, errs.E(Unauthenticated, "invalid callback token")
 		}
 		if err != nil {
@@ -171,7 +132,7 @@ func (s *Credentials) Authenticate(ctx context.Context, presented string) (auth.
 		return auth.Principal{}, errs.E(Unauthenticated, "malformed bearer token")
 	}
 	t, err := ts.GetToken(ctx, id)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return auth.Principal{}, storeErr(err)
 	}
 	// Compare even when the id is unknown, so timing says nothing about ids.
@@ -301,16 +262,16 @@ func joinList(l []string) string {
 
 // callbackSecret is the secret a callback token naming keyID verifies
 // under: the store's one secret, or that version of a rotating one.
-func callbackSecret(ctx context.Context, ts TokenStore, keyID string) ([]byte, error) {
-	rs, rotating := ts.(RotatingSecrets)
+func callbackSecret(ctx context.Context, ts store.TokenStore, keyID string) ([]byte, error) {
+	rs, rotating := ts.(store.RotatingSecrets)
 	if !rotating {
 		if keyID != "" {
-			return nil, ErrNotFound
+			return nil, store.ErrNotFound
 		}
 		return ts.ProjectSecret(ctx)
 	}
 	if keyID == "" {
-		keyID = FirstSecretVersion
+		keyID = store.FirstSecretVersion
 	}
 	return rs.SecretVersion(ctx, keyID)
 }
@@ -318,17 +279,17 @@ func callbackSecret(ctx context.Context, ts TokenStore, keyID string) ([]byte, e
 // issuingSecret is the secret (and its version, "" for a store whose
 // secret does not rotate) new callback tokens are made under; a project
 // made before its operator action created the secret gets one now.
-func issuingSecret(ctx context.Context, ts TokenStore) (keyID string, secret []byte, err error) {
-	rs, rotating := ts.(RotatingSecrets)
+func issuingSecret(ctx context.Context, ts store.TokenStore) (keyID string, secret []byte, err error) {
+	rs, rotating := ts.(store.RotatingSecrets)
 	if !rotating {
 		secret, err = ts.ProjectSecret(ctx)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			secret, err = ts.CreateProjectSecret(ctx)
 		}
 		return "", secret, err
 	}
 	keyID, secret, err = rs.CurrentSecret(ctx)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		if _, err = ts.CreateProjectSecret(ctx); err == nil {
 			keyID, secret, err = rs.CurrentSecret(ctx)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // TransitionInput is a status change: trust, dismiss, lock, ignore or
@@ -101,20 +102,20 @@ func (s *core) checkTransitionInput(in TransitionInput) error {
 
 // transitionTx builds the write for one status change of e, including the
 // stale cascade a doubt causes in the entities that depend on it.
-func (s *core) transitionTx(ctx context.Context, e ledger.Entity, in TransitionInput) (Tx, ledger.Entity, error) {
+func (s *core) transitionTx(ctx context.Context, e ledger.Entity, in TransitionInput) (store.Tx, ledger.Entity, error) {
 	to, err := ledger.Next(e.ID, e.Status, in.Action)
 	if err != nil {
-		return Tx{}, e, err
+		return store.Tx{}, e, err
 	}
 	now := s.now()
 	ev := s.event(in.Action.EventKind(), e.ID, now)
 	ev.From, ev.To, ev.Reason, ev.Evidence, ev.RequestID, ev.Direct = e.Status, to, in.Reason, in.Evidence, in.RequestID, in.Direct
 	e2 := e
 	e2.Status, e2.Version, e2.UpdatedAt = to, e.Version+1, now
-	tx := Tx{Entities: []EntityPut{{Entity: e2, PrevVersion: e.Version}}, Events: []ledger.Event{ev}}
+	tx := store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: e.Version}}, Events: []ledger.Event{ev}}
 	if to == ledger.Doubted {
 		if err := s.cascadeStale(ctx, &tx, e.ID, now); err != nil {
-			return Tx{}, e, err
+			return store.Tx{}, e, err
 		}
 	}
 	return tx, e2, nil
@@ -122,7 +123,7 @@ func (s *core) transitionTx(ctx context.Context, e ledger.Entity, in TransitionI
 
 // cascadeStale marks every entity that depends, directly or through other
 // dependents, on the doubted one as stale.
-func (s *core) cascadeStale(ctx context.Context, tx *Tx, doubted string, at time.Time) error {
+func (s *core) cascadeStale(ctx context.Context, tx *store.Tx, doubted string, at time.Time) error {
 	seen := map[string]bool{doubted: true}
 	queue := []string{doubted}
 	for len(queue) > 0 {
@@ -144,7 +145,7 @@ func (s *core) cascadeStale(ctx context.Context, tx *Tx, doubted string, at time
 			ev.From, ev.To, ev.Reason = d.Status, ledger.Stale, "dependency "+id+" was doubted"
 			d2 := d
 			d2.Status, d2.Version, d2.UpdatedAt = ledger.Stale, d.Version+1, at
-			tx.Entities = append(tx.Entities, EntityPut{Entity: d2, PrevVersion: d.Version})
+			tx.Entities = append(tx.Entities, store.EntityPut{Entity: d2, PrevVersion: d.Version})
 			tx.Events = append(tx.Events, ev)
 			queue = append(queue, d.ID)
 		}
@@ -205,11 +206,11 @@ const UnmetUnderReview = spawn.UnmetUnderReview
 // supersede adds to tx the end of the verification spawn sp that a
 // person's move of its entity overrides (spawn.Supersede). It returns the
 // entity as written.
-func (s *core) supersede(ctx context.Context, tx *Tx, sp spawn.Spawn, e2 ledger.Entity, action ledger.Action) ledger.Entity {
+func (s *core) supersede(ctx context.Context, tx *store.Tx, sp spawn.Spawn, e2 ledger.Entity, action ledger.Action) ledger.Entity {
 	done, e2, ev := spawn.Supersede(sp, e2, s.actor(ctx), action, s.now())
 	ev.ID, ev.Author = s.newID(ids.Event, ev.At), s.Author
 	tx.Entities[0].Entity = e2
-	tx.Spawns = append(tx.Spawns, SpawnPut{Spawn: done, Step: spawn.StepCancel})
+	tx.Spawns = append(tx.Spawns, store.SpawnPut{Spawn: done, Step: spawn.StepCancel})
 	tx.Events = append(tx.Events, ev)
 	return e2
 }

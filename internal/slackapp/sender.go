@@ -11,6 +11,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Sender delivers the hooks whose URL is slack-app:<channel> through the
@@ -25,7 +26,7 @@ type Sender struct {
 	// at a fake Slack with slack.OptionAPIURL).
 	Client *slack.Client
 	// Messages keeps where each question was posted.
-	Messages  service.SlackLinkStore
+	Messages  store.SlackLinkStore
 	PublicURL string
 }
 
@@ -74,7 +75,7 @@ func (s Sender) Send(ctx context.Context, url, secret, id string, at time.Time, 
 	a := d.Approval()
 	posted, err := s.Messages.GetSlackMessage(ctx, channel, a.ID)
 	switch {
-	case err != nil && !errors.Is(err, service.ErrNotFound):
+	case err != nil && !errors.Is(err, store.ErrNotFound):
 		return res(err)
 	case p.Type == hooks.ApprovalAsked && err == nil:
 		return res(nil) // posted already (a retry whose answer was lost)
@@ -95,5 +96,5 @@ func (s Sender) Send(ctx context.Context, url, secret, id string, at time.Time, 
 	if perr != nil {
 		return res(perr)
 	}
-	return res(s.Messages.PutSlackMessage(ctx, service.SlackMessage{ApprovalID: a.ID, Channel: channel, TS: ts}))
+	return res(s.Messages.PutSlackMessage(ctx, store.SlackMessage{ApprovalID: a.ID, Channel: channel, TS: ts}))
 }

@@ -10,21 +10,21 @@ import (
 
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // ApprovalFixture returns an empty approval store, and a way to open more
 // handles on the same data the way other processes would (a second
 // connection to the same SQLite file, a second client of the same table).
 // The race tests spread their goroutines over such handles.
-type ApprovalFixture func(t *testing.T) (store service.ApprovalStore, another func() service.ApprovalStore)
+type ApprovalFixture func(t *testing.T) (store store.ApprovalStore, another func() store.ApprovalStore)
 
-// RunApprovals is the conformance suite of service.ApprovalStore. Every
+// RunApprovals is the conformance suite of store.ApprovalStore. Every
 // store that keeps approvals runs it next to Run.
 func RunApprovals(t *testing.T, open ApprovalFixture) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s service.ApprovalStore, another func() service.ApprovalStore)
+		fn   func(t *testing.T, s store.ApprovalStore, another func() store.ApprovalStore)
 	}{
 		{"sessions are created once and never updated", sessionsOnce},
 		{"an approval needs its session and is created once", approvalNeedsSession},
@@ -53,7 +53,7 @@ func RunApprovals(t *testing.T, open ApprovalFixture) {
 	}
 }
 
-func newSession(t *testing.T, s service.ApprovalStore, tier approvals.Tier) approvals.Session {
+func newSession(t *testing.T, s store.ApprovalStore, tier approvals.Tier) approvals.Session {
 	t.Helper()
 	ses := approvals.Session{ID: ids.New(ids.Session, base), Name: "test", Tier: tier, OpenedAt: base}
 	must(t, s.CreateSession(context.Background(), ses))
@@ -68,7 +68,7 @@ func newQuestion(ses approvals.Session, call string, deadline time.Time) (approv
 	return a, &f
 }
 
-func ask(t *testing.T, s service.ApprovalStore, ses approvals.Session, call string) approvals.Approval {
+func ask(t *testing.T, s store.ApprovalStore, ses approvals.Session, call string) approvals.Approval {
 	t.Helper()
 	a, f := newQuestion(ses, call, base.Add(approvals.DefaultTimeout))
 	must(t, s.CreateApproval(context.Background(), a, f))
@@ -80,9 +80,9 @@ func resolveAs(a approvals.Approval, answer any) approvals.Approval {
 	return r
 }
 
-func sessionsOnce(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+func sessionsOnce(t *testing.T, s store.ApprovalStore, _ func() store.ApprovalStore) {
 	ctx := context.Background()
-	if _, err := s.GetSession(ctx, "ses:01HX05A9K8VP0000000000000A"); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetSession(ctx, "ses:01HX05A9K8VP0000000000000A"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetSession: want ErrNotFound, got %v", err)
 	}
 	ses := newSession(t, s, approvals.ReadOnly)
@@ -103,14 +103,14 @@ func sessionsOnce(t *testing.T, s service.ApprovalStore, _ func() service.Approv
 	}
 }
 
-func approvalNeedsSession(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+func approvalNeedsSession(t *testing.T, s store.ApprovalStore, _ func() store.ApprovalStore) {
 	ctx := context.Background()
 	ghost := approvals.Session{ID: "ses:01HX05A9K8VP0000000000000A", Tier: approvals.ReadOnly}
 	a, f := newQuestion(ghost, "c1", base.Add(time.Minute))
-	if err := s.CreateApproval(ctx, a, f); !errors.Is(err, service.ErrNotFound) {
+	if err := s.CreateApproval(ctx, a, f); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("approval of an unknown session: %v", err)
 	}
-	if _, err := s.GetApproval(ctx, a.ID); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetApproval(ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetApproval: want ErrNotFound, got %v", err)
 	}
 	ses := newSession(t, s, approvals.ReadOnly)
@@ -126,7 +126,7 @@ func approvalNeedsSession(t *testing.T, s service.ApprovalStore, _ func() servic
 	}
 }
 
-func questionWithFrame(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+func questionWithFrame(t *testing.T, s store.ApprovalStore, _ func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	a := ask(t, s, ses, "c1")
@@ -149,7 +149,7 @@ func questionWithFrame(t *testing.T, s service.ApprovalStore, _ func() service.A
 	refused, _ := approvals.Resolve(approvals.Approval{ID: ids.New(ids.Approval, base), SessionID: ses.ID, CallID: "c3",
 		State: approvals.Pending, CreatedAt: base}, approvals.Decision{Verdict: approvals.Refused, Cause: approvals.RuleRatchet}, base)
 	must(t, s.CreateApproval(ctx, refused, nil))
-	list, err := s.ListApprovals(ctx, service.ApprovalFilter{SessionID: ses.ID})
+	list, err := s.ListApprovals(ctx, store.ApprovalFilter{SessionID: ses.ID})
 	must(t, err)
 	if len(list) != 3 || list[2].Cause != approvals.RuleRatchet || list[2].Asked {
 		t.Fatalf("ListApprovals = %+v", list)
@@ -157,16 +157,16 @@ func questionWithFrame(t *testing.T, s service.ApprovalStore, _ func() service.A
 	if frames, _ := s.Frames(ctx, ses.ID, 0, 10); len(frames) != 2 {
 		t.Fatalf("an unasked refusal appended a frame: %d", len(frames))
 	}
-	pending, err := s.ListApprovals(ctx, service.ApprovalFilter{State: approvals.Pending})
+	pending, err := s.ListApprovals(ctx, store.ApprovalFilter{State: approvals.Pending})
 	must(t, err)
-	byCall, err := s.ListApprovals(ctx, service.ApprovalFilter{CallID: "c2"})
+	byCall, err := s.ListApprovals(ctx, store.ApprovalFilter{CallID: "c2"})
 	must(t, err)
 	if len(pending) != 2 || len(byCall) != 1 || byCall[0].ID != b.ID {
 		t.Fatalf("filters: pending %d, by call %+v", len(pending), byCall)
 	}
 }
 
-func oneActivePerCall(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+func oneActivePerCall(t *testing.T, s store.ApprovalStore, _ func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	a := ask(t, s, ses, "c1")
@@ -179,7 +179,7 @@ func oneActivePerCall(t *testing.T, s service.ApprovalStore, _ func() service.Ap
 	wantCondition(t, s.CreateApproval(ctx, c, fc), "c1") // a granted call stays taken
 }
 
-func resolvePending(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+func resolvePending(t *testing.T, s store.ApprovalStore, _ func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	a := ask(t, s, ses, "c1")
@@ -204,7 +204,7 @@ func resolvePending(t *testing.T, s service.ApprovalStore, _ func() service.Appr
 // only while the stored question is that one (its shown fields): an
 // answer for a padded preview, another reason or another requester
 // writes nothing, and the question stays open.
-func answerOnAnotherVersion(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+func answerOnAnotherVersion(t *testing.T, s store.ApprovalStore, _ func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	a := ask(t, s, ses, "c1")
@@ -226,12 +226,12 @@ func answerOnAnotherVersion(t *testing.T, s service.ApprovalStore, _ func() serv
 	must(t, s.ResolveApproval(ctx, resolveAs(a, "yes")))
 }
 
-func announceOnce(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+func announceOnce(t *testing.T, s store.ApprovalStore, _ func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	a := ask(t, s, ses, "c1")
 	early := approvals.Frame{SessionID: ses.ID, Kind: approvals.FrameResolved, RequestID: a.ID, Verdict: approvals.Refused, At: base}
-	if _, err := s.AnnounceEnding(ctx, early); !service.FailedOn(err, a.ID) {
+	if _, err := s.AnnounceEnding(ctx, early); !store.FailedOn(err, a.ID) {
 		t.Fatalf("announced a pending question: %v", err)
 	}
 	r := resolveAs(a, "no")
@@ -244,7 +244,7 @@ func announceOnce(t *testing.T, s service.ApprovalStore, _ func() service.Approv
 	f, _ := approvals.EndingFrame(r)
 	wrong := f
 	wrong.SessionID = newSession(t, s, approvals.ReadOnly).ID
-	if _, err := s.AnnounceEnding(ctx, wrong); !service.FailedOn(err, a.ID) {
+	if _, err := s.AnnounceEnding(ctx, wrong); !store.FailedOn(err, a.ID) {
 		t.Fatalf("announced on another session: %v", err)
 	}
 	got, err := s.AnnounceEnding(ctx, f)
@@ -252,7 +252,7 @@ func announceOnce(t *testing.T, s service.ApprovalStore, _ func() service.Approv
 	if got.Cursor != 2 {
 		t.Fatalf("ending cursor %d, want 2", got.Cursor)
 	}
-	if _, err := s.AnnounceEnding(ctx, f); !service.FailedOn(err, a.ID) {
+	if _, err := s.AnnounceEnding(ctx, f); !store.FailedOn(err, a.ID) {
 		t.Fatalf("announced twice: %v", err)
 	}
 	stored, err := s.GetApproval(ctx, a.ID)
@@ -273,7 +273,7 @@ func announceOnce(t *testing.T, s service.ApprovalStore, _ func() service.Approv
 	}
 }
 
-func dueApprovals(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+func dueApprovals(t *testing.T, s store.ApprovalStore, _ func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	var due []string
@@ -297,7 +297,7 @@ func dueApprovals(t *testing.T, s service.ApprovalStore, _ func() service.Approv
 	}
 }
 
-func leases(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+func leases(t *testing.T, s store.ApprovalStore, _ func() store.ApprovalStore) {
 	ctx := context.Background()
 	a, b := newSession(t, s, approvals.ReadOnly), newSession(t, s, approvals.ReadOnly)
 	if last, err := s.LastRead(ctx, a.ID); err != nil || !last.IsZero() {
@@ -316,7 +316,7 @@ func leases(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStor
 	}
 }
 
-func framePaging(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+func framePaging(t *testing.T, s store.ApprovalStore, _ func() store.ApprovalStore) {
 	ctx := context.Background()
 	a, b := newSession(t, s, approvals.ReadOnly), newSession(t, s, approvals.ReadOnly)
 	for i := 0; i < 5; i++ {
@@ -341,8 +341,8 @@ func framePaging(t *testing.T, s service.ApprovalStore, _ func() service.Approva
 }
 
 // handles spreads n goroutines over the shared store and fresh handles.
-func handles(s service.ApprovalStore, another func() service.ApprovalStore, n int) []service.ApprovalStore {
-	out := make([]service.ApprovalStore, n)
+func handles(s store.ApprovalStore, another func() store.ApprovalStore, n int) []store.ApprovalStore {
+	out := make([]store.ApprovalStore, n)
 	for i := range out {
 		if i%2 == 0 || another == nil {
 			out[i] = s
@@ -353,7 +353,7 @@ func handles(s service.ApprovalStore, another func() service.ApprovalStore, n in
 	return out
 }
 
-func concurrentAnswers(t *testing.T, s service.ApprovalStore, another func() service.ApprovalStore) {
+func concurrentAnswers(t *testing.T, s store.ApprovalStore, another func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	for round := 0; round < 5; round++ {
@@ -365,7 +365,7 @@ func concurrentAnswers(t *testing.T, s service.ApprovalStore, another func() ser
 		start := make(chan struct{})
 		for i, h := range hs {
 			wg.Add(1)
-			go func(i int, h service.ApprovalStore) {
+			go func(i int, h store.ApprovalStore) {
 				defer wg.Done()
 				<-start
 				errs[i] = h.ResolveApproval(ctx, resolveAs(a, answers[i%len(answers)]))
@@ -380,7 +380,7 @@ func concurrentAnswers(t *testing.T, s service.ApprovalStore, another func() ser
 				t.Fatalf("round %d: answers %d and %d both committed", round, winner, i)
 			case err == nil:
 				winner = i
-			case !service.FailedOn(err, a.ID):
+			case !store.FailedOn(err, a.ID):
 				t.Fatalf("round %d: answer %d: %v", round, i, err)
 			}
 		}
@@ -395,7 +395,7 @@ func concurrentAnswers(t *testing.T, s service.ApprovalStore, another func() ser
 	}
 }
 
-func concurrentAnnouncers(t *testing.T, s service.ApprovalStore, another func() service.ApprovalStore) {
+func concurrentAnnouncers(t *testing.T, s store.ApprovalStore, another func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	a := ask(t, s, ses, "c1")
@@ -409,7 +409,7 @@ func concurrentAnnouncers(t *testing.T, s service.ApprovalStore, another func() 
 	start := make(chan struct{})
 	for _, h := range hs {
 		wg.Add(1)
-		go func(h service.ApprovalStore) {
+		go func(h store.ApprovalStore) {
 			defer wg.Done()
 			<-start
 			_, err := h.AnnounceEnding(ctx, f)
@@ -417,7 +417,7 @@ func concurrentAnnouncers(t *testing.T, s service.ApprovalStore, another func() 
 			defer mu.Unlock()
 			if err == nil {
 				won++
-			} else if !service.FailedOn(err, a.ID) {
+			} else if !store.FailedOn(err, a.ID) {
 				t.Errorf("announce: %v", err)
 			}
 		}(h)
@@ -437,7 +437,7 @@ func concurrentAnnouncers(t *testing.T, s service.ApprovalStore, another func() 
 	}
 }
 
-func concurrentAskers(t *testing.T, s service.ApprovalStore, another func() service.ApprovalStore) {
+func concurrentAskers(t *testing.T, s store.ApprovalStore, another func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	hs := handles(s, another, 12)
@@ -447,7 +447,7 @@ func concurrentAskers(t *testing.T, s service.ApprovalStore, another func() serv
 	start := make(chan struct{})
 	for _, h := range hs {
 		wg.Add(1)
-		go func(h service.ApprovalStore) {
+		go func(h store.ApprovalStore) {
 			defer wg.Done()
 			a, f := newQuestion(ses, "shared-call", base.Add(time.Minute))
 			<-start
@@ -456,7 +456,7 @@ func concurrentAskers(t *testing.T, s service.ApprovalStore, another func() serv
 			defer mu.Unlock()
 			if err == nil {
 				created++
-			} else if !service.FailedOn(err, "shared-call") {
+			} else if !store.FailedOn(err, "shared-call") {
 				t.Errorf("ask: %v", err)
 			}
 		}(h)
@@ -470,7 +470,7 @@ func concurrentAskers(t *testing.T, s service.ApprovalStore, another func() serv
 	}
 }
 
-func concurrentCursors(t *testing.T, s service.ApprovalStore, another func() service.ApprovalStore) {
+func concurrentCursors(t *testing.T, s store.ApprovalStore, another func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	hs := handles(s, another, 20)
@@ -478,7 +478,7 @@ func concurrentCursors(t *testing.T, s service.ApprovalStore, another func() ser
 	start := make(chan struct{})
 	for i, h := range hs {
 		wg.Add(1)
-		go func(i int, h service.ApprovalStore) {
+		go func(i int, h store.ApprovalStore) {
 			defer wg.Done()
 			a, f := newQuestion(ses, fmt.Sprintf("call-%d", i), base.Add(time.Minute))
 			<-start
@@ -511,7 +511,7 @@ func approvalIDs(as []approvals.Approval) []string {
 
 // withReminder is a question asked at base, reminded of at half its
 // two-minute deadline.
-func withReminder(t *testing.T, s service.ApprovalStore, ses approvals.Session, call string) approvals.Approval {
+func withReminder(t *testing.T, s store.ApprovalStore, ses approvals.Session, call string) approvals.Approval {
 	t.Helper()
 	a, f := newQuestion(ses, call, base.Add(approvals.DefaultTimeout))
 	a.RemindAt = approvals.ReminderAt(a.CreatedAt, a.Deadline, 0.5)
@@ -519,7 +519,7 @@ func withReminder(t *testing.T, s service.ApprovalStore, ses approvals.Session, 
 	return a
 }
 
-func remindersDue(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+func remindersDue(t *testing.T, s store.ApprovalStore, _ func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	a := withReminder(t, s, ses, "c1")
@@ -553,7 +553,7 @@ func remindersDue(t *testing.T, s service.ApprovalStore, _ func() service.Approv
 	wantCondition(t, s.SendReminder(ctx, a, at), a.ID)
 }
 
-func concurrentReminders(t *testing.T, s service.ApprovalStore, another func() service.ApprovalStore) {
+func concurrentReminders(t *testing.T, s store.ApprovalStore, another func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	for round := 0; round < 3; round++ {
@@ -564,7 +564,7 @@ func concurrentReminders(t *testing.T, s service.ApprovalStore, another func() s
 		start := make(chan struct{})
 		for i, h := range hs {
 			wg.Add(1)
-			go func(i int, h service.ApprovalStore) {
+			go func(i int, h store.ApprovalStore) {
 				defer wg.Done()
 				<-start
 				errs[i] = h.SendReminder(ctx, a, *a.RemindAt)
@@ -577,7 +577,7 @@ func concurrentReminders(t *testing.T, s service.ApprovalStore, another func() s
 			switch {
 			case err == nil:
 				sent++
-			case !service.FailedOn(err, a.ID):
+			case !store.FailedOn(err, a.ID):
 				t.Fatalf("round %d: reminder %d: %v", round, i, err)
 			}
 		}
@@ -587,7 +587,7 @@ func concurrentReminders(t *testing.T, s service.ApprovalStore, another func() s
 	}
 }
 
-func twoPersonQuestion(t *testing.T, s service.ApprovalStore, ses approvals.Session, call string) approvals.Approval {
+func twoPersonQuestion(t *testing.T, s store.ApprovalStore, ses approvals.Session, call string) approvals.Approval {
 	t.Helper()
 	a, f := newQuestion(ses, call, base.Add(approvals.DefaultTimeout))
 	a.TwoPerson = true
@@ -602,7 +602,7 @@ func approvedBy(a approvals.Approval, by string) approvals.Approval {
 	return r
 }
 
-func firstApprovalOnce(t *testing.T, s service.ApprovalStore, _ func() service.ApprovalStore) {
+func firstApprovalOnce(t *testing.T, s store.ApprovalStore, _ func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	a := twoPersonQuestion(t, s, ses, "c1")
@@ -628,7 +628,7 @@ func firstApprovalOnce(t *testing.T, s service.ApprovalStore, _ func() service.A
 	wantCondition(t, s.RecordFirstApproval(ctx, first), a.ID)
 }
 
-func concurrentFirstApprovals(t *testing.T, s service.ApprovalStore, another func() service.ApprovalStore) {
+func concurrentFirstApprovals(t *testing.T, s store.ApprovalStore, another func() store.ApprovalStore) {
 	ctx := context.Background()
 	ses := newSession(t, s, approvals.ReadOnly)
 	for round := 0; round < 3; round++ {
@@ -639,7 +639,7 @@ func concurrentFirstApprovals(t *testing.T, s service.ApprovalStore, another fun
 		start := make(chan struct{})
 		for i, h := range hs {
 			wg.Add(1)
-			go func(i int, h service.ApprovalStore) {
+			go func(i int, h store.ApprovalStore) {
 				defer wg.Done()
 				<-start
 				errs[i] = h.RecordFirstApproval(ctx, approvedBy(a, fmt.Sprintf("approver-%d", i)))
@@ -654,7 +654,7 @@ func concurrentFirstApprovals(t *testing.T, s service.ApprovalStore, another fun
 				t.Fatalf("round %d: approvers %d and %d were both first", round, winner, i)
 			case err == nil:
 				winner = i
-			case !service.FailedOn(err, a.ID):
+			case !store.FailedOn(err, a.ID):
 				t.Fatalf("round %d: approver %d: %v", round, i, err)
 			}
 		}

@@ -10,15 +10,15 @@ import (
 
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
-// RunConfirmations is the conformance suite of service.ConfirmationStore;
+// RunConfirmations is the conformance suite of store.ConfirmationStore;
 // newStore must return an empty store each call.
-func RunConfirmations(t *testing.T, newStore func(t *testing.T) service.ConfirmationStore) {
+func RunConfirmations(t *testing.T, newStore func(t *testing.T) store.ConfirmationStore) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s service.ConfirmationStore)
+		fn   func(t *testing.T, s store.ConfirmationStore)
 	}{
 		{"a missing confirmation is ErrNotFound", confirmationMissing},
 		{"a confirmation is created once and reads back", confirmationCreateOnce},
@@ -36,13 +36,13 @@ func held(at time.Time) confirm.Pending {
 		State: confirm.StatePending, RequestedBy: "tok:a", RequestedAt: at, ExpiresAt: at.Add(time.Hour)}
 }
 
-func confirmationMissing(t *testing.T, s service.ConfirmationStore) {
-	if _, err := s.GetConfirmation(context.Background(), "conf:01HX05A9K8VP0000000000000A"); !errors.Is(err, service.ErrNotFound) {
+func confirmationMissing(t *testing.T, s store.ConfirmationStore) {
+	if _, err := s.GetConfirmation(context.Background(), "conf:01HX05A9K8VP0000000000000A"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("want ErrNotFound, got %v", err)
 	}
 }
 
-func confirmationCreateOnce(t *testing.T, s service.ConfirmationStore) {
+func confirmationCreateOnce(t *testing.T, s store.ConfirmationStore) {
 	ctx := context.Background()
 	p := held(base)
 	must(t, s.PutConfirmation(ctx, p))
@@ -59,7 +59,7 @@ func confirmationCreateOnce(t *testing.T, s service.ConfirmationStore) {
 	}
 }
 
-func confirmationConditional(t *testing.T, s service.ConfirmationStore) {
+func confirmationConditional(t *testing.T, s store.ConfirmationStore) {
 	ctx := context.Background()
 	p := held(base)
 	must(t, s.PutConfirmation(ctx, p))
@@ -78,7 +78,7 @@ func confirmationConditional(t *testing.T, s service.ConfirmationStore) {
 	wantCondition(t, s.UpdateConfirmation(ctx, unknown, confirm.StatePending), unknown.ID)
 }
 
-func confirmationClaimRace(t *testing.T, s service.ConfirmationStore) {
+func confirmationClaimRace(t *testing.T, s store.ConfirmationStore) {
 	ctx := context.Background()
 	p := held(base)
 	must(t, s.PutConfirmation(ctx, p))
@@ -95,7 +95,7 @@ func confirmationClaimRace(t *testing.T, s service.ConfirmationStore) {
 			switch {
 			case err == nil:
 				wins.Add(1)
-			case errors.As(err, new(*service.ConditionFailed)):
+			case errors.As(err, new(*store.ConditionFailed)):
 			default:
 				t.Error(err)
 			}
@@ -107,7 +107,7 @@ func confirmationClaimRace(t *testing.T, s service.ConfirmationStore) {
 	}
 }
 
-func confirmationList(t *testing.T, s service.ConfirmationStore) {
+func confirmationList(t *testing.T, s store.ConfirmationStore) {
 	ctx := context.Background()
 	late, early := held(base.Add(time.Minute)), held(base)
 	must(t, s.PutConfirmation(ctx, late))

@@ -13,18 +13,19 @@ import (
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // HookStores are the ports of one store that the outbox spans: the hooks
 // themselves and every port whose writes announce an event.
 type HookStores struct {
-	Hooks         service.HookStore
-	Store         service.Store
-	Approvals     service.ApprovalStore
-	Confirmations service.ConfirmationStore
+	Hooks         store.HookStore
+	Store         store.Store
+	Approvals     store.ApprovalStore
+	Confirmations store.ConfirmationStore
 }
 
-// RunHooks is the conformance suite of service.HookStore and of the
+// RunHooks is the conformance suite of store.HookStore and of the
 // outbox written in the transaction of each event (docs/hooks.md);
 // newStore must return an empty store each call.
 func RunHooks(t *testing.T, newStore func(t *testing.T) HookStores) {
@@ -49,7 +50,7 @@ func RunHooks(t *testing.T, newStore func(t *testing.T) HookStores) {
 	}
 }
 
-func newHook(t *testing.T, s service.HookStore, events ...hooks.EventType) hooks.Hook {
+func newHook(t *testing.T, s store.HookStore, events ...hooks.EventType) hooks.Hook {
 	t.Helper()
 	h := hooks.Hook{ID: ids.New(ids.Hook, base), URL: "https://hooks.example.com/in", Events: events, Format: hooks.FormatJSON,
 		CreatedAt: base, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
@@ -59,16 +60,16 @@ func newHook(t *testing.T, s service.HookStore, events ...hooks.EventType) hooks
 
 // spawnRequested commits a claim with a spawn_requested event (the shape
 // Spawns.Request commits) and returns the request id.
-func spawnRequested(t *testing.T, s service.Store) string {
+func spawnRequested(t *testing.T, s store.Store) string {
 	t.Helper()
 	e := ledger.Entity{ID: ids.New(ids.Claim, base), Kind: ledger.KindClaim, Statement: "s", Status: ledger.Unverified, CreatedAt: base, UpdatedAt: base, Version: 1}
 	req := ids.New(ids.Spawn, base)
 	ev := ledger.Event{ID: ids.New(ids.Event, base), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: req, At: base}
-	must(t, s.Commit(context.Background(), service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}))
+	must(t, s.Commit(context.Background(), store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}))
 	return req
 }
 
-func claimAll(t *testing.T, s service.HookStore, at time.Time) []service.DueDelivery {
+func claimAll(t *testing.T, s store.HookStore, at time.Time) []store.DueDelivery {
 	t.Helper()
 	due, err := s.ClaimDue(context.Background(), at, service.DeliveryLease, 100)
 	must(t, err)
@@ -77,7 +78,7 @@ func claimAll(t *testing.T, s service.HookStore, at time.Time) []service.DueDeli
 
 func hookCreateOnce(t *testing.T, s HookStores) {
 	ctx := context.Background()
-	if _, err := s.Hooks.GetHook(ctx, "hook:01HX05A9K8VP0000000000000A"); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.Hooks.GetHook(ctx, "hook:01HX05A9K8VP0000000000000A"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("want ErrNotFound, got %v", err)
 	}
 	h := newHook(t, s.Hooks, hooks.SpawnResolved, hooks.ApprovalAsked)
@@ -129,7 +130,7 @@ func hookConditionFailedQueuesNothing(t *testing.T, s HookStores) {
 	e := ledger.Entity{ID: ids.New(ids.Claim, base), Kind: ledger.KindClaim, Statement: "s", Status: ledger.Unverified, CreatedAt: base, UpdatedAt: base, Version: 2}
 	ev := ledger.Event{ID: ids.New(ids.Event, base), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: ids.New(ids.Spawn, base), At: base}
 	// The entity does not exist at version 1: the condition fails.
-	err := s.Store.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e, PrevVersion: 1}}, Events: []ledger.Event{ev}})
+	err := s.Store.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e, PrevVersion: 1}}, Events: []ledger.Event{ev}})
 	wantCondition(t, err, e.ID)
 	if due := claimAll(t, s.Hooks, base.Add(time.Hour)); len(due) != 0 {
 		t.Fatalf("a rolled-back commit queued %+v", due)
@@ -207,7 +208,7 @@ func hookAttemptsLogged(t *testing.T, s HookStores) {
 	if due := claimAll(t, s.Hooks, base.Add(48*time.Hour)); len(due) != 0 {
 		t.Fatal("a delivered message is due again")
 	}
-	pg, err := s.Hooks.Deliveries(ctx, h.ID, service.DeliveryFilter{Deliveries: 10, Attempts: 10})
+	pg, err := s.Hooks.Deliveries(ctx, h.ID, store.DeliveryFilter{Deliveries: 10, Attempts: 10})
 	must(t, err)
 	ds, as := pg.Deliveries, pg.Attempts
 	if len(ds) != 1 || ds[0].State != hooks.StateDelivered || ds[0].Attempts != 2 || len(as) != 2 || as[0].N != 2 || as[1].Status != 500 {
@@ -225,14 +226,14 @@ func hookRemove(t *testing.T, s HookStores) {
 	h := newHook(t, s.Hooks, hooks.SpawnRequested)
 	spawnRequested(t, s.Store)
 	must(t, s.Hooks.RemoveHook(ctx, h.ID, base.Add(time.Second)))
-	if err := s.Hooks.RemoveHook(ctx, h.ID, base.Add(2*time.Second)); !errors.Is(err, service.ErrNotFound) {
+	if err := s.Hooks.RemoveHook(ctx, h.ID, base.Add(2*time.Second)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a second remove: %v", err)
 	}
 	spawnRequested(t, s.Store)
 	if due := claimAll(t, s.Hooks, base.Add(time.Hour)); len(due) != 0 {
 		t.Fatalf("a removed hook still gets %+v", due)
 	}
-	pg, err := s.Hooks.Deliveries(ctx, h.ID, service.DeliveryFilter{Deliveries: 10})
+	pg, err := s.Hooks.Deliveries(ctx, h.ID, store.DeliveryFilter{Deliveries: 10})
 	must(t, err)
 	if ds := pg.Deliveries; len(ds) != 1 || ds[0].State != hooks.StateFailed || len(pg.Attempts) != 0 {
 		t.Fatalf("deliveries %+v", pg)
@@ -308,7 +309,7 @@ func hookReminderQueuedOnce(t *testing.T, s HookStores) {
 		go func() {
 			defer wg.Done()
 			<-start
-			if err := s.Approvals.SendReminder(ctx, a, *a.RemindAt); err != nil && !service.FailedOn(err, a.ID) {
+			if err := s.Approvals.SendReminder(ctx, a, *a.RemindAt); err != nil && !store.FailedOn(err, a.ID) {
 				t.Errorf("reminder: %v", err)
 			}
 		}()

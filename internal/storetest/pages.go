@@ -14,6 +14,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // The paginated reads (docs/design.md, "Paginated reads"): a store pages
@@ -21,7 +22,7 @@ import (
 // hands out cursors for those positions and refuses any other.
 var pageTests = []struct {
 	name string
-	fn   func(t *testing.T, s service.Store)
+	fn   func(t *testing.T, s store.Store)
 }{
 	{"entity pages return every entity once, in id order", entityPages},
 	{"spawn pages return every spawn once, in id order", spawnPages},
@@ -30,7 +31,7 @@ var pageTests = []struct {
 }
 
 // walkEntities reads every page of f, limit at a time.
-func walkEntities(t *testing.T, s service.Store, f service.EntityFilter, limit int) []string {
+func walkEntities(t *testing.T, s store.Store, f store.EntityFilter, limit int) []string {
 	t.Helper()
 	var got []string
 	for f.Limit, f.After = limit, ""; ; {
@@ -49,7 +50,7 @@ func walkEntities(t *testing.T, s service.Store, f service.EntityFilter, limit i
 	}
 }
 
-func entityPages(t *testing.T, s service.Store) {
+func entityPages(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	var all, doubted, claims []string
 	statuses := []ledger.Status{ledger.Unverified, ledger.Doubted, ledger.Verified}
@@ -63,33 +64,33 @@ func entityPages(t *testing.T, s service.Store) {
 		if e.Status == ledger.Doubted {
 			doubted = append(doubted, e.ID)
 		}
-		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev(ledger.EvConcluded, e.ID)}}))
+		must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev(ledger.EvConcluded, e.ID)}}))
 		all = append(all, e.ID)
 	}
 	slices.Sort(all)
 	slices.Sort(doubted)
 	slices.Sort(claims)
 	for _, limit := range []int{1, 4, 23, 50} {
-		if got := walkEntities(t, s, service.EntityFilter{}, limit); !slices.Equal(got, all) {
+		if got := walkEntities(t, s, store.EntityFilter{}, limit); !slices.Equal(got, all) {
 			t.Fatalf("limit %d: walked %v, want %v", limit, got, all)
 		}
 		if limit == 1 {
 			continue // a page of one under a filter is a whole read per item on DynamoDB: slow, and no other case
 		}
-		if got := walkEntities(t, s, service.EntityFilter{Status: ledger.Doubted}, limit); !slices.Equal(got, doubted) {
+		if got := walkEntities(t, s, store.EntityFilter{Status: ledger.Doubted}, limit); !slices.Equal(got, doubted) {
 			t.Fatalf("limit %d, doubted: walked %v, want %v", limit, got, doubted)
 		}
-		if got := walkEntities(t, s, service.EntityFilter{Kind: ledger.KindClaim}, limit); !slices.Equal(got, claims) {
+		if got := walkEntities(t, s, store.EntityFilter{Kind: ledger.KindClaim}, limit); !slices.Equal(got, claims) {
 			t.Fatalf("limit %d, claims: walked %v, want %v", limit, got, claims)
 		}
 	}
 	// A position between two ids starts after it; one past the end is an empty page.
-	page, err := s.ListEntities(ctx, service.EntityFilter{After: all[10], Limit: 3})
+	page, err := s.ListEntities(ctx, store.EntityFilter{After: all[10], Limit: 3})
 	must(t, err)
 	if got := entityIDs(page); !slices.Equal(got, all[11:14]) {
 		t.Fatalf("after %s: %v, want %v", all[10], got, all[11:14])
 	}
-	page, err = s.ListEntities(ctx, service.EntityFilter{After: all[len(all)-1], Limit: 3})
+	page, err = s.ListEntities(ctx, store.EntityFilter{After: all[len(all)-1], Limit: 3})
 	must(t, err)
 	if len(page) != 0 {
 		t.Fatalf("after the last: %v", entityIDs(page))
@@ -104,7 +105,7 @@ func entityIDs(es []ledger.Entity) []string {
 	return out
 }
 
-func spawnPages(t *testing.T, s service.Store) {
+func spawnPages(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	var all, pending []string
 	for i := range 13 {
@@ -117,12 +118,12 @@ func spawnPages(t *testing.T, s service.Store) {
 		} else {
 			pending = append(pending, sp.ID)
 		}
-		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
+		must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
 		all = append(all, sp.ID)
 	}
 	slices.Sort(all)
 	slices.Sort(pending)
-	walk := func(f service.SpawnFilter, limit int) []string {
+	walk := func(f store.SpawnFilter, limit int) []string {
 		var got []string
 		for f.Limit, f.After = limit, ""; ; {
 			page, err := s.ListSpawns(ctx, f)
@@ -138,13 +139,13 @@ func spawnPages(t *testing.T, s service.Store) {
 		}
 	}
 	for _, limit := range []int{1, 5, 13, 40} {
-		if got := walk(service.SpawnFilter{}, limit); !slices.Equal(got, all) {
+		if got := walk(store.SpawnFilter{}, limit); !slices.Equal(got, all) {
 			t.Fatalf("limit %d: walked %v, want %v", limit, got, all)
 		}
 		if limit == 1 {
 			continue // as for entities
 		}
-		if got := walk(service.SpawnFilter{State: spawn.Pending}, limit); !slices.Equal(got, pending) {
+		if got := walk(store.SpawnFilter{State: spawn.Pending}, limit); !slices.Equal(got, pending) {
 			t.Fatalf("limit %d, pending: walked %v, want %v", limit, got, pending)
 		}
 	}
@@ -154,7 +155,7 @@ func spawnPages(t *testing.T, s service.Store) {
 // while claims are concluded before, between and during its reads: each
 // claim there at the start comes exactly once, none comes twice, and the
 // order never goes back.
-func walkWhileInserting(t *testing.T, s service.Store) {
+func walkWhileInserting(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	svc := service.New(service.Deps{Store: s, Author: "storetest"})
 	conclude := func(i int) string {
@@ -222,7 +223,7 @@ func walkWhileInserting(t *testing.T, s service.Store) {
 	}
 }
 
-func invalidCursors(t *testing.T, s service.Store) {
+func invalidCursors(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	svc := service.New(service.Deps{Store: s, Author: "storetest", Project: "acme"})
 	for i := range 5 {

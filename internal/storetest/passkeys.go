@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
-// RunPasskeys is the conformance suite of service.PasskeyStore; newStore
+// RunPasskeys is the conformance suite of store.PasskeyStore; newStore
 // must return an empty store each call.
-func RunPasskeys(t *testing.T, newStore func(t *testing.T) service.PasskeyStore) {
+func RunPasskeys(t *testing.T, newStore func(t *testing.T) store.PasskeyStore) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s service.PasskeyStore)
+		fn   func(t *testing.T, s store.PasskeyStore)
 	}{
 		{"an approver's passkeys read back oldest first, and only theirs", passkeysPerApprover},
 		{"a passkey put again is replaced, not doubled", passkeyReplaced},
@@ -30,12 +31,12 @@ func RunPasskeys(t *testing.T, newStore func(t *testing.T) service.PasskeyStore)
 	}
 }
 
-func passkey(id, approver string, at time.Time, count int) service.PasskeyCredential {
+func passkey(id, approver string, at time.Time, count int) store.PasskeyCredential {
 	data, _ := json.Marshal(map[string]any{"sign_count": count})
-	return service.PasskeyCredential{ID: id, Approver: approver, Data: data, CreatedAt: at}
+	return store.PasskeyCredential{ID: id, Approver: approver, Data: data, CreatedAt: at}
 }
 
-func passkeysPerApprover(t *testing.T, s service.PasskeyStore) {
+func passkeysPerApprover(t *testing.T, s store.PasskeyStore) {
 	ctx := context.Background()
 	must(t, s.PutPasskey(ctx, passkey("cred-b", "tok:A", base.Add(time.Second), 0)))
 	must(t, s.PutPasskey(ctx, passkey("cred-a", "tok:A", base, 0)))
@@ -50,7 +51,7 @@ func passkeysPerApprover(t *testing.T, s service.PasskeyStore) {
 	}
 }
 
-func passkeyReplaced(t *testing.T, s service.PasskeyStore) {
+func passkeyReplaced(t *testing.T, s store.PasskeyStore) {
 	ctx := context.Background()
 	must(t, s.PutPasskey(ctx, passkey("cred-a", "tok:A", base, 1)))
 	must(t, s.PutPasskey(ctx, passkey("cred-a", "tok:A", base.Add(time.Minute), 7)))
@@ -61,12 +62,12 @@ func passkeyReplaced(t *testing.T, s service.PasskeyStore) {
 	}
 }
 
-func ceremony(key string) service.PasskeyCeremony {
-	return service.PasskeyCeremony{Key: key, Kind: service.CeremonyApprove, Approver: "tok:A", ApprovalID: "apr:01HX05A9K8VP0000000000000A",
+func ceremony(key string) store.PasskeyCeremony {
+	return store.PasskeyCeremony{Key: key, Kind: service.CeremonyApprove, Approver: "tok:A", ApprovalID: "apr:01HX05A9K8VP0000000000000A",
 		ShownDigest: "sha256:ab", Nonce: []byte{1, 2, 3}, Session: json.RawMessage(`{"challenge":"x"}`), Expires: base.Add(time.Minute)}
 }
 
-func ceremonyCreateOnce(t *testing.T, s service.PasskeyStore) {
+func ceremonyCreateOnce(t *testing.T, s store.PasskeyStore) {
 	ctx := context.Background()
 	c := ceremony("chal-1")
 	must(t, s.PutPasskeyCeremony(ctx, c))
@@ -81,20 +82,20 @@ func ceremonyCreateOnce(t *testing.T, s service.PasskeyStore) {
 	}
 }
 
-func ceremonyTakenOnce(t *testing.T, s service.PasskeyStore) {
+func ceremonyTakenOnce(t *testing.T, s store.PasskeyStore) {
 	ctx := context.Background()
-	if _, err := s.TakePasskeyCeremony(ctx, "never-issued"); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.TakePasskeyCeremony(ctx, "never-issued"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a ceremony never issued: want ErrNotFound, got %v", err)
 	}
 	must(t, s.PutPasskeyCeremony(ctx, ceremony("chal-2")))
 	_, err := s.TakePasskeyCeremony(ctx, "chal-2")
 	must(t, err)
-	if _, err := s.TakePasskeyCeremony(ctx, "chal-2"); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.TakePasskeyCeremony(ctx, "chal-2"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a second take: want ErrNotFound, got %v", err)
 	}
 }
 
-func ceremonyTakeRace(t *testing.T, s service.PasskeyStore) {
+func ceremonyTakeRace(t *testing.T, s store.PasskeyStore) {
 	ctx := context.Background()
 	must(t, s.PutPasskeyCeremony(ctx, ceremony("chal-3")))
 	var won, lost atomic.Int32
@@ -107,7 +108,7 @@ func ceremonyTakeRace(t *testing.T, s service.PasskeyStore) {
 			switch {
 			case err == nil:
 				won.Add(1)
-			case errors.Is(err, service.ErrNotFound):
+			case errors.Is(err, store.ErrNotFound):
 				lost.Add(1)
 			default:
 				t.Error(err)

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Rendezvous returns s with its first n ListEntities calls held until all
@@ -13,18 +13,18 @@ import (
 // its CURIE) have all read before any of them commits — the interleaving
 // in which only the store's own conditions keep them apart. Later calls
 // are not held. A held call gives up when its context ends.
-func Rendezvous(s service.Store, n int) service.Store {
+func Rendezvous(s store.Store, n int) store.Store {
 	return &rendezvous{Store: s, n: n, met: make(chan struct{})}
 }
 
 type rendezvous struct {
-	service.Store
+	store.Store
 	mu      sync.Mutex
 	n, seen int
 	met     chan struct{}
 }
 
-func (r *rendezvous) ListEntities(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
+func (r *rendezvous) ListEntities(ctx context.Context, f store.EntityFilter) ([]ledger.Entity, error) {
 	out, err := r.Store.ListEntities(ctx, f)
 	r.mu.Lock()
 	r.seen++

@@ -15,13 +15,14 @@ import (
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/spawn/spawntest"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // RunSpawnScenarios runs the spawn protocol's scenario files
 // (internal/spawn/testdata) through the service's one executor
 // (service.Spawns.Run) on stores newStore makes, one store per file: the
 // outputs are the files' own, which the pure core produces alone.
-func RunSpawnScenarios(t *testing.T, newStore func(t *testing.T) service.Store) {
+func RunSpawnScenarios(t *testing.T, newStore func(t *testing.T) store.Store) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		t.Fatal("cannot find the scenario files")
@@ -37,7 +38,7 @@ func RunSpawnScenarios(t *testing.T, newStore func(t *testing.T) service.Store) 
 // storeWorld is a scenario's world on a store: the scenario's names map
 // to real ids both ways.
 type storeWorld struct {
-	store      service.Store
+	store      store.Store
 	svc        *service.Service
 	now        time.Time
 	real, name map[string]string
@@ -79,7 +80,7 @@ func (w *storeWorld) Entity(t *testing.T, name string, status ledger.Status) led
 	e, err := w.store.GetEntity(ctx, id)
 	prev := int64(0)
 	switch {
-	case errors.Is(err, service.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		e = ledger.Entity{ID: id, Kind: ledger.KindClaim, Statement: spawntest.StatementPrefix + name, Status: status,
 			Author: "agent-1", CreatedAt: spawntest.Base, UpdatedAt: spawntest.Base, Version: 1}
 	case err != nil:
@@ -92,7 +93,7 @@ func (w *storeWorld) Entity(t *testing.T, name string, status ledger.Status) led
 	if prev != 0 {
 		ev.Kind = ledger.EvReopened
 	}
-	if err := w.store.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e, PrevVersion: prev}}, Events: []ledger.Event{ev}}); err != nil {
+	if err := w.store.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e, PrevVersion: prev}}, Events: []ledger.Event{ev}}); err != nil {
 		t.Fatalf("write %s: %v", name, err)
 	}
 	return w.entityBack(e)
@@ -149,7 +150,7 @@ func (w *storeWorld) Stored(t *testing.T) ([]ledger.Entity, []spawn.Spawn) {
 		switch ids.Kind(id) {
 		case ids.Claim:
 			e, err := w.store.GetEntity(ctx, id)
-			if errors.Is(err, service.ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
 			if err != nil {
@@ -158,7 +159,7 @@ func (w *storeWorld) Stored(t *testing.T) ([]ledger.Entity, []spawn.Spawn) {
 			es = append(es, w.entityBack(e))
 		case ids.Spawn:
 			sp, err := w.store.GetSpawn(ctx, id)
-			if errors.Is(err, service.ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
 			if err != nil {

@@ -1,4 +1,4 @@
-// Package storetest is the conformance suite every service.Store must
+// Package storetest is the conformance suite every store.Store must
 // pass. Call Run from a store's own tests with a constructor of empty stores.
 package storetest
 
@@ -14,15 +14,15 @@ import (
 
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Run runs the suite; newStore must return an empty store each call.
-func Run(t *testing.T, newStore func(t *testing.T) service.Store) {
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s service.Store)
+		fn   func(t *testing.T, s store.Store)
 	}{
 		{"missing items are ErrNotFound", missing},
 		{"create is conditional on absence", createOnce},
@@ -76,25 +76,25 @@ func must(t *testing.T, err error) {
 
 func wantCondition(t *testing.T, err error, id string) {
 	t.Helper()
-	if !service.FailedOn(err, id) {
+	if !store.FailedOn(err, id) {
 		t.Fatalf("want ConditionFailed on %s, got %v", id, err)
 	}
 }
 
-func missing(t *testing.T, s service.Store) {
+func missing(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	if _, err := s.GetEntity(ctx, "claim:01HX05A9K8VP0000000000000A"); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetEntity(ctx, "claim:01HX05A9K8VP0000000000000A"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetEntity: want ErrNotFound, got %v", err)
 	}
-	if _, err := s.GetSpawn(ctx, "spawn:01HX05A9K8VP0000000000000A"); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetSpawn(ctx, "spawn:01HX05A9K8VP0000000000000A"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetSpawn: want ErrNotFound, got %v", err)
 	}
 	// An empty id names nothing (DynamoDB refuses an empty key), and the
 	// events about no entity are read under it.
-	if _, err := s.GetEntity(ctx, ""); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetEntity(ctx, ""); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetEntity(\"\"): want ErrNotFound, got %v", err)
 	}
-	if _, err := s.GetSpawn(ctx, ""); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetSpawn(ctx, ""); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetSpawn(\"\"): want ErrNotFound, got %v", err)
 	}
 	if evs, err := s.Events(ctx, ""); err != nil || len(evs) != 0 {
@@ -102,10 +102,10 @@ func missing(t *testing.T, s service.Store) {
 	}
 }
 
-func createOnce(t *testing.T, s service.Store) {
+func createOnce(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	e := claim(ledger.Unverified)
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev(ledger.EvConcluded, e.ID)}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev(ledger.EvConcluded, e.ID)}}))
 	got, err := s.GetEntity(ctx, e.ID)
 	must(t, err)
 	if got.Statement != e.Statement || got.Status != ledger.Unverified || got.Version != 1 {
@@ -113,23 +113,23 @@ func createOnce(t *testing.T, s service.Store) {
 	}
 	again := e
 	again.Statement = "overwritten"
-	wantCondition(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: again}}}), e.ID)
+	wantCondition(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: again}}}), e.ID)
 	got, _ = s.GetEntity(ctx, e.ID)
 	if got.Statement != e.Statement {
 		t.Fatalf("a failed create overwrote the entity: %q", got.Statement)
 	}
 }
 
-func updateVersioned(t *testing.T, s service.Store) {
+func updateVersioned(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	a, b := claim(ledger.Unverified), claim(ledger.Unverified)
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: a}, {Entity: b}}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: a}, {Entity: b}}}))
 	a2, b2 := a, b
 	a2.Status, a2.Version = ledger.Verified, 2
 	b2.Status, b2.Version = ledger.Doubted, 2
 	stray := ev(ledger.EvDismissed, a.ID)
 	// b's condition is stale (expects version 5): nothing of the tx may land.
-	err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: a2, PrevVersion: 1}, {Entity: b2, PrevVersion: 5}}, Events: []ledger.Event{stray}})
+	err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: a2, PrevVersion: 1}, {Entity: b2, PrevVersion: 5}}, Events: []ledger.Event{stray}})
 	wantCondition(t, err, b.ID)
 	got, _ := s.GetEntity(ctx, a.ID)
 	if got.Status != ledger.Unverified || got.Version != 1 {
@@ -140,26 +140,26 @@ func updateVersioned(t *testing.T, s service.Store) {
 	if len(evs) != 0 {
 		t.Fatalf("partial write: %d events landed", len(evs))
 	}
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: a2, PrevVersion: 1}}, Events: []ledger.Event{stray}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: a2, PrevVersion: 1}}, Events: []ledger.Event{stray}}))
 	got, _ = s.GetEntity(ctx, a.ID)
 	if got.Status != ledger.Verified || got.Version != 2 {
 		t.Fatalf("update lost: %s v%d", got.Status, got.Version)
 	}
 }
 
-func spawnPending(t *testing.T, s service.Store) {
+func spawnPending(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	e := claim(ledger.Unverified)
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}))
 	sp := newSpawn(e.ID, base, base.Add(time.Hour))
 	issued := e
 	issued.Version, issued.PendingSpawn, issued.LastSpawn = 2, sp.ID, sp.ID
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: issued, PrevVersion: 1}},
-		Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: issued, PrevVersion: 1}},
+		Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
 	again := issued
 	again.Version = 3
-	wantCondition(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: again, PrevVersion: 2}},
-		Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}), sp.ID)
+	wantCondition(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: again, PrevVersion: 2}},
+		Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}), sp.ID)
 	got, err := s.GetSpawn(ctx, sp.ID)
 	must(t, err)
 	if string(got.Request) != string(sp.Request) || got.State != spawn.Pending || !got.ExpiresAt.Equal(sp.ExpiresAt) || got.EntityID != e.ID {
@@ -170,13 +170,13 @@ func spawnPending(t *testing.T, s service.Store) {
 		done.State, done.Outcome = spawn.Resolved, outcome
 		e2 := issued
 		e2.Version, e2.PendingSpawn = prev+1, ""
-		return s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: prev}},
-			Spawns: []service.SpawnPut{{Spawn: done, Step: spawn.StepCallback}}, Events: []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)}})
+		return s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: prev}},
+			Spawns: []store.SpawnPut{{Spawn: done, Step: spawn.StepCallback}}, Events: []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)}})
 	}
 	must(t, resolve(spawn.CallbackApplied, 2))
 	// A second resolver, whether it read the entity before the first
 	// committed or after, changes nothing.
-	if err := resolve(spawn.TimeoutRestored, 2); !service.FailedOn(err, sp.ID) && !service.FailedOn(err, e.ID) {
+	if err := resolve(spawn.TimeoutRestored, 2); !store.FailedOn(err, sp.ID) && !store.FailedOn(err, e.ID) {
 		t.Fatalf("a resolver with a stale entity: want ConditionFailed, got %v", err)
 	}
 	wantCondition(t, resolve(spawn.TimeoutRestored, 3), sp.ID)
@@ -204,18 +204,18 @@ func spawnPending(t *testing.T, s service.Store) {
 // the expiry it read, so neither a heartbeat nor a resolver commits on a
 // stale one, and a heartbeat is refused once a resolver committed; on an
 // entity and on none (a guess).
-func heartbeatMoves(t *testing.T, s service.Store) {
+func heartbeatMoves(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	e := claim(ledger.Unverified)
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}))
 	sp := newSpawn(e.ID, base, base.Add(time.Hour))
 	issued := e
 	issued.Version, issued.PendingSpawn, issued.LastSpawn = 2, sp.ID, sp.ID
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: issued, PrevVersion: 1}},
-		Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: issued, PrevVersion: 1}},
+		Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
 	guess := newSpawn("", base, base.Add(time.Hour))
 	guess.Kind = spawn.Guess
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: guess, Create: true, Step: spawn.StepIssue}}}))
+	must(t, s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: guess, Create: true, Step: spawn.StepIssue}}}))
 
 	moved := sp
 	moved.ExpiresAt, moved.Request, moved.EntityVersion = base.Add(3*time.Hour), []byte(`{"request_id":"x","moved":true}`), 3
@@ -223,15 +223,15 @@ func heartbeatMoves(t *testing.T, s service.Store) {
 	e3.Version = 3
 	// The heartbeat is conditioned on the expiry it moves: one that read
 	// another is refused.
-	wantCondition(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e3, PrevVersion: 2}},
-		Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: base.Add(2 * time.Hour), Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}), sp.ID)
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e3, PrevVersion: 2}},
-		Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: sp.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}))
+	wantCondition(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e3, PrevVersion: 2}},
+		Spawns: []store.SpawnPut{{Spawn: moved, PrevExpiresAt: base.Add(2 * time.Hour), Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}), sp.ID)
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e3, PrevVersion: 2}},
+		Spawns: []store.SpawnPut{{Spawn: moved, PrevExpiresAt: sp.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}))
 	movedGuess := guess
 	movedGuess.ExpiresAt = base.Add(3 * time.Hour)
 	hb := ev(ledger.EvSpawnHeartbeat, "")
 	hb.RequestID = guess.ID
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: movedGuess, PrevExpiresAt: guess.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{hb}}))
+	must(t, s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: movedGuess, PrevExpiresAt: guess.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{hb}}))
 
 	for _, want := range []spawn.Spawn{moved, movedGuess} {
 		got, err := s.GetSpawn(ctx, want.ID)
@@ -256,7 +256,7 @@ func heartbeatMoves(t *testing.T, s service.Store) {
 		got := fmt.Sprint(spawnIDs(due))
 		return got == fmt.Sprint([]string{sp.ID, guess.ID}) || got == fmt.Sprint([]string{guess.ID, sp.ID})
 	}, func() string { return fmt.Sprintf("due at the new expiry: %v", spawnIDs(due)) })
-	list, err := s.ListSpawns(ctx, service.SpawnFilter{State: spawn.Pending})
+	list, err := s.ListSpawns(ctx, store.SpawnFilter{State: spawn.Pending})
 	must(t, err)
 	for _, l := range list {
 		if !l.ExpiresAt.Equal(base.Add(3 * time.Hour)) {
@@ -275,36 +275,36 @@ func heartbeatMoves(t *testing.T, s service.Store) {
 	stale.State, stale.Outcome = spawn.Resolved, spawn.TimeoutRestored
 	e4stale := e3
 	e4stale.Version, e4stale.PendingSpawn = 4, ""
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e4stale, PrevVersion: 3}},
-		Spawns: []service.SpawnPut{{Spawn: stale, Step: spawn.StepTimeout}}, Events: []ledger.Event{ev(ledger.EvSpawnTimeout, e.ID)}}); !service.FailedOn(err, sp.ID) {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e4stale, PrevVersion: 3}},
+		Spawns: []store.SpawnPut{{Spawn: stale, Step: spawn.StepTimeout}}, Events: []ledger.Event{ev(ledger.EvSpawnTimeout, e.ID)}}); !store.FailedOn(err, sp.ID) {
 		t.Fatalf("a timeout on the expiry before the heartbeat: want ConditionFailed on %s, got %v", sp.ID, err)
 	}
 	staleGuess := guess
 	staleGuess.State, staleGuess.Outcome = spawn.Resolved, spawn.TimeoutRestored
-	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: staleGuess, Step: spawn.StepTimeout}}}), guess.ID)
+	wantCondition(t, s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: staleGuess, Step: spawn.StepTimeout}}}), guess.ID)
 
 	// Resolved, neither takes another heartbeat.
 	done := moved
 	done.State, done.Outcome = spawn.Resolved, spawn.TimeoutRestored
 	e4 := e3
 	e4.Version, e4.PendingSpawn = 4, ""
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e4, PrevVersion: 3}},
-		Spawns: []service.SpawnPut{{Spawn: done, Step: spawn.StepTimeout}}, Events: []ledger.Event{ev(ledger.EvSpawnTimeout, e.ID)}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e4, PrevVersion: 3}},
+		Spawns: []store.SpawnPut{{Spawn: done, Step: spawn.StepTimeout}}, Events: []ledger.Event{ev(ledger.EvSpawnTimeout, e.ID)}}))
 	late := moved
 	late.ExpiresAt = base.Add(5 * time.Hour)
 	e5 := e4
 	e5.Version = 5
-	err = s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e5, PrevVersion: 4}},
-		Spawns: []service.SpawnPut{{Spawn: late, PrevExpiresAt: moved.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}})
-	if !service.FailedOn(err, sp.ID) && !service.FailedOn(err, e.ID) {
+	err = s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e5, PrevVersion: 4}},
+		Spawns: []store.SpawnPut{{Spawn: late, PrevExpiresAt: moved.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}})
+	if !store.FailedOn(err, sp.ID) && !store.FailedOn(err, e.ID) {
 		t.Fatalf("a heartbeat after the resolution: want ConditionFailed, got %v", err)
 	}
 	guessDone := movedGuess
 	guessDone.State, guessDone.Outcome = spawn.Resolved, spawn.CallbackApplied
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: guessDone, Step: spawn.StepCallback}}}))
+	must(t, s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: guessDone, Step: spawn.StepCallback}}}))
 	lateGuess := movedGuess
 	lateGuess.ExpiresAt = base.Add(5 * time.Hour)
-	wantCondition(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: lateGuess, PrevExpiresAt: movedGuess.ExpiresAt, Step: spawn.StepHeartbeat}}}), guess.ID)
+	wantCondition(t, s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: lateGuess, PrevExpiresAt: movedGuess.ExpiresAt, Step: spawn.StepHeartbeat}}}), guess.ID)
 	for _, id := range []string{sp.ID, guess.ID} {
 		if got, _ := s.GetSpawn(ctx, id); got.State != spawn.Resolved {
 			t.Fatalf("a late heartbeat revived %s: %+v", id, got)
@@ -312,20 +312,20 @@ func heartbeatMoves(t *testing.T, s service.Store) {
 	}
 }
 
-func dueSpawns(t *testing.T, s service.Store) {
+func dueSpawns(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	var due []string
 	for i := 0; i < 5; i++ {
 		sp := newSpawn("", base, base.Add(time.Duration(5-i)*time.Minute))
-		must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
+		must(t, s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
 		due = append([]string{sp.ID}, due...)
 	}
 	future := newSpawn("", base, base.Add(time.Hour))
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: future, Create: true, Step: spawn.StepIssue}}}))
+	must(t, s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: future, Create: true, Step: spawn.StepIssue}}}))
 	done := newSpawn("", base, base.Add(time.Minute))
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: done, Create: true, Step: spawn.StepIssue}}}))
+	must(t, s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: done, Create: true, Step: spawn.StepIssue}}}))
 	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: done, Step: spawn.StepCallback}}}))
+	must(t, s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: done, Step: spawn.StepCallback}}}))
 
 	// The index may lag the writes (DynamoDB's global secondary indexes
 	// are eventually consistent): each read is repeated until it shows
@@ -362,7 +362,7 @@ func converges(t *testing.T, ok func() bool, what func() string) {
 	}
 }
 
-func listSpawns(t *testing.T, s service.Store) {
+func listSpawns(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	var all []string
 	var second ledger.Entity
@@ -378,58 +378,58 @@ func listSpawns(t *testing.T, s service.Store) {
 			sp.State, sp.Outcome = spawn.Resolved, spawn.TimeoutRestored
 			e.PendingSpawn = ""
 		}
-		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
+		must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
 		all = append(all, sp.ID)
 	}
-	got, err := s.ListSpawns(ctx, service.SpawnFilter{})
+	got, err := s.ListSpawns(ctx, store.SpawnFilter{})
 	must(t, err)
 	if fmt.Sprint(spawnIDs(got)) != fmt.Sprint(all) {
 		t.Fatalf("all = %v, want %v", spawnIDs(got), all)
 	}
-	got, err = s.ListSpawns(ctx, service.SpawnFilter{State: spawn.Pending})
+	got, err = s.ListSpawns(ctx, store.SpawnFilter{State: spawn.Pending})
 	must(t, err)
 	if fmt.Sprint(spawnIDs(got)) != fmt.Sprint([]string{all[0], all[2]}) {
 		t.Fatalf("pending = %v", spawnIDs(got))
 	}
-	got, err = s.ListSpawns(ctx, service.SpawnFilter{State: spawn.Resolved, EntityID: second.ID})
+	got, err = s.ListSpawns(ctx, store.SpawnFilter{State: spawn.Resolved, EntityID: second.ID})
 	must(t, err)
 	if len(got) != 1 || got[0].ID != all[1] || got[0].Outcome != spawn.TimeoutRestored {
 		t.Fatalf("resolved of %s = %+v", second.ID, got)
 	}
-	got, err = s.ListSpawns(ctx, service.SpawnFilter{EntityID: "claim:nobody"})
+	got, err = s.ListSpawns(ctx, store.SpawnFilter{EntityID: "claim:nobody"})
 	must(t, err)
 	if len(got) != 0 {
 		t.Fatalf("entity filter leaked %v", spawnIDs(got))
 	}
 }
 
-func dependents(t *testing.T, s service.Store) {
+func dependents(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	root, other := claim(ledger.Verified), claim(ledger.Doubted)
 	child := claim(ledger.Unverified)
 	child.DependsOn = []string{root.ID}
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: root}, {Entity: other}, {Entity: child}}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: root}, {Entity: other}, {Entity: child}}}))
 	deps, err := s.Dependents(ctx, root.ID)
 	must(t, err)
 	if len(deps) != 1 || deps[0].ID != child.ID {
 		t.Fatalf("dependents of root = %v", deps)
 	}
-	doubted, err := s.ListEntities(ctx, service.EntityFilter{Status: ledger.Doubted})
+	doubted, err := s.ListEntities(ctx, store.EntityFilter{Status: ledger.Doubted})
 	must(t, err)
 	if len(doubted) != 1 || doubted[0].ID != other.ID {
 		t.Fatalf("status filter = %v", doubted)
 	}
-	all, err := s.ListEntities(ctx, service.EntityFilter{Kind: ledger.KindClaim})
+	all, err := s.ListEntities(ctx, store.EntityFilter{Kind: ledger.KindClaim})
 	must(t, err)
 	if len(all) != 3 {
 		t.Fatalf("kind filter = %d entities", len(all))
 	}
 }
 
-func eventOrder(t *testing.T, s service.Store) {
+func eventOrder(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	e := claim(ledger.Unverified)
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev("kind00", e.ID)}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev("kind00", e.ID)}}))
 	want := []ledger.EventKind{"kind00"}
 	for v := int64(1); v < 10; v++ {
 		// Each event is written with the entity version it produced (as the
@@ -440,7 +440,7 @@ func eventOrder(t *testing.T, s service.Store) {
 		a, b := ev(ledger.EventKind(fmt.Sprintf("kind%02da", v)), e.ID), ev(ledger.EventKind(fmt.Sprintf("kind%02db", v)), e.ID)
 		a.ID = ids.New(ids.Event, base.Add(-time.Duration(v)*time.Hour))
 		b.ID = ids.New(ids.Event, base.Add(-time.Duration(v)*time.Hour-time.Minute))
-		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: next, PrevVersion: v}}, Events: []ledger.Event{a, b}}))
+		must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: next, PrevVersion: v}}, Events: []ledger.Event{a, b}}))
 		want = append(want, a.Kind, b.Kind)
 	}
 	got, err := s.Events(ctx, e.ID)
@@ -454,12 +454,12 @@ func eventOrder(t *testing.T, s service.Store) {
 	}
 }
 
-func concurrentResolvers(t *testing.T, s service.Store) {
+func concurrentResolvers(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	e := claim(ledger.Unverified)
 	sp := newSpawn(e.ID, base, base.Add(time.Hour))
 	e.PendingSpawn, e.LastSpawn = sp.ID, sp.ID
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
 	const n = 16
 	var wins, losses atomic.Int32
 	var wg sync.WaitGroup
@@ -471,15 +471,15 @@ func concurrentResolvers(t *testing.T, s service.Store) {
 			done.State, done.Outcome = spawn.Resolved, spawn.Outcome(fmt.Sprintf("resolver-%d", i))
 			e2 := e
 			e2.Version, e2.Status = 2, ledger.Verified
-			err := s.Commit(ctx, service.Tx{
-				Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}},
-				Spawns:   []service.SpawnPut{{Spawn: done, Step: spawn.StepCallback}},
+			err := s.Commit(ctx, store.Tx{
+				Entities: []store.EntityPut{{Entity: e2, PrevVersion: 1}},
+				Spawns:   []store.SpawnPut{{Spawn: done, Step: spawn.StepCallback}},
 				Events:   []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)},
 			})
 			switch {
 			case err == nil:
 				wins.Add(1)
-			case errors.As(err, new(*service.ConditionFailed)):
+			case errors.As(err, new(*store.ConditionFailed)):
 				losses.Add(1)
 			default:
 				t.Errorf("resolver %d: %v", i, err)
@@ -501,17 +501,17 @@ func concurrentResolvers(t *testing.T, s service.Store) {
 // CURIE's key and writes nothing; other CURIEs, claims and later writes of
 // the holder are not affected, and a CURIE longer than any key limit is
 // held like a short one.
-func curieHeldOnce(t *testing.T, s service.Store) {
+func curieHeldOnce(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	long := "ex:" + strings.Repeat("Widget", 400)
 	for _, curie := range []string{"ex:Widget", long} {
 		first := term(curie)
-		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: first}}, Events: []ledger.Event{ev(ledger.EvDefined, first.ID)}}))
+		must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: first}}, Events: []ledger.Event{ev(ledger.EvDefined, first.ID)}}))
 		dup := term(curie)
 		dup.Definition = "another thing"
-		err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: dup}}, Events: []ledger.Event{ev(ledger.EvDefined, dup.ID)}})
-		wantCondition(t, err, service.CurieKey(curie))
-		if _, err := s.GetEntity(ctx, dup.ID); !errors.Is(err, service.ErrNotFound) {
+		err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: dup}}, Events: []ledger.Event{ev(ledger.EvDefined, dup.ID)}})
+		wantCondition(t, err, store.CurieKey(curie))
+		if _, err := s.GetEntity(ctx, dup.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("the refused term was written: %v", err)
 		}
 		if evs, err := s.Events(ctx, dup.ID); err != nil || len(evs) != 0 {
@@ -519,21 +519,21 @@ func curieHeldOnce(t *testing.T, s service.Store) {
 		}
 		// A claim beside a refused term is refused with it.
 		c := claim(ledger.Unverified)
-		err = s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: c}, {Entity: term(curie)}}})
-		wantCondition(t, err, service.CurieKey(curie))
-		if _, err := s.GetEntity(ctx, c.ID); !errors.Is(err, service.ErrNotFound) {
+		err = s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: c}, {Entity: term(curie)}}})
+		wantCondition(t, err, store.CurieKey(curie))
+		if _, err := s.GetEntity(ctx, c.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("partial write: the claim beside a refused term landed: %v", err)
 		}
 		// The holder still moves.
 		next := first
 		next.Status, next.Version = ledger.Verified, 2
-		must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: next, PrevVersion: 1}}, Events: []ledger.Event{ev(ledger.EvDismissed, first.ID)}}))
+		must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: next, PrevVersion: 1}}, Events: []ledger.Event{ev(ledger.EvDismissed, first.ID)}}))
 	}
 	other := term("ex:Gadget")
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: other}, {Entity: claim(ledger.Unverified)}}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: other}, {Entity: claim(ledger.Unverified)}}}))
 	// The CURIE is the whole key: neither a prefix nor a case variant of it.
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: term("ex:Widge")}, {Entity: term("ex:widget")}, {Entity: term("ex:" + strings.Repeat("Widget", 399))}}}))
-	terms, err := s.ListEntities(ctx, service.EntityFilter{Kind: ledger.KindTerm})
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: term("ex:Widge")}, {Entity: term("ex:widget")}, {Entity: term("ex:" + strings.Repeat("Widget", 399))}}}))
+	terms, err := s.ListEntities(ctx, store.EntityFilter{Kind: ledger.KindTerm})
 	must(t, err)
 	if len(terms) != 6 {
 		t.Fatalf("%d terms stored, want 6", len(terms))
@@ -543,7 +543,7 @@ func curieHeldOnce(t *testing.T, s service.Store) {
 // concurrentCuries: writers race, each creating its own term of one of a
 // few CURIEs; for each CURIE exactly one commits, the others fail on its
 // key, and one term of it is stored.
-func concurrentCuries(t *testing.T, s service.Store) {
+func concurrentCuries(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	const curies, racers = 3, 8
 	var wins [curies]atomic.Int32
@@ -557,11 +557,11 @@ func concurrentCuries(t *testing.T, s service.Store) {
 			go func() {
 				defer wg.Done()
 				<-start
-				err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev(ledger.EvDefined, e.ID)}})
+				err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev(ledger.EvDefined, e.ID)}})
 				switch {
 				case err == nil:
 					wins[c].Add(1)
-				case service.FailedOn(err, service.CurieKey(curie)):
+				case store.FailedOn(err, store.CurieKey(curie)):
 				default:
 					t.Errorf("term %s of %s: %v", e.ID, curie, err)
 				}
@@ -570,7 +570,7 @@ func concurrentCuries(t *testing.T, s service.Store) {
 	}
 	close(start)
 	wg.Wait()
-	terms, err := s.ListEntities(ctx, service.EntityFilter{Kind: ledger.KindTerm})
+	terms, err := s.ListEntities(ctx, store.EntityFilter{Kind: ledger.KindTerm})
 	must(t, err)
 	held := map[string]int{}
 	for _, e := range terms {
@@ -600,18 +600,18 @@ func spawnIDs(sps []spawn.Spawn) []string {
 // pending, after a heartbeat rewrote it and after it resolved, on an
 // entity and on none: the service lets only it (or its callback token, or
 // a person) cancel, heartbeat or resolve the spawn.
-func spawnKeepsItsRequester(t *testing.T, s service.Store) {
+func spawnKeepsItsRequester(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	e := claim(ledger.Unverified)
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}))
 	sp := newSpawn(e.ID, base, base.Add(time.Hour))
 	sp.RequestedBy = "tok:01HX05A9K8VP0000000000000A"
 	issued := e
 	issued.Version, issued.PendingSpawn, issued.LastSpawn = 2, sp.ID, sp.ID
 	g := spawn.Spawn{ID: ids.New(ids.Spawn, base.Add(time.Second)), Kind: spawn.Guess, State: spawn.Pending, Mode: spawn.ModeHarness,
 		Question: "q", N: 2, IssuedAt: base, ExpiresAt: base.Add(time.Hour), RequestedBy: "harness:agent-7", Request: []byte(`{"request_id":"g"}`)}
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: issued, PrevVersion: 1}},
-		Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}, {Spawn: g, Create: true, Step: spawn.StepIssue}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: issued, PrevVersion: 1}},
+		Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}, {Spawn: g, Create: true, Step: spawn.StepIssue}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
 	want := map[string]string{sp.ID: sp.RequestedBy, g.ID: g.RequestedBy}
 	check := func(when string) {
 		t.Helper()
@@ -622,7 +622,7 @@ func spawnKeepsItsRequester(t *testing.T, s service.Store) {
 				t.Fatalf("%s: GetSpawn(%s).RequestedBy = %q, want %q", when, id, got.RequestedBy, by)
 			}
 		}
-		list, err := s.ListSpawns(ctx, service.SpawnFilter{})
+		list, err := s.ListSpawns(ctx, store.SpawnFilter{})
 		must(t, err)
 		for _, got := range list {
 			if got.RequestedBy != want[got.ID] {
@@ -641,13 +641,13 @@ func spawnKeepsItsRequester(t *testing.T, s service.Store) {
 	// A heartbeat of the guess rewrites it.
 	moved := g
 	moved.ExpiresAt = base.Add(2 * time.Hour)
-	must(t, s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: moved, PrevExpiresAt: g.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, "")}}))
+	must(t, s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: moved, PrevExpiresAt: g.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, "")}}))
 	check("heartbeated")
 	done := sp
 	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
 	e2 := issued
 	e2.Version, e2.PendingSpawn = 3, ""
-	must(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 2}},
-		Spawns: []service.SpawnPut{{Spawn: done, Step: spawn.StepCallback}}, Events: []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)}}))
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: 2}},
+		Spawns: []store.SpawnPut{{Spawn: done, Step: spawn.StepCallback}}, Events: []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)}}))
 	check("resolved")
 }

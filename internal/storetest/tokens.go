@@ -9,19 +9,19 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/auth"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // TokenFixture returns an empty token store of one project, and another
 // project's store on the same backend (nil where a store is one project,
 // as an embedded SQLite file is).
-type TokenFixture func(t *testing.T) (mine, other service.TokenStore)
+type TokenFixture func(t *testing.T) (mine, other store.TokenStore)
 
-// RunTokens runs the conformance suite of service.TokenStore.
+// RunTokens runs the conformance suite of store.TokenStore.
 func RunTokens(t *testing.T, open TokenFixture) {
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, mine, other service.TokenStore)
+		fn   func(t *testing.T, mine, other store.TokenStore)
 	}{
 		{"a missing token is ErrNotFound to read and to revoke", missingToken},
 		{"a token reads back as it was put, hash included", tokenRoundTrip},
@@ -43,12 +43,12 @@ func newToken(id, role string) auth.Token {
 	return auth.Token{ID: id, Role: role, Name: id + "-name", Hash: "hash-of-" + id, CreatedAt: base}
 }
 
-func missingToken(t *testing.T, s, _ service.TokenStore) {
+func missingToken(t *testing.T, s, _ store.TokenStore) {
 	ctx := context.Background()
-	if _, err := s.GetToken(ctx, "tok_missing"); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetToken(ctx, "tok_missing"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetToken of a missing id: want ErrNotFound, got %v", err)
 	}
-	if err := s.RevokeToken(ctx, "tok_missing", base); !errors.Is(err, service.ErrNotFound) {
+	if err := s.RevokeToken(ctx, "tok_missing", base); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("RevokeToken of a missing id: want ErrNotFound, got %v", err)
 	}
 	if list, err := s.ListTokens(ctx); err != nil || len(list) != 0 {
@@ -56,7 +56,7 @@ func missingToken(t *testing.T, s, _ service.TokenStore) {
 	}
 }
 
-func tokenRoundTrip(t *testing.T, s, _ service.TokenStore) {
+func tokenRoundTrip(t *testing.T, s, _ store.TokenStore) {
 	ctx := context.Background()
 	want := newToken("tok_roundtrip", auth.RoleApprover)
 	must(t, s.PutToken(ctx, want))
@@ -68,13 +68,13 @@ func tokenRoundTrip(t *testing.T, s, _ service.TokenStore) {
 	}
 }
 
-func tokenPutOnce(t *testing.T, s, _ service.TokenStore) {
+func tokenPutOnce(t *testing.T, s, _ store.TokenStore) {
 	ctx := context.Background()
 	first := newToken("tok_once", auth.RoleHarness)
 	must(t, s.PutToken(ctx, first))
 	second := newToken("tok_once", auth.RoleAdmin)
 	second.Hash = "another-hash"
-	if err := s.PutToken(ctx, second); !service.FailedOn(err, first.ID) {
+	if err := s.PutToken(ctx, second); !store.FailedOn(err, first.ID) {
 		t.Fatalf("a second PutToken of one id: want ConditionFailed on %s, got %v", first.ID, err)
 	}
 	got, err := s.GetToken(ctx, first.ID)
@@ -84,7 +84,7 @@ func tokenPutOnce(t *testing.T, s, _ service.TokenStore) {
 	}
 }
 
-func tokensListed(t *testing.T, s, _ service.TokenStore) {
+func tokensListed(t *testing.T, s, _ store.TokenStore) {
 	ctx := context.Background()
 	for _, id := range []string{"tok_c", "tok_a", "tok_b"} {
 		must(t, s.PutToken(ctx, newToken(id, auth.RoleHarness)))
@@ -107,7 +107,7 @@ func tokensListed(t *testing.T, s, _ service.TokenStore) {
 	}
 }
 
-func revokeKeepsFirstTime(t *testing.T, s, _ service.TokenStore) {
+func revokeKeepsFirstTime(t *testing.T, s, _ store.TokenStore) {
 	ctx := context.Background()
 	must(t, s.PutToken(ctx, newToken("tok_revoked", auth.RoleHarness)))
 	first := base.Add(time.Hour)
@@ -123,23 +123,23 @@ func revokeKeepsFirstTime(t *testing.T, s, _ service.TokenStore) {
 	}
 }
 
-func tokensOfAnotherProject(t *testing.T, s, other service.TokenStore) {
+func tokensOfAnotherProject(t *testing.T, s, other store.TokenStore) {
 	if other == nil {
 		return // a store of one project has no other project to leak into
 	}
 	ctx := context.Background()
 	must(t, other.PutToken(ctx, newToken("tok_theirs", auth.RoleAdmin)))
-	if _, err := s.GetToken(ctx, "tok_theirs"); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetToken(ctx, "tok_theirs"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetToken of another project's token: want ErrNotFound, got %v", err)
 	}
-	if err := s.RevokeToken(ctx, "tok_theirs", base); !errors.Is(err, service.ErrNotFound) {
+	if err := s.RevokeToken(ctx, "tok_theirs", base); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("RevokeToken of another project's token: want ErrNotFound, got %v", err)
 	}
 	if list, err := s.ListTokens(ctx); err != nil || len(list) != 0 {
 		t.Fatalf("ListTokens shows another project's tokens: %v, %v", list, err)
 	}
 	// A token id is global: this project cannot take the other's id.
-	if err := s.PutToken(ctx, newToken("tok_theirs", auth.RoleAdmin)); !service.FailedOn(err, "tok_theirs") {
+	if err := s.PutToken(ctx, newToken("tok_theirs", auth.RoleAdmin)); !store.FailedOn(err, "tok_theirs") {
 		t.Fatalf("PutToken of an id another project holds: want ConditionFailed, got %v", err)
 	}
 	got, err := other.GetToken(ctx, "tok_theirs")
@@ -149,7 +149,7 @@ func tokensOfAnotherProject(t *testing.T, s, other service.TokenStore) {
 	}
 }
 
-func secretMadeOnce(t *testing.T, s, _ service.TokenStore) {
+func secretMadeOnce(t *testing.T, s, _ store.TokenStore) {
 	ctx := context.Background()
 	const racers = 8
 	secrets := make([][]byte, racers)
@@ -182,28 +182,28 @@ func secretMadeOnce(t *testing.T, s, _ service.TokenStore) {
 	}
 }
 
-// RunSettings runs the conformance suite of service.SettingsStore.
-func RunSettings(t *testing.T, newStore func(t *testing.T) service.SettingsStore) {
+// RunSettings runs the conformance suite of store.SettingsStore.
+func RunSettings(t *testing.T, newStore func(t *testing.T) store.SettingsStore) {
 	t.Run("a project that set none reads the zero value", func(t *testing.T) {
 		got, err := newStore(t).Settings(context.Background())
 		must(t, err)
-		if got != (service.ProjectSettings{}) {
+		if got != (store.ProjectSettings{}) {
 			t.Fatalf("Settings of a new project = %+v, want the zero value", got)
 		}
 	})
 	t.Run("put replaces the whole settings", func(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t)
-		must(t, s.PutSettings(ctx, service.ProjectSettings{SpawnTimeout: 90 * time.Second, SpawnMaxLease: time.Hour}))
+		must(t, s.PutSettings(ctx, store.ProjectSettings{SpawnTimeout: 90 * time.Second, SpawnMaxLease: time.Hour}))
 		got, err := s.Settings(ctx)
 		must(t, err)
 		if got.SpawnTimeout != 90*time.Second || got.SpawnMaxLease != time.Hour {
 			t.Fatalf("Settings = %+v after put", got)
 		}
-		must(t, s.PutSettings(ctx, service.ProjectSettings{SpawnTimeout: 5 * time.Minute}))
+		must(t, s.PutSettings(ctx, store.ProjectSettings{SpawnTimeout: 5 * time.Minute}))
 		got, err = s.Settings(ctx)
 		must(t, err)
-		if got != (service.ProjectSettings{SpawnTimeout: 5 * time.Minute}) {
+		if got != (store.ProjectSettings{SpawnTimeout: 5 * time.Minute}) {
 			t.Fatalf("Settings = %+v after a put without spawn_max_lease; want it gone", got)
 		}
 	})

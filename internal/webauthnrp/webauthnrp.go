@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
 )
@@ -51,7 +52,7 @@ func (u user) WebAuthnName() string                       { return u.id }
 func (u user) WebAuthnDisplayName() string                { return "dont approver " + u.id }
 func (u user) WebAuthnCredentials() []webauthn.Credential { return u.creds }
 
-func userOf(approver string, creds []service.PasskeyCredential) (user, error) {
+func userOf(approver string, creds []store.PasskeyCredential) (user, error) {
 	u := user{id: approver}
 	for _, c := range creds {
 		var wc webauthn.Credential
@@ -63,7 +64,7 @@ func userOf(approver string, creds []service.PasskeyCredential) (user, error) {
 	return u, nil
 }
 
-func (r rp) BeginRegistration(approver string, existing []service.PasskeyCredential) (json.RawMessage, json.RawMessage, []byte, error) {
+func (r rp) BeginRegistration(approver string, existing []store.PasskeyCredential) (json.RawMessage, json.RawMessage, []byte, error) {
 	u, err := userOf(approver, existing)
 	if err != nil {
 		return nil, nil, nil, err
@@ -81,26 +82,26 @@ func (r rp) BeginRegistration(approver string, existing []service.PasskeyCredent
 	return marshalCeremony(creation, session)
 }
 
-func (r rp) FinishRegistration(approver string, session, response json.RawMessage) (service.PasskeyCredential, error) {
+func (r rp) FinishRegistration(approver string, session, response json.RawMessage) (store.PasskeyCredential, error) {
 	var sd webauthn.SessionData
 	if err := json.Unmarshal(session, &sd); err != nil {
-		return service.PasskeyCredential{}, err
+		return store.PasskeyCredential{}, err
 	}
 	parsed, err := protocol.ParseCredentialCreationResponseBytes(response)
 	if err != nil {
-		return service.PasskeyCredential{}, describe(err)
+		return store.PasskeyCredential{}, describe(err)
 	}
 	cred, err := r.w.CreateCredential(user{id: approver}, sd, parsed)
 	if err != nil {
-		return service.PasskeyCredential{}, describe(err)
+		return store.PasskeyCredential{}, describe(err)
 	}
 	if !cred.Flags.UserVerified {
-		return service.PasskeyCredential{}, errors.New("the authenticator did not verify the user")
+		return store.PasskeyCredential{}, errors.New("the authenticator did not verify the user")
 	}
 	return record(approver, *cred)
 }
 
-func (r rp) BeginAssertion(approver string, creds []service.PasskeyCredential, challenge []byte) (json.RawMessage, json.RawMessage, error) {
+func (r rp) BeginAssertion(approver string, creds []store.PasskeyCredential, challenge []byte) (json.RawMessage, json.RawMessage, error) {
 	u, err := userOf(approver, creds)
 	if err != nil {
 		return nil, nil, err
@@ -121,23 +122,23 @@ func (r rp) AssertedChallenge(response json.RawMessage) ([]byte, error) {
 	return base64.RawURLEncoding.DecodeString(strings.TrimRight(parsed.Response.CollectedClientData.Challenge, "="))
 }
 
-func (r rp) FinishAssertion(approver string, creds []service.PasskeyCredential, session, response json.RawMessage) (service.PasskeyCredential, error) {
+func (r rp) FinishAssertion(approver string, creds []store.PasskeyCredential, session, response json.RawMessage) (store.PasskeyCredential, error) {
 	u, err := userOf(approver, creds)
 	if err != nil {
-		return service.PasskeyCredential{}, err
+		return store.PasskeyCredential{}, err
 	}
 	var sd webauthn.SessionData
 	if err := json.Unmarshal(session, &sd); err != nil {
-		return service.PasskeyCredential{}, err
+		return store.PasskeyCredential{}, err
 	}
 	parsed, err := protocol.ParseCredentialRequestResponseBytes(response)
 	if err != nil {
-		return service.PasskeyCredential{}, describe(err)
+		return store.PasskeyCredential{}, describe(err)
 	}
 	// The library checks the UV flag because the session requires it;
 	// checked again here, since it is the whole point.
 	if !parsed.Response.AuthenticatorData.Flags.HasUserVerified() {
-		return service.PasskeyCredential{}, errors.New("the authenticator did not verify the user")
+		return store.PasskeyCredential{}, errors.New("the authenticator did not verify the user")
 	}
 	var cred *webauthn.Credential
 	if len(sd.UserID) == 0 { // a sign-in: the credential named its user (Signer)
@@ -151,10 +152,10 @@ func (r rp) FinishAssertion(approver string, creds []service.PasskeyCredential, 
 		cred, err = r.w.ValidateLogin(u, sd, parsed)
 	}
 	if err != nil {
-		return service.PasskeyCredential{}, describe(err)
+		return store.PasskeyCredential{}, describe(err)
 	}
 	if cred.Authenticator.CloneWarning {
-		return service.PasskeyCredential{}, errors.New("the authenticator's signature counter went backwards (a cloned credential?)")
+		return store.PasskeyCredential{}, errors.New("the authenticator's signature counter went backwards (a cloned credential?)")
 	}
 	out, err := record(approver, *cred)
 	for _, c := range creds {
@@ -165,9 +166,9 @@ func (r rp) FinishAssertion(approver string, creds []service.PasskeyCredential, 
 	return out, err
 }
 
-func record(approver string, c webauthn.Credential) (service.PasskeyCredential, error) {
+func record(approver string, c webauthn.Credential) (store.PasskeyCredential, error) {
 	data, err := json.Marshal(c)
-	return service.PasskeyCredential{ID: base64.RawURLEncoding.EncodeToString(c.ID), Approver: approver, Data: data}, err
+	return store.PasskeyCredential{ID: base64.RawURLEncoding.EncodeToString(c.ID), Approver: approver, Data: data}, err
 }
 
 func marshalCeremony(options any, session *webauthn.SessionData) (json.RawMessage, json.RawMessage, []byte, error) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,7 +17,9 @@ import (
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
+	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
 )
 
 // api is the HTTP API over one table shared by several projects.
@@ -187,14 +188,14 @@ func TestProjectsSharingATableAreIsolated(t *testing.T) {
 
 	t.Run("store reads never cross projects", func(t *testing.T) {
 		stA, stB := storeOf(a, pa), storeOf(a, pb)
-		if _, err := stA.GetEntity(ctx, claimB); !errors.Is(err, service.ErrNotFound) {
+		if _, err := stA.GetEntity(ctx, claimB); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("GetEntity across projects: %v", err)
 		}
-		if _, err := stA.GetSpawn(ctx, ridB); !errors.Is(err, service.ErrNotFound) {
+		if _, err := stA.GetSpawn(ctx, ridB); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("GetSpawn across projects: %v", err)
 		}
 		idB, _, _ := auth.ParseBearer(harnessB)
-		if _, err := stA.GetToken(ctx, idB); !errors.Is(err, service.ErrNotFound) {
+		if _, err := stA.GetToken(ctx, idB); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("GetToken across projects: %v", err)
 		}
 		if evs, _ := stA.Events(ctx, claimB); len(evs) != 0 {

@@ -13,17 +13,18 @@ import (
 	sqssched "github.com/dont-cli/dont/internal/scheduler/sqs"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/slackapp"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 	"github.com/dont-cli/dont/internal/webauthnrp"
 )
 
 // Store is one project's view of the table: everything its service needs.
 type Store interface {
-	service.Store
-	service.TokenStore
-	service.ApprovalStore
-	service.ConfirmationStore
-	service.HookStore
+	store.Store
+	store.TokenStore
+	store.ApprovalStore
+	store.ConfirmationStore
+	store.HookStore
 }
 
 // Deployment holds what lives for the whole life of a function's process
@@ -72,7 +73,7 @@ func (d *Deployment) Service(project string) *service.Service {
 func (d *Deployment) NewService(project string, st Store) *service.Service {
 	sched := registering{registry: d.Registry, next: d.Queue.For(project), project: project, log: d.Log}
 	hc := service.HooksConfig{Store: st, Sender: d.Webhooks, Policy: d.Config.HookPolicy, PublicURL: d.Config.PublicURL}
-	if links, ok := st.(service.SlackLinkStore); ok && d.Config.SlackBotToken != "" && d.Webhooks != nil {
+	if links, ok := st.(store.SlackLinkStore); ok && d.Config.SlackBotToken != "" && d.Webhooks != nil {
 		hc.Sender = slackapp.Sender{Next: d.Webhooks, Client: slackapp.NewClient(d.Config.SlackBotToken, "", nil), Messages: links, PublicURL: d.Config.PublicURL}
 	}
 	if d.EventBridge != nil && d.Config.EventBus != "" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -38,7 +39,7 @@ func Reindex(ctx context.Context, svc *service.Service, cursor string, stop func
 	case errors.Is(err, dynamo.ErrBadCursor):
 		return rep, errs.E(errs.InvalidArgument, "not a reindex cursor of this project", ReindexStep).With("project", svc.Project).
 			Unmet("cursor must be the one the project's previous reindex answered, or absent to start from the beginning")
-	case errors.Is(err, service.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return rep, errs.E(errs.NotFound, "the project has nothing stored: no entity, settings or secret", errs.Step{
 			Command:     `aws lambda invoke --function-name "$DONT_OPERATOR_FUNCTION" --cli-binary-format raw-in-base64-out --payload '{"dont_operator":{"create_token":{"project":"<project>"}}}' /dev/stdout`,
 			Description: "check the project's name; a project exists once its first token is made, and one created with this version needs no reindex",

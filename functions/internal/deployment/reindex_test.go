@@ -12,6 +12,7 @@ import (
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -35,7 +36,7 @@ func TestAnOperatorReindexListsAnUpgradedProjectsOldItemsAndRefusesBadInput(t *t
 	var claims []string
 	for range 3 {
 		e := ledger.Entity{ID: ids.New(ids.Claim, t0), Kind: ledger.KindClaim, Statement: "an old claim", Status: ledger.Doubted, Version: 1, CreatedAt: t0, UpdatedAt: t0}
-		if err := st.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+		if err := st.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := newClient(nil, nil).UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(table), Key: oldEntityKey(project, e.ID),

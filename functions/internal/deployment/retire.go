@@ -8,6 +8,7 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -60,7 +61,7 @@ func RetireSecrets(ctx context.Context, svc *service.Service, now time.Time) (Se
 		return SecretRetirement{}, errs.E(errs.InvalidArgument, "this store's project secret has no versions to retire")
 	}
 	versions, err := st.SecretVersions(ctx)
-	if errors.Is(err, service.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return SecretRetirement{}, errs.E(errs.NotFound, "the project has no secret yet: create its first token").With("project", svc.Project)
 	}
 	if err != nil {
@@ -113,7 +114,7 @@ func RetireSecrets(ctx context.Context, svc *service.Service, now time.Time) (Se
 		return rep, e
 	}
 	if err := st.RetireSecretVersions(ctx, rep.KeyID, retire); err != nil {
-		if errors.Is(err, service.ErrConflict) {
+		if errors.Is(err, store.ErrConflict) {
 			return SecretRetirement{}, errs.E(errs.Conflict, "the project's secret was rotated meanwhile; nothing was retired", retireSecretsStep).With("project", svc.Project)
 		}
 		return SecretRetirement{}, errs.E(errs.StoreError, "cannot retire the project's secret versions").Wrap(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Horizon is what the scheduled sweep needs of a project's store to keep
@@ -290,7 +291,7 @@ func (s *Sweeper) limit() int {
 	if s.Limit > 0 {
 		return s.Limit
 	}
-	return service.SweepBatch
+	return store.SweepBatch
 }
 
 func (s *Sweeper) indexLag() time.Duration {

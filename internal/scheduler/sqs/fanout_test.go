@@ -16,8 +16,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/dont-cli/dont/internal/scheduler/sqs"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // storedHorizons is the world with each project's scheduled_until kept,
@@ -149,7 +149,7 @@ func TestASweepShortOfTimeSendsItsProjectAgain(t *testing.T) {
 		t.Fatalf("sent %v, want acme's sweep message again", again)
 	}
 	pending := func() int {
-		list, err := w.stores["acme"].ListSpawns(ctx, service.SpawnFilter{State: spawn.Pending})
+		list, err := w.stores["acme"].ListSpawns(ctx, store.SpawnFilter{State: spawn.Pending})
 		if err != nil {
 			t.Fatal(err)
 		}

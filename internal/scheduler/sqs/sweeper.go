@@ -65,7 +65,7 @@ type Sweeper struct {
 	// such message. Nil: SweepAll sweeps every project itself, in turn.
 	Work *Queue
 	// Limit bounds one read of a project's sweep (a page; default
-	// service.SweepBatch); a project's sweep pages on until done.
+	// store.SweepBatch); a project's sweep pages on until done.
 	Limit int
 	// Reserve: a project's sweep stops paging when less than this is left
 	// of the invocation (default 10 s) and sends its project's sweep

@@ -14,10 +14,10 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
-// Tier escalation (service.ApprovalStore) lives in the same table, under
+// Tier escalation (store.ApprovalStore) lives in the same table, under
 // the keys listed in the package comment:
 //
 //   - A session item holds the session and its frame counter c, the last
@@ -87,7 +87,7 @@ func cursorKey(c int64) string                  { return fmt.Sprintf("%012d", c)
 // well beyond any session's life.
 func (s *Store) SetFrameRetention(d time.Duration) { s.frameRetention = max(d, 0) }
 
-// CreateSession implements service.ApprovalStore: one conditional put.
+// CreateSession implements store.ApprovalStore: one conditional put.
 func (s *Store) CreateSession(ctx context.Context, ses approvals.Session) error {
 	doc, err := json.Marshal(ses)
 	if err != nil {
@@ -118,22 +118,22 @@ func (s *Store) CreateSession(ctx context.Context, ses approvals.Session) error 
 	if old != nil && attrString(old, "doc") == string(doc) {
 		return nil
 	}
-	return &service.ConditionFailed{ID: ses.ID}
+	return &store.ConditionFailed{ID: ses.ID}
 }
 
-// GetSession implements service.ApprovalStore.
+// GetSession implements store.ApprovalStore.
 func (s *Store) GetSession(ctx context.Context, id string) (approvals.Session, error) {
 	it, err := s.getItem(ctx, key(s.sessionPK(), id))
 	if err != nil {
 		return approvals.Session{}, err
 	}
 	if it == nil {
-		return approvals.Session{}, service.ErrNotFound
+		return approvals.Session{}, store.ErrNotFound
 	}
 	return decodeSession(it)
 }
 
-// ListSessions implements service.ApprovalStore: one Query over the
+// ListSessions implements store.ApprovalStore: one Query over the
 // project's sessions, oldest first.
 func (s *Store) ListSessions(ctx context.Context) ([]approvals.Session, error) {
 	var out []approvals.Session
@@ -232,7 +232,7 @@ func (w *writeSet) add(owner string, it types.TransactWriteItem) {
 	w.owners = append(w.owners, owner)
 }
 
-// CreateApproval implements service.ApprovalStore. The approval, its
+// CreateApproval implements store.ApprovalStore. The approval, its
 // pointer in the call's partition, the call's lock (for a pending or
 // granted record) and, for a question, the frame counter and the
 // question frame are one TransactWriteItems.
@@ -281,7 +281,7 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 			return err
 		}
 		if ses == nil {
-			return service.ErrNotFound
+			return store.ErrNotFound
 		}
 		w, err := build(ctx)
 		if err != nil {
@@ -313,7 +313,7 @@ func (s *Store) appendFrame(ctx context.Context, f *approvals.Frame, build func(
 			return err
 		}
 		if ses == nil {
-			return service.ErrNotFound
+			return store.ErrNotFound
 		}
 		last, _ := attrInt(ses, "c")
 		f.Cursor = last + 1
@@ -364,7 +364,7 @@ func (s *Store) commitSet(ctx context.Context, w writeSet) error {
 			continue
 		}
 		if w.owners[i] != "" {
-			return &service.ConditionFailed{ID: w.owners[i]}
+			return &store.ConditionFailed{ID: w.owners[i]}
 		}
 		moved = true
 	}
@@ -374,23 +374,23 @@ func (s *Store) commitSet(ctx context.Context, w writeSet) error {
 	return err
 }
 
-// GetApproval implements service.ApprovalStore.
+// GetApproval implements store.ApprovalStore.
 func (s *Store) GetApproval(ctx context.Context, id string) (approvals.Approval, error) {
 	it, err := s.getItem(ctx, key(s.approvalPK(), id))
 	if err != nil {
 		return approvals.Approval{}, err
 	}
 	if it == nil {
-		return approvals.Approval{}, service.ErrNotFound
+		return approvals.Approval{}, store.ErrNotFound
 	}
 	return decodeApproval(it)
 }
 
-// ListApprovals implements service.ApprovalStore, in creation order. A
+// ListApprovals implements store.ApprovalStore, in creation order. A
 // call's records (what every escalation reads) come from the call's own
 // partition of pointers; everything else from one Query over the
 // project's approvals.
-func (s *Store) ListApprovals(ctx context.Context, f service.ApprovalFilter) ([]approvals.Approval, error) {
+func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]approvals.Approval, error) {
 	var out []approvals.Approval
 	keep := func(a approvals.Approval) {
 		if (f.SessionID == "" || a.SessionID == f.SessionID) && (f.CallID == "" || a.CallID == f.CallID) && (f.State == "" || a.State == f.State) {
@@ -446,7 +446,7 @@ func sortApprovals(as []approvals.Approval) {
 	})
 }
 
-// ResolveApproval implements service.ApprovalStore: the resolved record
+// ResolveApproval implements store.ApprovalStore: the resolved record
 // replaces the stored one only while that is pending (the first answer
 // wins), and an ending other than an approval frees the call's lock in
 // the same transaction.
@@ -482,7 +482,7 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		w.add("", types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: key(s.reminderPK(), a.ID)}})
 	}
 	err = s.announced(ctx, outbox, s.commitSet(ctx, w))
-	if service.FailedOn(err, lockOwner) {
+	if store.FailedOn(err, lockOwner) {
 		return fmt.Errorf("dynamo: the lock of call %q is not held by pending approval %s", a.CallID, a.ID)
 	}
 	return err
@@ -507,7 +507,7 @@ func conditionOnFirstApproval(put *types.Put, a approvals.Approval) {
 	put.ExpressionAttributeValues[":fa"] = str(a.FirstApproval.By)
 }
 
-// RecordFirstApproval implements service.ApprovalStore: one conditional
+// RecordFirstApproval implements store.ApprovalStore: one conditional
 // Put of the still-pending question with its first approval, conditioned
 // on it being pending, the question shown, and having no first approval.
 func (s *Store) RecordFirstApproval(ctx context.Context, a approvals.Approval) error {
@@ -535,7 +535,7 @@ func (s *Store) RecordFirstApproval(ctx context.Context, a approvals.Approval) e
 // approval it resolves, so its condition fails only on damaged data.
 const lockOwner = "\x00call-lock"
 
-// AnnounceEnding implements service.ApprovalStore: the announced mark
+// AnnounceEnding implements store.ApprovalStore: the announced mark
 // (conditioned on the approval being resolved and not yet announced), the
 // frame counter and the ending frame are one transaction, so a request
 // gets at most one ending frame however many announcers race.
@@ -547,14 +547,14 @@ func (s *Store) AnnounceEnding(ctx context.Context, f approvals.Frame) (approval
 			return w, err
 		}
 		if it == nil {
-			return w, service.ErrNotFound
+			return w, store.ErrNotFound
 		}
 		a, err := decodeApproval(it)
 		if err != nil {
 			return w, err
 		}
 		if a.SessionID != f.SessionID || a.State != approvals.Resolved || !a.Asked || a.Announced {
-			return w, &service.ConditionFailed{ID: f.RequestID}
+			return w, &store.ConditionFailed{ID: f.RequestID}
 		}
 		w.add(f.RequestID, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.table),
 			Key:                       key(s.approvalPK(), f.RequestID),
@@ -568,7 +568,7 @@ func (s *Store) AnnounceEnding(ctx context.Context, f approvals.Frame) (approval
 	return f, err
 }
 
-// Frames implements service.ApprovalStore: one Query of the session's
+// Frames implements store.ApprovalStore: one Query of the session's
 // frame partition from the cursor after `after`.
 func (s *Store) Frames(ctx context.Context, sessionID string, after int64, limit int) ([]approvals.Frame, error) {
 	if limit <= 0 {
@@ -585,7 +585,7 @@ func (s *Store) Frames(ctx context.Context, sessionID string, after int64, limit
 	return out, nil
 }
 
-// TouchSubscriber implements service.ApprovalStore: one conditional
+// TouchSubscriber implements store.ApprovalStore: one conditional
 // update that only ever moves the subscriber's last read forwards.
 func (s *Store) TouchSubscriber(ctx context.Context, sessionID, subscriber string, at time.Time) error {
 	in := &dynamodb.UpdateItemInput{TableName: aws.String(s.table), Key: key(s.leasePK(sessionID), subscriber),
@@ -605,7 +605,7 @@ func (s *Store) TouchSubscriber(ctx context.Context, sessionID, subscriber strin
 	return err
 }
 
-// LastRead implements service.ApprovalStore: the latest of the session's
+// LastRead implements store.ApprovalStore: the latest of the session's
 // subscribers' reads (one Query of a partition of a few items).
 func (s *Store) LastRead(ctx context.Context, sessionID string) (time.Time, error) {
 	var last string
@@ -619,7 +619,7 @@ func (s *Store) LastRead(ctx context.Context, sessionID string) (time.Time, erro
 	return time.Parse(timeKey, last)
 }
 
-// DueApprovals implements service.ApprovalStore by reading the index range
+// DueApprovals implements store.ApprovalStore by reading the index range
 // gsi1pk = P#<p>#APR#due AND expires_at <= now, earliest deadline first:
 // only pending approvals are in that partition, so the read is O(due).
 // Like ExpiringSpawns it reads an eventually consistent index; the service
@@ -628,7 +628,7 @@ func (s *Store) DueApprovals(ctx context.Context, now time.Time, limit int) ([]a
 	return s.indexedApprovals(ctx, s.dueApprovalsPK(), timeText(now), limit)
 }
 
-// DueReminders implements service.ApprovalStore by reading the index
+// DueReminders implements store.ApprovalStore by reading the index
 // range gsi1pk = P#<p>#APR#remind AND expires_at <= now: only unsent
 // reminders are there, so the read is O(due). The index lags; SendReminder
 // is conditioned on what it reads.
@@ -636,7 +636,7 @@ func (s *Store) DueReminders(ctx context.Context, now time.Time, limit int) ([]a
 	return s.indexedApprovals(ctx, s.dueRemindersPK(), timeText(now), limit)
 }
 
-// SendReminder implements service.ApprovalStore: the reminder item's
+// SendReminder implements store.ApprovalStore: the reminder item's
 // delete (conditioned on its existence), a check that the question is
 // pending and the message's outbox items are one TransactWriteItems.
 func (s *Store) SendReminder(ctx context.Context, a approvals.Approval, at time.Time) error {
@@ -661,7 +661,7 @@ func (s *Store) SendReminder(ctx context.Context, a approvals.Approval, at time.
 	return s.announced(ctx, outbox, s.commitSet(ctx, w))
 }
 
-// Unannounced implements service.ApprovalStore through the index
+// Unannounced implements store.ApprovalStore through the index
 // partition of asked, resolved approvals whose ending frame is missing,
 // oldest first. It is empty except between a verdict and its announce,
 // or after an announce failed. What the index returns is re-read
@@ -719,4 +719,4 @@ func (s *Store) indexedApprovals(ctx context.Context, partition, until string, l
 	return queryUpTo(ctx, s, q, limit, decodeApproval)
 }
 
-var _ service.ApprovalStore = (*Store)(nil)
+var _ store.ApprovalStore = (*Store)(nil)

@@ -15,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
 	"github.com/dont-cli/dont/internal/storetest"
@@ -24,9 +25,9 @@ import (
 // races spread their goroutines over separate clients of the same table
 // and project, the way separate Lambda invocations reach it.
 func TestApprovalConformance(t *testing.T) {
-	storetest.RunApprovals(t, func(t *testing.T) (service.ApprovalStore, func() service.ApprovalStore) {
+	storetest.RunApprovals(t, func(t *testing.T) (store.ApprovalStore, func() store.ApprovalStore) {
 		s := newStore(t)
-		return s, func() service.ApprovalStore { return dynamo.New(newClient(nil, nil), table, s.Project()) }
+		return s, func() store.ApprovalStore { return dynamo.New(newClient(nil, nil), table, s.Project()) }
 	})
 }
 
@@ -316,7 +317,7 @@ func TestALostResponseAndACounterConflictStillGiveGapFreeCursors(t *testing.T) {
 	f.mu.Unlock()
 	before = f.count()
 	c, qc := question("c3")
-	if err := st.CreateApproval(ctx, c, qc); !service.FailedOn(err, c.ID) || f.count()-before != 1 {
+	if err := st.CreateApproval(ctx, c, qc); !store.FailedOn(err, c.ID) || f.count()-before != 1 {
 		t.Fatalf("want one attempt and ConditionFailed on %s, got %v after %d", c.ID, err, f.count()-before)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/dont-cli/dont/internal/confirm"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Held calls (the server's own confirmation flow) live in the project's
@@ -38,7 +38,7 @@ func decodeConfirmation(it map[string]types.AttributeValue) (confirm.Pending, er
 	return p, nil
 }
 
-// PutConfirmation implements service.ConfirmationStore.
+// PutConfirmation implements store.ConfirmationStore.
 func (s *Store) PutConfirmation(ctx context.Context, p confirm.Pending) error {
 	it, err := s.confirmationItem(p)
 	if err != nil {
@@ -50,24 +50,24 @@ func (s *Store) PutConfirmation(ctx context.Context, p confirm.Pending) error {
 	}
 	err = s.transact(ctx, append([]types.TransactWriteItem{putNew(s.table, it)}, outbox...)...)
 	if isCancelled(err) {
-		return &service.ConditionFailed{ID: p.ID}
+		return &store.ConditionFailed{ID: p.ID}
 	}
 	return s.announced(ctx, outbox, err)
 }
 
-// GetConfirmation implements service.ConfirmationStore.
+// GetConfirmation implements store.ConfirmationStore.
 func (s *Store) GetConfirmation(ctx context.Context, id string) (confirm.Pending, error) {
 	it, err := s.getItem(ctx, key(s.confirmationPK(), id))
 	if err != nil {
 		return confirm.Pending{}, err
 	}
 	if it == nil {
-		return confirm.Pending{}, service.ErrNotFound
+		return confirm.Pending{}, store.ErrNotFound
 	}
 	return decodeConfirmation(it)
 }
 
-// ListConfirmations implements service.ConfirmationStore: one Query.
+// ListConfirmations implements store.ConfirmationStore: one Query.
 func (s *Store) ListConfirmations(ctx context.Context) ([]confirm.Pending, error) {
 	var out []confirm.Pending
 	err := s.query(ctx, s.partitionQuery(s.confirmationPK()), func(it map[string]types.AttributeValue) error {
@@ -78,7 +78,7 @@ func (s *Store) ListConfirmations(ctx context.Context) ([]confirm.Pending, error
 	return out, err
 }
 
-// UpdateConfirmation implements service.ConfirmationStore: the item is
+// UpdateConfirmation implements store.ConfirmationStore: the item is
 // replaced only if its stored state is still from.
 func (s *Store) UpdateConfirmation(ctx context.Context, p confirm.Pending, from confirm.State) error {
 	it, err := s.confirmationItem(p)
@@ -90,9 +90,9 @@ func (s *Store) UpdateConfirmation(ctx context.Context, p confirm.Pending, from 
 		ExpressionAttributeNames:  map[string]string{"#st": "st"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":from": str(string(from))}}})
 	if isCancelled(err) {
-		return &service.ConditionFailed{ID: p.ID}
+		return &store.ConditionFailed{ID: p.ID}
 	}
 	return err
 }
 
-var _ service.ConfirmationStore = (*Store)(nil)
+var _ store.ConfirmationStore = (*Store)(nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/storetest"
 )
 
@@ -33,7 +34,7 @@ func TestConcurrentDefinesOfOneCurieLeaveOneTerm(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	terms, err := st.ListEntities(ctx, service.EntityFilter{Kind: ledger.KindTerm})
+	terms, err := st.ListEntities(ctx, store.EntityFilter{Kind: ledger.KindTerm})
 	if err != nil {
 		t.Fatal(err)
 	}

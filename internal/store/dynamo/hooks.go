@@ -17,7 +17,7 @@ import (
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Webhooks (docs/hooks.md). The outbox is a delivery item per hook that
@@ -35,7 +35,7 @@ func (s *Store) deliveryPK(hook string) string { return s.prefix + "HD#" + hook 
 func (s *Store) attemptPK(hook string) string  { return s.prefix + "HA#" + hook }
 func (s *Store) dueDeliveriesPK() string       { return s.prefix + "HD#due" }
 
-var _ service.HookStore = (*Store)(nil)
+var _ store.HookStore = (*Store)(nil)
 
 // SetOnAnnounce sets f to run after each write that queued deliveries
 // commits (the API function sends a delivery message: docs/aws.md).
@@ -94,8 +94,8 @@ func (s *Store) deliveryItem(d hooks.Delivery, m hooks.Message) (map[string]type
 	return it, nil
 }
 
-func decodeDueDelivery(it map[string]types.AttributeValue) (service.DueDelivery, error) {
-	var due service.DueDelivery
+func decodeDueDelivery(it map[string]types.AttributeValue) (store.DueDelivery, error) {
+	var due store.DueDelivery
 	if err := json.Unmarshal([]byte(attrString(it, "doc")), &due.Delivery); err != nil {
 		return due, fmt.Errorf("dynamo: decode delivery: %w", err)
 	}
@@ -163,7 +163,7 @@ func (w *writeSet) addOutbox(items []types.TransactWriteItem) {
 	}
 }
 
-// PutHook implements service.HookStore. With a hook cache it returns only
+// PutHook implements store.HookStore. With a hook cache it returns only
 // once every cache that could predate the hook has expired (the cache's
 // age after the write), so that every event committed after it returns,
 // on any instance, is heard (SetHookCache).
@@ -174,7 +174,7 @@ func (s *Store) PutHook(ctx context.Context, h hooks.Hook) error {
 	}
 	err = s.transact(ctx, putNew(s.table, it))
 	if isCancelled(err) {
-		return &service.ConditionFailed{ID: h.ID}
+		return &store.ConditionFailed{ID: h.ID}
 	}
 	if err != nil {
 		return err
@@ -284,19 +284,19 @@ func (s *Store) liveHooks(ctx context.Context) ([]hooks.Hook, error) {
 	return list, nil
 }
 
-// GetHook implements service.HookStore.
+// GetHook implements store.HookStore.
 func (s *Store) GetHook(ctx context.Context, id string) (hooks.Hook, error) {
 	it, err := s.getItem(ctx, key(s.hookPK(), id))
 	if err != nil {
 		return hooks.Hook{}, err
 	}
 	if it == nil {
-		return hooks.Hook{}, service.ErrNotFound
+		return hooks.Hook{}, store.ErrNotFound
 	}
 	return decodeHook(it)
 }
 
-// ListHooks implements service.HookStore.
+// ListHooks implements store.HookStore.
 func (s *Store) ListHooks(ctx context.Context) ([]hooks.Hook, error) {
 	var out []hooks.Hook
 	err := s.query(ctx, s.partitionQuery(s.hookPK()), func(it map[string]types.AttributeValue) error {
@@ -307,7 +307,7 @@ func (s *Store) ListHooks(ctx context.Context) ([]hooks.Hook, error) {
 	return out, err
 }
 
-// RemoveHook implements service.HookStore: the hook is marked removed
+// RemoveHook implements store.HookStore: the hook is marked removed
 // (conditioned on it not being so), then its pending deliveries are
 // failed one by one; one a crash leaves pending is failed by the worker,
 // which finds its hook removed.
@@ -317,7 +317,7 @@ func (s *Store) RemoveHook(ctx context.Context, id string, at time.Time) error {
 		return err
 	}
 	if h.RemovedAt != nil {
-		return service.ErrNotFound
+		return store.ErrNotFound
 	}
 	h.RemovedAt = &at
 	it, err := s.hookItem(h)
@@ -328,7 +328,7 @@ func (s *Store) RemoveHook(ctx context.Context, id string, at time.Time) error {
 		ConditionExpression:      aws.String("attribute_exists(#pk) AND attribute_not_exists(#rm)"),
 		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey, "#rm": "rm"}}})
 	if isCancelled(err) {
-		return service.ErrNotFound
+		return store.ErrNotFound
 	}
 	if err != nil {
 		return err
@@ -336,7 +336,7 @@ func (s *Store) RemoveHook(ctx context.Context, id string, at time.Time) error {
 	s.hookCache.drop() // this instance stops announcing to it at once
 	q := s.partitionQuery(s.deliveryPK(id))
 	whereEqual(q, "st", string(hooks.StatePending))
-	var pending []service.DueDelivery
+	var pending []store.DueDelivery
 	if err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
 		d, err := decodeDueDelivery(it)
 		pending = append(pending, d)
@@ -357,7 +357,7 @@ func (s *Store) RemoveHook(ctx context.Context, id string, at time.Time) error {
 	return nil
 }
 
-// Enqueue implements service.HookStore.
+// Enqueue implements store.HookStore.
 func (s *Store) Enqueue(ctx context.Context, m hooks.Message, hookIDs []string) error {
 	m = m.Identified()
 	var items []types.TransactWriteItem
@@ -374,12 +374,12 @@ func (s *Store) Enqueue(ctx context.Context, m hooks.Message, hookIDs []string) 
 	return s.transact(ctx, items...)
 }
 
-// ClaimDue implements service.HookStore: a range of the pending-expiry
+// ClaimDue implements store.HookStore: a range of the pending-expiry
 // index (its cost follows what is due), then one conditional update per
 // delivery moving its next attempt to now+lease; a delivery another
 // worker claimed first (its expires_at moved) is skipped. The index is
 // eventually consistent: a delivery it misses is claimed by a later pass.
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]service.DueDelivery, error) {
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.DueDelivery, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -393,7 +393,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityIndexes,
 	}
 	type seen struct {
-		due service.DueDelivery
+		due store.DueDelivery
 		exp string
 	}
 	found, err := queryUpTo(ctx, s, q, limit, func(it map[string]types.AttributeValue) (seen, error) {
@@ -403,7 +403,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 	if err != nil {
 		return nil, err
 	}
-	var out []service.DueDelivery
+	var out []store.DueDelivery
 	for _, f := range found {
 		d := f.due.Delivery
 		err := s.write(ctx, func(ctx context.Context) error {
@@ -428,7 +428,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 	return out, nil
 }
 
-// RecordAttempt implements service.HookStore: the attempt and the
+// RecordAttempt implements store.HookStore: the attempt and the
 // delivery after it in one transaction.
 func (s *Store) RecordAttempt(ctx context.Context, a hooks.Attempt, d hooks.Delivery) error {
 	cur, err := s.getItem(ctx, key(s.deliveryPK(d.HookID), d.MessageID))
@@ -436,7 +436,7 @@ func (s *Store) RecordAttempt(ctx context.Context, a hooks.Attempt, d hooks.Deli
 		return err
 	}
 	if cur == nil {
-		return service.ErrNotFound
+		return store.ErrNotFound
 	}
 	due, err := decodeDueDelivery(cur)
 	if err != nil {
@@ -490,13 +490,13 @@ func seekBefore(q *dynamodb.QueryInput, before string) {
 	q.ExpressionAttributeValues[":before"] = str(before)
 }
 
-// Deliveries implements service.HookStore: a Query of each partition,
+// Deliveries implements store.HookStore: a Query of each partition,
 // newest first, from the position's sort key down; an attempt's
 // position is its sort key.
-func (s *Store) Deliveries(ctx context.Context, hookID string, f service.DeliveryFilter) (service.DeliveryPage, error) {
-	var pg service.DeliveryPage
+func (s *Store) Deliveries(ctx context.Context, hookID string, f store.DeliveryFilter) (store.DeliveryPage, error) {
+	var pg store.DeliveryPage
 	if f.AttemptsBefore != "" && !validAttemptSK(f.AttemptsBefore) {
-		return pg, service.ErrInvalidPosition
+		return pg, store.ErrInvalidPosition
 	}
 	if f.Deliveries > 0 {
 		q := s.partitionQuery(s.deliveryPK(hookID))
@@ -534,7 +534,7 @@ type attemptAt struct {
 	sk      string
 }
 
-// LastAttempt implements service.HookStore.
+// LastAttempt implements store.HookStore.
 func (s *Store) LastAttempt(ctx context.Context, hookID string) (hooks.Attempt, bool, error) {
 	q := s.partitionQuery(s.attemptPK(hookID))
 	q.ScanIndexForward = aws.Bool(false)

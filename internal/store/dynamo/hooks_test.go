@@ -10,6 +10,7 @@ import (
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
 	"github.com/dont-cli/dont/internal/storetest"
@@ -52,7 +53,7 @@ func commitSpawnRequested(t *testing.T, s *dynamo.Store, at time.Time) string {
 	e := ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Statement: "s", Status: ledger.Unverified, CreatedAt: at, UpdatedAt: at, Version: 1}
 	req := ids.New(ids.Spawn, at)
 	ev := ledger.Event{ID: ids.New(ids.Event, at), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: req, At: at}
-	if err := s.Commit(context.Background(), service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); err != nil {
+	if err := s.Commit(context.Background(), store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); err != nil {
 		t.Fatal(err)
 	}
 	return req

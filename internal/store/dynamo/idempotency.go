@@ -181,7 +181,7 @@ func (s *Store) Remember(ctx context.Context, key, fingerprint string, status in
 	}))
 }
 
-// deferKey marks a call's response (service.Tx.Key) Deferred when the
+// deferKey marks a call's response (store.Tx.Key) Deferred when the
 // service's own conditions apply the call once (Put.MayDefer: assume,
 // overlook, a callback token's call): then it is not an item of the
 // call's commit. As one it would cost 2 write units and turn an assume's

@@ -10,7 +10,7 @@ import (
 	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // On DynamoDB the response of a call the service's own conditions apply
@@ -23,7 +23,7 @@ func TestAGuardedCallsResponseIsDeferredPastItsCommitOnDynamoDB(t *testing.T) {
 	now := time.Now()
 	e := newClaim()
 	key := &idempotency.Put{Name: "tok/assume/k-1", Fingerprint: "fp", Status: 200, Body: []byte(`{"ok":true}`), At: now, MayDefer: true}
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Key: key}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Key: key}); err != nil {
 		t.Fatal(err)
 	}
 	if !key.Deferred {
@@ -52,7 +52,7 @@ func TestTheTransactionCarryingAKeyedConcludeCarriesItsIdempotencyItem(t *testin
 	f.dropOnSuccess = 1
 	f.mu.Unlock()
 	before := f.count()
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}},
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}},
 		Events: []ledger.Event{{ID: ids.New(ids.Event, now), Kind: ledger.EvConcluded, EntityID: e.ID, To: ledger.Unverified, At: now}}, Key: key}); err != nil {
 		t.Fatalf("the retry of a committed keyed transaction must succeed, got %v", err)
 	}
@@ -101,11 +101,11 @@ func TestTheTransactionCarryingAKeyedConcludeCarriesItsIdempotencyItem(t *testin
 	// The same key in a new commit applies nothing.
 	e2 := e
 	e2.ID = ids.New(ids.Claim, now)
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2}}, Key: &idempotency.Put{Name: key.Name, Fingerprint: "fp", Status: 201,
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2}}, Key: &idempotency.Put{Name: key.Name, Fingerprint: "fp", Status: 201,
 		Body: []byte(`{"ok":false}`), At: now}}); !errors.Is(err, idempotency.ErrTaken) {
 		t.Fatalf("a second commit of the key: want ErrTaken, got %v", err)
 	}
-	if _, err := s.GetEntity(ctx, e2.ID); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetEntity(ctx, e2.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the refused commit was applied: %v", err)
 	}
 }

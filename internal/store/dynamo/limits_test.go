@@ -15,8 +15,8 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/present"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -46,20 +46,20 @@ func TestAChangeTooLargeForDynamoDBIsRefusedAndWritesNothing(t *testing.T) {
 		s := newStore(t)
 		e := newClaim()
 		e.Statement = incompressible(600 * 1024)
-		wantTooLarge(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}))
-		if _, err := s.GetEntity(ctx, e.ID); !errors.Is(err, service.ErrNotFound) {
+		wantTooLarge(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}))
+		if _, err := s.GetEntity(ctx, e.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("the refused entity was written: %v", err)
 		}
 	})
 	t.Run("a spawn whose payload is over 400 KB, issued on an entity", func(t *testing.T) {
 		s := newStore(t)
 		e := newClaim()
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+		if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 			t.Fatal(err)
 		}
 		sp, e2 := newPendingOn(e)
 		sp.Request = []byte(`{"prompt":"` + incompressible(600*1024) + `"}`)
-		wantTooLarge(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
+		wantTooLarge(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}))
 		// Neither the spawn's item (written before the commit when it
 		// fits) nor the entity's change was written.
 		raw, err := newClient(nil, nil).GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
@@ -75,7 +75,7 @@ func TestAChangeTooLargeForDynamoDBIsRefusedAndWritesNothing(t *testing.T) {
 	t.Run("a transaction of more than 100 items", func(t *testing.T) {
 		s := newStore(t)
 		root := newClaim()
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: root}}}); err != nil {
+		if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: root}}}); err != nil {
 			t.Fatal(err)
 		}
 		var deps []ledger.Entity
@@ -87,8 +87,8 @@ func TestAChangeTooLargeForDynamoDBIsRefusedAndWritesNothing(t *testing.T) {
 			child.DependsOn = append(child.DependsOn, d.ID)
 		}
 		child.DependsOn = append(child.DependsOn, root.ID)
-		wantTooLarge(t, s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: child}}}))
-		if _, err := s.GetEntity(ctx, child.ID); !errors.Is(err, service.ErrNotFound) {
+		wantTooLarge(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: child}}}))
+		if _, err := s.GetEntity(ctx, child.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("the refused entity was written: %v", err)
 		}
 		if dependents, err := s.Dependents(ctx, root.ID); err != nil || len(dependents) != 0 {
@@ -97,14 +97,14 @@ func TestAChangeTooLargeForDynamoDBIsRefusedAndWritesNothing(t *testing.T) {
 	})
 	t.Run("a transaction of more than 4 MB", func(t *testing.T) {
 		s := newStore(t)
-		var puts []service.EntityPut
+		var puts []store.EntityPut
 		for range 16 { // about 290 KB each, stored
 			e := newClaim()
 			e.Statement = incompressible(380 * 1024)
-			puts = append(puts, service.EntityPut{Entity: e})
+			puts = append(puts, store.EntityPut{Entity: e})
 		}
-		wantTooLarge(t, s.Commit(ctx, service.Tx{Entities: puts}))
-		if list, err := s.ListEntities(ctx, service.EntityFilter{}); err != nil || len(list) != 0 {
+		wantTooLarge(t, s.Commit(ctx, store.Tx{Entities: puts}))
+		if list, err := s.ListEntities(ctx, store.EntityFilter{}); err != nil || len(list) != 0 {
 			t.Fatalf("%d entities of the refused transaction were written, %v", len(list), err)
 		}
 	})
@@ -116,7 +116,7 @@ func TestAChangeTooLargeForDynamoDBIsRefusedAndWritesNothing(t *testing.T) {
 			fmt.Fprintf(&b, "line %d of a long but repetitive statement. ", b.Len())
 		}
 		e.Statement = b.String()
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+		if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 			t.Fatalf("a 500 KB statement that gzips under 400 KB: %v", err)
 		}
 		if got, err := s.GetEntity(ctx, e.ID); err != nil || got.Statement != e.Statement {
@@ -134,7 +134,7 @@ func TestTheStoresItemLimitIsDynamoDBs(t *testing.T) {
 	for kb := 520; kb <= 580; kb += 12 { // gzip: about 390 to 435 KB
 		e := newClaim()
 		e.Statement = incompressible(kb * 1024)
-		err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}})
+		err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}})
 		switch {
 		case err == nil:
 			stored++
@@ -167,16 +167,16 @@ func TestListsAndTheDueIndexReadEveryPageOverOneMB(t *testing.T) {
 	for range n {
 		e := newClaim()
 		e.Statement = incompressible(300 * 1024)
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+		if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 			t.Fatal(err)
 		}
 		sp, e2 := newPendingOn(e)
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}); err != nil {
+		if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	before := w.count("Query+ExclusiveStartKey")
-	list, err := s.ListEntities(ctx, service.EntityFilter{})
+	list, err := s.ListEntities(ctx, store.EntityFilter{})
 	if err != nil || len(list) != n {
 		t.Fatalf("ListEntities: %d of %d, %v", len(list), n, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -60,8 +61,8 @@ func timeOut(t *testing.T, s *dynamo.Store, spawnID string) {
 	e2 := e
 	e2.Version, e2.PendingSpawn = e.Version+1, ""
 	ev := ledger.Event{ID: ids.New(ids.Event, t0), EntityID: e.ID, Kind: ledger.EvSpawnTimeout, At: t0}
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: e.Version}},
-		Spawns: []service.SpawnPut{{Spawn: done, PrevExpiresAt: sp.ExpiresAt, Step: spawn.StepCallback}}, Events: []ledger.Event{ev}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: e.Version}},
+		Spawns: []store.SpawnPut{{Spawn: done, PrevExpiresAt: sp.ExpiresAt, Step: spawn.StepCallback}}, Events: []ledger.Event{ev}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -83,7 +84,7 @@ func TestListsReadUnitsScaleWithTheResultNotTheLedger(t *testing.T) {
 	for range 3 {
 		e := newClaim()
 		e.Status = ledger.Doubted
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+		if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 			t.Fatal(err)
 		}
 		doubted = append(doubted, e.ID)
@@ -169,7 +170,7 @@ func TestAClaimUnderReviewIsListedUnverifiedAndItsLifecycleWritesNoStatusEntry(t
 	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
 	e := newClaim()
 	e.Status = ledger.Verified
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 		t.Fatal(err)
 	}
 	listed := func(status ledger.Status) bool {

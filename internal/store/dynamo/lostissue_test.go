@@ -16,6 +16,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -104,7 +105,7 @@ func lostIssue(t *testing.T, forward bool, between func(other *service.Service, 
 }
 
 // requestedEvents counts the entity's spawn_requested events.
-func requestedEvents(t *testing.T, st service.Store, id string) int {
+func requestedEvents(t *testing.T, st store.Store, id string) int {
 	t.Helper()
 	evs, err := st.Events(ctx, id)
 	if err != nil {

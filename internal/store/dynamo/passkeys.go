@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Passkeys live in the project's partition P#<p>#PK#<approver>, one item
@@ -21,13 +21,13 @@ import (
 func (s *Store) passkeyPK(approver string) string { return s.prefix + "PK#" + approver }
 func (s *Store) ceremonyPK() string               { return s.prefix + "PKC" }
 
-func passkeySK(c service.PasskeyCredential) string {
+func passkeySK(c store.PasskeyCredential) string {
 	return c.CreatedAt.UTC().Format("2006-01-02T15:04:05.000000000Z") + "#" + c.ID
 }
 
-// PutPasskey implements service.PasskeyStore: a credential keeps its
+// PutPasskey implements store.PasskeyStore: a credential keeps its
 // first creation time, so a sign-count update replaces the same item.
-func (s *Store) PutPasskey(ctx context.Context, c service.PasskeyCredential) error {
+func (s *Store) PutPasskey(ctx context.Context, c store.PasskeyCredential) error {
 	existing, err := s.Passkeys(ctx, c.Approver)
 	if err != nil {
 		return err
@@ -50,11 +50,11 @@ func (s *Store) PutPasskey(ctx context.Context, c service.PasskeyCredential) err
 	})
 }
 
-// Passkeys implements service.PasskeyStore: one Query.
-func (s *Store) Passkeys(ctx context.Context, approver string) ([]service.PasskeyCredential, error) {
-	var out []service.PasskeyCredential
+// Passkeys implements store.PasskeyStore: one Query.
+func (s *Store) Passkeys(ctx context.Context, approver string) ([]store.PasskeyCredential, error) {
+	var out []store.PasskeyCredential
 	err := s.query(ctx, s.partitionQuery(s.passkeyPK(approver)), func(it map[string]types.AttributeValue) error {
-		var c service.PasskeyCredential
+		var c store.PasskeyCredential
 		if err := json.Unmarshal([]byte(attrString(it, "doc")), &c); err != nil {
 			return fmt.Errorf("dynamo: decode passkey %s: %w", attrString(it, SortKey), err)
 		}
@@ -64,8 +64,8 @@ func (s *Store) Passkeys(ctx context.Context, approver string) ([]service.Passke
 	return out, err
 }
 
-// PutPasskeyCeremony implements service.PasskeyStore.
-func (s *Store) PutPasskeyCeremony(ctx context.Context, c service.PasskeyCeremony) error {
+// PutPasskeyCeremony implements store.PasskeyStore.
+func (s *Store) PutPasskeyCeremony(ctx context.Context, c store.PasskeyCeremony) error {
 	doc, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -74,14 +74,14 @@ func (s *Store) PutPasskeyCeremony(ctx context.Context, c service.PasskeyCeremon
 	it["doc"] = str(string(doc))
 	err = s.transact(ctx, putNew(s.table, it))
 	if isCancelled(err) {
-		return &service.ConditionFailed{ID: c.Key}
+		return &store.ConditionFailed{ID: c.Key}
 	}
 	return err
 }
 
-// TakePasskeyCeremony implements service.PasskeyStore.
-func (s *Store) TakePasskeyCeremony(ctx context.Context, k string) (service.PasskeyCeremony, error) {
-	var c service.PasskeyCeremony
+// TakePasskeyCeremony implements store.PasskeyStore.
+func (s *Store) TakePasskeyCeremony(ctx context.Context, k string) (store.PasskeyCeremony, error) {
+	var c store.PasskeyCeremony
 	in := &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: key(s.ceremonyPK(), k), ReturnValues: types.ReturnValueAllOld}
 	var old map[string]types.AttributeValue
 	err := s.write(ctx, func(ctx context.Context) error {
@@ -95,7 +95,7 @@ func (s *Store) TakePasskeyCeremony(ctx context.Context, k string) (service.Pass
 		return c, err
 	}
 	if len(old) == 0 {
-		return c, service.ErrNotFound
+		return c, store.ErrNotFound
 	}
 	if err := json.Unmarshal([]byte(attrString(old, "doc")), &c); err != nil {
 		return c, fmt.Errorf("dynamo: decode passkey ceremony %s: %w", k, err)
@@ -103,4 +103,4 @@ func (s *Store) TakePasskeyCeremony(ctx context.Context, k string) (service.Pass
 	return c, nil
 }
 
-var _ service.PasskeyStore = (*Store)(nil)
+var _ store.PasskeyStore = (*Store)(nil)

@@ -3,10 +3,10 @@ package dynamo_test
 import (
 	"testing"
 
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/storetest"
 )
 
 func TestPasskeyConformance(t *testing.T) {
-	storetest.RunPasskeys(t, func(t *testing.T) service.PasskeyStore { return newStore(t) })
+	storetest.RunPasskeys(t, func(t *testing.T) store.PasskeyStore { return newStore(t) })
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Reindex backfills what the list indexes need on a project's items
@@ -84,7 +84,7 @@ func (s *Store) parseReindexCursor(c string) (phase, sk string, err error) {
 }
 
 // Reindex implements the backfill described at ReindexOptions. A project
-// with no entity and no settings or secret item is service.ErrNotFound; a
+// with no entity and no settings or secret item is store.ErrNotFound; a
 // cursor this project's Reindex did not make is ErrBadCursor. Nothing is
 // written in either case.
 func (s *Store) Reindex(ctx context.Context, opt ReindexOptions) (ReindexReport, error) {
@@ -98,7 +98,7 @@ func (s *Store) Reindex(ctx context.Context, opt ReindexOptions) (ReindexReport,
 	} else if known, err := s.known(ctx); err != nil {
 		return rep, err
 	} else if !known {
-		return rep, service.ErrNotFound
+		return rep, store.ErrNotFound
 	}
 	size := opt.PageSize
 	if size <= 0 {

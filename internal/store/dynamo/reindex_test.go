@@ -15,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -87,7 +88,7 @@ func TestReindexBackfillsTheListIndexesOfItemsWrittenBeforeThem(t *testing.T) {
 	for range 3 {
 		e := newClaim()
 		e.Status = ledger.Doubted
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+		if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 			t.Fatal(err)
 		}
 		strip(t, dynamo.EntityKey(s, e.ID), dynamo.StatusKey)
@@ -144,7 +145,7 @@ func TestReindexBackfillsTheListIndexesOfItemsWrittenBeforeThem(t *testing.T) {
 		return out, err
 	}
 	listTerms := func() ([]string, error) {
-		es, err := s.ListEntities(ctx, service.EntityFilter{Kind: ledger.KindTerm})
+		es, err := s.ListEntities(ctx, store.EntityFilter{Kind: ledger.KindTerm})
 		var out []string
 		for _, e := range es {
 			out = append(out, e.ID)
@@ -224,7 +225,7 @@ func TestAReindexNeverOverwritesACommitThatRacesIt(t *testing.T) {
 	for range n {
 		e := newClaim()
 		e.Status = ledger.Doubted
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+		if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 			t.Fatal(err)
 		}
 		strip(t, dynamo.EntityKey(s, e.ID), dynamo.StatusKey)
@@ -247,7 +248,7 @@ func TestAReindexNeverOverwritesACommitThatRacesIt(t *testing.T) {
 		for i := range claims { // from the end, so that it meets the reindex halfway
 			e2 := claims[len(claims)-1-i]
 			e2.Version, e2.Status = 2, ledger.Verified
-			if err := racer.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}}); err != nil {
+			if err := racer.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: 1}}}); err != nil {
 				commitErr = errors.Join(commitErr, err)
 			}
 		}
@@ -275,7 +276,7 @@ func TestAReindexNeverOverwritesACommitThatRacesIt(t *testing.T) {
 		}
 	}
 	list := func(st ledger.Status) int {
-		es, err := s.ListEntities(ctx, service.EntityFilter{Status: st, Indexed: true})
+		es, err := s.ListEntities(ctx, store.EntityFilter{Status: st, Indexed: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -292,11 +293,11 @@ func TestAReindexNeverOverwritesACommitThatRacesIt(t *testing.T) {
 func TestAReindexOfAnUnknownProjectOrWithABadCursorChangesNothing(t *testing.T) {
 	s := newStore(t)
 	e := newClaim()
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 		t.Fatal(err)
 	}
 	strip(t, dynamo.EntityKey(s, e.ID), dynamo.StatusKey)
-	if _, err := newStore(t).Reindex(ctx, dynamo.ReindexOptions{}); !errors.Is(err, service.ErrNotFound) {
+	if _, err := newStore(t).Reindex(ctx, dynamo.ReindexOptions{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("an unknown project: %v", err)
 	}
 	other, err := newStore(t).Reindex(ctx, dynamo.ReindexOptions{})
@@ -304,7 +305,7 @@ func TestAReindexOfAnUnknownProjectOrWithABadCursorChangesNothing(t *testing.T) 
 		t.Fatalf("an unknown project: %+v %v", other, err)
 	}
 	o := newStore(t)
-	if err := o.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: newClaim()}}}); err != nil {
+	if err := o.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: newClaim()}}}); err != nil {
 		t.Fatal(err)
 	}
 	theirs, err := o.Reindex(ctx, dynamo.ReindexOptions{PageSize: 1, Stop: func() bool { return true }})

@@ -20,6 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 	"github.com/dont-cli/dont/internal/tools"
 )
@@ -121,14 +122,14 @@ func faultyStore(t *testing.T, f *faults) *dynamo.Store {
 }
 
 // pendingSpawn commits an unverified claim under review by a pending spawn.
-func pendingSpawn(t *testing.T, s service.Store) (ledger.Entity, spawn.Spawn) {
+func pendingSpawn(t *testing.T, s store.Store) (ledger.Entity, spawn.Spawn) {
 	t.Helper()
 	e := ledger.Entity{ID: ids.New(ids.Claim, t0), Kind: ledger.KindClaim, Statement: "water boils at 100 C at sea level",
 		Status: ledger.Unverified, Version: 1, CreatedAt: t0, UpdatedAt: t0}
 	sp := spawn.Spawn{ID: ids.New(ids.Spawn, t0), Kind: spawn.Assume, EntityID: e.ID, State: spawn.Pending, Mode: spawn.ModeHarness,
 		PreStatus: ledger.Unverified, IssuedAt: t0, ExpiresAt: t0.Add(time.Hour), EntityVersion: 2, Request: []byte(`{"request_id":"x"}`)}
 	e.PendingSpawn = sp.ID
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}},
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}},
 		Events: []ledger.Event{{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: sp.ID, At: t0}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -136,14 +137,14 @@ func pendingSpawn(t *testing.T, s service.Store) (ledger.Entity, spawn.Spawn) {
 }
 
 // resolution is the callback's write: entity verified, spawn resolved, two events.
-func resolution(e ledger.Entity, sp spawn.Spawn) service.Tx {
+func resolution(e ledger.Entity, sp spawn.Spawn) store.Tx {
 	e2 := e
 	e2.Status, e2.Version, e2.PendingSpawn = ledger.Verified, e.Version+1, ""
 	done := sp
 	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
-	return service.Tx{
-		Entities: []service.EntityPut{{Entity: e2, PrevVersion: e.Version}},
-		Spawns:   []service.SpawnPut{{Spawn: done, Step: spawn.StepCallback}},
+	return store.Tx{
+		Entities: []store.EntityPut{{Entity: e2, PrevVersion: e.Version}},
+		Spawns:   []store.SpawnPut{{Spawn: done, Step: spawn.StepCallback}},
 		Events: []ledger.Event{
 			{ID: ids.New(ids.Event, t0), Kind: ledger.EvDismissed, EntityID: e.ID, RequestID: sp.ID, From: ledger.Unverified, To: ledger.Verified, At: t0},
 			{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnResolved, EntityID: e.ID, RequestID: sp.ID, Outcome: string(spawn.CallbackApplied), At: t0},
@@ -185,7 +186,7 @@ func TestALostCommitResponseIsRetriedWithItsTokenAndAppliedOnce(t *testing.T) {
 		t.Fatalf("entity %s v%d", got.Status, got.Version)
 	}
 	// The same write as a new Commit (a new token) is a second resolver: it loses.
-	if err := s.Commit(ctx, tx); !errors.As(err, new(*service.ConditionFailed)) {
+	if err := s.Commit(ctx, tx); !errors.As(err, new(*store.ConditionFailed)) {
 		t.Fatalf("a second Commit of the same resolution: want ConditionFailed, got %v", err)
 	}
 }
@@ -258,7 +259,7 @@ func TestRetriesAreBoundedAndConditionFailuresAreNotRetried(t *testing.T) {
 	}
 	f.mu.Unlock()
 	err := s.Commit(ctx, resolution(e, sp))
-	if err == nil || errors.As(err, new(*service.ConditionFailed)) {
+	if err == nil || errors.As(err, new(*store.ConditionFailed)) {
 		t.Fatalf("endless throttling: want a store error, got %v", err)
 	}
 	if n := f.count() - before; n != 8 {
@@ -271,7 +272,7 @@ func TestRetriesAreBoundedAndConditionFailuresAreNotRetried(t *testing.T) {
 	f.mu.Unlock()
 	before = f.count()
 	err = s.Commit(ctx, resolution(e, sp))
-	if !service.FailedOn(err, sp.ID) {
+	if !store.FailedOn(err, sp.ID) {
 		t.Fatalf("want ConditionFailed on the spawn (index 0), got %v", err)
 	}
 	if n := f.count() - before; n != 1 {
@@ -312,7 +313,7 @@ func TestALostIssueResponseIsAppliedOnce(t *testing.T) {
 	f := &faults{op: "PutItem"}
 	s := faultyStore(t, f)
 	e := newClaim()
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.GetEntity(ctx, e.ID); err != nil {
@@ -326,7 +327,7 @@ func TestALostIssueResponseIsAppliedOnce(t *testing.T) {
 	f.dropOnSuccess = 2
 	f.mu.Unlock()
 	before := f.count()
-	err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}},
+	err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}},
 		Events: []ledger.Event{{ID: ids.New(ids.Event, t0), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: sp.ID, At: t0}}})
 	if err != nil {
 		t.Fatalf("issue with lost answers: %v", err)

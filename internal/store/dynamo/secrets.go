@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Sealer seals a project's secret versions at rest and opens them again:
@@ -58,13 +58,13 @@ func versionAttr(keyID string) string       { return "k" + keyID }
 func versionSealedAttr(keyID string) string { return "k" + keyID + "_sealed" }
 func versionUntilAttr(keyID string) string  { return "k" + keyID + "_until" }
 
-// ProjectSecret implements service.TokenStore: the current version.
+// ProjectSecret implements store.TokenStore: the current version.
 func (s *Store) ProjectSecret(ctx context.Context) ([]byte, error) {
 	_, secret, err := s.CurrentSecret(ctx)
 	return secret, err
 }
 
-// CurrentSecret implements service.RotatingSecrets: the secret item read
+// CurrentSecret implements store.RotatingSecrets: the secret item read
 // strongly consistently once, the current version opened and cached for
 // the store's life (a function rebuilds a project's store every minute, so
 // a rotation elsewhere reaches it within one; tokens made under the
@@ -87,7 +87,7 @@ func (s *Store) CurrentSecret(ctx context.Context) (string, []byte, error) {
 	return keyID, secret, err
 }
 
-// SecretVersion implements service.RotatingSecrets: the current version
+// SecretVersion implements store.RotatingSecrets: the current version
 // from the cache (kept for the store's life, a minute in a function, as
 // CurrentSecret's); any other version only while the item still holds it,
 // read again each time (strongly consistent, one read unit; the opened
@@ -107,7 +107,7 @@ func (s *Store) SecretVersion(ctx context.Context, keyID string) ([]byte, error)
 	s.current = currentVersion(it)
 	if !hasVersion(it, keyID) {
 		delete(s.secrets, keyID)
-		return nil, service.ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	return s.openVersion(ctx, it, keyID)
 }
@@ -117,10 +117,10 @@ func hasVersion(it map[string]types.AttributeValue, keyID string) bool {
 	if attrBytes(it, versionAttr(keyID)) != nil {
 		return true
 	}
-	return keyID == service.FirstSecretVersion && attrBytes(it, attrSecretLegacy) != nil
+	return keyID == store.FirstSecretVersion && attrBytes(it, attrSecretLegacy) != nil
 }
 
-// CreateProjectSecret implements service.TokenStore: version 1, 256 random
+// CreateProjectSecret implements store.TokenStore: version 1, 256 random
 // bits (sealed), put only if the project has no secret (so racing
 // creators agree), then read back. The operator action that creates a
 // project's first token calls it; nothing a request sends does.
@@ -131,10 +131,10 @@ func (s *Store) CreateProjectSecret(ctx context.Context) ([]byte, error) {
 	if err == nil {
 		return s.openVersion(ctx, it, currentVersion(it))
 	}
-	if !errors.Is(err, service.ErrNotFound) {
+	if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	const first = service.FirstSecretVersion
+	const first = store.FirstSecretVersion
 	put := key(s.metaPK(), "secret")
 	put[attrSecretCurrent] = &types.AttributeValueMemberN{Value: first}
 	if err := s.addVersion(ctx, put, first); err != nil {
@@ -160,9 +160,9 @@ func (s *Store) CreateProjectSecret(ctx context.Context) ([]byte, error) {
 	return s.openVersion(ctx, it, s.current)
 }
 
-// RotateSecret implements service.RotatingSecrets: a new version N+1 and
+// RotateSecret implements store.RotatingSecrets: a new version N+1 and
 // current = N+1, conditioned on current still being N (a concurrent
-// rotation loses with service.ErrConflict and nothing written).
+// rotation loses with store.ErrConflict and nothing written).
 func (s *Store) RotateSecret(ctx context.Context) (string, error) {
 	s.secretMu.Lock()
 	defer s.secretMu.Unlock()
@@ -205,7 +205,7 @@ func (s *Store) RotateSecret(ctx context.Context) (string, error) {
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return "", service.ErrConflict
+		return "", store.ErrConflict
 	}
 	if err != nil {
 		return "", err
@@ -242,7 +242,7 @@ func (s *Store) secretItem(ctx context.Context) (map[string]types.AttributeValue
 		return nil, err
 	}
 	if it == nil {
-		return nil, service.ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	return it, nil
 }
@@ -253,7 +253,7 @@ func currentVersion(it map[string]types.AttributeValue) string {
 	if n, ok := it[attrSecretCurrent].(*types.AttributeValueMemberN); ok {
 		return n.Value
 	}
-	return service.FirstSecretVersion
+	return store.FirstSecretVersion
 }
 
 // openVersion is version keyID of the item, opened and cached; ErrNotFound
@@ -264,11 +264,11 @@ func (s *Store) openVersion(ctx context.Context, it map[string]types.AttributeVa
 	}
 	stored := attrBytes(it, versionAttr(keyID))
 	sealed, _ := it[versionSealedAttr(keyID)].(*types.AttributeValueMemberBOOL)
-	if stored == nil && keyID == service.FirstSecretVersion {
+	if stored == nil && keyID == store.FirstSecretVersion {
 		stored = attrBytes(it, attrSecretLegacy)
 	}
 	if len(stored) == 0 {
-		return nil, service.ErrNotFound
+		return nil, store.ErrNotFound
 	}
 	secret := stored
 	if sealed != nil && sealed.Value {
@@ -341,7 +341,7 @@ func (s *Store) SecretVersions(ctx context.Context) ([]SecretVersion, error) {
 
 // RetireSecretVersions removes versions keyIDs from the secret item, in
 // one update conditioned on current still being current (which a
-// rotation moves) and on none of keyIDs being it: service.ErrConflict and
+// rotation moves) and on none of keyIDs being it: store.ErrConflict and
 // nothing removed otherwise. Tokens made under a removed version no longer
 // verify (SecretVersion: ErrNotFound). Which versions may go is the
 // caller's rule (functions/internal/deployment: RetireSecrets).
@@ -355,14 +355,14 @@ func (s *Store) RetireSecretVersions(ctx context.Context, current string, keyIDs
 	var remove []string
 	for i, id := range keyIDs {
 		if id == current {
-			return service.ErrConflict
+			return store.ErrConflict
 		}
 		for j, attr := range []string{versionAttr(id), versionSealedAttr(id), versionUntilAttr(id)} {
 			n := fmt.Sprintf("#r%d_%d", i, j)
 			names[n] = attr
 			remove = append(remove, n)
 		}
-		if id == service.FirstSecretVersion {
+		if id == store.FirstSecretVersion {
 			names["#legacy"] = attrSecretLegacy
 			remove = append(remove, "#legacy")
 		}
@@ -379,7 +379,7 @@ func (s *Store) RetireSecretVersions(ctx context.Context, current string, keyIDs
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return service.ErrConflict
+		return store.ErrConflict
 	}
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/dont-cli/dont/internal/kms"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/standin"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -133,7 +134,7 @@ func TestProjectSecretsAreSealedByKMSAndRotate(t *testing.T) {
 		}
 	})
 	t.Run("a sealed secret without a sealer is an error, not a secret", func(t *testing.T) {
-		if _, _, err := dynamo.New(newClient(nil, nil), table, project).CurrentSecret(ctx); err == nil || errors.Is(err, service.ErrNotFound) {
+		if _, _, err := dynamo.New(newClient(nil, nil), table, project).CurrentSecret(ctx); err == nil || errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -154,7 +155,7 @@ func TestProjectSecretsAreSealedByKMSAndRotate(t *testing.T) {
 			switch {
 			case err == nil:
 				won++
-			case !errors.Is(err, service.ErrConflict):
+			case !errors.Is(err, store.ErrConflict):
 				t.Fatalf("rotation: %v", err)
 			}
 		}
@@ -242,7 +243,7 @@ func TestARetiredSecretVersionIsRemovedAndItsTokensStopVerifying(t *testing.T) {
 		current string
 		ids     []string
 	}{{"a stale current (a rotation won meanwhile)", "1", []string{"1"}}, {"the current version itself", "2", []string{"2"}}} {
-		if err := st.RetireSecretVersions(ctx, c.current, c.ids); !errors.Is(err, service.ErrConflict) {
+		if err := st.RetireSecretVersions(ctx, c.current, c.ids); !errors.Is(err, store.ErrConflict) {
 			t.Errorf("%s: err = %v, want a conflict", c.name, err)
 		}
 	}
@@ -261,7 +262,7 @@ func TestARetiredSecretVersionIsRemovedAndItsTokensStopVerifying(t *testing.T) {
 	if vs, _ := st.SecretVersions(ctx); len(vs) != 1 || vs[0].KeyID != "2" {
 		t.Fatalf("versions after retiring: %+v", vs)
 	}
-	if _, err := warm.SecretVersion(ctx, "1"); !errors.Is(err, service.ErrNotFound) {
+	if _, err := warm.SecretVersion(ctx, "1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the warm store still opens the retired version: %v", err)
 	}
 	if _, err := warmSvc.Credentials.Authenticate(ctx, old); errs.As(err).Code != service.Unauthenticated {

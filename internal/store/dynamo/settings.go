@@ -8,12 +8,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
-// Settings implements service.SettingsStore: item P#<p>#M / settings.
-func (s *Store) Settings(ctx context.Context) (service.ProjectSettings, error) {
-	var ps service.ProjectSettings
+// Settings implements store.SettingsStore: item P#<p>#M / settings.
+func (s *Store) Settings(ctx context.Context) (store.ProjectSettings, error) {
+	var ps store.ProjectSettings
 	it, err := s.getItem(ctx, key(s.metaPK(), "settings"))
 	if err != nil || it == nil {
 		return ps, err
@@ -31,8 +31,8 @@ func (s *Store) Settings(ctx context.Context) (service.ProjectSettings, error) {
 	return ps, nil
 }
 
-// PutSettings implements service.SettingsStore.
-func (s *Store) PutSettings(ctx context.Context, ps service.ProjectSettings) error {
+// PutSettings implements store.SettingsStore.
+func (s *Store) PutSettings(ctx context.Context, ps store.ProjectSettings) error {
 	it := key(s.metaPK(), "settings")
 	if ps.SpawnTimeout > 0 {
 		it["spawn_timeout"] = str(ps.SpawnTimeout.String())
@@ -47,4 +47,4 @@ func (s *Store) PutSettings(ctx context.Context, ps service.ProjectSettings) err
 	})
 }
 
-var _ service.SettingsStore = (*Store)(nil)
+var _ store.SettingsStore = (*Store)(nil)

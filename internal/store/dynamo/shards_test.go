@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -24,14 +24,14 @@ func issuePending(t *testing.T, s *dynamo.Store, n int) []string {
 	var out []string
 	for i := range n {
 		e := newClaim()
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+		if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 			t.Fatal(err)
 		}
 		sp, e2 := newPendingOn(e)
 		sp.ID = ids.New(ids.Spawn, t0)
 		e2.PendingSpawn, e2.LastSpawn = sp.ID, sp.ID
 		sp.ExpiresAt = t0.Add(time.Hour + time.Duration(i)*time.Second)
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}); err != nil {
+		if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}}); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, sp.ID)

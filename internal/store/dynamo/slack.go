@@ -9,20 +9,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // Slack links live under P#<p>#SLK: a link code under sort key
 // "code#<hash>" (with ttl, so DynamoDB deletes it some time after it
 // expired), a link under "link#<team>#<user>".
 
-var _ service.SlackLinkStore = (*Store)(nil)
+var _ store.SlackLinkStore = (*Store)(nil)
 
 func (s *Store) slackPK() string { return s.prefix + "SLK" }
 
-// PutSlackLinkCode implements service.SlackLinkStore with one
+// PutSlackLinkCode implements store.SlackLinkStore with one
 // conditional put.
-func (s *Store) PutSlackLinkCode(ctx context.Context, c service.SlackLinkCode) error {
+func (s *Store) PutSlackLinkCode(ctx context.Context, c store.SlackLinkCode) error {
 	doc, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -40,17 +40,17 @@ func (s *Store) PutSlackLinkCode(ctx context.Context, c service.SlackLinkCode) e
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return &service.ConditionFailed{ID: "code#" + c.Hash}
+		return &store.ConditionFailed{ID: "code#" + c.Hash}
 	}
 	return err
 }
 
-// TakeSlackLinkCode implements service.SlackLinkStore: one conditional
+// TakeSlackLinkCode implements store.SlackLinkStore: one conditional
 // delete returning the old item, so that of racing takers one gets it (a
 // retry of a delete whose response was lost finds nothing: the code is
 // spent either way).
-func (s *Store) TakeSlackLinkCode(ctx context.Context, hash string) (service.SlackLinkCode, error) {
-	var c service.SlackLinkCode
+func (s *Store) TakeSlackLinkCode(ctx context.Context, hash string) (store.SlackLinkCode, error) {
+	var c store.SlackLinkCode
 	in := &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: key(s.slackPK(), "code#"+hash),
 		ConditionExpression:      aws.String("attribute_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
@@ -64,19 +64,19 @@ func (s *Store) TakeSlackLinkCode(ctx context.Context, hash string) (service.Sla
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return c, service.ErrNotFound
+		return c, store.ErrNotFound
 	}
 	if err != nil {
 		return c, err
 	}
 	if out == nil || len(out.Attributes) == 0 {
-		return c, service.ErrNotFound
+		return c, store.ErrNotFound
 	}
 	return c, json.Unmarshal([]byte(attrString(out.Attributes, "doc")), &c)
 }
 
-// PutSlackLink implements service.SlackLinkStore.
-func (s *Store) PutSlackLink(ctx context.Context, l service.SlackLink) error {
+// PutSlackLink implements store.SlackLinkStore.
+func (s *Store) PutSlackLink(ctx context.Context, l store.SlackLink) error {
 	doc, err := json.Marshal(l)
 	if err != nil {
 		return err
@@ -90,8 +90,8 @@ func (s *Store) PutSlackLink(ctx context.Context, l service.SlackLink) error {
 	})
 }
 
-// PutSlackMessage implements service.SlackLinkStore.
-func (s *Store) PutSlackMessage(ctx context.Context, m service.SlackMessage) error {
+// PutSlackMessage implements store.SlackLinkStore.
+func (s *Store) PutSlackMessage(ctx context.Context, m store.SlackMessage) error {
 	doc, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -105,29 +105,29 @@ func (s *Store) PutSlackMessage(ctx context.Context, m service.SlackMessage) err
 	})
 }
 
-// GetSlackMessage implements service.SlackLinkStore.
-func (s *Store) GetSlackMessage(ctx context.Context, channel, approvalID string) (service.SlackMessage, error) {
-	var m service.SlackMessage
+// GetSlackMessage implements store.SlackLinkStore.
+func (s *Store) GetSlackMessage(ctx context.Context, channel, approvalID string) (store.SlackMessage, error) {
+	var m store.SlackMessage
 	it, err := s.getItem(ctx, key(s.slackPK(), "msg#"+channel+"#"+approvalID))
 	if err != nil {
 		return m, err
 	}
 	if it == nil {
-		return m, service.ErrNotFound
+		return m, store.ErrNotFound
 	}
 	return m, json.Unmarshal([]byte(attrString(it, "doc")), &m)
 }
 
-// GetSlackLink implements service.SlackLinkStore (strongly consistent:
+// GetSlackLink implements store.SlackLinkStore (strongly consistent:
 // a link made a moment ago answers the next click).
-func (s *Store) GetSlackLink(ctx context.Context, team, user string) (service.SlackLink, error) {
-	var l service.SlackLink
+func (s *Store) GetSlackLink(ctx context.Context, team, user string) (store.SlackLink, error) {
+	var l store.SlackLink
 	it, err := s.getItem(ctx, key(s.slackPK(), "link#"+team+"#"+user))
 	if err != nil {
 		return l, err
 	}
 	if it == nil {
-		return l, service.ErrNotFound
+		return l, store.ErrNotFound
 	}
 	return l, json.Unmarshal([]byte(attrString(it, "doc")), &l)
 }

@@ -11,11 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
-// GetSpawn implements service.Store. A spawn on no entity is its item. A
+// GetSpawn implements store.Store. A spawn on no entity is its item. A
 // spawn on an entity is its item as issued, pending while its entity's
 // item names it (ps), and otherwise as the history item of the commit
 // that resolved it recorded it; a spawn item with neither is one a failed
@@ -26,7 +26,7 @@ func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
 		return spawn.Spawn{}, err
 	}
 	if it == nil {
-		return spawn.Spawn{}, service.ErrNotFound
+		return spawn.Spawn{}, store.ErrNotFound
 	}
 	sp, err := decodeSpawn(it)
 	if err != nil || sp.EntityID == "" {
@@ -50,7 +50,7 @@ func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
 	}
 	done, ok := ended[id]
 	if !ok {
-		return spawn.Spawn{}, service.ErrNotFound
+		return spawn.Spawn{}, store.ErrNotFound
 	}
 	done.Request = sp.Request
 	return done, nil
@@ -83,7 +83,7 @@ func (s *Store) resolutions(ctx context.Context, entity, only string) (map[strin
 	return out, err
 }
 
-// ListSpawns implements service.Store: one Query over the project's spawn
+// ListSpawns implements store.Store: one Query over the project's spawn
 // items; then, for spawns on entities, their entities' items (which are
 // pending) and the history of those with spawns that are not (how they
 // ended). Ordered by issue time, then id.
@@ -91,7 +91,7 @@ func (s *Store) resolutions(ctx context.Context, entity, only string) (map[strin
 // An Indexed filter for the pending spawns, or for the timed-out ones,
 // reads the pending_expiry index instead (listPending, listTimedOut): its
 // cost follows what it returns.
-func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.Spawn, error) {
+func (s *Store) ListSpawns(ctx context.Context, f store.SpawnFilter) ([]spawn.Spawn, error) {
 	paged := f.After != "" || f.Limit > 0
 	switch {
 	case f.Indexed && f.State == spawn.Pending:
@@ -126,12 +126,12 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 }
 
 // pageOfSpawns pages a listing an index answered whole.
-func pageOfSpawns(list []spawn.Spawn, err error) func(service.SpawnFilter, bool) ([]spawn.Spawn, error) {
-	return func(f service.SpawnFilter, paged bool) ([]spawn.Spawn, error) {
+func pageOfSpawns(list []spawn.Spawn, err error) func(store.SpawnFilter, bool) ([]spawn.Spawn, error) {
+	return func(f store.SpawnFilter, paged bool) ([]spawn.Spawn, error) {
 		if err != nil || !paged {
 			return list, err
 		}
-		return service.PageOf(list, func(sp spawn.Spawn) string { return sp.ID }, f.After, f.Limit), nil
+		return store.PageOf(list, func(sp spawn.Spawn) string { return sp.ID }, f.After, f.Limit), nil
 	}
 }
 
@@ -141,7 +141,7 @@ func pageOfSpawns(list []spawn.Spawn, err error) func(service.SpawnFilter, bool)
 // if its entity's item says so, and otherwise as its entity's history
 // says it ended. more says whether the partition has items after those
 // read (q then starts after them).
-func (s *Store) spawnItems(ctx context.Context, q *dynamodb.QueryInput, f service.SpawnFilter, limit int) (out []spawn.Spawn, more bool, err error) {
+func (s *Store) spawnItems(ctx context.Context, q *dynamodb.QueryInput, f store.SpawnFilter, limit int) (out []spawn.Spawn, more bool, err error) {
 	var items []spawn.Spawn
 	decode := func(it map[string]types.AttributeValue) (spawn.Spawn, error) { return decodeSpawn(it) }
 	if limit > 0 {
@@ -338,7 +338,7 @@ func (s *Store) pendingOn(ctx context.Context, spawns []spawn.Spawn) (map[string
 	return out, nil
 }
 
-// ExpiringSpawns implements service.Store by reading, in parallel, every
+// ExpiringSpawns implements store.Store by reading, in parallel, every
 // shard of the sparse index range gsi1pk = P#<p>#S[#<n>] AND expires_at
 // BETWEEN after+1ns AND until, earliest first, at most limit items from
 // each, and merging them by expiry into the earliest limit: only entities

@@ -11,20 +11,20 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 	"github.com/dont-cli/dont/internal/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) service.Store { return freshStore(t) })
+	storetest.Run(t, func(t *testing.T) store.Store { return freshStore(t) })
 }
 
 // The spawn protocol's scenario files, through the service's executor on
 // the DynamoDB stand-in.
 func TestSpawnScenarios(t *testing.T) {
-	storetest.RunSpawnScenarios(t, func(t *testing.T) service.Store { return newStore(t) })
+	storetest.RunSpawnScenarios(t, func(t *testing.T) store.Store { return newStore(t) })
 }
 
 // freshStore is a store on a table of its own, deleted when t ends: an
@@ -53,14 +53,14 @@ func TestASpawnPayloadIsWrittenOnce(t *testing.T) {
 	again.Request = []byte(`{"request_id":"overwritten"}`)
 	e2 := e
 	e2.Version = 2
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: again, Create: true, Step: spawn.StepIssue}}}); !service.FailedOn(err, sp.ID) {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []store.SpawnPut{{Spawn: again, Create: true, Step: spawn.StepIssue}}}); !store.FailedOn(err, sp.ID) {
 		t.Fatalf("second create: want ConditionFailed on %s, got %v", sp.ID, err)
 	}
 	got, err := s.GetSpawn(ctx, sp.ID)
 	if err != nil || string(got.Request) != string(sp.Request) {
 		t.Fatalf("payload after a failed create: %s %v", got.Request, err)
 	}
-	list, err := s.ListSpawns(ctx, service.SpawnFilter{})
+	list, err := s.ListSpawns(ctx, store.SpawnFilter{})
 	if err != nil || len(list) != 1 || string(list[0].Request) != string(sp.Request) {
 		t.Fatalf("ListSpawns payloads: %v %v", list, err)
 	}
@@ -69,7 +69,7 @@ func TestASpawnPayloadIsWrittenOnce(t *testing.T) {
 	big := sp
 	big.ID, big.EntityID = ids.New(ids.Spawn, t0), other.ID
 	big.Request = []byte(`{"prompt":"` + strings.Repeat("Independently verify the claim below. ", 200) + `"}`)
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: other}}, Spawns: []service.SpawnPut{{Spawn: big, Create: true, Step: spawn.StepIssue}}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: other}}, Spawns: []store.SpawnPut{{Spawn: big, Create: true, Step: spawn.StepIssue}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := s.GetSpawn(ctx, big.ID); string(got.Request) != string(big.Request) {
@@ -83,25 +83,25 @@ func TestASpawnPayloadIsWrittenOnce(t *testing.T) {
 func TestASpawnItemOfAFailedIssueIsNotASpawn(t *testing.T) {
 	s := newStore(t)
 	e := newClaim()
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 		t.Fatal(err)
 	}
 	sp, _ := newPendingOn(e)
 	if _, err := newClient(nil, nil).PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: dynamo.SpawnItem(s, sp)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetSpawn(ctx, sp.ID); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetSpawn(ctx, sp.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetSpawn of the failed issue: want ErrNotFound, got %v", err)
 	}
-	if list, err := s.ListSpawns(ctx, service.SpawnFilter{}); err != nil || len(list) != 0 {
+	if list, err := s.ListSpawns(ctx, store.SpawnFilter{}); err != nil || len(list) != 0 {
 		t.Fatalf("ListSpawns shows the failed issue: %v %v", list, err)
 	}
 	// The entity is untouched: a real issue still works.
 	real, e2 := newPendingOn(e)
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: real, Create: true, Step: spawn.StepIssue}}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: 1}}, Spawns: []store.SpawnPut{{Spawn: real, Create: true, Step: spawn.StepIssue}}}); err != nil {
 		t.Fatal(err)
 	}
-	if list, err := s.ListSpawns(ctx, service.SpawnFilter{}); err != nil || len(list) != 1 || list[0].ID != real.ID {
+	if list, err := s.ListSpawns(ctx, store.SpawnFilter{}); err != nil || len(list) != 1 || list[0].ID != real.ID {
 		t.Fatalf("ListSpawns after a real issue: %v %v", list, err)
 	}
 }
@@ -118,7 +118,7 @@ func TestADependencyNamedTwiceIsOneEdge(t *testing.T) {
 	s := newStore(t)
 	root, child := newClaim(), newClaim()
 	child.DependsOn = []string{root.ID, root.ID}
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: root}, {Entity: child}}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: root}, {Entity: child}}}); err != nil {
 		t.Fatal(err)
 	}
 	deps, err := s.Dependents(ctx, root.ID)
@@ -137,7 +137,7 @@ func TestProjectSettingsRoundTripAndStayInTheirProject(t *testing.T) {
 	if ps, err := a.Settings(ctx); err != nil || ps.SpawnTimeout != 0 {
 		t.Fatalf("settings of a new project: %+v %v", ps, err)
 	}
-	if err := a.PutSettings(ctx, service.ProjectSettings{SpawnTimeout: 90 * time.Minute, SpawnMaxLease: 48 * time.Hour}); err != nil {
+	if err := a.PutSettings(ctx, store.ProjectSettings{SpawnTimeout: 90 * time.Minute, SpawnMaxLease: 48 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	if ps, err := a.Settings(ctx); err != nil || ps.SpawnTimeout != 90*time.Minute || ps.SpawnMaxLease != 48*time.Hour {
@@ -149,12 +149,12 @@ func TestProjectSettingsRoundTripAndStayInTheirProject(t *testing.T) {
 }
 
 func TestTokenStoreConformance(t *testing.T) {
-	storetest.RunTokens(t, func(t *testing.T) (service.TokenStore, service.TokenStore) {
+	storetest.RunTokens(t, func(t *testing.T) (store.TokenStore, store.TokenStore) {
 		mine := newStore(t)
 		return mine, dynamo.New(newClient(nil, nil), table, "test-"+randomName())
 	})
 }
 
 func TestSettingsStoreConformance(t *testing.T) {
-	storetest.RunSettings(t, func(t *testing.T) service.SettingsStore { return newStore(t) })
+	storetest.RunSettings(t, func(t *testing.T) store.SettingsStore { return newStore(t) })
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/standin"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -144,7 +145,7 @@ func TestACommitCancelledByTransactionConflictsIsRetriedAndAppliedOnce(t *testin
 	var made []ledger.Entity
 	for range 20 {
 		e := newClaim()
-		if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+		if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 			t.Fatalf("commit among conflicts: %v", err)
 		}
 		made = append(made, e)
@@ -152,7 +153,7 @@ func TestACommitCancelledByTransactionConflictsIsRetriedAndAppliedOnce(t *testin
 	if w.count("TransactionConflict") == 0 {
 		t.Fatalf("no conflict was injected: %v", w.sent)
 	}
-	list, err := s.ListEntities(ctx, service.EntityFilter{})
+	list, err := s.ListEntities(ctx, store.EntityFilter{})
 	if err != nil || len(list) != len(made) {
 		t.Fatalf("%d entities after 20 commits, %v", len(list), err)
 	}
@@ -167,14 +168,14 @@ func TestACommitCancelledByTransactionConflictsIsRetriedAndAppliedOnce(t *testin
 	}
 	before := w.count("TransactWriteItems")
 	e := newClaim()
-	err = s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}})
-	if err == nil || service.FailedOn(err, e.ID) {
+	err = s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}})
+	if err == nil || store.FailedOn(err, e.ID) {
 		t.Fatalf("a commit that always conflicts: want the conflict, got %v", err)
 	}
 	if n := w.count("TransactWriteItems") - before; n != 12 {
 		t.Fatalf("%d attempts, want the 12 the store allows", n)
 	}
-	if _, err := s.GetEntity(ctx, e.ID); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetEntity(ctx, e.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the conflicting commit was written: %v", err)
 	}
 }
@@ -190,7 +191,7 @@ func TestAFailedConditionIsNeverRetriedAmongConflicts(t *testing.T) {
 	s := dynamo.New(newClient(w, nil), name, "test-"+randomName())
 	dynamo.SetRetry(s, 20, time.Millisecond, 5*time.Millisecond)
 	e := newClaim()
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := standin.Configure(ctx, endpoint, name, standin.Strict{ConflictRate: 0.5}); err != nil {
@@ -201,8 +202,8 @@ func TestAFailedConditionIsNeverRetriedAmongConflicts(t *testing.T) {
 		again := newClaim()
 		again.ID = e.ID // exists: the create's condition fails
 		other := newClaim()
-		err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: other}, {Entity: again}}})
-		if !service.FailedOn(err, e.ID) {
+		err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: other}, {Entity: again}}})
+		if !store.FailedOn(err, e.ID) {
 			t.Fatalf("want ConditionFailed on %s, got %v", e.ID, err)
 		}
 		if last := w.last("TransactWriteItems"); !strings.Contains(last, "ConditionalCheckFailed") {
@@ -211,7 +212,7 @@ func TestAFailedConditionIsNeverRetriedAmongConflicts(t *testing.T) {
 		if w.count("TransactWriteItems") == before {
 			t.Fatal("no attempt")
 		}
-		if _, err := s.GetEntity(ctx, other.ID); !errors.Is(err, service.ErrNotFound) {
+		if _, err := s.GetEntity(ctx, other.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("half of a failed commit was written: %v", err)
 		}
 	}
@@ -247,7 +248,7 @@ func TestThrottledRequestsAreRetried(t *testing.T) {
 	if _, err := svc.Sweep(ctx, 100); err != nil {
 		t.Fatal(err)
 	}
-	if list, err := s.ListEntities(ctx, service.EntityFilter{}); err != nil || len(list) != 10 {
+	if list, err := s.ListEntities(ctx, store.EntityFilter{}); err != nil || len(list) != 10 {
 		t.Fatalf("%d entities, %v", len(list), err)
 	}
 	if w.count("Throttl")+w.count("ProvisionedThroughputExceeded") == 0 {

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/dont-cli/dont/internal/auth"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // A token is kept twice: under its global key T#<id> (so that a presented
@@ -46,7 +46,7 @@ func decodeToken(it map[string]types.AttributeValue) (auth.Token, error) {
 	return d.Token, nil
 }
 
-// PutToken implements service.TokenStore. A token id that exists (in any
+// PutToken implements store.TokenStore. A token id that exists (in any
 // project) is a ConditionFailed.
 func (s *Store) PutToken(ctx context.Context, t auth.Token) error {
 	global, listed, err := s.tokenItems(t)
@@ -57,12 +57,12 @@ func (s *Store) PutToken(ctx context.Context, t auth.Token) error {
 	// response succeeds instead of finding its own write.
 	err = s.transact(ctx, putNew(s.table, global), putNew(s.table, listed))
 	if isCancelled(err) {
-		return &service.ConditionFailed{ID: t.ID}
+		return &store.ConditionFailed{ID: t.ID}
 	}
 	return err
 }
 
-// GetToken implements service.TokenStore: the global item, if it belongs
+// GetToken implements store.TokenStore: the global item, if it belongs
 // to this project.
 func (s *Store) GetToken(ctx context.Context, id string) (auth.Token, error) {
 	it, err := s.readOnce(ctx, key(tokenPK(id), "T"))
@@ -70,7 +70,7 @@ func (s *Store) GetToken(ctx context.Context, id string) (auth.Token, error) {
 		return auth.Token{}, err
 	}
 	if it == nil || attrString(it, "project") != s.project {
-		return auth.Token{}, service.ErrNotFound
+		return auth.Token{}, store.ErrNotFound
 	}
 	return decodeToken(it)
 }
@@ -87,7 +87,7 @@ func (s *Store) TokenProject(ctx context.Context, id string) (string, error) {
 	return attrString(it, "project"), nil
 }
 
-// ListTokens implements service.TokenStore: one Query over the project's list.
+// ListTokens implements store.TokenStore: one Query over the project's list.
 func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	var out []auth.Token
 	err := s.query(ctx, s.partitionQuery(s.tokenListPK()), func(it map[string]types.AttributeValue) error {
@@ -98,7 +98,7 @@ func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	return out, err
 }
 
-// RevokeToken implements service.TokenStore.
+// RevokeToken implements store.TokenStore.
 func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
 	t, err := s.GetToken(ctx, id)
 	if err != nil {
@@ -119,7 +119,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 	}
 	err = s.transact(ctx, exists(global), exists(listed))
 	if isCancelled(err) {
-		return service.ErrNotFound
+		return store.ErrNotFound
 	}
 	return err
 }

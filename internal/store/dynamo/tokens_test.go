@@ -11,7 +11,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
@@ -31,7 +31,7 @@ func TestTokensAreStoredHashedListedAndRevoked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.PutToken(ctx, a); !service.FailedOn(err, a.ID) {
+	if err := s.PutToken(ctx, a); !store.FailedOn(err, a.ID) {
 		t.Fatalf("a second PutToken of %s: want ConditionFailed, got %v", a.ID, err)
 	}
 	got, err := s.GetToken(ctx, a.ID)
@@ -63,10 +63,10 @@ func TestTokensAreStoredHashedListedAndRevoked(t *testing.T) {
 	if list[1].RevokedAt == nil {
 		t.Fatal("the project's token list still shows the token unrevoked")
 	}
-	if err := s.RevokeToken(ctx, ids.New(ids.Token, t0), at); !errors.Is(err, service.ErrNotFound) {
+	if err := s.RevokeToken(ctx, ids.New(ids.Token, t0), at); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("revoking an unknown token: want ErrNotFound, got %v", err)
 	}
-	if _, err := s.GetToken(ctx, ids.New(ids.Token, t0)); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetToken(ctx, ids.New(ids.Token, t0)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown token: want ErrNotFound, got %v", err)
 	}
 }
@@ -76,7 +76,7 @@ func TestProjectSecretIsMadeOncePerProject(t *testing.T) {
 	counter := newCounter()
 	client := newClient(nil, counter)
 	// Reading a project's secret never makes one.
-	if _, err := dynamo.New(client, table, s.Project()).ProjectSecret(ctx); !errors.Is(err, service.ErrNotFound) {
+	if _, err := dynamo.New(client, table, s.Project()).ProjectSecret(ctx); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the secret of a project that has none: want ErrNotFound, got %v", err)
 	}
 	if u := counter.Usage(); u["PutItem"].Requests != 0 || u["GetItem"].Requests != 1 {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/hooks"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // approvalSchema holds sessions, approvals, their frame logs and the
@@ -78,7 +78,7 @@ func (s *Store) approvalsReady(ctx context.Context) error {
 	return nil
 }
 
-// CreateSession implements service.ApprovalStore.
+// CreateSession implements store.ApprovalStore.
 func (s *Store) CreateSession(ctx context.Context, ses approvals.Session) error {
 	if err := s.approvalsReady(ctx); err != nil {
 		return err
@@ -94,7 +94,7 @@ func (s *Store) CreateSession(ctx context.Context, ses approvals.Session) error 
 	})
 }
 
-// GetSession implements service.ApprovalStore.
+// GetSession implements store.ApprovalStore.
 func (s *Store) GetSession(ctx context.Context, id string) (approvals.Session, error) {
 	var ses approvals.Session
 	if err := s.approvalsReady(ctx); err != nil {
@@ -107,7 +107,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (approvals.Session, e
 	return ses, json.Unmarshal(doc, &ses)
 }
 
-// ListSessions implements service.ApprovalStore.
+// ListSessions implements store.ApprovalStore.
 func (s *Store) ListSessions(ctx context.Context) ([]approvals.Session, error) {
 	if err := s.approvalsReady(ctx); err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (s *Store) ListSessions(ctx context.Context) ([]approvals.Session, error) {
 	return queryDocs[approvals.Session](ctx, s, "SELECT doc FROM approval_sessions ORDER BY opened_at, id")
 }
 
-// CreateApproval implements service.ApprovalStore.
+// CreateApproval implements store.ApprovalStore.
 func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, question *approvals.Frame) error {
 	if err := s.approvalsReady(ctx); err != nil {
 		return err
@@ -129,7 +129,7 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 		var one int
 		if err := tx.QueryRowContext(ctx, "SELECT 1 FROM approval_sessions WHERE id = ?", a.SessionID).Scan(&one); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
-				return service.ErrNotFound
+				return store.ErrNotFound
 			}
 			return err
 		}
@@ -137,7 +137,7 @@ func (s *Store) CreateApproval(ctx context.Context, a approvals.Approval, questi
 			var other string
 			err := tx.QueryRowContext(ctx, "SELECT id FROM approvals WHERE call_id = ? AND (state = 'pending' OR verdict = 'approved') LIMIT 1", a.CallID).Scan(&other)
 			if err == nil {
-				return &service.ConditionFailed{ID: a.CallID}
+				return &store.ConditionFailed{ID: a.CallID}
 			}
 			if !errors.Is(err, sql.ErrNoRows) {
 				return err
@@ -169,7 +169,7 @@ func appendFrame(ctx context.Context, tx *txn, f *approvals.Frame) (int64, error
 	if err := tx.QueryRowContext(ctx, "UPDATE approval_sessions SET last_cursor = last_cursor + 1 WHERE id = ? RETURNING last_cursor",
 		f.SessionID).Scan(&f.Cursor); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
-			return 0, service.ErrNotFound
+			return 0, store.ErrNotFound
 		}
 		return 0, err
 	}
@@ -182,20 +182,20 @@ func appendFrame(ctx context.Context, tx *txn, f *approvals.Frame) (int64, error
 	return f.Cursor, err
 }
 
-// GetApproval implements service.ApprovalStore.
+// GetApproval implements store.ApprovalStore.
 func (s *Store) GetApproval(ctx context.Context, id string) (approvals.Approval, error) {
 	list, err := s.approvals(ctx, "SELECT doc, announced FROM approvals WHERE id = ?", id)
 	if err != nil {
 		return approvals.Approval{}, err
 	}
 	if len(list) == 0 {
-		return approvals.Approval{}, service.ErrNotFound
+		return approvals.Approval{}, store.ErrNotFound
 	}
 	return list[0], nil
 }
 
-// ListApprovals implements service.ApprovalStore.
-func (s *Store) ListApprovals(ctx context.Context, f service.ApprovalFilter) ([]approvals.Approval, error) {
+// ListApprovals implements store.ApprovalStore.
+func (s *Store) ListApprovals(ctx context.Context, f store.ApprovalFilter) ([]approvals.Approval, error) {
 	q, args := "SELECT doc, announced FROM approvals WHERE 1=1", []any{}
 	if f.SessionID != "" {
 		q, args = q+" AND session_id = ?", append(args, f.SessionID)
@@ -209,7 +209,7 @@ func (s *Store) ListApprovals(ctx context.Context, f service.ApprovalFilter) ([]
 	return s.approvals(ctx, q+" ORDER BY created_at, id", args...)
 }
 
-// ResolveApproval implements service.ApprovalStore: conditional on pending
+// ResolveApproval implements store.ApprovalStore: conditional on pending
 // and on the question being the one decided on (its shown fields).
 func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error {
 	if err := s.approvalsReady(ctx); err != nil {
@@ -227,7 +227,7 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 		var stored []byte
 		err := tx.QueryRowContext(ctx, "SELECT doc FROM approvals WHERE id = ? AND state = 'pending'", a.ID).Scan(&stored)
 		if errors.Is(err, sql.ErrNoRows) {
-			return &service.ConditionFailed{ID: a.ID}
+			return &store.ConditionFailed{ID: a.ID}
 		}
 		if err != nil {
 			return err
@@ -237,7 +237,7 @@ func (s *Store) ResolveApproval(ctx context.Context, a approvals.Approval) error
 			return fmt.Errorf("sqlite: decode approval %s: %w", a.ID, err)
 		}
 		if approvals.ShownDigest(cur.Shown()) != approvals.ShownDigest(a.Shown()) || firstBy(cur) != firstBy(a) {
-			return &service.ConditionFailed{ID: a.ID}
+			return &store.ConditionFailed{ID: a.ID}
 		}
 		res, err := tx.ExecContext(ctx, "UPDATE approvals SET state = ?, verdict = ?, doc = ? WHERE id = ? AND state = 'pending'",
 			string(a.State), string(a.Verdict), doc, a.ID)
@@ -262,7 +262,7 @@ func firstBy(a approvals.Approval) string {
 	return a.FirstApproval.By
 }
 
-// RecordFirstApproval implements service.ApprovalStore.
+// RecordFirstApproval implements store.ApprovalStore.
 func (s *Store) RecordFirstApproval(ctx context.Context, a approvals.Approval) error {
 	if err := s.approvalsReady(ctx); err != nil {
 		return err
@@ -279,7 +279,7 @@ func (s *Store) RecordFirstApproval(ctx context.Context, a approvals.Approval) e
 		var stored []byte
 		err := tx.QueryRowContext(ctx, "SELECT doc FROM approvals WHERE id = ? AND state = 'pending'", a.ID).Scan(&stored)
 		if errors.Is(err, sql.ErrNoRows) {
-			return &service.ConditionFailed{ID: a.ID}
+			return &store.ConditionFailed{ID: a.ID}
 		}
 		if err != nil {
 			return err
@@ -289,14 +289,14 @@ func (s *Store) RecordFirstApproval(ctx context.Context, a approvals.Approval) e
 			return fmt.Errorf("sqlite: decode approval %s: %w", a.ID, err)
 		}
 		if cur.FirstApproval != nil || approvals.ShownDigest(cur.Shown()) != approvals.ShownDigest(a.Shown()) {
-			return &service.ConditionFailed{ID: a.ID}
+			return &store.ConditionFailed{ID: a.ID}
 		}
 		res, err := tx.ExecContext(ctx, "UPDATE approvals SET doc = ? WHERE id = ? AND state = 'pending'", doc, a.ID)
 		return affectedOne(res, err, a.ID)
 	})
 }
 
-// AnnounceEnding implements service.ApprovalStore: at most one ending
+// AnnounceEnding implements store.ApprovalStore: at most one ending
 // frame per request, appended in the same transaction that marks it.
 func (s *Store) AnnounceEnding(ctx context.Context, f approvals.Frame) (approvals.Frame, error) {
 	if err := s.approvalsReady(ctx); err != nil {
@@ -308,13 +308,13 @@ func (s *Store) AnnounceEnding(ctx context.Context, f approvals.Frame) (approval
 		err := tx.QueryRowContext(ctx, "SELECT session_id, state, asked, announced FROM approvals WHERE id = ?", f.RequestID).
 			Scan(&session, &state, &asked, &announced)
 		if errors.Is(err, sql.ErrNoRows) {
-			return service.ErrNotFound
+			return store.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
 		if session != f.SessionID || approvals.State(state) != approvals.Resolved || !asked || announced {
-			return &service.ConditionFailed{ID: f.RequestID}
+			return &store.ConditionFailed{ID: f.RequestID}
 		}
 		if _, err := appendFrame(ctx, tx, &f); err != nil {
 			return err
@@ -325,7 +325,7 @@ func (s *Store) AnnounceEnding(ctx context.Context, f approvals.Frame) (approval
 	return f, err
 }
 
-// Frames implements service.ApprovalStore.
+// Frames implements store.ApprovalStore.
 func (s *Store) Frames(ctx context.Context, sessionID string, after int64, limit int) ([]approvals.Frame, error) {
 	if err := s.approvalsReady(ctx); err != nil {
 		return nil, err
@@ -334,7 +334,7 @@ func (s *Store) Frames(ctx context.Context, sessionID string, after int64, limit
 		"SELECT doc FROM approval_frames WHERE session_id = ? AND cursor > ? ORDER BY cursor LIMIT ?", sessionID, after, limit)
 }
 
-// TouchSubscriber implements service.ApprovalStore.
+// TouchSubscriber implements store.ApprovalStore.
 func (s *Store) TouchSubscriber(ctx context.Context, sessionID, subscriber string, at time.Time) error {
 	if err := s.approvalsReady(ctx); err != nil {
 		return err
@@ -347,7 +347,7 @@ func (s *Store) TouchSubscriber(ctx context.Context, sessionID, subscriber strin
 	})
 }
 
-// LastRead implements service.ApprovalStore.
+// LastRead implements store.ApprovalStore.
 func (s *Store) LastRead(ctx context.Context, sessionID string) (time.Time, error) {
 	if err := s.approvalsReady(ctx); err != nil {
 		return time.Time{}, err
@@ -362,14 +362,14 @@ func (s *Store) LastRead(ctx context.Context, sessionID string) (time.Time, erro
 	return time.Parse(timeKey, last.String)
 }
 
-// DueApprovals implements service.ApprovalStore through approvals_due.
+// DueApprovals implements store.ApprovalStore through approvals_due.
 func (s *Store) DueApprovals(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error) {
 	return s.approvals(ctx, dueApprovalsQuery, timeText(now), limit)
 }
 
 const dueApprovalsQuery = "SELECT doc, announced FROM approvals INDEXED BY approvals_due WHERE state = 'pending' AND deadline <= ? ORDER BY deadline LIMIT ?"
 
-// DueReminders implements service.ApprovalStore through
+// DueReminders implements store.ApprovalStore through
 // approval_reminders_due: only unsent reminders of open questions have a
 // row.
 func (s *Store) DueReminders(ctx context.Context, now time.Time, limit int) ([]approvals.Approval, error) {
@@ -379,7 +379,7 @@ func (s *Store) DueReminders(ctx context.Context, now time.Time, limit int) ([]a
 const dueRemindersQuery = `SELECT a.doc, a.announced FROM approval_reminders r INDEXED BY approval_reminders_due
 	JOIN approvals a ON a.id = r.approval_id WHERE r.remind_at <= ? AND a.state = 'pending' ORDER BY r.remind_at LIMIT ?`
 
-// SendReminder implements service.ApprovalStore: the reminder's row is
+// SendReminder implements store.ApprovalStore: the reminder's row is
 // deleted and its message queued in one transaction, only while the
 // question is pending and the row is there.
 func (s *Store) SendReminder(ctx context.Context, a approvals.Approval, at time.Time) error {
@@ -390,7 +390,7 @@ func (s *Store) SendReminder(ctx context.Context, a approvals.Approval, at time.
 		var one int
 		err := tx.QueryRowContext(ctx, "SELECT 1 FROM approvals WHERE id = ? AND state = 'pending'", a.ID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return &service.ConditionFailed{ID: a.ID}
+			return &store.ConditionFailed{ID: a.ID}
 		}
 		if err != nil {
 			return err
@@ -404,7 +404,7 @@ func (s *Store) SendReminder(ctx context.Context, a approvals.Approval, at time.
 	})
 }
 
-// Unannounced implements service.ApprovalStore through approvals_unannounced.
+// Unannounced implements store.ApprovalStore through approvals_unannounced.
 func (s *Store) Unannounced(ctx context.Context, limit int) ([]approvals.Approval, error) {
 	return s.approvals(ctx, "SELECT doc, announced FROM approvals INDEXED BY approvals_unannounced WHERE asked = 1 AND state = 'resolved' AND announced = 0 ORDER BY created_at LIMIT ?", limit)
 }
@@ -432,7 +432,7 @@ func (s *Store) approvals(ctx context.Context, q string, args ...any) ([]approva
 	return out, classify(err)
 }
 
-var _ service.ApprovalStore = (*Store)(nil)
+var _ store.ApprovalStore = (*Store)(nil)
 
 // anythingDueQuery is the sweep's probe in one statement, each part a
 // search of its index: a pending spawn or question due at ?, a question's

@@ -10,21 +10,21 @@ import (
 
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/ids"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/storetest"
 )
 
 func TestApprovalConformance(t *testing.T) {
-	storetest.RunApprovals(t, func(t *testing.T) (service.ApprovalStore, func() service.ApprovalStore) {
+	storetest.RunApprovals(t, func(t *testing.T) (store.ApprovalStore, func() store.ApprovalStore) {
 		path := filepath.Join(t.TempDir(), "dont.db")
 		s, err := sqlite.Create(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		return s, func() service.ApprovalStore {
+		return s, func() store.ApprovalStore {
 			o, err := sqlite.Open(path)
 			if err != nil {
 				t.Fatal(err)
@@ -113,7 +113,7 @@ func TestTheSweepProbeSaysWhetherAnythingIsDue(t *testing.T) {
 		t.Fatal("an empty store has something due")
 	}
 	sp := spawn.Spawn{ID: ids.New(ids.Spawn, now), Kind: spawn.Guess, State: spawn.Pending, IssuedAt: now, ExpiresAt: now.Add(time.Minute), Request: []byte("{}")}
-	if err := s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	if due() {

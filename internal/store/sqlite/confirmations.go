@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/dont-cli/dont/internal/confirm"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // The confirmations table is created on first use, so that databases made
@@ -32,7 +32,7 @@ func (s *Store) ensureConfirmations(ctx context.Context) error {
 	return classify(err)
 }
 
-// PutConfirmation implements service.ConfirmationStore.
+// PutConfirmation implements store.ConfirmationStore.
 func (s *Store) PutConfirmation(ctx context.Context, p confirm.Pending) error {
 	if err := s.ensureConfirmations(ctx); err != nil {
 		return err
@@ -51,7 +51,7 @@ func (s *Store) PutConfirmation(ctx context.Context, p confirm.Pending) error {
 	})
 }
 
-// GetConfirmation implements service.ConfirmationStore.
+// GetConfirmation implements store.ConfirmationStore.
 func (s *Store) GetConfirmation(ctx context.Context, id string) (confirm.Pending, error) {
 	var p confirm.Pending
 	if err := s.ensureConfirmations(ctx); err != nil {
@@ -64,7 +64,7 @@ func (s *Store) GetConfirmation(ctx context.Context, id string) (confirm.Pending
 	return p, json.Unmarshal(doc, &p)
 }
 
-// ListConfirmations implements service.ConfirmationStore.
+// ListConfirmations implements store.ConfirmationStore.
 func (s *Store) ListConfirmations(ctx context.Context) ([]confirm.Pending, error) {
 	if err := s.ensureConfirmations(ctx); err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (s *Store) ListConfirmations(ctx context.Context) ([]confirm.Pending, error
 	return queryDocs[confirm.Pending](ctx, s, "SELECT doc FROM confirmations ORDER BY requested_at, id")
 }
 
-// UpdateConfirmation implements service.ConfirmationStore: one conditional
+// UpdateConfirmation implements store.ConfirmationStore: one conditional
 // UPDATE, so of two writers that read the same state only one commits.
 func (s *Store) UpdateConfirmation(ctx context.Context, p confirm.Pending, from confirm.State) error {
 	if err := s.ensureConfirmations(ctx); err != nil {
@@ -88,4 +88,4 @@ func (s *Store) UpdateConfirmation(ctx context.Context, p confirm.Pending, from 
 	})
 }
 
-var _ service.ConfirmationStore = (*Store)(nil)
+var _ store.ConfirmationStore = (*Store)(nil)

@@ -11,7 +11,7 @@ import (
 // The documents a Commit stores are encoding/json's encoding with
 // SetEscapeHTML(false), the encoding every transport gives data, so
 // `show` can send an entity's document as it is stored
-// (service.DocStore). Documents written before kept json.Marshal's HTML
+// (store.DocStore). Documents written before kept json.Marshal's HTML
 // escapes: the same JSON values. (A hand-written encoder of these saved
 // a cold write less than 0.5 ms: bench/results/report.md, "What one
 // binary costs".)

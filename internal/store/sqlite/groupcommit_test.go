@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 type holdKey struct{}
@@ -41,7 +41,7 @@ func TestWritesQueuedBehindACommitCommitTogetherAndAFailedOneAlone(t *testing.T)
 	stale.Events[0].ID += "b"
 	var wg sync.WaitGroup
 	errsOf := make([]error, 5)
-	commit := func(i int, c context.Context, tx service.Tx) {
+	commit := func(i int, c context.Context, tx store.Tx) {
 		defer wg.Done()
 		errsOf[i] = s.Commit(c, tx)
 	}
@@ -58,22 +58,22 @@ func TestWritesQueuedBehindACommitCommitTogetherAndAFailedOneAlone(t *testing.T)
 	}
 	close(release)
 	wg.Wait()
-	var cf *service.ConditionFailed
+	var cf *store.ConditionFailed
 	if errsOf[0] != nil || errsOf[1] != nil || errsOf[4] != nil || !errors.Is(errsOf[2], refused) || !errors.As(errsOf[3], &cf) {
 		t.Fatalf("results %v; want nil, nil, refused, a condition failed, nil", errsOf)
 	}
 	if n := s.GroupCommits(); n != 1 {
 		t.Fatalf("group commits: %d, want 1", n)
 	}
-	for _, tx := range []service.Tx{first, ok1, ok2} {
+	for _, tx := range []store.Tx{first, ok1, ok2} {
 		if _, err := s.GetEntity(ctx, tx.Entities[0].Entity.ID); err != nil {
 			t.Fatalf("%s: %v", tx.Entities[0].Entity.Statement, err)
 		}
 	}
-	if _, err := s.GetEntity(ctx, failing.Entities[0].Entity.ID); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetEntity(ctx, failing.Entities[0].Entity.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the refused write's entity: %v, want not found", err)
 	}
-	for _, tx := range []service.Tx{failing, stale} {
+	for _, tx := range []store.Tx{failing, stale} {
 		evs, err := s.Events(ctx, tx.Entities[0].Entity.ID)
 		if err != nil || len(evs) > 1 {
 			t.Fatalf("events of a failed write: %d, %v; want none of its own", len(evs), err)
@@ -112,7 +112,7 @@ func TestAQueuedWriteWhoseCallerHasGoneCommitsNothing(t *testing.T) {
 	if errFirst != nil || errKept != nil || errDropped == nil {
 		t.Fatalf("results %v, %v, %v; want nil, nil, an error", errFirst, errKept, errDropped)
 	}
-	if _, err := s.GetEntity(ctx, dropped.Entities[0].Entity.ID); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetEntity(ctx, dropped.Entities[0].Entity.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the gone caller's entity: %v, want not found", err)
 	}
 	if _, err := s.GetEntity(ctx, kept.Entities[0].Entity.ID); err != nil {

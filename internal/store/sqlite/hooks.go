@@ -12,7 +12,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/hooks"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // The webhook tables are created on first use, inside the first write
@@ -33,7 +33,7 @@ CREATE TABLE IF NOT EXISTS hook_attempts(seq INTEGER PRIMARY KEY AUTOINCREMENT, 
 CREATE INDEX IF NOT EXISTS hook_attempts_hook ON hook_attempts(hook_id, seq);
 `
 
-var _ service.HookStore = (*Store)(nil)
+var _ store.HookStore = (*Store)(nil)
 
 // ensureHooksTx creates the tables inside tx if this process has not seen them.
 func (s *Store) ensureHooksTx(ctx context.Context, tx *txn) error {
@@ -175,7 +175,7 @@ type hookDoc struct {
 	hooks.Hook
 }
 
-// PutHook implements service.HookStore.
+// PutHook implements store.HookStore.
 func (s *Store) PutHook(ctx context.Context, h hooks.Hook) error {
 	doc, err := json.Marshal(hookDoc{h})
 	if err != nil {
@@ -212,29 +212,29 @@ func (s *Store) hooksWhere(ctx context.Context, where string, args ...any) ([]ho
 	return out, classify(err)
 }
 
-// GetHook implements service.HookStore.
+// GetHook implements store.HookStore.
 func (s *Store) GetHook(ctx context.Context, id string) (hooks.Hook, error) {
 	hs, err := s.hooksWhere(ctx, "WHERE id = ?", id)
 	if err != nil {
 		return hooks.Hook{}, err
 	}
 	if len(hs) == 0 {
-		return hooks.Hook{}, service.ErrNotFound
+		return hooks.Hook{}, store.ErrNotFound
 	}
 	return hs[0], nil
 }
 
-// ListHooks implements service.HookStore.
+// ListHooks implements store.HookStore.
 func (s *Store) ListHooks(ctx context.Context) ([]hooks.Hook, error) { return s.hooksWhere(ctx, "") }
 
-// RemoveHook implements service.HookStore.
+// RemoveHook implements store.HookStore.
 func (s *Store) RemoveHook(ctx context.Context, id string, at time.Time) error {
 	h, err := s.GetHook(ctx, id)
 	if err != nil {
 		return err
 	}
 	if h.RemovedAt != nil {
-		return service.ErrNotFound
+		return store.ErrNotFound
 	}
 	h.RemovedAt = &at
 	doc, err := json.Marshal(hookDoc{h})
@@ -244,9 +244,9 @@ func (s *Store) RemoveHook(ctx context.Context, id string, at time.Time) error {
 	return s.write(ctx, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, "UPDATE hooks SET doc = ?, removed = 1 WHERE id = ? AND removed = 0", doc, id)
 		if err := affectedOne(res, err, id); err != nil {
-			var cf *service.ConditionFailed
+			var cf *store.ConditionFailed
 			if errors.As(err, &cf) {
-				return service.ErrNotFound
+				return store.ErrNotFound
 			}
 			return err
 		}
@@ -289,7 +289,7 @@ func putDelivery(ctx context.Context, tx *txn, d hooks.Delivery) error {
 	return err
 }
 
-// Enqueue implements service.HookStore.
+// Enqueue implements store.HookStore.
 func (s *Store) Enqueue(ctx context.Context, m hooks.Message, hookIDs []string) error {
 	return s.write(ctx, func(tx *txn) error {
 		if err := s.ensureHooksTx(ctx, tx); err != nil {
@@ -299,14 +299,14 @@ func (s *Store) Enqueue(ctx context.Context, m hooks.Message, hookIDs []string) 
 	})
 }
 
-// ClaimDue implements service.HookStore through the partial index
+// ClaimDue implements store.HookStore through the partial index
 // hook_deliveries_due.
-func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]service.DueDelivery, error) {
+func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]store.DueDelivery, error) {
 	// A read first, so that a pass with nothing due takes no write lock.
 	if due, err := s.HasDue(ctx, now); !due || err != nil {
 		return nil, err
 	}
-	var out []service.DueDelivery
+	var out []store.DueDelivery
 	err := s.write(ctx, func(tx *txn) error {
 		out = out[:0]
 		rows, err := tx.QueryContext(ctx, `SELECT d.doc, m.doc FROM hook_deliveries d INDEXED BY hook_deliveries_due
@@ -320,7 +320,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 				rows.Close()
 				return err
 			}
-			var due service.DueDelivery
+			var due store.DueDelivery
 			if err := json.Unmarshal(dd, &due.Delivery); err != nil {
 				rows.Close()
 				return err
@@ -346,7 +346,7 @@ func (s *Store) ClaimDue(ctx context.Context, now time.Time, lease time.Duration
 	return out, err
 }
 
-// RecordAttempt implements service.HookStore.
+// RecordAttempt implements store.HookStore.
 func (s *Store) RecordAttempt(ctx context.Context, a hooks.Attempt, d hooks.Delivery) error {
 	doc, err := json.Marshal(a)
 	if err != nil {
@@ -360,16 +360,16 @@ func (s *Store) RecordAttempt(ctx context.Context, a hooks.Attempt, d hooks.Deli
 	})
 }
 
-// Deliveries implements service.HookStore: deliveries by message id,
+// Deliveries implements store.HookStore: deliveries by message id,
 // attempts by their row's sequence (the position a page goes on from),
 // each descending, through the (hook_id, …) indexes.
-func (s *Store) Deliveries(ctx context.Context, hookID string, f service.DeliveryFilter) (service.DeliveryPage, error) {
-	var pg service.DeliveryPage
+func (s *Store) Deliveries(ctx context.Context, hookID string, f store.DeliveryFilter) (store.DeliveryPage, error) {
+	var pg store.DeliveryPage
 	var before int64 = math.MaxInt64
 	if f.AttemptsBefore != "" {
 		n, err := strconv.ParseInt(f.AttemptsBefore, 10, 64)
 		if err != nil || n < 1 {
-			return pg, service.ErrInvalidPosition
+			return pg, store.ErrInvalidPosition
 		}
 		before = n
 	}
@@ -410,7 +410,7 @@ func (s *Store) Deliveries(ctx context.Context, hookID string, f service.Deliver
 	return pg, nil
 }
 
-// LastAttempt implements service.HookStore.
+// LastAttempt implements store.HookStore.
 func (s *Store) LastAttempt(ctx context.Context, hookID string) (hooks.Attempt, bool, error) {
 	if ok, err := s.hooksExist(ctx); !ok || err != nil {
 		return hooks.Attempt{}, false, err

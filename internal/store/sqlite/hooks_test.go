@@ -10,7 +10,7 @@ import (
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/storetest"
 )
@@ -49,14 +49,14 @@ func TestNothingIsQueuedForARolledBackTransaction(t *testing.T) {
 	}
 	e := ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Statement: "s", Status: ledger.Unverified, CreatedAt: at, UpdatedAt: at, Version: 1}
 	ev := ledger.Event{ID: ids.New(ids.Event, at), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: ids.New(ids.Spawn, at), At: at}
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); !errors.Is(err, boom) {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}); !errors.Is(err, boom) {
 		t.Fatalf("commit: %v", err)
 	}
 	s.Hooks.BeforeCommit = nil
 	if due, err := s.ClaimDue(ctx, at.Add(time.Hour), time.Minute, 10); err != nil || len(due) != 0 {
 		t.Fatalf("after a rollback: %v %+v", err, due)
 	}
-	if _, err := s.GetEntity(ctx, e.ID); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetEntity(ctx, e.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the entity survived the rollback: %v", err)
 	}
 }

@@ -135,7 +135,7 @@ func (s *Store) Remember(ctx context.Context, key, fingerprint string, status in
 }
 
 // putKey writes a call's response in the call's own transaction
-// (service.Tx.Key): as Remember, but a key already recorded inside the
+// (store.Tx.Key): as Remember, but a key already recorded inside the
 // window fails the commit with idempotency.ErrTaken, so the call's writes
 // are applied together with their response or not at all.
 func (s *Store) putKey(ctx context.Context, tx *txn, k *idempotency.Put) error {

@@ -8,21 +8,21 @@ import (
 	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 func aClaim(at time.Time) ledger.Entity {
 	return ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Statement: "a claim", Status: ledger.Unverified, Version: 1, CreatedAt: at, UpdatedAt: at}
 }
 
-// A commit that carries its call's response (service.Tx.Key) writes it
+// A commit that carries its call's response (store.Tx.Key) writes it
 // in the same transaction: the record is there exactly when the call's
 // writes are, and a key already recorded fails the whole commit.
 func TestACallsResponseIsCommittedWithItsWritesOrNotAtAll(t *testing.T) {
 	s := newStore(t)
 	now := time.Now()
 	key := &idempotency.Put{Name: "tok/assume/k-1", Fingerprint: "fp", Status: 200, Body: []byte(`{"ok":true}`), At: now}
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: aClaim(now)}}, Key: key}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: aClaim(now)}}, Key: key}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := s.Lookup(ctx, key.Name, now)
@@ -31,17 +31,17 @@ func TestACallsResponseIsCommittedWithItsWritesOrNotAtAll(t *testing.T) {
 	}
 	other := aClaim(now)
 	again := &idempotency.Put{Name: key.Name, Fingerprint: "fp2", Status: 200, Body: []byte(`{"ok":false}`), At: now}
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: other}}, Key: again}); !errors.Is(err, idempotency.ErrTaken) {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: other}}, Key: again}); !errors.Is(err, idempotency.ErrTaken) {
 		t.Fatalf("a second commit under the key: %v, want ErrTaken", err)
 	}
-	if _, err := s.GetEntity(ctx, other.ID); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetEntity(ctx, other.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the refused commit's entity was written: %v", err)
 	}
 	if rec, _ := s.Lookup(ctx, key.Name, now); rec == nil || string(rec.Body) != `{"ok":true}` {
 		t.Fatalf("the first response was replaced: %+v", rec)
 	}
 	later := now.Add(idempotency.Window + time.Minute)
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: aClaim(later)}},
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: aClaim(later)}},
 		Key: &idempotency.Put{Name: key.Name, Fingerprint: "fp3", Status: 200, Body: []byte(`{}`), At: later}}); err != nil {
 		t.Fatalf("a key past the window: %v", err)
 	}

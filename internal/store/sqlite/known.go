@@ -9,8 +9,8 @@ import (
 
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // What a Store knows of the database without reading it: the entities and
@@ -145,7 +145,7 @@ func (s *Store) readDataVersion() (int64, bool) {
 const dataVersionQuery = "PRAGMA data_version"
 
 // learnOf is what a Commit of t records once committed.
-func learnOf(s *Store, t service.Tx) func() {
+func learnOf(s *Store, t store.Tx) func() {
 	return func() {
 		for _, p := range t.Entities {
 			s.keepEntity(p.Entity)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // entityCopy and spawnCopy copy every list and pointer of their types by
@@ -49,7 +49,7 @@ func TestAProbeThatFindsNothingDueLearnsWhenSomethingWillBe(t *testing.T) {
 	defer s.Close()
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	sp := spawn.Spawn{ID: "spawn:01", Kind: spawn.Guess, State: spawn.Pending, IssuedAt: now, ExpiresAt: now.Add(time.Hour), Request: []byte("{}")}
-	if err := s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	if due, err := s.AnythingDue(ctx, now); err != nil || due {
@@ -60,7 +60,7 @@ func TestAProbeThatFindsNothingDueLearnsWhenSomethingWillBe(t *testing.T) {
 	}
 	sooner := sp
 	sooner.ID, sooner.ExpiresAt = "spawn:02", now.Add(time.Minute)
-	if err := s.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sooner, Create: true}}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: sooner, Create: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	if !s.kn.dueSet || s.kn.nextSpawn.String != timeText(sooner.ExpiresAt) {

@@ -9,8 +9,8 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // A Store answers reads of what it wrote itself from what it knows
@@ -24,7 +24,7 @@ func TestWritesOfAnotherProcessAreSeenByTheNextReadOfWhatThisStoreWrote(t *testi
 	e := ledger.Entity{ID: ids.New(ids.Claim, now), Kind: ledger.KindClaim, Statement: "s", Status: ledger.Unverified, CreatedAt: now, UpdatedAt: now, Version: 1}
 	sp := spawn.Spawn{ID: ids.New(ids.Spawn, now), Kind: spawn.Assume, EntityID: e.ID, State: spawn.Pending, Mode: spawn.ModeHarness,
 		IssuedAt: now, ExpiresAt: now.Add(time.Hour), Request: []byte(`{"r":1}`)}
-	if err := a.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
+	if err := a.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Spawns: []store.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := a.GetEntity(ctx, e.ID); err != nil || got.Version != 1 {
@@ -41,8 +41,8 @@ func TestWritesOfAnotherProcessAreSeenByTheNextReadOfWhatThisStoreWrote(t *testi
 	sp2.State, sp2.Outcome = spawn.Resolved, spawn.CallbackApplied
 	late := spawn.Spawn{ID: ids.New(ids.Spawn, now), Kind: spawn.Guess, State: spawn.Pending, Mode: spawn.ModeHarness, Question: "q", N: 1,
 		IssuedAt: now.Add(-time.Hour), ExpiresAt: now.Add(-time.Second), Request: []byte("{}")}
-	if err := b.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: e2, PrevVersion: 1}},
-		Spawns: []service.SpawnPut{{Spawn: sp2}, {Spawn: late, Create: true}}}); err != nil {
+	if err := b.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e2, PrevVersion: 1}},
+		Spawns: []store.SpawnPut{{Spawn: sp2}, {Spawn: late, Create: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := a.GetEntity(ctx, e.ID); err != nil || got.Version != 2 || got.Status != ledger.Verified {
@@ -72,14 +72,14 @@ func TestWhatAStoreKnowsReadsAsItsStoredDocumentsDo(t *testing.T) {
 		CreatedAt: now.In(time.FixedZone("y", -7200)), UpdatedAt: now.UTC(), Version: 1}
 	sp := spawn.Spawn{ID: ids.New(ids.Spawn, now), Kind: spawn.Guess, State: spawn.Pending, Mode: spawn.ModeHarness, Question: "q", N: 3,
 		Temperature: &temp, IssuedAt: now.UTC(), ExpiresAt: now.Add(time.Hour).UTC(), Request: []byte(`{"request":1}`)}
-	if err := a.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: plain}, {Entity: odd}}, Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
+	if err := a.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: plain}, {Entity: odd}}, Spawns: []store.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	plain.Refs[0] = "changed by the writer"
 	// A resolution without a request keeps the stored one.
 	res := sp
 	res.State, res.Outcome, res.ResolvedAt, res.Request = spawn.Resolved, spawn.CallbackApplied, &resolvedAt, nil
-	if err := a.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: res}}}); err != nil {
+	if err := a.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: res}}}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 { // the second read is the known one for all of them

@@ -9,8 +9,8 @@ import (
 
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // inTheWindow runs other's write between a's COMMIT and what a does after
@@ -61,7 +61,7 @@ func TestAnotherProcessesCommitWhileAStoreEndsItsOwnIsSeenByItsNextRead(t *testi
 	a, b := twoStores(t)
 	now := time.Now().UTC()
 	x := ledger.Entity{ID: "claim:x", Kind: ledger.KindClaim, Statement: "s", Status: ledger.Unverified, CreatedAt: now, UpdatedAt: now, Version: 1}
-	if err := a.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: x}}}); err != nil {
+	if err := a.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: x}}}); err != nil {
 		t.Fatal(err)
 	}
 	if due, err := a.AnythingDue(ctx, now); err != nil || due {
@@ -69,12 +69,12 @@ func TestAnotherProcessesCommitWhileAStoreEndsItsOwnIsSeenByItsNextRead(t *testi
 	}
 	y := x
 	y.ID = "claim:y"
-	inTheWindow(t, a, func() error { return a.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: y}}}) }, func() {
+	inTheWindow(t, a, func() error { return a.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: y}}}) }, func() {
 		x2 := x
 		x2.Status, x2.Version = ledger.Verified, 2
 		late := spawn.Spawn{ID: "spawn:late", Kind: spawn.Guess, State: spawn.Pending, Mode: spawn.ModeHarness, Question: "q", N: 1,
 			IssuedAt: now.Add(-time.Hour), ExpiresAt: now.Add(-time.Second), Request: []byte("{}")}
-		if err := b.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: x2, PrevVersion: 1}}, Spawns: []service.SpawnPut{{Spawn: late, Create: true}}}); err != nil {
+		if err := b.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: x2, PrevVersion: 1}}, Spawns: []store.SpawnPut{{Spawn: late, Create: true}}}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -95,17 +95,17 @@ func TestAHookAnotherProcessAddsWhileAStoreEndsItsCommitHearsItsLaterEvents(t *t
 	ev := func(id string) ledger.Event {
 		return ledger.Event{ID: id, Kind: ledger.EvSpawnRequested, RequestID: "spawn:" + id, At: now}
 	}
-	if err := a.Commit(ctx, service.Tx{Events: []ledger.Event{ev("e1")}}); err != nil { // a knows there is no hook
+	if err := a.Commit(ctx, store.Tx{Events: []ledger.Event{ev("e1")}}); err != nil { // a knows there is no hook
 		t.Fatal(err)
 	}
-	inTheWindow(t, a, func() error { return a.Commit(ctx, service.Tx{Events: []ledger.Event{ev("e2")}}) }, func() {
+	inTheWindow(t, a, func() error { return a.Commit(ctx, store.Tx{Events: []ledger.Event{ev("e2")}}) }, func() {
 		if err := b.PutHook(ctx, hooks.Hook{ID: "hook:1", URL: "https://example.org/h", Events: []hooks.EventType{hooks.SpawnRequested},
 			Format: hooks.FormatJSON, CreatedAt: now, Secret: "whsec_x"}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	for _, id := range []string{"e3", "e4", "e5"} {
-		if err := a.Commit(ctx, service.Tx{Events: []ledger.Event{ev(id)}}); err != nil {
+		if err := a.Commit(ctx, store.Tx{Events: []ledger.Event{ev(id)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -126,7 +126,7 @@ func TestASpawnReadIsTheReadersOwnCopy(t *testing.T) {
 	now := time.Now().UTC()
 	sp := spawn.Spawn{ID: "spawn:s", Kind: spawn.Guess, State: spawn.Pending, Mode: spawn.ModeHarness, Question: "q", N: 1,
 		IssuedAt: now, ExpiresAt: now.Add(time.Hour), Request: []byte(`{"a":1}`)}
-	if err := a.Commit(ctx, service.Tx{Spawns: []service.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
+	if err := a.Commit(ctx, store.Tx{Spawns: []store.SpawnPut{{Spawn: sp, Create: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	sp.Request[5] = '7' // the writer's slice

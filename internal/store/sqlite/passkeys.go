@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // The passkey tables are created on first use, like the confirmations
@@ -33,8 +33,8 @@ func (s *Store) ensurePasskeys(ctx context.Context) error {
 	return classify(err)
 }
 
-// PutPasskey implements service.PasskeyStore.
-func (s *Store) PutPasskey(ctx context.Context, c service.PasskeyCredential) error {
+// PutPasskey implements store.PasskeyStore.
+func (s *Store) PutPasskey(ctx context.Context, c store.PasskeyCredential) error {
 	if err := s.ensurePasskeys(ctx); err != nil {
 		return err
 	}
@@ -49,16 +49,16 @@ func (s *Store) PutPasskey(ctx context.Context, c service.PasskeyCredential) err
 	})
 }
 
-// Passkeys implements service.PasskeyStore.
-func (s *Store) Passkeys(ctx context.Context, approver string) ([]service.PasskeyCredential, error) {
+// Passkeys implements store.PasskeyStore.
+func (s *Store) Passkeys(ctx context.Context, approver string) ([]store.PasskeyCredential, error) {
 	if err := s.ensurePasskeys(ctx); err != nil {
 		return nil, err
 	}
-	return queryDocs[service.PasskeyCredential](ctx, s, "SELECT doc FROM passkeys WHERE approver = ? ORDER BY created_at, id", approver)
+	return queryDocs[store.PasskeyCredential](ctx, s, "SELECT doc FROM passkeys WHERE approver = ? ORDER BY created_at, id", approver)
 }
 
-// PutPasskeyCeremony implements service.PasskeyStore.
-func (s *Store) PutPasskeyCeremony(ctx context.Context, c service.PasskeyCeremony) error {
+// PutPasskeyCeremony implements store.PasskeyStore.
+func (s *Store) PutPasskeyCeremony(ctx context.Context, c store.PasskeyCeremony) error {
 	if err := s.ensurePasskeys(ctx); err != nil {
 		return err
 	}
@@ -72,10 +72,10 @@ func (s *Store) PutPasskeyCeremony(ctx context.Context, c service.PasskeyCeremon
 	})
 }
 
-// TakePasskeyCeremony implements service.PasskeyStore: the read and the
+// TakePasskeyCeremony implements store.PasskeyStore: the read and the
 // delete are one write transaction, so of two takers only one reads it.
-func (s *Store) TakePasskeyCeremony(ctx context.Context, key string) (service.PasskeyCeremony, error) {
-	var c service.PasskeyCeremony
+func (s *Store) TakePasskeyCeremony(ctx context.Context, key string) (store.PasskeyCeremony, error) {
+	var c store.PasskeyCeremony
 	if err := s.ensurePasskeys(ctx); err != nil {
 		return c, err
 	}
@@ -92,4 +92,4 @@ func (s *Store) TakePasskeyCeremony(ctx context.Context, key string) (service.Pa
 	return c, err
 }
 
-var _ service.PasskeyStore = (*Store)(nil)
+var _ store.PasskeyStore = (*Store)(nil)

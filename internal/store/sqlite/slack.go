@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 // slackSchema keeps Slack links and link codes, each a document under a
@@ -15,13 +15,13 @@ const slackSchema = `
 CREATE TABLE IF NOT EXISTS slack_links(key TEXT PRIMARY KEY, doc BLOB NOT NULL);
 `
 
-var _ service.SlackLinkStore = (*Store)(nil)
+var _ store.SlackLinkStore = (*Store)(nil)
 
 func slackCodeKey(hash string) string       { return "code/" + hash }
 func slackLinkKey(team, user string) string { return "link/" + team + "/" + user }
 
-// PutSlackLinkCode implements service.SlackLinkStore.
-func (s *Store) PutSlackLinkCode(ctx context.Context, c service.SlackLinkCode) error {
+// PutSlackLinkCode implements store.SlackLinkStore.
+func (s *Store) PutSlackLinkCode(ctx context.Context, c store.SlackLinkCode) error {
 	doc, err := json.Marshal(c)
 	if err != nil {
 		return err
@@ -35,10 +35,10 @@ func (s *Store) PutSlackLinkCode(ctx context.Context, c service.SlackLinkCode) e
 	})
 }
 
-// TakeSlackLinkCode implements service.SlackLinkStore: one DELETE …
+// TakeSlackLinkCode implements store.SlackLinkStore: one DELETE …
 // RETURNING, so that of racing takers one gets the row.
-func (s *Store) TakeSlackLinkCode(ctx context.Context, hash string) (service.SlackLinkCode, error) {
-	var c service.SlackLinkCode
+func (s *Store) TakeSlackLinkCode(ctx context.Context, hash string) (store.SlackLinkCode, error) {
+	var c store.SlackLinkCode
 	err := s.write(ctx, func(tx *txn) error {
 		if _, err := tx.ExecContext(ctx, slackSchema); err != nil {
 			return err
@@ -52,8 +52,8 @@ func (s *Store) TakeSlackLinkCode(ctx context.Context, hash string) (service.Sla
 	return c, err
 }
 
-// PutSlackLink implements service.SlackLinkStore.
-func (s *Store) PutSlackLink(ctx context.Context, l service.SlackLink) error {
+// PutSlackLink implements store.SlackLinkStore.
+func (s *Store) PutSlackLink(ctx context.Context, l store.SlackLink) error {
 	doc, err := json.Marshal(l)
 	if err != nil {
 		return err
@@ -69,8 +69,8 @@ func (s *Store) PutSlackLink(ctx context.Context, l service.SlackLink) error {
 
 func slackMessageKey(channel, approvalID string) string { return "msg/" + channel + "/" + approvalID }
 
-// PutSlackMessage implements service.SlackLinkStore.
-func (s *Store) PutSlackMessage(ctx context.Context, m service.SlackMessage) error {
+// PutSlackMessage implements store.SlackLinkStore.
+func (s *Store) PutSlackMessage(ctx context.Context, m store.SlackMessage) error {
 	doc, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -84,9 +84,9 @@ func (s *Store) PutSlackMessage(ctx context.Context, m service.SlackMessage) err
 	})
 }
 
-// GetSlackMessage implements service.SlackLinkStore.
-func (s *Store) GetSlackMessage(ctx context.Context, channel, approvalID string) (service.SlackMessage, error) {
-	var m service.SlackMessage
+// GetSlackMessage implements store.SlackLinkStore.
+func (s *Store) GetSlackMessage(ctx context.Context, channel, approvalID string) (store.SlackMessage, error) {
+	var m store.SlackMessage
 	return m, s.slackDoc(ctx, slackMessageKey(channel, approvalID), &m)
 }
 
@@ -94,7 +94,7 @@ func (s *Store) slackDoc(ctx context.Context, key string, v any) error {
 	var doc []byte
 	err := s.queryRow(ctx, "SELECT doc FROM slack_links WHERE key = ?", key).Scan(&doc)
 	if err != nil && strings.Contains(err.Error(), "no such table") {
-		return service.ErrNotFound // nothing Slack was ever stored
+		return store.ErrNotFound // nothing Slack was ever stored
 	}
 	if err != nil {
 		return classify(err)
@@ -102,8 +102,8 @@ func (s *Store) slackDoc(ctx context.Context, key string, v any) error {
 	return json.Unmarshal(doc, v)
 }
 
-// GetSlackLink implements service.SlackLinkStore.
-func (s *Store) GetSlackLink(ctx context.Context, team, user string) (service.SlackLink, error) {
-	var l service.SlackLink
+// GetSlackLink implements store.SlackLinkStore.
+func (s *Store) GetSlackLink(ctx context.Context, team, user string) (store.SlackLink, error) {
+	var l store.SlackLink
 	return l, s.slackDoc(ctx, slackLinkKey(team, user), &l)
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
+	"github.com/dont-cli/dont/internal/store"
 	sqlite3 "modernc.org/sqlite"
 	sqlite3lib "modernc.org/sqlite/lib"
 )
@@ -28,7 +28,7 @@ const timeKey = "2006-01-02T15:04:05.000000000Z"
 
 func timeText(t time.Time) string { return t.UTC().Format(timeKey) }
 
-// Store is a SQLite-backed service.Store.
+// Store is a SQLite-backed store.Store.
 type Store struct {
 	db  *sql.DB
 	dir string // the database's folder: its disk is checked before writes (space.go)
@@ -88,7 +88,7 @@ type Hooks struct {
 	FreeSpace func() (uint64, error)
 }
 
-// GetEntity implements service.Store.
+// GetEntity implements store.Store.
 func (s *Store) GetEntity(ctx context.Context, id string) (ledger.Entity, error) {
 	if e, err, ok := s.getEntity(ctx, id); ok {
 		return e, err
@@ -102,7 +102,7 @@ func (s *Store) GetEntity(ctx context.Context, id string) (ledger.Entity, error)
 	return e, json.Unmarshal(doc, &e)
 }
 
-// EntityDoc implements service.DocStore: the entity's document as
+// EntityDoc implements store.DocStore: the entity's document as
 // entityDoc wrote it, not decoded.
 func (s *Store) EntityDoc(ctx context.Context, id string) (json.RawMessage, error) {
 	var doc []byte
@@ -112,8 +112,8 @@ func (s *Store) EntityDoc(ctx context.Context, id string) (json.RawMessage, erro
 	return doc, nil
 }
 
-// ListEntities implements service.Store.
-func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]ledger.Entity, error) {
+// ListEntities implements store.Store.
+func (s *Store) ListEntities(ctx context.Context, f store.EntityFilter) ([]ledger.Entity, error) {
 	q, args := "SELECT doc FROM entities WHERE 1=1", []any{}
 	if f.Status != "" {
 		q, args = q+" AND status = ?", append(args, string(f.Status))
@@ -131,13 +131,13 @@ func (s *Store) ListEntities(ctx context.Context, f service.EntityFilter) ([]led
 	return queryDocs[ledger.Entity](ctx, s, q, args...)
 }
 
-// Dependents implements service.Store.
+// Dependents implements store.Store.
 func (s *Store) Dependents(ctx context.Context, id string) ([]ledger.Entity, error) {
 	return queryDocs[ledger.Entity](ctx, s,
 		"SELECT e.doc FROM dependencies d JOIN entities e ON e.id = d.entity_id WHERE d.depends_on = ? ORDER BY e.id", id)
 }
 
-// Events implements service.Store: an entity's events in commit order.
+// Events implements store.Store: an entity's events in commit order.
 func (s *Store) Events(ctx context.Context, entityID string) ([]ledger.Event, error) {
 	return queryDocs[ledger.Event](ctx, s, "SELECT doc FROM events WHERE entity_id = ? ORDER BY seq", entityID)
 }
@@ -147,11 +147,11 @@ func (s *Store) AllEvents(ctx context.Context) ([]ledger.Event, error) {
 	return queryDocs[ledger.Event](ctx, s, "SELECT doc FROM events ORDER BY seq")
 }
 
-// GetSpawn implements service.Store.
+// GetSpawn implements store.Store.
 func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
 	if sp, found, err, ok := s.getSpawn(ctx, id); ok {
 		if err == nil && !found {
-			err = service.ErrNotFound
+			err = store.ErrNotFound
 		}
 		return sp, classify(err)
 	}
@@ -160,13 +160,13 @@ func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
 		return spawn.Spawn{}, err
 	}
 	if len(rows) == 0 {
-		return spawn.Spawn{}, service.ErrNotFound
+		return spawn.Spawn{}, store.ErrNotFound
 	}
 	return rows[0], nil
 }
 
-// ListSpawns implements service.Store.
-func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.Spawn, error) {
+// ListSpawns implements store.Store.
+func (s *Store) ListSpawns(ctx context.Context, f store.SpawnFilter) ([]spawn.Spawn, error) {
 	q, args := "SELECT doc, request FROM spawns WHERE 1=1", []any{}
 	if f.State != "" {
 		q, args = q+" AND state = ?", append(args, string(f.State))
@@ -188,9 +188,9 @@ func (s *Store) ListSpawns(ctx context.Context, f service.SpawnFilter) ([]spawn.
 	return s.spawns(ctx, false, q, args...)
 }
 
-// ExpiringSpawns implements service.Store through the partial index spawns_due.
+// ExpiringSpawns implements store.Store through the partial index spawns_due.
 func (s *Store) ExpiringSpawns(ctx context.Context, after, until time.Time, limit int) ([]spawn.Spawn, error) {
-	return s.spawns(ctx, limit <= service.SweepBatch, dueQuery, timeText(after), timeText(until), limit)
+	return s.spawns(ctx, limit <= store.SweepBatch, dueQuery, timeText(after), timeText(until), limit)
 }
 
 const dueQuery = "SELECT doc, request FROM spawns INDEXED BY spawns_due WHERE state = 'pending' AND expires_at > ? AND expires_at <= ? ORDER BY expires_at LIMIT ?"
@@ -232,11 +232,11 @@ func queryDocs[T any](ctx context.Context, s *Store, q string, args ...any) ([]T
 	return out, classify(err)
 }
 
-// Commit implements service.Store: all writes in one immediate
+// Commit implements store.Store: all writes in one immediate
 // transaction, each conditional, retried while another process holds the
 // lock. Everything pure — the documents' JSON, the hook messages — is done
 // before the write lock is taken.
-func (s *Store) Commit(ctx context.Context, t service.Tx) error {
+func (s *Store) Commit(ctx context.Context, t store.Tx) error {
 	if err := s.ensureCurieKey(ctx); err != nil {
 		return err
 	}
@@ -257,7 +257,7 @@ type encoded struct {
 	messages                 []hooks.Message // of the events hooks may hear
 }
 
-func encode(t service.Tx) (encoded, error) {
+func encode(t store.Tx) (encoded, error) {
 	enc := encoded{entities: make([][]byte, len(t.Entities)), spawns: make([][]byte, len(t.Spawns)), events: make([][]byte, len(t.Events))}
 	var err error
 	for i, p := range t.Entities {
@@ -281,7 +281,7 @@ func encode(t service.Tx) (encoded, error) {
 	return enc, nil
 }
 
-func (s *Store) commit(ctx context.Context, tx *txn, t service.Tx, enc encoded) error {
+func (s *Store) commit(ctx context.Context, tx *txn, t store.Tx, enc encoded) error {
 	for i, p := range t.Entities {
 		doc := enc.entities[i]
 		var res sql.Result
@@ -296,7 +296,7 @@ func (s *Store) commit(ctx context.Context, tx *txn, t service.Tx, enc encoded) 
 			res, err = tx.ExecContext(ctx, "INSERT INTO entities(id, kind, status, version, doc, curie) VALUES(?,?,?,?,?,?) ON CONFLICT(id) DO NOTHING",
 				p.Entity.ID, string(p.Entity.Kind), string(p.Entity.Status), p.Entity.Version, doc, curie)
 			if curie.Valid && isUnique(err) {
-				return &service.ConditionFailed{ID: service.CurieKey(curie.String)}
+				return &store.ConditionFailed{ID: store.CurieKey(curie.String)}
 			}
 		} else {
 			res, err = tx.ExecContext(ctx, "UPDATE entities SET status = ?, version = ?, doc = ? WHERE id = ? AND version = ?",
@@ -369,7 +369,7 @@ func affectedOne(res sql.Result, err error, id string) error {
 		return err
 	}
 	if n != 1 {
-		return &service.ConditionFailed{ID: id}
+		return &store.ConditionFailed{ID: id}
 	}
 	return nil
 }
@@ -395,7 +395,7 @@ func classify(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, sql.ErrNoRows):
-		return service.ErrNotFound
+		return store.ErrNotFound
 	case isBusy(err):
 		return errs.E(errs.DBLocked, "the database stayed locked by another process").Wrap(err)
 	case strings.Contains(err.Error(), "no such table"):

@@ -16,6 +16,7 @@ import (
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/storetest"
 )
@@ -33,13 +34,13 @@ func newStore(t testing.TB) *sqlite.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) service.Store { return newStore(t) })
+	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t) })
 }
 
 // The spawn protocol's scenario files, through the service's executor on
 // a SQLite file.
 func TestSpawnScenarios(t *testing.T) {
-	storetest.RunSpawnScenarios(t, func(t *testing.T) service.Store { return newStore(t) })
+	storetest.RunSpawnScenarios(t, func(t *testing.T) store.Store { return newStore(t) })
 }
 
 // The sweep reads only due rows: a range search on the partial index over
@@ -158,14 +159,14 @@ func TestADatabaseMadeBeforeTheCurieKeyIsMigratedKeepingTheOldestTerm(t *testing
 	if evs, err := s.Events(ctx, newer.ID); err != nil || len(evs) != 1 {
 		t.Fatalf("the later duplicate's history: %v %v", evs, err)
 	}
-	terms, err := s.ListEntities(ctx, service.EntityFilter{Kind: ledger.KindTerm})
+	terms, err := s.ListEntities(ctx, store.EntityFilter{Kind: ledger.KindTerm})
 	if err != nil || len(terms) != 4 {
 		t.Fatalf("terms after the migration: %d %v", len(terms), err)
 	}
 	// The store itself refuses a new term of a held CURIE.
 	dup := older
 	dup.ID = ids.New(ids.Term, time.Now())
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: dup}}}); !service.FailedOn(err, service.CurieKey("ex:Widget")) {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: dup}}}); !store.FailedOn(err, store.CurieKey("ex:Widget")) {
 		t.Fatalf("commit of a third ex:Widget: %v", err)
 	}
 }
@@ -204,7 +205,7 @@ func TestBeforeCommitHookHoldsTheTransaction(t *testing.T) {
 	s := newStore(t)
 	at := time.Now()
 	e := ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Statement: "held", Status: ledger.Unverified, Version: 1, CreatedAt: at, UpdatedAt: at}
-	tx := service.Tx{Entities: []service.EntityPut{{Entity: e}}}
+	tx := store.Tx{Entities: []store.EntityPut{{Entity: e}}}
 	stop := context.Canceled
 	calls := 0
 	s.Hooks.BeforeCommit = func(hctx context.Context) error {
@@ -217,7 +218,7 @@ func TestBeforeCommitHookHoldsTheTransaction(t *testing.T) {
 	if err := s.Commit(ctx, tx); !errors.Is(err, stop) || calls != 1 {
 		t.Fatalf("commit through a failing hook: %v after %d calls, want the hook's error after 1", err, calls)
 	}
-	if _, err := s.GetEntity(ctx, e.ID); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetEntity(ctx, e.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("after the hook failed: %v, want nothing written", err)
 	}
 	s.Hooks = sqlite.Hooks{}
@@ -251,14 +252,14 @@ func TestAWriteThatPanicsLeavesNoTransactionOpen(t *testing.T) {
 				t.Error("the panic did not reach the writer")
 			}
 		}()
-		s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: panicked}}}) //nolint:errcheck // it panics
+		s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: panicked}}}) //nolint:errcheck // it panics
 	}()
 	s.Hooks = sqlite.Hooks{}
-	if _, err := s.GetEntity(ctx, panicked.ID); !errors.Is(err, service.ErrNotFound) {
+	if _, err := s.GetEntity(ctx, panicked.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the panicked write's entity read back: %v, want not found (its transaction rolled back)", err)
 	}
 	next := claim("the next write")
-	if err := s.Commit(ctx, service.Tx{Entities: []service.EntityPut{{Entity: next}}}); err != nil {
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: next}}}); err != nil {
 		t.Fatalf("the write after a panicked one: %v", err)
 	}
 	other, err := sqlite.Open(path)
@@ -272,5 +273,5 @@ func TestAWriteThatPanicsLeavesNoTransactionOpen(t *testing.T) {
 }
 
 func TestTokenStoreConformance(t *testing.T) {
-	storetest.RunTokens(t, func(t *testing.T) (service.TokenStore, service.TokenStore) { return newStore(t), nil })
+	storetest.RunTokens(t, func(t *testing.T) (store.TokenStore, store.TokenStore) { return newStore(t), nil })
 }

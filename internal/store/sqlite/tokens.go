@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/auth"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 )
 
 type tokenDoc struct {
@@ -16,7 +16,7 @@ type tokenDoc struct {
 	Hash string `json:"hash"`
 }
 
-// PutToken implements service.TokenStore.
+// PutToken implements store.TokenStore.
 func (s *Store) PutToken(ctx context.Context, t auth.Token) error {
 	doc, err := json.Marshal(tokenDoc{t, t.Hash})
 	if err != nil {
@@ -28,7 +28,7 @@ func (s *Store) PutToken(ctx context.Context, t auth.Token) error {
 	})
 }
 
-// GetToken implements service.TokenStore.
+// GetToken implements store.TokenStore.
 func (s *Store) GetToken(ctx context.Context, id string) (auth.Token, error) {
 	var doc []byte
 	if err := s.queryRow(ctx, "SELECT doc FROM tokens WHERE id = ?", id).Scan(&doc); err != nil {
@@ -40,7 +40,7 @@ func (s *Store) GetToken(ctx context.Context, id string) (auth.Token, error) {
 	return d.Token, err
 }
 
-// ListTokens implements service.TokenStore.
+// ListTokens implements store.TokenStore.
 func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	docs, err := queryDocs[tokenDoc](ctx, s, "SELECT doc FROM tokens ORDER BY id")
 	out := make([]auth.Token, len(docs))
@@ -51,7 +51,7 @@ func (s *Store) ListTokens(ctx context.Context) ([]auth.Token, error) {
 	return out, err
 }
 
-// RevokeToken implements service.TokenStore.
+// RevokeToken implements store.TokenStore.
 func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
 	t, err := s.GetToken(ctx, id)
 	if err != nil {
@@ -71,7 +71,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 	})
 }
 
-// ProjectSecret implements service.TokenStore: 256 random bits made once
+// ProjectSecret implements store.TokenStore: 256 random bits made once
 // per project and kept in the database. The database is one project, run
 // by its owner (the CLI, dont serve), so the secret is made on first use.
 func (s *Store) ProjectSecret(ctx context.Context) ([]byte, error) {
@@ -102,9 +102,9 @@ func (s *Store) ProjectSecret(ctx context.Context) ([]byte, error) {
 	return v, nil
 }
 
-// CreateProjectSecret implements service.TokenStore: ProjectSecret.
+// CreateProjectSecret implements store.TokenStore: ProjectSecret.
 func (s *Store) CreateProjectSecret(ctx context.Context) ([]byte, error) {
 	return s.ProjectSecret(ctx)
 }
 
-var _ service.TokenStore = (*Store)(nil)
+var _ store.TokenStore = (*Store)(nil)

@@ -11,7 +11,7 @@ import (
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
-	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
@@ -34,16 +34,16 @@ func requested(t testing.TB, s *sqlite.Store, statement string) {
 	}
 }
 
-func requestedTx(statement string) service.Tx {
+func requestedTx(statement string) store.Tx {
 	at := time.Now().UTC()
 	e := ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Statement: statement, Status: ledger.Unverified, CreatedAt: at, UpdatedAt: at, Version: 1}
 	ev := ledger.Event{ID: ids.New(ids.Event, at), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: ids.New(ids.Spawn, at), At: at}
-	return service.Tx{Entities: []service.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}
+	return store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}
 }
 
 func deliveries(t *testing.T, s *sqlite.Store, hookID string) int {
 	t.Helper()
-	pg, err := s.Deliveries(ctx, hookID, service.DeliveryFilter{Deliveries: 100})
+	pg, err := s.Deliveries(ctx, hookID, store.DeliveryFilter{Deliveries: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestConcurrentWritersWithBackgroundCheckpoints(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	all, err := s.ListEntities(ctx, service.EntityFilter{})
+	all, err := s.ListEntities(ctx, store.EntityFilter{})
 	if err != nil || len(all) != 400 {
 		t.Fatalf("entities: %d, %v; want 400", len(all), err)
 	}

@@ -1,10 +1,19 @@
-package service
+// Package store is the persistence port of the service: the interfaces a
+// store implements and every type they take and return (writes, filters,
+// pages, sentinel errors). Both sides import it — the use-case layer
+// (internal/service) and the adapters beneath it (internal/store/sqlite,
+// internal/store/dynamo) — so no store imports the service
+// (internal/repocheck; docs/design.md §3). internal/storetest is the
+// conformance suite every store passes.
+package store
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dont-cli/dont/internal/idempotency"
@@ -42,7 +51,7 @@ type Store interface {
 // as the escape \ufffd, which decodes to the character). One an earlier
 // version wrote keeps json.Marshal's HTML escapes (the same JSON value),
 // and one a later version wrote is sent with whatever fields it has.
-// Ledger.ShowStored uses it so that `show` neither decodes nor encodes
+// service.Ledger.ShowStored uses it so that `show` neither decodes nor encodes
 // the entity (the SQLite store).
 type DocStore interface {
 	EntityDoc(ctx context.Context, id string) (json.RawMessage, error)
@@ -165,9 +174,23 @@ var ErrNotFound = errors.New("not found")
 // nothing was written; read again and retry.
 var ErrConflict = errors.New("conflict")
 
-// TimeoutScheduler is told about every new spawn so that expiry can be
-// driven from outside (SQS in AWS). Embedded mode needs none: every
-// invocation sweeps.
-type TimeoutScheduler interface {
-	ScheduleTimeout(ctx context.Context, requestID string, expiresAt time.Time) error
+// PageOf returns the items whose key sorts after after, in key order, at
+// most limit of them (0: all): for a store whose index answers a filter
+// whole, and for the service, which cuts what a store returned.
+func PageOf[T any](items []T, key func(T) string, after string, limit int) []T {
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		if key(it) > after {
+			out = append(out, it)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b T) int { return strings.Compare(key(a), key(b)) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }
+
+// SweepBatch bounds one page of a full sweep (`dont sweep`, the timers,
+// the ticker, the AWS sweeper).
+const SweepBatch = 100
