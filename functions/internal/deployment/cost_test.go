@@ -271,18 +271,24 @@ func TestAProcessOpensASecretOnceAndRevocationStillTakesEffect(t *testing.T) {
 // Prices assumed, us-east-1, on demand, without free tiers
 // (docs/aws-cost.md, "Prices assumed"), in dollars per unit.
 const (
-	priceWRU        = 0.625 / 1e6
-	priceRRU        = 0.125 / 1e6
-	priceKMS        = 0.03 / 1e4 // symmetric Decrypt/Encrypt
-	priceSQS        = 0.40 / 1e6
-	priceHTTPAPI    = 1.00 / 1e6
-	priceLambdaReq  = 0.20 / 1e6
-	priceLambdaGBs  = 0.0000133334 // arm64
-	priceLogsPerGB  = 0.50
-	logEventBytes   = 26 // CloudWatch Logs bills each event's bytes plus 26
-	lambdaMemoryGB  = 256.0 / 1024
-	lambdaCallSecs  = 0.050 // assumed per call (docs/aws-cost.md)
-	stageLineBytes  = 123   // the stage's access line (infra/stack TestARequestWritesOneAccessLineBehindTheHTTPAPI)
+	priceWRU       = 0.625 / 1e6
+	priceRRU       = 0.125 / 1e6
+	priceKMS       = 0.03 / 1e4 // symmetric Decrypt/Encrypt
+	priceSQS       = 0.40 / 1e6
+	priceHTTPAPI   = 1.00 / 1e6
+	priceLambdaReq = 0.20 / 1e6
+	priceLambdaGBs = 0.0000133334 // arm64
+	priceLogsPerGB = 0.50
+	logEventBytes  = 26    // CloudWatch Logs bills each event's bytes plus 26
+	lambdaMemoryMB = 256.0 // infra/stack's api function
+	lambdaMemoryGB = lambdaMemoryMB / 1024
+	// Lambda gives CPU in proportion to memory, one vCPU at 1,769 MB; an
+	// api call waits for its DynamoDB requests in sequence, each modelled
+	// at 5 ms (docs/aws.md, "Limits per deployment", the measured model
+	// bench/report draws its capacity table with).
+	lambdaVCPUShare = lambdaMemoryMB / 1769
+	dynamoRequestMS = 5.0
+	stageLineBytes  = 123 // the stage's access line (infra/stack TestARequestWritesOneAccessLineBehindTheHTTPAPI)
 	callsPerCycle   = 2
 	costGoalMillion = 8.00
 	// restCeiling bounds everything but the write units and the HTTP API
@@ -334,7 +340,14 @@ func TestAQuietProjectsLifecycleCostsWhatDocsAwsCostMdSays(t *testing.T) {
 		{"Lambda (api)", callsPerCycle, 0},
 		{"CloudWatch Logs", per(logBytes), 0},
 	}
-	price := []float64{priceWRU, priceRRU, priceKMS, priceSQS, priceHTTPAPI, priceLambdaReq + lambdaMemoryGB*lambdaCallSecs*priceLambdaGBs, priceLogsPerGB / 1e9}
+	// Lambda's duration: the api's CPU per lifecycle as measured
+	// (docs/aws.md), stretched by 256 MB's share of a vCPU, plus the
+	// DynamoDB requests counted here in sequence.
+	cpuMS := apiCPUPerLifecycle(t)
+	lambdaSecs := (cpuMS/lambdaVCPUShare + per(float64(use.Requests))*dynamoRequestMS) / 1000
+	lambdaPerCall := priceLambdaReq + lambdaMemoryGB*lambdaSecs*priceLambdaGBs/callsPerCycle
+	t.Logf("Lambda: %.2f ms CPU a lifecycle at %.3f vCPU and %.2f requests at %.0f ms: %.1f ms a lifecycle", cpuMS, lambdaVCPUShare, per(float64(use.Requests)), dynamoRequestMS, lambdaSecs*1000)
+	price := []float64{priceWRU, priceRRU, priceKMS, priceSQS, priceHTTPAPI, lambdaPerCall, priceLogsPerGB / 1e9}
 	total := 0.0
 	for i := range rows {
 		rows[i].dollars = rows[i].count * price[i] * 1e6
@@ -367,21 +380,43 @@ func TestAQuietProjectsLifecycleCostsWhatDocsAwsCostMdSays(t *testing.T) {
 	if got := table["total"]; math.Abs(got.dollars-total) > 0.011 {
 		t.Errorf("total: the doc says $%.2f, computed $%.2f", got.dollars, total)
 	}
-	// The goal a quiet project's lifecycle is held to: what the cache,
-	// tracing off and one log line a request bring it to. The writes and
-	// the HTTP API alone are above $8 (the doc's "floor" line): reaching
-	// $8 needs fewer write units or another front, which this test
-	// records rather than hides.
+	// The writes and the HTTP API requests (the doc's "floor" line), and
+	// everything else, which the secret cache, tracing off and one log
+	// line a request keep small.
 	floor := round2(rows[0].dollars + rows[4].dollars)
 	if got := table["floor"]; math.Abs(got.dollars-floor) > 0.011 {
 		t.Errorf("floor: the doc says $%.2f, computed $%.2f", got.dollars, floor)
 	}
 	rest := round2(total - floor)
-	if total > costGoalMillion && (floor <= costGoalMillion || rest > restCeiling) {
-		t.Errorf("$%.2f per million lifecycles, above the goal of $%.2f: writes and requests $%.2f, the rest $%.2f (at most $%.2f)", total, costGoalMillion, floor, rest, restCeiling)
+	if rest > restCeiling {
+		t.Errorf("reads, KMS, SQS, Lambda and logs cost $%.2f per million lifecycles, above $%.2f", rest, restCeiling)
 	}
 	if got := table["the rest"]; math.Abs(got.dollars-rest) > 0.011 {
 		t.Errorf("the rest: the doc says $%.2f, computed $%.2f", got.dollars, rest)
+	}
+	// The goal, $8 a million all in: the doc says whether this total
+	// meets it, in so many words, and where it does not, what remains
+	// (a total above the doc's fails the check of the total above).
+	verdict := fmt.Sprintf("**The $%.0f goal is met: $%.2f.**", costGoalMillion, total)
+	if total > costGoalMillion {
+		verdict = fmt.Sprintf("**The $%.0f goal is not met: $%.2f.**", costGoalMillion, total)
+	}
+	if !strings.Contains(section(t, string(doc), "## A quiet project, all in"), verdict) {
+		t.Errorf("docs/aws-cost.md, \"A quiet project, all in\", does not say %q", verdict)
+	}
+	// A claim's first verification: no tail of an earlier lifecycle to
+	// move into history before the issue (the lifecycles above re-verify
+	// one claim). Its writes only, not in the total.
+	firstWRU := 0.0
+	for i := 1; i <= n; i++ {
+		fresh := d.call(harness, "conclude", map[string]any{"statement": fmt.Sprintf("water boils at 100 C at sea level, %d", i)}).str("id")
+		before := d.dynamo.Total().WriteUnits
+		d.lifecycle(project, harness, fresh, 100+i, true)
+		firstWRU += d.dynamo.Total().WriteUnits - before
+	}
+	t.Logf("a claim's first verification: %.2f write units a lifecycle", per(firstWRU))
+	if got := table["DynamoDB writes, first verification"]; math.Abs(got.count-per(firstWRU)) > 0.05*per(firstWRU) || math.Abs(got.dollars-round2(per(firstWRU)*priceWRU*1e6)) > 0.011 {
+		t.Errorf("DynamoDB writes, first verification: the doc says %v, $%.2f; counted %.4g, $%.2f", got.count, got.dollars, per(firstWRU), per(firstWRU)*priceWRU*1e6)
 	}
 	// Without a stage (the function-URL variant) the function's own
 	// per-request line is the access line: measured, not in the total.
@@ -400,6 +435,12 @@ func TestAQuietProjectsLifecycleCostsWhatDocsAwsCostMdSays(t *testing.T) {
 	if got := table["CloudWatch Logs, function URL"]; math.Abs(got.count-fuBytes) > 0.05*fuBytes || math.Abs(got.dollars-round2(fuBytes*priceLogsPerGB/1e3)) > 0.011 {
 		t.Errorf("CloudWatch Logs, function URL: the doc says %v bytes, $%.2f; measured %.1f bytes, $%.2f", got.count, got.dollars, fuBytes, fuBytes*priceLogsPerGB/1e3)
 	}
+	// The same lifecycle behind the function URL: no HTTP API request,
+	// the function's own line instead of the stage's.
+	fuTotal := round2(total - round2(rows[4].dollars) - round2(rows[6].dollars) + round2(fuBytes*priceLogsPerGB/1e3))
+	if got := table["total, function URL"]; math.Abs(got.dollars-fuTotal) > 0.011 {
+		t.Errorf("total, function URL: the doc says $%.2f, computed $%.2f", got.dollars, fuTotal)
+	}
 	// A quiet project's rebuilt stores open the secret from the cache.
 	if kmsPerCycle := per(float64(d.kms.total())); kmsPerCycle > 0.01 {
 		t.Errorf("a quiet project's lifecycle asks KMS %.2f times: the secret cache is not doing its work", kmsPerCycle)
@@ -407,6 +448,40 @@ func TestAQuietProjectsLifecycleCostsWhatDocsAwsCostMdSays(t *testing.T) {
 }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+// apiCPUPerLifecycle is the api function's CPU time per spawn → callback
+// lifecycle as docs/aws.md's capacity table has it, measured under the
+// Lambda emulator (`go run ./bench/report -only lambdacpu`).
+func apiCPUPerLifecycle(t *testing.T) float64 {
+	t.Helper()
+	doc, err := os.ReadFile("../../../docs/aws.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\| api instance \|[^|\n]*\| ([0-9.]+) ms CPU`).FindSubmatch(doc)
+	if m == nil {
+		t.Fatal(`docs/aws.md has no "api instance" row with its measured CPU ("… ms CPU")`)
+	}
+	ms, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil || ms <= 0 {
+		t.Fatalf("docs/aws.md's api CPU per lifecycle %q: %v", m[1], err)
+	}
+	return ms
+}
+
+// section is doc from heading to the next heading of its level.
+func section(t *testing.T, doc, heading string) string {
+	t.Helper()
+	i := strings.Index(doc, heading)
+	if i < 0 {
+		t.Fatalf("docs/aws-cost.md has no %q", heading)
+	}
+	rest := doc[i+len(heading):]
+	if j := strings.Index(rest, "\n## "); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
+}
 
 // docTable reads the first table after heading in doc: rows of
 // "| item | count … | dollars |", the count and dollars the first number

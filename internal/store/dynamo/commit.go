@@ -15,8 +15,9 @@ import (
 )
 
 // Commit implements store.Store (see the package comment): the items
-// of new spawns on entities first, then the commit itself as one
-// conditional PutItem (a spawn issued on an entity) or one
+// of new spawns on entities first, then the history item of a tail the
+// commit replaces (flushTail), then the commit itself as one conditional
+// PutItem (a spawn issued or resolved on an entity) or one
 // TransactWriteItems (everything else).
 func (s *Store) Commit(ctx context.Context, tx store.Tx) error {
 	p, err := s.plan(ctx, tx)
@@ -38,8 +39,13 @@ func (s *Store) Commit(ctx context.Context, tx store.Tx) error {
 			return err
 		}
 	}
+	if p.flush != nil {
+		if err := s.flushTail(ctx, p.flush); err != nil {
+			return err
+		}
+	}
 	if p.inline != nil && len(outbox) == 0 && !keyInCommit {
-		return s.putOnce(ctx, p.inline, p.inlineOwner, func(ctx context.Context) (bool, error) { return s.issued(ctx, p.inlineSpawn) })
+		return s.putOnce(ctx, p.inline, p.inlineOwner, p.inlineLanded)
 	}
 	if p.inline != nil {
 		// Announced: the inline put becomes the first item of a transaction.
@@ -93,10 +99,14 @@ type commitPlan struct {
 	spawnItems []spawn.Spawn
 	// inline, when set, is the whole commit: one conditional put of one
 	// entity item; inlineOwner is the id its condition answers for, and
-	// inlineSpawn the spawn it issues.
-	inline      *dynamodb.PutItemInput
-	inlineOwner string
-	inlineSpawn spawn.Spawn
+	// inlineLanded says, after a retried put found the item changed,
+	// whether an earlier attempt landed all the same.
+	inline       *dynamodb.PutItemInput
+	inlineOwner  string
+	inlineLanded func(context.Context) (bool, error)
+	// flush is the history item of the tail the inline put replaces,
+	// written first (flushTail).
+	flush map[string]types.AttributeValue
 	// items is the transaction otherwise; owners names the id each item's
 	// condition answers for.
 	items  []types.TransactWriteItem
@@ -180,18 +190,24 @@ func (s *Store) plan(ctx context.Context, tx store.Tx) (commitPlan, error) {
 	return p, s.planTransaction(ctx, tx, written, onEntity, &p)
 }
 
-// planInline plans the commit that issues a spawn on an entity as one
-// conditional put of the entity item, its events kept on the item (the
-// tail) until the entity's next commit moves them into a history item in
-// its own transaction. The spawn's resolution is that next commit at the
-// latest, so a spawn lifecycle writes one transaction, not two.
+// planInline plans the commit that issues or resolves a spawn on an
+// entity as one conditional put of the entity item, the commit's events
+// kept on the item (the tail) until the entity's next transaction moves
+// them into a history item, or its next inline commit puts them there
+// first (flushTail): a spawn's lifecycle writes no transaction. The
+// resolution's put is the one write that decides it, conditioned as the
+// transaction's entity item was (version, the spawn pending there, its
+// expiry); the resolved spawn rides on the tail (tailSpawn).
 func (s *Store) planInline(ctx context.Context, tx store.Tx, onEntity map[string]*entitySpawns, p *commitPlan) (bool, error) {
 	if len(tx.Entities) != 1 || len(tx.Spawns) != 1 || tx.Entities[0].PrevVersion == 0 {
 		return false, nil
 	}
 	put := tx.Entities[0]
 	o := onEntity[put.Entity.ID]
-	if o == nil || o.opens == nil {
+	if o == nil || (o.opens == nil) == (o.closes == nil) || o.moves != nil || o.ended != nil {
+		return false, nil
+	}
+	if len(tx.Events) == 0 {
 		return false, nil
 	}
 	for _, ev := range tx.Events {
@@ -200,28 +216,113 @@ func (s *Store) planInline(ctx context.Context, tx store.Tx, onEntity map[string
 		}
 	}
 	st, err := s.stateOf(ctx, put.Entity.ID, put.PrevVersion)
-	if err != nil || len(st.tail) > 0 {
-		return false, err
-	}
-	if st.pending != "" {
-		return false, &store.ConditionFailed{ID: o.opens.ID}
-	}
-	listed := st.listed // the status the entity is listed under stays
-	if listed == "" {
-		listed = string(o.opens.PreStatus)
-	}
-	it, err := s.entityItem(put.Entity, entityState{pending: o.opens.ID, expires: timeText(o.opens.ExpiresAt), tail: tx.Events, listed: listed})
 	if err != nil {
+		if o.closes != nil && isCondition(err) {
+			err = &store.ConditionFailed{ID: o.closes.Spawn.ID} // as planEntity: the resolution lost
+		}
 		return false, err
 	}
-	p.inline = &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: it,
+	var next entityState
+	cond := &dynamodb.PutItemInput{TableName: aws.String(s.table),
 		ConditionExpression:                 aws.String("#v = :v"),
 		ExpressionAttributeNames:            map[string]string{"#v": "v"},
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":v": num(put.PrevVersion)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes}
-	p.inlineOwner, p.inlineSpawn = put.Entity.ID, *o.opens
+	if o.opens != nil {
+		if st.pending != "" {
+			return false, &store.ConditionFailed{ID: o.opens.ID}
+		}
+		if len(st.tail) > 0 {
+			// The tail this put replaces goes into its history item first.
+			if p.flush, err = eventsItem(s.historyPK(put.Entity.ID), st.tailKey(put.PrevVersion), st.tail, st.tailSpawn); err != nil {
+				return false, err
+			}
+		}
+		listed := st.listed // the status the entity is listed under stays
+		if listed == "" {
+			listed = string(o.opens.PreStatus)
+		}
+		next = entityState{pending: o.opens.ID, expires: timeText(o.opens.ExpiresAt), tail: tx.Events, listed: listed}
+		issued := *o.opens
+		p.inlineOwner = put.Entity.ID
+		p.inlineLanded = func(ctx context.Context) (bool, error) { return s.issued(ctx, issued) }
+	} else {
+		c := o.closes
+		if st.pending != c.Spawn.ID || st.expires != timeText(c.Expected()) {
+			return false, &store.ConditionFailed{ID: c.Spawn.ID} // resolved or moved already, at this very version
+		}
+		if st.tailSpawn != nil {
+			return false, nil // a tail holds one resolution (none while a spawn is pending)
+		}
+		next = entityState{tail: append(append([]ledger.Event(nil), st.tail...), tx.Events...), listed: st.listed, tailSpawn: &c.Spawn}
+		if len(st.tail) > 0 {
+			next.tailVersion = put.PrevVersion
+			if st.tailVersion != 0 {
+				next.tailVersion = st.tailVersion
+			}
+		}
+		if c.Spawn.Outcome == spawn.TimeoutRestored {
+			// The entity's latest spawn timed out: it stays in the index,
+			// under P#<p>#TO, until another spawn is issued on it.
+			next.timedOut, next.toHistory, next.expires = c.Spawn.ID, next.tailKey(put.Entity.Version), st.expires
+		}
+		cond.ConditionExpression = aws.String("#v = :v AND #ps = :sid AND #exp = :exp")
+		cond.ExpressionAttributeNames["#ps"], cond.ExpressionAttributeNames["#exp"] = "ps", ExpiresAtKey
+		cond.ExpressionAttributeValues[":sid"], cond.ExpressionAttributeValues[":exp"] = str(c.Spawn.ID), str(timeText(c.Expected()))
+		entity, mark := put.Entity.ID, tx.Events[0].ID
+		p.inlineOwner = c.Spawn.ID
+		p.inlineLanded = func(ctx context.Context) (bool, error) { return s.hasEvent(ctx, entity, mark) }
+	}
+	if cond.Item, err = s.entityItem(put.Entity, next); err != nil {
+		return false, err
+	}
+	p.inline = cond
 	return true, nil
+}
+
+// flushTail puts the history item of a tail before the inline put that
+// replaces the tail. Any item already under its key holds that tail: this
+// flush's earlier attempt, another commit's flush of the same tail, or
+// the transaction that moved it (with events of its own), which the
+// inline put then finds it lost to.
+func (s *Store) flushTail(ctx context.Context, it map[string]types.AttributeValue) error {
+	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: it,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": PartitionKey},
+		ReturnConsumedCapacity:   types.ReturnConsumedCapacityIndexes}
+	return ignoreCondition(s.write(ctx, func(ctx context.Context) error {
+		_, err := s.client.PutItem(ctx, in, noSDKRetries)
+		return err
+	}))
+}
+
+// hasEvent says whether event id about entity is stored: on the entity's
+// tail or in its history. An inline resolution whose put was retried and
+// found the entity changed landed if its first event is there.
+func (s *Store) hasEvent(ctx context.Context, entity, id string) (bool, error) {
+	it, err := s.getItem(ctx, key(s.entityPK(), entity))
+	if err != nil || it == nil {
+		return false, err
+	}
+	_, st, err := decodeEntity(it)
+	if err != nil {
+		return false, err
+	}
+	for _, ev := range st.tail {
+		if ev.ID == id {
+			return true, nil
+		}
+	}
+	found := false
+	err = s.query(ctx, s.partitionQuery(s.historyPK(entity)), func(it map[string]types.AttributeValue) error {
+		evs, _, err := decodeHistory(it)
+		for _, ev := range evs {
+			found = found || ev.ID == id
+		}
+		return err
+	})
+	return found, err
 }
 
 // planTransaction plans a commit as one transaction, in the order
@@ -317,10 +418,28 @@ func (s *Store) planEntity(ctx context.Context, put store.EntityPut, o *entitySp
 	}
 	next := entityState{pending: stored.pending, expires: stored.expires, timedOut: stored.timedOut, toHistory: stored.toHistory,
 		listed: stored.listed}
+	// The stored tail goes into history with this commit's events, under
+	// the tail's version; or, when the tail and this commit each resolved
+	// a spawn, into an item of its own (a history item records one).
 	history := append(append([]ledger.Event(nil), stored.tail...), evs...)
 	first := e.Version
+	var tailItem map[string]types.AttributeValue
 	if len(stored.tail) > 0 {
 		first = put.PrevVersion
+		if stored.tailVersion != 0 {
+			first = stored.tailVersion
+		}
+		if stored.tailSpawn != nil && o.resolved() != nil {
+			var err error
+			if tailItem, err = eventsItem(s.historyPK(e.ID), versionKey(first), stored.tail, stored.tailSpawn); err != nil {
+				return err
+			}
+			history, first = evs, e.Version
+		}
+	}
+	resolved := o.resolved()
+	if resolved == nil && tailItem == nil {
+		resolved = stored.tailSpawn
 	}
 	cond := &types.Put{TableName: aws.String(s.table)}
 	if put.PrevVersion == 0 {
@@ -382,12 +501,22 @@ func (s *Store) planEntity(ctx context.Context, put store.EntityPut, o *entitySp
 	}
 	cond.Item = it
 	add(owner, types.TransactWriteItem{Put: cond})
-	if len(history) > 0 || o.resolved() != nil {
-		h, err := eventsItem(s.historyPK(e.ID), versionKey(first), history, o.resolved())
+	if tailItem != nil {
+		add(e.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: tailItem}})
+	}
+	if len(history) > 0 || resolved != nil {
+		h, err := eventsItem(s.historyPK(e.ID), versionKey(first), history, resolved)
 		if err != nil {
 			return err
 		}
-		add(e.ID, putNew(s.table, h))
+		if first == e.Version {
+			add(e.ID, putNew(s.table, h))
+		} else {
+			// The tail's item: its flush (flushTail) may have put it
+			// already, with the tail alone; this commit, the one that
+			// follows the tail's version, writes it whole.
+			add(e.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: h}})
+		}
 	}
 	if o.moves != nil {
 		sit, err := s.spawnItem(o.moves.Spawn)

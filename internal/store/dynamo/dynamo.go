@@ -76,10 +76,11 @@
 // reads a range of that index (for a sweep, the spawns whose expiry has
 // passed): its cost follows what it returns, not what is stored. The spawn's own item under P#<p>#S
 // holds it as issued, with its payload (the prompt), written once before
-// the commit that issues it; the history item of the commit that resolves
-// it records how it ended (sid, and the spawn in h). A spawn item that
-// neither its entity nor a history item confirms was left by a failed
-// commit, and reads treat it as absent. A guess spawn has no entity: its
+// the commit that issues it; the commit that resolves it records how it
+// ended on the entity's tail, and the history item the tail moves into
+// then holds it (sid, and the spawn in h). A spawn item that neither its
+// entity (pending, or on its tail) nor a history item confirms was left
+// by a failed commit, and reads treat it as absent. A guess spawn has no entity: its
 // item holds its state and index keys itself. Approvals use the same
 // index under their own partitions, P#<p>#APR#due (pending, by deadline)
 // and P#<p>#APR#unannounced (ended, ending frame not yet appended); see
@@ -88,19 +89,24 @@
 // All the events one commit writes about one entity share one history
 // item keyed by the entity version that commit wrote, so an entity's
 // history is ordered by commit, as store.Tx requires. One exception
-// keeps a spawn's lifecycle to one transaction: the commit that issues a
-// spawn is one conditional put of the entity item, its events kept on
-// the item (tail) until the entity's next commit — at the latest the
-// spawn's resolution — moves them into that commit's history item, keyed
-// by the tail's version. Events reads the item's tail after the history.
+// keeps a spawn's lifecycle free of transactions: the commits that issue
+// and resolve a spawn are each one conditional put of the entity item,
+// their events kept on the item (tail, at the version of its first
+// commit, tv) with the spawn the resolution resolved (a history item's
+// form), until the entity's next transaction moves them into its history
+// item under the tail's version, or its next inline commit puts that
+// item first (flushTail, idempotent: any item under that key holds the
+// tail). The resolution's put is the one write that decides it; a crash
+// after it leaves the history complete on the item. Events reads the
+// item's tail after the history, dropping events already there.
 //
 // A bearer token leads to its project through the global token item; a
 // callback token names its project itself (auth.CallbackTokenOf).
 //
 // # Writes
 //
-// Commit is one TransactWriteItems, except for issuing a spawn on an
-// entity (above): entities conditioned on their version (or absence) —
+// Commit is one TransactWriteItems, except for issuing or resolving a
+// spawn on an entity (above): entities conditioned on their version (or absence) —
 // the entity a spawn's resolution writes also on that spawn being the one
 // pending there, so that the spawn's condition and the entity's are one
 // item's — spawns on no entity on absence or on still being pending,
@@ -120,7 +126,8 @@
 // the item a failed condition returns; the put that issues a spawn on an
 // entity, whose item another commit may have changed before the retry
 // (a move, the spawn's resolution), also by the spawn's id on the entity
-// or in its history (issued).
+// or in its history (issued), and the put that resolves one by its first
+// event on the entity's tail or in its history (hasEvent).
 //
 // # Consistency
 //
@@ -147,7 +154,9 @@
 // spawns' reads; commit.go Commit and its plan; puts.go the single puts
 // that recognise their own retry; requests.go the table's requests
 // (reads, queries and their pages, batch gets, the write wrapper);
-// items.go the item encodings; limits.go DynamoDB's size limits;
+// items.go the item encodings, dict.go the dictionary they compress
+// against; meta.go the one read of a project's settings and secret;
+// limits.go DynamoDB's size limits;
 // retry.go the backoff; table.go CreateTable; and one file for each other
 // port: tokens.go, secrets.go, settings.go, horizon.go, idempotency.go,
 // approvals.go, confirmations.go, hooks.go, passkeys.go, slack.go,
@@ -220,6 +229,9 @@ type Store struct {
 	hookCache hookCache
 
 	states entityStates
+	// meta keeps the settings or secret item a rebuilt store's first read
+	// of the other found (meta.go).
+	meta metaPreload
 	// shards is the number of pending_expiry partitions (SetPendingShards).
 	shards int
 }

@@ -1,6 +1,8 @@
 package dynamo
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -29,4 +31,23 @@ func EntityItem(s *Store, e ledger.Entity, sp spawn.Spawn) map[string]types.Attr
 		panic(err)
 	}
 	return it
+}
+
+// WriteTailsHistoryItem puts the history item of entity's tail as an
+// inline commit's flush does (flushTail), without the put that follows:
+// what a crash between the two leaves.
+func WriteTailsHistoryItem(ctx context.Context, s *Store, entity string) error {
+	it, err := s.getItem(ctx, key(s.entityPK(), entity))
+	if err != nil || it == nil {
+		return fmt.Errorf("entity %s: %v", entity, err)
+	}
+	e, st, err := decodeEntity(it)
+	if err != nil || len(st.tail) == 0 {
+		return fmt.Errorf("entity %s has no tail (%v)", entity, err)
+	}
+	h, err := eventsItem(s.historyPK(entity), st.tailKey(e.Version), st.tail, st.tailSpawn)
+	if err != nil {
+		return err
+	}
+	return s.flushTail(ctx, h)
 }

@@ -75,7 +75,15 @@ type entityState struct {
 	// pending its expiry, while the entity's latest spawn is one that
 	// timed out (timedOut) that spawn's.
 	expires string
-	tail    []ledger.Event
+	// tail is the events of the inline commits since the entity's last
+	// transaction, which no history item is sure to hold yet: written at
+	// tailVersion (0: the entity's own version), and moved into the
+	// history item of that version by the entity's next transaction, or
+	// put there (flushTail) before the next inline commit replaces it.
+	// tailSpawn is the spawn an inline resolution among them resolved.
+	tail        []ledger.Event
+	tailVersion int64
+	tailSpawn   *spawn.Spawn
 	// timedOut (to) is the entity's latest spawn when that spawn timed
 	// out and no other spawn was issued on the entity since; toHistory
 	// (toh) the sort key of the history item that recorded the timeout.
@@ -115,22 +123,41 @@ func (s *Store) entityItem(e ledger.Entity, st entityState) (map[string]types.At
 		it["to"], it["toh"], it[PendingKey], it[ExpiresAtKey] = str(st.timedOut), str(st.toHistory), str(s.timedOutPK()), str(st.expires)
 	}
 	if len(st.tail) > 0 {
-		tail, err := json.Marshal(st.tail)
+		// A tail with a resolved spawn has a history item's form.
+		var tail []byte
+		var err error
+		if st.tailSpawn != nil {
+			tail, err = historyDoc(st.tail, st.tailSpawn)
+		} else {
+			tail, err = json.Marshal(st.tail)
+		}
 		if err != nil {
 			return nil, err
 		}
 		packText(it, "tail", tail)
+		if st.tailVersion != 0 && st.tailVersion != e.Version {
+			it["tv"] = num(st.tailVersion)
+		}
 	}
 	return it, nil
 }
 
-// packText stores JSON text under name, or gzip-compressed under name+"z"
-// when that is smaller: an entity item with a statement of several
-// hundred characters and an inline commit's events then stays under 1 KB
-// (one write unit, and one for its copy in the pending index).
+// tailKey is the sort key of the history item the tail of an entity at
+// version belongs in.
+func (st entityState) tailKey(version int64) string {
+	if st.tailVersion != 0 {
+		return versionKey(st.tailVersion)
+	}
+	return versionKey(version)
+}
+
+// packText stores JSON text under name, or compressed under a suffixed
+// name when that is smaller (packed): an entity item with a statement of
+// several hundred characters and an inline commit's events then stays
+// under 1 KB (one write unit, and one for its copy in the pending index).
 func packText(it map[string]types.AttributeValue, name string, text []byte) {
-	if z, ok := gzipIfSmaller(text); ok {
-		it[name+"z"] = &types.AttributeValueMemberB{Value: z}
+	if n, z := packed(name, text); n != name {
+		it[n] = &types.AttributeValueMemberB{Value: z}
 		return
 	}
 	it[name] = str(string(text))
@@ -138,8 +165,8 @@ func packText(it map[string]types.AttributeValue, name string, text []byte) {
 
 // unpackText reads what packText stored under name.
 func unpackText(it map[string]types.AttributeValue, name string) ([]byte, error) {
-	if z := attrBytes(it, name+"z"); z != nil {
-		return gunzip(z)
+	if b, err := unpackedCompressed(it, name); b != nil || err != nil {
+		return b, err
 	}
 	return []byte(attrString(it, name)), nil
 }
@@ -156,9 +183,14 @@ func decodeEntity(it map[string]types.AttributeValue) (ledger.Entity, entityStat
 		return e, st, fmt.Errorf("dynamo: decode entity %s: %w", attrString(it, SortKey), err)
 	}
 	st.version = e.Version
+	st.tailVersion, _ = attrInt(it, "tv")
 	tail, err := unpackText(it, "tail")
 	if err == nil && len(tail) > 0 {
-		err = json.Unmarshal(tail, &st.tail)
+		if tail[0] == '{' {
+			st.tail, st.tailSpawn, err = parseHistoryDoc(tail)
+		} else {
+			err = json.Unmarshal(tail, &st.tail)
+		}
 	}
 	if err != nil {
 		return e, st, fmt.Errorf("dynamo: decode entity %s tail: %w", e.ID, err)
@@ -177,10 +209,10 @@ func (s *Store) spawnItem(sp spawn.Spawn) (map[string]types.AttributeValue, erro
 		return nil, err
 	}
 	it := key(s.spawnPK(), sp.ID)
-	it["doc"] = str(string(doc))
+	packText(it, "doc", doc)
 	if len(sp.Request) > 0 {
-		// The prompt and tool lists compress to about half, so that the
-		// item usually stays under 1 KB: one write unit.
+		// The prompt and tool lists compress to about a seventh with the
+		// dictionary, so that the item stays under 1 KB: one write unit.
 		name, payload := packed("req", sp.Request)
 		it[name] = &types.AttributeValueMemberB{Value: payload}
 	}
@@ -201,42 +233,47 @@ func (s *Store) spawnItem(sp spawn.Spawn) (map[string]types.AttributeValue, erro
 // decodeSpawn reads a spawn item, payload included.
 func decodeSpawn(it map[string]types.AttributeValue) (spawn.Spawn, error) {
 	var sp spawn.Spawn
-	if err := json.Unmarshal([]byte(attrString(it, "doc")), &sp); err != nil {
+	doc, err := unpackText(it, "doc")
+	if err == nil {
+		err = json.Unmarshal(doc, &sp)
+	}
+	if err != nil {
 		return sp, fmt.Errorf("dynamo: decode spawn %s: %w", attrString(it, SortKey), err)
 	}
-	var err error
 	if sp.Request, err = unpacked(it, "req"); err != nil {
 		return sp, fmt.Errorf("dynamo: decode spawn %s payload: %w", sp.ID, err)
 	}
 	return sp, nil
 }
 
-// packed names and encodes bytes stored under name: gzip-compressed
-// under name+"z" when that is smaller.
+// packed names and encodes bytes stored under name: raw DEFLATE with
+// the store's dictionary under name+dictionarySuffix when that is smaller
+// (dict.go). Items written before the dictionary hold gzip under
+// name+"z", which reads still take.
 func packed(name string, b []byte) (string, []byte) {
-	if z, ok := gzipIfSmaller(b); ok {
-		return name + "z", z
+	if z := deflateWithDictionary(b); len(z) < len(b) {
+		return name + dictionarySuffix, z
 	}
 	return name, b
 }
 
 // unpacked reads what packed stored under name; nil if nothing.
 func unpacked(it map[string]types.AttributeValue, name string) ([]byte, error) {
-	if z := attrBytes(it, name+"z"); z != nil {
-		return gunzip(z)
+	if b, err := unpackedCompressed(it, name); b != nil || err != nil {
+		return b, err
 	}
 	return attrBytes(it, name), nil
 }
 
-func gzipIfSmaller(b []byte) ([]byte, bool) {
-	var z bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
-	w.Write(b)
-	w.Close()
-	if z.Len() < len(b) {
-		return z.Bytes(), true
+// unpackedCompressed reads name's compressed forms; nil if neither.
+func unpackedCompressed(it map[string]types.AttributeValue, name string) ([]byte, error) {
+	if z := attrBytes(it, name+dictionarySuffix); z != nil {
+		return inflateWithDictionary(z)
 	}
-	return b, false
+	if z := attrBytes(it, name+"z"); z != nil {
+		return gunzip(z)
+	}
+	return nil, nil
 }
 
 func gunzip(z []byte) ([]byte, error) {
@@ -253,12 +290,7 @@ func gunzip(z []byte) ([]byte, error) {
 // JSON: it is stored compressed when that is smaller, so that it stays
 // within one write unit (two in its transaction).
 func eventsItem(pk, sk string, evs []ledger.Event, resolved *spawn.Spawn) (map[string]types.AttributeValue, error) {
-	var doc struct {
-		Events []ledger.Event `json:"evs"`
-		Spawn  *spawn.Spawn   `json:"sp,omitempty"`
-	}
-	doc.Events, doc.Spawn = evs, resolved
-	b, err := json.Marshal(doc)
+	b, err := historyDoc(evs, resolved)
 	if err != nil {
 		return nil, err
 	}
@@ -270,20 +302,37 @@ func eventsItem(pk, sk string, evs []ledger.Event, resolved *spawn.Spawn) (map[s
 	return it, nil
 }
 
+// historyDoc is a history item's JSON: one commit's events (with the
+// inline ones before it), and the spawn it resolved.
+func historyDoc(evs []ledger.Event, resolved *spawn.Spawn) ([]byte, error) {
+	var doc struct {
+		Events []ledger.Event `json:"evs"`
+		Spawn  *spawn.Spawn   `json:"sp,omitempty"`
+	}
+	doc.Events, doc.Spawn = evs, resolved
+	return json.Marshal(doc)
+}
+
+func parseHistoryDoc(b []byte) ([]ledger.Event, *spawn.Spawn, error) {
+	var doc struct {
+		Events []ledger.Event `json:"evs"`
+		Spawn  *spawn.Spawn   `json:"sp,omitempty"`
+	}
+	err := json.Unmarshal(b, &doc)
+	return doc.Events, doc.Spawn, err
+}
+
 // decodeHistory reads a history item's events and resolved spawn.
 func decodeHistory(it map[string]types.AttributeValue) ([]ledger.Event, *spawn.Spawn, error) {
 	b, err := unpackText(it, "h")
 	if err != nil {
 		return nil, nil, fmt.Errorf("dynamo: decode history %s: %w", attrString(it, SortKey), err)
 	}
-	var doc struct {
-		Events []ledger.Event `json:"evs"`
-		Spawn  *spawn.Spawn   `json:"sp,omitempty"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
+	evs, sp, err := parseHistoryDoc(b)
+	if err != nil {
 		return nil, nil, fmt.Errorf("dynamo: decode history %s: %w", attrString(it, SortKey), err)
 	}
-	return doc.Events, doc.Spawn, nil
+	return evs, sp, nil
 }
 
 // epoch is a TTL value: seconds since the Unix epoch.

@@ -153,6 +153,11 @@ func (s *Store) checkPlan(p commitPlan) error {
 			return err
 		}
 	}
+	if p.flush != nil {
+		if err := checkItem(p.inlineOwner, p.flush); err != nil {
+			return err
+		}
+	}
 	if p.inline != nil {
 		return checkItem(p.inlineOwner, p.inline.Item)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/store/dynamo"
 )
 
-// incompressible is n bytes of base64 text: gzip shrinks it to about 3/4.
+// incompressible is n bytes of base64 text: DEFLATE shrinks it to about 3/4.
 func incompressible(n int) string {
 	b := make([]byte, n*3/4+3)
 	rand.Read(b)
@@ -117,7 +117,7 @@ func TestAChangeTooLargeForDynamoDBIsRefusedAndWritesNothing(t *testing.T) {
 		}
 		e.Statement = b.String()
 		if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {
-			t.Fatalf("a 500 KB statement that gzips under 400 KB: %v", err)
+			t.Fatalf("a 500 KB statement that compresses under 400 KB: %v", err)
 		}
 		if got, err := s.GetEntity(ctx, e.ID); err != nil || got.Statement != e.Statement {
 			t.Fatalf("read back: %d bytes, %v", len(got.Statement), err)
@@ -131,7 +131,7 @@ func TestAChangeTooLargeForDynamoDBIsRefusedAndWritesNothing(t *testing.T) {
 func TestTheStoresItemLimitIsDynamoDBs(t *testing.T) {
 	s := newStore(t)
 	stored, refused := 0, 0
-	for kb := 520; kb <= 580; kb += 12 { // gzip: about 390 to 435 KB
+	for kb := 520; kb <= 580; kb += 12 { // compressed: about 390 to 435 KB
 		e := newClaim()
 		e.Statement = incompressible(kb * 1024)
 		err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}})

@@ -69,11 +69,12 @@ func (s *Store) putOnce(ctx context.Context, in *dynamodb.PutItemInput, owner st
 
 // issued says whether the commit that issues sp on its entity landed.
 // Only that commit names sp (a new id) on the entity, and only a commit
-// that resolves sp clears it, writing a history item that records sp in
-// the same transaction: so sp was issued if the entity names it or, read
-// after the entity, a history item does. Later commits on the entity (a
-// move, the spawn's resolution) are why the entity's item is no longer
-// the one the issue wrote.
+// that resolves sp clears it, recording sp on the entity's tail (which
+// moves into a history item with it) or in a history item in the same
+// transaction: so sp was issued if the entity names it, pending or on its
+// tail, or, read after the entity, a history item does. Later commits on
+// the entity (a move, the spawn's resolution) are why the entity's item
+// is no longer the one the issue wrote.
 func (s *Store) issued(ctx context.Context, sp spawn.Spawn) (bool, error) {
 	it, err := s.getItem(ctx, key(s.entityPK(), sp.EntityID))
 	if err != nil || it == nil {
@@ -81,6 +82,9 @@ func (s *Store) issued(ctx context.Context, sp spawn.Spawn) (bool, error) {
 	}
 	if attrString(it, "ps") == sp.ID {
 		return true, nil
+	}
+	if _, st, err := decodeEntity(it); err != nil || (st.tailSpawn != nil && st.tailSpawn.ID == sp.ID) {
+		return err == nil, err
 	}
 	ended, err := s.resolutions(ctx, sp.EntityID, sp.ID)
 	_, ok := ended[sp.ID]

@@ -177,9 +177,13 @@ func (s *Store) reindexEntities(ctx context.Context, items []map[string]types.At
 			set[StatusKey] = str(want)
 		}
 		if st.pending == "" && st.timedOut == "" && e.LastSpawn != "" {
-			toh, sp, err := s.resolutionOf(ctx, e.ID, e.LastSpawn)
-			if err != nil {
-				return err
+			// Resolved inline: on the tail, bound for the tail's item.
+			toh, sp := st.tailKey(e.Version), st.tailSpawn
+			if sp == nil || sp.ID != e.LastSpawn {
+				var err error
+				if toh, sp, err = s.resolutionOf(ctx, e.ID, e.LastSpawn); err != nil {
+					return err
+				}
 			}
 			if sp != nil && sp.Outcome == spawn.TimeoutRestored {
 				set["to"], set["toh"], set[PendingKey], set[ExpiresAtKey] = str(sp.ID), str(toh), str(s.timedOutPK()), str(timeText(sp.ExpiresAt))

@@ -152,6 +152,14 @@ func resolution(e ledger.Entity, sp spawn.Spawn) store.Tx {
 	}
 }
 
+// transactional is tx with a new claim of its own added: a commit of two
+// entities, one TransactWriteItems (a spawn's resolution alone is one
+// conditional put, planInline).
+func transactional(tx store.Tx) store.Tx {
+	tx.Entities = append(append([]store.EntityPut(nil), tx.Entities...), store.EntityPut{Entity: newClaim()})
+	return tx
+}
+
 func TestALostCommitResponseIsRetriedWithItsTokenAndAppliedOnce(t *testing.T) {
 	f := &faults{op: "TransactWriteItems"}
 	s := faultyStore(t, f)
@@ -161,7 +169,7 @@ func TestALostCommitResponseIsRetriedWithItsTokenAndAppliedOnce(t *testing.T) {
 	f.dropOnSuccess = 1
 	f.mu.Unlock()
 
-	tx := resolution(e, sp)
+	tx := transactional(resolution(e, sp))
 	if err := s.Commit(ctx, tx); err != nil {
 		t.Fatalf("the retry of a committed transaction must succeed, got %v", err)
 	}
@@ -191,8 +199,37 @@ func TestALostCommitResponseIsRetriedWithItsTokenAndAppliedOnce(t *testing.T) {
 	}
 }
 
+// A resolution alone is one conditional put of its entity's item: when it
+// landed but its answer was lost, the retry finds the item it wrote and
+// succeeds; a second resolution loses.
+func TestALostInlineResolutionResponseIsRetriedAndAppliedOnce(t *testing.T) {
+	f := &faults{op: "PutItem"}
+	s := faultyStore(t, f)
+	e, sp := pendingSpawn(t, s)
+	before := f.count()
+	f.mu.Lock()
+	f.dropOnSuccess = 1
+	f.mu.Unlock()
+	tx := resolution(e, sp)
+	if err := s.Commit(ctx, tx); err != nil {
+		t.Fatalf("the retry of a resolution that landed must succeed, got %v", err)
+	}
+	if n := f.count() - before; n != 2 {
+		t.Fatalf("%d PutItem attempts, want 2 (the lost one and its retry)", n)
+	}
+	if evs, err := s.Events(ctx, e.ID); err != nil || len(evs) != 3 {
+		t.Fatalf("%d events, want 3 (requested, dismissed, resolved once): %v", len(evs), err)
+	}
+	if got, err := s.GetSpawn(ctx, sp.ID); err != nil || got.State != spawn.Resolved || got.Outcome != spawn.CallbackApplied {
+		t.Fatalf("spawn after the resolution: %+v %v", got, err)
+	}
+	if err := s.Commit(ctx, tx); !errors.As(err, new(*store.ConditionFailed)) {
+		t.Fatalf("a second Commit of the same resolution: want ConditionFailed, got %v", err)
+	}
+}
+
 func TestALostCallbackResponseDoesNotTurnTheWinnerIntoADuplicate(t *testing.T) {
-	f := &faults{op: "TransactWriteItems"}
+	f := &faults{op: "PutItem"}
 	s := faultyStore(t, f)
 	now := t0
 	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, Clock: func() time.Time { return now }, SpawnTimeout: time.Hour})
@@ -236,7 +273,7 @@ func TestThrottlingConflictsAndServerErrorsAreRetried(t *testing.T) {
 		throttled("RequestLimitExceeded"),
 	}
 	f.mu.Unlock()
-	if err := s.Commit(ctx, resolution(e, sp)); err != nil {
+	if err := s.Commit(ctx, transactional(resolution(e, sp))); err != nil {
 		t.Fatal(err)
 	}
 	if n := f.count() - before; n != 7 {
@@ -258,7 +295,7 @@ func TestRetriesAreBoundedAndConditionFailuresAreNotRetried(t *testing.T) {
 		f.queue = append(f.queue, throttled("ProvisionedThroughputExceededException"))
 	}
 	f.mu.Unlock()
-	err := s.Commit(ctx, resolution(e, sp))
+	err := s.Commit(ctx, transactional(resolution(e, sp)))
 	if err == nil || errors.As(err, new(*store.ConditionFailed)) {
 		t.Fatalf("endless throttling: want a store error, got %v", err)
 	}
@@ -271,7 +308,7 @@ func TestRetriesAreBoundedAndConditionFailuresAreNotRetried(t *testing.T) {
 	f.queue = []fault{cancelled("ConditionalCheckFailed", "None")}
 	f.mu.Unlock()
 	before = f.count()
-	err = s.Commit(ctx, resolution(e, sp))
+	err = s.Commit(ctx, transactional(resolution(e, sp)))
 	if !store.FailedOn(err, sp.ID) {
 		t.Fatalf("want ConditionFailed on the spawn (index 0), got %v", err)
 	}

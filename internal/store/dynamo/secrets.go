@@ -75,7 +75,7 @@ func (s *Store) CurrentSecret(ctx context.Context) (string, []byte, error) {
 	if secret, ok := s.secrets[s.current]; ok && s.current != "" {
 		return s.current, secret, nil
 	}
-	it, err := s.secretItem(ctx)
+	it, err := s.secretItemToRead(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -93,14 +93,15 @@ func (s *Store) CurrentSecret(ctx context.Context) (string, []byte, error) {
 // read again each time (strongly consistent, one read unit; the opened
 // bytes stay cached, so KMS is asked once), so that a version an operator
 // retired (RetireSecretVersions) is refused on every warm instance at
-// once. Tokens of older versions are the few made before a rotation.
+// once. (A rebuilt store's first such read may be the item its settings'
+// read found a moment before, metaItem: once, within metaFresh.) Tokens of older versions are the few made before a rotation.
 func (s *Store) SecretVersion(ctx context.Context, keyID string) ([]byte, error) {
 	s.secretMu.Lock()
 	defer s.secretMu.Unlock()
 	if secret, ok := s.secrets[keyID]; ok && keyID == s.current {
 		return secret, nil
 	}
-	it, err := s.secretItem(ctx)
+	it, err := s.secretItemToRead(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +128,7 @@ func hasVersion(it map[string]types.AttributeValue, keyID string) bool {
 func (s *Store) CreateProjectSecret(ctx context.Context) ([]byte, error) {
 	s.secretMu.Lock()
 	defer s.secretMu.Unlock()
+	s.meta.drop()
 	it, err := s.secretItem(ctx)
 	if err == nil {
 		return s.openVersion(ctx, it, currentVersion(it))
@@ -166,6 +168,7 @@ func (s *Store) CreateProjectSecret(ctx context.Context) ([]byte, error) {
 func (s *Store) RotateSecret(ctx context.Context) (string, error) {
 	s.secretMu.Lock()
 	defer s.secretMu.Unlock()
+	s.meta.drop()
 	it, err := s.secretItem(ctx)
 	if err != nil {
 		return "", err
@@ -245,6 +248,17 @@ func (s *Store) secretItem(ctx context.Context) (map[string]types.AttributeValue
 		return nil, store.ErrNotFound
 	}
 	return it, nil
+}
+
+// secretItemToRead is secretItem for the reads a request makes
+// (CurrentSecret, SecretVersion): the item the settings' read kept, if
+// fresh (metaItem). secretMu is held.
+func (s *Store) secretItemToRead(ctx context.Context) (map[string]types.AttributeValue, error) {
+	it, err := s.metaItem(ctx, secretSortKey)
+	if err == nil && it == nil {
+		err = store.ErrNotFound
+	}
+	return it, err
 }
 
 // currentVersion is the item's current version ("1" for an item written
@@ -351,6 +365,7 @@ func (s *Store) RetireSecretVersions(ctx context.Context, current string, keyIDs
 	}
 	s.secretMu.Lock()
 	defer s.secretMu.Unlock()
+	s.meta.drop()
 	names := map[string]string{"#cur": attrSecretCurrent}
 	var remove []string
 	for i, id := range keyIDs {

@@ -11,10 +11,11 @@ import (
 	"github.com/dont-cli/dont/internal/store"
 )
 
-// Settings implements store.SettingsStore: item P#<p>#M / settings.
+// Settings implements store.SettingsStore: item P#<p>#M / settings,
+// read with the secret item (metaItem).
 func (s *Store) Settings(ctx context.Context) (store.ProjectSettings, error) {
 	var ps store.ProjectSettings
-	it, err := s.getItem(ctx, key(s.metaPK(), "settings"))
+	it, err := s.metaItem(ctx, settingsSortKey)
 	if err != nil || it == nil {
 		return ps, err
 	}
@@ -33,7 +34,8 @@ func (s *Store) Settings(ctx context.Context) (store.ProjectSettings, error) {
 
 // PutSettings implements store.SettingsStore.
 func (s *Store) PutSettings(ctx context.Context, ps store.ProjectSettings) error {
-	it := key(s.metaPK(), "settings")
+	s.meta.drop()
+	it := key(s.metaPK(), settingsSortKey)
 	if ps.SpawnTimeout > 0 {
 		it["spawn_timeout"] = str(ps.SpawnTimeout.String())
 	}

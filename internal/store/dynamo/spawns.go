@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store"
 )
@@ -37,11 +38,18 @@ func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
 		return sp, err
 	}
 	if eit != nil {
-		if _, err := s.readEntity(eit); err != nil {
+		_, st, err := s.readEntityState(eit)
+		if err != nil {
 			return sp, err
 		}
-		if attrString(eit, "ps") == id {
+		if st.pending == id {
 			return asPending(sp), nil
+		}
+		// Resolved inline: the resolution rides on the entity's tail.
+		if st.tailSpawn != nil && st.tailSpawn.ID == id {
+			done := *st.tailSpawn
+			done.Request = sp.Request
+			return done, nil
 		}
 	}
 	ended, err := s.resolutions(ctx, sp.EntityID, id)
@@ -54,6 +62,16 @@ func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
 	}
 	done.Request = sp.Request
 	return done, nil
+}
+
+// readEntityState decodes an entity item, remembering the state beside
+// it (as readEntity), and returns that state too.
+func (s *Store) readEntityState(it map[string]types.AttributeValue) (ledger.Entity, entityState, error) {
+	e, st, err := decodeEntity(it)
+	if err == nil {
+		s.states.put(e.ID, st)
+	}
+	return e, st, err
 }
 
 // asPending is a spawn item's document as a pending spawn.
@@ -156,7 +174,7 @@ func (s *Store) spawnItems(ctx context.Context, q *dynamodb.QueryInput, f store.
 	if err != nil {
 		return nil, false, err
 	}
-	pendingOn, err := s.pendingOn(ctx, items)
+	onEntity, err := s.entityStatesOf(ctx, items)
 	if err != nil {
 		return nil, false, err
 	}
@@ -164,8 +182,13 @@ func (s *Store) spawnItems(ctx context.Context, q *dynamodb.QueryInput, f store.
 	out = []spawn.Spawn{}
 	for _, sp := range items {
 		if sp.EntityID != "" {
-			if pendingOn[sp.EntityID] == sp.ID {
+			st := onEntity[sp.EntityID]
+			if st.pending == sp.ID {
 				sp = asPending(sp)
+			} else if st.tailSpawn != nil && st.tailSpawn.ID == sp.ID {
+				done := *st.tailSpawn
+				done.Request = sp.Request
+				sp = done
 			} else {
 				if _, read := ended[sp.EntityID]; !read {
 					if ended[sp.EntityID], err = s.resolutions(ctx, sp.EntityID, ""); err != nil {
@@ -253,6 +276,7 @@ func (s *Store) listTimedOut(ctx context.Context, entity string) ([]spawn.Spawn,
 	out := []spawn.Spawn{}
 	var keys []map[string]types.AttributeValue
 	payloadOf := map[string]bool{}
+	ended, payloads := map[string]spawn.Spawn{}, map[string][]byte{}
 	err := s.query(ctx, s.indexPartition(s.timedOutPK()), func(it map[string]types.AttributeValue) error {
 		sid := attrString(it, "to")
 		if sid == "" {
@@ -266,8 +290,19 @@ func (s *Store) listTimedOut(ctx context.Context, entity string) ([]spawn.Spawn,
 		if (entity != "" && eid != entity) || toh == "" {
 			return nil
 		}
-		keys = append(keys, key(s.historyPK(eid), toh), key(s.spawnPK(), sid))
 		payloadOf[sid] = true
+		// A timeout committed inline is on the entry's tail (the index
+		// projects the whole item) until its history item is written.
+		if _, st, err := decodeEntity(it); err != nil {
+			return err
+		} else if st.tailSpawn != nil && st.tailSpawn.ID == sid {
+			if st.tailSpawn.Outcome == spawn.TimeoutRestored {
+				ended[sid] = *st.tailSpawn
+			}
+			keys = append(keys, key(s.spawnPK(), sid))
+			return nil
+		}
+		keys = append(keys, key(s.historyPK(eid), toh), key(s.spawnPK(), sid))
 		return nil
 	})
 	if err != nil {
@@ -277,7 +312,6 @@ func (s *Store) listTimedOut(ctx context.Context, entity string) ([]spawn.Spawn,
 	if err != nil {
 		return nil, err
 	}
-	ended, payloads := map[string]spawn.Spawn{}, map[string][]byte{}
 	for _, it := range items {
 		if attrString(it, PartitionKey) == s.spawnPK() {
 			sp, err := decodeSpawn(it)
@@ -316,9 +350,9 @@ func (s *Store) indexPartition(pk string) *dynamodb.QueryInput {
 	}
 }
 
-// pendingOn reads the entities of spawns and says which spawn is pending
-// on each.
-func (s *Store) pendingOn(ctx context.Context, spawns []spawn.Spawn) (map[string]string, error) {
+// entityStatesOf reads the entities of spawns: the spawn pending on each,
+// and the one its tail resolved.
+func (s *Store) entityStatesOf(ctx context.Context, spawns []spawn.Spawn) (map[string]entityState, error) {
 	var keys []map[string]types.AttributeValue
 	seen := map[string]bool{}
 	for _, sp := range spawns {
@@ -331,9 +365,13 @@ func (s *Store) pendingOn(ctx context.Context, spawns []spawn.Spawn) (map[string
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(items))
+	out := make(map[string]entityState, len(items))
 	for _, it := range items {
-		out[attrString(it, SortKey)] = attrString(it, "ps")
+		_, st, err := decodeEntity(it)
+		if err != nil {
+			return nil, err
+		}
+		out[attrString(it, SortKey)] = st
 	}
 	return out, nil
 }
