@@ -146,7 +146,7 @@ func TestABatchLargerThanTheSubJournalSpillRollsBackAFailedWriteAlone(t *testing
 	}
 	big := strings.Repeat("a claim long enough to span pages ", 400) // ~13 KiB per write
 	const n = 16
-	txs := make([]service.Tx, n)
+	txs := make([]store.Tx, n)
 	errsOf := make([]error, n)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -172,7 +172,7 @@ func TestABatchLargerThanTheSubJournalSpillRollsBackAFailedWriteAlone(t *testing
 	for i := 1; i < n; i++ {
 		_, err := s.GetEntity(ctx, txs[i].Entities[0].Entity.ID)
 		if i == n/2 {
-			if !errors.Is(errsOf[i], refused) || !errors.Is(err, service.ErrNotFound) {
+			if !errors.Is(errsOf[i], refused) || !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("the refused write: %v, and its entity %v; want refused and not found", errsOf[i], err)
 			}
 			continue
