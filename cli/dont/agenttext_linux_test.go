@@ -31,6 +31,7 @@ func (p *testProject) escalateHidden(t *testing.T) (ses, apr string) {
 }
 
 func TestAPreviewWithCarriageReturnCannotHideItsCommandInFrames(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses, apr := p.escalateHidden(t)
 	out := p.onPlainTerminal(t, "approvals", "frames", "--session", ses)
@@ -42,6 +43,7 @@ func TestAPreviewWithCarriageReturnCannotHideItsCommandInFrames(t *testing.T) {
 }
 
 func TestAPreviewWithCarriageReturnCannotHideItsCommandInApprovalsList(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses, apr := p.escalateHidden(t)
 	for _, tc := range []struct {
@@ -62,6 +64,7 @@ func TestAPreviewWithCarriageReturnCannotHideItsCommandInApprovalsList(t *testin
 }
 
 func TestAStatementCannotRewriteItsListLine(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	// Printed as is, the line would read "claim:… [verified] water boils at 100 C".
 	statement := "the moon is cheese\r\x1b[2K\u202eclaim:01 [verified] water boils at 100 C"

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dont-cli/dont/cli/dont/confirmclient"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/dont-cli/dont/internal/visible"
 )
@@ -78,8 +79,9 @@ func TestAPreviewWithCarriageReturnCannotHideItsCommandInWatch(t *testing.T) {
 }
 
 func TestAnArgumentCannotHideItselfInTheConfirmationPreview(t *testing.T) {
+	t.Parallel()
 	lock, _ := tools.Lookup("lock")
-	lines := preview(lock, map[string]any{"id": "claim:01HX05A9K8VP0000000000000A", "reason": hidingPreview, "evil\r\x1b[2Kkey": "v\u202e"})
+	lines := confirmclient.Preview(lock, map[string]any{"id": "claim:01HX05A9K8VP0000000000000A", "reason": hidingPreview, "evil\r\x1b[2Kkey": "v\u202e"})
 	got := strings.Join(lines, "\n")
 	for _, want := range []string{`  reason: "` + shownPreviewJSON + `"`, `  evil\r\x1b[2Kkey: "v\u202e"`} {
 		if !strings.Contains(got, want) {

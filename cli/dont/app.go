@@ -8,6 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/cli/dont/cmdline"
+	"github.com/dont-cli/dont/cli/dont/confirmclient"
+	"github.com/dont-cli/dont/cli/dont/watchscreen"
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
@@ -53,7 +57,10 @@ type app struct {
 	mcpServing bool
 	version    bool // --version
 	// waiting is the countdown of a long wait, ended before any output.
-	waiting *countdown
+	waiting *watchscreen.Countdown
+	// asked is told escalate's question once it exists, before the
+	// embedded call waits for its answer (tools.CallOptions.Asked).
+	asked func(approvals.Approval)
 	// harnessRetry is the command line of a spawning verb again with
 	// --harness: what a person without a provider runs instead.
 	harnessRetry string
@@ -72,8 +79,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) strin
 }
 
 func (a *app) run(ctx context.Context, argv []string) int {
-	args := skipFlagValue(argv)
-	tool := invokedTool(args)
+	defer a.traceApply()()
+	args := cmdline.JoinSkipValues(argv)
+	tool := cmdline.InvokedTool(args)
 	root := a.commands(tool)
 	a.buildFor(root, args)
 	root.SetArgs(args)
@@ -142,57 +150,8 @@ func (a *app) buildFor(root *cobra.Command, args []string) {
 	}
 }
 
-// rootBoolFlags and rootValueFlags are the flags the root command and its
-// persistent flags define, as invokedTool reads them.
-var (
-	rootBoolFlags  = map[string]bool{"--json": true, "--direct": true, "--harness": true, "--plain": true, "--yes": true, "-y": true, "--no-input": true, "--refresh": true}
-	rootValueFlags = map[string]bool{"--endpoint": true, "--profile": true}
-)
-
-// invokedTool is the tool args plainly invoke — "show", "spawns.cancel" —
-// or "" when that is not certain: another command, a flag before the
-// command that the root does not define, a group whose subcommand is not
-// the next word. Then the whole tree is made, as it always was.
-func invokedTool(args []string) string {
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		switch {
-		case rootBoolFlags[arg]:
-			continue
-		case rootValueFlags[arg]:
-			i++
-			continue
-		case strings.HasPrefix(arg, "--endpoint="), strings.HasPrefix(arg, "--profile="):
-			continue
-		case strings.HasPrefix(arg, "-"):
-			return ""
-		}
-		t, ok := tools.Lookup(arg)
-		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-			if sub, ok := tools.Lookup(arg + "." + args[i+1]); ok {
-				return sub.Name
-			}
-		}
-		if !ok || hasSubTools(arg) {
-			return ""
-		}
-		return t.Name
-	}
-	return ""
-}
-
-// hasSubTools reports whether word is also a group of tools ("spawns").
-func hasSubTools(word string) bool {
-	for _, name := range tools.Names() {
-		if strings.HasPrefix(name, word+".") {
-			return true
-		}
-	}
-	return false
-}
-
 // commands makes the command tree; each tool command's flags and run
-// function wait in a.unbuilt. With only set (invokedTool), the tree holds
+// function wait in a.unbuilt. With only set (cmdline.InvokedTool), the tree holds
 // that tool's command (and its group's) and no other tool's: cobra finds
 // the same command in it, with the same flags and help.
 func (a *app) commands(only string) *cobra.Command {
@@ -529,7 +488,7 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 		if err != nil {
 			return err
 		}
-		if id, held := heldID(env); held && a.confirm.feature {
+		if id, held := confirmclient.HeldID(env); held && a.confirm.feature {
 			a.stale(id)
 			return nil
 		}
@@ -551,7 +510,7 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 	if walksPages(t, args) {
 		callArgs = pageArgs(args, "")
 	}
-	res, err := tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, callArgs, a.arrival())
+	res, err := tools.CallWith(service.WithPrincipal(ctx, a.principal()), svc, t.Name, callArgs, a.arrival(), tools.CallOptions{Asked: a.asked})
 	if err != nil && a.principal().Unproven && needsProof(err) {
 		// Only a person decides this: the person at their terminal types
 		// the approver passphrase and the call runs again; without a
@@ -563,7 +522,7 @@ func (a *app) call(ctx context.Context, t *tools.Tool, args map[string]any) erro
 			a.failWith(perr, res.Warnings)
 			return nil
 		}
-		res, err = tools.CallGated(service.WithPrincipal(ctx, a.principal()), svc, t.Name, callArgs, a.arrival())
+		res, err = tools.CallWith(service.WithPrincipal(ctx, a.principal()), svc, t.Name, callArgs, a.arrival(), tools.CallOptions{Asked: a.asked})
 	}
 	if err != nil {
 		a.failWith(err, res.Warnings)
@@ -596,7 +555,7 @@ func (a *app) embedded(t *tools.Tool) (*service.Service, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, Author: a.author(), Clock: a.clock(),
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: store, Confirmations: store, Tokens: store, Author: a.author(), Clock: a.clock(),
 		HooksConfig: service.HooksConfig{Store: store}})
 	if svc.Approvals, err = a.approvalsConfig(store, usesApprovals(t)); err != nil {
 		store.Close()
@@ -725,8 +684,8 @@ func (a *app) emit(res tools.Output) {
 
 // print writes an envelope as JSON for machines, or renders it for a person.
 func (a *app) print(env envelope.Envelope) {
-	a.waiting.end()
-	env = withFlagNames(env)
+	a.waiting.End()
+	env = cmdline.WithFlagNames(env)
 	if a.machine() {
 		a.stdout.Write(envelope.Marshal(env))
 		return

@@ -117,6 +117,7 @@ func TestAnAgentAtTheEmbeddedCLICannotApproveItsOwnEscalation(t *testing.T) {
 }
 
 func TestAWatchUnderAHarnessSignalOrWithoutATerminalAnswersNothing(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	ses := p.ok("sessions", "open", "--tier", "read-only").str("session_id")
 	for _, env := range [][]string{{"DONT_HARNESS=1"}, nil} {
@@ -128,6 +129,7 @@ func TestAWatchUnderAHarnessSignalOrWithoutATerminalAnswersNothing(t *testing.T)
 }
 
 func TestAHarnessSignalMakesTheEmbeddedCLIAHarness(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	before := p.ok("tokens", "list").data()["count"]
 	r := p.runEnv([]string{"DONT_HARNESS=1"}, "tokens", "create", "--role", "admin", "--yes")
@@ -142,6 +144,7 @@ func TestAHarnessSignalMakesTheEmbeddedCLIAHarness(t *testing.T) {
 // An agent on `dont mcp` opens a session, reads its frames, escalates and
 // tries to answer its own question, or to mint an admin token.
 func TestAnAgentOverMCPCannotApproveItsOwnEscalationOrMintTokens(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	s := p.mcp()
 	ses := s.call("sessions_open", map[string]any{"tier": "read-only"}).data()["session_id"].(string)
@@ -172,6 +175,7 @@ func TestAnAgentOverMCPCannotApproveItsOwnEscalationOrMintTokens(t *testing.T) {
 }
 
 func TestMCPNeverAdvertisesOrHonoursSkipConfirmation(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	s := p.mcp()
 	list, err := s.cs.ListTools(context.Background(), nil)
@@ -199,6 +203,7 @@ func TestMCPNeverAdvertisesOrHonoursSkipConfirmation(t *testing.T) {
 }
 
 func TestMCPAnnotationsAreTruthful(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	list, err := p.mcp().cs.ListTools(context.Background(), nil)
 	if err != nil {

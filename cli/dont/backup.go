@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dont-cli/dont/cli/dont/confirmclient"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
@@ -100,7 +101,7 @@ func (a *app) restoreCommand() *cobra.Command {
 			}
 			defer tty.Close()
 			fmt.Fprintf(tty, "Replace everything in %s with %s? Whatever was written since that backup is lost. [y/N] ", visible.Line(p.DBPath()), visible.Line(src))
-			answer, err := readLine(c.Context(), tty)
+			answer, err := confirmclient.ReadLine(c.Context(), tty)
 			fmt.Fprintln(tty)
 			if err != nil && c.Context().Err() != nil {
 				return errs.E(errs.Interrupted, "interrupted at the prompt; nothing was restored")

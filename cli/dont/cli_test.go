@@ -96,7 +96,11 @@ func (p *testProject) cmd(args ...string) *exec.Cmd {
 	c.Env = append(os.Environ(), "DONT_HARNESS=", "DONT_PROJECT_DIR=", "DONT_REQUEST_ID=", "DONT_SPAWN_TIMEOUT=",
 		"DONT_LLM_PROVIDER=", "DONT_LLM_MODEL=", "DONT_LLM_BASE_URL=", "DONT_LLM_API_KEY=", "DONT_LLM_REGION=", "NO_COLOR=", "COLUMNS=",
 		"XDG_CACHE_HOME="+filepath.Join(p.dir, ".cache"), // the tool schema cache stays in the test's folder
-		"DONT_TEST_PERSON_HOME="+p.personHome())          // the person's own files, outside the workspace (passphrase.go)
+		"DONT_TEST_PERSON_HOME="+p.personHome(),          // the person's own files, outside the workspace (passphrase.go)
+		// Passphrase records at the least cost a record may carry, not a
+		// fifth of a CPU second per proof (faulthooks.go); the test of the
+		// record's cost clears it.
+		"DONT_FAULT_PASSPHRASE_COST=least")
 	c.Env = append(c.Env, p.env...)
 	// Its own session, so no test inherits the terminal go test runs in:
 	// a person's answer is read from a controlling terminal, which only
@@ -160,6 +164,7 @@ func warnings(r result) []string {
 }
 
 func TestDirectCLIHarnessConsumesStdoutEnvelope(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level", "--json").str("id")
 	spawnReq := p.ok("assume", id, "--json")
@@ -182,6 +187,7 @@ func TestDirectCLIHarnessConsumesStdoutEnvelope(t *testing.T) {
 }
 
 func TestPipedStdoutImpliesHarnessMode(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	r := p.ok("overlook", id) // no --json, stdout is a pipe
@@ -191,6 +197,7 @@ func TestPipedStdoutImpliesHarnessMode(t *testing.T) {
 }
 
 func TestDirectFlagOverridesEnvironment(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	r := p.runEnv([]string{"DONT_HARNESS=1"}, "assume", id, "--direct", "--json")
@@ -203,6 +210,7 @@ func TestDirectFlagOverridesEnvironment(t *testing.T) {
 }
 
 func TestCommandsOutsideAProjectRefuse(t *testing.T) {
+	t.Parallel()
 	p := &testProject{t: t, dir: t.TempDir()}
 	r := p.run("list", "--json")
 	if r.exit != 3 || r.data()["code"] != "not-initialised" {
@@ -218,6 +226,7 @@ func TestCommandsOutsideAProjectRefuse(t *testing.T) {
 }
 
 func TestProjectDirFromEnvironment(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	elsewhere := &testProject{t: t, dir: t.TempDir(), env: []string{"DONT_PROJECT_DIR=" + p.dir}}
 	id := elsewhere.ok("conclude", "remote folder claim").str("id")
@@ -227,6 +236,7 @@ func TestProjectDirFromEnvironment(t *testing.T) {
 }
 
 func TestBadInputGetsUsageErrorAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	for _, args := range [][]string{
@@ -260,6 +270,7 @@ func TestBadInputGetsUsageErrorAndChangesNothing(t *testing.T) {
 }
 
 func TestRequestIDFromEnvironment(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	rid := p.ok("assume", id).str("request_id")
@@ -270,6 +281,7 @@ func TestRequestIDFromEnvironment(t *testing.T) {
 }
 
 func TestUnknownRequestIDExitsThree(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	r := p.run("dismiss", id, "--evidence", "doi:10.1000/182", "--request-id", "spawn:01HX05A9K8VP0000000000000A")
@@ -279,6 +291,7 @@ func TestUnknownRequestIDExitsThree(t *testing.T) {
 }
 
 func TestSpawnTimeoutFromEnvironmentAndNextInvocationSweeps(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, "DONT_SPAWN_TIMEOUT=1ms")
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	p.ok("dismiss", id, "--evidence", "https://example.org/a")
@@ -351,6 +364,7 @@ func TestManyProcessesTimeoutAndCallbackRaceYieldsOneResolver(t *testing.T) {
 }
 
 func TestManyProcessesConcurrentDuplicateCallbacksResolveOnce(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	rid := p.ok("assume", id).str("request_id")

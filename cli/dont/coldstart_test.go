@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dont-cli/dont/cli/dont/cmdline"
 	"github.com/dont-cli/dont/internal/tools"
 )
 
@@ -22,6 +23,7 @@ import (
 // what one run wrote the next one reads. A hard link to each file pins
 // its inode, so a file deleted and made again cannot pass for the same.
 func TestASecondShowLeavesTheWALFilesInPlace(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	p.ok("show", id)
@@ -118,10 +120,11 @@ func TestTheDebugListenerServesTheGoroutineCountAndProfiles(t *testing.T) {
 	}
 }
 
-// A run builds only the command it invokes (invokedTool, buildFor): for
+// A run builds only the command it invokes (cmdline.InvokedTool, buildFor): for
 // every tool, `dont <tool> --help` and a call with a bad flag print
 // exactly what they print from the whole command tree.
 func TestTheInvokedCommandAloneBehavesAsInTheWholeTree(t *testing.T) {
+	t.Parallel()
 	getenv := func(string) string { return "" }
 	for _, tool := range tools.All() {
 		words := strings.Split(tool.Name, ".")
@@ -129,8 +132,8 @@ func TestTheInvokedCommandAloneBehavesAsInTheWholeTree(t *testing.T) {
 			append(append([]string{}, words...), "--help"),
 			append([]string{"--json"}, append(append([]string{}, words...), "--no-such-flag")...),
 		} {
-			if got := invokedTool(args); got != tool.Name && !hasSubTools(tool.Name) {
-				t.Errorf("invokedTool(%q) = %q, want %s: the run would build every command", args, got, tool.Name)
+			if got := cmdline.InvokedTool(args); got != tool.Name && !cmdline.HasSubTools(tool.Name) {
+				t.Errorf("cmdline.InvokedTool(%q) = %q, want %s: the run would build every command", args, got, tool.Name)
 			}
 			var lazyOut, lazyErr, fullOut, fullErr bytes.Buffer
 			code := newApp(strings.NewReader(""), &lazyOut, &lazyErr, getenv).run(context.Background(), args)
@@ -157,6 +160,7 @@ func withoutRequestIDs(s string) string { return requestIDs.ReplaceAllString(s, 
 // a JSON transport keeps it (each bad byte U+FFFD), so `show` and `show
 // --history` read it back as the same bytes.
 func TestArgvThatIsNotUTF8IsKeptAsAJSONTransportKeepsIt(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	r := p.ok("conclude", "bad \xff byte", "--atom", "a\xfe")
 	id := r.str("id")

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/dont-cli/dont/cli/dont/confirmclient"
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
@@ -288,6 +289,8 @@ func (a *app) configShow() error {
 	add(settings.KeyTwoPersonFrom, c.TwoPersonFrom, settings.EnvTwoPersonFrom, true, "")
 	add(settings.KeySubscriberLease, c.SubscriberLease, settings.EnvSubscriberLease, true, "10s")
 	add(settings.KeyPasskeyRequiredFrom, c.PasskeyRequiredFrom, settings.EnvPasskeyRequiredFrom, true, "")
+	add(settings.KeyFrameRetention, c.FrameRetention, settings.EnvFrameRetention, true, "0")
+	add(settings.KeyDeliveryRetention, c.DeliveryRetention, settings.EnvDeliveryRetention, true, "0")
 	add(settings.KeyLLMProvider, c.LLM.Provider, settings.EnvLLMProvider, true, "")
 	add(settings.KeyLLMBaseURL, c.LLM.BaseURL, settings.EnvLLMBaseURL, true, "")
 	add("llm.model", c.LLM.Model, "DONT_LLM_MODEL", false, "")
@@ -363,7 +366,7 @@ func (a *app) configTrust(c *cobra.Command) error {
 	}
 	fmt.Fprintf(tty, "%s (sha256 %s) sets what only you decide:\n\n%s\n", visible.Line(p.ConfigPath()), pin, visible.Text(part.String()))
 	fmt.Fprint(tty, "Trust these settings for this project until the file changes? [y/N] ")
-	answer, err := readLine(c.Context(), tty)
+	answer, err := confirmclient.ReadLine(c.Context(), tty)
 	fmt.Fprintln(tty)
 	if err != nil && c.Context().Err() != nil {
 		return errs.E(errs.Interrupted, "interrupted at the prompt; nothing was trusted")

@@ -121,7 +121,7 @@ func newGateEnv(t *testing.T, mode string, gateOn bool) *gateEnv {
 	}
 	t.Cleanup(func() { st.Close() })
 	g.store = st
-	g.svc = service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "fixture", SpawnTimeout: time.Hour})
+	g.svc = service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Author: "fixture", SpawnTimeout: time.Hour})
 	ctx := context.Background()
 	conclude := func(s string) string {
 		res, err := g.svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: s})
@@ -602,6 +602,7 @@ func (g *gateEnv) editCache(edit func(c map[string]any)) {
 }
 
 func TestFeatureOffServersNeverPrompt(t *testing.T) {
+	t.Parallel()
 	g := newGateEnv(t, "remote", false)
 	before := g.snapshot()
 	r := g.run("", "lock", g.claim, "--reason", "settled")
@@ -632,6 +633,7 @@ func TestFeatureOffServersNeverPrompt(t *testing.T) {
 }
 
 func TestStaleSchemaCacheExitsOneAndNeverReplays(t *testing.T) {
+	t.Parallel()
 	t.Run("an annotation the cache does not know", func(t *testing.T) {
 		g := newGateEnv(t, "remote", true)
 		g.editCache(func(c map[string]any) {
@@ -681,6 +683,7 @@ func TestStaleSchemaCacheExitsOneAndNeverReplays(t *testing.T) {
 }
 
 func TestSchemaCacheIsKeyedByCapabilitiesAndLivesADay(t *testing.T) {
+	t.Parallel()
 	g := newGateEnv(t, "remote", true)
 	f := g.cacheFile()
 	if !strings.HasPrefix(filepath.Base(f), "tools.cli-confirm-v1+cli-yes-only-v1.") || filepath.Dir(filepath.Dir(f)) != g.cache {
@@ -732,6 +735,7 @@ func TestSchemaCacheIsKeyedByCapabilitiesAndLivesADay(t *testing.T) {
 }
 
 func TestGatedHelpEndsWithAConfirmationNote(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"embedded", "remote"} {
 		t.Run(mode, func(t *testing.T) {
 			g := newGateEnv(t, mode, true)
@@ -934,6 +938,7 @@ func TestMCPKeepsTheServerSideContract(t *testing.T) {
 // gate (and the feature) the embedded schema — what `dont tools` prints —
 // carries.
 func TestTheEmbeddedGateIsTheEmbeddedSchemas(t *testing.T) {
+	t.Parallel()
 	a := newApp(strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" })
 	full := newApp(strings.NewReader(""), io.Discard, io.Discard, func(string) string { return "" })
 	schema, err := full.toolSchema(context.Background())
@@ -946,9 +951,9 @@ func TestTheEmbeddedGateIsTheEmbeddedSchemas(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tool.Name, err)
 		}
-		if !reflect.DeepEqual(g, schema.gate(tool.Name)) || feature != schema.Schema.Features.InteractiveConfirm {
+		if !reflect.DeepEqual(g, schema.Gate(tool.Name)) || feature != schema.Schema.Features.InteractiveConfirm {
 			t.Errorf("%s: gate %+v feature %v, the embedded schema says %+v feature %v", tool.Name, g, feature,
-				schema.gate(tool.Name), schema.Schema.Features.InteractiveConfirm)
+				schema.Gate(tool.Name), schema.Schema.Features.InteractiveConfirm)
 		}
 		if g.Gated() {
 			gated++

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dont-cli/dont/cli/dont/confirmclient"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
@@ -169,7 +170,7 @@ func (a *app) caller(t *tools.Tool) (func(context.Context, map[string]any) (enve
 			if err != nil {
 				return a.envelopeOf(tools.Output{}, err, start), present.Exit(err)
 			}
-			if id, held := heldID(env); held && a.confirm.feature {
+			if id, held := confirmclient.HeldID(env); held && a.confirm.feature {
 				err := a.staleError(id)
 				return a.envelopeOf(tools.Output{}, err, start), present.Exit(err)
 			}

@@ -83,6 +83,7 @@ func (p *testProject) raw(stdin []byte, args ...string) rawResult {
 }
 
 func TestCompletionsForEveryShell(t *testing.T) {
+	t.Parallel()
 	p := &testProject{t: t, dir: t.TempDir()}
 	for shell, marker := range map[string]string{
 		"bash":       "__start_dont",
@@ -113,6 +114,7 @@ func TestCompletionsForEveryShell(t *testing.T) {
 // what the shell scripts run); a prefix narrows them; the flags with a
 // fixed set of values offer those values.
 func TestCompletionOfShowListsTheIDsOfTheProject(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	a := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	b := p.ok("conclude", "ice melts at 0 C").str("id")
@@ -140,6 +142,7 @@ func TestCompletionOfShowListsTheIDsOfTheProject(t *testing.T) {
 }
 
 func TestStdinIDsPrintNDJSONAndExitWithTheWorstCode(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	a := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	b := p.ok("conclude", "ice melts at 0 C").str("id")
@@ -211,6 +214,7 @@ func TestStdinIDsWorkAgainstTheRemoteAPI(t *testing.T) {
 }
 
 func TestSIGPIPEExitsZero(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	// The listing must outgrow a pipe's buffer (64 KiB on Linux) for
 	// `| head -c1` below to close the pipe under dont's write: 30 claims of
@@ -244,6 +248,7 @@ func TestSIGPIPEExitsZero(t *testing.T) {
 }
 
 func TestUnknownCommandIsAUsageError(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	r := p.run("frobnicate", "--json")
 	if r.exit != 2 || r.data()["code"] != "usage" {
@@ -252,6 +257,7 @@ func TestUnknownCommandIsAUsageError(t *testing.T) {
 }
 
 func TestColourOnlyOnATerminalWithoutNoColorOrPlain(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	p.ok("dismiss", id, "--evidence", "https://example.org/boiling")
@@ -284,6 +290,7 @@ func TestColourOnlyOnATerminalWithoutNoColorOrPlain(t *testing.T) {
 }
 
 func TestJSONLeavesStdoutWithNothingButTheEnvelope(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	for _, args := range [][]string{

@@ -40,6 +40,7 @@ var countdownLine = regexp.MustCompile(`\r\x1b\[K[^\r]*: (\d+ min )?\d+ s left \
 // stderr, and the line is erased when the verdict comes; stdout (a pipe)
 // gets the one envelope and nothing else.
 func TestApprovalsWaitCountsDownOnATerminal(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.frames("--session", ses)
@@ -61,6 +62,7 @@ func TestApprovalsWaitCountsDownOnATerminal(t *testing.T) {
 // The countdown of a blocking escalate runs while the question waits for
 // a person, after the line that says where it went.
 func TestEscalateCountsDownWhileAPersonDecides(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	p.frames("--session", ses)

@@ -46,6 +46,7 @@ func (p *testProject) setLLMConfig(lines string) {
 }
 
 func TestDirectModeBypassesSpawnEnvelopeOnTheCLI(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ provider, fixture string }{
 		{"openai", "openai/judge_dismiss.json"},
 		{"anthropic", "anthropic/judge_tool_use.json"},
@@ -89,6 +90,7 @@ func TestDirectModeBypassesSpawnEnvelopeOnTheCLI(t *testing.T) {
 }
 
 func TestGuessCarriesCandidateCountAndTemperatureToTheProvider(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		provider, fixture string
 		requests          int
@@ -171,6 +173,7 @@ func TestDirectProviderFailureExitsThreeAndChangesNothing(t *testing.T) {
 }
 
 func TestDirectModeNeverPrintsTheAPIKey(t *testing.T) {
+	t.Parallel()
 	body := bytes.ReplaceAll(llmtest.Fixture(t, "openai/error_401_echo.json"), []byte("{{API_KEY}}"), []byte(testAPIKey))
 	srv := llmtest.New(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		w.Header().Set("Content-Type", "application/json")
@@ -196,6 +199,7 @@ func TestDirectModeNeverPrintsTheAPIKey(t *testing.T) {
 }
 
 func TestHarnessModeNeverCallsTheConfiguredProvider(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.New(t, llmtest.Refuse(t))
 	p := directProject(t, "openai", srv)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
@@ -215,6 +219,7 @@ func TestHarnessModeNeverCallsTheConfiguredProvider(t *testing.T) {
 // Only spawn verbs in direct mode build a provider: a broken provider
 // configuration cannot break any other command.
 func TestOnlyDirectSpawnVerbsBuildTheProvider(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, "DONT_LLM_PROVIDER=no-such-provider")
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	p.ok("list")

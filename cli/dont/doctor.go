@@ -9,6 +9,7 @@ import (
 	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/spf13/cobra"
 )
@@ -41,13 +42,20 @@ func privacy(p project.Project) ([]project.Exposure, []envelope.Warning, error) 
 	return exposed, out, nil
 }
 
+// doctorReport is doctor's data: the invariants' report and, when a
+// retention is set (frame_retention, delivery_retention), what it removed.
+type doctorReport struct {
+	invariants.Report
+	Retention *sqlite.Pruned `json:"retention,omitempty"`
+}
+
 // doctorCommand checks the embedded store's invariants after a sweep.
 func (a *app) doctorCommand() *cobra.Command {
 	var strict, noSweep, full bool
 	c := &cobra.Command{
 		Use: "doctor",
 		Short: "Check the store: SQLite's integrity check of dont.db (a damaged file exits 3, store-damaged), one terminal event per spawn or approval, status = fold of events, nothing pending past its deadline " +
-			"(sweeps first), and that only the owner may read .dont/ and dont.db; warns about config settings it ignores. --strict exits non-zero on any violation.",
+			"(sweeps first, after applying frame_retention and delivery_retention if set), and that only the owner may read .dont/ and dont.db; warns about config settings it ignores. --strict exits non-zero on any violation.",
 		Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if a.endpoint != "" || a.getenv("DONT_ENDPOINT") != "" { // a stored login does not name this project's store
@@ -81,19 +89,38 @@ func (a *app) doctorCommand() *cobra.Command {
 			if _, err := a.projectSettings(p); err != nil {
 				configWarnings = append(configWarnings, envelope.Warning{Code: envelope.CodeOf(errs.ConfigInvalid), Message: err.Error()})
 			}
-			svc := service.New(service.Deps{Store: store, Confirmations: store, Author: a.author(), Clock: a.clock()})
+			svc := service.New(service.Deps{ToolNames: tools.Names(), Store: store, Confirmations: store, Author: a.author(), Clock: a.clock()})
 			if svc.Approvals, err = a.approvalsConfig(store, false); err != nil {
 				return err
 			}
+			keep, err := a.retention(p)
+			if err != nil {
+				return err
+			}
 			var rep invariants.Report
+			var pruned *sqlite.Pruned
 			if noSweep {
 				d, err := invariants.Read(c.Context(), store)
 				if err != nil {
 					return errs.E(errs.StoreError, "doctor could not read the store: "+err.Error()).Wrap(err)
 				}
 				rep = invariants.Check(d, time.Now().UTC())
-			} else if rep, err = invariants.Verify(c.Context(), svc); err != nil {
-				return errs.E(errs.StoreError, "doctor could not sweep and read the store: "+err.Error()).Wrap(err)
+			} else {
+				// The retention first, so that the check reads what is kept.
+				if keep != (sqlite.Retention{}) {
+					now := time.Now()
+					if clock := a.clock(); clock != nil {
+						now = clock()
+					}
+					got, err := store.Prune(c.Context(), now.UTC(), keep)
+					if err != nil {
+						return errs.E(errs.StoreError, "doctor could not apply the retention: "+err.Error()).Wrap(err)
+					}
+					pruned = &got
+				}
+				if rep, err = invariants.Verify(c.Context(), svc); err != nil {
+					return errs.E(errs.StoreError, "doctor could not sweep and read the store: "+err.Error()).Wrap(err)
+				}
 			}
 			var warnings []envelope.Warning
 			for _, v := range rep.Violations {
@@ -125,7 +152,7 @@ func (a *app) doctorCommand() *cobra.Command {
 				a.failWith(e, warnings)
 				return nil
 			}
-			a.emit(tools.Output{Kind: envelope.KindDoctor, Data: rep, Warnings: warnings})
+			a.emit(tools.Output{Kind: envelope.KindDoctor, Data: doctorReport{Report: rep, Retention: pruned}, Warnings: warnings})
 			return nil
 		},
 	}

@@ -16,6 +16,7 @@ import (
 )
 
 func TestDoctorPassesAHealthyProjectAndStrictFailsACorruptOne(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	rid := p.runEnv([]string{"DONT_SPAWN_TIMEOUT=1ms"}, "assume", id).str("request_id")
@@ -66,6 +67,7 @@ func TestDoctorPassesAHealthyProjectAndStrictFailsACorruptOne(t *testing.T) {
 // that lets the group or others in is refused by every command
 // (TestAProjectFolderOthersMayWriteIsNotOpened).
 func TestDoctorWarnsAboutAWorldReadableStore(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("mode bits do not describe access on Windows")
 	}

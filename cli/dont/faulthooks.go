@@ -4,11 +4,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"runtime"
 	"strconv"
 	"time"
 
+	"github.com/dont-cli/dont/internal/passphrase"
 	"github.com/dont-cli/dont/internal/personal"
+	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
@@ -84,6 +89,35 @@ func (a *app) hookFault() {
 	}
 }
 
+// traceApply, in a test build with DONT_TEST_TRACE_APPLY naming a file,
+// appends to it one line per callback spawn.Apply decides: the functions
+// that reached it, Apply first, as a JSON list (cli/dont/path_test.go).
+func (a *app) traceApply() (stop func()) {
+	file := a.getenv("DONT_TEST_TRACE_APPLY")
+	if file == "" {
+		return func() {}
+	}
+	return spawn.TraceApply(func(step spawn.Step, callers []uintptr) {
+		if step.Kind != spawn.StepCallback {
+			return
+		}
+		var path []string
+		frames := runtime.CallersFrames(callers)
+		for {
+			f, more := frames.Next()
+			path = append(path, f.Function)
+			if !more {
+				break
+			}
+		}
+		line, _ := json.Marshal(path)
+		if f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			f.Write(append(line, '\n'))
+			f.Close()
+		}
+	})
+}
+
 // personalDirs are the person's own folders (internal/personal). A test
 // build reads DONT_TEST_PERSON_HOME for the home folder, so that tests do
 // not write into the real one; the binary as shipped never does
@@ -93,4 +127,16 @@ func (a *app) personalDirs() (personal.Dirs, error) {
 		return personal.Dirs{Home: h}, nil
 	}
 	return personal.Lookup()
+}
+
+// passphraseParams is the cost a new passphrase record is hashed at:
+// internal/passphrase's Default, or in a test build with
+// DONT_FAULT_PASSPHRASE_COST=least the cheapest a record may carry, so
+// that the tests' proofs do not each spend a fifth of a CPU second
+// (TestThePassphraseRecordIsASlowHashOutsideTheWorkspace clears it).
+func (a *app) passphraseParams() passphrase.Params {
+	if a.getenv("DONT_FAULT_PASSPHRASE_COST") == "least" {
+		return passphrase.Least
+	}
+	return passphrase.Default
 }

@@ -25,7 +25,7 @@ func TestTheShippedBinaryReadsNoFaultVariable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"DONT_FAULT_COMMIT_DELAY", "DONT_FAULT_FREE_BYTES", "DONT_TEST_PERSON_HOME"} {
+		for _, name := range []string{"DONT_FAULT_COMMIT_DELAY", "DONT_FAULT_FREE_BYTES", "DONT_TEST_PERSON_HOME", "DONT_FAULT_PASSPHRASE_COST"} {
 			if got := bytes.Contains(b, []byte(name)); got != c.want {
 				t.Errorf("%s names %s: %v, want %v", c.bin, name, got, c.want)
 			}

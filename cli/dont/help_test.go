@@ -28,6 +28,7 @@ func exampleTarget(root *cobra.Command, line string) *cobra.Command {
 // examples that run that very command; every flag a call cannot do
 // without says "(required)".
 func TestEveryCommandHasHelpWithTwoExamples(t *testing.T) {
+	t.Parallel()
 	root := newApp(nil, &bytes.Buffer{}, &bytes.Buffer{}, func(string) string { return "" }).rootCommand()
 	var walk func(c *cobra.Command)
 	seen := 0
@@ -87,6 +88,7 @@ func TestEveryCommandHasHelpWithTwoExamples(t *testing.T) {
 // The help of a command whose exit code decides what to do next says
 // which code means what.
 func TestHelpNamesTheExitCodesWhereTheyMatter(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	for _, args := range [][]string{{"escalate"}, {"approvals", "wait"}, {"assume"}, {"doctor"}, {"approvals", "audit"}, {"approvals", "approve"}} {
 		out, err := p.cmd(append(args, "--help")...).Output()

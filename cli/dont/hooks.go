@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"strings"
-	"time"
 
+	"github.com/dont-cli/dont/cli/dont/deliveryworker"
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
@@ -39,54 +39,19 @@ func (a *app) hooksConfig(p project.Project, store *sqlite.Store) (service.Hooks
 	return service.HooksConfig{Store: store, Sender: webhookSender(policy), Policy: policy, PublicURL: public}, nil
 }
 
-// embeddedDeliveryBudget bounds the delivery pass after an embedded command.
-const embeddedDeliveryBudget = 2 * hooks.AttemptTimeout
-
-// deliverAfter is the embedded CLI's part of the delivery worker: while
-// a call that may wait (escalate, approvals wait) runs, and once after
-// any call that writes, it attempts the due deliveries — a read first,
-// so that a project with nothing due pays one query. What it does not
-// finish, `dont hooks deliver` or `dont serve` does (docs/hooks.md).
+// deliverAfter is the embedded CLI's part of the delivery worker
+// (cli/dont/deliveryworker) for one call: none for a call that writes
+// nothing (or manages hooks); a pass every so often while a call that may
+// wait runs, and one after the call.
 func (a *app) deliverAfter(ctx context.Context, svc *service.Service, p project.Project, store *sqlite.Store, t *tools.Tool) func() {
 	if t.Annotations.ReadOnly || strings.HasPrefix(t.Name, "hooks.") {
 		return func() {}
 	}
-	pass := func(ctx context.Context) {
-		if due, err := store.HasDue(ctx, time.Now()); err != nil || !due {
-			return
-		}
+	w := deliveryworker.Worker{Due: store.HasDue, Deliver: func(ctx context.Context) {
 		a.beforeDelivery()
 		a.deliverDue(ctx, svc, p, store)
-	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		if !usesApprovals(t) {
-			<-done
-			return
-		}
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				pass(ctx)
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-stopped
-		if ctx.Err() != nil {
-			return
-		}
-		bounded, cancel := context.WithTimeout(context.WithoutCancel(ctx), embeddedDeliveryBudget)
-		defer cancel()
-		pass(bounded)
-	}
+	}}
+	return w.Around(ctx, usesApprovals(t))
 }
 
 // deliverAround starts the embedded delivery pass for one call and

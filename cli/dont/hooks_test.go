@@ -94,6 +94,7 @@ func (p *testProject) addHook(t *testing.T, r *hookReceiver, events string) stri
 }
 
 func TestHooksThroughTheCLIDeliverSignedEvents(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, allowLoopback)
 	rcv := newHookReceiver(t)
 	id := p.addHook(t, rcv, "spawn.requested,spawn.resolved")
@@ -128,6 +129,7 @@ func TestHooksThroughTheCLIDeliverSignedEvents(t *testing.T) {
 }
 
 func TestBadHookInputIsRefusedAndStoresNothing(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	for _, args := range [][]string{
 		{"--url", "http://hooks.example.com/in", "--events", "approval.asked"},
@@ -151,6 +153,7 @@ func TestBadHookInputIsRefusedAndStoresNothing(t *testing.T) {
 }
 
 func TestAHarnessAtTheEmbeddedCLICannotManageHooks(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, allowLoopback)
 	for _, args := range [][]string{
 		{"hooks", "add", "--url", "http://127.0.0.1:9/in", "--events", "approval.asked", "--yes"},
@@ -163,6 +166,7 @@ func TestAHarnessAtTheEmbeddedCLICannotManageHooks(t *testing.T) {
 }
 
 func TestMCPDoesNotListTheHookTools(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	s := p.mcp()
 	list, err := s.cs.ListTools(context.Background(), nil)
@@ -187,6 +191,7 @@ func TestMCPDoesNotListTheHookTools(t *testing.T) {
 // outbox row survived, and the next `dont hooks deliver` — or `dont
 // serve` — delivers it.
 func TestACrashBetweenCommitAndDeliveryStillDelivers(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, allowLoopback)
 	rcv := newHookReceiver(t)
 	p.addHook(t, rcv, "spawn.requested")
@@ -258,6 +263,7 @@ func TestAnEscalationReachesAHookWhileItWaits(t *testing.T) {
 // person's config: a harness-signalled process ignores
 // DONT_HOOKS_ALLOW_PRIVATE, docs/security.md#person-settings).
 func TestAnAgentsWriteIsDeliveredInProcessBeforeTheCommandExits(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	p.writePersonConfig(t, "[hooks]\nallow_private = [\"127.0.0.1/32\"]\n")
 	rcv := newHookReceiver(t)

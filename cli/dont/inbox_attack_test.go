@@ -8,6 +8,7 @@ import (
 // does) and escalates: its read is a harness's, so it cannot answer and
 // the session is not answerable.
 func TestAnAgentOverMCPReadingTheInboxDoesNotMakeItsSessionAnswerable(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	s := p.mcp()
 	ses := s.call("sessions_open", map[string]any{"tier": "read-only"}).data()["session_id"].(string)
@@ -27,6 +28,7 @@ func TestAnAgentOverMCPReadingTheInboxDoesNotMakeItsSessionAnswerable(t *testing
 // The same at the embedded CLI under a harness signal; the owner's own
 // read (a person at the CLI) does make the session answerable.
 func TestAHarnessSignalledCLIReadingTheInboxDoesNotMakeASessionAnswerable(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	ses := p.session("read-only")
 	harness := []string{"DONT_HARNESS=1"}

@@ -79,6 +79,7 @@ func (s *mcpSession) call(name string, args map[string]any) mcpResult {
 }
 
 func TestMCPServesEveryToolWithSchemasFromTheRegistry(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	s := p.mcp()
 	list, err := s.cs.ListTools(context.Background(), nil)
@@ -126,6 +127,7 @@ func jsonSame(a, b []byte) bool {
 }
 
 func TestMCPConcludeAssumeDismissSpawns(t *testing.T) {
+	t.Parallel()
 	p := newProject(t, "DONT_HARNESS=0") // MCP forces harness mode whatever the environment says
 	s := p.mcp()
 	c := s.call("conclude", map[string]any{"statement": "water boils at 100 C at sea level", "ref": []string{"https://example.org/boiling"}})
@@ -166,6 +168,7 @@ func TestMCPConcludeAssumeDismissSpawns(t *testing.T) {
 }
 
 func TestMCPErrorsAreEnvelopesWithIsError(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	s := p.mcp()
 	for _, tc := range []struct {
@@ -324,6 +327,7 @@ func rawData(t *testing.T, envelope []byte) []byte {
 }
 
 func TestMCPExitsZeroWhenTheClientCloses(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	c := p.cmd("mcp")
 	c.Stdin = bytes.NewReader(nil)

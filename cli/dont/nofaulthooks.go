@@ -5,6 +5,7 @@ package main
 import (
 	"time"
 
+	"github.com/dont-cli/dont/internal/passphrase"
 	"github.com/dont-cli/dont/internal/personal"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 )
@@ -26,6 +27,15 @@ func (a *app) beforeDelivery() {}
 // hookFault is a fault point of test builds only (faulthooks.go).
 func (a *app) hookFault() {}
 
+// traceApply records the path to spawn.Apply in test builds only
+// (faulthooks.go).
+func (a *app) traceApply() (stop func()) { return func() {} }
+
 // personalDirs are the person's own folders (internal/personal), found in
 // the user database: the binary as shipped reads no variable for them.
 func (a *app) personalDirs() (personal.Dirs, error) { return personal.Lookup() }
+
+// passphraseParams is the cost a new passphrase record is hashed at
+// (internal/passphrase's Default; a test build may choose less,
+// faulthooks.go).
+func (a *app) passphraseParams() passphrase.Params { return passphrase.Default }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func seedClaims(t *testing.T, p *testProject, n int) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc := service.New(service.Deps{Store: st, Author: "seed"})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Author: "seed"})
 	for i := range n {
 		if _, err := svc.Ledger.Conclude(context.Background(), service.ConcludeInput{Statement: fmt.Sprintf("claim %d holds", i)}); err != nil {
 			t.Fatal(err)

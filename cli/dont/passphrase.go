@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/dont-cli/dont/cli/dont/render"
 	"io/fs"
 	"os"
 	"os/user"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dont-cli/dont/cli/dont/confirmclient"
+	"github.com/dont-cli/dont/cli/dont/render"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
@@ -199,7 +200,7 @@ func readSecret(ctx context.Context, tty *os.File) ([]byte, error) {
 		return nil, errs.E(confirm.PersonRequired, "the passphrase is typed at the controlling terminal, and its echo cannot be turned off; nothing was sent").
 			Unmet("a terminal").Wrap(err)
 	}
-	line, err := readLine(ctx, tty)
+	line, err := confirmclient.ReadLine(ctx, tty)
 	restore()
 	fmt.Fprintln(tty)
 	if err != nil {
@@ -236,7 +237,7 @@ func (a *app) setPassphrase(ctx context.Context, tty *os.File, root string) (str
 		}
 	}
 	fmt.Fprintf(tty, "your name, as your answers will record it [%s]: ", visible.Line(name))
-	line, err := readLine(ctx, tty)
+	line, err := confirmclient.ReadLine(ctx, tty)
 	if err != nil {
 		return "", "", errs.E(errs.Interrupted, "the name was not read; nothing was changed").Wrap(err)
 	}
@@ -257,7 +258,7 @@ func (a *app) setPassphrase(ctx context.Context, tty *os.File, root string) (str
 		return "", "", errs.E(errs.InvalidArgument, "the two passphrases differ; nothing was changed",
 			errs.Step{Command: "dont passphrase set", Description: "type the same passphrase twice"})
 	}
-	rec, err := passphrase.New(name, first)
+	rec, err := passphrase.NewWith(name, first, a.passphraseParams())
 	if err != nil {
 		return "", "", errs.E(errs.InvalidArgument, err.Error()+"; nothing was changed",
 			errs.Step{Command: "dont passphrase set", Description: "choose a name and a passphrase of at least " + fmt.Sprint(passphrase.MinLength) + " characters"})

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dont-cli/dont/cli/dont/confirmclient"
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/errs"
@@ -96,7 +97,7 @@ func (a *app) askPerson(ctx context.Context, t *tools.Tool, args map[string]any)
 		fmt.Fprintln(tty, line)
 	}
 	fmt.Fprint(tty, confirm.Prompt(confirm.Display(t.Name)))
-	answer, err := readLine(ctx, tty)
+	answer, err := confirmclient.ReadLine(ctx, tty)
 	fmt.Fprintln(tty)
 	if err != nil && ctx.Err() != nil {
 		return false, errs.E(errs.Interrupted, "interrupted at the prompt; nothing was sent")

@@ -158,6 +158,7 @@ func (p *testProject) mintToken(role, name string) string {
 // TestHarnessFlagAtATerminal: --harness picks harness mode even when stdout
 // is a terminal, and --direct with --harness is a usage error.
 func TestHarnessFlagAtATerminal(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	id := p.ok("conclude", "water boils at 100 C at sea level").str("id")
 	out, _, exit := onTerminal(t, p.cmd("assume", id, "--harness", "--json"))
@@ -186,6 +187,7 @@ func TestHarnessFlagAtATerminal(t *testing.T) {
 // TestVersion: `dont version` and `--version` print the version envelope to
 // a machine and one line to a person.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	for _, args := range [][]string{{"version"}, {"--version"}, {"version", "--json"}} {
 		r := p.run(args...)
@@ -204,6 +206,7 @@ func TestVersion(t *testing.T) {
 // TestHelpAndPaths: an unknown help topic is a usage error, remediation
 // names the CLI path of a grouped tool, and not-found names the id.
 func TestHelpAndPaths(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	r := p.run("help", "nosuch")
 	if r.exit != 2 || r.data()["code"] != "usage" || len(r.data()["remediation"].([]any)) == 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"log/slog"
 	"net"
 	"net/http"
@@ -108,7 +109,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	// questions at most that often, and a callback's sweep after itself
 	// runs at most that often; a call that sweeps first always sweeps
 	// expired spawns (service.SweepFirstPolicy).
-	svc := service.New(service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: "api", Log: log, Scheduler: timers, Clock: a.clock(),
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: "api", Log: log, Scheduler: timers, Clock: a.clock(),
 		SweepPolicy: service.SweepFirstPolicy{ApprovalsEvery: sweepEvery, AfterEvery: sweepEvery}})
 	if svc.Approvals, err = a.approvalsConfig(store, true); err != nil {
 		return err
@@ -125,6 +126,10 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	svc.HooksConfig = a.withSlackSender(svc.HooksConfig, store)
+	keep, err := a.retention(p)
+	if err != nil {
+		return err
+	}
 	handler := httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: store}},
 		RatePerSecond: rate, Burst: o.burst, TotalPerSecond: o.totalRate, ProjectPerSecond: o.projectRate, Log: log, DisableInteractiveConfirm: !interactiveConfirm,
@@ -167,6 +172,11 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		defer close(sweepDone)
 		scheduler.Backstop{Every: sweepEvery, Log: log}.Run(ctx, svc)
 	}()
+	retentionDone := make(chan struct{})
+	go func() {
+		defer close(retentionDone)
+		retentionLoop(ctx, store, keep, log)
+	}()
 	deliverDone := make(chan struct{})
 	go func() {
 		defer close(deliverDone)
@@ -186,6 +196,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	<-sweepDone
 	<-timersDone
 	<-deliverDone
+	<-retentionDone
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return errs.E(errs.Internal, "shutdown: "+err.Error()).Wrap(err)
 	}

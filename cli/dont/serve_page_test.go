@@ -122,6 +122,7 @@ func testCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 // (which keeps its listening field for programs) and in words on stderr.
 // On loopback over plain HTTP it warns about nothing.
 func TestServePrintsTheApprovalsPageURL(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	s := p.startServe(t, "--addr", "127.0.0.1:0")
 	base := s.line["listening"]
@@ -147,6 +148,7 @@ func TestServePrintsTheApprovalsPageURL(t *testing.T) {
 // Listening on every interface over plain HTTP puts tokens on the network
 // in clear: dont serve warns, and names the way out.
 func TestServeWarnsWhenItListensBeyondLoopbackWithoutTLS(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	s := p.startServe(t, "--addr", "0.0.0.0:0")
 	w := s.waitStderr(t, "warning")
@@ -161,6 +163,7 @@ func TestServeWarnsWhenItListensBeyondLoopbackWithoutTLS(t *testing.T) {
 // --tls-cert and --tls-key serve HTTPS: the remote CLI and a browser reach
 // the page and the API over TLS with a test certificate made here.
 func TestWebPageOverHTTPSWithATestCertificate(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	certFile, keyFile, pool := testCert(t)
 	p := newApprovalProject(t)
@@ -211,6 +214,7 @@ func TestWebPageOverHTTPSWithATestCertificate(t *testing.T) {
 
 // Half a TLS pair is a usage error, and nothing listens.
 func TestServeRefusesHalfATLSPair(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	certFile, _, _ := testCert(t)
 	r := p.run("serve", "--addr", "127.0.0.1:0", "--tls-cert", certFile)

@@ -8,6 +8,7 @@ import (
 // A lost ses: id can be found again: `dont sessions list` lists every
 // session with its tier, name and open questions, to a harness too.
 func TestSessionsListFindsALostSessionID(t *testing.T) {
+	t.Parallel()
 	p := newApprovalProject(t)
 	first := p.session("read-only")
 	second := p.ok("sessions", "open", "--tier", "workspace-write").str("session_id")

@@ -11,24 +11,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"sort"
 	"strconv"
-	"time"
 
+	"github.com/dont-cli/dont/cli/dont/confirmclient"
 	"github.com/dont-cli/dont/cli/dont/render"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/tools"
-	"github.com/dont-cli/dont/internal/visible"
 	"golang.org/x/term"
 )
-
-// answerShows names, for each answer, the read that shows what it answers.
-var answerShows = map[string]string{
-	"approvals.approve":     "approvals.show",
-	"approvals.refuse":      "approvals.show",
-	"confirmations.confirm": "confirmations.show",
-	"confirmations.refuse":  "confirmations.show",
-}
 
 // showAnswered reads what an answer answers, keeps its lines for the
 // prompt (confirmState.shown) and puts its digest into args, unless the
@@ -37,7 +27,7 @@ var answerShows = map[string]string{
 // refuses anyway.
 func (a *app) showAnswered(ctx context.Context, t *tools.Tool, args map[string]any) error {
 	a.confirm.shown = nil
-	show, ok := answerShows[t.Name]
+	show, ok := confirmclient.ShowFor(t.Name)
 	id, _ := args["id"].(string)
 	if !ok || id == "" || id == "-" || (a.remote() == "" && a.harnessSignal() != "") {
 		return nil
@@ -67,37 +57,9 @@ func (a *app) showAnswered(ctx context.Context, t *tools.Tool, args map[string]a
 		}
 		a.confirm.shown = func(width int) []string { return render.QuestionLines(q, width) }
 	} else {
-		a.confirm.shown = func(width int) []string { return heldCallLines(d, width) }
+		a.confirm.shown = func(width int) []string { return confirmclient.HeldCallLines(d, width) }
 	}
 	return nil
-}
-
-// heldCallLines shows a held call whole: its tool, who asked, until when,
-// and every argument (as JSON, made visible), wrapped, never cut.
-func heldCallLines(d map[string]any, width int) []string {
-	s := func(k string) string { v, _ := d[k].(string); return v }
-	head := visible.Line(s("confirmation_id")) + ": held call " + visible.Line(s("tool"))
-	if by := s("requested_by"); by != "" {
-		head += " asked by " + visible.Line(by)
-	}
-	if until, err := time.Parse(time.RFC3339Nano, s("expires_at")); err == nil {
-		head += ", until " + until.Local().Format("15:04:05")
-	}
-	out := render.Wrap("", "    ", head+" ("+visible.Line(s("state"))+")", width)
-	args, _ := d["args"].(map[string]any)
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		b, _ := json.Marshal(args[k])
-		out = append(out, render.Wrap("  "+visible.Line(k)+": ", "    ", string(visible.JSON(b)), width)...)
-	}
-	if len(keys) == 0 {
-		out = append(out, "  (no arguments)")
-	}
-	return out
 }
 
 // promptLines are the lines shown before a [y/N]: what an answer answers
@@ -106,7 +68,7 @@ func (a *app) promptLines(t *tools.Tool, args map[string]any, f *os.File) []stri
 	if a.confirm.shown != nil {
 		return a.confirm.shown(a.promptWidth(f))
 	}
-	return preview(t, args)
+	return confirmclient.Preview(t, args)
 }
 
 // promptWidth is the width of the terminal the prompt is written to, else

@@ -348,7 +348,7 @@ func (a *app) embeddedRunner(ctx context.Context, p project.Project, cfg project
 	if err != nil {
 		return nil, err
 	}
-	deps := service.Deps{Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: a.author(), Clock: a.clock()}
+	deps := service.Deps{ToolNames: tools.Names(), Store: store, Confirmations: store, Tokens: store, SpawnTimeout: timeout, SpawnMaxLease: lease, Author: a.author(), Clock: a.clock()}
 	own := service.New(deps)
 	r.Dont = embeddedDont{a: a, svc: own}
 	// A spawn read by its id carries no callback token (shown once, at

@@ -334,6 +334,7 @@ func TestInterruptingTheRunnerKillsItsAgentsAndExits130(t *testing.T) {
 }
 
 func TestAnAgentThatExitsWithoutResolvingHasItsSpawnCancelledAndExitsOne(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	p.configureAgent(t)
 	for mode, want := range map[string][2]string{"exit": {"unresolved", "the agent exited without resolving its spawn"}, "fail": {"agent-failed", "the agent failed without resolving its spawn"}} {
@@ -446,6 +447,7 @@ func TestWatchRunsEveryNewPendingSpawnUntilInterrupted(t *testing.T) {
 }
 
 func TestAHeartbeatIsCappedBySpawnMaxLeaseFromTheConfigFile(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	cfg := p.writePersonConfig(t, `spawn_max_lease = "26h"`)
 	_, rid, _ := p.assumeJSON(t, runnerBackend{})
@@ -466,6 +468,7 @@ func TestAHeartbeatIsCappedBySpawnMaxLeaseFromTheConfigFile(t *testing.T) {
 }
 
 func TestAWatchWithABadTokenFailsAtOnceWithTheServersRemediation(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	p.configureAgent(t)
 	srv := p.serve(t)
@@ -696,6 +699,7 @@ func TestTheAgentsWorkdirAndEnvironmentDoNotLeadToTheOwnersStore(t *testing.T) {
 }
 
 func TestATemporaryFolderInsideTheProjectIsNotWhereAgentsRun(t *testing.T) {
+	t.Parallel()
 	p := newProject(t)
 	p.configureAgent(t)
 	_, rid, _ := p.assumeJSON(t, runnerBackend{})

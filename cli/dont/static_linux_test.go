@@ -9,6 +9,7 @@ import (
 // too) is statically linked: no dynamic loader runs and no libc is mapped
 // at each start (docs/design.md#decisions, "built without cgo").
 func TestTheCLIAsREADMEBuildsItIsStaticallyLinked(t *testing.T) {
+	t.Parallel()
 	f, err := elf.Open(binary)
 	if err != nil {
 		t.Fatal(err)

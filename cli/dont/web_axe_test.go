@@ -60,6 +60,7 @@ func axeCheck(t *testing.T, b *browser, when string) {
 // answer fills "On this page"; before anything happened on the page that
 // heading is not shown at all.
 func TestTheApprovalsPageHasNoAxeViolations(t *testing.T) {
+	needsChromium(t)
 	t.Parallel()
 	ip := newInboxProject(t)
 	b := newBrowser(t, desktop)
@@ -94,6 +95,7 @@ var longReason = strings.Repeat("The build writes its outputs under build/ and n
 // with the whole reason in view, and the answer names the digest of the
 // question as shown.
 func TestALongReasonIsFoldedButReadWholeBeforeItIsApproved(t *testing.T) {
+	needsChromium(t)
 	t.Parallel()
 	ip := newInboxProject(t)
 	page := openPage(t, ip.srv.endpoint, ip.approver)

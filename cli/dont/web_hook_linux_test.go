@@ -11,6 +11,7 @@ import (
 // and refuses the other on the approvals page in Chromium, and each hook
 // writes the exact decision JSON its harness's schema accepts.
 func TestAHookQuestionAnsweredOnTheApprovalsPageDecidesTheHarnessCall(t *testing.T) {
+	needsChromium(t)
 	t.Parallel()
 	ip := newInboxProject(t)
 	page := openPage(t, ip.srv.endpoint, ip.approver)

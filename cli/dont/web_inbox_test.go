@@ -60,6 +60,7 @@ func endingOf(apr string) string { return `#endings li[data-request="` + apr + `
 // One page shows the open questions of every session, with the names of
 // the sessions and tokens, not their ids; choosing a session narrows it.
 func TestWebPageIsAnInboxAcrossSessionsFilterableBySession(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	page := openPage(t, ip.srv.endpoint, ip.approver)
@@ -109,6 +110,7 @@ func TestWebPageIsAnInboxAcrossSessionsFilterableBySession(t *testing.T) {
 // server decided, and a request refused before it was asked because
 // nobody could answer.
 func TestWebPageShowsEveryEndingWithItsReason(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t, "DONT_APPROVAL_TIMEOUT=4s")
 	// Refused before it was asked: nobody watched yet.
@@ -146,6 +148,7 @@ func TestWebPageShowsEveryEndingWithItsReason(t *testing.T) {
 // it is watching, offers no answer, sends none from the keyboard, and
 // its reads keep no session answerable (the escalation is refused).
 func TestWebPageTellsANonApproverTokenItCannotAnswer(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	page := openPage(t, ip.srv.endpoint, ip.harness)
@@ -196,6 +199,7 @@ func TestWebPageTellsANonApproverTokenItCannotAnswer(t *testing.T) {
 // j/k move between questions, a and r ask to confirm (y or Enter sends,
 // Esc and n send nothing), and ? shows the shortcuts.
 func TestWebPageKeyboardShortcuts(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	page := openPage(t, ip.srv.endpoint, ip.approver)
@@ -257,6 +261,7 @@ func TestWebPageKeyboardShortcuts(t *testing.T) {
 // On a phone's screen (375 px wide) nothing is wider than the screen,
 // and a long preview wraps instead of running off it.
 func TestWebPageFitsAPhoneWidthScreen(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	phone := newBrowser(t, window{width: 375, height: 740, phone: true})

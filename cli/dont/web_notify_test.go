@@ -86,6 +86,7 @@ func (b *browser) title(t *testing.T) string { return eval[string](t, b, "docume
 // The tab's title counts the open questions, so a person sees them from
 // another tab: "(2) …" with two, back to the plain title with none.
 func TestThePagesTitleCountsTheOpenQuestions(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	b := openPage(t, ip.srv.endpoint, ip.approver)
@@ -110,6 +111,7 @@ func TestThePagesTitleCountsTheOpenQuestions(t *testing.T) {
 // for nothing: the notification permission is asked at the person's
 // click on the settings' button, and only then.
 func TestThePageAsksForNoNotificationPermissionOnLoad(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	b := newBrowser(t, desktop)
@@ -135,6 +137,7 @@ func TestThePageAsksForNoNotificationPermissionOnLoad(t *testing.T) {
 // notified, its agent-written text made visible; one that arrives while
 // the page is in view is not (the page shows it).
 func TestAQuestionIsNotifiedWhenThePageIsInTheBackground(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	b := newBrowser(t, desktop)
@@ -167,6 +170,7 @@ func TestAQuestionIsNotifiedWhenThePageIsInTheBackground(t *testing.T) {
 // A screen reader hears a new question and an ending through the live
 // region, with the agent's text made visible as the cards show it.
 func TestTheLiveRegionAnnouncesANewQuestionAndAnEnding(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	b := openPage(t, ip.srv.endpoint, ip.approver)
@@ -194,6 +198,7 @@ func TestTheLiveRegionAnnouncesANewQuestionAndAnEnding(t *testing.T) {
 // remembers — a key selects, opens and answers nothing; turned on again,
 // the same key opens the confirmation.
 func TestWithShortcutsOffAKeySendsNothing(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	b := openPage(t, ip.srv.endpoint, ip.approver)
@@ -231,6 +236,7 @@ func TestWithShortcutsOffAKeySendsNothing(t *testing.T) {
 // The tone is off until the person turns it on (then it sounds once, so
 // they hear it); on, a new question sounds it, and a reload keeps it on.
 func TestTheToneIsOffUntilTurnedOnAndIsRemembered(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	b := newBrowser(t, desktop)

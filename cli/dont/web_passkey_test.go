@@ -84,6 +84,7 @@ func escalateWide(t *testing.T, p *testProject, endpoint, harness, ses, call str
 // and a question the project approves only with a passkey is approved in
 // two taps (approve, confirm) and the authenticator's prompt.
 func TestWebPageOnAPhoneSignsInWithAPasskeyAndApprovesInUnderThreeTaps(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")
@@ -181,6 +182,7 @@ func postTool(t *testing.T, endpoint, origin, token, tool string, args map[strin
 // another digest, replayed, made without user verification, or missing.
 // Each is refused with a stable code and leaves the question open.
 func TestAPasskeyAssertionCountsOnlyForItsQuestionAsShownAndOnlyOnce(t *testing.T) {
+	needsChromium(t)
 	t.Parallel()
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")

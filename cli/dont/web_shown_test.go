@@ -26,6 +26,7 @@ func (ip *inboxProject) askPreview(ses, call, reason, preview string) string {
 // when the selected one ends: a and y then answer nothing, the page says
 // so, and B stays open until the person selects it.
 func TestAKeyPressedForOneQuestionNeverAnswersTheNextOnThePage(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	page := openPage(t, ip.srv.endpoint, ip.approver)
@@ -68,6 +69,7 @@ func TestAKeyPressedForOneQuestionNeverAnswersTheNextOnThePage(t *testing.T) {
 // The page shows the whole command, wrapped, nothing cut or scrolled out
 // of sight, with the session, the requester, both tiers and the reason.
 func TestAPaddedCommandIsShownWholeOnThePage(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	page := openPage(t, ip.srv.endpoint, ip.approver)
@@ -93,6 +95,7 @@ func TestAPaddedCommandIsShownWholeOnThePage(t *testing.T) {
 // The attack: a look-alike letter of another script in a word ("pаypal"
 // with a Cyrillic а). The page marks it as package visible does.
 func TestAMixedScriptWordIsMarkedOnThePage(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	ip := newInboxProject(t)
 	page := openPage(t, ip.srv.endpoint, ip.approver)

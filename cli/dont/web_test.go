@@ -53,6 +53,15 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// needsChromium is the first line of every test that opens a browser: it
+// skips (under -short, or without Chromium outside CI) before the test
+// builds its project, server and tokens, which would otherwise be made
+// only to be thrown away (TestEveryBrowserTestSkipsBeforeItsSetup).
+func needsChromium(t *testing.T) {
+	t.Helper()
+	chromiumPath(t)
+}
+
 // window is the size of the browser's viewport; phone emulates a phone's
 // screen (touch, mobile viewport).
 type window struct {
@@ -222,6 +231,7 @@ func (b *browser) screenshot(t *testing.T, name string) {
 // answer wins, the others see the verdict, and both pages dismiss the
 // question when it ends.
 func TestWebPageTwoBrowsersAndTheCLIAnswerOneRequestFirstAnswerWins(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")
@@ -291,6 +301,7 @@ func TestWebPageTwoBrowsersAndTheCLIAnswerOneRequestFirstAnswerWins(t *testing.T
 // server, and a confirmation left open then sends nothing. (The server's
 // timeout among the endings: TestWebPageShowsEveryEndingWithItsReason.)
 func TestWebPageDismissesTheQuestionAtTheDeadlineOnItsOwnClock(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")
@@ -317,6 +328,7 @@ func TestWebPageDismissesTheQuestionAtTheDeadlineOnItsOwnClock(t *testing.T) {
 // the preview, the reason and the call id with their control and bidi
 // characters made visible, as the CLI shows them.
 func TestAPreviewWithCarriageReturnCannotHideItsCommandOnTheApprovalsPage(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")
@@ -364,6 +376,7 @@ func TestAPreviewWithCarriageReturnCannotHideItsCommandOnTheApprovalsPage(t *tes
 // JavaScript: the same characters are hidden, and the same strings render
 // the same, across every code point and a few thousand mixed strings.
 func TestThePagesEscapingIsPackageVisible(t *testing.T) {
+	needsChromium(t)
 	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver := p.token("approver")

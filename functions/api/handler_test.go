@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/dont-cli/dont/internal/tools"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func newFn(t *testing.T) *fn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api"})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api"})
 	res, err := svc.Credentials.Create(context.Background(), "harness", "test")
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +194,7 @@ func TestBehindTheStageTheFunctionsPerRequestLineIsDebug(t *testing.T) {
 		t.Setenv("DONT_ACCESS_LOG", "stage")
 		f := newFn(t)
 		debug := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		f.handle = newHandler(httpapi.SingleProject{Project: httpapi.Project{Service: service.New(service.Deps{Store: f.store, Confirmations: f.store, Tokens: f.store, SpawnTimeout: time.Hour, Author: "api"}), Idempotency: f.store}}, debug)
+		f.handle = newHandler(httpapi.SingleProject{Project: httpapi.Project{Service: service.New(service.Deps{ToolNames: tools.Names(), Store: f.store, Confirmations: f.store, Tokens: f.store, SpawnTimeout: time.Hour, Author: "api"}), Idempotency: f.store}}, debug)
 		f.call("r1", event("POST", "/v1/tools/list", f.token, `{}`, nil))
 		if n := calls(f); n != 1 || !strings.Contains(f.logs.String(), `"level":"DEBUG"`) {
 			t.Fatalf("%d call lines: %s", n, f.logs.String())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"testing"
 	"time"
 
@@ -52,7 +53,7 @@ func TestAListingTooBigForOneLambdaResponseComesInPagesThatWalkToEveryClaim(t *t
 	const n = 18000
 	all := seedShortClaims(t, f, n)
 	// The listing in one envelope would break the limit: what pages are for.
-	whole, err := service.New(service.Deps{Store: f.store}).Ledger.List(context.Background(), "")
+	whole, err := service.New(service.Deps{ToolNames: tools.Names(), Store: f.store}).Ledger.List(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

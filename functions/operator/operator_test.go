@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/dont-cli/dont/internal/tools"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -73,7 +74,7 @@ func TestAnOperatorInvokeCreatesAProjectsFirstTokenAndBadOnesChangeNothing(t *te
 	}
 	t.Cleanup(func() { st.Close() })
 	secrets := &secretsCreated{Store: st}
-	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: secrets, SpawnTimeout: time.Hour, Author: "api"})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: secrets, SpawnTimeout: time.Hour, Author: "api"})
 	proj := httpapi.Project{Service: svc, Idempotency: st}
 	backend := &oneProject{p: proj}
 	log := slog.New(slog.DiscardHandler)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/dont-cli/dont/internal/tools"
 	"net/http"
 	"os"
 	"strings"
@@ -80,7 +81,7 @@ func TestEventsArePutOnTheDefaultBusThroughTheOutbox(t *testing.T) {
 	st := dynamo.New(standin.EnvClient(db.Endpoint, nil), db.Name, project)
 	st.SetEventBus(true)
 	bus := eventbus.Publisher{Client: standin.EventBridgeClient(busURL), Project: project}
-	svc := service.New(service.Deps{Store: st, Tokens: st, Author: "test", HooksConfig: service.HooksConfig{Store: st, Bus: bus}})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Tokens: st, Author: "test", HooksConfig: service.HooksConfig{Store: st, Bus: bus}})
 	ctx := context.Background()
 	c, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C"})
 	if err != nil {

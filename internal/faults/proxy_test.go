@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"os"
 	"sync"
 	"testing"
@@ -48,7 +49,7 @@ func TestDynamoStoreThroughTheFaultProxy(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	svc := func(url string) *service.Service {
 		st := dynamo.New(standin.Client(url, nil), table, "faults")
-		return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: "faults", Clock: clock, SpawnTimeout: time.Minute, Author: "faults"})
+		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: "faults", Clock: clock, SpawnTimeout: time.Minute, Author: "faults"})
 	}
 	workers, rounds := 4, 15
 	if testing.Short() { // go test -short: a third of the lifecycles; CI runs the full count

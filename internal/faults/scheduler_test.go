@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"os"
 	"sync"
 	"testing"
@@ -66,7 +67,7 @@ func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 
 	queue := &sqs.Queue{Client: client, URL: aws.ToString(q.QueueUrl)}
 	st := dynamo.New(standin.Client(dynEndpoint, dynFaults), table, project)
-	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: project, SpawnTimeout: 2 * time.Second, Author: "sched", Scheduler: queue.For(project), ApprovalScheduler: queue.For(project)})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: project, SpawnTimeout: 2 * time.Second, Author: "sched", Scheduler: queue.For(project), ApprovalScheduler: queue.For(project)})
 	sweeper := &sqs.Sweeper{Queue: queue, Projects: oneProject{project, svc}}
 
 	// The consumer: receive, expire, delete on success (at least once).
@@ -126,7 +127,7 @@ func TestSQSTimeoutPathThroughFaults(t *testing.T) {
 
 	// Wait until every expiring spawn is resolved, with no scheduled sweep.
 	cleanStore := dynamo.New(standin.Client(dynEndpoint, nil), table, project)
-	clean := service.New(service.Deps{Store: cleanStore, Confirmations: cleanStore, Project: project, SpawnTimeout: 2 * time.Second})
+	clean := service.New(service.Deps{ToolNames: tools.Names(), Store: cleanStore, Confirmations: cleanStore, Project: project, SpawnTimeout: 2 * time.Second})
 	for {
 		pending := 0
 		for _, id := range expiring {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -42,7 +43,7 @@ func newAPI(t *testing.T, opts ...func(*httpapi.Options)) *api {
 	t.Cleanup(func() { st.Close() })
 	a := &api{t: t, store: st, path: path, tokens: map[string]string{}}
 	a.now.Store(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixNano())
-	a.svc = service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api", Approvals: service.Approvals{Store: st},
+	a.svc = service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "api", Approvals: service.Approvals{Store: st},
 		Clock: func() time.Time { return time.Unix(0, a.now.Load()).UTC() }})
 	o := httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: a.svc, Idempotency: st}}, RatePerSecond: -1}
 	for _, f := range opts {

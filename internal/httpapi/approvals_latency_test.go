@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -33,7 +34,7 @@ func BenchmarkAnswerLatencyOverHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "api", Approvals: service.Approvals{Store: st}})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Author: "api", Approvals: service.Approvals{Store: st}})
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: httpapi.SingleProject{Project: httpapi.Project{Service: svc}}, RatePerSecond: -1}))
 	defer srv.Close()
 	token := map[string]string{}

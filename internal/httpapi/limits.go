@@ -202,6 +202,11 @@ type idempotentCall struct {
 	fingerprint string
 	// readOnly: the tool is annotated read-only, so the key is ignored.
 	readOnly bool
+	// repeatable: running the call twice changes nothing more
+	// (tools.Tool.Idempotent), so a retry may take over a stale claim.
+	// Otherwise a stale claim is refused (IdempotencyOutcomeUnknown) and
+	// an interrupted call keeps its claim: it may have been applied.
+	repeatable bool
 }
 
 // begin claims the key, or returns the first response to replay.
@@ -230,7 +235,20 @@ func (i *idempotentCall) begin(ctx context.Context, body []byte) (*idempotency.R
 			return nil, nil
 		}
 	} else {
-		if existing, err = i.store.Claim(ctx, i.name(), fp, time.Now()); err != nil {
+		if !i.repeatable {
+			// A stale claim is one whose call may have been applied: read
+			// the key before Claim could take it over. A claim made after
+			// this read is fresh, and Claim returns it.
+			if existing, err = i.store.Lookup(ctx, i.name(), time.Now()); err != nil {
+				return nil, errs.E(errs.StoreError, "cannot read the Idempotency-Key").Wrap(err)
+			}
+			if existing.OutcomeUnknown(time.Now()) && existing.Fingerprint == fp {
+				return nil, errs.E(IdempotencyOutcomeUnknown, "the first request with this Idempotency-Key did not finish and may have been applied; it is not run again under this key")
+			}
+		}
+		if existing != nil {
+			// Known already: replayed, refused as reused or as running below.
+		} else if existing, err = i.store.Claim(ctx, i.name(), fp, time.Now()); err != nil {
 			return nil, errs.E(errs.StoreError, "cannot record the Idempotency-Key").Wrap(err)
 		}
 		if existing == nil {
@@ -298,7 +316,15 @@ func (i *idempotentCall) finish(ctx context.Context, status int, body []byte) {
 		return
 	}
 	if status == 499 || ctx.Err() != nil {
-		i.store.Release(context.WithoutCancel(ctx), i.name())
+		switch {
+		case i.repeatable:
+			i.store.Release(context.WithoutCancel(ctx), i.name())
+		case status/100 == 2:
+			// Applied, though the caller left: keep its response.
+			i.store.Complete(context.WithoutCancel(ctx), i.name(), status, idempotency.StoredForm(body))
+		}
+		// Otherwise the claim stays: the call may have committed before
+		// it was interrupted, and a retry must not apply it again.
 		return
 	}
 	i.store.Complete(context.WithoutCancel(ctx), i.name(), status, idempotency.StoredForm(body))

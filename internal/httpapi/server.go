@@ -168,13 +168,17 @@ func New(o Options) http.Handler {
 
 // API-only error codes.
 const (
-	NotFoundRoute        errs.Code = "route-not-found"
-	MethodNotAllowed     errs.Code = "method-not-allowed"
-	BodyTooLarge         errs.Code = "body-too-large"
-	BadJSON              errs.Code = "bad-json"
-	IdempotencyConflict  errs.Code = "idempotency-in-progress"
-	IdempotencyMismatch  errs.Code = "idempotency-key-reused"
-	UnsupportedMediaType errs.Code = "unsupported-media-type"
+	NotFoundRoute       errs.Code = "route-not-found"
+	MethodNotAllowed    errs.Code = "method-not-allowed"
+	BodyTooLarge        errs.Code = "body-too-large"
+	BadJSON             errs.Code = "bad-json"
+	IdempotencyConflict errs.Code = "idempotency-in-progress"
+	IdempotencyMismatch errs.Code = "idempotency-key-reused"
+	// IdempotencyOutcomeUnknown: the first request with this key did not
+	// finish, and its tool is not harmless to repeat, so it is not run
+	// again under the key (idempotency.Record.OutcomeUnknown).
+	IdempotencyOutcomeUnknown errs.Code = "idempotency-outcome-unknown"
+	UnsupportedMediaType      errs.Code = "unsupported-media-type"
 )
 
 func (s *server) method(m string, h http.HandlerFunc) http.HandlerFunc {
@@ -263,7 +267,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	replay := idempotentCall{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: principal.TokenID + principal.RequestID + "/" + name,
-		readOnly: t.Annotations.ReadOnly}
+		readOnly: t.Annotations.ReadOnly, repeatable: t.Idempotent()}
 	// A callback token's calls resolve (or read) its one spawn.
 	replay.mayDefer = t.Exclusive || principal.Role == auth.RoleCallback
 	// A tool whose write is one commit records its key in that commit.
@@ -280,11 +284,10 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(service.WithPrincipal(r.Context(), principal))
 	// Passkeys bind to the page that called (service.WithPageOrigin).
 	r = r.WithContext(service.WithPageOrigin(r.Context(), r.Header.Get("Origin")))
+	// A keyed call's response is committed with its writes: the key is
+	// handed to the call, not carried in its context.
 	pending := replay.pending(r, start)
-	if pending != nil {
-		r = r.WithContext(idempotency.WithPending(r.Context(), pending))
-	}
-	res, err := tools.CallGated(r.Context(), project.Service, name, req.Args, s.arrival(r, req))
+	res, err := tools.CallWith(r.Context(), project.Service, name, req.Args, s.arrival(r, req), tools.CallOptions{Key: pending})
 	if status, body, ok := pending.Sent(); ok {
 		// The response was committed with the call: send those bytes.
 		s.send(w, r, status, body, start)
@@ -361,7 +364,7 @@ func writeReplay(w http.ResponseWriter, done *idempotency.Record) {
 	w.Header().Set("Idempotent-Replayed", "true")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(done.Status)
-	w.Write(idempotency.ReplayForm(done.Body))
+	w.Write(idempotency.ReplayForm(done.Body, tools.Names()))
 }
 
 func (s *server) write(w http.ResponseWriter, r *http.Request, status int, res tools.Output, start time.Time) {

@@ -21,9 +21,10 @@
 // commit of the service (tools.Tool.CommitsKey: conclude, define, the
 // status changes, answer, spawns cancel, heartbeat and manage; and
 // assume, overlook and a callback token's calls) writes its record in
-// that commit (Pending, Put, store.Tx.Key): the service hands the
-// result it is about to commit to Pending.Prepare, the store adds the
-// record under its own condition (absent, or older than Window; otherwise
+// that commit (Pending, Put, store.Tx.Key): the transport hands the
+// Pending to the call as an argument (tools.CallOptions.Key, the service
+// method's input), the service hands the result it is about to commit to
+// Pending.Prepare, the store adds the record under its own condition (absent, or older than Window; otherwise
 // ErrTaken and nothing is applied), and the transport sends exactly the
 // bytes it stored. No claim is made before such a call: two requests with
 // one key may both run, but only one commit can carry the key, and the
@@ -41,10 +42,16 @@
 // Calls whose writes are not one commit of the service (guess, whose
 // direct mode is several; the approvals, tokens, hooks and confirmations
 // tools; sweeps) claim the key before they run and complete it after
-// (Claim, Complete): three transactions, so a crash after the write and
-// before the completion leaves a claim that blocks retries until it is
-// stale (a minute), and the call may then be applied again
-// (docs/design.md, idempotency).
+// (Claim, Complete): three transactions. A crash after the write and
+// before the completion leaves a claim. For a tool whose repeat changes
+// nothing (tools.Tool.Idempotent: an approve, a revoke, a sweep) a
+// retry takes the claim over once it is stale (StaleClaim) and runs
+// again, harmlessly. For every other tool (escalate, tokens create,
+// hooks add, sessions open, guess, …) the transport reads the key
+// first and answers a stale claim with OutcomeUnknown — the call may
+// have been applied, so it is never run again under that key — and an
+// interrupted call keeps its claim instead of releasing it
+// (docs/proof.md, "Idempotency across crashes").
 package idempotency
 
 import (
@@ -89,6 +96,22 @@ type Record struct {
 	Done        bool
 	Status      int
 	Body        []byte
+	// At is when the key was claimed (or its response remembered); the
+	// zero time if the store did not say.
+	At time.Time
+}
+
+// StaleClaim is how long a claimed key whose request never finished
+// blocks retries before a store lets Claim take it over (a crashed
+// server). A transport that must not apply a call twice reads the key
+// first (Lookup) and refuses a stale claim instead (OutcomeUnknown).
+const StaleClaim = time.Minute
+
+// OutcomeUnknown reports a claimed key whose request did not finish and
+// was claimed at least StaleClaim before now: it may have been applied,
+// and its response was not kept.
+func (r *Record) OutcomeUnknown(now time.Time) bool {
+	return r != nil && !r.Done && !r.At.IsZero() && !r.At.After(now.Add(-StaleClaim))
 }
 
 // SecretFields names, per envelope_kind, the fields of data that carry a
@@ -204,9 +227,10 @@ func withoutDerived(body []byte) []byte {
 }
 
 // ReplayForm is a stored body as it is sent again: a spawn request's
-// forbidden_tools derived from its allowed_tools, byte for byte as the
-// first response had it.
-func ReplayForm(stored []byte) []byte {
+// forbidden_tools derived from its allowed_tools and tools (the tool
+// registry's names, as the service that made it was given them), byte for
+// byte as the first response had it.
+func ReplayForm(stored []byte, tools []string) []byte {
 	i := bytes.Index(stored, []byte(forbiddenStored))
 	if i < 0 {
 		return stored
@@ -221,7 +245,7 @@ func ReplayForm(stored []byte) []byte {
 	if json.Unmarshal(stored, &env) != nil {
 		return stored
 	}
-	list, err := envelope.MarshalData(spawn.ForbiddenTools(env.Data.Context.AllowedTools))
+	list, err := envelope.MarshalData(spawn.ForbiddenTools(env.Data.Context.AllowedTools, tools))
 	if err != nil {
 		return stored
 	}
@@ -263,11 +287,13 @@ type Put struct {
 var ErrTaken = errors.New("idempotency: the key was recorded by another request")
 
 // Pending is a keyed call whose response is to be written in the commit
-// that applies it, carried by the call's context (WithPending). The
-// transport sets Name, Fingerprint and Respond; the service, about to
-// commit the call's writes, hands its result to Prepare and commits the
-// Put it returns in the same transaction; the transport then sends
-// exactly the bytes that were committed (Sent).
+// that applies it, handed to the call explicitly (tools.CallOptions.Key,
+// then the service method's input, then its executor). The transport
+// sets Name, Fingerprint, Encode and MayDefer, internal/tools sets
+// Respond; the service, about to commit the call's writes, hands its
+// result to Prepare and commits the Put it returns in the same
+// transaction; the transport then sends exactly the bytes that were
+// committed (Sent).
 type Pending struct {
 	Name, Fingerprint string
 	// Respond makes the status and body a transport sends for a call's
@@ -289,20 +315,6 @@ type Pending struct {
 	body   []byte
 	sent   bool
 	taken  bool
-}
-
-type pendingKey struct{}
-
-// WithPending carries p to the commit of the call (nil: none).
-// internal/tools sets Respond on the way.
-func WithPending(ctx context.Context, p *Pending) context.Context {
-	return context.WithValue(ctx, pendingKey{}, p)
-}
-
-// PendingFrom is the call's Pending, or nil.
-func PendingFrom(ctx context.Context) *Pending {
-	p, _ := ctx.Value(pendingKey{}).(*Pending)
-	return p
 }
 
 // Prepare is the Put of result's response, made before the commit, or

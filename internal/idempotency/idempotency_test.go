@@ -61,18 +61,19 @@ func TestStoredFormRedactsOnlyResponsesThatCarryASecret(t *testing.T) {
 // forbidden_tools and replayed with it, byte for byte.
 func TestASpawnRequestReplaysItsForbiddenToolsByteForByte(t *testing.T) {
 	allowed := []string{"show", "dismiss", "trust"}
-	list, _ := envelope.MarshalData(spawn.ForbiddenTools(allowed))
+	surface := []string{"assume", "conclude", "dismiss", "escalate", "show", "tokens.create", "trust"}
+	list, _ := envelope.MarshalData(spawn.ForbiddenTools(allowed, surface))
 	body := []byte(`{"envelope_version":"1","ok":true,"envelope_kind":"spawn_request","data":{"request_id":"spawn:x","context":{"clean":true,"allowed_tools":["show","dismiss","trust"],"forbidden_tools":` +
 		string(list) + `,"max_tool_calls":20}},"hints":[],"warnings":[]}` + "\n")
 	stored := idempotency.StoredForm(body)
 	if bytes.Contains(stored, list) || len(stored) >= len(body) {
 		t.Fatalf("stored with the list: %s", stored)
 	}
-	if got := idempotency.ReplayForm(stored); !bytes.Equal(got, body) {
+	if got := idempotency.ReplayForm(stored, surface); !bytes.Equal(got, body) {
 		t.Fatalf("replayed\n%s\nwant\n%s", got, body)
 	}
 	plain := []byte(`{"ok":true,"envelope_kind":"claim","data":{"id":"claim:x"}}`)
-	if got := idempotency.ReplayForm(idempotency.StoredForm(plain)); !bytes.Equal(got, plain) {
+	if got := idempotency.ReplayForm(idempotency.StoredForm(plain), surface); !bytes.Equal(got, plain) {
 		t.Fatalf("a plain body changed: %s", got)
 	}
 }

@@ -3,6 +3,7 @@ package invariants_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/dont-cli/dont/internal/tools"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -36,7 +37,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { st.Close() })
 	f := &fixture{t: t, store: st}
 	f.now.Store(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixNano())
-	f.svc = service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return time.Unix(0, f.now.Load()).UTC() }})
+	f.svc = service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return time.Unix(0, f.now.Load()).UTC() }})
 	return f
 }
 
@@ -92,7 +93,7 @@ func (f *fixture) healthy() (claimA, claimB, won, timedOut string) {
 		f.t.Fatal(err)
 	}
 	gid := requestID(f.t, g)
-	if _, _, err := f.svc.Spawns.Answer(ctx, gid, []string{"100 C", "100 c", "99.97 C"}); err != nil {
+	if _, _, err := f.svc.Spawns.Answer(ctx, service.GuessAnswer{RequestID: gid, Candidates: []string{"100 C", "100 c", "99.97 C"}}); err != nil {
 		f.t.Fatal(err)
 	}
 	return claimA, claimB, won, timedOut

@@ -180,7 +180,7 @@ func NewSQLiteWrapped(dir string, clients int, timeout time.Duration, wrap func(
 		if wrap != nil {
 			store = wrap(st)
 		}
-		b.services = append(b.services, service.New(service.Deps{Store: store, Confirmations: st, Tokens: st, Clock: b.clock.Time, SpawnTimeout: timeout, Author: "linearize",
+		b.services = append(b.services, service.New(service.Deps{ToolNames: tools.Names(), Store: store, Confirmations: st, Tokens: st, Clock: b.clock.Time, SpawnTimeout: timeout, Author: "linearize",
 			Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}}))
 	}
 	return b, nil
@@ -242,7 +242,7 @@ func NewHTTP(dir string, timeout time.Duration) (Backend, error) {
 		return nil, err
 	}
 	clock := NewManualClock()
-	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Clock: clock.Time, SpawnTimeout: timeout, Author: "api",
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Clock: clock.Time, SpawnTimeout: timeout, Author: "api",
 		Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}})
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{
 		Backend:       httpapi.SingleProject{Project: httpapi.Project{Service: svc, Idempotency: st}},
@@ -334,7 +334,7 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 	return &httpBackend{name: "serve", url: listening, tokens: tokens, srv: srv, serveEnv: env, bin: bin,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 		clock:  WallClock{}, timeout: timeout,
-		svc:     service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: timeout, Author: "linearize"}),
+		svc:     service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, SpawnTimeout: timeout, Author: "linearize"}),
 		closers: []func(){stop, func() { st.Close() }}}, nil
 }
 
@@ -403,7 +403,7 @@ func MintTokens(db string, roles ...string) (map[string]string, error) {
 		return nil, err
 	}
 	defer st.Close()
-	svc := service.New(service.Deps{Store: st, Tokens: st, Author: "harness"})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Tokens: st, Author: "harness"})
 	tokens := map[string]string{}
 	for _, role := range roles {
 		v, err := svc.Credentials.Create(context.Background(), role, "")

@@ -73,11 +73,11 @@ func NewDynamo(endpoint string, clients int, timeout time.Duration, seed uint64,
 	}
 	for i := 0; i < clients; i++ {
 		st := dynamo.New(standin.Client(endpoint, rt), table, project)
-		b.services = append(b.services, service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: project, Clock: b.clock.Time, SpawnTimeout: timeout, Author: "linearize",
+		b.services = append(b.services, service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: project, Clock: b.clock.Time, SpawnTimeout: timeout, Author: "linearize",
 			Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}, Log: b.logger()}))
 	}
 	st := dynamo.New(standin.Client(endpoint, base), table, project)
-	b.clean = service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: project, Clock: b.clock.Time, SpawnTimeout: timeout, Author: "linearize",
+	b.clean = service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: project, Clock: b.clock.Time, SpawnTimeout: timeout, Author: "linearize",
 		Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}})
 	return b, b.Faults, nil
 }

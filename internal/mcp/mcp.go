@@ -256,8 +256,8 @@ func (s *Server) call(ctx context.Context, t *tools.Tool, req *sdk.CallToolReque
 			return v.Approval, err == nil
 		}
 	}
-	ctx, stop := withProgress(ctx, req, blocking(t, args), look)
-	res, err = tools.CallGated(ctx, svc, t.Name, args, arrival)
+	asked, stop := withProgress(ctx, req, blocking(t, args), look)
+	res, err = tools.CallWith(ctx, svc, t.Name, args, arrival, tools.CallOptions{Asked: asked})
 	stop()
 	return res, mode, nil, err
 }

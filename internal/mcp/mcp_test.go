@@ -31,7 +31,7 @@ func serve(t *testing.T) (*sdk.ClientSession, *int) {
 		mu.Lock()
 		calls++
 		mu.Unlock()
-		return service.New(service.Deps{Store: st, Confirmations: st, Author: "mcp-test"}), func() {}, nil
+		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Author: "mcp-test"}), func() {}, nil
 	})
 	cs := connect(t, srv, nil, nil)
 	return cs, &calls

@@ -35,7 +35,7 @@ func agentsOn(t *testing.T, authors ...string) ([]*sdk.ClientSession, *sqlite.St
 	var out []*sdk.ClientSession
 	for _, author := range authors {
 		srv := mcp.New("test", func(context.Context, *tools.Tool) (*service.Service, func(), error) {
-			return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Approvals: service.Approvals{Store: st}, Author: author}), func() {}, nil
+			return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Approvals: service.Approvals{Store: st}, Author: author}), func() {}, nil
 		})
 		cs := connect(t, srv, nil, nil)
 		out = append(out, cs)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
-	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -90,18 +89,18 @@ func blocking(t *tools.Tool, args map[string]any) *awaited {
 }
 
 // withProgress starts reporting progress for a blocking call whose
-// request carries a progress token, and returns the context the call runs
-// under and the function that stops the reports. For escalate it learns
-// the question (and its deadline) as soon as it is asked; for
-// approvals_wait, look fills it in from the store.
-func withProgress(ctx context.Context, req *sdk.CallToolRequest, w *awaited, look func() (approvals.Approval, bool)) (context.Context, func()) {
+// request carries a progress token, and returns what the call is to tell
+// once escalate's question exists (tools.CallOptions.Asked: it learns the
+// question and its deadline as soon as it is asked) and the function that
+// stops the reports. For approvals_wait, look fills it in from the store.
+func withProgress(ctx context.Context, req *sdk.CallToolRequest, w *awaited, look func() (approvals.Approval, bool)) (asked func(approvals.Approval), stop func()) {
 	token := req.Params.GetProgressToken()
 	if w == nil || token == nil || req.Session == nil {
-		return ctx, func() {}
+		return nil, func() {}
 	}
-	ctx = service.WithAskedNotice(ctx, func(a approvals.Approval) {
+	asked = func(a approvals.Approval) {
 		w.set(questionWhat(a), a.Deadline)
-	})
+	}
 	start := time.Now()
 	// The reports' own context: stopping ends a report blocked on a slow
 	// client too.
@@ -142,7 +141,7 @@ func withProgress(ctx context.Context, req *sdk.CallToolRequest, w *awaited, loo
 			}
 		}
 	}()
-	return ctx, func() { rcancel(); <-stopped }
+	return asked, func() { rcancel(); <-stopped }
 }
 
 // questionWhat names an asked question for a progress message.

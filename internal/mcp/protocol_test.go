@@ -31,7 +31,7 @@ func client(t *testing.T, opts *sdk.ClientOptions, session *sdk.ClientSessionOpt
 	}
 	t.Cleanup(func() { st.Close() })
 	srv := mcp.New("test", func(context.Context, *tools.Tool) (*service.Service, func(), error) {
-		return service.New(service.Deps{Store: st, Confirmations: st, Author: "mcp-test"}), func() {}, nil
+		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Author: "mcp-test"}), func() {}, nil
 	})
 	cs := connect(t, srv, opts, session)
 	return cs, st
@@ -193,7 +193,7 @@ func dial(t *testing.T, version string, capabilities string) *wire {
 	}
 	t.Cleanup(func() { st.Close() })
 	srv := mcp.New("test", func(context.Context, *tools.Tool) (*service.Service, func(), error) {
-		return service.New(service.Deps{Store: st, Confirmations: st, Author: "wire"}), func() {}, nil
+		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Author: "wire"}), func() {}, nil
 	})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

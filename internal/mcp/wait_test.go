@@ -41,7 +41,7 @@ func newWaitingWith(t *testing.T, opts *sdk.ClientOptions, session *sdk.ClientSe
 	}
 	t.Cleanup(func() { st.Close() })
 	deps := func(author string) service.Deps {
-		return service.Deps{Store: st, Confirmations: st, Tokens: st, Approvals: service.Approvals{Store: st}, Author: author}
+		return service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Approvals: service.Approvals{Store: st}, Author: author}
 	}
 	srv := mcp.New("test", func(context.Context, *tools.Tool) (*service.Service, func(), error) {
 		return service.New(deps("agent")), func() {}, nil

@@ -311,13 +311,14 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		"endpoint-unreachable":     {ExitState, statusBadGateway, steps("curl $DONT_ENDPOINT/v1/health", "check DONT_ENDPOINT and that dont serve is running"), nil, nil},
 
 		// internal/httpapi
-		"route-not-found":         {ExitUsage, statusNotFound, openapi, nil, nil},
-		"method-not-allowed":      {ExitUsage, statusMethodNotAllowed, openapi, nil, nil},
-		"body-too-large":          {ExitUsage, statusEntityTooLarge, steps("dont <tool> --args-file <smaller file>", "send a body under 64 KiB"), nil, nil},
-		"bad-json":                {ExitUsage, statusBadRequest, steps(`curl -d '{"args":{…}}' $DONT_ENDPOINT/v1/tools/<name>`, `send one JSON object {"args": {…}}`), nil, nil},
-		"unsupported-media-type":  {ExitUsage, statusUnsupportedMedia, steps("curl -H 'Content-Type: application/json' …", "send application/json"), nil, nil},
-		"idempotency-in-progress": {ExitState, statusConflict, steps("retry with the same Idempotency-Key after a second", "the first request with this key is still running"), nil, nil},
-		"idempotency-key-reused":  {ExitUsage, statusUnprocessable, steps("use a fresh Idempotency-Key", "a key may only be reused for the identical request"), nil, nil},
+		"route-not-found":             {ExitUsage, statusNotFound, openapi, nil, nil},
+		"method-not-allowed":          {ExitUsage, statusMethodNotAllowed, openapi, nil, nil},
+		"body-too-large":              {ExitUsage, statusEntityTooLarge, steps("dont <tool> --args-file <smaller file>", "send a body under 64 KiB"), nil, nil},
+		"bad-json":                    {ExitUsage, statusBadRequest, steps(`curl -d '{"args":{…}}' $DONT_ENDPOINT/v1/tools/<name>`, `send one JSON object {"args": {…}}`), nil, nil},
+		"unsupported-media-type":      {ExitUsage, statusUnsupportedMedia, steps("curl -H 'Content-Type: application/json' …", "send application/json"), nil, nil},
+		"idempotency-in-progress":     {ExitState, statusConflict, steps("retry with the same Idempotency-Key after a second", "the first request with this key is still running"), nil, nil},
+		"idempotency-key-reused":      {ExitUsage, statusUnprocessable, steps("use a fresh Idempotency-Key", "a key may only be reused for the identical request"), nil, nil},
+		"idempotency-outcome-unknown": {ExitState, statusConflict, steps("dont <the tool's list or show>", "see whether the first request was applied (a token, hook, session or question it made); if not, send it again with a fresh Idempotency-Key"), nil, nil},
 
 		// internal/project
 		"project-not-own": {ExitState, statusConflict, steps("chmod 700 .dont", "in the project folder, if .dont/ is yours; else point DONT_PROJECT_DIR at your project"), nil, nil},

@@ -159,6 +159,8 @@ func (l Layers) Resolve() Settings {
 	pick(settings.KeyTwoPersonFrom, true, &c.TwoPersonFrom, person.TwoPersonFrom, ws.TwoPersonFrom)
 	pick(settings.KeySubscriberLease, true, &c.SubscriberLease, person.SubscriberLease, ws.SubscriberLease)
 	pick(settings.KeyPasskeyRequiredFrom, true, &c.PasskeyRequiredFrom, person.PasskeyRequiredFrom, ws.PasskeyRequiredFrom)
+	pick(settings.KeyFrameRetention, true, &c.FrameRetention, person.FrameRetention, ws.FrameRetention)
+	pick(settings.KeyDeliveryRetention, true, &c.DeliveryRetention, person.DeliveryRetention, ws.DeliveryRetention)
 	pick(settings.KeyLLMProvider, true, &c.LLM.Provider, person.LLM.Provider, ws.LLM.Provider)
 	pick(settings.KeyLLMBaseURL, true, &c.LLM.BaseURL, person.LLM.BaseURL, ws.LLM.BaseURL)
 	pick("llm.model", false, &c.LLM.Model, person.LLM.Model, ws.LLM.Model)
@@ -233,8 +235,8 @@ func LoadSettings(p Project, dirs personal.Dirs, ok bool) (Settings, Layers, err
 func (c Config) TrustRelevant() Config {
 	return Config{SpawnMaxLease: c.SpawnMaxLease, SessionCeiling: c.SessionCeiling, HarnessTier: c.HarnessTier, ApprovalTimeout: c.ApprovalTimeout,
 		ApprovalTimeoutMin: c.ApprovalTimeoutMin, ApprovalTimeoutMax: c.ApprovalTimeoutMax, ApprovalRemindAt: c.ApprovalRemindAt, TwoPersonFrom: c.TwoPersonFrom, SubscriberLease: c.SubscriberLease,
-		PasskeyRequiredFrom: c.PasskeyRequiredFrom,
-		LLM:                 LLM{Provider: c.LLM.Provider, BaseURL: c.LLM.BaseURL}, Hooks: c.Hooks, Agents: c.Agents, Rules: c.Rules}
+		PasskeyRequiredFrom: c.PasskeyRequiredFrom, FrameRetention: c.FrameRetention, DeliveryRetention: c.DeliveryRetention,
+		LLM: LLM{Provider: c.LLM.Provider, BaseURL: c.LLM.BaseURL}, Hooks: c.Hooks, Agents: c.Agents, Rules: c.Rules}
 }
 
 // Trust pins the workspace config's current bytes as the person's: its

@@ -312,3 +312,28 @@ func TestAnAgentThatWritesTheWorkspaceConfigCannotLowerThePasskeyLevel(t *testin
 		t.Fatalf("a trusted workspace file lowered the person's level to %q", s.Config.PasskeyRequiredFrom)
 	}
 }
+
+func TestAnAgentThatWritesTheWorkspaceConfigCannotSetTheRetention(t *testing.T) {
+	p, d := workspace(t, "frame_retention = \"1s\"\ndelivery_retention = \"1s\"\n")
+	s, _, err := project.LoadSettings(p, d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config.FrameRetention != "" || s.Config.DeliveryRetention != "" ||
+		!slices.Equal(s.Untrusted, []string{settings.KeyFrameRetention, settings.KeyDeliveryRetention}) {
+		t.Fatalf("an untrusted workspace config set the retention: %+v untrusted %v", s.Config, s.Untrusted)
+	}
+	writePersonConfig(t, d, "frame_retention = \"720h\"\n", 0o600)
+	s, _, err = project.LoadSettings(p, d, true)
+	if err != nil || s.Config.FrameRetention != "720h" || s.From[settings.KeyFrameRetention] != settings.SourcePersonConfig {
+		t.Fatalf("the person's frame_retention: %+v %v", s.Config, err)
+	}
+	if tr := s.Config.TrustRelevant(); tr.FrameRetention != "720h" {
+		t.Fatalf("dont config trust would not show the retention: %+v", tr)
+	}
+	for _, v := range []string{settings.EnvFrameRetention, settings.EnvDeliveryRetention} {
+		if !settings.IsPersonOnlyEnv(v) {
+			t.Fatalf("%s is not person-only", v)
+		}
+	}
+}

@@ -55,8 +55,13 @@ type Config struct {
 	// PasskeyRequiredFrom is the narrowest tier whose approve needs a
 	// passkey assertion bound to the question (docs/approvals.md, "Passkeys").
 	PasskeyRequiredFrom string `toml:"passkey_required_from,omitempty"`
-	LLM                 LLM    `toml:"llm,omitempty"`
-	Hooks               Hooks  `toml:"hooks,omitempty"`
+	// FrameRetention and DeliveryRetention are how long ended approval
+	// sessions and finished webhook deliveries are kept
+	// (settings.FrameRetention, settings.DeliveryRetention).
+	FrameRetention    string `toml:"frame_retention,omitempty"`
+	DeliveryRetention string `toml:"delivery_retention,omitempty"`
+	LLM               LLM    `toml:"llm,omitempty"`
+	Hooks             Hooks  `toml:"hooks,omitempty"`
 	// Agents are `dont spawns run`'s agent profiles ([agents.<name>]).
 	Agents map[string]Agent `toml:"agents,omitempty"`
 	// Rules are the person's approval rules ([[rules]]): answered before a

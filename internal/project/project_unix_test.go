@@ -4,6 +4,7 @@ package project_test
 
 import (
 	"context"
+	"github.com/dont-cli/dont/internal/tools"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -33,7 +34,7 @@ func TestTheProjectFolderIsPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st})
 	if _, err := svc.Credentials.Create(context.Background(), "admin", "ops"); err != nil {
 		t.Fatal(err)
 	}

@@ -307,7 +307,7 @@ func TestServiceWritesNoCommands(t *testing.T) {
 // The errors of the service and the domain name a parameter the way the
 // API spells it, in backticks (`request_id`), never as a CLI flag: an HTTP or MCP caller
 // has no --request-id, and the CLI writes the flag for its own user
-// (cli/dont/flagnames.go).
+// (cli/dont/cmdline).
 func TestServiceAndDomainNameNoCLIFlag(t *testing.T) {
 	root, _ := tracked(t)
 	flag := regexp.MustCompile(`(^|[\s(])--[a-z]`)

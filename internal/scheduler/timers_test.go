@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"github.com/dont-cli/dont/internal/tools"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -156,7 +157,7 @@ func TestTimersTimeOutARealSpawnWithoutASweep(t *testing.T) {
 	}
 	defer st.Close()
 	tm := &scheduler.Timers{}
-	svc := service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: 200 * time.Millisecond, Author: "test", Scheduler: tm})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, SpawnTimeout: 200 * time.Millisecond, Author: "test", Scheduler: tm})
 	run(t, tm, svc)
 
 	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
@@ -209,7 +210,7 @@ func TestTimersFollowAHeartbeatThatMovedTheExpiry(t *testing.T) {
 	}
 	defer st.Close()
 	tm := &scheduler.Timers{}
-	svc := service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: 200 * time.Millisecond, Author: "test", Scheduler: tm})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, SpawnTimeout: 200 * time.Millisecond, Author: "test", Scheduler: tm})
 	run(t, tm, svc)
 	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
 	if err != nil {
@@ -219,7 +220,7 @@ func TestTimersFollowAHeartbeatThatMovedTheExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb, _, err := svc.Spawns.Heartbeat(ctx, spawned.Spawn.ID, 700*time.Millisecond)
+	hb, _, err := svc.Spawns.Heartbeat(ctx, spawned.Spawn.ID, 700*time.Millisecond, nil)
 	if err != nil || !hb.Moved {
 		t.Fatalf("heartbeat %+v %v", hb, err)
 	}

@@ -28,15 +28,9 @@ type EscalateInput struct {
 	// (0: the person's default); it must lie in the person's range
 	// (questionTimeout).
 	Deadline time.Duration
-}
-
-type askedKey struct{}
-
-// WithAskedNotice returns a context under which Escalate calls f once its
-// question exists, before it starts to wait: front ends tell the person
-// where the question went.
-func WithAskedNotice(ctx context.Context, f func(approvals.Approval)) context.Context {
-	return context.WithValue(ctx, askedKey{}, f)
+	// Asked, if set, is told the question once it exists, before the call
+	// waits for its answer: a front end tells the person where it went.
+	Asked func(approvals.Approval)
 }
 
 // Escalate asks a person for one wider tier for one call. Fail-closed by
@@ -113,8 +107,8 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 			s.logWarn("schedule approval timeout", "approval_id", a.ID, "err", err)
 		}
 	}
-	if f, ok := ctx.Value(askedKey{}).(func(approvals.Approval)); ok && f != nil {
-		f(a)
+	if in.Asked != nil {
+		in.Asked(a)
 	}
 	if in.NoWait {
 		v := s.view(a)

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"math/rand/v2"
 	"path/filepath"
 	"sort"
@@ -35,7 +36,7 @@ func BenchmarkAnswerLatency(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { st.Close() })
-		return service.New(service.Deps{Store: st, Confirmations: st, Author: "bench", Approvals: service.Approvals{Store: st}})
+		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Author: "bench", Approvals: service.Approvals{Store: st}})
 	}
 	requester, watcher, approver := conn(), conn(), conn()
 	res, err := requester.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})

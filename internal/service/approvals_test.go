@@ -424,8 +424,8 @@ func TestAStoreErrorWhileWaitingIsARefusal(t *testing.T) {
 	e.subscribe(ses)
 	var asked approvals.Approval
 	// The question exists; then the requester's first read of it fails.
-	cctx := service.WithAskedNotice(ctx, func(a approvals.Approval) { asked = a; e.faults.failGets.Store(1) })
-	_, err := escalation(e.svc.Escalations.Escalate(cctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"}))
+	_, err := escalation(e.svc.Escalations.Escalate(ctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r",
+		Asked: func(a approvals.Approval) { asked = a; e.faults.failGets.Store(1) }}))
 	wantCode(t, err, service.ApprovalChannelError, present.ExitRefusal)
 	// The requester ended its question as refused, so nobody can approve a
 	// request nobody waits for; the ending is announced like any other.
@@ -722,8 +722,8 @@ func TestAnInterruptedRequesterCancelsItsQuestion(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	var asked approvals.Approval
 	// Ctrl-C arrives once the question exists.
-	cctx = service.WithAskedNotice(cctx, func(a approvals.Approval) { asked = a; cancel() })
-	_, err := escalation(e.svc.Escalations.Escalate(cctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r"}))
+	_, err := escalation(e.svc.Escalations.Escalate(cctx, service.EscalateInput{SessionID: ses, CallID: "c1", To: "workspace-write", Reason: "r",
+		Asked: func(a approvals.Approval) { asked = a; cancel() }}))
 	wantCode(t, err, service.ApprovalCancelled, present.ExitRefusal)
 	if rec := e.record(asked.ID); rec.Verdict != approvals.Cancelled || rec.Cause != approvals.CauseRequester {
 		t.Fatalf("recorded %+v", rec)

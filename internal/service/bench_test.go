@@ -35,7 +35,7 @@ func BenchmarkSweep(b *testing.B) {
 			}
 			defer st.Close()
 			now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-			svc := service.New(service.Deps{Store: st, Confirmations: st, Clock: func() time.Time { return now }})
+			svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Clock: func() time.Time { return now }})
 			b.StopTimer()
 			for i := 0; i < b.N; i++ {
 				seed(b, st, now, stored, expired, i)

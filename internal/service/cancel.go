@@ -27,7 +27,8 @@ type CancelResult struct {
 // of them wins. Like a timeout it restores the entity's pre-spawn status
 // only if nothing has moved the entity since the spawn did, and it never
 // re-spawns. A cancel that loses changes nothing and says who won.
-func (s *Spawns) Cancel(ctx context.Context, requestID, reason string) (CancelResult, []envelope.Warning, error) {
+// key is the call's keyed response, committed with the cancel (nil: none).
+func (s *Spawns) Cancel(ctx context.Context, requestID, reason string, key *idempotency.Pending) (CancelResult, []envelope.Warning, error) {
 	actor := s.actorOf(ctx)
 	if s.inBacklog() {
 		// A due spawn is timed out first, as the call's sweep would have
@@ -50,7 +51,7 @@ func (s *Spawns) Cancel(ctx context.Context, requestID, reason string) (CancelRe
 		return r, nil, nil
 	}
 	step := spawn.Step{Kind: spawn.StepCancel, RequestID: requestID, Actor: actor, Reason: reason}
-	tr, err := s.runStep(ctx, step, idempotency.PendingFrom(ctx), result)
+	tr, err := s.runStep(ctx, step, key, result)
 	if err != nil {
 		return CancelResult{}, nil, err
 	}

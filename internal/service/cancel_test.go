@@ -85,7 +85,7 @@ func TestCancelAfterAnotherResolverChangesNothing(t *testing.T) {
 	if r.Applied || r.Outcome != spawn.TimeoutRestored || !hasWarning(res, "spawn-lost-to-timeout") || len(e.events(id, ledger.EvSpawnCancelled)) != before {
 		t.Fatalf("cancel after timeout: %+v %v", r, warningCodes(res))
 	}
-	if _, _, err := e.svc.Spawns.Cancel(ctx, "spawn:01HX05A9K8VP0000000000000A", ""); !errs.Is(err, errs.SpawnNotFound) {
+	if _, _, err := e.svc.Spawns.Cancel(ctx, "spawn:01HX05A9K8VP0000000000000A", "", nil); !errs.Is(err, errs.SpawnNotFound) {
 		t.Fatalf("unknown spawn: %v", err)
 	}
 }
@@ -101,7 +101,7 @@ func TestCancelCallbackAndTimeoutRaceYieldsOneResolution(t *testing.T) {
 		a, b, c := e.another(), e.another(), e.another()
 		var wg sync.WaitGroup
 		wg.Add(3)
-		go func() { defer wg.Done(); a.Spawns.Cancel(ctx, req.RequestID, "race") }()
+		go func() { defer wg.Done(); a.Spawns.Cancel(ctx, req.RequestID, "race", nil) }()
 		go func() { defer wg.Done(); b.Spawns.Resolve(ctx, callbackInput(ledger.Doubt, id, req.RequestID)) }()
 		go func() { defer wg.Done(); c.Sweep(ctx, 10) }()
 		wg.Wait()

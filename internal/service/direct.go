@@ -107,7 +107,7 @@ func (s *core) directJudge(ctx context.Context, sp spawn.Spawn, prompt string) (
 		w, err := s.failDirect(ctx, sp, s.unusable(sp, errs.As(err).Message))
 		return EntityView{}, "", w, err
 	}
-	res, warns, err := s.callback(ctx, in, nil)
+	res, warns, err := (&Spawns{s}).Resolve(ctx, in)
 	if err != nil {
 		w, err := s.failDirect(ctx, sp, err)
 		return EntityView{}, "", w, err
@@ -128,7 +128,7 @@ func (s *core) directGuess(ctx context.Context, sp spawn.Spawn) (Answered, []env
 		w, err := s.failDirect(ctx, sp, s.providerFailure(ctx, sp, err))
 		return Answered{}, w, err
 	}
-	res, warns, err := s.answer(ctx, sp.ID, cands, true, nil)
+	res, warns, err := (&Spawns{s}).Answer(ctx, GuessAnswer{RequestID: sp.ID, Candidates: cands, Direct: true})
 	if errs.Is(err, errs.InvalidArgument) {
 		err = s.unusable(sp, errs.As(err).Message)
 	}

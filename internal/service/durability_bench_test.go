@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"path/filepath"
 	"testing"
 	"time"
@@ -54,5 +55,5 @@ func benchServiceAt(b *testing.B, sync sqlite.Synchronous) *service.Service {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	return service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: time.Hour})
+	return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, SpawnTimeout: time.Hour})
 }

@@ -38,7 +38,8 @@ type HeartbeatResult struct {
 // a command touches is timed out before the command acts), so a
 // heartbeat never revives an expired spawn. The event spawn_heartbeat
 // records each move, and the scheduler is told the new expiry.
-func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Duration) (HeartbeatResult, []envelope.Warning, error) {
+// key is the call's keyed response, committed with the move (nil: none).
+func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Duration, key *idempotency.Pending) (HeartbeatResult, []envelope.Warning, error) {
 	step := spawn.Step{Kind: spawn.StepHeartbeat, RequestID: requestID, Actor: s.actorOf(ctx), Extend: extend, Timeout: s.timeout(), MaxLease: s.maxLease()}
 	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
 		sp := tr.Spawn
@@ -63,7 +64,7 @@ func (s *Spawns) Heartbeat(ctx context.Context, requestID string, extend time.Du
 		}
 		return r, warns, nil
 	}
-	tr, err := s.runStep(ctx, step, idempotency.PendingFrom(ctx), result)
+	tr, err := s.runStep(ctx, step, key, result)
 	if err != nil {
 		return HeartbeatResult{}, nil, err
 	}

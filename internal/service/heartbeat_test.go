@@ -107,7 +107,7 @@ func TestAHeartbeatOfAnExpiredSpawnTimesItOutFirstEvenWithoutTheSweep(t *testing
 	id := e.verified("water boils at 100 C at sea level")
 	req := e.spawnReq(spawn.Assume, id)
 	e.clock.Advance(2 * time.Hour)
-	r, w, err := e.svc.Spawns.Heartbeat(ctx, req.RequestID, time.Hour)
+	r, w, err := e.svc.Spawns.Heartbeat(ctx, req.RequestID, time.Hour, nil)
 	if err != nil || r.Moved || r.Outcome != spawn.TimeoutRestored || len(w) != 1 || w[0].Code != "spawn-heartbeat-late" {
 		t.Fatalf("heartbeat of an expired spawn: %+v %v %v", r, w, err)
 	}

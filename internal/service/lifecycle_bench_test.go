@@ -90,7 +90,7 @@ func benchService(b *testing.B) *service.Service {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	return service.New(service.Deps{Store: st, Confirmations: st, SpawnTimeout: time.Hour})
+	return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, SpawnTimeout: time.Hour})
 }
 
 func benchClaim(b *testing.B, svc *service.Service) string {

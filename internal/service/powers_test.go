@@ -76,11 +76,11 @@ func TestAHarnessCannotCancelHeartbeatOrResolveAnotherHarnesssSpawn(t *testing.T
 	}
 	in := callbackInput(ledger.Verify, id, rid)
 	for what, try := range map[string]func() error{
-		"cancel":    func() error { _, _, err := e.svc.Spawns.Cancel(mallory, rid, "mine now"); return err },
-		"heartbeat": func() error { _, _, err := e.svc.Spawns.Heartbeat(mallory, rid, 0); return err },
+		"cancel":    func() error { _, _, err := e.svc.Spawns.Cancel(mallory, rid, "mine now", nil); return err },
+		"heartbeat": func() error { _, _, err := e.svc.Spawns.Heartbeat(mallory, rid, 0, nil); return err },
 		"resolve":   func() error { _, _, err := e.svc.Spawns.Resolve(mallory, in); return err },
 		"answer": func() error {
-			_, _, err := e.svc.Spawns.Answer(mallory, g.Spawn.ID, []string{"all of them"})
+			_, _, err := e.svc.Spawns.Answer(mallory, service.GuessAnswer{RequestID: g.Spawn.ID, Candidates: []string{"all of them"}})
 			return err
 		},
 	} {
@@ -93,10 +93,10 @@ func TestAHarnessCannotCancelHeartbeatOrResolveAnotherHarnesssSpawn(t *testing.T
 	}
 	// Its own callback token may heartbeat it, a person may cancel the guess, the requester resolves.
 	asCallback := service.WithPrincipal(ctx, auth.Principal{Role: auth.RoleCallback, RequestID: rid})
-	if _, _, err := e.svc.Spawns.Heartbeat(asCallback, rid, 0); err != nil {
+	if _, _, err := e.svc.Spawns.Heartbeat(asCallback, rid, 0, nil); err != nil {
 		t.Fatalf("its callback token's heartbeat: %v", err)
 	}
-	if _, _, err := e.svc.Spawns.Cancel(service.WithPrincipal(ctx, auth.Owner("me")), g.Spawn.ID, "not needed"); err != nil {
+	if _, _, err := e.svc.Spawns.Cancel(service.WithPrincipal(ctx, auth.Owner("me")), g.Spawn.ID, "not needed", nil); err != nil {
 		t.Fatalf("a person's cancel: %v", err)
 	}
 	if v, _, err := e.svc.Spawns.Resolve(alice, in); err != nil || v.Status != ledger.Verified {

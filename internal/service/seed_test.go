@@ -35,7 +35,7 @@ func newClock() *clock {
 func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 func (c *clock) service(st store.Store) *service.Service {
-	return service.New(service.Deps{Store: st, Clock: c.Now, SpawnTimeout: time.Hour, Author: "test"})
+	return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Clock: c.Now, SpawnTimeout: time.Hour, Author: "test"})
 }
 
 type env struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/settings"
@@ -75,6 +76,11 @@ type Deps struct {
 	// PasskeyRP makes the WebAuthn relying party of a page origin
 	// (internal/webauthnrp); nil: no passkeys (passkeys.go).
 	PasskeyRP PasskeyRP
+	// ToolNames are the tool registry's names (tools.Names()): every one
+	// a spawn request does not allow is in its forbidden_tools. Issuing or
+	// showing a spawn request without them panics (spawn.ForbiddenTools):
+	// a shorter list would forbid a subagent less.
+	ToolNames []string
 }
 
 // Service is the one service every front end calls, split by domain over
@@ -189,6 +195,9 @@ type ConcludeInput struct {
 	Refs       []string
 	Confidence *float64
 	DependsOn  []string
+	// Key is the call's keyed response, committed with the claim (nil:
+	// none; idempotency.Pending).
+	Key *idempotency.Pending
 }
 
 // Conclude records a new unverified claim.
@@ -220,7 +229,7 @@ func (s *Ledger) Conclude(ctx context.Context, in ConcludeInput) (EntityView, er
 	ev := s.event(ledger.EvConcluded, e.ID, now)
 	ev.To = ledger.Unverified
 	res = EntityView{Entity: e}
-	if err := s.commitAnswering(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}, res, nil); err != nil {
+	if err := s.commitAnswering(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}, in.Key, res, nil); err != nil {
 		return EntityView{}, storeErr(err)
 	}
 	return res, nil
@@ -229,8 +238,9 @@ func (s *Ledger) Conclude(ctx context.Context, in ConcludeInput) (EntityView, er
 // Define records a new term. A CURIE names one term: the check before the
 // commit refuses a CURIE already held, and the commit's condition on the
 // CURIE (CurieKey) refuses the same to the loser of two defines that both
-// passed the check, with the same error; nothing is written.
-func (s *Ledger) Define(ctx context.Context, curie, doc string) (EntityView, error) {
+// passed the check, with the same error; nothing is written. key is the
+// call's keyed response, committed with the term (nil: none).
+func (s *Ledger) Define(ctx context.Context, curie, doc string, key *idempotency.Pending) (EntityView, error) {
 	var res EntityView
 	if err := ledger.CheckCurie(curie); err != nil {
 		return res, err
@@ -248,7 +258,7 @@ func (s *Ledger) Define(ctx context.Context, curie, doc string) (EntityView, err
 	}
 	ev := s.event(ledger.EvDefined, e.ID, now)
 	ev.To = ledger.Unverified
-	err := s.commitAnswering(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}, EntityView{Entity: e}, nil)
+	err := s.commitAnswering(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}, Events: []ledger.Event{ev}}, key, EntityView{Entity: e}, nil)
 	if store.FailedOn(err, store.CurieKey(curie)) {
 		// Another define committed the CURIE after the check: it is
 		// committed, so a read now finds its term.

@@ -28,6 +28,9 @@ type SpawnInput struct {
 	N           int
 	Temperature *float64
 	Mode        spawn.Mode // spawn.ModeHarness or spawn.ModeDirect
+	// Key is the call's keyed response, committed with the issue in
+	// harness mode (nil: none); a direct-mode spawn's is remembered after.
+	Key *idempotency.Pending
 }
 
 // ErrNoProvider is returned in direct mode when no provider is configured.
@@ -88,7 +91,7 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 		res = Spawned{Request: payload, Spawn: tr.Spawn}
 		return res, nil, err
 	}
-	if _, err := s.runStep(ctx, step, idempotency.PendingFrom(ctx), result); err != nil {
+	if _, err := s.runStep(ctx, step, in.Key, result); err != nil {
 		return Spawned{}, nil, err
 	}
 	s.scheduleTimeout(ctx, res.Spawn)
@@ -155,17 +158,24 @@ type Answered struct {
 	Tally      []spawn.Tally  `json:"tally,omitempty"`
 }
 
-// Answer resolves a guess spawn: it records the candidates and their
-// agreement tally and concludes the top answer as an unverified claim.
-func (s *Spawns) Answer(ctx context.Context, requestID string, candidates []string) (Answered, []envelope.Warning, error) {
-	return s.answer(ctx, requestID, candidates, false, idempotency.PendingFrom(ctx))
+// GuessAnswer is the answer to a guess spawn.
+type GuessAnswer struct {
+	RequestID  string
+	Candidates []string
+	// Direct marks the events of a direct-mode guess (its provider's).
+	Direct bool
+	// Key is the call's keyed response, committed with the answer (nil:
+	// none; idempotency.Pending).
+	Key *idempotency.Pending
 }
 
-// answer is Answer (spawn.StepAnswer); direct marks the events of a
-// direct-mode guess; key is the call's keyed response (nil: none).
-func (s *core) answer(ctx context.Context, requestID string, candidates []string, direct bool, key *idempotency.Pending) (Answered, []envelope.Warning, error) {
-	step := spawn.Step{Kind: spawn.StepAnswer, RequestID: requestID, Actor: s.actorOf(ctx), Candidates: candidates,
-		ClaimID: s.newID(ids.Claim, s.now()), Author: s.Author, Direct: direct}
+// Answer resolves a guess spawn (spawn.StepAnswer): it records the
+// candidates and their agreement tally and concludes the top answer as
+// an unverified claim.
+func (s *Spawns) Answer(ctx context.Context, in GuessAnswer) (Answered, []envelope.Warning, error) {
+	candidates := in.Candidates
+	step := spawn.Step{Kind: spawn.StepAnswer, RequestID: in.RequestID, Actor: s.actorOf(ctx), Candidates: candidates,
+		ClaimID: s.newID(ids.Claim, s.now()), Author: s.Author, Direct: in.Direct}
 	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
 		sp := tr.Spawn
 		if tr.Effect == spawn.Lost {
@@ -175,7 +185,7 @@ func (s *core) answer(ctx context.Context, requestID string, candidates []string
 		return Answered{Candidates: len(candidates), Claim: tr.Entity, RequestID: sp.ID, Tally: tr.Tally,
 			Resolution: Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}}, appliedLate(tr, "the answer"), nil
 	}
-	tr, err := s.runStep(ctx, step, key, result)
+	tr, err := s.runStep(ctx, step, in.Key, result)
 	if err != nil {
 		return Answered{}, nil, err
 	}
@@ -217,13 +227,13 @@ func (s *core) commit(ctx context.Context, tx store.Tx) error {
 }
 
 // commitAnswering commits the call's tx together with the response a
-// transport will send for result (idempotency.Pending, when the context
-// carries one): the key's first response is stored in the same
+// transport will send for result (key, the call's idempotency.Pending;
+// nil: none): the key's first response is stored in the same
 // transaction as the writes that made it, so no crash between the two
 // can apply a call whose retry would not replay it. result is exactly
 // what the caller returns when the commit succeeds.
-func (s *core) commitAnswering(ctx context.Context, tx store.Tx, result any, warns []envelope.Warning) error {
-	p := idempotency.PendingFrom(ctx)
+func (s *core) commitAnswering(ctx context.Context, tx store.Tx, key *idempotency.Pending, result any, warns []envelope.Warning) error {
+	p := key
 	tx.Key = p.Prepare(result, warns)
 	err := s.commit(ctx, tx)
 	p.Committed(tx.Key, err)

@@ -239,7 +239,7 @@ func (s *core) callbackToken(ctx context.Context, requestID string) (string, err
 // token and every tool of the surface not allowed listed as forbidden.
 func (s *core) payload(req spawn.Request, token string) (json.RawMessage, error) {
 	if req.Context.ForbiddenTools == nil {
-		req.Context.ForbiddenTools = spawn.ForbiddenTools(req.Context.AllowedTools)
+		req = req.Forbidding(s.ToolNames)
 	}
 	req.Callback.Token = token
 	b, err := requestJSON(req)

@@ -22,6 +22,9 @@ type TransitionInput struct {
 	Evidence  []string
 	RequestID string
 	Direct    bool // the verdict came from a provider in direct mode
+	// Key is the call's keyed response, committed with the change (nil:
+	// none; idempotency.Pending).
+	Key *idempotency.Pending
 }
 
 // Resolve is a callback: a dismiss or trust with the request id of the
@@ -29,7 +32,8 @@ type TransitionInput struct {
 // request id, by commit order; a loser changes nothing and is told who
 // won. (The tool surface runs a callback's sweep after it, not before,
 // so that a late callback whose request has no committed resolver still
-// applies.)
+// applies.) It is spawn.StepCallback, a dismiss or trust, through the
+// executor.
 func (s *Spawns) Resolve(ctx context.Context, in TransitionInput) (EntityView, []envelope.Warning, error) {
 	if in.RequestID == "" {
 		return EntityView{}, nil, errs.E(errs.Usage, "a callback names the spawn it resolves (`request_id`)").On(in.EntityID)
@@ -37,7 +41,28 @@ func (s *Spawns) Resolve(ctx context.Context, in TransitionInput) (EntityView, [
 	if err := s.checkTransitionInput(in); err != nil {
 		return EntityView{}, nil, err
 	}
-	return s.callback(ctx, in, idempotency.PendingFrom(ctx))
+	step := spawn.Step{Kind: spawn.StepCallback, RequestID: in.RequestID, Actor: s.actorOf(ctx), Action: in.Action, EntityID: in.EntityID,
+		Reason: in.Reason, Evidence: in.Evidence, Direct: in.Direct}
+	tr, err := s.runStep(ctx, step, in.Key, resolved)
+	if err != nil {
+		return EntityView{}, nil, err
+	}
+	r, warns, _ := resolved(tr)
+	return r.(EntityView), warns, nil
+}
+
+// resolved is what a callback's transition tells its caller: exactly one
+// terminal resolver wins per request id, by commit order; a loser changes
+// nothing and is told who won.
+func resolved(tr spawn.Transition) (any, []envelope.Warning, error) {
+	sp := tr.Spawn
+	if tr.Effect == spawn.Lost {
+		// A loser changes nothing; the warning names the earlier resolution.
+		return EntityView{Entity: *tr.Current, Resolution: &Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}},
+			[]envelope.Warning{loserWarning(sp)}, nil
+	}
+	return EntityView{Entity: *tr.Entity, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}},
+		appliedLate(tr, "the callback"), nil
 }
 
 // Transition applies a status change that resolves no spawn; a callback,
@@ -72,7 +97,7 @@ func (s *Ledger) Transition(ctx context.Context, in TransitionInput) (EntityView
 		if verifier != nil {
 			e2 = s.supersede(ctx, &tx, *verifier, e2, in.Action)
 		}
-		err = s.commitAnswering(ctx, tx, EntityView{Entity: e2}, nil)
+		err = s.commitAnswering(ctx, tx, in.Key, EntityView{Entity: e2}, nil)
 		if isCondition(err) && attempt < maxAttempts {
 			continue
 		}
@@ -151,31 +176,6 @@ func (s *core) cascadeStale(ctx context.Context, tx *store.Tx, doubted string, a
 		}
 	}
 	return nil
-}
-
-// callback resolves a verification spawn with dismiss or trust
-// (spawn.StepCallback). Exactly one terminal resolver wins per request id,
-// by commit order; a loser changes nothing and is told who won. key is
-// the call's keyed response (nil: none).
-func (s *core) callback(ctx context.Context, in TransitionInput, key *idempotency.Pending) (EntityView, []envelope.Warning, error) {
-	step := spawn.Step{Kind: spawn.StepCallback, RequestID: in.RequestID, Actor: s.actorOf(ctx), Action: in.Action, EntityID: in.EntityID,
-		Reason: in.Reason, Evidence: in.Evidence, Direct: in.Direct}
-	result := func(tr spawn.Transition) (any, []envelope.Warning, error) {
-		sp := tr.Spawn
-		if tr.Effect == spawn.Lost {
-			// A loser changes nothing; the warning names the earlier resolution.
-			return EntityView{Entity: *tr.Current, Resolution: &Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: false}},
-				[]envelope.Warning{loserWarning(sp)}, nil
-		}
-		return EntityView{Entity: *tr.Entity, Resolution: &Resolution{RequestID: sp.ID, Outcome: spawn.CallbackApplied, Applied: true}},
-			appliedLate(tr, "the callback"), nil
-	}
-	tr, err := s.runStep(ctx, step, key, result)
-	if err != nil {
-		return EntityView{}, nil, err
-	}
-	r, warns, _ := result(tr)
-	return r.(EntityView), warns, nil
 }
 
 // pendingVerifier is the verification spawn pending on e that holds it

@@ -74,9 +74,28 @@ var (
 	// ApprovalPoll is how often waits and long-polls re-read the table in
 	// AWS (DONT_APPROVAL_POLL).
 	ApprovalPoll = Duration{Example: "200ms"}
-	// FrameRetention is how long DynamoDB keeps approval frames; 0 keeps
-	// them for good (DONT_FRAME_RETENTION).
+	// FrameRetention is how long approval frames are kept after their
+	// question's deadline (frame_retention, DONT_FRAME_RETENTION); 0 keeps
+	// them for good. On SQLite a session is forgotten whole once that long
+	// has passed since its last question's deadline (retention.go of
+	// internal/store/sqlite); on DynamoDB each frame carries ttl.
 	FrameRetention = Duration{Off: true, Example: "720h"}
+	// DeliveryRetention is how long a finished webhook delivery, and each
+	// delivery-log attempt, is kept after it (delivery_retention,
+	// DONT_DELIVERY_RETENTION); 0 keeps them for good. A pending delivery
+	// is never removed.
+	DeliveryRetention = Duration{Off: true, Example: "720h"}
+)
+
+// The retention settings' sources. Both are person-only (trust.go): an
+// agent that shortened them would erase the record of the questions it
+// asked and of who was paged; one that lengthened them grows the store
+// toward a full disk, where every write stops.
+const (
+	EnvFrameRetention    = "DONT_FRAME_RETENTION"
+	KeyFrameRetention    = "frame_retention"
+	EnvDeliveryRetention = "DONT_DELIVERY_RETENTION"
+	KeyDeliveryRetention = "delivery_retention"
 )
 
 // EnvApprovalRemindAt and KeyApprovalRemindAt are the share of a

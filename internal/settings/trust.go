@@ -58,7 +58,7 @@ const (
 var PersonOnlyEnv = []string{
 	EnvApprovalTimeout, EnvApprovalTimeoutMin, EnvApprovalTimeoutMax, EnvApprovalRemindAt, EnvSubscriberLease, EnvPublicURL, EnvHooksAllowPrivate,
 	EnvSpawnMaxLease, EnvLLMProvider, EnvLLMBaseURL, EnvSessionCeiling, EnvTwoPersonFrom, EnvSlackSigningSecret, EnvSlackBotToken,
-	EnvPasskeyRequiredFrom,
+	EnvPasskeyRequiredFrom, EnvFrameRetention, EnvDeliveryRetention,
 }
 
 // IsPersonOnlyEnv reports whether name sets a trust-relevant setting.

@@ -235,6 +235,7 @@ func (step Step) Check() error {
 // fail) exactly one commits per spawn; the others find it resolved and
 // return Effect Lost.
 func Apply(st Snapshot, step Step, now time.Time) (Transition, error) {
+	trace(step)
 	if err := step.Check(); err != nil {
 		return Transition{}, err
 	}
@@ -300,10 +301,9 @@ func issue(st Snapshot, step Step, now time.Time) (Transition, error) {
 	}
 	// The request is stored without its callback token, and without
 	// forbidden_tools: the surface's other tools, which the payload a
-	// harness receives adds back. Kept, the list would make every spawn
-	// item dearer to write (docs/aws-cost.md).
+	// harness receives adds back (Forbidding). Kept, the list would make
+	// every spawn item dearer to write (docs/aws-cost.md).
 	bare := NewRequest(sp, t.Entity)
-	bare.Context.ForbiddenTools = nil
 	stored, err := bare.Encode()
 	if err != nil {
 		return Transition{}, errs.E(errs.Internal, "encode spawn request").Wrap(err)

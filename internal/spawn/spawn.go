@@ -127,20 +127,6 @@ type Request struct {
 	Temperature *float64  `json:"temperature,omitempty"`
 }
 
-// Verbs are the ledger verbs, the universe of allowed/forbidden lists
-// when no tool registry is linked in (the service's own tests).
-var Verbs = []string{"init", "conclude", "define", "trust", "dismiss", "lock", "ignore", "reopen",
-	"show", "list", "assume", "overlook", "guess", "answer", "spawns", "sweep"}
-
-// toolNames returns every tool of the surface. The tool registry sets it
-// (internal/tools), so that every tool that exists is either allowed or
-// forbidden in every spawn request: a harness enforcing forbidden_tools
-// then keeps a subagent from escalate, approvals.*, tokens.* and the rest.
-var toolNames = func() []string { return Verbs }
-
-// UseToolNames makes the registry's names the universe of forbidden_tools.
-func UseToolNames(names func() []string) { toolNames = names }
-
 // AllowedTools is the only tool list a subagent of this kind may use; the
 // callback token's powers are this same list.
 func AllowedTools(k Kind) []string {
@@ -158,11 +144,18 @@ func CallbackActions(k Kind) []string {
 	return []string{"dismiss", "trust"}
 }
 
-// ForbiddenTools is every tool of the surface not in allowed.
-func ForbiddenTools(allowed []string) []string {
-	names := toolNames()
-	out := make([]string, 0, len(names))
-	for _, v := range names {
+// ForbiddenTools is every tool of the surface (tools: the tool
+// registry's names, which its builder is given: service.Deps.ToolNames)
+// not in allowed. It is what keeps a subagent, under a harness that
+// enforces forbidden_tools, from escalate, approvals.*, tokens.* and every
+// other tool: so a list built without the surface is a programming error,
+// and it panics rather than forbid less.
+func ForbiddenTools(allowed, tools []string) []string {
+	if len(tools) == 0 {
+		panic("spawn: forbidden_tools needs the tool registry's names (service.Deps.ToolNames), and none were given")
+	}
+	out := make([]string, 0, len(tools))
+	for _, v := range tools {
 		ok := false
 		for _, a := range allowed {
 			ok = ok || a == v
@@ -193,14 +186,14 @@ func Restores(sp Spawn, e ledger.Entity) bool {
 	return sp.EntityID != "" && e.Version == sp.EntityVersion
 }
 
-// NewRequest builds the payload a harness receives.
+// NewRequest builds the request as it is stored: the payload a harness
+// receives is this with its callback token and forbidden_tools
+// (Forbidding).
 func NewRequest(sp Spawn, e *ledger.Entity) Request {
-	allowed := AllowedTools(sp.Kind)
 	r := Request{
 		RequestID: sp.ID, RequestKind: sp.Kind, EntityID: sp.EntityID, Mode: sp.Mode,
 		Context: Context{
-			Clean: true, Prompt: Prompt(sp, e), AllowedTools: allowed,
-			ForbiddenTools: ForbiddenTools(allowed), MaxToolCalls: 20,
+			Clean: true, Prompt: Prompt(sp, e), AllowedTools: AllowedTools(sp.Kind), MaxToolCalls: 20,
 		},
 		Callback:  Callback{Actions: CallbackActions(sp.Kind), RequestID: sp.ID},
 		IssuedAt:  sp.IssuedAt,
@@ -210,6 +203,13 @@ func NewRequest(sp Spawn, e *ledger.Entity) Request {
 		r.N, r.Temperature = sp.N, sp.Temperature
 		r.Context.MaxToolCalls = 2 * sp.N
 	}
+	return r
+}
+
+// Forbidding is r with every tool of the surface it does not allow listed
+// as forbidden (ForbiddenTools; tools is the registry's names).
+func (r Request) Forbidding(tools []string) Request {
+	r.Context.ForbiddenTools = ForbiddenTools(r.Context.AllowedTools, tools)
 	return r
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"slices"
 	"strconv"
 	"testing"
@@ -51,7 +52,7 @@ func loggedHook(t *testing.T, s HookStores, n int) (hooks.Hook, []string, []stri
 }
 
 func hookService(s HookStores, project string) *service.Service {
-	return service.New(service.Deps{Store: s.Store, Author: "storetest", Project: project, HooksConfig: service.HooksConfig{Store: s.Hooks}})
+	return service.New(service.Deps{ToolNames: tools.Names(), Store: s.Store, Author: "storetest", Project: project, HooksConfig: service.HooksConfig{Store: s.Hooks}})
 }
 
 func hookDeliveryPages(t *testing.T, s HookStores) {

@@ -17,6 +17,7 @@ func RunIdempotency(t *testing.T, newStore func(t *testing.T) idempotency.Store)
 	}{
 		{"a claimed and completed key is absent after the window", claimedExpires},
 		{"a remembered key is absent after the window and may be remembered again", rememberedExpires},
+		{"a claim that never completed reads as of when it was claimed, and is unknown once stale", claimNeverCompleted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
@@ -63,5 +64,28 @@ func rememberedExpires(t *testing.T, s idempotency.Store) {
 	must(t, s.Remember(ctx, "r", "fp2", 200, []byte(`{"again":true}`), past))
 	if ex, err := s.Lookup(ctx, "r", past); err != nil || ex == nil || ex.Fingerprint != "fp2" || string(ex.Body) != `{"again":true}` {
 		t.Fatalf("remembered again after the window: %+v %v", ex, err)
+	}
+}
+
+// claimNeverCompleted is a server that died between a call's write and
+// its key's completion: the claim, read, says when it was made, so a
+// transport can refuse it once stale instead of running the call again
+// (idempotency.Record.OutcomeUnknown).
+func claimNeverCompleted(t *testing.T, s idempotency.Store) {
+	ctx := context.Background()
+	if ex, err := s.Claim(ctx, "c", "fp1", base); err != nil || ex != nil {
+		t.Fatalf("first claim: %+v %v", ex, err)
+	}
+	fresh := base.Add(idempotency.StaleClaim - time.Second)
+	ex, err := s.Lookup(ctx, "c", fresh)
+	if err != nil || ex == nil || ex.Done || !ex.At.Equal(base) || ex.OutcomeUnknown(fresh) {
+		t.Fatalf("a fresh claim: %+v %v", ex, err)
+	}
+	if ex, err := s.Claim(ctx, "c", "fp1", fresh); err != nil || ex == nil || ex.Done || !ex.At.Equal(base) {
+		t.Fatalf("a claim of a fresh claim: %+v %v", ex, err)
+	}
+	stale := base.Add(idempotency.StaleClaim)
+	if ex, err := s.Lookup(ctx, "c", stale); err != nil || !ex.OutcomeUnknown(stale) {
+		t.Fatalf("a stale claim: %+v %v", ex, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"slices"
 	"sync"
 	"testing"
@@ -157,7 +158,7 @@ func spawnPages(t *testing.T, s store.Store) {
 // order never goes back.
 func walkWhileInserting(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	svc := service.New(service.Deps{Store: s, Author: "storetest"})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Author: "storetest"})
 	conclude := func(i int) string {
 		v, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim %d of the walk", i)})
 		must(t, err)
@@ -225,7 +226,7 @@ func walkWhileInserting(t *testing.T, s store.Store) {
 
 func invalidCursors(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	svc := service.New(service.Deps{Store: s, Author: "storetest", Project: "acme"})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Author: "storetest", Project: "acme"})
 	for i := range 5 {
 		_, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim %d", i)})
 		must(t, err)
@@ -244,7 +245,7 @@ func invalidCursors(t *testing.T, s store.Store) {
 	}
 	// Another position spelled with the digest of the first.
 	other := base64.RawURLEncoding.EncodeToString(append(slices.Clone(raw[:16]), ids.New(ids.Claim, base)...))
-	otherProject := service.New(service.Deps{Store: s, Author: "storetest", Project: "globex"})
+	otherProject := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Author: "storetest", Project: "globex"})
 	refused := map[string]func() error{
 		"a flipped digest byte": func() error { _, err := svc.Ledger.ListPage(ctx, "", service.Page{Cursor: tampered(0)}); return err },
 		"a flipped position byte": func() error {

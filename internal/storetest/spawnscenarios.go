@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"github.com/dont-cli/dont/internal/tools"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -30,7 +31,7 @@ func RunSpawnScenarios(t *testing.T, newStore func(t *testing.T) store.Store) {
 	dir := filepath.Join(filepath.Dir(file), "..", "spawn", "testdata")
 	spawntest.Run(t, dir, func(t *testing.T) spawntest.World {
 		w := &storeWorld{store: newStore(t), now: spawntest.Base, real: map[string]string{}, name: map[string]string{}}
-		w.svc = service.New(service.Deps{Store: w.store, Author: "agent-1", Clock: func() time.Time { return w.now }})
+		w.svc = service.New(service.Deps{ToolNames: tools.Names(), Store: w.store, Author: "agent-1", Clock: func() time.Time { return w.now }})
 		return w
 	})
 }

@@ -74,10 +74,10 @@ func init() {
 			},
 			check:     func(a Args) error { _, err := escalateDeadline(a); return err },
 			approvals: true, sweep: always,
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
 				deadline, _ := escalateDeadline(a)
 				return escalated(s.Escalations.Escalate(ctx, service.EscalateInput{SessionID: a.Str("session"), CallID: a.Str("call"), To: a.Str("to"),
-					Reason: a.Str("reason"), Preview: a.Str("preview"), NoWait: a.Bool("no_wait"), Deadline: deadline}))
+					Reason: a.Str("reason"), Preview: a.Str("preview"), NoWait: a.Bool("no_wait"), Deadline: deadline, Asked: o.Asked}))
 			}}
 	})
 

@@ -69,39 +69,57 @@ func applyGate(t *Tool) {
 // CallGated runs a call the way a server answers it: the server-side gate
 // first (confirm.Admit), then the tool — or, for a gated call nobody
 // confirmed, a pending confirmation that an approver confirms later. The
-// HTTP API, MCP and the embedded CLI (after its own prompt) call this;
-// Call is the ungated execution a confirmed call ends in.
+// HTTP API, MCP and the embedded CLI (after its own prompt) call this, or
+// CallWith; Call is the ungated execution a confirmed call ends in.
 //
 // The call runs as the principal its transport put on ctx
 // (service.WithPrincipal), whose powers are checked here, for every
 // transport at once.
 func CallGated(ctx context.Context, s *service.Service, name string, raw map[string]any, a confirm.Arrival) (Output, error) {
-	t, ok := Lookup(name)
-	if !ok {
-		return Call(ctx, s, name, raw)
+	return execute(ctx, s, name, raw, &a, CallOptions{})
+}
+
+// CallWith is CallGated with what the transport hands the call beside
+// its arguments (CallOptions).
+func CallWith(ctx context.Context, s *service.Service, name string, raw map[string]any, a confirm.Arrival, o CallOptions) (Output, error) {
+	return execute(ctx, s, name, raw, &a, o)
+}
+
+// admit is the gate of a call (gate nil: none): the principal's powers,
+// then the server-side confirmation gate. It returns the arguments to run
+// with, or the result to answer instead (held: a pending confirmation).
+func admit(ctx context.Context, s *service.Service, t *Tool, raw map[string]any, gate *confirm.Arrival) (args map[string]any, held Output, ran bool, err error) {
+	if gate == nil {
+		return raw, Output{}, false, nil
 	}
 	if err := Authorize(ctx, s, t, raw); err != nil {
-		return Output{}, err
+		return nil, Output{}, true, err
 	}
-	args, verdict, err := confirm.Admit(t.Annotations.Gate, raw, a)
+	args, verdict, err := confirm.Admit(t.Annotations.Gate, raw, *gate)
 	if err != nil {
-		return Output{}, err
+		return nil, Output{}, true, err
 	}
 	if verdict == confirm.Execute {
-		return Call(ctx, s, name, args)
+		return args, Output{}, false, nil
 	}
+	held, err = hold(ctx, s, t, args)
+	return nil, held, true, err
+}
+
+// hold keeps a gated call nobody confirmed for an approver.
+func hold(ctx context.Context, s *service.Service, t *Tool, args map[string]any) (Output, error) {
 	if t.Annotations.InteractiveOnly {
 		// Held, it could be confirmed later by someone who is not at a
 		// client; an interactive-only action waits for no one.
-		return Output{}, errs.E(confirm.NeverHeld, name+" is interactive-only: a person confirms it at a client; it is never held for later, and nothing ran",
-			errs.Step{Command: "dont " + cliPath(name) + " … (at a terminal)", Description: "answer the CLI's [y/N] prompt as a person"}).Unmet("a person's confirmation at a client")
+		return Output{}, errs.E(confirm.NeverHeld, t.Name+" is interactive-only: a person confirms it at a client; it is never held for later, and nothing ran",
+			errs.Step{Command: "dont " + cliPath(t.Name) + " … (at a terminal)", Description: "answer the CLI's [y/N] prompt as a person"}).Unmet("a person's confirmation at a client")
 	}
 	// A held call must be a valid call: a bad one is refused now, not
 	// when somebody confirms it.
 	if _, err := t.Validate(args); err != nil {
 		return Output{}, err
 	}
-	return held(s.Held.Hold(ctx, name, args))
+	return held(s.Held.Hold(ctx, t.Name, args))
 }
 
 // Held reports whether a result is a held call (data.status "pending_confirmation").

@@ -42,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 func (f *fixture) service(st *sqlite.Store) *service.Service {
-	return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "test", Clock: func() time.Time { return time.Unix(0, f.now.Load()).UTC() }})
+	return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Author: "test", Clock: func() time.Time { return time.Unix(0, f.now.Load()).UTC() }})
 }
 
 // another is a second connection to the same file, as another server process.

@@ -156,7 +156,7 @@ func goldenRun(t *testing.T) map[string]envelope.Envelope {
 	t.Cleanup(receiver.Close)
 	policy := hooks.AddrPolicy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-	svc := service.New(service.Deps{Store: st, Tokens: st, Confirmations: st, Author: "test",
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Tokens: st, Confirmations: st, Author: "test",
 		Approvals:   service.Approvals{Store: st, Lease: time.Hour},
 		HooksConfig: service.HooksConfig{Store: st, Sender: webhook.New(policy), Policy: policy, PublicURL: "https://dont.example.com"},
 		Clock:       func() time.Time { return now },

@@ -24,8 +24,8 @@ func init() {
 		return &Tool{Name: "spawns.cancel", Summary: "Cancel a pending spawn: it resolves as cancelled and the entity gets its pre-spawn status back.",
 			Params: []Param{spawnID, {Name: "reason", Type: String, Description: "why it is cancelled"}},
 			sweep:  always, answer: presentAs[service.CancelResult](envelope.KindSpawnCancel),
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason")))
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
+				return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason"), o.Key))
 			}}
 	})
 	register("spawns.heartbeat", func() *Tool {
@@ -33,7 +33,7 @@ func init() {
 			Params: []Param{spawnID, {Name: "extend", Type: String, Description: "how far from now the expiry moves, a Go duration (default: the project's spawn timeout)"}},
 			sweep:  always, // an expired spawn is timed out first: a heartbeat never revives it
 			answer: presentAs[service.HeartbeatResult](envelope.KindSpawnHeartbeat),
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
 				var extend time.Duration
 				if v := a.Str("extend"); v != "" {
 					d, err := settings.SpawnHeartbeat.FromArgument("extend", v,
@@ -43,7 +43,7 @@ func init() {
 					}
 					extend = d
 				}
-				return withWarnings[service.HeartbeatResult](envelope.KindSpawnHeartbeat)(s.Spawns.Heartbeat(ctx, a.Str("request_id"), extend))
+				return withWarnings[service.HeartbeatResult](envelope.KindSpawnHeartbeat)(s.Spawns.Heartbeat(ctx, a.Str("request_id"), extend, o.Key))
 			}}
 	})
 	register("spawns.manage", func() *Tool {
@@ -63,7 +63,7 @@ func init() {
 			},
 			// Its one write, a cancel, is one commit; list and show write nothing.
 			sweep: always, answer: presentAs[service.CancelResult](envelope.KindSpawnCancel),
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
 				switch a.Str("op") {
 				case "list":
 					l, err := s.Spawns.ListPage(ctx, a.Str("view"), page(a))
@@ -73,7 +73,7 @@ func init() {
 				case "show":
 					return data[service.SpawnView](envelope.KindSpawn)(s.Spawns.Record(ctx, a.Str("request_id")))
 				default:
-					return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason")))
+					return withWarnings[service.CancelResult](envelope.KindSpawnCancel)(s.Spawns.Cancel(ctx, a.Str("request_id"), a.Str("reason"), o.Key))
 				}
 			}}
 	})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/idempotency"
@@ -59,12 +60,45 @@ func afterCallback(a Args) sweepOrder {
 	return sweepBefore
 }
 
-// call executes a validated call under the tool's cross-cutting policy: its
+// CallOptions are what a transport hands one call beside its arguments.
+// They are explicit: the context carries only the caller's identity
+// (service.WithPrincipal) and the call's cancellation (docs/design.md,
+// "What the context carries").
+type CallOptions struct {
+	// Key is the call's Idempotency-Key (internal/httpapi), with Name,
+	// Fingerprint, Encode and MayDefer set; nil: none. For a tool whose
+	// write is one commit of the service (CommitsKey), or an exclusive
+	// one, the service commits the response with the call's writes:
+	// execute sets Key.Respond to present it as this package does.
+	Key *idempotency.Pending
+	// Asked is told the question escalate asks once it exists, before the
+	// call waits for its answer (the CLI's countdown, MCP's progress);
+	// nil: no one.
+	Asked func(approvals.Approval)
+}
+
+// execute runs one call: the gate (admit; gate nil: none, for Call), the
+// arguments' validation, and the tool under its cross-cutting policy: its
 // argument check, its need for the approvals port, and the sweep every
 // invocation of a sweeping tool runs (expired spawns resolved by timeout,
 // due questions ended). The sweep never fails the call; its failure is a
-// warning.
-func (t *Tool) call(ctx context.Context, s *service.Service, a Args) (Output, error) {
+// warning. Every transport reaches the service through it, one frame
+// below its own entry: from a transport to spawn.Apply is this, the
+// tool's run, the service method and its executor (docs/design.md,
+// "Where a spawn is resolved").
+func execute(ctx context.Context, s *service.Service, name string, raw map[string]any, gate *confirm.Arrival, o CallOptions) (Output, error) {
+	t, ok := Lookup(name)
+	if !ok {
+		return Output{}, unknownTool(name)
+	}
+	raw, held, ran, err := admit(ctx, s, t, raw, gate)
+	if ran {
+		return held, err
+	}
+	a, err := t.Validate(raw)
+	if err != nil {
+		return Output{}, err
+	}
 	if t.check != nil {
 		if err := t.check(a); err != nil {
 			return Output{}, err
@@ -79,51 +113,54 @@ func (t *Tool) call(ctx context.Context, s *service.Service, a Args) (Output, er
 	if t.sweep != nil {
 		order = t.sweep(a)
 	}
+	var lead []envelope.Warning
+	var hints []string
+	if order == sweepBefore {
+		lead, hints = sweep(s.SweepFirst(ctx))
+	}
+	if o.Key != nil && o.Key.Encode != nil {
+		o.Key.Respond = t.responder(o.Key.Encode, lead, hints)
+	}
+	var out Output
+	if t.runWith != nil {
+		out, err = t.runWith(ctx, s, a, o)
+	} else {
+		out, err = t.run(ctx, s, a)
+	}
 	switch order {
 	case sweepBefore:
-		w, h := sweep(s.SweepFirst(ctx))
-		answering(ctx, t, w, h)
-		out, err := t.run(ctx, s, a)
-		out.Warnings = append(w, out.Warnings...)
-		out.Hints = append(h, out.Hints...)
+		out.Warnings = append(lead, out.Warnings...)
+		out.Hints = append(hints, out.Hints...)
 		if err == nil && out.sweepAgain {
 			out.mergeAfter(sweep(s.SweepFirst(ctx)))
 		}
-		return out, err
 	case sweepAfter:
-		answering(ctx, t, nil, nil)
-		out, err := t.run(ctx, s, a)
 		out.mergeAfter(sweep(s.SweepAfter(ctx)))
-		return out, err
 	}
-	answering(ctx, t, nil, nil)
-	return t.run(ctx, s, a)
+	out.Warnings = nextSteps(out.Warnings)
+	return out, err
 }
 
-// answering lets the call's idempotency.Pending, if the transport gave
-// one, present the result the service is about to commit as this
-// package presents it (presentResult), led by the warnings and hints of
-// the sweep that ran first, and encode it through the transport: that is
-// the response committed with the call, and the one sent. A sweep run
-// after the call is not in it (its findings concern other spawns, and are
-// not known at the commit).
-func answering(ctx context.Context, t *Tool, lead []envelope.Warning, hints []string) {
-	p := idempotency.PendingFrom(ctx)
-	if p == nil || p.Encode == nil {
-		return
-	}
+// responder is how a keyed call's response is made from the result the
+// service is about to commit (idempotency.Pending.Respond): presented as
+// this package presents it (presentResult), led by the warnings and hints
+// of the sweep that ran first, and encoded by the transport (encode):
+// that is the response committed with the call, and the one sent. A sweep
+// run after the call is not in it (its findings concern other spawns, and
+// are not known at the commit).
+func (t *Tool) responder(encode func(out any) (int, []byte, bool), lead []envelope.Warning, hints []string) func(result any, warns []envelope.Warning) (int, []byte, bool) {
 	present := presentResult
 	if t.answer != nil {
 		present = t.answer
 	}
-	p.Respond = func(result any, warns []envelope.Warning) (int, []byte, bool) {
+	return func(result any, warns []envelope.Warning) (int, []byte, bool) {
 		out, ok := present(result, warns)
 		if !ok {
 			return 0, nil, false
 		}
 		out.Warnings = nextSteps(append(append([]envelope.Warning{}, lead...), out.Warnings...))
 		out.Hints = append(append([]string{}, hints...), out.Hints...)
-		return p.Encode(out)
+		return encode(out)
 	}
 }
 

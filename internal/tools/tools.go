@@ -19,7 +19,6 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/service"
-	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // Param types, as JSON Schema names them.
@@ -105,6 +104,10 @@ type Tool struct {
 	// exclusive tools and a callback token's calls.
 	answer func(result any, warns []envelope.Warning) (Output, bool)
 	run    func(ctx context.Context, s *service.Service, a Args) (Output, error)
+	// runWith runs, instead of run, a tool that takes what the transport
+	// hands the call beside its arguments (CallOptions): its keyed
+	// response, escalate's asked notice.
+	runWith func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error)
 	// The cross-cutting policy (see call): check refuses bad arguments
 	// before anything runs; approvals says the tool needs the approvals
 	// port; sweep says whether, and when, the call sweeps (nil: never).
@@ -251,12 +254,6 @@ func (r *registered) tool() *Tool {
 	return r.t
 }
 
-// Every spawn request forbids every registered tool it does not allow.
-var _ = func() bool {
-	spawn.UseToolNames(names)
-	return true
-}()
-
 var groupSummaries = map[string]string{}
 
 // GroupSummary describes a group of tools, for help.
@@ -273,22 +270,17 @@ func register(name string, build func() *Tool) {
 	registry[name] = &registered{name: name, build: build}
 }
 
-// Call validates raw arguments and runs the tool under its policy (see
-// call): the one function the CLI, `dont serve`, MCP and both Lambdas
-// reach every service operation through.
+// Call validates raw arguments and runs the tool under its policy
+// (execute), ungated: what a confirmed call ends in, and what tests and
+// the linearizability checker call. Transports call CallGated or
+// CallWith.
 func Call(ctx context.Context, s *service.Service, name string, raw map[string]any) (Output, error) {
-	t, ok := Lookup(name)
-	if !ok {
-		return Output{}, errs.E(errs.Usage, "unknown tool "+quote(name),
-			errs.Step{Command: "dont tools", Description: "list the tools"})
-	}
-	a, err := t.Validate(raw)
-	if err != nil {
-		return Output{}, err
-	}
-	out, err := t.call(ctx, s, a)
-	out.Warnings = nextSteps(out.Warnings)
-	return out, err
+	return execute(ctx, s, name, raw, nil, CallOptions{})
+}
+
+// unknownTool is the refusal of a name no tool has.
+func unknownTool(name string) error {
+	return errs.E(errs.Usage, "unknown tool "+quote(name), errs.Step{Command: "dont tools", Description: "list the tools"})
 }
 
 // Validate checks types, required params and unknown names. JSON numbers

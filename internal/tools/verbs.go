@@ -30,9 +30,9 @@ func init() {
 				{Name: "depends_on", Type: Strings, Description: "an entity this claim depends on (repeatable)"},
 			},
 			sweep: always, answer: presentConcluded,
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
 				return concluded(s.Ledger.Conclude(ctx, service.ConcludeInput{Statement: a.Str("statement"), Atoms: a.Strs("atom"),
-					Refs: a.Strs("ref"), Confidence: a.Float("confidence"), DependsOn: a.Strs("depends_on")}))
+					Refs: a.Strs("ref"), Confidence: a.Float("confidence"), DependsOn: a.Strs("depends_on"), Key: o.Key}))
 			}}
 	})
 	register("define", func() *Tool {
@@ -42,8 +42,8 @@ func init() {
 				{Name: "doc", Type: String, Required: true, Description: "the definition"},
 			},
 			sweep: always, answer: presentResult,
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				v, err := s.Ledger.Define(ctx, a.Str("curie"), a.Str("doc"))
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
+				v, err := s.Ledger.Define(ctx, a.Str("curie"), a.Str("doc"), o.Key)
 				return entity(v, nil, err)
 			}}
 	})
@@ -139,8 +139,8 @@ func init() {
 			},
 			// An answer resolves its own request before the sweep runs.
 			sweep: func(Args) sweepOrder { return sweepAfter }, answer: presentResult,
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return answered(s.Spawns.Answer(ctx, a.Str("request_id"), a.Strs("candidate")))
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
+				return answered(s.Spawns.Answer(ctx, service.GuessAnswer{RequestID: a.Str("request_id"), Candidates: a.Strs("candidate"), Key: o.Key}))
 			}}
 	})
 	register("spawns", func() *Tool {
@@ -194,9 +194,9 @@ func spawnsView(a Args) (view string, n int) {
 func transition(action ledger.Action, summary string, params ...Param) *Tool {
 	return &Tool{Name: string(action), Summary: summary, Params: append([]Param{entityParam}, params...),
 		sweep: afterCallback, answer: presentResult,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+		runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
 			in := service.TransitionInput{Action: action, EntityID: a.Str("id"),
-				Reason: a.Str("reason"), Evidence: a.Strs("evidence"), RequestID: a.Str("request_id")}
+				Reason: a.Str("reason"), Evidence: a.Strs("evidence"), RequestID: a.Str("request_id"), Key: o.Key}
 			if in.RequestID != "" {
 				return entity(s.Spawns.Resolve(ctx, in)) // a callback: where a spawn is resolved
 			}
@@ -207,8 +207,8 @@ func transition(action ledger.Action, summary string, params ...Param) *Tool {
 func spawner(kind spawn.Kind, summary string) *Tool {
 	return &Tool{Name: string(kind), Summary: summary, Params: []Param{entityParam, modeParam}, Exclusive: kind != spawn.Guess,
 		sweep: always,
-		run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-			return spawned(s.Spawns.Request(ctx, service.SpawnInput{Kind: kind, EntityID: a.Str("id"), Mode: spawn.Mode(a.Str("mode"))}))
+		runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
+			return spawned(s.Spawns.Request(ctx, service.SpawnInput{Kind: kind, EntityID: a.Str("id"), Mode: spawn.Mode(a.Str("mode")), Key: o.Key}))
 		}}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"io"
 	"net"
 	"net/http"
@@ -145,7 +146,7 @@ func newFixture(t *testing.T, policy hooks.AddrPolicy) fixture {
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := &clock{now: time.Now().UTC()}
-	svc := service.New(service.Deps{Store: st, Tokens: st, Confirmations: st, Clock: clk.Now, Author: "test",
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Tokens: st, Confirmations: st, Clock: clk.Now, Author: "test",
 		HooksConfig: service.HooksConfig{Store: st, Sender: webhook.New(policy), Policy: policy, PublicURL: "https://dont.example.com"}})
 	return fixture{svc: svc, store: st, clk: clk}
 }

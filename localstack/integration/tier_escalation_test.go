@@ -8,6 +8,7 @@ package integration_test
 
 import (
 	"encoding/json"
+	"github.com/dont-cli/dont/internal/tools"
 	"net/http"
 	"slices"
 	"testing"
@@ -24,7 +25,7 @@ import (
 // an operator's bootstrap would.
 func (p *project) approver() string {
 	p.t.Helper()
-	res, err := (service.New(service.Deps{Store: p.store, Confirmations: p.store, Tokens: p.store, Project: p.store.Project()})).Credentials.Create(ctx, "approver", "integration-approver")
+	res, err := (service.New(service.Deps{ToolNames: tools.Names(), Store: p.store, Confirmations: p.store, Tokens: p.store, Project: p.store.Project()})).Credentials.Create(ctx, "approver", "integration-approver")
 	if err != nil {
 		p.t.Fatal(err)
 	}

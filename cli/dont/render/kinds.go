@@ -731,6 +731,12 @@ func passphraseSet(p *printer, d doc) {
 func doctor(p *printer, d doc) {
 	p.line("checked %s, %s, %s and %s", Plural(d.n("entities"), "entity", "entities"), Plural(d.n("events"), "event", "events"),
 		Plural(d.n("spawns"), "spawn", "spawns"), Plural(d.n("approvals"), "approval request", "approval requests"))
+	if d.has("retention") {
+		r := d.m("retention")
+		p.line("  retention removed %s (%s, %s), %s and %s", Plural(r.n("sessions"), "ended session", "ended sessions"),
+			Plural(r.n("questions"), "question", "questions"), Plural(r.n("frames"), "frame", "frames"),
+			Plural(r.n("deliveries"), "finished delivery", "finished deliveries"), Plural(r.n("attempts"), "logged attempt", "logged attempts"))
+	}
 	vs := d.list("violations")
 	if len(vs) == 0 {
 		p.line("  %s no invariant is broken", p.st.Green("ok:"))

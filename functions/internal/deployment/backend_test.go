@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/dont-cli/dont/internal/tools"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -44,7 +45,7 @@ func newAPI(t *testing.T) *api {
 		a.mu.Lock()
 		a.built[st.Project()]++
 		a.mu.Unlock()
-		return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: st.Project(), SpawnTimeout: time.Hour, Author: "api",
+		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: st.Project(), SpawnTimeout: time.Hour, Author: "api",
 			Clock: func() time.Time { return time.Unix(0, a.now.Load()).UTC() }})
 	})
 	a.srv = httptest.NewServer(httpapi.New(httpapi.Options{Backend: a.backend, RatePerSecond: -1}))

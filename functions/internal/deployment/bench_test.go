@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -41,7 +42,7 @@ func benchLifecycle(b *testing.B, hookCache time.Duration) {
 		counter := newCounter()
 		backend := deployment.NewBackend(newClient(nil, counter), table, func(st *dynamo.Store) *service.Service {
 			st.SetHookCache(hookCache, nil, nil)
-			return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: st.Project(), SpawnTimeout: time.Hour, Author: "bench"})
+			return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: st.Project(), SpawnTimeout: time.Hour, Author: "bench"})
 		})
 		srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: backend, RatePerSecond: -1}))
 		defer srv.Close()

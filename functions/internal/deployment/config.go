@@ -37,7 +37,10 @@ const (
 	EnvApprovalTimeout = settings.EnvApprovalTimeout
 	EnvSubscriberLease = settings.EnvSubscriberLease
 	EnvApprovalPoll    = "DONT_APPROVAL_POLL"
-	EnvFrameRetention  = "DONT_FRAME_RETENTION"
+	EnvFrameRetention  = settings.EnvFrameRetention
+	// EnvDeliveryRetention lets DynamoDB's TTL delete finished webhook
+	// deliveries and logged attempts (settings.DeliveryRetention).
+	EnvDeliveryRetention = settings.EnvDeliveryRetention
 	// EnvSecretsKey is the KMS key (id, ARN or alias) that seals every
 	// project's callback secret at rest; set by the stack. Unset, secrets
 	// are stored as they are (the stand-ins' default; docs/aws.md).
@@ -116,8 +119,13 @@ type Config struct {
 	// ApprovalPoll is how often waits and long-polls re-read the table.
 	ApprovalPoll time.Duration
 	// FrameRetention lets DynamoDB's TTL delete frames this long after
-	// they were written (0: kept for good).
+	// they were written, a question's frame after its deadline (0: kept
+	// for good).
 	FrameRetention time.Duration
+	// DeliveryRetention lets DynamoDB's TTL delete finished deliveries
+	// and logged attempts this long after they were made (0: kept for
+	// good; a pending delivery never).
+	DeliveryRetention time.Duration
 	// SecretsKey is the KMS key sealing project secrets ("" for none).
 	SecretsKey string
 	// EventBus is the EventBridge bus every event is put on ("": none,
@@ -196,7 +204,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		dst     *time.Duration
 	}{{EnvSpawnTimeout, settings.SpawnTimeout, &c.SpawnTimeout}, {settings.EnvSpawnMaxLease, settings.SpawnMaxLease, &c.SpawnMaxLease}, {EnvApprovalTimeout, settings.ApprovalTimeout, &c.ApprovalTimeout}, {settings.EnvApprovalTimeoutMin, settings.ApprovalTimeoutMin, &c.ApprovalTimeoutMin}, {settings.EnvApprovalTimeoutMax, settings.ApprovalTimeoutMax, &c.ApprovalTimeoutMax},
 		{EnvSubscriberLease, settings.SubscriberLease, &c.SubscriberLease},
-		{EnvApprovalPoll, settings.ApprovalPoll, &c.ApprovalPoll}, {EnvFrameRetention, settings.FrameRetention, &c.FrameRetention}} {
+		{EnvApprovalPoll, settings.ApprovalPoll, &c.ApprovalPoll}, {EnvFrameRetention, settings.FrameRetention, &c.FrameRetention},
+		{EnvDeliveryRetention, settings.DeliveryRetention, &c.DeliveryRetention}} {
 		v := getenv(d.env)
 		if strings.TrimSpace(v) == "" {
 			continue

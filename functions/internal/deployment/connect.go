@@ -50,6 +50,7 @@ func Connect(ctx context.Context, getenv func(string) string, author string, log
 		Open: func(project string) Store {
 			st := dynamo.New(ddb, cfg.Table, project)
 			st.SetFrameRetention(cfg.FrameRetention)
+			st.SetDeliveryRetention(cfg.DeliveryRetention)
 			if sealer != nil {
 				st.SetSealer(sealer)
 			}
@@ -79,6 +80,7 @@ func workQueue(client *awssqs.Client, url string) *sqssched.Queue {
 // it never fails a request.
 func (d *Deployment) TableService(st *dynamo.Store) *service.Service {
 	st.SetFrameRetention(d.Config.FrameRetention)
+	st.SetDeliveryRetention(d.Config.DeliveryRetention)
 	st.SetSecretClock(d.Now)
 	svc := d.NewService(st.Project(), st)
 	svc.Settings = st

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"github.com/dont-cli/dont/internal/tools"
 	"log/slog"
 	"slices"
 	"sync"
@@ -82,7 +83,7 @@ func (d *Deployment) NewService(project string, st Store) *service.Service {
 	if ds, ok := st.(*dynamo.Store); ok {
 		d.announcing(ds, project)
 	}
-	return service.New(service.Deps{
+	return service.New(service.Deps{ToolNames: tools.Names(),
 		HooksConfig: hc,
 		Store:       st, Confirmations: st, Tokens: st, Project: project, Clock: d.Now, SpawnTimeout: d.Config.SpawnTimeout, SpawnMaxLease: d.Config.SpawnMaxLease, Author: d.Author,
 		Log:       d.Log.With("project", project),

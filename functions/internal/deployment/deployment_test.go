@@ -66,6 +66,9 @@ func TestConfigFromEnvironment(t *testing.T) {
 	if err != nil || c.ApprovalTimeout != 3*time.Second || c.SubscriberLease != 20*time.Second || c.ApprovalPoll != 50*time.Millisecond || c.FrameRetention != 720*time.Hour {
 		t.Fatalf("%+v %v", c, err)
 	}
+	if c, err := ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvDeliveryRetention, "168h")); err != nil || c.DeliveryRetention != 168*time.Hour {
+		t.Fatalf("a delivery retention: %+v %v", c, err)
+	}
 	if c, err := ConfigFromEnv(env(EnvTable, "dont", EnvTimeoutQueueURL, "http://q", EnvFrameRetention, "0")); err != nil || c.FrameRetention != 0 {
 		t.Fatalf("a zero retention keeps frames: %+v %v", c, err)
 	}

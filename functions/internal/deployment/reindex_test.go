@@ -1,6 +1,7 @@
 package deployment_test
 
 import (
+	"github.com/dont-cli/dont/internal/tools"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 func TestAnOperatorReindexListsAnUpgradedProjectsOldItemsAndRefusesBadInput(t *testing.T) {
 	needServer(t)
 	backend := deployment.NewBackend(newClient(nil, nil), table, func(st *dynamo.Store) *service.Service {
-		return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: st.Project(), SpawnTimeout: time.Hour, Author: "api", Clock: func() time.Time { return t0 }})
+		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: st.Project(), SpawnTimeout: time.Hour, Author: "api", Clock: func() time.Time { return t0 }})
 	})
 	project := "reindex-" + randomName()
 	svc := backend.Project(project).Service

@@ -1,6 +1,7 @@
 package deployment_test
 
 import (
+	"github.com/dont-cli/dont/internal/tools"
 	"net/http/httptest"
 	"slices"
 	"sync/atomic"
@@ -27,7 +28,7 @@ func TestRetiringOldSecretVersionsWaitsOutTheLeaseAndTheirTokensAreThenRefused(t
 	const lease = 2 * time.Hour
 	backend := deployment.NewBackend(newClient(nil, nil), table, func(st *dynamo.Store) *service.Service {
 		st.SetSecretClock(clock)
-		return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: st.Project(), SpawnTimeout: time.Hour,
+		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: st.Project(), SpawnTimeout: time.Hour,
 			SpawnMaxLease: lease, Author: "api", Clock: clock})
 	})
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: backend, RatePerSecond: -1}))
@@ -108,7 +109,7 @@ func TestRetiringWaitsAtLeastAMinuteAfterTheRotation(t *testing.T) {
 	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
 	backend := deployment.NewBackend(newClient(nil, nil), table, func(st *dynamo.Store) *service.Service {
 		st.SetSecretClock(clock)
-		return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: st.Project(), SpawnTimeout: time.Second,
+		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: st.Project(), SpawnTimeout: time.Second,
 			SpawnMaxLease: time.Second, Author: "api", Clock: clock})
 	})
 	project := "retire-" + randomName()

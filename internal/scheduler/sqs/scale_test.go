@@ -3,6 +3,7 @@ package sqs_test
 import (
 	"context"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -184,7 +185,7 @@ func TestTheScheduledFanOutAtScaleTimesEverySpawnOutOnTime(t *testing.T) {
 		st := dynamo.New(ddb, name, pn)
 		d.names = append(d.names, pn)
 		d.stores[pn] = st
-		d.services[pn] = service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: pn, Clock: now,
+		d.services[pn] = service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: pn, Clock: now,
 			SpawnTimeout: time.Hour, Author: "scale", Scheduler: queue.For(pn), ApprovalScheduler: queue.For(pn),
 			Approvals: service.Approvals{Store: st, Scheduled: true}})
 	}

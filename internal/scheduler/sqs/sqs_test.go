@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -130,7 +131,7 @@ func (w *world) svc(project string) *service.Service {
 		w.t.Fatal(err)
 	}
 	w.t.Cleanup(func() { st.Close() })
-	s := service.New(service.Deps{Store: st, Confirmations: st, Clock: w.clock.Now, SpawnTimeout: w.timeout, Author: "test", Scheduler: w.queue.For(project), ApprovalScheduler: w.queue.For(project),
+	s := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Clock: w.clock.Now, SpawnTimeout: w.timeout, Author: "test", Scheduler: w.queue.For(project), ApprovalScheduler: w.queue.For(project),
 		Approvals: service.Approvals{Store: st}})
 	w.services[project], w.stores[project] = s, st
 	return s

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -64,7 +65,7 @@ func TestTheHorizonOnTheDynamoDBStoreAndFauxqs(t *testing.T) {
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())).UTC() }
 	queue := &sqs.Queue{Client: client, URL: aws.ToString(q.QueueUrl), Now: now}
 	st := dynamo.New(standin.Client(dynEndpoint, nil), name, project)
-	svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: project, Clock: now, SpawnTimeout: 24 * time.Hour, Author: "horizon", Scheduler: queue.For(project), ApprovalScheduler: queue.For(project),
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: project, Clock: now, SpawnTimeout: 24 * time.Hour, Author: "horizon", Scheduler: queue.For(project), ApprovalScheduler: queue.For(project),
 		Approvals: service.Approvals{Store: st}})
 	sweeper := &sqs.Sweeper{Queue: queue, Projects: oneProject{project, svc}}
 	counts := func() (visible, delayed int) {

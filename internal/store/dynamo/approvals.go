@@ -80,11 +80,12 @@ func (s *Store) dueRemindersPK() string         { return s.prefix + "APR#remind"
 func cursorKey(c int64) string                  { return fmt.Sprintf("%012d", c) }
 
 // SetFrameRetention makes every frame this store appends from now on
-// carry ttl = its time + d, so that DynamoDB's TTL deletes it some time
-// after that; zero (the default) keeps frames for good. A session read
-// from its start after its early frames are gone begins at a later
-// cursor, and the frame-log audit reports the missing frames: set it
-// well beyond any session's life.
+// carry ttl = its time + d (a question's frame: its deadline + d, so that
+// an open question's frame outlives the question), so that DynamoDB's TTL
+// deletes it some time after that; zero (the default) keeps frames for
+// good. A session read from its start after its early frames are gone
+// begins at a later cursor, and the frame-log audit reports the missing
+// frames: set it well beyond any session's life.
 func (s *Store) SetFrameRetention(d time.Duration) { s.frameRetention = max(d, 0) }
 
 // CreateSession implements store.ApprovalStore: one conditional put.
@@ -206,7 +207,11 @@ func (s *Store) frameItem(f approvals.Frame) (map[string]types.AttributeValue, e
 	it := key(s.framePK(f.SessionID), cursorKey(f.Cursor))
 	it["doc"] = str(string(doc))
 	if s.frameRetention > 0 {
-		it[TTLAttribute] = epoch(f.At.Add(s.frameRetention))
+		from := f.At
+		if f.Deadline != nil && f.Deadline.After(from) {
+			from = *f.Deadline
+		}
+		it[TTLAttribute] = epoch(from.Add(s.frameRetention))
 	}
 	return it, nil
 }

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"slices"
 	"strings"
 	"sync"
@@ -35,7 +36,7 @@ func TestApprovalConformance(t *testing.T) {
 // shared table, as one Lambda invocation would have it.
 func approvalService(project string, counter *capacity.Counter) (*service.Service, *dynamo.Store) {
 	st := dynamo.New(newClient(nil, counter), table, project)
-	return service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "test", Approvals: service.Approvals{Store: st}}), st
+	return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Author: "test", Approvals: service.Approvals{Store: st}}), st
 }
 
 // askedQuestion opens a session, reads its frames (a live subscriber) and
@@ -208,7 +209,9 @@ func TestDueAndUnannouncedApprovalsReadOnlyTheirIndexRange(t *testing.T) {
 }
 
 // Frames carry ttl only when the store keeps them for a limited time, and
-// nothing else in the approvals' keys does: a deadline is never a TTL.
+// nothing else in the approvals' keys does: a deadline is never a TTL. A
+// question's frame counts the retention from its deadline, so that an
+// open question's frame outlives the question.
 func TestOnlyFramesCarryTTLAndOnlyWhenRetentionIsSet(t *testing.T) {
 	needServer(t)
 	client := newClient(nil, nil)
@@ -253,8 +256,8 @@ func TestOnlyFramesCarryTTLAndOnlyWhenRetentionIsSet(t *testing.T) {
 				t.Errorf("frame %s carries ttl without a retention", pk)
 			case isFrame && keep > 0:
 				n, _ := ttl.(*types.AttributeValueMemberN)
-				if n == nil || n.Value != fmt.Sprint(t0.Add(keep).Unix()) {
-					t.Errorf("frame ttl %v, want %d", ttl, t0.Add(keep).Unix())
+				if n == nil || n.Value != fmt.Sprint(a.Deadline.Add(keep).Unix()) {
+					t.Errorf("frame ttl %v, want %d (its question's deadline + the retention)", ttl, a.Deadline.Add(keep).Unix())
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"sync"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 			counter := newCounter()
 			st := dynamo.New(newClient(nil, counter), table, "bench-"+randomName())
 			now := t0
-			svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench", Clock: func() time.Time { return now }})
+			svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, SpawnTimeout: time.Hour, Author: "bench", Clock: func() time.Time { return now }})
 			res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
 			if err != nil {
 				b.Fatal(err)
@@ -109,7 +110,7 @@ func BenchmarkSweep(b *testing.B) {
 			counter := newCounter()
 			st := dynamo.New(newClient(nil, counter), tbl, "sweep")
 			now := t0
-			svc := service.New(service.Deps{Store: st, Confirmations: st, Clock: func() time.Time { return now }})
+			svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Clock: func() time.Time { return now }})
 			var total capacity.Usage
 			index := 0.0
 			b.StopTimer()
@@ -211,7 +212,7 @@ func BenchmarkApprovalLifecycle(b *testing.B) {
 			counter := newCounter()
 			st := dynamo.New(newClient(nil, counter), table, "bench-"+randomName())
 			now := t0
-			svc := service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "bench", Clock: func() time.Time { return now },
+			svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Author: "bench", Clock: func() time.Time { return now },
 				Approvals: service.Approvals{Store: st, Lease: 1000 * time.Hour}})
 			res, err := svc.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: "read-only"})
 			if err != nil {

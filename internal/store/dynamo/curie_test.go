@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"github.com/dont-cli/dont/internal/tools"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +23,7 @@ import (
 func TestConcurrentDefinesOfOneCurieLeaveOneTerm(t *testing.T) {
 	st := newStore(t)
 	const n = 8
-	svc := service.New(service.Deps{Store: storetest.Rendezvous(st, n), Clock: func() time.Time { return t0 }, Author: "racer"})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: storetest.Rendezvous(st, n), Clock: func() time.Time { return t0 }, Author: "racer"})
 	var wg sync.WaitGroup
 	results := make([]service.EntityView, n)
 	fails := make([]error, n)
@@ -30,7 +31,7 @@ func TestConcurrentDefinesOfOneCurieLeaveOneTerm(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], fails[i] = svc.Ledger.Define(ctx, "ex:Widget", "a widget")
+			results[i], fails[i] = svc.Ledger.Define(ctx, "ex:Widget", "a widget", nil)
 		}()
 	}
 	wg.Wait()

@@ -209,6 +209,9 @@ type Store struct {
 	retry   backoff
 	// frameRetention is how long approval frames are kept (0: for good).
 	frameRetention time.Duration
+	// deliveryRetention is how long finished deliveries and the delivery
+	// log's attempts are kept (0: for good; SetDeliveryRetention).
+	deliveryRetention time.Duration
 	// eventBus: announced events are queued for the event bus too (SetEventBus).
 	eventBus bool
 	// onAnnounce runs after a write that queued deliveries (SetOnAnnounce).

@@ -350,6 +350,7 @@ func (s *Store) RemoveHook(ctx context.Context, id string, at time.Time) error {
 		if err != nil {
 			return err
 		}
+		s.keepFor(it, d.Delivery.State == hooks.StatePending, at)
 		if err := s.transact(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}}); err != nil {
 			return err
 		}
@@ -448,12 +449,29 @@ func (s *Store) RecordAttempt(ctx context.Context, a hooks.Attempt, d hooks.Deli
 	}
 	att := key(s.attemptPK(a.HookID), attemptSK(a))
 	att["doc"] = str(string(doc))
+	s.keepFor(att, false, a.At)
 	it, err := s.deliveryItem(d, due.Message)
 	if err != nil {
 		return err
 	}
+	s.keepFor(it, d.State == hooks.StatePending, a.At)
 	return s.transact(ctx, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: att}},
 		types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}})
+}
+
+// SetDeliveryRetention makes every delivery this store finishes
+// (delivered or failed) and every attempt it logs from now on carry ttl =
+// that time + d, so that DynamoDB's TTL deletes them some time after;
+// a pending delivery never carries ttl. Zero (the default) keeps them for
+// good (settings.DeliveryRetention).
+func (s *Store) SetDeliveryRetention(d time.Duration) { s.deliveryRetention = max(d, 0) }
+
+// keepFor gives a delivery or attempt item its ttl under the delivery
+// retention, counted from at; none while pending.
+func (s *Store) keepFor(it map[string]types.AttributeValue, pending bool, at time.Time) {
+	if s.deliveryRetention > 0 && !pending {
+		it[TTLAttribute] = epoch(at.Add(s.deliveryRetention))
+	}
 }
 
 func decodeAttempt(it map[string]types.AttributeValue) (hooks.Attempt, error) {

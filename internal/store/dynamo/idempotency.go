@@ -22,7 +22,7 @@ const (
 	IdempotencyWindow = idempotency.Window
 	// staleClaim is how long a claimed key whose request never finished
 	// blocks retries before it may be claimed again (a crashed function).
-	staleClaim = time.Minute
+	staleClaim = idempotency.StaleClaim
 	// maxStoredBody is the largest response body remembered: DynamoDB
 	// items stop at 400 KB. A larger response is not remembered (the key
 	// is released, so a retry runs again); only reads answer that much.
@@ -77,6 +77,7 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Tim
 // storedRecord decodes an Idempotency-Key record.
 func storedRecord(it map[string]types.AttributeValue) (*idempotency.Record, error) {
 	st := &idempotency.Record{Fingerprint: attrString(it, "fp"), Done: attrString(it, "st") == "done"}
+	st.At, _ = time.Parse(timeKey, attrString(it, "c"))
 	if v, ok := attrInt(it, "status"); ok {
 		st.Status = int(v)
 	}

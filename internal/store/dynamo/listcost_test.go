@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"testing"
 	"time"
 
@@ -78,7 +79,7 @@ func TestListsReadUnitsScaleWithTheResultNotTheLedger(t *testing.T) {
 	counter := newCounter()
 	s := dynamo.New(newClient(nil, counter), table, "test-"+randomName())
 	now := t0
-	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
 	seedLedger(t, s, n)
 	var doubted []string
 	for range 3 {
@@ -95,7 +96,7 @@ func TestListsReadUnitsScaleWithTheResultNotTheLedger(t *testing.T) {
 		timeOut(t, s, id)
 	}
 	for i := range 3 {
-		if _, err := svc.Ledger.Define(ctx, fmt.Sprintf("ex:term%d", i), "a term"); err != nil {
+		if _, err := svc.Ledger.Define(ctx, fmt.Sprintf("ex:term%d", i), "a term", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,7 +145,7 @@ func TestListsReadUnitsScaleWithTheResultNotTheLedger(t *testing.T) {
 	measure("spawns --pending", pending, spawnsOf(service.ViewPending))
 	measure("spawns --timed-out", timedOut, spawnsOf(service.ViewTimedOut))
 	counter.Reset()
-	if _, err := svc.Ledger.Define(ctx, "ex:term0", "again"); err == nil {
+	if _, err := svc.Ledger.Define(ctx, "ex:term0", "again", nil); err == nil {
 		t.Fatal("a second define of ex:term0 was accepted")
 	}
 	if use := counter.Total(); use.ReadUnits > bound || use.ItemsRead > 20 {
@@ -167,7 +168,7 @@ func TestAClaimUnderReviewIsListedUnverifiedAndItsLifecycleWritesNoStatusEntry(t
 	counter := newCounter()
 	s := dynamo.New(newClient(nil, counter), table, "test-"+randomName())
 	now := t0
-	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
 	e := newClaim()
 	e.Status = ledger.Verified
 	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}}}); err != nil {

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/dont-cli/dont/internal/tools"
 	"io"
 	"net"
 	"net/http"
@@ -85,9 +86,9 @@ func lostIssue(t *testing.T, forward bool, between func(other *service.Service, 
 	hook = &entityPutHook{next: http.DefaultTransport, forward: forward}
 	st := dynamo.New(newClient(hook, nil), table, project)
 	dynamo.SetRetry(st, 8, time.Millisecond, 20*time.Millisecond)
-	svc = service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Project: project, Clock: clock, SpawnTimeout: time.Hour})
+	svc = service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Project: project, Clock: clock, SpawnTimeout: time.Hour})
 	ost = dynamo.New(newClient(nil, nil), table, project)
-	other := service.New(service.Deps{Store: ost, Confirmations: ost, Tokens: ost, Project: project, Clock: clock, SpawnTimeout: time.Hour})
+	other := service.New(service.Deps{ToolNames: tools.Names(), Store: ost, Confirmations: ost, Tokens: ost, Project: project, Clock: clock, SpawnTimeout: time.Hour})
 	dep, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "the barometer read 1 atm"})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func TestAnAssumeWhoseCommittedResponseWasLostIsAnsweredWithItsOwnSpawnNotSpawnP
 // as its own, by the history item of its resolution.
 func TestAnAssumeWhoseCommittedResponseWasLostAndWhoseSpawnEndedIsAnsweredWithItsOwnSpawn(t *testing.T) {
 	svc, ost, id, _ := lostIssue(t, true, func(other *service.Service, _, spawnID string) {
-		if _, _, err := other.Spawns.Cancel(ctx, spawnID, "superseded"); err != nil {
+		if _, _, err := other.Spawns.Cancel(ctx, spawnID, "superseded", nil); err != nil {
 			t.Errorf("the cancel between the lost answer and the retry: %v", err)
 		}
 	})

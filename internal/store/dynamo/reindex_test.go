@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"errors"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"slices"
 	"sync"
 	"testing"
@@ -81,7 +82,7 @@ func TestReindexBackfillsTheListIndexesOfItemsWrittenBeforeThem(t *testing.T) {
 	counter := newCounter()
 	s := dynamo.New(newClient(nil, counter), table, "test-"+randomName())
 	now := t0
-	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Author: "test", Clock: func() time.Time { return now }})
 	seedLedger(t, s, n)
 
 	var doubted []string
@@ -113,7 +114,7 @@ func TestReindexBackfillsTheListIndexesOfItemsWrittenBeforeThem(t *testing.T) {
 	var terms []string
 	for i := range 3 {
 		curie := fmt.Sprintf("ex:term%d", i)
-		r, err := svc.Ledger.Define(ctx, curie, "a term")
+		r, err := svc.Ledger.Define(ctx, curie, "a term", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +199,7 @@ func TestReindexBackfillsTheListIndexesOfItemsWrittenBeforeThem(t *testing.T) {
 		}
 	}
 	counter.Reset()
-	if _, err := svc.Ledger.Define(ctx, "ex:term1", "again"); err == nil {
+	if _, err := svc.Ledger.Define(ctx, "ex:term1", "again", nil); err == nil {
 		t.Fatal("after the reindex a second define of ex:term1 was accepted")
 	}
 	if use := counter.Total(); use.ReadUnits > bound {

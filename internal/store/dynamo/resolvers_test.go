@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"encoding/json"
+	"github.com/dont-cli/dont/internal/tools"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,7 +18,7 @@ import (
 func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 	s := newStore(t)
 	now := t0
-	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Clock: func() time.Time { return now }})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Clock: func() time.Time { return now }})
 	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "exactly one resolver"})
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +31,7 @@ func TestTimeoutAndCallbackRaceYieldsOneStatusMutation(t *testing.T) {
 	var req spawn.Request
 	json.Unmarshal(r.Request, &req)
 
-	late := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Clock: func() time.Time { return now.Add(2 * time.Hour) }})
+	late := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Clock: func() time.Time { return now.Add(2 * time.Hour) }})
 	const n = 16
 	var applied, timedOut atomic.Int32
 	var wg sync.WaitGroup

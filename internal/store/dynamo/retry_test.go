@@ -232,7 +232,7 @@ func TestALostCallbackResponseDoesNotTurnTheWinnerIntoADuplicate(t *testing.T) {
 	f := &faults{op: "PutItem"}
 	s := faultyStore(t, f)
 	now := t0
-	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, Clock: func() time.Time { return now }, SpawnTimeout: time.Hour})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s, Tokens: s, Clock: func() time.Time { return now }, SpawnTimeout: time.Hour})
 	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "the retry is safe"})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/dont-cli/dont/internal/tools"
 	"io"
 	"net/http"
 	"strings"
@@ -232,7 +233,7 @@ func TestThrottledRequestsAreRetried(t *testing.T) {
 	w := &seen{}
 	s := dynamo.New(newClient(w, nil), name, "test-"+randomName())
 	dynamo.SetRetry(s, 16, time.Millisecond, 5*time.Millisecond)
-	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Clock: func() time.Time { return t0 }})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Hour, Clock: func() time.Time { return t0 }})
 	for range 10 {
 		v, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "throttled but answered"})
 		if err != nil {
@@ -265,7 +266,7 @@ func TestASweepThatMissesADueSpawnBehindTheIndexTimesItOutLater(t *testing.T) {
 	}
 	s := dynamo.New(newClient(nil, nil), name, "test-"+randomName())
 	now := t0
-	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Minute, Clock: func() time.Time { return now }})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Minute, Clock: func() time.Time { return now }})
 	v, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "due behind the index"})
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +309,7 @@ func TestASweepThatSeesAResolvedSpawnThroughTheIndexSkipsIt(t *testing.T) {
 	}
 	s := dynamo.New(newClient(nil, nil), name, "test-"+randomName())
 	now := t0
-	svc := service.New(service.Deps{Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Minute, Clock: func() time.Time { return now }})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s, Tokens: s, SpawnTimeout: time.Minute, Clock: func() time.Time { return now }})
 	v, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "resolved behind the index"})
 	if err != nil {
 		t.Fatal(err)

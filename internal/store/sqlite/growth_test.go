@@ -120,7 +120,7 @@ func TestHowTheStoreGrowsPerRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 			loopback := hooks.AddrPolicy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
-			return st, service.New(service.Deps{Store: st, Confirmations: st, Tokens: st, Author: "growth", SpawnTimeout: time.Hour,
+			return st, service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, Author: "growth", SpawnTimeout: time.Hour,
 				Approvals: service.Approvals{Store: st}, HooksConfig: service.HooksConfig{Store: st, Policy: loopback}})
 		}
 		st, err := sqlite.Create(ctx, path)

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"errors"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,7 +18,7 @@ import (
 // pages, and returns their ids.
 func concludeMany(t *testing.T, s *sqlite.Store, n int) []string {
 	t.Helper()
-	svc := service.New(service.Deps{Store: s, Confirmations: s})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s})
 	var ids []string
 	for i := range n {
 		v, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: fmt.Sprintf("claim %d: %0400d", i, i)})
@@ -95,7 +96,7 @@ func TestABackupTakenDuringWritesRestoresWhatItHeld(t *testing.T) {
 	wg.Add(1)
 	go func() { // a writer that keeps committing during the backup
 		defer wg.Done()
-		svc := service.New(service.Deps{Store: s, Confirmations: s})
+		svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s})
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -126,7 +127,7 @@ func TestABackupTakenDuringWritesRestoresWhatItHeld(t *testing.T) {
 	if err := s.Restore(ctx, backup); err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(service.Deps{Store: s, Confirmations: s})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s})
 	for _, id := range before {
 		if _, err := svc.Ledger.Show(ctx, id, false); err != nil {
 			t.Fatalf("%s, stored before the backup, after the restore: %v", id, err)
@@ -162,7 +163,7 @@ func TestARestoreFromABadFileChangesNothing(t *testing.T) {
 			t.Fatalf("restore from %s: %v; want a BackupProblem", src, err)
 		}
 	}
-	svc := service.New(service.Deps{Store: s, Confirmations: s})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s})
 	for _, id := range ids {
 		if _, err := svc.Ledger.Show(ctx, id, false); err != nil {
 			t.Fatalf("%s after refused restores: %v", id, err)

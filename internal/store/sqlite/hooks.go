@@ -271,7 +271,7 @@ func (s *Store) RemoveHook(ctx context.Context, id string, at time.Time) error {
 		rows.Close()
 		for _, d := range pending {
 			d.State, d.LastError = hooks.StateFailed, "the hook was removed"
-			if err := putDelivery(ctx, tx, d); err != nil {
+			if err := putDelivery(ctx, tx, d, at); err != nil {
 				return err
 			}
 		}
@@ -279,13 +279,20 @@ func (s *Store) RemoveHook(ctx context.Context, id string, at time.Time) error {
 	})
 }
 
-func putDelivery(ctx context.Context, tx *txn, d hooks.Delivery) error {
+// putDelivery writes d. The next_at column of a pending delivery is when
+// it is due; of a finished one, finishedAt, when it finished: the time
+// Retention.Deliveries counts from (retention.go).
+func putDelivery(ctx context.Context, tx *txn, d hooks.Delivery, finishedAt time.Time) error {
 	doc, err := json.Marshal(d)
 	if err != nil {
 		return err
 	}
+	next := d.NextAt
+	if d.State != hooks.StatePending {
+		next = finishedAt
+	}
 	_, err = tx.ExecContext(ctx, "UPDATE hook_deliveries SET state = ?, next_at = ?, doc = ? WHERE message_id = ? AND hook_id = ?",
-		string(d.State), timeText(d.NextAt), doc, d.MessageID, d.HookID)
+		string(d.State), timeText(next), doc, d.MessageID, d.HookID)
 	return err
 }
 
@@ -356,7 +363,7 @@ func (s *Store) RecordAttempt(ctx context.Context, a hooks.Attempt, d hooks.Deli
 		if _, err := tx.ExecContext(ctx, "INSERT INTO hook_attempts(hook_id, doc) VALUES(?,?)", a.HookID, doc); err != nil {
 			return err
 		}
-		return putDelivery(ctx, tx, d)
+		return putDelivery(ctx, tx, d, a.At)
 	})
 }
 

@@ -17,7 +17,7 @@ import (
 const (
 	// staleClaim is how long a claimed key whose request never finished
 	// blocks retries before it may be claimed again (a crashed server).
-	staleClaim = time.Minute
+	staleClaim = idempotency.StaleClaim
 	// expiredBatch bounds the expired records one write deletes.
 	expiredBatch = 100
 )
@@ -69,6 +69,7 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Tim
 			// The first request died without an answer; this one takes over.
 		default:
 			st.Done = state == "done"
+			st.At, _ = time.Parse(timeKey, created)
 			existing = &st
 			return nil
 		}
@@ -102,9 +103,9 @@ func (s *Store) Release(ctx context.Context, key string) error {
 // Lookup implements idempotency.Store: a record past the window is absent.
 func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempotency.Record, error) {
 	var st idempotency.Record
-	var state string
-	err := s.queryRow(ctx, "SELECT state, fingerprint, status, body FROM idempotency WHERE key = ? AND created_at >= ?", key, expiredBefore(now)).
-		Scan(&state, &st.Fingerprint, &st.Status, &st.Body)
+	var state, created string
+	err := s.queryRow(ctx, "SELECT state, fingerprint, status, body, created_at FROM idempotency WHERE key = ? AND created_at >= ?", key, expiredBefore(now)).
+		Scan(&state, &st.Fingerprint, &st.Status, &st.Body, &created)
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}
@@ -112,6 +113,7 @@ func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempot
 		return nil, err
 	}
 	st.Done = state == "done"
+	st.At, _ = time.Parse(timeKey, created)
 	return &st, nil
 }
 

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"github.com/dont-cli/dont/internal/tools"
 	"sync/atomic"
 	"testing"
 
@@ -17,7 +18,7 @@ func TestWritesStopBeforeTheDiskIsFullAndResumeWhenSpaceReturns(t *testing.T) {
 	var free atomic.Uint64
 	free.Store(1 << 40)
 	s.Hooks.FreeSpace = func() (uint64, error) { return free.Load(), nil }
-	svc := service.New(service.Deps{Store: s, Confirmations: s})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s})
 	kept, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "written while the disk had room"})
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +27,7 @@ func TestWritesStopBeforeTheDiskIsFullAndResumeWhenSpaceReturns(t *testing.T) {
 	if _, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "written on a nearly full disk"}); !errs.Is(err, errs.DiskNearlyFull) {
 		t.Fatalf("a write on a nearly full disk: %v; want disk-nearly-full", err)
 	}
-	if _, err := svc.Ledger.Define(ctx, "ex:Full", "a term"); !errs.Is(err, errs.DiskNearlyFull) {
+	if _, err := svc.Ledger.Define(ctx, "ex:Full", "a term", nil); !errs.Is(err, errs.DiskNearlyFull) {
 		t.Fatalf("a define on a nearly full disk: %v; want disk-nearly-full", err)
 	}
 	if v, err := svc.Ledger.Show(ctx, kept.ID, false); err != nil || v.ID != kept.ID {

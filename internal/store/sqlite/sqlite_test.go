@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dont-cli/dont/internal/tools"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,14 +125,14 @@ func TestADatabaseMadeBeforeTheCurieKeyIsMigratedKeepingTheOldestTerm(t *testing
 		t.Fatal(err)
 	}
 	defer s.Close()
-	svc := service.New(service.Deps{Store: s, Confirmations: s})
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s})
 	for curie, holder := range map[string]string{"ex:Widget": older.ID, "ex:Gadget": gadget.ID} {
-		_, err := svc.Ledger.Define(ctx, curie, "defined again")
+		_, err := svc.Ledger.Define(ctx, curie, "defined again", nil)
 		if e := errs.As(err); e.Code != errs.AlreadyExists || e.EntityID != holder {
 			t.Fatalf("define %s: %v, want already-exists on %s", curie, err, holder)
 		}
 	}
-	if _, err := svc.Ledger.Define(ctx, "ex:Sprocket", "a new term"); err != nil {
+	if _, err := svc.Ledger.Define(ctx, "ex:Sprocket", "a new term", nil); err != nil {
 		t.Fatal(err)
 	}
 	var version int
@@ -187,7 +188,7 @@ func TestConcurrentFirstCommitsMigrateOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, fails[i] = (service.New(service.Deps{Store: s, Confirmations: s})).Ledger.Define(ctx, fmt.Sprintf("ex:Part%d", i), "a part")
+			_, fails[i] = (service.New(service.Deps{ToolNames: tools.Names(), Store: s, Confirmations: s})).Ledger.Define(ctx, fmt.Sprintf("ex:Part%d", i), "a part", nil)
 		}()
 	}
 	wg.Wait()

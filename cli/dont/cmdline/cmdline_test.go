@@ -1,4 +1,4 @@
-package main
+package cmdline
 
 import (
 	"encoding/json"
@@ -16,11 +16,11 @@ func TestTheCLINamesTheFlagWhereTheServiceNamesTheParameter(t *testing.T) {
 		"no parameter here":      "no parameter here",
 		"a `Quoted Thing` stays": "a `Quoted Thing` stays",
 	} {
-		if got := flagNamed(in); got != want {
-			t.Errorf("flagNamed(%q) = %q, want %q", in, got, want)
+		if got := FlagNamed(in); got != want {
+			t.Errorf("FlagNamed(%q) = %q, want %q", in, got, want)
 		}
 	}
-	env := withFlagNames(envelope.Fail(errs.E(errs.InvalidArgument, "a `reason` of 1 to 2048 bytes is required"), nil))
+	env := WithFlagNames(envelope.Fail(errs.E(errs.InvalidArgument, "a `reason` of 1 to 2048 bytes is required"), nil))
 	var e errs.Error
 	if err := json.Unmarshal(env.Data, &e); err != nil {
 		t.Fatal(err)
