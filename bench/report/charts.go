@@ -230,15 +230,18 @@ func shortBench(name string) string {
 	return strings.Replace(callers(name), "one caller", "1 caller", 1) + ", separate runs"
 }
 
-func serveGroups(s serveLoad) ([]string, []bool) {
+func serveGroups(s serveLoad) ([]string, []serveMode) {
 	var groups []string
-	var modes []bool
-	for _, keys := range []bool{false, true} {
-		if s.row("dont serve", keys) != nil || s.row("floor", keys) != nil {
-			modes = append(modes, keys)
-			if keys {
+	var modes []serveMode
+	for _, m := range []serveMode{{false, syncFull}, {true, syncFull}, {false, syncNormal}} {
+		if s.rowAt("dont serve", m) != nil || s.rowAt("floor", m) != nil {
+			modes = append(modes, m)
+			switch {
+			case m.Sync == syncNormal:
+				groups = append(groups, "synchronous=NORMAL, without keys")
+			case m.Keys:
 				groups = append(groups, "with Idempotency-Keys")
-			} else {
+			default:
 				groups = append(groups, "without Idempotency-Keys")
 			}
 		}
@@ -246,13 +249,13 @@ func serveGroups(s serveLoad) ([]string, []bool) {
 	return groups, modes
 }
 
-func serveSeries(s serveLoad, modes []bool, v func(serveRow) float64, label func(float64) string) []series {
+func serveSeries(s serveLoad, modes []serveMode, v func(serveRow) float64, label func(float64) string) []series {
 	var ss []series
 	for _, server := range []string{"floor", "dont serve", "baseline"} {
 		x := series{name: server}
 		any := false
-		for _, keys := range modes {
-			r := s.row(server, keys)
+		for _, m := range modes {
+			r := s.rowAt(server, m)
 			val := -1.0
 			if r != nil {
 				val, any = v(*r), true
@@ -276,9 +279,9 @@ func serveSeries(s serveLoad, modes []bool, v func(serveRow) float64, label func
 // chartServeLifecycles: lifecycles/s of dont serve beside the floor server.
 func chartServeLifecycles(path string, s serveLoad) error {
 	groups, modes := serveGroups(s)
-	for i, keys := range modes {
-		if f, d := s.row("floor", keys), s.row("dont serve", keys); f != nil && d != nil {
-			groups[i] += "\ndont / floor " + times(safeDiv(d.Rate, f.Rate))
+	for i, m := range modes {
+		if r := s.ratio(m); r >= 0 {
+			groups[i] += "\ndont / floor " + times(r)
 		}
 	}
 	return chartGrouped(path, fmt.Sprintf("dont serve, 16 workers on one token: lifecycles/s beside its floor (goal ≥ %.1f×)", goalServeRatio),

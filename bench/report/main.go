@@ -95,7 +95,11 @@ func main() {
 		step("bench/serveload")
 		latFile := filepath.Join(os.TempDir(), "dont-serveload-latencies.csv")
 		os.Remove(latFile)
-		serve := parseServeLoad(goRun("./bench/serveload", "-duration", loadDur, "-latencies", latFile))
+		serveRounds := "3"
+		if *quick {
+			serveRounds = "1"
+		}
+		serve := parseServeLoad(goRun("./bench/serveload", "-duration", loadDur, "-rounds", serveRounds, "-latencies", latFile))
 		r.Serve = &serve
 		r.Latencies = readLatencies(latFile)
 		loads = append(loads, loadAvg())

@@ -17,7 +17,7 @@ import (
 // bench/serveload's constants).
 const (
 	goalColdRatio     = 1.6 // dont show wall time / the SQLite floor's, at most
-	goalColdRSSMB     = 12  // dont show max RSS, at most
+	goalColdRSSMB     = 20  // dont show max RSS, at most (bench/coldstart: one binary links every transport)
 	goalInProcRatio   = 0.8 // in-process lifecycles/s / the floor's, at least
 	goalServeRatio    = 0.7 // dont serve lifecycles/s / the floor server's, at least
 	goalServeP99Ms    = 20  // dont serve callback p99, at most
@@ -53,30 +53,65 @@ type lifecycles struct {
 	Raw  string
 }
 
-// serveRow is one server and key mode of bench/serveload (medians of its rounds).
+// serveRow is one server and mode of bench/serveload (medians of its rounds).
 type serveRow struct {
 	Server                   string // floor, dont serve, baseline
 	Keys                     bool
+	Sync                     string  // SQLite's synchronous setting: FULL (dont's), NORMAL
 	Rate                     float64 // lifecycles/s
+	Ratio                    float64 // dont / floor, the median of the rounds' ratios; -1 when not printed
 	AssumeP50, AssumeP99     float64 // ms
 	CallbackP50, CallbackP99 float64 // ms
 	Throttled                float64
 	CPUus, RSSMB             float64
 }
 
-type serveLoad struct {
-	Rows []serveRow
-	Raw  string
+// serveMode is one configuration bench/serveload ran both servers in.
+type serveMode struct {
+	Keys bool
+	Sync string
 }
 
+type serveLoad struct {
+	Rows []serveRow
+	// FullCost is each server's lifecycles/s at synchronous=FULL over its
+	// own at NORMAL, the median of the rounds (-1: not measured).
+	FullCostFloor, FullCostDont float64
+	Raw                         string
+}
+
+// row is the server's row at synchronous=FULL, the setting dont runs with.
 func (s serveLoad) row(server string, keys bool) *serveRow {
+	return s.rowAt(server, serveMode{Keys: keys, Sync: syncFull})
+}
+
+func (s serveLoad) rowAt(server string, m serveMode) *serveRow {
 	for i := range s.Rows {
-		if s.Rows[i].Server == server && s.Rows[i].Keys == keys {
+		if s.Rows[i].Server == server && s.Rows[i].Keys == m.Keys && s.Rows[i].Sync == m.Sync {
 			return &s.Rows[i]
 		}
 	}
 	return nil
 }
+
+// ratio is dont / floor in mode m: the rounds' median ratio that
+// bench/serveload printed, else the ratio of the medians; -1 if either
+// server is missing.
+func (s serveLoad) ratio(m serveMode) float64 {
+	f, d := s.rowAt("floor", m), s.rowAt("dont serve", m)
+	switch {
+	case d != nil && d.Ratio >= 0:
+		return d.Ratio
+	case f != nil && d != nil:
+		return safeDiv(d.Rate, f.Rate)
+	}
+	return -1
+}
+
+const (
+	syncFull   = "FULL"
+	syncNormal = "NORMAL"
+)
 
 // table is a markdown table: its header's column names (lower case) and
 // its rows' cells.
@@ -214,23 +249,40 @@ func parseLifecycles(out string) lifecycles {
 	return l
 }
 
-// parseServeLoad reads bench/serveload's first table (a row per server and key mode).
+// parseServeLoad reads bench/serveload's first table (a row per server
+// and mode; a table without the synchronous column is all FULL) and its
+// table of what synchronous=FULL costs.
 func parseServeLoad(out string) serveLoad {
-	s := serveLoad{Raw: out}
+	s := serveLoad{Raw: out, FullCostFloor: -1, FullCostDont: -1}
+	found := false
 	for _, t := range tables(out) {
 		server, keys, rate := t.col("server"), t.col("idempotency-key"), t.col("lifecycles/s")
-		if server < 0 || rate < 0 {
+		if !found && server >= 0 && rate >= 0 {
+			found = true
+			sync, ratio := t.col("synchronous"), t.col("dont / floor")
+			ap50, ap99, cp50, cp99 := t.col("assume p50"), t.col("assume p99"), t.col("callback p50"), t.col("callback p99")
+			thr, cpu, rss := t.col("429s"), t.col("cpu per lifecycle", "cpu"), t.col("max rss")
+			for _, r := range t.rows {
+				row := serveRow{Server: t.cell(r, server), Keys: strings.EqualFold(t.cell(r, keys), "yes"), Sync: strings.ToUpper(t.cell(r, sync)),
+					Rate: num(t.cell(r, rate)), Ratio: num(t.cell(r, ratio)), AssumeP50: num(t.cell(r, ap50)), AssumeP99: num(t.cell(r, ap99)),
+					CallbackP50: num(t.cell(r, cp50)), CallbackP99: num(t.cell(r, cp99)), Throttled: num(t.cell(r, thr)),
+					CPUus: num(t.cell(r, cpu)), RSSMB: num(t.cell(r, rss))}
+				if row.Sync == "" {
+					row.Sync = syncFull
+				}
+				s.Rows = append(s.Rows, row)
+			}
 			continue
 		}
-		ap50, ap99, cp50, cp99 := t.col("assume p50"), t.col("assume p99"), t.col("callback p50"), t.col("callback p99")
-		thr, cpu, rss := t.col("429s"), t.col("cpu per lifecycle", "cpu"), t.col("max rss")
-		for _, r := range t.rows {
-			s.Rows = append(s.Rows, serveRow{Server: t.cell(r, server), Keys: strings.EqualFold(t.cell(r, keys), "yes"),
-				Rate: num(t.cell(r, rate)), AssumeP50: num(t.cell(r, ap50)), AssumeP99: num(t.cell(r, ap99)),
-				CallbackP50: num(t.cell(r, cp50)), CallbackP99: num(t.cell(r, cp99)), Throttled: num(t.cell(r, thr)),
-				CPUus: num(t.cell(r, cpu)), RSSMB: num(t.cell(r, rss))})
+		floor, dont := t.col("floor"), t.col("dont serve")
+		if server >= 0 || floor < 0 || dont < 0 {
+			continue
 		}
-		break
+		for _, r := range t.rows {
+			if strings.HasPrefix(strings.ToLower(t.cell(r, 0)), "lifecycles/s at full / at normal") {
+				s.FullCostFloor, s.FullCostDont = num(t.cell(r, floor)), num(t.cell(r, dont))
+			}
+		}
 	}
 	return s
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -29,6 +30,10 @@ func (a *app) debugServer(ctx context.Context) {
 		a.stderr.Write([]byte("debug server: " + err.Error() + "\n"))
 		return
 	}
+	// The mutex and block profiles record only once a rate is set: about
+	// one contention event in 10, and blocking sampled every 100 µs.
+	runtime.SetMutexProfileFraction(10)
+	runtime.SetBlockProfileRate(int(100 * time.Microsecond))
 	srv := &http.Server{Handler: http.HandlerFunc(servePprof), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	go func() {

@@ -15,8 +15,10 @@
 // id, in memory. It has no sweep, no rate limit, no tool registry, no
 // envelope beyond {"ok","data"}.
 //
-// Usage: floor <database file> <bearer token>; the first stdout line is
-// {"listening":URL}, like `dont serve`'s.
+// Usage: floor <database file> <bearer token> [FULL|NORMAL]; the first
+// stdout line is {"listening":URL}, like `dont serve`'s. The third
+// argument is SQLite's synchronous setting, FULL (dont's) by default;
+// NORMAL shows, beside dont at NORMAL, what FULL costs.
 package main
 
 import (
@@ -67,12 +69,20 @@ type server struct {
 }
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: floor <database file> <bearer token>")
+	if len(os.Args) != 3 && len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: floor <database file> <bearer token> [FULL|NORMAL]")
 		os.Exit(2)
 	}
-	// The DSN of internal/store/sqlite: the same pragmas, immediate transactions.
-	dsn := "file:" + (&url.URL{Path: os.Args[1]}).EscapedPath() + "?_pragma=busy_timeout(10000)&_pragma=synchronous(FULL)&_txlock=immediate"
+	sync := "FULL"
+	if len(os.Args) == 4 {
+		sync = os.Args[3]
+	}
+	if sync != "FULL" && sync != "NORMAL" {
+		check(fmt.Errorf("synchronous is FULL or NORMAL, not %q", sync))
+	}
+	// The DSN of internal/store/sqlite (open.go): the same pragmas, WAL
+	// mode, immediate transactions.
+	dsn := "file:" + (&url.URL{Path: os.Args[1]}).EscapedPath() + "?_pragma=busy_timeout(10000)&_pragma=synchronous(" + sync + ")&_pragma=journal_size_limit(20971520)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	check(err)
 	db.SetMaxOpenConns(1)
@@ -99,7 +109,13 @@ func main() {
 	mux.HandleFunc("POST /v1/tools/{name}", s.call)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	check(err)
-	line, _ := json.Marshal(map[string]string{"listening": "http://" + ln.Addr().String()})
+	// The settings it runs with, read back from its connection, so that
+	// bench/serveload can check them against dont's.
+	var journal string
+	var synchronous int
+	check(db.QueryRow("PRAGMA journal_mode").Scan(&journal))
+	check(db.QueryRow("PRAGMA synchronous").Scan(&synchronous))
+	line, _ := json.Marshal(map[string]any{"listening": "http://" + ln.Addr().String(), "journal_mode": journal, "synchronous": synchronous})
 	fmt.Printf("%s\n", line)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	// FLOOR_CPUPROFILE=file: a CPU profile of the whole run, written at

@@ -1,6 +1,9 @@
 package sqlite
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+)
 
 // DB exposes the handle to this package's tests.
 func (s *Store) DB() *sql.DB { return s.db }
@@ -28,3 +31,16 @@ func (s *Store) QueuedWrites() int {
 
 // GroupCommits is how many transactions have committed several writes.
 func (s *Store) GroupCommits() int64 { return s.groupCommits.Load() }
+
+// WriteConnTempStore is PRAGMA temp_store on the write connection (opened
+// by a write first): 2 is MEMORY.
+func (s *Store) WriteConnTempStore() (int, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.wconn == nil {
+		return -1, nil
+	}
+	var v int
+	err := s.wconn.QueryRowContext(context.Background(), "PRAGMA temp_store").Scan(&v)
+	return v, err
+}

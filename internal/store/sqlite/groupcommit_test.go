@@ -3,7 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -115,5 +117,71 @@ func TestAQueuedWriteWhoseCallerHasGoneCommitsNothing(t *testing.T) {
 	}
 	if _, err := s.GetEntity(ctx, kept.Entities[0].Entity.ID); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A batch whose savepoints copy far more than SQLite's 64 KiB spill size
+// into the sub-journal keeps it in memory (temp_store=MEMORY on the write
+// connection: no temporary file written by every savepoint) and still
+// rolls back the one write that fails, alone.
+func TestABatchLargerThanTheSubJournalSpillRollsBackAFailedWriteAlone(t *testing.T) {
+	s := newStore(t)
+	held, release := make(chan struct{}), make(chan struct{})
+	refused := errors.New("refused by the test")
+	s.Hooks.BeforeCommit = func(ctx context.Context) error {
+		switch ctx.Value(holdKey{}) {
+		case "hold":
+			close(held)
+			<-release
+		case "fail":
+			return refused
+		}
+		return nil
+	}
+	if err := s.Commit(ctx, requestedTx("opens the write connection")); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s.WriteConnTempStore(); err != nil || v != 2 {
+		t.Fatalf("temp_store on the write connection: %d, %v; want 2 (MEMORY)", v, err)
+	}
+	big := strings.Repeat("a claim long enough to span pages ", 400) // ~13 KiB per write
+	const n = 16
+	txs := make([]store.Tx, n)
+	errsOf := make([]error, n)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errsOf[0] = s.Commit(context.WithValue(ctx, holdKey{}, "hold"), requestedTx("first"))
+	}()
+	<-held
+	for i := 1; i < n; i++ {
+		txs[i] = requestedTx(fmt.Sprintf("%d %s", i, big))
+		c := ctx
+		if i == n/2 {
+			c = context.WithValue(ctx, holdKey{}, "fail")
+		}
+		wg.Add(1)
+		go func(i int, c context.Context) { defer wg.Done(); errsOf[i] = s.Commit(c, txs[i]) }(i, c)
+	}
+	for s.QueuedWrites() < n-1 {
+		runtime.Gosched()
+	}
+	close(release)
+	wg.Wait()
+	for i := 1; i < n; i++ {
+		_, err := s.GetEntity(ctx, txs[i].Entities[0].Entity.ID)
+		if i == n/2 {
+			if !errors.Is(errsOf[i], refused) || !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("the refused write: %v, and its entity %v; want refused and not found", errsOf[i], err)
+			}
+			continue
+		}
+		if errsOf[i] != nil || err != nil {
+			t.Fatalf("write %d: %v, its entity %v", i, errsOf[i], err)
+		}
+	}
+	if s.GroupCommits() == 0 {
+		t.Fatal("no group commit ran")
 	}
 }
