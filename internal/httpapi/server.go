@@ -334,12 +334,6 @@ func (s *server) send(w http.ResponseWriter, r *http.Request, status int, body [
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
-	// The answer leaves before the log line is written: under many
-	// workers the log's lock and its write to stderr were the server's
-	// most contended lock, on every response's way out.
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
 	s.log.Info("call", "request_id", id, "path", r.URL.Path, "status", status, "duration_ms", took)
 }
 
