@@ -211,8 +211,13 @@ func (s *Store) PutHook(ctx context.Context, h hooks.Hook) error {
 func (s *Store) SetHookCache(ttl time.Duration, now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) {
 	s.hookCache.mu.Lock()
 	defer s.hookCache.mu.Unlock()
+	// A list already read stays: it is dated, and used only within ttl of
+	// its date (a function sets the cache after its settings' Query, which
+	// read the hooks, meta.go). One dated by another clock does not.
+	if now != nil {
+		s.hookCache.valid = false
+	}
 	s.hookCache.ttl, s.hookCache.now, s.hookCache.sleep = ttl, now, sleep
-	s.hookCache.valid = false
 }
 
 // hookCache is a store's list of its project's hooks, dated from before
@@ -298,12 +303,12 @@ func (c *hookCache) before() (time.Time, int) {
 }
 
 // keep caches list, read by a Query sent at started after gen of this
-// store's hook writes, unless the store has no cache, wrote a hook since,
-// or keeps a later read.
+// store's hook writes, unless the store wrote a hook since or keeps a
+// later read. Only a store with a cache uses it (liveHooks).
 func (c *hookCache) keep(started time.Time, gen int, list []hooks.Hook) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ttl > 0 && gen == c.gen && (!c.valid || started.After(c.at)) {
+	if gen == c.gen && (!c.valid || started.After(c.at)) {
 		c.valid, c.at, c.hooks = true, started, list
 	}
 }
