@@ -91,12 +91,11 @@ func (s *Store) metaItem(ctx context.Context, sk string) (map[string]types.Attri
 	}
 	// The hooks it read fill the hook cache (if this store has one), dated
 	// from before the Query as liveHooks's own read would be: the same
-	// guarantee (SetHookCache), one read fewer on each commit.
-	list, err := hooksOf(found)
-	if err != nil {
-		return nil, err
+	// guarantee (SetHookCache), one read fewer on each commit. A hook item
+	// that does not decode fails the commits that read it, not this read.
+	if list, err := hooksOf(found); err == nil {
+		s.hookCache.keep(hooksAt, hooksGen, list)
 	}
-	s.hookCache.keep(hooksAt, hooksGen, list)
 	m := &s.meta
 	m.mu.Lock()
 	m.at = at
