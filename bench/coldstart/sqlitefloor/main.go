@@ -8,8 +8,9 @@
 // read — and prints the document in the envelope `dont show --json`
 // prints (the same bytes but for its request id and duration). Keep it in
 // step with what show really runs (a driver that logs each prepared
-// statement, wrapped around the store's, lists them).
-// bench/coldstart times it beside dont.
+// statement, wrapped around the store's, lists them;
+// TestTheColdStartFloorRunsTheStatementsShowRuns, internal/store/sqlite,
+// holds each to the store's text). bench/coldstart times it beside dont.
 package main
 
 import (
