@@ -67,9 +67,6 @@ type app struct {
 	// settings are the project settings this invocation read, and the
 	// warnings about sources it ignored (config.go).
 	settings settingsState
-	// found is the project lookup of this run, made once: the login check
-	// and the embedded store both ask where the project is (lookupProject).
-	found *foundProject
 	// unbuilt holds, per tool command, what is left to build of it: its
 	// flags and run function, then the adjustments made to them
 	// (approvalCommands). A run builds only the command it invokes
@@ -635,30 +632,14 @@ func (a *app) openProjectStore() (project.Project, *sqlite.Store, error) {
 // which one it uses: a .dont/ planted in a subfolder takes over every
 // command run below it (docs/security.md, "The project dont opens").
 func (a *app) locateProject() (project.Project, error) {
-	p, err := a.lookupProject()
+	wd, _ := os.Getwd()
+	p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
 	if err == nil && len(p.Shadowed) > 0 {
 		a.notice(envelope.CodeOf(ProjectNested), "using the project at "+p.Root+
 			"; the one at "+strings.Join(p.Shadowed, " and ")+" above it is not used (a .dont/ in a subfolder takes over every command run below it)"+
 			" (next: export DONT_PROJECT_DIR="+p.Shadowed[0]+" if that is the one you meant)")
 	}
 	return p, err
-}
-
-// foundProject is what project.Find answered.
-type foundProject struct {
-	p   project.Project
-	err error
-}
-
-// lookupProject is the project this run is in (project.Find from the
-// working directory and $DONT_PROJECT_DIR), looked up on first use.
-func (a *app) lookupProject() (project.Project, error) {
-	if a.found == nil {
-		wd, _ := os.Getwd()
-		p, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
-		a.found = &foundProject{p, err}
-	}
-	return a.found.p, a.found.err
 }
 
 // ProjectNested warns that the project found has another project above it.

@@ -19,6 +19,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/personal"
+	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/tools"
 	"github.com/spf13/cobra"
 )
@@ -382,6 +383,7 @@ func (a *app) logout() error {
 // (a .dont/ from the working directory up, or DONT_PROJECT_DIR) — one
 // that opens, or one that is refused, but not none.
 func (a *app) inEmbeddedProject() bool {
-	_, err := a.lookupProject()
+	wd, _ := os.Getwd()
+	_, err := project.Find(wd, a.getenv("DONT_PROJECT_DIR"))
 	return !errs.Is(err, errs.NotInitialised)
 }
