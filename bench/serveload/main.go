@@ -319,7 +319,26 @@ func runDont(dont, dir string, m mode, tag string) result {
 		debug = freeAddr()
 		srv.Env = append(srv.Env, "DONT_DEBUG_ADDR="+debug)
 	}
+	// dont serve writes an access-log line per call to stderr, as a
+	// person keeps it: in a file (a service manager's log file). Not a
+	// pipe that this process drains: the load's goroutines and that
+	// drain share the two cores, and every line written to a pipe wakes
+	// the reader while dont serve holds its logger's lock, before the
+	// response leaves; at a high load average the server's calls queued
+	// on that lock (bench/results/report.md, "synchronous=NORMAL").
+	logFile := filepath.Join(dir, "serve.log")
+	logf, err := os.Create(logFile)
+	check(err)
+	srv.Stderr = logf
 	res := drive(srv, token, m.keys, m.sync, debug, tag)
+	check(logf.Close())
+	if debug != "" {
+		// Kept beside the profiles: the access log, and what GODEBUG
+		// (gctrace=1: each collection's pauses) wrote.
+		raw, err := os.ReadFile(logFile)
+		check(err)
+		check(os.WriteFile(filepath.Join(*profile, "dont-"+tag+".log"), raw, 0o644))
+	}
 	// dont's file is in WAL mode as the floor's is: SQLite's header says
 	// so in its read and write versions (bytes 18 and 19: 2 for WAL).
 	hdr := make([]byte, 20)
@@ -397,7 +416,9 @@ func drive(srv *exec.Cmd, token string, keys bool, synchronous, debug, tag strin
 	load := loadAvg()
 	out, err := srv.StdoutPipe()
 	check(err)
-	srv.Stderr = io.Discard
+	if srv.Stderr == nil {
+		srv.Stderr = io.Discard
+	}
 	check(srv.Start())
 	line, err := bufio.NewReader(out).ReadString('\n')
 	check(err)
