@@ -512,7 +512,7 @@ func drive(srv *exec.Cmd, token string, keys bool, synchronous, debug, tag strin
 	wg.Wait()
 	elapsed := time.Since(start)
 	if debug != "" {
-		for _, p := range []string{"mutex", "block"} {
+		for _, p := range []string{"mutex", "block", "allocs"} {
 			fetch(debug, "/debug/pprof/"+p, filepath.Join(*profile, "dont-"+tag+"."+p+".pprof"))
 		}
 	}

@@ -213,7 +213,9 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	// One call reads its token, entity and spawn several times over
 	// (authenticate, check the callback's powers, apply it); a store may
 	// answer the repeats from this request's memo.
-	r = r.WithContext(readmemo.With(r.Context()))
+	// The call's context is built here and set on the request once, with
+	// its principal (each WithContext copies the request).
+	ctx := readmemo.With(r.Context())
 	// The front door, cheapest first (docs/security.md, "Rate limits"): a
 	// token of no shape dont makes, or one refused lately, costs neither a
 	// bucket nor a read; then the server's total, then the token's own
@@ -239,7 +241,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	principal, project, err := s.opts.Backend.Authenticate(r.Context(), presented)
+	principal, project, err := s.opts.Backend.Authenticate(ctx, presented)
 	if err != nil {
 		if errs.Is(err, service.Unauthenticated) && !auth.IsCallback(presented) {
 			s.refused.add(presented)
@@ -270,7 +272,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	replay.mayDefer = t.Exclusive || principal.Role == auth.RoleCallback
 	// A tool whose write is one commit records its key in that commit.
 	replay.exclusive = replay.mayDefer || t.CommitsKey()
-	if done, err := replay.begin(r.Context(), body); err != nil || done != nil {
+	if done, err := replay.begin(ctx, body); err != nil || done != nil {
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -279,9 +281,8 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The one place HTTP (and so Lambda) decides who the call runs as.
-	r = r.WithContext(service.WithPrincipal(r.Context(), principal))
 	// Passkeys bind to the page that called (service.WithPageOrigin).
-	r = r.WithContext(service.WithPageOrigin(r.Context(), r.Header.Get("Origin")))
+	r = r.WithContext(service.WithPageOrigin(service.WithPrincipal(ctx, principal), r.Header.Get("Origin")))
 	// A keyed call's response is committed with its writes: the key is
 	// handed to the call, not carried in its context.
 	pending := replay.pending(r, start)
