@@ -184,7 +184,7 @@ func TestAKeyedWriteThatCommittedIsReplayedEvenIfTheProcessDiesBeforeAnsweringIt
 	listed := func(tool string) func() int {
 		return func() int {
 			d := a.ok(admin, tool, nil).data()
-			for _, k := range []string{"hooks", "tokens", "confirmations"} {
+			for _, k := range []string{"hooks", "tokens", "confirmations", "sessions"} {
 				if list, ok := d[k].([]any); ok {
 					return len(list)
 				}
@@ -242,6 +242,7 @@ func TestAKeyedWriteThatCommittedIsReplayedEvenIfTheProcessDiesBeforeAnsweringIt
 		}, true, true, listed("hooks.list")},
 		{"tokens.create", func() map[string]any { return map[string]any{"role": "harness", "name": "dies"} }, true, true, listed("tokens.list")},
 		{"tokens.manage", func() map[string]any { return map[string]any{"op": "create", "role": "approver"} }, true, true, listed("tokens.list")},
+		{"sessions.open", func() map[string]any { return map[string]any{"tier": "read-only", "name": "dies"} }, false, false, listed("sessions.list")},
 		// Not confirmed: the call is held, and the held call is its write.
 		{"hooks.add held", func() map[string]any {
 			return map[string]any{"url": "https://hooks.example.com/held", "events": []string{"approval.asked"}}

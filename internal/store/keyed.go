@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/hooks"
@@ -23,4 +24,6 @@ type KeyedPuts interface {
 	PutTokenKeyed(ctx context.Context, t auth.Token, key *idempotency.Put) error
 	// PutConfirmationKeyed is ConfirmationStore.PutConfirmation with key.
 	PutConfirmationKeyed(ctx context.Context, p confirm.Pending, key *idempotency.Put) error
+	// CreateSessionKeyed is ApprovalStore.CreateSession with key.
+	CreateSessionKeyed(ctx context.Context, ses approvals.Session, key *idempotency.Put) error
 }

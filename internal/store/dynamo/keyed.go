@@ -2,11 +2,13 @@ package dynamo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/hooks"
@@ -91,6 +93,22 @@ func (s *Store) PutConfirmationKeyed(ctx context.Context, p confirm.Pending, key
 	}
 	err = s.transactKeyed(ctx, p.ID, key, append([]types.TransactWriteItem{putNew(s.table, it)}, outbox...)...)
 	return s.announced(ctx, outbox, err)
+}
+
+// CreateSessionKeyed implements store.KeyedPuts: the session and the
+// key's record in one transaction (its ClientRequestToken makes a retry
+// after a lost response succeed, as CreateSession's own check does).
+func (s *Store) CreateSessionKeyed(ctx context.Context, ses approvals.Session, k *idempotency.Put) error {
+	if k == nil {
+		return s.CreateSession(ctx, ses)
+	}
+	doc, err := json.Marshal(ses)
+	if err != nil {
+		return err
+	}
+	it := key(s.sessionPK(), ses.ID)
+	it["doc"], it["c"] = str(string(doc)), num(0)
+	return s.transactKeyed(ctx, ses.ID, k, putNew(s.table, it))
 }
 
 var _ store.KeyedPuts = (*Store)(nil)
