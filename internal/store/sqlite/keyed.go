@@ -15,7 +15,13 @@ func (s *Store) writeKeyed(ctx context.Context, key *idempotency.Put, write func
 		if err := write(tx); err != nil || key == nil {
 			return err
 		}
-		return s.putKey(ctx, tx, key)
+		if err := s.putKey(ctx, tx, key); err != nil {
+			return err
+		}
+		if s.Hooks.BeforeCommit != nil {
+			return s.Hooks.BeforeCommit(ctx) // a keyed write is a commit too
+		}
+		return nil
 	})
 	if err == nil && key != nil {
 		idempotencySchemaReady.Store(s, struct{}{})
