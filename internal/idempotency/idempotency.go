@@ -372,7 +372,10 @@ func (p *Pending) Sent() (status int, body []byte, ok bool) {
 // key first: the transport reads the key again to answer.
 func (p *Pending) Taken() bool { return p != nil && p.taken }
 
-// MaxBody is the largest response body written with its call: a larger
-// one (only reads answer that much) is remembered after the commit, as
-// DynamoDB items stop at 400 KB and its transactions at 4 MB.
-const MaxBody = 350 << 10
+// MaxBody is the largest response body written with its call. DynamoDB
+// stores one over 350 KiB in several items of the call's transaction
+// (400 KB an item, 4 MB a transaction; its entity items stop at 400 KB,
+// so a committed response stays well below this); a larger one, which
+// only an entity grown past it through the embedded CLI could answer, is
+// remembered after the commit.
+const MaxBody = 2 << 20

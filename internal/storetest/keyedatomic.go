@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -12,12 +15,14 @@ import (
 	"github.com/dont-cli/dont/internal/hooks"
 	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ids"
+	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/store"
 )
 
 // KeyedPutStore is a store whose one-record writes carry a call's
 // Idempotency-Key (store.KeyedPuts), with the ports that read them back.
 type KeyedPutStore interface {
+	store.Store
 	store.KeyedPuts
 	idempotency.Store
 	store.HookStore
@@ -72,7 +77,14 @@ func keyedRecords() []keyedRecord {
 // response, or neither. A put under a key already recorded writes no
 // record (idempotency.ErrTaken) and keeps the first response; a put whose
 // record's own condition fails records no key, so its retry applies once.
+//
+// And a response larger than one DynamoDB item (350 KiB stored, up to
+// idempotency.MaxBody) commits with its write all the same, and reads
+// back whole.
 func RunKeyedPuts(t *testing.T, newStore func(t *testing.T) KeyedPutStore) {
+	t.Run("a response over 350 KiB commits with its write and reads back whole", func(t *testing.T) {
+		largeResponseCommitsWithItsWrite(t, newStore(t))
+	})
 	for _, r := range keyedRecords() {
 		t.Run("a "+r.name+" and its key's response commit together or not at all", func(t *testing.T) {
 			ctx := context.Background()
@@ -112,4 +124,49 @@ func RunKeyedPuts(t *testing.T, newStore func(t *testing.T) KeyedPutStore) {
 			}
 		})
 	}
+}
+
+// largeResponseCommitsWithItsWrite: a keyed conclude whose response is
+// 1.5 MiB that does not compress (an entity grown large) carries it in
+// its commit, and the record reads back byte for byte, to Lookup and to
+// Claim; a second commit under the key applies nothing.
+func largeResponseCommitsWithItsWrite(t *testing.T, s KeyedPutStore) {
+	ctx := context.Background()
+	noise := make([]byte, 1100<<10)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range noise {
+		noise[i] = byte(r.Uint32())
+	}
+	body := []byte(`{"ok":true,"data":"` + base64.StdEncoding.EncodeToString(noise) + `"}`)
+	if len(body) <= 350<<10 || len(body) > idempotency.MaxBody {
+		t.Fatalf("a %d-byte response does not test the split", len(body))
+	}
+	first := claim(ledger.Unverified)
+	put := &idempotency.Put{Name: "tok/conclude/large", Fingerprint: "fp-large", Status: 201, Body: body, At: base}
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: first}}, Events: []ledger.Event{ev(ledger.EvConcluded, first.ID)}, Key: put}))
+	if put.Deferred {
+		t.Fatal("a large response was deferred past its commit")
+	}
+	rec, err := s.Lookup(ctx, put.Name, base)
+	if err != nil || rec == nil || !rec.Done || rec.Status != 201 || !bytes.Equal(rec.Body, body) {
+		t.Fatalf("the large response read back: %v (done %v, %d bytes of %d)", err, rec != nil && rec.Done, len(recBody(rec)), len(body))
+	}
+	if ex, err := s.Claim(ctx, put.Name, "fp-large", base.Add(time.Minute)); err != nil || ex == nil || !bytes.Equal(ex.Body, body) {
+		t.Fatalf("a claim of the key found: %v (%d bytes of %d)", err, len(recBody(ex)), len(body))
+	}
+	second := claim(ledger.Unverified)
+	again := &idempotency.Put{Name: put.Name, Fingerprint: "fp-large", Status: 201, Body: []byte(`{"ok":true}`), At: base.Add(time.Minute)}
+	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: second}}, Key: again}); !errors.Is(err, idempotency.ErrTaken) {
+		t.Fatalf("a second commit of the key: want ErrTaken, got %v", err)
+	}
+	if _, err := s.GetEntity(ctx, second.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a commit refused for its key applied its write: %v", err)
+	}
+}
+
+func recBody(r *idempotency.Record) []byte {
+	if r == nil {
+		return nil
+	}
+	return r.Body
 }

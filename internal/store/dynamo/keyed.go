@@ -17,19 +17,19 @@ import (
 )
 
 // transactKeyed writes items, whose conditions answer for owner, in one
-// TransactWriteItems with key's record as its last item (keyItem): the
+// TransactWriteItems with key's record after them (keyItems): the
 // call's record and its response together or neither (store.KeyedPuts).
 // A failed condition on the key is idempotency.ErrTaken, on any other
 // item a ConditionFailed of owner.
 func (s *Store) transactKeyed(ctx context.Context, owner string, key *idempotency.Put, items ...types.TransactWriteItem) error {
 	keyAt := -1
 	if key != nil {
-		it, err := s.keyItem(key)
+		its, err := s.keyItems(key)
 		if err != nil {
 			return err
 		}
 		keyAt = len(items)
-		items = append(items, it)
+		items = append(items, its...)
 	}
 	err := s.transact(ctx, items...)
 	var tce *types.TransactionCanceledException
