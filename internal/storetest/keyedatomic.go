@@ -58,17 +58,29 @@ func keyedRecords() []keyedRecord {
 		{"hook", func(ctx context.Context, s KeyedPutStore, n int, key *idempotency.Put) error {
 			return s.PutHookKeyed(ctx, hooks.Hook{ID: hookID(n), URL: "https://hooks.example.com/in", Events: []hooks.EventType{hooks.ApprovalAsked},
 				Format: hooks.FormatJSON, CreatedAt: base, Secret: "whsec_test"}, key)
-		}, func(ctx context.Context, s KeyedPutStore, n int) error { _, err := s.GetHook(ctx, hookID(n)); return err }, hookID},
+		}, func(ctx context.Context, s KeyedPutStore, n int) error {
+			_, err := s.GetHook(ctx, hookID(n))
+			return err
+		}, hookID},
 		{"token", func(ctx context.Context, s KeyedPutStore, n int, key *idempotency.Put) error {
 			return s.PutTokenKeyed(ctx, auth.Token{ID: tokenID(n), Role: auth.RoleHarness, Hash: "h", CreatedAt: base}, key)
-		}, func(ctx context.Context, s KeyedPutStore, n int) error { _, err := s.GetToken(ctx, tokenID(n)); return err }, tokenID},
+		}, func(ctx context.Context, s KeyedPutStore, n int) error {
+			_, err := s.GetToken(ctx, tokenID(n))
+			return err
+		}, tokenID},
 		{"held call", func(ctx context.Context, s KeyedPutStore, n int, key *idempotency.Put) error {
 			return s.PutConfirmationKeyed(ctx, confirm.Pending{ID: heldID(n), Tool: "lock", Args: map[string]any{}, State: confirm.StatePending,
 				RequestedAt: base, ExpiresAt: base.Add(time.Hour)}, key)
-		}, func(ctx context.Context, s KeyedPutStore, n int) error { _, err := s.GetConfirmation(ctx, heldID(n)); return err }, heldID},
+		}, func(ctx context.Context, s KeyedPutStore, n int) error {
+			_, err := s.GetConfirmation(ctx, heldID(n))
+			return err
+		}, heldID},
 		{"session", func(ctx context.Context, s KeyedPutStore, n int, key *idempotency.Put) error {
 			return s.CreateSessionKeyed(ctx, approvals.Session{ID: sessionID(n), Tier: approvals.Tier("read-only"), OpenedAt: base}, key)
-		}, func(ctx context.Context, s KeyedPutStore, n int) error { _, err := s.GetSession(ctx, sessionID(n)); return err }, sessionID},
+		}, func(ctx context.Context, s KeyedPutStore, n int) error {
+			_, err := s.GetSession(ctx, sessionID(n))
+			return err
+		}, sessionID},
 	}
 }
 
