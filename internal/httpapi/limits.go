@@ -202,8 +202,9 @@ type idempotentCall struct {
 	fingerprint string
 	// readOnly: the tool is annotated read-only, so the key is ignored.
 	readOnly bool
-	// repeatable: running the call twice changes nothing more
-	// (tools.Tool.Idempotent), so a retry may take over a stale claim.
+	// repeatable: running the call twice changes nothing more, or
+	// nothing harmful (tools.Tool.RerunSafe), so a retry may take over a
+	// stale claim.
 	// Otherwise a stale claim is refused (IdempotencyOutcomeUnknown) and
 	// an interrupted call keeps its claim: it may have been applied.
 	repeatable bool

@@ -267,7 +267,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	replay := idempotentCall{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: principal.TokenID + principal.RequestID + "/" + name,
-		readOnly: t.Annotations.ReadOnly, repeatable: t.Idempotent()}
+		readOnly: t.Annotations.ReadOnly, repeatable: t.RerunSafe()}
 	// A callback token's calls resolve (or read) its one spawn.
 	replay.mayDefer = t.Exclusive || principal.Role == auth.RoleCallback
 	// A tool whose write is one commit records its key in that commit.

@@ -53,10 +53,11 @@
 // key before they run and complete it after (Claim, Complete): three
 // transactions. A crash after the write and before the completion leaves
 // a claim. For a tool whose repeat changes nothing
-// (tools.Tool.Idempotent: an approve, a revoke, a sweep) a retry takes
-// the claim over once it is stale (StaleClaim) and runs again,
-// harmlessly. For every other such tool (escalate, guess, hooks test,
-// hooks remove, …) the transport reads the key first and answers a stale
+// (tools.Tool.Idempotent: an approve, a revoke, a hook's removal, a
+// sweep) or nothing harmful (tools.Tool.RerunSafe: hooks deliver,
+// approvals slack-link) a retry takes the claim over once it is stale
+// (StaleClaim) and runs again. For every other such tool (escalate,
+// guess, hooks test, the passkeys steps) the transport reads the key first and answers a stale
 // claim with OutcomeUnknown — the call may have been applied, so it is
 // never run again under that key — and an interrupted call keeps its
 // claim instead of releasing it (docs/proof.md, "Idempotency across
@@ -134,6 +135,11 @@ var SecretFields = map[string][]string{
 	"token": {"token"},
 	// hooks.add answers a "hook" envelope with the signing secret.
 	"hook": {"secret"},
+	// approvals.slack-link answers the one-time code that links whoever
+	// sends it to the approver token (its store keeps only a hash); the
+	// code also appears in data.command and the hints, and every
+	// occurrence is redacted.
+	"slack_link_code": {"code"},
 }
 
 // SecretNotReplayed is the warning code of a replayed response whose
