@@ -208,6 +208,11 @@ type idempotentCall struct {
 	// Otherwise a stale claim is refused (IdempotencyOutcomeUnknown) and
 	// an interrupted call keeps its claim: it may have been applied.
 	repeatable bool
+	// resumable: a retry of a stale claim runs again, told when the cut
+	// run claimed the key (resumeSince, tools.Tool.ResumesKey), and
+	// resumes from what that run wrote.
+	resumable   bool
+	resumeSince time.Time
 }
 
 // begin claims the key, or returns the first response to replay.
@@ -243,7 +248,10 @@ func (i *idempotentCall) begin(ctx context.Context, body []byte) (*idempotency.R
 			if existing, err = i.store.Lookup(ctx, i.name(), time.Now()); err != nil {
 				return nil, errs.E(errs.StoreError, "cannot read the Idempotency-Key").Wrap(err)
 			}
-			if existing.OutcomeUnknown(time.Now()) && existing.Fingerprint == fp {
+			if existing.OutcomeUnknown(time.Now()) && existing.Fingerprint == fp && i.resumable {
+				// Take the stale claim over (Claim below) and resume.
+				i.resumeSince, existing = existing.At, nil
+			} else if existing.OutcomeUnknown(time.Now()) && existing.Fingerprint == fp {
 				return nil, errs.E(IdempotencyOutcomeUnknown, "the first request with this Idempotency-Key did not finish and may have been applied; it is not run again under this key")
 			}
 		}

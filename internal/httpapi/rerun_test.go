@@ -3,9 +3,11 @@ package httpapi_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/idempotency"
+	"github.com/dont-cli/dont/internal/rules"
 	"github.com/dont-cli/dont/internal/service"
 )
 
@@ -128,5 +130,55 @@ func TestASlackLinkCodeIsNeverStoredUnderItsIdempotencyKey(t *testing.T) {
 	}
 	if r := a.command("T3MDE", "U0CA5", "link "+code); !strings.HasPrefix(r["text"].(string), "Linked") {
 		t.Fatalf("the code shown once: %v", r)
+	}
+}
+
+// A keyed escalate cut by a crash after it asked its question: the retry
+// with its key, once the claim is stale, re-attaches to that question
+// (the same approval id, one question for the call) instead of asking the
+// person again or answering idempotency-outcome-unknown.
+func TestAKeyedEscalateCutAfterItAskedReattachesToItsQuestionOnRetry(t *testing.T) {
+	a, store, _ := newCutAPI(t)
+	a.now.Store(time.Now().UnixNano()) // the question is dated by the clock the key is
+	h, approver := a.tokens["harness"], a.tokens["approver"]
+	ses := a.ok(h, "sessions.open", map[string]any{"tier": "read-only"}).str("session_id")
+	a.ok(approver, "approvals.frames", map[string]any{"session": ses})
+	body := `{"args":{"session":"` + ses + `","call":"c1","to":"workspace-write","reason":"writes build/","preview":"make build","no_wait":true}}`
+	first, again := cutThenStale(a.api, store, tokenCreate{"escalate", h, "escalate", body, "esc-1"})
+	id := first.str("approval_id")
+	if first.status != 200 || id == "" {
+		t.Fatalf("escalate: %d %s", first.status, first.raw)
+	}
+	if again.status != 200 || again.str("approval_id") != id {
+		t.Fatalf("the retry once the claim is stale: %d %s", again.status, again.raw)
+	}
+	list := a.ok(h, "approvals.list", map[string]any{"session": ses})
+	if qs, _ := list.data()["approvals"].([]any); len(qs) != 1 {
+		t.Fatalf("the call has %d questions, want 1: %s", len(qs), list.raw)
+	}
+}
+
+// A keyed escalate that waited for its verdict and was cut by a crash
+// after the verdict (here a person's allow rule, which answers at once):
+// the retry reports that verdict, the tier granted, as the first call
+// would have, rather than asking again (which the ratchet would refuse)
+// or answering idempotency-outcome-unknown.
+func TestAKeyedEscalateCutAfterItsVerdictReportsThatVerdictOnRetry(t *testing.T) {
+	a, store, _ := newCutAPI(t)
+	a.now.Store(time.Now().UnixNano())
+	set, err := rules.Load([]rules.Rule{{Name: "git-status", Decision: rules.Allow, Prefix: []string{"git", "status"}, Match: []string{"git status"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.svc.Approvals.Rules = set
+	h := a.tokens["harness"]
+	ses := a.ok(h, "sessions.open", map[string]any{"tier": "read-only"}).str("session_id")
+	body := `{"args":{"session":"` + ses + `","call":"c1","to":"danger-full-access","reason":"see the tree","preview":"git status --short"}}`
+	first, again := cutThenStale(a.api, store, tokenCreate{"escalate", h, "escalate", body, "esc-2"})
+	if first.status != 200 || first.str("granted_tier") != "danger-full-access" {
+		t.Fatalf("escalate: %d %s", first.status, first.raw)
+	}
+	if again.status != 200 || again.str("approval_id") != first.str("approval_id") || again.str("granted_tier") != "danger-full-access" {
+		t.Fatalf("the retry once the claim is stale: %d %s", again.status, again.raw)
 	}
 }

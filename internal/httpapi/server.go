@@ -267,7 +267,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	replay := idempotentCall{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: principal.TokenID + principal.RequestID + "/" + name,
-		readOnly: t.Annotations.ReadOnly, repeatable: t.RerunSafe()}
+		readOnly: t.Annotations.ReadOnly, repeatable: t.RerunSafe(), resumable: t.ResumesKey()}
 	// A callback token's calls resolve (or read) its one spawn.
 	replay.mayDefer = t.Exclusive || principal.Role == auth.RoleCallback
 	// A tool whose write is one commit records its key in that commit.
@@ -286,7 +286,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	// A keyed call's response is committed with its writes: the key is
 	// handed to the call, not carried in its context.
 	pending := replay.pending(r, start)
-	res, err := tools.CallWith(r.Context(), project.Service, name, req.Args, s.arrival(r, req), tools.CallOptions{Key: pending})
+	res, err := tools.CallWith(r.Context(), project.Service, name, req.Args, s.arrival(r, req), tools.CallOptions{Key: pending, ResumeSince: replay.resumeSince})
 	if status, body, ok := pending.Sent(); ok {
 		// The response was committed with the call: send those bytes.
 		s.send(w, r, status, body, start)

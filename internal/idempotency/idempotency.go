@@ -56,8 +56,10 @@
 // (tools.Tool.Idempotent: an approve, a revoke, a hook's removal, a
 // sweep) or nothing harmful (tools.Tool.RerunSafe: hooks deliver,
 // approvals slack-link) a retry takes the claim over once it is stale
-// (StaleClaim) and runs again. For every other such tool (escalate,
-// guess, hooks test, the passkeys steps) the transport reads the key first and answers a stale
+// (StaleClaim) and runs again. escalate (tools.Tool.ResumesKey) takes a
+// stale claim over too and resumes: it re-attaches to the question the
+// cut run asked, if it asked one. For every other such tool (guess,
+// hooks test, the passkeys steps) the transport reads the key first and answers a stale
 // claim with OutcomeUnknown — the call may have been applied, so it is
 // never run again under that key — and an interrupted call keeps its
 // claim instead of releasing it (docs/proof.md, "Idempotency across

@@ -10,6 +10,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/rules"
 	"github.com/dont-cli/dont/internal/store"
@@ -31,6 +32,12 @@ type EscalateInput struct {
 	// Asked, if set, is told the question once it exists, before the call
 	// waits for its answer: a front end tells the person where it went.
 	Asked func(approvals.Approval)
+	// ResumeSince, if set, is when an earlier run of this same request
+	// (its Idempotency-Key, cut by a crash) claimed the key: if that run
+	// asked its question, the call re-attaches to it instead of asking
+	// again (resumedQuestion; docs/proof.md, "Idempotency across
+	// crashes").
+	ResumeSince time.Time
 }
 
 // Escalate asks a person for one wider tier for one call. Fail-closed by
@@ -63,6 +70,15 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		return res, nil, err
 	}
 	var a approvals.Approval
+	if !in.ResumeSince.IsZero() {
+		prior, err := s.resumedQuestion(ctx, st, ses, in)
+		if err != nil {
+			return res, nil, channelRefusal("", err)
+		}
+		if prior != nil {
+			return s.reattach(ctx, st, ses, in, *prior)
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		records, err := st.ListApprovals(ctx, store.ApprovalFilter{CallID: in.CallID})
 		if err != nil {
@@ -108,6 +124,51 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 		}
 	}
 	if in.Asked != nil {
+		in.Asked(a)
+	}
+	if in.NoWait {
+		v := s.view(a)
+		v.SessionTier = ses.Tier
+		return v, nil, nil
+	}
+	return s.waitVerdict(ctx, st, a.ID, true)
+}
+
+// resumedQuestion is the question the cut run of in asked, or nil if it
+// asked none: the newest question of in's call asked (not refused before
+// asking) by the same requester with the same target, reason and preview
+// within the key's lifetime (idempotency.Window before the retry's claim;
+// a retry that takes a stale claim over re-times the claim, so the first
+// run's time is not known). A call has at most one open question and is
+// widened at most once (approvals.ValidateHop), so the newest such
+// question is the run's own or one that ended after it and carries the
+// call's latest verdict: re-attaching to it never asks twice, and at worst
+// repeats an earlier refusal (docs/proof.md, "Idempotency across
+// crashes").
+func (s *core) resumedQuestion(ctx context.Context, st store.ApprovalStore, ses approvals.Session, in EscalateInput) (*approvals.Approval, error) {
+	records, err := st.ListApprovals(ctx, store.ApprovalFilter{CallID: in.CallID})
+	if err != nil {
+		return nil, err
+	}
+	var found *approvals.Approval
+	for i := range records {
+		r := records[i]
+		if !r.Asked || r.SessionID != ses.ID || r.Requester != in.Requester || r.To != approvals.Tier(in.To) ||
+			r.Reason != in.Reason || r.Preview != in.Preview || r.CreatedAt.Before(in.ResumeSince.Add(-idempotency.Window)) {
+			continue
+		}
+		if found == nil || r.CreatedAt.After(found.CreatedAt) {
+			found = &r
+		}
+	}
+	return found, nil
+}
+
+// reattach answers a resumed escalate as its cut run would have: the
+// question at once under NoWait, else its verdict, waited for if it is
+// still open.
+func (s *core) reattach(ctx context.Context, st store.ApprovalStore, ses approvals.Session, in EscalateInput, a approvals.Approval) (ApprovalView, []envelope.Warning, error) {
+	if in.Asked != nil && a.State == approvals.Pending {
 		in.Asked(a)
 	}
 	if in.NoWait {

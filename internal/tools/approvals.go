@@ -79,7 +79,7 @@ func init() {
 			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
 				deadline, _ := escalateDeadline(a)
 				return escalated(s.Escalations.Escalate(ctx, service.EscalateInput{SessionID: a.Str("session"), CallID: a.Str("call"), To: a.Str("to"),
-					Reason: a.Str("reason"), Preview: a.Str("preview"), NoWait: a.Bool("no_wait"), Deadline: deadline, Asked: o.Asked}))
+					Reason: a.Str("reason"), Preview: a.Str("preview"), NoWait: a.Bool("no_wait"), Deadline: deadline, Asked: o.Asked, ResumeSince: o.ResumeSince}))
 			}}
 	})
 

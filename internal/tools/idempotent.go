@@ -24,6 +24,16 @@ var idempotent = map[string]bool{
 // otherwise.
 var rerunSafe = map[string]bool{"hooks.deliver": true, "approvals.slack-link": true}
 
+// resumesKey lists the tools that, under an Idempotency-Key whose earlier
+// run was cut by a crash, resume from what that run wrote instead of
+// refusing with idempotency-outcome-unknown (CallOptions.ResumeSince):
+// escalate re-attaches to the question it asked, or asks if it asked none.
+var resumesKey = map[string]bool{"escalate": true}
+
+// ResumesKey reports whether a keyed call of the tool cut by a crash is
+// resumed by its retry (resumesKey).
+func (t *Tool) ResumesKey() bool { return resumesKey[t.Name] }
+
 // Idempotent reports whether repeating a call of the tool with the same
 // arguments has no further effect.
 func (t *Tool) Idempotent() bool { return t.Annotations.ReadOnly || idempotent[t.Name] }

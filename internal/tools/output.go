@@ -75,6 +75,10 @@ type CallOptions struct {
 	// call waits for its answer (the CLI's countdown, MCP's progress);
 	// nil: no one.
 	Asked func(approvals.Approval)
+	// ResumeSince, for a tool that ResumesKey, is when an earlier run of
+	// this keyed request claimed the key and was cut by a crash; the zero
+	// time: none. escalate re-attaches to the question that run asked.
+	ResumeSince time.Time
 }
 
 // execute runs one call: the gate (admit; gate nil: none, for Call), the
