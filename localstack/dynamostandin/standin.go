@@ -192,7 +192,9 @@ func (s *Standin) serve(r *http.Request) *response {
 	case "Query":
 		resp = s.query(body)
 	case "Scan":
-		resp = s.pagedRead(op, body)
+		if resp = s.scan(body); resp == nil {
+			resp = s.pagedRead(op, body)
+		}
 	case "UpdateItem":
 		resp = s.updateItem(body, oldOf(befores))
 	case "PutItem", "DeleteItem":

@@ -152,7 +152,10 @@ func (s *Standin) transactWrite(body []byte) *response {
 			return r
 		}
 	}
-	resp := s.forward("TransactWriteItems", body)
+	resp := s.fastTransact(body)
+	if resp == nil {
+		resp = s.forward("TransactWriteItems", body)
+	}
 	if resp.status == http.StatusBadRequest {
 		return s.completeCancellation(body, resp)
 	}
