@@ -47,6 +47,10 @@ type Standin struct {
 
 	// members are the items each queried index holds (members.go).
 	members map[string]*tableMembers
+
+	// minidynCalls counts the requests sent to minidyn, by operation, for
+	// the tests that a read or a transaction no longer costs it the table.
+	minidynCalls map[string]int
 }
 
 // tableMeta is what the stand-in remembers about a table that minidyn
@@ -215,6 +219,10 @@ func (s *Standin) serve(r *http.Request) *response {
 
 // call sends one request to minidyn and returns its reply unchanged.
 func (s *Standin) call(op string, body []byte) *response {
+	if s.minidynCalls == nil {
+		s.minidynCalls = map[string]int{}
+	}
+	s.minidynCalls[op]++
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 	req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
 	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
