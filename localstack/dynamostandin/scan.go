@@ -61,13 +61,10 @@ func (s *Standin) scan(body []byte) *response {
 	if e := checkPlaceholdersUsed(in.queryInput); e != nil {
 		return nil
 	}
-	var described struct {
-		Table struct{ KeySchema []keyElement }
-	}
-	if s.callJSON("DescribeTable", map[string]string{"TableName": in.TableName}, &described) != nil {
+	hash, rng, ok := s.keySchema(in.TableName)
+	if !ok {
 		return nil
 	}
-	hash, rng := keyNames(described.Table.KeySchema)
 	members, r := s.membersOf(in.TableName, baseIndex, hash, rng, hash, rng)
 	if r != nil {
 		return nil

@@ -51,6 +51,9 @@ type Standin struct {
 	// minidynCalls counts the requests sent to minidyn, by operation, for
 	// the tests that a read or a transaction no longer costs it the table.
 	minidynCalls map[string]int
+
+	// keySchemas are the tables' key attribute names (keySchema).
+	keySchemas map[string][2]string
 }
 
 // tableMeta is what the stand-in remembers about a table that minidyn
@@ -261,6 +264,7 @@ func (s *Standin) forward(op string, body []byte) *response {
 	switch op {
 	case "CreateTable", "UpdateTable", "DeleteTable":
 		s.forgetMembers(name.TableName)
+		delete(s.keySchemas, name.TableName)
 	}
 	resp := s.call(op, body)
 	if resp.status == http.StatusBadRequest && !json.Valid(resp.body) {
