@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/big"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -42,7 +43,7 @@ type indexMembers struct {
 	hash, rng string // the index's key attributes
 	items     map[string]item
 	parts     map[string]map[string]item
-	order     []string       // the primary keys, sorted, for a Scan (scan.go); nil when stale
+	order     []string       // the primary keys, sorted, for a Scan (scan.go); nil until one asks
 	sizes     map[string]int // the items' sizes, measured when a Scan needs them
 }
 
@@ -52,12 +53,11 @@ func newIndexMembers(hash, rng string, n int) *indexMembers {
 
 // put files it, the item whose primary key is pk, in the index.
 func (im *indexMembers) put(pk string, it item) {
-	order := im.order
-	_, had := im.items[pk]
-	im.remove(pk)
-	im.order = nil
-	if had {
-		im.order = order // the same keys
+	if old, had := im.items[pk]; had {
+		im.unfile(pk, old)
+	} else if im.order != nil {
+		at, _ := slices.BinarySearch(im.order, pk)
+		im.order = slices.Insert(im.order, at, pk)
 	}
 	im.items[pk] = it
 	part := partitionOf(it[im.hash])
@@ -73,9 +73,17 @@ func (im *indexMembers) remove(pk string) {
 	if !ok {
 		return
 	}
+	im.unfile(pk, old)
 	delete(im.items, pk)
+	if at, found := slices.BinarySearch(im.order, pk); found {
+		im.order = slices.Delete(im.order, at, at+1)
+	}
+}
+
+// unfile takes old, the item stored under pk, out of its partition and
+// forgets its size.
+func (im *indexMembers) unfile(pk string, old item) {
 	delete(im.sizes, pk)
-	im.order = nil
 	part := partitionOf(old[im.hash])
 	delete(im.parts[part], pk)
 	if len(im.parts[part]) == 0 {
@@ -179,6 +187,34 @@ func (s *Standin) forgetMembers(table string) { delete(s.members, table) }
 // interpreter as its Scan would. The filter is parsed once, and refused
 // when it is malformed even if there is nothing to evaluate.
 func matchMembers(candidates map[string]item, in queryInput, filter string, extraNames map[string]string) ([]item, *response) {
+	f, r := compileFilter(in, filter, extraNames)
+	if r != nil {
+		return nil, r
+	}
+	evaluated.Add(int64(len(candidates)))
+	var out []item
+	for _, it := range candidates {
+		ok, r := f.match(it)
+		if r != nil {
+			return nil, r
+		}
+		if ok {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// compiledFilter is a filter parsed once, with its names and values.
+type compiledFilter struct {
+	cond   *language.ConditionalExpression
+	names  map[string]string
+	values map[string]*types.Item
+}
+
+// compileFilter parses filter, naming its placeholders from in and
+// extraNames; a malformed one is a ValidationException.
+func compileFilter(in queryInput, filter string, extraNames map[string]string) (*compiledFilter, *response) {
 	names := map[string]string{}
 	for _, p := range namePlaceholder.FindAllString(filter, -1) {
 		if v, ok := in.ExpressionAttributeNames[p]; ok {
@@ -209,32 +245,30 @@ func matchMembers(candidates map[string]item, in queryInput, filter string, extr
 	if err := interpreter.ValidateExpressionAttributeNamesDeclared("FilterExpression", filter, names); err != nil {
 		return nil, errorResponse(validation("%v", err))
 	}
-	evaluated.Add(int64(len(candidates)))
-	var out []item
-	for _, it := range candidates {
-		attrs := map[string]*types.Item{}
-		for name, raw := range it {
-			var v types.Item
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return nil, errorResponse(&apiError{status: http.StatusInternalServerError, code: "InternalServerError", msg: "decode stored attribute " + name + ": " + err.Error()})
-			}
-			attrs[name] = &v
+	return &compiledFilter{cond: conditional, names: names, values: values}, nil
+}
+
+// match evaluates the filter on it.
+func (f *compiledFilter) match(it item) (bool, *response) {
+	attrs := map[string]*types.Item{}
+	for name, raw := range it {
+		var v types.Item
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return false, errorResponse(&apiError{status: http.StatusInternalServerError, code: "InternalServerError", msg: "decode stored attribute " + name + ": " + err.Error()})
 		}
-		env := language.NewEnvironment()
-		env.Aliases = maps.Clone(names)
-		if err := env.AddAttributes(attrs); err != nil {
-			return nil, errorResponse(validation("%v: %s", interpreter.ErrUnsupportedFeature, err))
-		}
-		if err := env.AddAttributes(values); err != nil {
-			return nil, errorResponse(validation("%v: %s", interpreter.ErrUnsupportedFeature, err))
-		}
-		result := language.Eval(conditional, env)
-		if result.Type() == language.ObjectTypeError {
-			return nil, errorResponse(validation("%v: %s", interpreter.ErrSyntaxError, result.Inspect()))
-		}
-		if result == language.TRUE {
-			out = append(out, it)
-		}
+		attrs[name] = &v
 	}
-	return out, nil
+	env := language.NewEnvironment()
+	env.Aliases = maps.Clone(f.names)
+	if err := env.AddAttributes(attrs); err != nil {
+		return false, errorResponse(validation("%v: %s", interpreter.ErrUnsupportedFeature, err))
+	}
+	if err := env.AddAttributes(f.values); err != nil {
+		return false, errorResponse(validation("%v: %s", interpreter.ErrUnsupportedFeature, err))
+	}
+	result := language.Eval(f.cond, env)
+	if result.Type() == language.ObjectTypeError {
+		return false, errorResponse(validation("%v: %s", interpreter.ErrSyntaxError, result.Inspect()))
+	}
+	return result == language.TRUE, nil
 }

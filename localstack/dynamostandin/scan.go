@@ -80,7 +80,6 @@ func (s *Standin) scan(body []byte) *response {
 	}
 	// A page ends at Limit items or at 1 MB read (before the filter).
 	var page []item
-	var pagePKs []string
 	full := false
 	read := 0
 	for _, pk := range order[from:] {
@@ -96,20 +95,26 @@ func (s *Standin) scan(body []byte) *response {
 		}
 		read += size
 		page = append(page, it)
-		pagePKs = append(pagePKs, pk)
 	}
 	if in.Limit > 0 && len(page) == in.Limit {
 		full = true
 	}
 	items := page
 	if in.FilterExpression != "" {
+		f, r := compileFilter(in.queryInput, in.FilterExpression, nil)
+		if r != nil {
+			return r
+		}
+		evaluated.Add(int64(len(page)))
 		items = nil
-		for i, it := range page {
-			matched, r := matchMembers(map[string]item{pagePKs[i]: it}, in.queryInput, in.FilterExpression, nil)
+		for _, it := range page {
+			ok, r := f.match(it)
 			if r != nil {
 				return r
 			}
-			items = append(items, matched...)
+			if ok {
+				items = append(items, it)
+			}
 		}
 	}
 	outItems := []item{}
