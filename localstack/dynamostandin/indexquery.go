@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/base64"
 	"encoding/json"
-	"math/big"
 	"net/http"
 	"regexp"
 	"slices"
@@ -324,40 +321,6 @@ func primaryKey(it item, hash, rng string) string {
 		k += "\x00" + string(it[rng])
 	}
 	return k
-}
-
-func compareTuple(a, b item, attrs []string) int {
-	for _, k := range attrs {
-		if c := compareValue(a[k], b[k]); c != 0 {
-			return c
-		}
-	}
-	return 0
-}
-
-// compareValue orders two scalar attribute values as DynamoDB orders sort
-// keys: strings and binaries by bytes, numbers by value.
-func compareValue(a, b json.RawMessage) int {
-	ta, va := scalar(a)
-	tb, vb := scalar(b)
-	if ta != tb {
-		return strings.Compare(ta, tb)
-	}
-	switch ta {
-	case "N":
-		x, okx := new(big.Float).SetString(va)
-		y, oky := new(big.Float).SetString(vb)
-		if okx && oky {
-			return x.Cmp(y)
-		}
-	case "B":
-		x, errx := base64.StdEncoding.DecodeString(va)
-		y, erry := base64.StdEncoding.DecodeString(vb)
-		if errx == nil && erry == nil {
-			return bytes.Compare(x, y)
-		}
-	}
-	return strings.Compare(va, vb)
 }
 
 func scalar(raw json.RawMessage) (typ, val string) {

@@ -155,7 +155,8 @@ func parseKeys(it item, order []string) []keyValue {
 	return out
 }
 
-// compareKeys orders two parsed key tuples as compareTuple orders items.
+// compareKeys orders two parsed key tuples as DynamoDB orders sort keys:
+// strings and binaries by bytes, numbers by value.
 func compareKeys(a, b []keyValue) int {
 	for i := range a {
 		x, y := a[i], b[i]
