@@ -142,7 +142,8 @@ func copyMode(t *testing.T, from, to string) {
 
 func newProject(t *testing.T, env ...string) *testProject {
 	p := &testProject{t: t, dir: t.TempDir(), env: env}
-	copyFreshProject(t, p.dir) // what dont init makes (freshProject)
+	// What dont init makes (freshProject).
+	copyFreshProject(t, p.dir)
 	t.Cleanup(func() { // every test ends with the invariant checker
 		if !p.corrupted {
 			p.ok("doctor", "--strict")
