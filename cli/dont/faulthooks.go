@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -97,18 +96,9 @@ func (a *app) traceApply() (stop func()) {
 	if file == "" {
 		return func() {}
 	}
-	return spawn.TraceApply(func(step spawn.Step, callers []uintptr) {
+	return spawn.TraceApply(func(step spawn.Step, path []string) {
 		if step.Kind != spawn.StepCallback {
 			return
-		}
-		var path []string
-		frames := runtime.CallersFrames(callers)
-		for {
-			f, more := frames.Next()
-			path = append(path, f.Function)
-			if !more {
-				break
-			}
 		}
 		line, _ := json.Marshal(path)
 		if f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {

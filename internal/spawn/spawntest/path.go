@@ -1,7 +1,6 @@
 package spawntest
 
 import (
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -54,18 +53,9 @@ func ours(fn string) bool {
 func RecordCallbacks(t testing.TB, requestID string) (paths func() [][]string) {
 	var mu sync.Mutex
 	var got [][]string
-	stop := spawn.TraceApply(func(step spawn.Step, callers []uintptr) {
+	stop := spawn.TraceApply(func(step spawn.Step, path []string) {
 		if step.Kind != spawn.StepCallback || step.RequestID != requestID {
 			return
-		}
-		var path []string
-		frames := runtime.CallersFrames(callers)
-		for {
-			f, more := frames.Next()
-			path = append(path, f.Function)
-			if !more {
-				break
-			}
 		}
 		mu.Lock()
 		got = append(got, path)

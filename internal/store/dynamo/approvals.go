@@ -101,25 +101,12 @@ func (s *Store) CreateSession(ctx context.Context, ses approvals.Session) error 
 		ExpressionAttributeNames:            map[string]string{"#pk": PartitionKey},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		ReturnConsumedCapacity:              types.ReturnConsumedCapacityIndexes}
-	err = s.write(ctx, func(ctx context.Context) error {
-		_, err := s.client.PutItem(ctx, in, noSDKRetries)
-		return err
+	// A retry after a lost response finds its own session (frames may
+	// have moved its counter since): that is success.
+	return s.putOnce(ctx, in, ses.ID, func(ctx context.Context) (bool, error) {
+		old, err := s.getItem(ctx, key(s.sessionPK(), ses.ID))
+		return err == nil && old != nil && attrString(old, "doc") == string(doc), err
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		return err
-	}
-	// A retry after a lost response finds its own session: that is success.
-	old := ccf.Item
-	if old == nil {
-		if old, err = s.getItem(ctx, key(s.sessionPK(), ses.ID)); err != nil {
-			return err
-		}
-	}
-	if old != nil && attrString(old, "doc") == string(doc) {
-		return nil
-	}
-	return &store.ConditionFailed{ID: ses.ID}
 }
 
 // GetSession implements store.ApprovalStore.

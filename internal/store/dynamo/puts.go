@@ -96,15 +96,16 @@ func sameItem(a, b map[string]types.AttributeValue) bool {
 		return false
 	}
 	for k, v := range a {
-		if valueKey(v) != valueKey(b[k]) {
+		if ScalarText(v) != ScalarText(b[k]) {
 			return false
 		}
 	}
 	return true
 }
 
-// valueKey is a comparable form of the scalar values these items hold.
-func valueKey(v types.AttributeValue) string {
+// ScalarText is a comparable form of the scalar values these items hold
+// (strings, numbers, binaries: every key attribute), tagged by type.
+func ScalarText(v types.AttributeValue) string {
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:
 		return "S" + v.Value

@@ -210,7 +210,7 @@ func (ix indexSpec) holds(it map[string]types.AttributeValue) bool {
 }
 
 func (ix indexSpec) sameKey(a, b map[string]types.AttributeValue) bool {
-	return keyText(a[ix.hash]) == keyText(b[ix.hash]) && keyText(a[ix.sort]) == keyText(b[ix.sort])
+	return dynamo.ScalarText(a[ix.hash]) == dynamo.ScalarText(b[ix.hash]) && dynamo.ScalarText(a[ix.sort]) == dynamo.ScalarText(b[ix.sort])
 }
 
 // scanned is the number of items a Query or Scan evaluated. Servers that

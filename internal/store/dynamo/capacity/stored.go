@@ -154,17 +154,5 @@ func keyOf(item map[string]types.AttributeValue) map[string]types.AttributeValue
 
 // itemID names the item of key in table.
 func itemID(table string, key map[string]types.AttributeValue) string {
-	return table + "\x00" + keyText(key[dynamo.PartitionKey]) + "\x00" + keyText(key[dynamo.SortKey])
-}
-
-func keyText(v types.AttributeValue) string {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return "S" + v.Value
-	case *types.AttributeValueMemberN:
-		return "N" + v.Value
-	case *types.AttributeValueMemberB:
-		return "B" + string(v.Value)
-	}
-	return ""
+	return table + "\x00" + dynamo.ScalarText(key[dynamo.PartitionKey]) + "\x00" + dynamo.ScalarText(key[dynamo.SortKey])
 }
