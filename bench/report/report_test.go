@@ -180,6 +180,8 @@ func TestTheTopTableShowsTheSameNumbersAsTheSectionsBelowIt(t *testing.T) {
 		"| in-process lifecycles ≥ 0.8× the floor (`SpawnLifecycleParallel`, 2 callers) | 2,878/s | 2,017/s | 0.71× | **no** |",
 		"| `dont serve` lifecycles/s ≥ 0.7× the floor server (16 workers, defaults, without Idempotency-Keys) | 2,000/s | 1,500/s | 0.75× | yes |",
 		"| `dont serve` callback p99 ≤ 20 ms (without Idempotency-Keys) | 12.68 ms | 17.05 ms | 1.34× | yes |",
+		"| `dont serve` server CPU (user + system) per lifecycle (without Idempotency-Keys) | 465 µs | 949 µs | 2.04× | no goal (the figure the load moves least) |",
+		"| `dont serve` callback p99 ≤ 20 ms (with Idempotency-Keys) | 13.72 ms | 32.01 ms | 2.33× | **no** |",
 		"| `dont serve` lifecycles/s ≥ 0.7× the floor server (16 workers, defaults, with Idempotency-Keys) | 1,700/s | 1,020/s | 0.60× | **no** |",
 		"| `dont serve` 0 429s and max RSS ≤ 40 MB (with Idempotency-Keys) | 0 429s, 23.6 MB | 3 429s, 34.1 MB | — | **no** |",
 		"| `dont serve` at synchronous=NORMAL ≥ 0.7× the floor at NORMAL (without Idempotency-Keys) | 3,000/s | 2,400/s | 0.82× | yes |",
@@ -290,5 +292,25 @@ func TestTheCapacityTableIsComputedFromTheMeasuredCPU(t *testing.T) {
 		if !strings.Contains(sec, want) {
 			t.Errorf("capacity section lacks %q:\n%s", want, sec)
 		}
+	}
+}
+
+// When the floor's own p99 is over the goal the machine's load is what
+// the tail measures: the goals table says the goal cannot be judged
+// there, and still shows dont's p99 beside the floor's.
+func TestATailOverTheGoalOnTheFloorTooIsReportedAsNotJudgeable(t *testing.T) {
+	r := fakeRun()
+	loaded := strings.NewReplacer("| 4.10 ms | 12.68 ms |", "| 4.10 ms | 120.68 ms |", "| 7.87 ms | 17.05 ms |", "| 7.87 ms | 170.05 ms |").Replace(fakeServe)
+	serve := parseServeLoad(loaded)
+	r.Serve = &serve
+	var goals string
+	for _, s := range sections(r) {
+		if s.Name == "goals" {
+			goals = s.Body
+		}
+	}
+	want := "| `dont serve` callback p99 ≤ 20 ms (without Idempotency-Keys) | 120.68 ms | 170.05 ms | 1.41× | **no** (cannot be judged: the floor's own p99 is over the goal on this machine's load) |"
+	if !strings.Contains(goals, want) {
+		t.Errorf("the goals table lacks\n%s\nin\n%s", want, goals)
 	}
 }

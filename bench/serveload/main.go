@@ -17,9 +17,12 @@
 // per mode the medians: route p50/p99, lifecycles/s, the median of the
 // rounds' dont/floor ratios, 429s, the server's peak RSS (VmHWM); and it
 // ends each dont run with `dont doctor --strict` (a violation fails the
-// run). -profile writes CPU, mutex and block profiles of each dont serve
-// run (through its DONT_DEBUG_ADDR server) and a CPU profile of each
-// floor run. Run it through bench/run or bench/report.
+// run). dont serve's access log (stderr) goes to a file in its run
+// folder, as a service's would. -profile writes CPU, mutex, block and
+// allocation profiles of each dont serve run (through its
+// DONT_DEBUG_ADDR server), with its log file (and what GODEBUG, e.g.
+// gctrace=1, wrote there) beside them, and a CPU profile of each floor
+// run. Run it through bench/run or bench/report.
 package main
 
 import (
@@ -60,7 +63,7 @@ var (
 	only     = flag.String("keys", "both", "Idempotency-Key modes at synchronous=FULL: both, with, without")
 	syncs    = flag.String("sync", "FULL,NORMAL", "synchronous settings to run: FULL (with the -keys modes), NORMAL (without keys: what FULL costs)")
 	baseline = flag.String("baseline", "", "also run this dont binary (an older build) in every round, as \"baseline\"")
-	profile  = flag.String("profile", "", "write CPU, mutex and block profiles of every dont serve run, and a CPU profile of every floor run, into this folder (a profiling run: its rates are not the benchmark's)")
+	profile  = flag.String("profile", "", "write CPU, mutex, block and allocation profiles and the log of every dont serve run, and a CPU profile of every floor run, into this folder (a profiling run: its rates are not the benchmark's)")
 )
 
 // mode is one configuration both servers are run in: the Idempotency-Key
@@ -319,7 +322,26 @@ func runDont(dont, dir string, m mode, tag string) result {
 		debug = freeAddr()
 		srv.Env = append(srv.Env, "DONT_DEBUG_ADDR="+debug)
 	}
+	// dont serve writes an access-log line per call to stderr, as a
+	// person keeps it: in a file (a service manager's log file). Not a
+	// pipe that this process drains: the load's goroutines and that
+	// drain share the two cores, and every line written to a pipe wakes
+	// the reader while dont serve holds its logger's lock, before the
+	// response leaves; at a high load average the server's calls queued
+	// on that lock (bench/results/report.md, "synchronous=NORMAL").
+	logFile := filepath.Join(dir, "serve.log")
+	logf, err := os.Create(logFile)
+	check(err)
+	srv.Stderr = logf
 	res := drive(srv, token, m.keys, m.sync, debug, tag)
+	check(logf.Close())
+	if debug != "" {
+		// Kept beside the profiles: the access log, and what GODEBUG
+		// (gctrace=1: each collection's pauses) wrote.
+		raw, err := os.ReadFile(logFile)
+		check(err)
+		check(os.WriteFile(filepath.Join(*profile, "dont-"+tag+".log"), raw, 0o644))
+	}
 	// dont's file is in WAL mode as the floor's is: SQLite's header says
 	// so in its read and write versions (bytes 18 and 19: 2 for WAL).
 	hdr := make([]byte, 20)
@@ -391,13 +413,15 @@ func fetch(debug, path, file string) {
 
 // drive starts the server, loads it for the duration, reads its peak RSS
 // and stops it. With debug (dont serve's debug server) it writes a CPU
-// profile of the load and the mutex and block profiles after it, named
+// profile of the load and the mutex, block and allocation profiles after it, named
 // by tag, into -profile's folder.
 func drive(srv *exec.Cmd, token string, keys bool, synchronous, debug, tag string) result {
 	load := loadAvg()
 	out, err := srv.StdoutPipe()
 	check(err)
-	srv.Stderr = io.Discard
+	if srv.Stderr == nil {
+		srv.Stderr = io.Discard
+	}
 	check(srv.Start())
 	line, err := bufio.NewReader(out).ReadString('\n')
 	check(err)
@@ -491,7 +515,7 @@ func drive(srv *exec.Cmd, token string, keys bool, synchronous, debug, tag strin
 	wg.Wait()
 	elapsed := time.Since(start)
 	if debug != "" {
-		for _, p := range []string{"mutex", "block"} {
+		for _, p := range []string{"mutex", "block", "allocs"} {
 			fetch(debug, "/debug/pprof/"+p, filepath.Join(*profile, "dont-"+tag+"."+p+".pprof"))
 		}
 	}

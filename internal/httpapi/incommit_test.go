@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/idempotency"
+	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/tools"
 )
 
@@ -177,46 +179,74 @@ func TestAKeyedWriteThatCommittedIsReplayedEvenIfTheProcessDiesBeforeAnsweringIt
 	pendingSpawn := func(s string) string {
 		return a.ok(h, "assume", map[string]any{"id": claim(s)}).str("request_id")
 	}
+	a.svc.HooksConfig = service.HooksConfig{Store: a.store}
+	admin := a.tokens["admin"]
+	listed := func(tool string) func() int {
+		return func() int {
+			d := a.ok(admin, tool, nil).data()
+			for _, k := range []string{"hooks", "tokens", "confirmations", "sessions"} {
+				if list, ok := d[k].([]any); ok {
+					return len(list)
+				}
+			}
+			t.Fatalf("%s listed nothing: %v", tool, d)
+			return 0
+		}
+	}
 	cases := []struct {
 		tool string
 		args func() map[string]any
 		// confirmed: a gated tool, confirmed by the CLI (cli_confirmed).
 		confirmed bool
+		// admin: the call is an admin's; count, what it writes (nil: the
+		// ledger's events).
+		admin bool
+		count func() int
 	}{
-		{"conclude", func() map[string]any { return map[string]any{"statement": "a conclude whose server dies"} }, false},
-		{"define", func() map[string]any { return map[string]any{"curie": "ex:Dies", "doc": "a term whose server dies"} }, false},
+		{"conclude", func() map[string]any { return map[string]any{"statement": "a conclude whose server dies"} }, false, false, nil},
+		{"define", func() map[string]any { return map[string]any{"curie": "ex:Dies", "doc": "a term whose server dies"} }, false, false, nil},
 		{"trust", func() map[string]any {
 			return map[string]any{"id": claim("a trust whose server dies"), "reason": "the cited table is for 1 atm, not 2000 m"}
-		}, false},
+		}, false, false, nil},
 		{"dismiss", func() map[string]any {
 			return map[string]any{"id": claim("a dismiss whose server dies"), "evidence": []string{"https://example.org/e"}}
-		}, false},
+		}, false, false, nil},
 		{"spawns.manage", func() map[string]any {
 			return map[string]any{"op": "cancel", "request_id": pendingSpawn("a manage cancel whose server dies")}
-		}, true},
+		}, true, false, nil},
 		{"spawns.cancel", func() map[string]any {
 			return map[string]any{"request_id": pendingSpawn("a cancel whose server dies")}
-		}, true},
+		}, true, false, nil},
 		{"reopen", func() map[string]any {
 			id := claim("a reopen whose server dies")
 			a.confirmed(h, "ignore", map[string]any{"id": id, "reason": "superseded by the 2000 m table"})
 			return map[string]any{"id": id, "reason": "the 2000 m table was withdrawn"}
-		}, true},
+		}, true, false, nil},
 		{"ignore", func() map[string]any {
 			return map[string]any{"id": claim("an ignore whose server dies"), "reason": "superseded by the 2000 m table"}
-		}, true},
+		}, true, false, nil},
 		{"lock", func() map[string]any {
 			id := claim("a lock whose server dies")
 			a.ok(h, "dismiss", map[string]any{"id": id, "evidence": []string{"https://example.org/e"}})
 			return map[string]any{"id": id, "reason": "measured twice"}
-		}, true},
+		}, true, false, nil},
 		{"answer", func() map[string]any {
 			rid := a.ok(h, "guess", map[string]any{"question": "boiling point at 2000 m?", "n": 2}).str("request_id")
 			return map[string]any{"request_id": rid, "candidate": []string{"93 C", "93 C"}}
-		}, false},
+		}, false, false, nil},
 		{"spawns.heartbeat", func() map[string]any {
 			return map[string]any{"request_id": pendingSpawn("a heartbeat whose server dies"), "extend": "2h"}
-		}, false},
+		}, false, false, nil},
+		{"hooks.add", func() map[string]any {
+			return map[string]any{"url": "https://hooks.example.com/dies", "events": []string{"approval.asked"}}
+		}, true, true, listed("hooks.list")},
+		{"tokens.create", func() map[string]any { return map[string]any{"role": "harness", "name": "dies"} }, true, true, listed("tokens.list")},
+		{"tokens.manage", func() map[string]any { return map[string]any{"op": "create", "role": "approver"} }, true, true, listed("tokens.list")},
+		{"sessions.open", func() map[string]any { return map[string]any{"tier": "read-only", "name": "dies"} }, false, false, listed("sessions.list")},
+		// Not confirmed: the call is held, and the held call is its write.
+		{"hooks.add held", func() map[string]any {
+			return map[string]any{"url": "https://hooks.example.com/held", "events": []string{"approval.asked"}}
+		}, false, true, listed("confirmations.list")},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {
@@ -229,6 +259,14 @@ func TestAKeyedWriteThatCommittedIsReplayedEvenIfTheProcessDiesBeforeAnsweringIt
 	}
 	for _, c := range cases {
 		t.Run(c.tool, func(t *testing.T) {
+			tool, _, _ := strings.Cut(c.tool, " ")
+			who, count := h, a.eventCount
+			if c.admin {
+				who = admin
+			}
+			if c.count != nil {
+				count = c.count
+			}
 			args := c.args()
 			body, _ := json.Marshal(map[string]any{"args": args})
 			var header []string
@@ -236,17 +274,18 @@ func TestAKeyedWriteThatCommittedIsReplayedEvenIfTheProcessDiesBeforeAnsweringIt
 				body, _ = json.Marshal(map[string]any{"args": args, "cli_confirmed": true})
 				header = []string{confirm.CapsHeader, confirm.CLICaps}
 			}
-			before := a.eventCount()
-			a.callDyingWith(h, c.tool, body, "dies-"+c.tool, header...)
-			applied := a.eventCount()
+			key := "dies-" + strings.ReplaceAll(c.tool, " ", "-")
+			before := count()
+			a.callDyingWith(who, tool, body, key, header...)
+			applied := count()
 			if applied == before {
 				t.Fatal("the dying call applied nothing")
 			}
-			again := a.do(http.MethodPost, "/v1/tools/"+c.tool, h, body, append(header, "Idempotency-Key", "dies-"+c.tool)...)
+			again := a.do(http.MethodPost, "/v1/tools/"+tool, who, body, append(header, "Idempotency-Key", key)...)
 			if again.status/100 != 2 || again.header.Get("Idempotent-Replayed") != "true" {
 				t.Fatalf("the retry was not replayed: %d %s", again.status, again.raw)
 			}
-			if a.eventCount() != applied {
+			if count() != applied {
 				t.Fatal("the retry applied the call again")
 			}
 		})

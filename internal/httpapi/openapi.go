@@ -291,7 +291,7 @@ func componentParameters() map[string]any {
 		"IdempotencyKey":        idem(idempotencyKeyDescription(false)),
 		"IdempotencyKeyIgnored": idem(idempotencyKeyDescription(true)),
 		"XRequestId": map[string]any{"name": "X-Request-Id", "in": "header", "required": false, "schema": map[string]any{"type": "string"},
-			"description": "the caller's request id: when it matches " + requestIDRe().String() + " it is echoed in meta.request_id and the X-Request-Id header; otherwise the server makes one"},
+			"description": "the caller's request id: when it matches " + requestIDPattern + " it is echoed in meta.request_id and the X-Request-Id header; otherwise the server makes one"},
 		"CLICaps": capsParameter(),
 	}
 }

@@ -10,9 +10,7 @@ import (
 	"github.com/dont-cli/dont/internal/idempotency"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/dont-cli/dont/internal/auth"
@@ -215,7 +213,9 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	// One call reads its token, entity and spawn several times over
 	// (authenticate, check the callback's powers, apply it); a store may
 	// answer the repeats from this request's memo.
-	r = r.WithContext(readmemo.With(r.Context()))
+	// The call's context is built here and set on the request once, with
+	// its principal (each WithContext copies the request).
+	ctx := readmemo.With(r.Context())
 	// The front door, cheapest first (docs/security.md, "Rate limits"): a
 	// token of no shape dont makes, or one refused lately, costs neither a
 	// bucket nor a read; then the server's total, then the token's own
@@ -241,7 +241,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	principal, project, err := s.opts.Backend.Authenticate(r.Context(), presented)
+	principal, project, err := s.opts.Backend.Authenticate(ctx, presented)
 	if err != nil {
 		if errs.Is(err, service.Unauthenticated) && !auth.IsCallback(presented) {
 			s.refused.add(presented)
@@ -272,7 +272,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	replay.mayDefer = t.Exclusive || principal.Role == auth.RoleCallback
 	// A tool whose write is one commit records its key in that commit.
 	replay.exclusive = replay.mayDefer || t.CommitsKey()
-	if done, err := replay.begin(r.Context(), body); err != nil || done != nil {
+	if done, err := replay.begin(ctx, body); err != nil || done != nil {
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -281,9 +281,8 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The one place HTTP (and so Lambda) decides who the call runs as.
-	r = r.WithContext(service.WithPrincipal(r.Context(), principal))
 	// Passkeys bind to the page that called (service.WithPageOrigin).
-	r = r.WithContext(service.WithPageOrigin(r.Context(), r.Header.Get("Origin")))
+	r = r.WithContext(service.WithPageOrigin(service.WithPrincipal(ctx, principal), r.Header.Get("Origin")))
 	// A keyed call's response is committed with its writes: the key is
 	// handed to the call, not carried in its context.
 	pending := replay.pending(r, start)
@@ -378,13 +377,29 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // case-insensitive (auth.FromAuthorization).
 func bearer(r *http.Request) string { return auth.FromAuthorization(r.Header.Get("Authorization")) }
 
-// requestIDRe is compiled on first use: every dont binary links this
-// package, and its {1,64} alone cost each CLI start 0.2 ms at init.
-var requestIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9:._-]{1,64}$`) })
+// requestIDPattern is what a caller's X-Request-Id must match to be
+// reused (the OpenAPI document says so); wellFormedRequestID checks it
+// byte by byte: every call's answer checks it, and a regexp cost each a
+// microsecond of dont serve's CPU.
+const requestIDPattern = `^[A-Za-z0-9:._-]{1,64}$`
+
+func wellFormedRequestID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == ':', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // requestID reuses a well-formed X-Request-Id, else makes one (once per request).
 func requestID(r *http.Request) string {
-	if id := r.Header.Get("X-Request-Id"); requestIDRe().MatchString(id) {
+	if id := r.Header.Get("X-Request-Id"); wellFormedRequestID(id) {
 		return id
 	}
 	id := ids.New(ids.Request, time.Now())

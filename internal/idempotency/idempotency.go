@@ -39,19 +39,28 @@
 // (docs/aws-cost.md); a retry after a crash between the two is refused by
 // the service's conditions, never applied twice.
 //
+// A call whose whole write is one new record — hooks add, tokens create
+// (and tokens manage --op create), sessions open, and any gated call held
+// for confirmation — is a tool that CommitsKey too: the service hands
+// the record's response to Pending.Prepare and the store writes the
+// record and the key's Put in one transaction (store.KeyedPuts), under
+// both conditions. A response carrying a secret is stored in StoredForm.
+//
 // Calls whose writes are not one commit of the service (guess, whose
-// direct mode is several; the approvals, tokens, hooks and confirmations
-// tools; sweeps) claim the key before they run and complete it after
-// (Claim, Complete): three transactions. A crash after the write and
-// before the completion leaves a claim. For a tool whose repeat changes
-// nothing (tools.Tool.Idempotent: an approve, a revoke, a sweep) a
-// retry takes the claim over once it is stale (StaleClaim) and runs
-// again, harmlessly. For every other tool (escalate, tokens create,
-// hooks add, sessions open, guess, …) the transport reads the key
-// first and answers a stale claim with OutcomeUnknown — the call may
-// have been applied, so it is never run again under that key — and an
-// interrupted call keeps its claim instead of releasing it
-// (docs/proof.md, "Idempotency across crashes").
+// direct mode calls a provider between its writes; escalate, which waits
+// for a person; hooks test, which sends to a receiver; the other
+// approvals, hooks, passkeys and confirmations tools; sweeps) claim the
+// key before they run and complete it after (Claim, Complete): three
+// transactions. A crash after the write and before the completion leaves
+// a claim. For a tool whose repeat changes nothing
+// (tools.Tool.Idempotent: an approve, a revoke, a sweep) a retry takes
+// the claim over once it is stale (StaleClaim) and runs again,
+// harmlessly. For every other such tool (escalate, guess, hooks test,
+// hooks remove, …) the transport reads the key first and answers a stale
+// claim with OutcomeUnknown — the call may have been applied, so it is
+// never run again under that key — and an interrupted call keeps its
+// claim instead of releasing it (docs/proof.md, "Idempotency across
+// crashes").
 package idempotency
 
 import (
@@ -363,7 +372,10 @@ func (p *Pending) Sent() (status int, body []byte, ok bool) {
 // key first: the transport reads the key again to answer.
 func (p *Pending) Taken() bool { return p != nil && p.taken }
 
-// MaxBody is the largest response body written with its call: a larger
-// one (only reads answer that much) is remembered after the commit, as
-// DynamoDB items stop at 400 KB and its transactions at 4 MB.
-const MaxBody = 350 << 10
+// MaxBody is the largest response body written with its call. DynamoDB
+// stores one over 350 KiB in several items of the call's transaction
+// (400 KB an item, 4 MB a transaction; its entity items stop at 400 KB,
+// so a committed response stays well below this); a larger one, which
+// only an entity grown past it through the embedded CLI could answer, is
+// remembered after the commit.
+const MaxBody = 2 << 20

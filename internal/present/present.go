@@ -318,7 +318,7 @@ var table = sync.OnceValue(func() map[errs.Code]Class {
 		"unsupported-media-type":      {ExitUsage, statusUnsupportedMedia, steps("curl -H 'Content-Type: application/json' …", "send application/json"), nil, nil},
 		"idempotency-in-progress":     {ExitState, statusConflict, steps("retry with the same Idempotency-Key after a second", "the first request with this key is still running"), nil, nil},
 		"idempotency-key-reused":      {ExitUsage, statusUnprocessable, steps("use a fresh Idempotency-Key", "a key may only be reused for the identical request"), nil, nil},
-		"idempotency-outcome-unknown": {ExitState, statusConflict, steps("dont <the tool's list or show>", "see whether the first request was applied (a token, hook, session or question it made); if not, send it again with a fresh Idempotency-Key"), nil, nil},
+		"idempotency-outcome-unknown": {ExitState, statusConflict, steps("dont <the tool's list or show>", "see whether the first request was applied (a question it asked, a guess it started, a test message it sent); if not, send it again with a fresh Idempotency-Key"), nil, nil},
 
 		// internal/project
 		"project-not-own": {ExitState, statusConflict, steps("chmod 700 .dont", "in the project folder, if .dont/ is yours; else point DONT_PROJECT_DIR at your project"), nil, nil},

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
@@ -23,6 +24,9 @@ type OpenSessionInput struct {
 	Tier string
 	Name string
 	By   string
+	// Key is the call's Idempotency-Key, committed with the session (nil:
+	// none).
+	Key *idempotency.Pending
 }
 
 // OpenSession records a new session with its default tier.
@@ -48,10 +52,15 @@ func (s *Escalations) OpenSession(ctx context.Context, in OpenSessionInput) (Ses
 	}
 	now := s.now()
 	ses := approvals.Session{ID: s.newID(ids.Session, now), Name: in.Name, Tier: approvals.Tier(in.Tier), OpenedBy: s.by(ctx, in.By), OpenedAt: now}
-	if err := st.CreateSession(ctx, ses); err != nil {
+	view := SessionView{Session: ses}
+	var keyed func(*idempotency.Put) error
+	if k := keyedPuts(st); k != nil {
+		keyed = func(put *idempotency.Put) error { return k.CreateSessionKeyed(ctx, ses, put) }
+	}
+	if err := putKeyed(in.Key, view, func() error { return st.CreateSession(ctx, ses) }, keyed); err != nil {
 		return res, storeErr(err)
 	}
-	return SessionView{Session: ses}, nil
+	return view, nil
 }
 
 // ShowSession returns a session and whether a subscriber is live.

@@ -8,6 +8,7 @@ import (
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/store"
 )
@@ -30,6 +31,12 @@ type HeldView struct {
 // confirmation. It changes nothing else: the call runs only when an
 // approver confirms it.
 func (s *Held) Hold(ctx context.Context, tool string, args map[string]any) (HeldView, error) {
+	return s.HoldKeyed(ctx, tool, args, nil)
+}
+
+// HoldKeyed is Hold with the call's Idempotency-Key, committed with the
+// held call (nil: none): a retry after a crash finds it and answers it.
+func (s *Held) HoldKeyed(ctx context.Context, tool string, args map[string]any, key *idempotency.Pending) (HeldView, error) {
 	cs, err := s.confirmations()
 	if err != nil {
 		return HeldView{}, err
@@ -40,10 +47,15 @@ func (s *Held) Hold(ctx context.Context, tool string, args map[string]any) (Held
 	if p.Args == nil {
 		p.Args = map[string]any{}
 	}
-	if err := cs.PutConfirmation(ctx, p); err != nil {
+	view := HeldView{Status: confirm.StatusPending, Pending: p}
+	var keyed func(*idempotency.Put) error
+	if k := keyedPuts(cs); k != nil {
+		keyed = func(put *idempotency.Put) error { return k.PutConfirmationKeyed(ctx, p, put) }
+	}
+	if err := putKeyed(key, view, func() error { return cs.PutConfirmation(ctx, p) }, keyed); err != nil {
 		return HeldView{}, storeErr(err)
 	}
-	return HeldView{Status: confirm.StatusPending, Pending: p}, nil
+	return view, nil
 }
 
 // ConfirmationList is what Held.List returns.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/hooks"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/store"
 )
@@ -73,6 +74,9 @@ type HookAddInput struct {
 	URL    string
 	Events []string
 	Format string
+	// Key is the call's Idempotency-Key, committed with the hook (nil:
+	// none).
+	Key *idempotency.Pending
 }
 
 // Add creates a subscription and returns it with its signing secret,
@@ -104,10 +108,15 @@ func (s *Hooks) Add(ctx context.Context, in HookAddInput) (HookView, error) {
 	}
 	now := s.now()
 	h := hooks.Hook{ID: s.newID(ids.Hook, now), URL: u.String(), Events: events, Format: format, CreatedAt: now, CreatedBy: s.actor(ctx), Secret: secret}
-	if err := st.PutHook(ctx, h); err != nil {
+	view := HookView{Hook: h, Secret: secret}
+	var keyed func(*idempotency.Put) error
+	if k := keyedPuts(st); k != nil {
+		keyed = func(put *idempotency.Put) error { return k.PutHookKeyed(ctx, h, put) }
+	}
+	if err := putKeyed(in.Key, view, func() error { return st.PutHook(ctx, h) }, keyed); err != nil {
 		return HookView{}, storeErr(err)
 	}
-	return HookView{Hook: h, Secret: secret}, nil
+	return view, nil
 }
 
 // HookList is what List returns.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store"
@@ -36,6 +37,12 @@ func (s *core) tokens() (store.TokenStore, error) {
 
 // Create makes a bearer token; its secret is returned once.
 func (s *Credentials) Create(ctx context.Context, role, name string) (TokenView, error) {
+	return s.CreateKeyed(ctx, role, name, nil)
+}
+
+// CreateKeyed is Create with the call's Idempotency-Key, committed with
+// the token (nil: none).
+func (s *Credentials) CreateKeyed(ctx context.Context, role, name string, key *idempotency.Pending) (TokenView, error) {
 	ts, err := s.tokens()
 	if err != nil {
 		return TokenView{}, err
@@ -49,10 +56,15 @@ func (s *Credentials) Create(ctx context.Context, role, name string) (TokenView,
 	}
 	now := s.now()
 	t := auth.Token{ID: s.newID(ids.Token, now), Role: role, Name: name, Hash: auth.Hash(secret), CreatedAt: now}
-	if err := ts.PutToken(ctx, t); err != nil {
+	view := TokenView{Token: t, Secret: auth.BearerString(t.ID, secret)}
+	var keyed func(*idempotency.Put) error
+	if k := keyedPuts(ts); k != nil {
+		keyed = func(put *idempotency.Put) error { return k.PutTokenKeyed(ctx, t, put) }
+	}
+	if err := putKeyed(key, view, func() error { return ts.PutToken(ctx, t) }, keyed); err != nil {
 		return TokenView{}, storeErr(err)
 	}
-	return TokenView{Token: t, Secret: auth.BearerString(t.ID, secret)}, nil
+	return view, nil
 }
 
 // TokenList is what ListTokens returns.

@@ -37,8 +37,10 @@ func init() {
 				{Name: "name", Type: String, Description: "a label"},
 			},
 			approvals: true, sweep: always,
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return opened(s.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: a.Str("tier"), Name: a.Str("name")}))
+			// The session and a keyed call's response are one commit.
+			answer: presentBy(opened),
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
+				return opened(s.Escalations.OpenSession(ctx, service.OpenSessionInput{Tier: a.Str("tier"), Name: a.Str("name"), Key: o.Key}))
 			}}
 	})
 	register("sessions.list", func() *Tool {

@@ -6,6 +6,7 @@ import (
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/service"
 )
 
@@ -88,7 +89,7 @@ func CallWith(ctx context.Context, s *service.Service, name string, raw map[stri
 // admit is the gate of a call (gate nil: none): the principal's powers,
 // then the server-side confirmation gate. It returns the arguments to run
 // with, or the result to answer instead (held: a pending confirmation).
-func admit(ctx context.Context, s *service.Service, t *Tool, raw map[string]any, gate *confirm.Arrival) (args map[string]any, held Output, ran bool, err error) {
+func admit(ctx context.Context, s *service.Service, t *Tool, raw map[string]any, gate *confirm.Arrival, key *idempotency.Pending) (args map[string]any, held Output, ran bool, err error) {
 	if gate == nil {
 		return raw, Output{}, false, nil
 	}
@@ -102,12 +103,12 @@ func admit(ctx context.Context, s *service.Service, t *Tool, raw map[string]any,
 	if verdict == confirm.Execute {
 		return args, Output{}, false, nil
 	}
-	held, err = hold(ctx, s, t, args)
+	held, err = hold(ctx, s, t, args, key)
 	return nil, held, true, err
 }
 
 // hold keeps a gated call nobody confirmed for an approver.
-func hold(ctx context.Context, s *service.Service, t *Tool, args map[string]any) (Output, error) {
+func hold(ctx context.Context, s *service.Service, t *Tool, args map[string]any, key *idempotency.Pending) (Output, error) {
 	if t.Annotations.InteractiveOnly {
 		// Held, it could be confirmed later by someone who is not at a
 		// client; an interactive-only action waits for no one.
@@ -119,7 +120,7 @@ func hold(ctx context.Context, s *service.Service, t *Tool, args map[string]any)
 	if _, err := t.Validate(args); err != nil {
 		return Output{}, err
 	}
-	return held(s.Held.Hold(ctx, t.Name, args))
+	return held(s.Held.HoldKeyed(ctx, t.Name, args, key))
 }
 
 // Held reports whether a result is a held call (data.status "pending_confirmation").

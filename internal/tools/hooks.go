@@ -23,15 +23,10 @@ func init() {
 				{Name: "events", Type: Strings, Required: true, Description: "comma-separated or repeated: " + joinNames(events)},
 				{Name: "format", Type: String, Enum: hooks.Formats, Default: string(hooks.FormatJSON), Description: "json (Standard Webhooks) or slack (an incoming-webhook URL)"},
 			},
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				v, err := s.Hooks.Add(ctx, service.HookAddInput{URL: a.Str("url"), Events: a.Strs("events"), Format: a.Str("format")})
-				if err != nil {
-					return Output{}, err
-				}
-				return Output{Kind: envelope.KindHook, Data: v, Hints: []string{
-					"the signing secret is shown once; give it to the receiver now (it verifies webhook-signature with it)",
-					"send a test delivery with: dont hooks test " + v.ID,
-				}}, nil
+			// The hook and a keyed call's response are one commit.
+			answer: presentBy(hookAdded),
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
+				return hookAdded(s.Hooks.Add(ctx, service.HookAddInput{URL: a.Str("url"), Events: a.Strs("events"), Format: a.Str("format"), Key: o.Key}))
 			}}
 	})
 	register("hooks.list", func() *Tool {
@@ -86,4 +81,15 @@ func joinNames(s []string) string {
 		out += v
 	}
 	return out
+}
+
+// hookAdded presents a new hook with its secret.
+func hookAdded(v service.HookView, err error) (Output, error) {
+	if err != nil {
+		return Output{}, err
+	}
+	return Output{Kind: envelope.KindHook, Data: v, Hints: []string{
+		"the signing secret is shown once; give it to the receiver now (it verifies webhook-signature with it)",
+		"send a test delivery with: dont hooks test " + v.ID,
+	}}, nil
 }

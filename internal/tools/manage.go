@@ -88,13 +88,15 @@ func init() {
 				{Name: "name", Type: String, Description: "a label (create)"},
 				{Name: "id", Type: String, Description: "token id tok:… (revoke)"},
 			},
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			// --op create: the token and a keyed call's response are one commit.
+			answer: presentBy(CreatedToken),
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
 				switch a.Str("op") {
 				case "create":
 					if err := need(a, "tokens.manage", "create", "role"); err != nil {
 						return Output{}, err
 					}
-					return CreatedToken(s.Credentials.Create(ctx, a.Str("role"), a.Str("name")))
+					return CreatedToken(s.Credentials.CreateKeyed(ctx, a.Str("role"), a.Str("name"), o.Key))
 				case "revoke":
 					if err := need(a, "tokens.manage", "revoke", "id"); err != nil {
 						return Output{}, err

@@ -91,7 +91,11 @@ func execute(ctx context.Context, s *service.Service, name string, raw map[strin
 	if !ok {
 		return Output{}, unknownTool(name)
 	}
-	raw, held, ran, err := admit(ctx, s, t, raw, gate)
+	if o.Key != nil && o.Key.Encode != nil {
+		// A call held for confirmation commits its answer with the held call.
+		o.Key.Respond = respond(presentBy(held), o.Key.Encode, nil, nil)
+	}
+	raw, held, ran, err := admit(ctx, s, t, raw, gate, o.Key)
 	if ran {
 		return held, err
 	}
@@ -153,6 +157,13 @@ func (t *Tool) responder(encode func(out any) (int, []byte, bool), lead []envelo
 	if t.answer != nil {
 		present = t.answer
 	}
+	return respond(present, encode, lead, hints)
+}
+
+// respond is a keyed call's response made from the result the service is
+// about to commit: present presents it, led by lead and hints, and encode
+// encodes it.
+func respond(present func(any, []envelope.Warning) (Output, bool), encode func(out any) (int, []byte, bool), lead []envelope.Warning, hints []string) func(result any, warns []envelope.Warning) (int, []byte, bool) {
 	return func(result any, warns []envelope.Warning) (int, []byte, bool) {
 		out, ok := present(result, warns)
 		if !ok {
@@ -415,4 +426,21 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// presentBy is the answer (Tool.answer) of a tool that presents its
+// result with f: the response a keyed call commits with its record.
+func presentBy[T any](f func(T, error) (Output, error)) func(any, []envelope.Warning) (Output, bool) {
+	return func(result any, warns []envelope.Warning) (Output, bool) {
+		v, ok := result.(T)
+		if !ok {
+			return Output{}, false
+		}
+		out, err := f(v, nil)
+		if err != nil {
+			return Output{}, false
+		}
+		out.Warnings = append(append([]envelope.Warning{}, warns...), out.Warnings...)
+		return out, true
+	}
 }

@@ -18,8 +18,10 @@ func init() {
 				{Name: "role", Type: String, Required: true, Enum: auth.Roles, Description: "harness, approver or admin"},
 				{Name: "name", Type: String, Description: "a label"},
 			},
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return CreatedToken(s.Credentials.Create(ctx, a.Str("role"), a.Str("name")))
+			// The token and a keyed call's response are one commit.
+			answer: presentBy(CreatedToken),
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
+				return CreatedToken(s.Credentials.CreateKeyed(ctx, a.Str("role"), a.Str("name"), o.Key))
 			}}
 	})
 	register("tokens.list", func() *Tool {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
@@ -89,8 +90,9 @@ func JoinSkipValues(argv []string) []string {
 
 // apiParam is a parameter named in an error message the way the service
 // names it: its API spelling in backticks (`request_id`). HTTP and MCP
-// callers read it so; the CLI names it as its flag (--request-id).
-var apiParam = regexp.MustCompile("`([a-z][a-z0-9_]*)`")
+// callers read it so; the CLI names it as its flag (--request-id). Only
+// an error message needs it: compiled on first use, not at every start.
+var apiParam = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([a-z][a-z0-9_]*)`") })
 
 // FlagNamed is msg with each parameter the service named in backticks
 // written as the CLI's flag for it.
@@ -98,7 +100,7 @@ func FlagNamed(msg string) string {
 	if !strings.Contains(msg, "`") {
 		return msg
 	}
-	return apiParam.ReplaceAllStringFunc(msg, func(m string) string {
+	return apiParam().ReplaceAllStringFunc(msg, func(m string) string {
 		return "--" + strings.ReplaceAll(strings.Trim(m, "`"), "_", "-")
 	})
 }

@@ -59,12 +59,15 @@ func (s *Store) Commit(ctx context.Context, tx store.Tx) error {
 		p.owners = append(p.owners, "")
 	}
 	if keyInCommit {
-		it, err := s.keyItem(tx.Key)
+		its, err := s.keyItems(tx.Key)
 		if err != nil {
 			return err
 		}
-		p.items = append(p.items, it)
+		p.items = append(p.items, its...)
 		p.owners = append(p.owners, keyOwner)
+		for range its[1:] {
+			p.owners = append(p.owners, "") // a split response's other parts
+		}
 	}
 	if len(p.items) > maxTransactItems {
 		return fmt.Errorf("dynamo: a commit of %d items exceeds DynamoDB's %d per transaction", len(p.items), maxTransactItems)

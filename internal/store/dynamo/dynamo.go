@@ -28,6 +28,7 @@
 //	callback secret           P#<p>#M                    secret (k1…kN, current; secrets.go)
 //	project settings          P#<p>#M                    settings
 //	scheduled horizon         P#<p>#M                    horizon (scheduled_until; horizon.go)
+//	webhook                   P#<p>#M                    hook#<hook id> (hooks.go; read with the settings)
 //	pending confirmation      P#<p>#C                    <confirmation id>
 //	Idempotency-Key record    P#<p>#I#<key>              I
 //	token (global)            T#<token id>               T

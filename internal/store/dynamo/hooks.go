@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -27,10 +28,19 @@ import (
 // item per delivery.
 //
 //	item                 pk                         sk
-//	hook                 P#<p>#HOOK                 <hook id>           doc, sec (the signing secret), rm
+//	hook                 P#<p>#M                    hook#<hook id>      doc, sec (the signing secret), rm
 //	delivery (outbox)    P#<p>#HD#<hook id>         <message id>        doc, msg, st; pending: gsi1pk P#<p>#HD#due, expires_at = next attempt
 //	attempt (the log)    P#<p>#HA#<hook id>         <at>#<message id>#<n>  doc
-func (s *Store) hookPK() string                { return s.prefix + "HOOK" }
+//
+// The hooks live in the project's meta partition beside its settings and
+// secret, so that the one Query a rebuilt store makes of that partition
+// (meta.go) also fills its hook cache: a quiet project's commits read no
+// hooks of their own. Hooks added before that layout were under
+// P#<p>#HOOK (legacyHookPK); Reindex moves them (docs/aws.md).
+func (s *Store) hookKey(id string) map[string]types.AttributeValue {
+	return key(s.metaPK(), hookSortPrefix+id)
+}
+func (s *Store) legacyHookPK() string          { return s.prefix + "HOOK" }
 func (s *Store) deliveryPK(hook string) string { return s.prefix + "HD#" + hook }
 func (s *Store) attemptPK(hook string) string  { return s.prefix + "HA#" + hook }
 func (s *Store) dueDeliveriesPK() string       { return s.prefix + "HD#due" }
@@ -60,7 +70,7 @@ func (s *Store) hookItem(h hooks.Hook) (map[string]types.AttributeValue, error) 
 	if err != nil {
 		return nil, err
 	}
-	it := key(s.hookPK(), h.ID)
+	it := s.hookKey(h.ID)
 	it["doc"], it["sec"] = str(string(doc)), str(secret)
 	if h.RemovedAt != nil {
 		it["rm"] = &types.AttributeValueMemberBOOL{Value: true}
@@ -71,7 +81,7 @@ func (s *Store) hookItem(h hooks.Hook) (map[string]types.AttributeValue, error) 
 func decodeHook(it map[string]types.AttributeValue) (hooks.Hook, error) {
 	var h hooks.Hook
 	if err := json.Unmarshal([]byte(attrString(it, "doc")), &h); err != nil {
-		return h, fmt.Errorf("dynamo: decode hook %s: %w", attrString(it, SortKey), err)
+		return h, fmt.Errorf("dynamo: decode hook %s: %w", strings.TrimPrefix(attrString(it, SortKey), hookSortPrefix), err)
 	}
 	h.Secret = attrString(it, "sec")
 	return h, nil
@@ -201,8 +211,13 @@ func (s *Store) PutHook(ctx context.Context, h hooks.Hook) error {
 func (s *Store) SetHookCache(ttl time.Duration, now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) {
 	s.hookCache.mu.Lock()
 	defer s.hookCache.mu.Unlock()
+	// A list already read stays: it is dated, and used only within ttl of
+	// its date (a function sets the cache after its settings' Query, which
+	// read the hooks, meta.go). One dated by another clock does not.
+	if now != nil {
+		s.hookCache.valid = false
+	}
 	s.hookCache.ttl, s.hookCache.now, s.hookCache.sleep = ttl, now, sleep
-	s.hookCache.valid = false
 }
 
 // hookCache is a store's list of its project's hooks, dated from before
@@ -273,20 +288,34 @@ func (s *Store) liveHooks(ctx context.Context) ([]hooks.Hook, error) {
 	started, gen := c.clock(), c.gen
 	c.mu.Unlock()
 	list, err := s.ListHooks(ctx)
-	if err != nil || ttl <= 0 {
-		return list, err
+	if err == nil {
+		c.keep(started, gen, list)
 	}
+	return list, err
+}
+
+// before dates a read of the hooks: the clock and this store's hook
+// writes before it was sent.
+func (c *hookCache) before() (time.Time, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clock(), c.gen
+}
+
+// keep caches list, read by a Query sent at started after gen of this
+// store's hook writes, unless the store wrote a hook since or keeps a
+// later read. Only a store with a cache uses it (liveHooks).
+func (c *hookCache) keep(started time.Time, gen int, list []hooks.Hook) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen == c.gen && (!c.valid || started.After(c.at)) {
 		c.valid, c.at, c.hooks = true, started, list
 	}
-	return list, nil
 }
 
 // GetHook implements store.HookStore.
 func (s *Store) GetHook(ctx context.Context, id string) (hooks.Hook, error) {
-	it, err := s.getItem(ctx, key(s.hookPK(), id))
+	it, err := s.getItem(ctx, s.hookKey(id))
 	if err != nil {
 		return hooks.Hook{}, err
 	}
@@ -296,15 +325,37 @@ func (s *Store) GetHook(ctx context.Context, id string) (hooks.Hook, error) {
 	return decodeHook(it)
 }
 
-// ListHooks implements store.HookStore.
+// ListHooks implements store.HookStore: the hook items of the meta
+// partition.
 func (s *Store) ListHooks(ctx context.Context) ([]hooks.Hook, error) {
+	q := s.partitionQuery(s.metaPK())
+	q.KeyConditionExpression = aws.String("#pk = :pk AND begins_with(#sk, :hook)")
+	q.ExpressionAttributeNames["#sk"] = SortKey
+	q.ExpressionAttributeValues[":hook"] = str(hookSortPrefix)
 	var out []hooks.Hook
-	err := s.query(ctx, s.partitionQuery(s.hookPK()), func(it map[string]types.AttributeValue) error {
+	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
 		h, err := decodeHook(it)
 		out = append(out, h)
 		return err
 	})
 	return out, err
+}
+
+// hooksOf decodes the hook items among items of the meta partition.
+func hooksOf(items map[string]map[string]types.AttributeValue) ([]hooks.Hook, error) {
+	var out []hooks.Hook
+	for sk, it := range items {
+		if !strings.HasPrefix(sk, hookSortPrefix) {
+			continue
+		}
+		h, err := decodeHook(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
 }
 
 // RemoveHook implements store.HookStore: the hook is marked removed

@@ -71,6 +71,9 @@ func (s *Store) Claim(ctx context.Context, key, fingerprint string, now time.Tim
 	if attrString(old, "n") == nonce {
 		return nil, nil
 	}
+	if old, err = s.withParts(ctx, old); err != nil {
+		return nil, err
+	}
 	return storedRecord(old)
 }
 
@@ -155,6 +158,9 @@ func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempot
 	if err != nil || it == nil || attrString(it, "c") < timeText(now.Add(-IdempotencyWindow)) {
 		return nil, err
 	}
+	if it, err = s.withParts(ctx, it); err != nil {
+		return nil, err
+	}
 	return storedRecord(it)
 }
 
@@ -208,24 +214,86 @@ func deferKey(k *idempotency.Put) (inCommit bool) {
 // condition on it is idempotency.ErrTaken.
 const keyOwner = "idempotency#key"
 
-// keyItem is a call's response as an item of its commit: added only if
-// the key is absent or past the window (as Remember), so that the commit
-// applies the call together with its response or not at all.
-func (s *Store) keyItem(k *idempotency.Put) (types.TransactWriteItem, error) {
-	if len(k.Body) > maxStoredBody {
-		return types.TransactWriteItem{}, errors.New("dynamo: an idempotent response of more than 350 KB cannot ride its commit")
-	}
-	it := s.idempotencyKey(k.Name)
+// keyItems is a call's response as items of its commit: the record,
+// added only if the key is absent or past the window (as Remember), so
+// that the commit applies the call together with its response or not at
+// all. A stored body over maxStoredBody (an item stops at 400 KB) is
+// split: the record holds its first part and the count of parts ("np"),
+// and items I#1, I#2, … the others, plain puts in the same transaction
+// (which stops at 4 MB: idempotency.MaxBody keeps a response well
+// inside it). The record's first item answers for the key's condition.
+func (s *Store) keyItems(k *idempotency.Put) ([]types.TransactWriteItem, error) {
 	name, stored := packed("b", k.Body)
+	if len(stored) > maxKeyParts*maxStoredBody {
+		return nil, errors.New("dynamo: an idempotent response of more than " + strconv.Itoa(maxKeyParts*maxStoredBody>>10) + " KiB stored cannot ride its commit")
+	}
+	var parts [][]byte
+	for len(stored) > maxStoredBody {
+		parts, stored = append(parts, stored[:maxStoredBody]), stored[maxStoredBody:]
+	}
+	parts = append(parts, stored)
+	pk := s.idempotencyPK(k.Name)
+	ttl := epoch(k.At.Add(IdempotencyWindow))
+	it := key(pk, "I")
 	it["st"], it["fp"], it["c"] = str("done"), str(k.Fingerprint), str(timeText(k.At))
-	it["status"], it[name] = &types.AttributeValueMemberN{Value: strconv.Itoa(k.Status)}, &types.AttributeValueMemberB{Value: stored}
-	it[TTLAttribute] = epoch(k.At.Add(IdempotencyWindow))
-	return types.TransactWriteItem{Put: &types.Put{
+	it["status"], it[name] = &types.AttributeValueMemberN{Value: strconv.Itoa(k.Status)}, &types.AttributeValueMemberB{Value: parts[0]}
+	it[TTLAttribute] = ttl
+	if len(parts) > 1 {
+		it["np"] = num(int64(len(parts)))
+	}
+	items := []types.TransactWriteItem{{Put: &types.Put{
 		TableName: aws.String(s.table), Item: it,
 		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #c < :expired"),
 		ExpressionAttributeNames:  map[string]string{"#pk": PartitionKey, "#c": "c"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":expired": str(timeText(k.At.Add(-IdempotencyWindow)))},
-	}}, nil
+	}}}
+	for i, part := range parts[1:] {
+		pit := key(pk, keyPartSK(i+1))
+		pit[name], pit[TTLAttribute] = &types.AttributeValueMemberB{Value: part}, ttl
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: pit}})
+	}
+	return items, nil
+}
+
+// maxKeyParts bounds the items one response is stored in.
+const maxKeyParts = 8
+
+// keyPartSK is the sort key of part i (from 1) of a split response.
+func keyPartSK(i int) string { return "I#" + strconv.Itoa(i) }
+
+// withParts is the record it with the other parts of a split response
+// (keyItems) read back, strongly consistent, and joined under the
+// record's own attribute: storedRecord decodes it as one item.
+func (s *Store) withParts(ctx context.Context, it map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	n, _ := attrInt(it, "np")
+	if n < 2 {
+		return it, nil
+	}
+	var name string
+	for _, cand := range []string{"b" + dictionarySuffix, "bz", "b"} {
+		if attrBytes(it, cand) != nil {
+			name = cand
+			break
+		}
+	}
+	body := append([]byte{}, attrBytes(it, name)...)
+	pk := attrString(it, PartitionKey)
+	for i := 1; i < int(n); i++ {
+		part, err := s.getItem(ctx, key(pk, keyPartSK(i)))
+		if err != nil {
+			return nil, err
+		}
+		if part == nil || attrBytes(part, name) == nil {
+			return nil, errors.New("dynamo: a part of a stored response is missing")
+		}
+		body = append(body, attrBytes(part, name)...)
+	}
+	joined := make(map[string]types.AttributeValue, len(it))
+	for k, v := range it {
+		joined[k] = v
+	}
+	joined[name] = &types.AttributeValueMemberB{Value: body}
+	return joined, nil
 }
 
 var _ idempotency.Store = (*Store)(nil)

@@ -11,12 +11,15 @@ import (
 // A function builds a project's store afresh every minute, and each new
 // store reads two items of the project's meta partition (P#<p>#M) at
 // once: the settings (TableService) and the secret (to check a callback
-// token, or make one). In a quiet project that is every call. Whichever
-// comes first reads the partition with one strongly consistent Query —
-// the settings, secret and horizon items together are far under 4 KB,
-// one read unit and one request instead of two — and keeps the other
-// item for the second read, once, within metaFresh: what that read
-// returns is what it would have read a moment earlier. This store's own
+// token, or make one); its first commit reads the project's hooks, kept
+// in the same partition (hooks.go). In a quiet project that is every
+// call. Whichever of the settings and secret comes first reads the
+// partition with one strongly consistent Query — the settings, secret,
+// horizon and a few hooks together are under 4 KB, one read unit and one
+// request instead of three — keeps the other item for the second read,
+// once, within metaFresh: what that read returns is what it would have
+// read a moment earlier; and fills the hook cache, for its ttl, as the
+// commit's own read of the hooks would have. This store's own
 // writes of either item drop what is kept; the writes that read the
 // secret item back (create, rotate) and the lists of versions always
 // read it afresh.
@@ -36,6 +39,11 @@ const metaFresh = 2 * time.Second
 const (
 	settingsSortKey = "settings"
 	secretSortKey   = "secret"
+	// hookSortPrefix starts the sort key of each of the project's hooks
+	// (hooks.go): the Query that reads the settings or the secret reads
+	// them too and fills the hook cache, so a rebuilt store's commits
+	// read no hooks of their own.
+	hookSortPrefix = "hook#"
 )
 
 // drop forgets what is kept (this store wrote one of the items).
@@ -72,6 +80,7 @@ func (s *Store) metaItem(ctx context.Context, sk string) (map[string]types.Attri
 		return it, nil
 	}
 	at := time.Now()
+	hooksAt, hooksGen := s.hookCache.before()
 	found := map[string]map[string]types.AttributeValue{}
 	err := s.query(ctx, s.partitionQuery(s.metaPK()), func(it map[string]types.AttributeValue) error {
 		found[attrString(it, SortKey)] = it
@@ -79,6 +88,13 @@ func (s *Store) metaItem(ctx context.Context, sk string) (map[string]types.Attri
 	})
 	if err != nil {
 		return nil, err
+	}
+	// The hooks it read fill the hook cache (if this store has one), dated
+	// from before the Query as liveHooks's own read would be: the same
+	// guarantee (SetHookCache), one read fewer on each commit. A hook item
+	// that does not decode fails the commits that read it, not this read.
+	if list, err := hooksOf(found); err == nil {
+		s.hookCache.keep(hooksAt, hooksGen, list)
 	}
 	m := &s.meta
 	m.mu.Lock()

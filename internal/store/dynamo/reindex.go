@@ -20,7 +20,9 @@ import (
 // without its entity_status key es gets it; an entity whose latest spawn
 // timed out, with nothing pending on it and no P#<p>#TO entry, gets that
 // entry (to, toh, and its index keys); a term without its CURIE item gets
-// one; a timed-out guess spawn outside P#<p>#TO is put in it.
+// one; a timed-out guess spawn outside P#<p>#TO is put in it; and a hook
+// still under P#<p>#HOOK, where hooks were kept before they joined the
+// meta partition, moves there (moveLegacyHooks).
 //
 // It pages through the project's entity partition, then its spawn
 // partition, and stops between pages once opt.Stop says so, answering
@@ -44,9 +46,12 @@ type ReindexReport struct {
 	Project string `json:"project"`
 	// Examined is how many items were read.
 	Examined int `json:"examined"`
-	// Fixed is how many writes landed: Statuses + Curies + TimedOut.
+	// Fixed is how many writes landed: Statuses + Curies + TimedOut + Hooks.
 	Fixed    int `json:"fixed"`
 	Statuses int `json:"statuses"`
+	// Hooks is how many hooks moved from P#<p>#HOOK, where hooks were
+	// kept before, to the meta partition (hooks.go).
+	Hooks    int `json:"hooks"`
 	Curies   int `json:"curies"`
 	TimedOut int `json:"timed_out"`
 	// Raced is how many items changed between the read and the write: the
@@ -99,6 +104,8 @@ func (s *Store) Reindex(ctx context.Context, opt ReindexOptions) (ReindexReport,
 		return rep, err
 	} else if !known {
 		return rep, store.ErrNotFound
+	} else if err := s.moveLegacyHooks(ctx, &rep); err != nil {
+		return rep, err
 	}
 	size := opt.PageSize
 	if size <= 0 {
@@ -126,7 +133,7 @@ func (s *Store) Reindex(ctx context.Context, opt ReindexOptions) (ReindexReport,
 		if err := fix(ctx, page.Items, &rep); err != nil {
 			return rep, err
 		}
-		rep.Fixed = rep.Statuses + rep.Curies + rep.TimedOut
+		rep.Fixed = rep.Statuses + rep.Curies + rep.TimedOut + rep.Hooks
 		sk = attrString(page.LastEvaluatedKey, SortKey)
 		if sk == "" {
 			if phase == phaseSpawns {
@@ -333,4 +340,46 @@ func (s *Store) update(ctx context.Context, k map[string]types.AttributeValue, s
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// moveLegacyHooks moves the project's hooks from P#<p>#HOOK, where they
+// were kept before they joined the meta partition, each in one
+// transaction: the put under its new key (on its absence) and the delete
+// of the old item (on its presence). A hook that is already there, or
+// already moved by a concurrent run, is not written again. Until it
+// runs, commits do not hear a hook kept the old way.
+func (s *Store) moveLegacyHooks(ctx context.Context, rep *ReindexReport) error {
+	var old []map[string]types.AttributeValue
+	if err := s.query(ctx, s.partitionQuery(s.legacyHookPK()), func(it map[string]types.AttributeValue) error {
+		old = append(old, it)
+		return nil
+	}); err != nil {
+		return err
+	}
+	rep.Examined += len(old)
+	for _, it := range old {
+		h, err := decodeHook(it)
+		if err != nil {
+			return err
+		}
+		moved, err := s.hookItem(h)
+		if err != nil {
+			return err
+		}
+		err = s.transact(ctx, putNew(s.table, moved), types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table),
+			Key: key(s.legacyHookPK(), h.ID), ConditionExpression: aws.String("attribute_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": PartitionKey}}})
+		if isCancelled(err) {
+			rep.Raced++
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		rep.Hooks++
+	}
+	if rep.Hooks > 0 {
+		s.hookCache.drop()
+	}
+	return nil
 }

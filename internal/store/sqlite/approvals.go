@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"strings"
 	"sync"
 	"time"
@@ -80,6 +81,11 @@ func (s *Store) approvalsReady(ctx context.Context) error {
 
 // CreateSession implements store.ApprovalStore.
 func (s *Store) CreateSession(ctx context.Context, ses approvals.Session) error {
+	return s.CreateSessionKeyed(ctx, ses, nil)
+}
+
+// CreateSessionKeyed implements store.KeyedPuts.
+func (s *Store) CreateSessionKeyed(ctx context.Context, ses approvals.Session, key *idempotency.Put) error {
 	if err := s.approvalsReady(ctx); err != nil {
 		return err
 	}
@@ -87,7 +93,7 @@ func (s *Store) CreateSession(ctx context.Context, ses approvals.Session) error 
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *txn) error {
+	return s.writeKeyed(ctx, key, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, "INSERT INTO approval_sessions(id, opened_at, doc) VALUES(?,?,?) ON CONFLICT(id) DO NOTHING",
 			ses.ID, timeText(ses.OpenedAt), doc)
 		return affectedOne(res, err, ses.ID)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"github.com/dont-cli/dont/internal/idempotency"
 
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/store"
@@ -34,6 +35,11 @@ func (s *Store) ensureConfirmations(ctx context.Context) error {
 
 // PutConfirmation implements store.ConfirmationStore.
 func (s *Store) PutConfirmation(ctx context.Context, p confirm.Pending) error {
+	return s.PutConfirmationKeyed(ctx, p, nil)
+}
+
+// PutConfirmationKeyed implements store.KeyedPuts.
+func (s *Store) PutConfirmationKeyed(ctx context.Context, p confirm.Pending, key *idempotency.Put) error {
 	if err := s.ensureConfirmations(ctx); err != nil {
 		return err
 	}
@@ -41,7 +47,7 @@ func (s *Store) PutConfirmation(ctx context.Context, p confirm.Pending) error {
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *txn) error {
+	return s.writeKeyed(ctx, key, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, "INSERT INTO confirmations(id, state, requested_at, doc) VALUES(?,?,?,?) ON CONFLICT(id) DO NOTHING",
 			p.ID, string(p.State), timeText(p.RequestedAt), doc)
 		if err := affectedOne(res, err, p.ID); err != nil {

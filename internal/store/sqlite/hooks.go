@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"math"
 	"strconv"
 	"time"
@@ -176,12 +177,15 @@ type hookDoc struct {
 }
 
 // PutHook implements store.HookStore.
-func (s *Store) PutHook(ctx context.Context, h hooks.Hook) error {
+func (s *Store) PutHook(ctx context.Context, h hooks.Hook) error { return s.PutHookKeyed(ctx, h, nil) }
+
+// PutHookKeyed implements store.KeyedPuts.
+func (s *Store) PutHookKeyed(ctx context.Context, h hooks.Hook, key *idempotency.Put) error {
 	doc, err := json.Marshal(hookDoc{h})
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *txn) error {
+	return s.writeKeyed(ctx, key, func(tx *txn) error {
 		if err := s.ensureHooksTx(ctx, tx); err != nil {
 			return err
 		}

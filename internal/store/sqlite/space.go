@@ -18,7 +18,7 @@ import (
 const DiskReserve = 64 << 20
 
 // roomToWrite refuses a write while the store's disk has less than
-// DiskReserve free. One statfs per write: about a microsecond.
+// DiskReserve free. One statfs per batch of writes (writeconn.go).
 func (s *Store) roomToWrite() error {
 	free, err := s.freeSpace()
 	if err != nil || free >= DiskReserve {

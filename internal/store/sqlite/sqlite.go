@@ -77,11 +77,11 @@ type Store struct {
 // writes. They are set by tests only: the dont binary sets them only when
 // built with -tags faulthooks, which its tests do (cli/dont).
 type Hooks struct {
-	// BeforeCommit runs inside the write transaction of every Commit,
-	// after its writes and before it commits; an error rolls the
-	// transaction back and is Commit's error. Tests hold a transaction
-	// open with it (a signal mid-command, writers that all read before
-	// any commits).
+	// BeforeCommit runs inside the write transaction of every Commit and
+	// keyed put (store.KeyedPuts), after its writes and before it
+	// commits; an error rolls the transaction back and is the write's
+	// error. Tests hold a transaction open with it (a signal
+	// mid-command, writers that all read before any commits).
 	BeforeCommit func(ctx context.Context) error
 	// FreeSpace, when set, replaces the free bytes the file system of
 	// the database reports (space.go): tests fill a disk with it.

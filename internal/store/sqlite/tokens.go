@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"database/sql"
 	"encoding/json"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"time"
 
 	"github.com/dont-cli/dont/internal/auth"
@@ -18,11 +19,16 @@ type tokenDoc struct {
 
 // PutToken implements store.TokenStore.
 func (s *Store) PutToken(ctx context.Context, t auth.Token) error {
+	return s.PutTokenKeyed(ctx, t, nil)
+}
+
+// PutTokenKeyed implements store.KeyedPuts.
+func (s *Store) PutTokenKeyed(ctx context.Context, t auth.Token, key *idempotency.Put) error {
 	doc, err := json.Marshal(tokenDoc{t, t.Hash})
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *txn) error {
+	return s.writeKeyed(ctx, key, func(tx *txn) error {
 		res, err := tx.ExecContext(ctx, "INSERT INTO tokens(id, doc, hash) VALUES(?,?,?) ON CONFLICT(id) DO NOTHING", t.ID, doc, t.Hash)
 		return affectedOne(res, err, t.ID)
 	})

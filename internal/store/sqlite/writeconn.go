@@ -60,9 +60,6 @@ func (s *Store) write(ctx context.Context, fn func(*txn) error) error {
 // writeLearning is write of a write whose effect learn records in what
 // the Store knows (known.go), once it has committed.
 func (s *Store) writeLearning(ctx context.Context, fn func(*txn) error, learn func()) error {
-	if err := s.roomToWrite(); err != nil {
-		return err
-	}
 	w := &queuedWrite{ctx: ctx, fn: fn, learn: learn}
 	s.queueMu.Lock()
 	s.queue = append(s.queue, w)
@@ -143,7 +140,15 @@ func (s *Store) lead(w *queuedWrite) {
 	batch = s.queue[:min(len(s.queue), maxBatch):min(len(s.queue), maxBatch)]
 	s.queue = s.queue[len(batch):]
 	s.queueMu.Unlock()
-	s.runBatch(batch)
+	// The disk's free space is checked once per batch, before its BEGIN
+	// (space.go): one statfs for all the writes it commits.
+	if err := s.roomToWrite(); err != nil {
+		for _, o := range batch {
+			o.err = err
+		}
+	} else {
+		s.runBatch(batch)
+	}
 	s.writeMu.Unlock()
 }
 
