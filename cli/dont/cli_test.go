@@ -53,8 +53,13 @@ func TestMain(m *testing.M) {
 	}
 	// The parallel tests mostly wait (on the binaries they run, on
 	// deadlines and terminals), so they run four per CPU.
-	if f := flag.Lookup("test.parallel"); f != nil && f.Value.String() == "1" {
-		f.Value.Set(strconv.Itoa(4 * runtime.GOMAXPROCS(0))) // a -parallel given on the command line still wins
+	// The flag's default is GOMAXPROCS; a -parallel given on the command
+	// line still wins.
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
