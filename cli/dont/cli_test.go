@@ -48,10 +48,18 @@ func TestMain(m *testing.M) {
 	if err := buildBinary(dir, "faulthooks"); err != nil {
 		panic(err.Error())
 	}
+	if err := initFreshProject(filepath.Join(dir, "fresh")); err != nil {
+		panic(err.Error())
+	}
 	// The parallel tests mostly wait (on the binaries they run, on
 	// deadlines and terminals), so they run four per CPU.
-	if f := flag.Lookup("test.parallel"); f != nil && f.Value.String() == "1" {
-		f.Value.Set(strconv.Itoa(4 * runtime.GOMAXPROCS(0))) // a -parallel given on the command line still wins
+	// The flag's default is GOMAXPROCS; a -parallel given on the command
+	// line still wins.
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(4*runtime.GOMAXPROCS(0)))
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -75,13 +83,72 @@ type testProject struct {
 	env []string
 	// corrupted: the test broke the store on purpose; skip the closing doctor.
 	corrupted bool
+	// passphraseMu: setPassphrase writes the person's record once.
+	passphraseMu sync.Mutex
+}
+
+// freshProject is the folder where TestMain ran dont init once. A fresh
+// project's files are the same bytes in any folder (the default
+// config.toml and an empty store: TestAFreshProjectIsTheSameBytesInAnyFolder),
+// so newProject copies them instead of running init again, which costs
+// each test a process, its fsyncs and a quarter of a second.
+var freshProject string
+
+// initFreshProject runs dont init in dir, as newProject did for every test.
+func initFreshProject(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	p := &testProject{dir: dir}
+	c := p.cmd("init")
+	if out, err := c.CombinedOutput(); err != nil {
+		return fmt.Errorf("dont init: %v\n%s", err, out)
+	}
+	freshProject = dir
+	return nil
+}
+
+// copyFreshProject gives dir the .dont/ folder dont init made in
+// freshProject, file by file with the same modes.
+func copyFreshProject(t *testing.T, dir string) {
+	t.Helper()
+	from, to := filepath.Join(freshProject, ".dont"), filepath.Join(dir, ".dont")
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(to, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	copyMode(t, from, to)
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		copyMode(t, filepath.Join(from, e.Name()), filepath.Join(to, e.Name()))
+	}
+}
+
+// copyMode gives to from's permission bits, whatever the umask.
+func copyMode(t *testing.T, from, to string) {
+	t.Helper()
+	fi, err := os.Stat(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(to, fi.Mode().Perm()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func newProject(t *testing.T, env ...string) *testProject {
 	p := &testProject{t: t, dir: t.TempDir(), env: env}
-	if r := p.run("init"); r.exit != 0 {
-		t.Fatalf("init: %s %s", r.stdout, r.stderr)
-	}
+	// What dont init makes (freshProject).
+	copyFreshProject(t, p.dir)
 	t.Cleanup(func() { // every test ends with the invariant checker
 		if !p.corrupted {
 			p.ok("doctor", "--strict")
@@ -450,5 +517,62 @@ func TestSpawnTimeoutFromConfigFile(t *testing.T) {
 	os.WriteFile(cfg, []byte("spawn_timeout = \"never\"\n"), 0o644)
 	if r := p.run("overlook", id); r.exit != 3 || r.data()["code"] != "config-invalid" {
 		t.Fatalf("bad spawn_timeout: exit %d %s", r.exit, r.stdout)
+	}
+}
+
+// newProject copies the .dont/ folder TestMain's dont init made
+// (freshProject): that holds only while init writes the same files, bytes
+// and modes, whatever the folder and whenever it runs.
+func TestAFreshProjectIsTheSameBytesInAnyFolder(t *testing.T) {
+	t.Parallel()
+	p := &testProject{t: t, dir: t.TempDir()}
+	if r := p.run("init"); r.exit != 0 {
+		t.Fatalf("init: %s %s", r.stdout, r.stderr)
+	}
+	describe := func(dir string) map[string]string {
+		files := map[string]string{}
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, path)
+			files[rel] = fi.Mode().String()
+			if !d.IsDir() {
+				raw, err := os.ReadFile(path)
+				if err != nil {
+					return err
+				}
+				files[rel] += " " + string(raw)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files
+	}
+	got, want := describe(filepath.Join(p.dir, ".dont")), describe(filepath.Join(freshProject, ".dont"))
+	if len(got) != len(want) {
+		t.Fatalf("init made %d files and folders here, %d in the fresh project", len(got), len(want))
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Fatalf("%s differs from the fresh project's (mode, then bytes): a project's files depend on where or when init ran, so newProject cannot copy them", name)
+		}
+	}
+	// The copy is what the tests get.
+	q := newProject(t)
+	if copied := describe(filepath.Join(q.dir, ".dont")); len(copied) != len(want) {
+		t.Fatalf("the copy has %d files and folders, init made %d", len(copied), len(want))
+	} else {
+		for name, w := range want {
+			if copied[name] != w {
+				t.Fatalf("the copy's %s differs from init's", name)
+			}
+		}
 	}
 }

@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/store"
+	"github.com/dont-cli/dont/internal/store/sqlite"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -124,19 +127,35 @@ func (p *testProject) hookEnd(c *exec.Cmd, out *bytes.Buffer) []byte {
 }
 
 // pendingQuestion waits until the project has one open question and
-// returns it (the hook asked).
+// returns it (the hook asked), as dont approvals list --pending shows it.
+// It waits by reading the store in this process: a dont process per
+// look cost a test dozens of them while a slow machine started the hook.
 func (p *testProject) pendingQuestion() map[string]any {
 	p.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		r := p.ok("approvals", "list", "--pending")
-		if as, _ := r.data()["approvals"].([]any); len(as) == 1 {
-			return as[0].(map[string]any)
-		}
-		time.Sleep(50 * time.Millisecond) // polls a condition another process sets
+	st, err := sqlite.Open(filepath.Join(p.dir, ".dont", "dont.db"))
+	if err != nil {
+		p.t.Fatal(err)
 	}
-	p.t.Fatal("the hook asked no question")
-	return nil
+	defer st.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		as, err := st.ListApprovals(context.Background(), store.ApprovalFilter{State: approvals.Pending})
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		if len(as) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatal("the hook asked no question")
+		}
+		time.Sleep(20 * time.Millisecond) // polls a condition another process sets
+	}
+	r := p.ok("approvals", "list", "--pending")
+	as, _ := r.data()["approvals"].([]any)
+	if len(as) != 1 {
+		p.t.Fatalf("%d open questions, want the hook's one: %s", len(as), r.stdout)
+	}
+	return as[0].(map[string]any)
 }
 
 // watchInbox renews the project's inbox lease, as the approvals page or

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -131,16 +132,70 @@ func (p *testProject) typed(typed string, env []string, args ...string) result {
 }
 
 // setPassphrase sets the project's approver passphrase as the person
-// does, once: dont passphrase set at their terminal.
+// does, once: dont passphrase set at their terminal. The record it
+// writes holds no trace of the project (a name, a salt and a hash), so
+// after the first project the record is copied (passphraseRecordOnce)
+// rather than hashed again at a terminal; a project whose own
+// environment sets the person's home or the hash's cost runs the command.
 func (p *testProject) setPassphrase() {
 	p.t.Helper()
+	p.passphraseMu.Lock() // goroutines of one test may ask at once
+	defer p.passphraseMu.Unlock()
 	if _, err := os.Stat(p.passphraseRecord()); err == nil {
 		return
 	}
+	if !p.ownPersonOrCost() {
+		if err := personal.WriteFile(p.passphraseRecord(), passphraseRecordOnce(p.t)); err != nil {
+			p.t.Fatal(err)
+		}
+		return
+	}
+	p.runPassphraseSet()
+}
+
+// runPassphraseSet is dont passphrase set typed at the project's terminal.
+func (p *testProject) runPassphraseSet() {
+	p.t.Helper()
 	r := p.typed(testPerson+"\n"+testPassphrase+"\n"+testPassphrase+"\n", nil, "passphrase", "set")
 	if r.exit != 0 || r.str("name") != testPerson || r.str("record") != p.passphraseRecord() {
 		p.t.Fatalf("dont passphrase set: exit %d %s %s", r.exit, r.stdout, r.stderr)
 	}
+}
+
+// ownPersonOrCost: the project's environment sets the person's home or
+// the passphrase hash's cost, so a copied record would not be its own.
+func (p *testProject) ownPersonOrCost() bool {
+	for _, kv := range p.env {
+		if strings.HasPrefix(kv, "DONT_TEST_PERSON_HOME=") || strings.HasPrefix(kv, "DONT_FAULT_PASSPHRASE_COST=") {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	passphraseRecordMu  sync.Mutex
+	passphraseRecordRaw []byte
+)
+
+// passphraseRecordOnce is the record the first project's dont passphrase
+// set wrote, read back.
+func passphraseRecordOnce(t *testing.T) []byte {
+	t.Helper()
+	passphraseRecordMu.Lock()
+	defer passphraseRecordMu.Unlock()
+	if passphraseRecordRaw != nil {
+		return passphraseRecordRaw
+	}
+	p := &testProject{t: t, dir: t.TempDir()}
+	copyFreshProject(t, p.dir)
+	p.runPassphraseSet()
+	raw, err := os.ReadFile(p.passphraseRecord())
+	if err != nil {
+		t.Fatal(err)
+	}
+	passphraseRecordRaw = raw
+	return raw
 }
 
 // mintToken mints a token as the person does at the embedded CLI: the

@@ -256,9 +256,10 @@ func TestDirectModeProviderFailureChangesNothing(t *testing.T) {
 		{"timeout", "openai", func(*testing.T) llmtest.Handler { return llmtest.Hang }, service.ProviderTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// One store per case: each status below gets a claim of its own.
+			e := newEnv(t)
+			srv := llmtest.New(t, tc.handler(t))
 			for _, pre := range []ledger.Status{ledger.Verified, ledger.Doubted, ledger.Unverified} {
-				e := newEnv(t)
-				srv := llmtest.New(t, tc.handler(t))
 				// Only the hanging provider should ever reach the timeout; the
 				// others get a generous one so a loaded machine cannot turn
 				// their answer into a timeout.

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/base64"
 	"encoding/json"
-	"math/big"
 	"net/http"
 	"regexp"
 	"slices"
@@ -75,10 +72,6 @@ func (s *Standin) query(body []byte) *response {
 	if err := json.Unmarshal(body, &in); err != nil {
 		return errorResponse(&apiError{status: http.StatusBadRequest, code: "SerializationException", msg: err.Error()})
 	}
-	if in.IndexName == "" {
-		return s.pagedRead("Query", body)
-	}
-
 	var described struct {
 		Table struct {
 			KeySchema              []keyElement
@@ -87,9 +80,16 @@ func (s *Standin) query(body []byte) *response {
 		}
 	}
 	if r := s.callJSON("DescribeTable", map[string]string{"TableName": in.TableName}, &described); r != nil {
+		if in.IndexName == baseIndex {
+			return s.pagedRead("Query", body)
+		}
 		return r
 	}
 	tableHash, tableRange := keyNames(described.Table.KeySchema)
+	base := in.IndexName == baseIndex
+	if base && !answersBaseQuery(in, tableHash, tableRange) {
+		return s.pagedRead("Query", body)
+	}
 	var idx *indexDescription
 	global := false
 	for i, d := range described.Table.GlobalSecondaryIndexes {
@@ -101,6 +101,11 @@ func (s *Standin) query(body []byte) *response {
 		if d.IndexName == in.IndexName {
 			idx = &described.Table.LocalSecondaryIndexes[i]
 		}
+	}
+	if base {
+		// The base table, read as an index holding every item with all
+		// its attributes.
+		idx = &indexDescription{KeySchema: described.Table.KeySchema}
 	}
 	if idx == nil {
 		return errorResponse(validation("The table does not have the specified index: %s", in.IndexName))
@@ -139,8 +144,12 @@ func (s *Standin) query(body []byte) *response {
 	if r != nil {
 		return r
 	}
+	candidates0 := members.items
+	if v, ok := partitionValue(in, indexHash, indexRange); ok {
+		candidates0 = members.parts[partitionOf(v)]
+	}
 	read := func(filter string) ([]item, *response) {
-		items, r := matchMembers(members, in, filter, guardNames)
+		items, r := matchMembers(candidates0, in, filter, guardNames)
 		if r != nil || !lagging {
 			return items, r
 		}
@@ -170,29 +179,14 @@ func (s *Standin) query(body []byte) *response {
 	if indexRange != "" {
 		order = append(order, indexRange)
 	}
-	order = append(order, tableHash)
-	if tableRange != "" {
-		order = append(order, tableRange)
+	if !base {
+		order = append(order, tableHash)
+		if tableRange != "" {
+			order = append(order, tableRange)
+		}
 	}
 	forward := in.ScanIndexForward == nil || *in.ScanIndexForward
-	slices.SortStableFunc(candidates, func(a, b item) int {
-		c := compareTuple(a, b, order)
-		if !forward {
-			c = -c
-		}
-		return c
-	})
-	if len(in.ExclusiveStartKey) > 0 {
-		start := len(candidates)
-		for i, it := range candidates {
-			c := compareTuple(it, in.ExclusiveStartKey, order)
-			if (forward && c > 0) || (!forward && c < 0) {
-				start = i
-				break
-			}
-		}
-		candidates = candidates[start:]
-	}
+	candidates = sortAfter(candidates, order, forward, in.ExclusiveStartKey)
 	page := candidates
 	if in.Limit > 0 && len(page) > in.Limit {
 		page = page[:in.Limit]
@@ -229,7 +223,7 @@ func (s *Standin) query(body []byte) *response {
 
 	out := map[string]any{"Count": len(items), "ScannedCount": len(page)}
 	if mode := wantsCapacity(body); mode != "" {
-		out["ConsumedCapacity"] = readCapacity(mode, in.TableName, in.IndexName, readBytes, false)
+		out["ConsumedCapacity"] = readCapacity(mode, in.TableName, in.IndexName, readBytes, base && in.ConsistentRead)
 	}
 	if in.Select != "COUNT" {
 		out["Items"] = items
@@ -327,40 +321,6 @@ func primaryKey(it item, hash, rng string) string {
 		k += "\x00" + string(it[rng])
 	}
 	return k
-}
-
-func compareTuple(a, b item, attrs []string) int {
-	for _, k := range attrs {
-		if c := compareValue(a[k], b[k]); c != 0 {
-			return c
-		}
-	}
-	return 0
-}
-
-// compareValue orders two scalar attribute values as DynamoDB orders sort
-// keys: strings and binaries by bytes, numbers by value.
-func compareValue(a, b json.RawMessage) int {
-	ta, va := scalar(a)
-	tb, vb := scalar(b)
-	if ta != tb {
-		return strings.Compare(ta, tb)
-	}
-	switch ta {
-	case "N":
-		x, okx := new(big.Float).SetString(va)
-		y, oky := new(big.Float).SetString(vb)
-		if okx && oky {
-			return x.Cmp(y)
-		}
-	case "B":
-		x, errx := base64.StdEncoding.DecodeString(va)
-		y, erry := base64.StdEncoding.DecodeString(vb)
-		if errx == nil && erry == nil {
-			return bytes.Compare(x, y)
-		}
-	}
-	return strings.Compare(va, vb)
 }
 
 func scalar(raw json.RawMessage) (typ, val string) {

@@ -110,11 +110,8 @@ func (s *Standin) checkKeys(op string, body []byte) *response {
 	for _, k := range keyedItems(op, body) {
 		names, ok := schemas[k.table]
 		if !ok {
-			var described struct {
-				Table struct{ KeySchema []keyElement }
-			}
-			if s.callJSON("DescribeTable", map[string]string{"TableName": k.table}, &described) == nil {
-				names[0], names[1] = keyNames(described.Table.KeySchema)
+			if hash, rng, ok := s.keySchema(k.table); ok {
+				names[0], names[1] = hash, rng
 			}
 			schemas[k.table] = names
 		}
@@ -164,4 +161,26 @@ func keyProblem(raw json.RawMessage, name string, isRange bool) string {
 		return fmt.Sprintf("One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of %d bytes", maxHashKey)
 	}
 	return ""
+}
+
+// keySchema is table's key attribute names, as minidyn describes them;
+// ok is false if it does not know the table. The answer is kept until a
+// CreateTable, UpdateTable or DeleteTable of the table (forward): every
+// request asks it, and minidyn describes a table in JSON.
+func (s *Standin) keySchema(table string) (hash, rng string, ok bool) {
+	if k, ok := s.keySchemas[table]; ok {
+		return k[0], k[1], true
+	}
+	var described struct {
+		Table struct{ KeySchema []keyElement }
+	}
+	if s.callJSON("DescribeTable", map[string]string{"TableName": table}, &described) != nil {
+		return "", "", false
+	}
+	hash, rng = keyNames(described.Table.KeySchema)
+	if s.keySchemas == nil {
+		s.keySchemas = map[string][2]string{}
+	}
+	s.keySchemas[table] = [2]string{hash, rng}
+	return hash, rng, true
 }

@@ -2,7 +2,9 @@
 // interface for tests and CI runs that have no Docker: minidyn's in-memory
 // engine, plus the CRC32 header, table statuses, TTL and ListTables answers,
 // and the secondary-index queries that aws-sdk-go-v2 and dont's store need.
-// localstack/README.md lists what it does not do.
+// localstack/README.md lists what it does not do. A query reads its
+// partition, a Scan its page and a transaction its items, as DynamoDB
+// does, not the whole table as minidyn does (README item 12).
 //
 // It prints "listening http://HOST:PORT" on stdout once it accepts
 // connections, then serves until SIGINT or SIGTERM.

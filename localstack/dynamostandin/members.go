@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
+	"maps"
+	"math/big"
 	"net/http"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/truora/minidyn/interpreter"
+	"github.com/truora/minidyn/interpreter/language"
 	"github.com/truora/minidyn/types"
 )
 
@@ -19,15 +23,84 @@ import (
 // the index's first query and kept current by every write afterwards;
 // a query evaluates its key condition and filter, with minidyn's own
 // interpreter, over those items only. What a query answers is unchanged.
+//
+// The base table is kept the same way, as the index named "" whose keys
+// are the table's, and both are filed by partition key as well: a query
+// names one partition with its key condition's equality, and evaluates
+// that partition's items only, as DynamoDB reads one partition. Its cost
+// follows the partition, not the index or the table.
 
 // evaluated counts the items index queries evaluated, for the test that
 // a query's cost follows the index, not the table.
 var evaluated atomic.Int64
 
-// indexMembers are the items one index holds, by primary key (lagKey).
+// baseIndex names the base table among a table's indexMembers.
+const baseIndex = ""
+
+// indexMembers are the items one index holds, by primary key (lagKey),
+// and again by partition (partitionOf) and primary key.
 type indexMembers struct {
 	hash, rng string // the index's key attributes
 	items     map[string]item
+	parts     map[string]map[string]item
+	order     []string       // the primary keys, sorted, for a Scan (scan.go); nil until one asks
+	sizes     map[string]int // the items' sizes, measured when a Scan needs them
+}
+
+func newIndexMembers(hash, rng string, n int) *indexMembers {
+	return &indexMembers{hash: hash, rng: rng, items: make(map[string]item, n), parts: map[string]map[string]item{}}
+}
+
+// put files it, the item whose primary key is pk, in the index.
+func (im *indexMembers) put(pk string, it item) {
+	if old, had := im.items[pk]; had {
+		im.unfile(pk, old)
+	} else if im.order != nil {
+		at, _ := slices.BinarySearch(im.order, pk)
+		im.order = slices.Insert(im.order, at, pk)
+	}
+	im.items[pk] = it
+	part := partitionOf(it[im.hash])
+	if im.parts[part] == nil {
+		im.parts[part] = map[string]item{}
+	}
+	im.parts[part][pk] = it
+}
+
+// remove takes the item whose primary key is pk out of the index.
+func (im *indexMembers) remove(pk string) {
+	old, ok := im.items[pk]
+	if !ok {
+		return
+	}
+	im.unfile(pk, old)
+	delete(im.items, pk)
+	if at, found := slices.BinarySearch(im.order, pk); found {
+		im.order = slices.Delete(im.order, at, at+1)
+	}
+}
+
+// unfile takes old, the item stored under pk, out of its partition and
+// forgets its size.
+func (im *indexMembers) unfile(pk string, old item) {
+	delete(im.sizes, pk)
+	part := partitionOf(old[im.hash])
+	delete(im.parts[part], pk)
+	if len(im.parts[part]) == 0 {
+		delete(im.parts, part)
+	}
+}
+
+// partitionOf names the partition of a partition key value, whatever its
+// JSON spelling; numbers by value.
+func partitionOf(raw json.RawMessage) string {
+	t, v := scalar(raw)
+	if t == "N" {
+		if f, ok := new(big.Float).SetString(v); ok {
+			v = f.Text('g', -1)
+		}
+	}
+	return t + ":" + v
 }
 
 // tableMembers are a table's indexes' members, and the table's own key.
@@ -60,9 +133,9 @@ func (s *Standin) membersOf(table, index, tableHash, tableRange, indexHash, inde
 	if r != nil {
 		return nil, r
 	}
-	im := &indexMembers{hash: indexHash, rng: indexRange, items: make(map[string]item, len(all))}
+	im := newIndexMembers(indexHash, indexRange, len(all))
 	for _, it := range all {
-		im.items[lagKey(it, tableHash, tableRange)] = it
+		im.put(lagKey(it, tableHash, tableRange), it)
 	}
 	tm.indexes[index] = im
 	return im, nil
@@ -96,9 +169,9 @@ func (s *Standin) refreshMembers(op string, body []byte) {
 			_, hasHash := got.Item[im.hash]
 			_, hasRange := got.Item[im.rng]
 			if got.Item != nil && hasHash && (im.rng == "" || hasRange) {
-				im.items[pk] = got.Item
+				im.put(pk, got.Item)
 			} else {
-				delete(im.items, pk)
+				im.remove(pk)
 			}
 		}
 	}
@@ -108,10 +181,40 @@ func (s *Standin) refreshMembers(op string, body []byte) {
 // created, changed (an index added) or deleted.
 func (s *Standin) forgetMembers(table string) { delete(s.members, table) }
 
-// matchMembers returns the members of an index that satisfy filter (the
-// guard, the key condition and the query's filter, as scanAll takes them),
-// evaluated by minidyn's interpreter as its Scan would.
-func matchMembers(im *indexMembers, in queryInput, filter string, extraNames map[string]string) ([]item, *response) {
+// matchMembers returns the candidates (an index's members, or one of its
+// partitions) that satisfy filter (the guard, the key condition and the
+// query's filter, as scanAll takes them), evaluated by minidyn's
+// interpreter as its Scan would. The filter is parsed once, and refused
+// when it is malformed even if there is nothing to evaluate.
+func matchMembers(candidates map[string]item, in queryInput, filter string, extraNames map[string]string) ([]item, *response) {
+	f, r := compileFilter(in, filter, extraNames)
+	if r != nil {
+		return nil, r
+	}
+	evaluated.Add(int64(len(candidates)))
+	var out []item
+	for _, it := range candidates {
+		ok, r := f.match(it)
+		if r != nil {
+			return nil, r
+		}
+		if ok {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
+// compiledFilter is a filter parsed once, with its names and values.
+type compiledFilter struct {
+	cond   *language.ConditionalExpression
+	names  map[string]string
+	values map[string]*types.Item
+}
+
+// compileFilter parses filter, naming its placeholders from in and
+// extraNames; a malformed one is a ValidationException.
+func compileFilter(in queryInput, filter string, extraNames map[string]string) (*compiledFilter, *response) {
 	names := map[string]string{}
 	for _, p := range namePlaceholder.FindAllString(filter, -1) {
 		if v, ok := in.ExpressionAttributeNames[p]; ok {
@@ -131,29 +234,41 @@ func matchMembers(im *indexMembers, in queryInput, filter string, extraNames map
 			values[p] = &v
 		}
 	}
-	lang := interpreter.Language{}
-	evaluated.Add(int64(len(im.items)))
-	var out []item
-	for _, it := range im.items {
-		attrs := map[string]*types.Item{}
-		for name, raw := range it {
-			var v types.Item
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return nil, errorResponse(&apiError{status: http.StatusInternalServerError, code: "InternalServerError", msg: "decode stored attribute " + name + ": " + err.Error()})
-			}
-			attrs[name] = &v
-		}
-		ok, err := lang.Match(interpreter.MatchInput{TableName: in.TableName, Expression: filter, ExpressionType: interpreter.ExpressionTypeFilter,
-			Item: attrs, Aliases: names, Attributes: values})
-		if err != nil {
-			if !errors.Is(err, interpreter.ErrSyntaxError) && !errors.Is(err, interpreter.ErrUnsupportedFeature) {
-				return nil, errorResponse(&apiError{status: http.StatusInternalServerError, code: "InternalServerError", msg: err.Error()})
-			}
-			return nil, errorResponse(validation("%v", err))
-		}
-		if ok {
-			out = append(out, it)
-		}
+	parser := language.NewParser(language.NewLexer(filter))
+	conditional := parser.ParseConditionalExpression()
+	switch {
+	case len(parser.Errors()) != 0:
+		return nil, errorResponse(validation("%v: %s", interpreter.ErrSyntaxError, strings.Join(parser.Errors(), "\n")))
+	case conditional.Expression == nil:
+		return nil, errorResponse(validation("%v: empty expression", interpreter.ErrSyntaxError))
 	}
-	return out, nil
+	if err := interpreter.ValidateExpressionAttributeNamesDeclared("FilterExpression", filter, names); err != nil {
+		return nil, errorResponse(validation("%v", err))
+	}
+	return &compiledFilter{cond: conditional, names: names, values: values}, nil
+}
+
+// match evaluates the filter on it.
+func (f *compiledFilter) match(it item) (bool, *response) {
+	attrs := map[string]*types.Item{}
+	for name, raw := range it {
+		var v types.Item
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return false, errorResponse(&apiError{status: http.StatusInternalServerError, code: "InternalServerError", msg: "decode stored attribute " + name + ": " + err.Error()})
+		}
+		attrs[name] = &v
+	}
+	env := language.NewEnvironment()
+	env.Aliases = maps.Clone(f.names)
+	if err := env.AddAttributes(attrs); err != nil {
+		return false, errorResponse(validation("%v: %s", interpreter.ErrUnsupportedFeature, err))
+	}
+	if err := env.AddAttributes(f.values); err != nil {
+		return false, errorResponse(validation("%v: %s", interpreter.ErrUnsupportedFeature, err))
+	}
+	result := language.Eval(f.cond, env)
+	if result.Type() == language.ObjectTypeError {
+		return false, errorResponse(validation("%v: %s", interpreter.ErrSyntaxError, result.Inspect()))
+	}
+	return result == language.TRUE, nil
 }

@@ -47,6 +47,13 @@ type Standin struct {
 
 	// members are the items each queried index holds (members.go).
 	members map[string]*tableMembers
+
+	// minidynCalls counts the requests sent to minidyn, by operation, for
+	// the tests that a read or a transaction no longer costs it the table.
+	minidynCalls map[string]int
+
+	// keySchemas are the tables' key attribute names (keySchema).
+	keySchemas map[string][2]string
 }
 
 // tableMeta is what the stand-in remembers about a table that minidyn
@@ -192,7 +199,9 @@ func (s *Standin) serve(r *http.Request) *response {
 	case "Query":
 		resp = s.query(body)
 	case "Scan":
-		resp = s.pagedRead(op, body)
+		if resp = s.scan(body); resp == nil {
+			resp = s.pagedRead(op, body)
+		}
 	case "UpdateItem":
 		resp = s.updateItem(body, oldOf(befores))
 	case "PutItem", "DeleteItem":
@@ -213,6 +222,10 @@ func (s *Standin) serve(r *http.Request) *response {
 
 // call sends one request to minidyn and returns its reply unchanged.
 func (s *Standin) call(op string, body []byte) *response {
+	if s.minidynCalls == nil {
+		s.minidynCalls = map[string]int{}
+	}
+	s.minidynCalls[op]++
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 	req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
 	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
@@ -251,6 +264,7 @@ func (s *Standin) forward(op string, body []byte) *response {
 	switch op {
 	case "CreateTable", "UpdateTable", "DeleteTable":
 		s.forgetMembers(name.TableName)
+		delete(s.keySchemas, name.TableName)
 	}
 	resp := s.call(op, body)
 	if resp.status == http.StatusBadRequest && !json.Valid(resp.body) {

@@ -86,11 +86,30 @@ func (s *Standin) completeCancellation(body []byte, resp *response) *response {
 	})}
 }
 
-// conditionFails evaluates op's condition against the stored item.
+// conditionFails evaluates op's condition against the stored item: with
+// minidyn's interpreter on the item read by key, or, where that cannot
+// say (evalCondition), as a one-item ConditionCheck transaction, which
+// costs minidyn a copy of the table.
 func (s *Standin) conditionFails(op *transactOperation, isPut bool) (bool, item) {
 	key := op.Key
 	if isPut {
 		key = s.keyOf(op.TableName, op.Item)
+	}
+	var got struct{ Item item }
+	if key != nil && s.callJSON("GetItem", map[string]any{"TableName": op.TableName, "Key": key, "ConsistentRead": true}, &got) == nil {
+		stored := got.Item
+		holds, ok := evalCondition(&transactWriteOp{TableName: op.TableName, ConditionExpression: op.ConditionExpression,
+			ExpressionAttributeNames:  usedNames(op.ConditionExpression, op.ExpressionAttributeNames),
+			ExpressionAttributeValues: usedValues(op.ConditionExpression, op.ExpressionAttributeValues)}, stored)
+		if ok {
+			if holds {
+				return false, nil
+			}
+			if op.ReturnValuesOnConditionCheckFailure == "ALL_OLD" && len(stored) > 0 {
+				return true, stored
+			}
+			return true, nil
+		}
 	}
 	check := map[string]any{
 		"TableName":           op.TableName,

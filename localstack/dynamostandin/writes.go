@@ -152,7 +152,10 @@ func (s *Standin) transactWrite(body []byte) *response {
 			return r
 		}
 	}
-	resp := s.forward("TransactWriteItems", body)
+	resp := s.fastTransact(body)
+	if resp == nil {
+		resp = s.forward("TransactWriteItems", body)
+	}
 	if resp.status == http.StatusBadRequest {
 		return s.completeCancellation(body, resp)
 	}
@@ -234,13 +237,10 @@ func (s *Standin) conditionalWrite(op string, body []byte, before item) *respons
 
 // keyOf extracts the table's primary key attributes from it.
 func (s *Standin) keyOf(table string, it item) item {
-	var described struct {
-		Table struct{ KeySchema []keyElement }
-	}
-	if s.callJSON("DescribeTable", map[string]string{"TableName": table}, &described) != nil {
+	hash, rng, ok := s.keySchema(table)
+	if !ok {
 		return nil
 	}
-	hash, rng := keyNames(described.Table.KeySchema)
 	key := item{hash: it[hash]}
 	if rng != "" {
 		key[rng] = it[rng]
