@@ -123,15 +123,7 @@ func (s *Escalations) Escalate(ctx context.Context, in EscalateInput) (ApprovalV
 			s.logWarn("schedule approval timeout", "approval_id", a.ID, "err", err)
 		}
 	}
-	if in.Asked != nil {
-		in.Asked(a)
-	}
-	if in.NoWait {
-		v := s.view(a)
-		v.SessionTier = ses.Tier
-		return v, nil, nil
-	}
-	return s.waitVerdict(ctx, st, a.ID, true)
+	return s.reattach(ctx, st, ses, in, a)
 }
 
 // resumedQuestion is the question the cut run of in asked, or nil if it
@@ -164,9 +156,9 @@ func (s *core) resumedQuestion(ctx context.Context, st store.ApprovalStore, ses 
 	return found, nil
 }
 
-// reattach answers a resumed escalate as its cut run would have: the
-// question at once under NoWait, else its verdict, waited for if it is
-// still open.
+// reattach answers an escalate, new or resumed, once its question
+// exists: the question at once under NoWait, else its verdict, waited
+// for if it is still open.
 func (s *core) reattach(ctx context.Context, st store.ApprovalStore, ses approvals.Session, in EscalateInput, a approvals.Approval) (ApprovalView, []envelope.Warning, error) {
 	if in.Asked != nil && a.State == approvals.Pending {
 		in.Asked(a)
