@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -307,8 +310,14 @@ func idempotencyKeyDescription(readOnly bool) string {
 	if readOnly {
 		return "ignored: a read-only call is not remembered, and a retry reads again"
 	}
+	var secrets []string
+	for _, kind := range slices.Sorted(maps.Keys(idempotency.SecretFields)) {
+		for _, field := range idempotency.SecretFields[kind] {
+			secrets = append(secrets, "data."+field+" of a "+kind+" envelope")
+		}
+	}
 	return "for 24 h, a retried request with the same key returns the first response and is not applied twice; " +
-		"a secret in it (data.token of a token envelope) is replayed as \"" + idempotency.Redacted + "\" with the warning " + string(idempotency.SecretNotReplayed)
+		"a secret in it (" + strings.Join(secrets, ", ") + ") is replayed as \"" + idempotency.Redacted + "\" with the warning " + string(idempotency.SecretNotReplayed)
 }
 
 // finish stores the response, in the form that may be replayed
