@@ -161,9 +161,9 @@ func Prove(stop context.Context, pb ProofBackend, cfg ProofConfig) ProofRow {
 					ops.Add(int64(res.Ops))
 					switch {
 					case err != nil:
-						fail("%s: history seed %d: %v (replay: -backend %s -replay %d)", pb.Name, seed, err, pb.Name, seed)
+						fail("%s: history seed %d: %v (replay: -backends %s -replay %d)", pb.Name, seed, err, pb.Name, seed)
 					case res.Outcome != porcupine.Ok:
-						fail("%s: history seed %d is %s; visualisation %s (replay: -backend %s -replay %d)%s", pb.Name, seed, res.Outcome, res.Visualise, pb.Name, seed, res.Detail)
+						fail("%s: history seed %d is %s; visualisation %s (replay: -backends %s -replay %d)%s", pb.Name, seed, res.Outcome, res.Visualise, pb.Name, seed, res.Detail)
 					}
 				}
 				rep, err := invariants.Verify(ctx, b.Service())

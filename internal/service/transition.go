@@ -164,6 +164,14 @@ func (s *core) cascadeStale(ctx context.Context, tx *store.Tx, doubted string, a
 			}
 			seen[d.ID] = true
 			if !ledger.CascadesStale(d.Status) {
+				// Left alone for what it is now; a dependent that can
+				// still move (all but locked) must not have moved by the
+				// commit, or a verification racing this doubt would
+				// escape the cascade (store.Tx.Unchanged; storetest "a commit
+				// is conditional on the entities it leaves unchanged").
+				if d.Status != ledger.Locked {
+					tx.Unchanged = append(tx.Unchanged, store.EntityCheck{ID: d.ID, Version: d.Version})
+				}
 				continue
 			}
 			ev := s.event(ledger.EvStaleCascaded, d.ID, at)

@@ -110,6 +110,19 @@ type Tx struct {
 	// the window. If that condition fails the commit applies nothing and
 	// fails with idempotency.ErrTaken.
 	Key *idempotency.Put
+	// Unchanged are entities the write read and decided to leave alone
+	// (a doubt's dependents that did not go stale): the commit applies
+	// nothing unless each is still at the version read, so a decision on
+	// what they were cannot commit after they moved (ConditionFailed on
+	// the entity).
+	Unchanged []EntityCheck
+}
+
+// EntityCheck is an entity that must still be at Version when a Tx
+// commits.
+type EntityCheck struct {
+	ID      string
+	Version int64
 }
 
 // EntityPut writes an entity if its stored version is still PrevVersion

@@ -27,6 +27,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"missing items are ErrNotFound", missing},
 		{"create is conditional on absence", createOnce},
 		{"update is conditional on version and all-or-nothing", updateVersioned},
+		{"a commit is conditional on the entities it leaves unchanged", unchangedConditions},
 		{"spawn resolution is conditional on pending", spawnPending},
 		{"a heartbeat moves a pending spawn's expiry, conditional on pending", heartbeatMoves},
 		{"expiring spawns are pending and in range, earliest first, bounded", dueSpawns},
@@ -144,6 +145,33 @@ func updateVersioned(t *testing.T, s store.Store) {
 	got, _ = s.GetEntity(ctx, a.ID)
 	if got.Status != ledger.Verified || got.Version != 2 {
 		t.Fatalf("update lost: %s v%d", got.Status, got.Version)
+	}
+}
+
+// unchangedConditions: a doubt that left a dependent alone for what it
+// was (doubted, so not staled) must not commit once that dependent has
+// moved (verified meanwhile): store.Tx.Unchanged.
+func unchangedConditions(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	a, dep := claim(ledger.Unverified), claim(ledger.Doubted)
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: a}, {Entity: dep}}}))
+	moved := dep
+	moved.Status, moved.Version = ledger.Verified, 2
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: moved, PrevVersion: 1}}}))
+	a2 := a
+	a2.Status, a2.Version = ledger.Doubted, 2
+	doubt := store.Tx{Entities: []store.EntityPut{{Entity: a2, PrevVersion: 1}}, Events: []ledger.Event{ev(ledger.EvTrusted, a.ID)},
+		Unchanged: []store.EntityCheck{{ID: dep.ID, Version: 1}}}
+	wantCondition(t, s.Commit(ctx, doubt), dep.ID)
+	got, err := s.GetEntity(ctx, a.ID)
+	must(t, err)
+	if got.Status != ledger.Unverified || got.Version != 1 {
+		t.Fatalf("a commit whose unchanged entity moved landed: a is %s v%d", got.Status, got.Version)
+	}
+	doubt.Unchanged[0].Version = 2
+	must(t, s.Commit(ctx, doubt))
+	if got, _ = s.GetEntity(ctx, a.ID); got.Status != ledger.Doubted || got.Version != 2 {
+		t.Fatalf("the commit with its unchanged entity as read was lost: a is %s v%d", got.Status, got.Version)
 	}
 }
 

@@ -44,7 +44,7 @@ func (s *Store) Commit(ctx context.Context, tx store.Tx) error {
 			return err
 		}
 	}
-	if p.inline != nil && len(outbox) == 0 && !keyInCommit {
+	if p.inline != nil && len(outbox) == 0 && !keyInCommit && len(tx.Unchanged) == 0 {
 		return s.putOnce(ctx, p.inline, p.inlineOwner, p.inlineLanded)
 	}
 	if p.inline != nil {
@@ -57,6 +57,18 @@ func (s *Store) Commit(ctx context.Context, tx store.Tx) error {
 	for _, it := range outbox {
 		p.items = append(p.items, it)
 		p.owners = append(p.owners, "")
+	}
+	// Entities the write decided to leave alone must still be as it read
+	// them (store.Tx.Unchanged).
+	for _, c := range tx.Unchanged {
+		p.items = append(p.items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName:                 aws.String(s.table),
+			Key:                       key(s.entityPK(), c.ID),
+			ConditionExpression:       aws.String("#v = :v"),
+			ExpressionAttributeNames:  map[string]string{"#v": "v"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": num(c.Version)},
+		}})
+		p.owners = append(p.owners, c.ID)
 	}
 	if keyInCommit {
 		its, err := s.keyItems(tx.Key)

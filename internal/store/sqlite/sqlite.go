@@ -282,6 +282,16 @@ func encode(t store.Tx) (encoded, error) {
 }
 
 func (s *Store) commit(ctx context.Context, tx *txn, t store.Tx, enc encoded) error {
+	for _, c := range t.Unchanged {
+		var one int
+		err := tx.QueryRowContext(ctx, "SELECT 1 FROM entities WHERE id = ? AND version = ?", c.ID, c.Version).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return &store.ConditionFailed{ID: c.ID}
+		}
+		if err != nil {
+			return err
+		}
+	}
 	for i, p := range t.Entities {
 		doc := enc.entities[i]
 		var res sql.Result
