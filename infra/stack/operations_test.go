@@ -147,10 +147,11 @@ func TestIsolationAndThrottling(t *testing.T) {
 		t.Errorf("the mappings' maximum concurrency adds up to %v, want %d; default sweeper reservation %d, want none",
 			total, stack.SweeperQueueConcurrency+stack.SweepQueueConcurrency, stack.DefaultSweeperConcurrency)
 	}
-	// A reservation must leave the schedule a slot above the mappings.
-	if _, _, err := synth(t, map[string]any{stack.ContextSweeperConcurrency: fmt.Sprint(int(total))}); err == nil {
-		t.Errorf("a sweeper reservation of %v (the mappings' total) was accepted", total)
-	}
+	t.Run("a reservation must leave the schedule a slot above the mappings", func(t *testing.T) {
+		if _, _, err := synth(t, map[string]any{stack.ContextSweeperConcurrency: fmt.Sprint(int(total))}); err == nil {
+			t.Errorf("a sweeper reservation of %v (the mappings' total) was accepted", total)
+		}
+	})
 	t.Run("the schedule's failed runs are not retried by Lambda", func(t *testing.T) {
 		configs := resources(raw, "AWS::Lambda::EventInvokeConfig")
 		if len(configs) != 1 || props(firstOf(configs))["MaximumRetryAttempts"] != float64(0) ||
@@ -274,29 +275,38 @@ func TestEveryFunctionSweepsTheShardsTheOthersWrite(t *testing.T) {
 		context map[string]any
 		want    string
 	}{{nil, "1"}, {map[string]any{stack.ContextPendingShards: "4"}, "4"}} {
-		_, raw, err := synth(t, tc.context)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for id, fn := range resources(raw, "AWS::Lambda::Function") {
-			vars, _ := props(fn)["Environment"].(map[string]any)
-			v, _ := vars["Variables"].(map[string]any)
-			if v == nil || v[stack.EnvTable] == nil {
-				continue // not one of dont's functions (a CDK helper)
+		t.Run(stack.ContextPendingShards+"="+tc.want, func(t *testing.T) {
+			raw := map[string]any(nil)
+			if tc.context == nil {
+				_, raw = template(t) // the default stack
+			} else {
+				var err error
+				if _, raw, err = synth(t, tc.context); err != nil {
+					t.Fatal(err)
+				}
 			}
-			n++
-			if got := fmt.Sprint(v[stack.EnvPendingShards]); got != tc.want {
-				t.Errorf("%s: %s = %s, want %s", id, stack.EnvPendingShards, got, tc.want)
+			n := 0
+			for id, fn := range resources(raw, "AWS::Lambda::Function") {
+				vars, _ := props(fn)["Environment"].(map[string]any)
+				v, _ := vars["Variables"].(map[string]any)
+				if v == nil || v[stack.EnvTable] == nil {
+					continue // not one of dont's functions (a CDK helper)
+				}
+				n++
+				if got := fmt.Sprint(v[stack.EnvPendingShards]); got != tc.want {
+					t.Errorf("%s: %s = %s, want %s", id, stack.EnvPendingShards, got, tc.want)
+				}
+			}
+			if n != 3 {
+				t.Errorf("%d functions read the table, want 3", n)
+			}
+		})
+	}
+	t.Run("out of range", func(t *testing.T) {
+		for _, bad := range []string{"0", "65"} {
+			if _, _, err := synth(t, map[string]any{stack.ContextPendingShards: bad}); err == nil {
+				t.Errorf("%s=%s synthesised", stack.ContextPendingShards, bad)
 			}
 		}
-		if n != 3 {
-			t.Errorf("%d functions read the table, want 3", n)
-		}
-	}
-	for _, bad := range []string{"0", "65"} {
-		if _, _, err := synth(t, map[string]any{stack.ContextPendingShards: bad}); err == nil {
-			t.Errorf("%s=%s synthesised", stack.ContextPendingShards, bad)
-		}
-	}
+	})
 }

@@ -26,7 +26,11 @@ var synthesized struct {
 	once     sync.Once
 	template assertions.Template
 	raw      map[string]any
-	err      error
+	// nagFindings: cdk-nag's packs ride on the same synthesis (they only
+	// annotate, the template is the same), so the default stack is built
+	// once for both (TestCdkNagFindsNothingUnsuppressed).
+	nagFindings []string
+	err         error
 }
 
 // template synthesizes the default stack once.
@@ -34,7 +38,7 @@ func template(t *testing.T) (assertions.Template, map[string]any) {
 	t.Helper()
 	needNode(t)
 	synthesized.once.Do(func() {
-		synthesized.template, synthesized.raw, synthesized.err = synth(t, nil)
+		synthesized.template, synthesized.raw, synthesized.nagFindings, synthesized.err = synthWith(t, nil, true)
 	})
 	if synthesized.err != nil {
 		t.Fatalf("synthesize stack: %v", synthesized.err)
@@ -45,9 +49,25 @@ func template(t *testing.T) (assertions.Template, map[string]any) {
 // synth synthesizes the stack with dummy Lambda assets in a temporary
 // directory, chosen through the CDK context as cdk.json would, plus
 // extra context.
+//
+// Under -short only the default stack is synthesized (template): each
+// other variant is a jsii synthesis of a second or more of CPU, and the
+// tests and subtests that need one skip. .ci/run's full-budget step of
+// infra/stack runs them all without -short and fails on any skip.
 func synth(t testing.TB, extra map[string]any) (tpl assertions.Template, raw map[string]any, err error) {
 	t.Helper()
 	needNode(t)
+	if testing.Short() && len(extra) > 0 {
+		t.Skip("a variant of the stack: synthesized only without -short (.ci/run's full-budget step of infra/stack)")
+	}
+	tpl, raw, _, err = synthWith(t, extra, false)
+	return tpl, raw, err
+}
+
+// synthWith is synth, with cdk-nag's packs applied and their unsuppressed
+// findings returned when withNag.
+func synthWith(t testing.TB, extra map[string]any, withNag bool) (tpl assertions.Template, raw map[string]any, findings []string, err error) {
+	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("synthesis panicked: %v", r)
@@ -55,7 +75,7 @@ func synth(t testing.TB, extra map[string]any) (tpl assertions.Template, raw map
 	}()
 	dir, err := os.MkdirTemp("", "dont-infra-test-")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	apiDir := filepath.Join(dir, "api")
@@ -63,10 +83,10 @@ func synth(t testing.TB, extra map[string]any) (tpl assertions.Template, raw map
 	operatorDir := filepath.Join(dir, "operator")
 	for _, d := range []string{apiDir, sweeperDir, operatorDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if err := os.WriteFile(filepath.Join(d, "bootstrap"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	context := map[string]any{
@@ -82,12 +102,18 @@ func synth(t testing.TB, extra map[string]any) (tpl assertions.Template, raw map
 		Context: &context,
 	})
 	s := stack.New(app, "DontTest", nil)
+	if withNag {
+		addNagPacks(app)
+	}
 	tpl = assertions.Template_FromStack(s.Stack, nil)
+	if withNag {
+		findings = nagFindings(s.Stack)
+	}
 	b, err := json.Marshal(tpl.ToJSON())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return tpl, raw, json.Unmarshal(b, &raw)
+	return tpl, raw, findings, json.Unmarshal(b, &raw)
 }
 
 // needNode skips a test that synthesizes the stack on a machine with only
@@ -928,25 +954,27 @@ func TestTheSlackAppsSettingsReachTheFunctionsThatUseThem(t *testing.T) {
 		"OperatorFunction": {stack.EnvPublicURL: "https://dont.example.com"},
 	}
 	slackVars := []string{stack.EnvSlackSigningSecret, stack.EnvSlackProject, stack.EnvSlackBotToken}
-	_, raw, err := synth(t, map[string]any{stack.ContextSlackSecret: "dont/slack", stack.ContextSlackProject: "team-a",
-		stack.ContextPublicURL: "https://dont.example.com"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for id, fn := range resources(raw, "AWS::Lambda::Function") {
-		vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
-		for prefix, w := range want {
-			if !strings.HasPrefix(id, prefix) {
-				continue
-			}
-			for _, k := range append(slackVars, stack.EnvPublicURL) {
-				if got, _ := vars[k].(string); got != w[k] {
-					t.Errorf("%s: %s = %v, want %q", id, k, vars[k], w[k])
+	t.Run("with a Slack app", func(t *testing.T) {
+		_, raw, err := synth(t, map[string]any{stack.ContextSlackSecret: "dont/slack", stack.ContextSlackProject: "team-a",
+			stack.ContextPublicURL: "https://dont.example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, fn := range resources(raw, "AWS::Lambda::Function") {
+			vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
+			for prefix, w := range want {
+				if !strings.HasPrefix(id, prefix) {
+					continue
+				}
+				for _, k := range append(slackVars, stack.EnvPublicURL) {
+					if got, _ := vars[k].(string); got != w[k] {
+						t.Errorf("%s: %s = %v, want %q", id, k, vars[k], w[k])
+					}
 				}
 			}
 		}
-	}
-	_, raw = template(t)
+	})
+	_, raw := template(t)
 	for id, fn := range resources(raw, "AWS::Lambda::Function") {
 		vars, _ := props(fn)["Environment"].(map[string]any)["Variables"].(map[string]any)
 		for _, k := range append(slackVars, stack.EnvPublicURL) {
