@@ -151,7 +151,7 @@ func newProject(t *testing.T, env ...string) *testProject {
 	copyFreshProject(t, p.dir)
 	t.Cleanup(func() { // every test ends with the invariant checker
 		if !p.corrupted {
-			p.ok("doctor", "--strict")
+			p.requireInvariants()
 		}
 	})
 	return p
