@@ -234,7 +234,7 @@ func (s *core) commit(ctx context.Context, tx store.Tx) error {
 // what the caller returns when the commit succeeds.
 func (s *core) commitAnswering(ctx context.Context, tx store.Tx, key *idempotency.Pending, result any, warns []envelope.Warning) error {
 	p := key
-	tx.Key = p.Prepare(result, warns)
+	tx.Key = p.PrepareUpTo(result, warns, idempotency.BodyLimit(s.Store))
 	err := s.commit(ctx, tx)
 	p.Committed(tx.Key, err)
 	return err
