@@ -27,8 +27,10 @@ var rerunSafe = map[string]bool{"hooks.deliver": true, "approvals.slack-link": t
 // resumesKey lists the tools that, under an Idempotency-Key whose earlier
 // run was cut by a crash, resume from what that run wrote instead of
 // refusing with idempotency-outcome-unknown (CallOptions.ResumeSince):
-// escalate re-attaches to the question it asked, or asks if it asked none.
-var resumesKey = map[string]bool{"escalate": true}
+// escalate re-attaches to the question it asked, or asks if it asked none;
+// hooks.test reports the test message it queued, or tests if it queued
+// none.
+var resumesKey = map[string]bool{"escalate": true, "hooks.test": true}
 
 // ResumesKey reports whether a keyed call of the tool cut by a crash is
 // resumed by its retry (resumesKey).
