@@ -46,7 +46,9 @@ func (registeringRP) FinishAssertion(string, []store.PasskeyCredential, json.Raw
 func (registeringRP) BeginSignIn() (json.RawMessage, json.RawMessage, []byte, error) {
 	return nil, nil, nil, errors.New("not in this test")
 }
-func (registeringRP) Signer(json.RawMessage) (string, error) { return "", errors.New("not in this test") }
+func (registeringRP) Signer(json.RawMessage) (string, error) {
+	return "", errors.New("not in this test")
+}
 
 const pageOrigin = "http://localhost:8080"
 
