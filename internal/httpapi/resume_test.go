@@ -1,10 +1,13 @@
 package httpapi_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dont-cli/dont/internal/idempotency"
+	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // A keyed hooks.test cut by a crash after it sent its test message (the
@@ -45,5 +48,76 @@ func TestAKeyedHookTestCutAfterItSentReportsThatMessageOnRetry(t *testing.T) {
 	// Answered now: the key replays that answer from here on.
 	if replay := test.send(a.api); replay.status != 200 || replay.header.Get("Idempotent-Replayed") != "true" || replay.str("message_id") != first.str("message_id") {
 		t.Fatalf("the key after the resumed answer: %d %s", replay.status, replay.raw)
+	}
+}
+
+// A keyed guess cut by a crash after it issued its spawn (harness mode:
+// the spawn request made, the key's completion lost): the retry, once
+// the claim is stale, answers that same spawn request instead of
+// idempotency-outcome-unknown, and one guess spawn is pending.
+func TestAKeyedGuessCutAfterItIssuedAnswersThatSpawnOnRetry(t *testing.T) {
+	a, store, _ := newCutAPI(t)
+	a.now.Store(time.Now().UnixNano()) // the spawn is dated by the clock the key is
+	h := a.tokens["harness"]
+	first, again := cutThenStale(a.api, store, tokenCreate{"guess", h, "guess", `{"args":{"question":"boiling point at 2000 m?","n":2}}`, "guess-1"})
+	id := first.str("request_id")
+	if first.status/100 != 2 || id == "" {
+		t.Fatalf("guess: %d %s", first.status, first.raw)
+	}
+	cb, _ := again.data()["callback"].(map[string]any)
+	if again.status/100 != 2 || again.str("request_id") != id || cb["token"] == nil || cb["token"] == "" {
+		t.Fatalf("the retry once the claim is stale: %d %s", again.status, again.raw)
+	}
+	if n := a.ok(h, "spawns", map[string]any{"pending": true}).data()["count"]; n != 1.0 {
+		t.Fatalf("%v spawns pending, want 1", n)
+	}
+	// The retry's callback token answers the spawn.
+	if r := a.ok(cb["token"].(string), "answer", map[string]any{"request_id": id, "candidate": []string{"93 C", "93 C"}}); r.data()["claim"] == nil {
+		t.Fatalf("the resumed spawn's answer: %s", r.raw)
+	}
+}
+
+// countingReasoner answers every guess with the same candidates, and
+// counts the calls.
+type countingReasoner struct{ asked atomic.Int64 }
+
+func (*countingReasoner) Name() string { return "counting" }
+func (*countingReasoner) Judge(context.Context, string) (spawn.Verdict, error) {
+	return spawn.Verdict{}, spawn.ErrUnusableVerdict
+}
+func (c *countingReasoner) Candidates(_ context.Context, _ string, n int, _ float64) ([]string, error) {
+	c.asked.Add(1)
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "93 C"
+	}
+	return out, nil
+}
+
+// A keyed direct-mode guess cut by a crash after its provider answered
+// and the answer was committed (the key's completion lost): the retry,
+// once the claim is stale, reports that spawn's resolution instead of
+// idempotency-outcome-unknown, without asking the provider again or
+// concluding a second claim.
+func TestAKeyedDirectGuessCutAfterItsAnswerReportsItOnRetry(t *testing.T) {
+	a, store, _ := newCutAPI(t)
+	a.now.Store(time.Now().UnixNano())
+	provider := &countingReasoner{}
+	a.svc.Provider = provider
+	h := a.tokens["harness"]
+	first, again := cutThenStale(a.api, store, tokenCreate{"guess", h, "guess", `{"args":{"question":"boiling point at 2000 m?","n":2,"mode":"direct"}}`, "guess-2"})
+	id := first.str("request_id")
+	if first.status/100 != 2 || id == "" {
+		t.Fatalf("guess: %d %s", first.status, first.raw)
+	}
+	res, _ := again.data()["resolution"].(map[string]any)
+	if again.status/100 != 2 || again.str("request_id") != id || res["outcome"] != "callback-applied" {
+		t.Fatalf("the retry once the claim is stale: %d %s", again.status, again.raw)
+	}
+	if n := provider.asked.Load(); n != 1 {
+		t.Fatalf("the provider was asked %d times, want 1", n)
+	}
+	if n := a.ok(h, "list", nil).data()["count"]; n != 1.0 {
+		t.Fatalf("%v claims, want the one answer", n)
 	}
 }

@@ -32,8 +32,9 @@ var rerunSafe = map[string]bool{"hooks.deliver": true, "approvals.slack-link": t
 // refusing with idempotency-outcome-unknown (CallOptions.ResumeSince):
 // escalate re-attaches to the question it asked, or asks if it asked none;
 // hooks.test reports the test message it queued, or tests if it queued
-// none; passkeys.register-finish reports the passkey it stored.
-var resumesKey = map[string]bool{"escalate": true, "hooks.test": true, "passkeys.register-finish": true}
+// none; passkeys.register-finish reports the passkey it stored; guess
+// answers from the spawn it issued, or issues one if it issued none.
+var resumesKey = map[string]bool{"escalate": true, "hooks.test": true, "passkeys.register-finish": true, "guess": true}
 
 // ResumesKey reports whether a keyed call of the tool cut by a crash is
 // resumed by its retry (resumesKey).
