@@ -164,7 +164,9 @@ func (s *core) resumedGuess(ctx context.Context, in SpawnInput) (spawn.Spawn, bo
 	return found, ok, nil
 }
 
-func sameTemperature(a, b *float64) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+func sameTemperature(a, b *float64) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
 
 // resumeGuess answers a resumed guess from the spawn its cut run issued.
 // Harness mode: the same spawn request (its callback token made again).
