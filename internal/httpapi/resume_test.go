@@ -121,3 +121,46 @@ func TestAKeyedDirectGuessCutAfterItsAnswerReportsItOnRetry(t *testing.T) {
 		t.Fatalf("%v claims, want the one answer", n)
 	}
 }
+
+// dyingReasoner is a provider whose process dies while it is asked the
+// first time, and that answers afterwards.
+type dyingReasoner struct{ countingReasoner }
+
+func (d *dyingReasoner) Candidates(ctx context.Context, prompt string, n int, temp float64) ([]string, error) {
+	if d.asked.Load() == 0 {
+		d.asked.Add(1)
+		panic("the process died")
+	}
+	return d.countingReasoner.Candidates(ctx, prompt, n, temp)
+}
+
+// A keyed direct-mode guess cut by a crash while its provider was asked
+// (the spawn issued, no answer): the retry, once the claim is stale,
+// answers that same spawn — its one answer, one claim — instead of
+// idempotency-outcome-unknown or issuing a second spawn.
+func TestAKeyedDirectGuessCutWhileItsProviderWasAskedAnswersThatSpawnOnRetry(t *testing.T) {
+	a, store, _ := newCutAPI(t)
+	a.now.Store(time.Now().UnixNano())
+	provider := &dyingReasoner{}
+	a.svc.Provider = provider
+	h := a.tokens["harness"]
+	body := `{"args":{"question":"boiling point at 2000 m?","n":2,"mode":"direct"}}`
+	a.callDyingWith(h, "guess", []byte(body), "guess-3")
+	spawns := a.ok(h, "spawns", map[string]any{"all": true}).data()
+	if spawns["count"] != 1.0 {
+		t.Fatalf("the cut run left %v spawns, want 1", spawns["count"])
+	}
+	store.late.Store(int64(2 * idempotency.StaleClaim))
+	again := tokenCreate{"guess", h, "guess", body, "guess-3"}.send(a.api)
+	store.late.Store(0)
+	res, _ := again.data()["resolution"].(map[string]any)
+	if again.status/100 != 2 || res["outcome"] != "callback-applied" || again.data()["claim"] == nil {
+		t.Fatalf("the retry once the claim is stale: %d %s", again.status, again.raw)
+	}
+	if n := a.ok(h, "spawns", map[string]any{"all": true}).data()["count"]; n != 1.0 {
+		t.Fatalf("%v spawns after the retry, want the cut run's one", n)
+	}
+	if n := a.ok(h, "list", nil).data()["count"]; n != 1.0 {
+		t.Fatalf("%v claims, want the one answer", n)
+	}
+}
