@@ -336,13 +336,19 @@ type Pending struct {
 
 // Prepare is the Put of result's response, made before the commit, or
 // nil when there is none (no Pending, a response already committed, a
-// result Respond does not answer, or a body too large to keep).
+// result Respond does not answer, or a body over MaxBody).
 func (p *Pending) Prepare(result any, warns []envelope.Warning) *Put {
+	return p.PrepareUpTo(result, warns, MaxBody)
+}
+
+// PrepareUpTo is Prepare for a store that writes a response of up to
+// limit bytes with a commit (BodyLimit; limit <= 0: any size).
+func (p *Pending) PrepareUpTo(result any, warns []envelope.Warning, limit int) *Put {
 	if p == nil || p.sent || p.Respond == nil {
 		return nil
 	}
 	status, body, ok := p.Respond(result, warns)
-	if !ok || status/100 != 2 || len(body) > MaxBody {
+	if !ok || status/100 != 2 || limit > 0 && len(body) > limit {
 		return nil
 	}
 	p.status, p.body = status, body
@@ -380,10 +386,25 @@ func (p *Pending) Sent() (status int, body []byte, ok bool) {
 // key first: the transport reads the key again to answer.
 func (p *Pending) Taken() bool { return p != nil && p.taken }
 
-// MaxBody is the largest response body written with its call. DynamoDB
-// stores one over 350 KiB in several items of the call's transaction
-// (400 KB an item, 4 MB a transaction; its entity items stop at 400 KB,
-// so a committed response stays well below this); a larger one, which
-// only an entity grown past it through the embedded CLI could answer, is
-// remembered after the commit.
+// MaxBody is the largest response body written with its call on a store
+// that has a bound (BodyLimit). DynamoDB stores one over 350 KiB in
+// several items of the call's transaction (400 KB an item, 4 MB a
+// transaction; its entity items stop at 400 KB, so no response it can
+// answer reaches this); a larger one would be remembered after the
+// commit. SQLite has no item limit and writes any response with its
+// commit (UnboundedBodies).
 const MaxBody = 2 << 20
+
+// UnboundedBodies is a store that writes a keyed response of any size in
+// the commit that applies its call (SQLite: a row has no practical
+// limit), so a response over MaxBody is kept with its commit too.
+type UnboundedBodies interface{ KeepsAnyBodyWithItsCommit() }
+
+// BodyLimit is the largest response st writes with a commit: none (0)
+// for UnboundedBodies, else MaxBody.
+func BodyLimit(st any) int {
+	if _, ok := st.(UnboundedBodies); ok {
+		return 0
+	}
+	return MaxBody
+}

@@ -3,6 +3,7 @@
 package ids
 
 import (
+	"crypto/rand"
 	"strings"
 	"sync"
 	"time"
@@ -27,9 +28,13 @@ const (
 	Message = "msg"
 )
 
+// entropy draws each id's random part from the operating system's
+// generator (ULID's default is math/rand seeded by the clock), so nobody
+// can tell the next question's or token's id from one they saw. Nothing
+// grants a power for knowing an id, but nothing need learn it early.
 var (
 	mu      sync.Mutex
-	entropy = ulid.Monotonic(ulid.DefaultEntropy(), 0)
+	entropy = ulid.Monotonic(rand.Reader, 0)
 )
 
 // New returns a fresh id of the kind, timestamped at t. IDs made in one

@@ -334,7 +334,12 @@ func NewServe(dir string, timeout time.Duration) (Backend, error) {
 	return &httpBackend{name: "serve", url: listening, tokens: tokens, srv: srv, serveEnv: env, bin: bin,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 		clock:  WallClock{}, timeout: timeout,
-		svc:     service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, SpawnTimeout: timeout, Author: "linearize"}),
+		// The checking service ends due questions itself: after a kill the
+		// restarted server has no timers for the questions it asked before,
+		// and its ticker may not have run when a batch ends (a question due
+		// 10 ms before the check was once reported as overdue).
+		svc: service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Tokens: st, SpawnTimeout: timeout, Author: "linearize",
+			Approvals: service.Approvals{Store: st, Timeout: timeout, Lease: time.Hour}}),
 		closers: []func(){stop, func() { st.Close() }}}, nil
 }
 

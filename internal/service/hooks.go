@@ -198,6 +198,15 @@ type HookTestResult struct {
 // Test enqueues a hook.test message for one hook and attempts it now; a
 // failed attempt is retried like any other delivery.
 func (s *Hooks) Test(ctx context.Context, id string) (HookTestResult, error) {
+	return s.TestResuming(ctx, id, time.Time{})
+}
+
+// TestResuming is Test for a keyed call whose earlier run (cut by a
+// crash) claimed its key at resumeSince (the zero time: none): if that
+// run queued its test message, the call reports that message's delivery
+// as it stands and sends nothing (resumedTest); it tests afresh only if
+// no test message was queued.
+func (s *Hooks) TestResuming(ctx context.Context, id string, resumeSince time.Time) (HookTestResult, error) {
 	st, err := s.hookStore()
 	if err != nil {
 		return HookTestResult{}, err
@@ -205,6 +214,15 @@ func (s *Hooks) Test(ctx context.Context, id string) (HookTestResult, error) {
 	h, err := s.live(ctx, st, id)
 	if err != nil {
 		return HookTestResult{}, err
+	}
+	if !resumeSince.IsZero() {
+		prior, ok, err := resumedTest(ctx, st, h.ID, resumeSince)
+		if err != nil {
+			return HookTestResult{}, err
+		}
+		if ok {
+			return prior, nil
+		}
 	}
 	m := hooks.TestMessage(h.ID, s.now())
 	if err := st.Enqueue(ctx, m, []string{h.ID}); err != nil {
@@ -216,6 +234,70 @@ func (s *Hooks) Test(ctx context.Context, id string) (HookTestResult, error) {
 		return HookTestResult{}, err
 	}
 	return HookTestResult{MessageID: m.ID, Attempt: &a, Delivery: d}, nil
+}
+
+// resumedTest is the test message a cut run of a keyed hooks test queued
+// for hook, with its delivery and its newest attempt, ok false if it
+// queued none: the newest hook.test delivery of the hook made within the
+// key's lifetime (idempotency.Window before the retry's claim; a takeover
+// re-times the claim, so the cut run's time is not known). Its delivery
+// is reported as it stands, never attempted here: the cut run may have
+// sent it and died before recording the attempt, and the delivery worker
+// attempts a pending one anyway, so the receiver gets one test message,
+// not two. The one imprecision: a cut run that died before queuing,
+// after another test of the same hook, reports that test — which any
+// admin reads with hooks deliveries, and which sends nothing twice
+// (docs/proof.md, "Idempotency across crashes").
+func resumedTest(ctx context.Context, st store.HookStore, hookID string, resumeSince time.Time) (HookTestResult, bool, error) {
+	since := resumeSince.Add(-idempotency.Window)
+	f := store.DeliveryFilter{Deliveries: 100}
+	for {
+		page, err := st.Deliveries(ctx, hookID, f)
+		if err != nil {
+			return HookTestResult{}, false, storeErr(err)
+		}
+		for _, d := range page.Deliveries {
+			if d.CreatedAt.Before(since) {
+				return HookTestResult{}, false, nil
+			}
+			if d.Type != hooks.Test {
+				continue
+			}
+			res := HookTestResult{MessageID: d.MessageID, Delivery: d}
+			if d.Attempts > 0 {
+				if a, ok, err := lastAttemptOf(ctx, st, hookID, d.MessageID); err != nil {
+					return HookTestResult{}, false, err
+				} else if ok {
+					res.Attempt = &a
+				}
+			}
+			return res, true, nil
+		}
+		if len(page.Deliveries) < f.Deliveries {
+			return HookTestResult{}, false, nil
+		}
+		f.DeliveriesBefore = page.Deliveries[len(page.Deliveries)-1].MessageID
+	}
+}
+
+// lastAttemptOf is the newest logged attempt of one message to a hook.
+func lastAttemptOf(ctx context.Context, st store.HookStore, hookID, messageID string) (hooks.Attempt, bool, error) {
+	f := store.DeliveryFilter{Attempts: 100}
+	for {
+		page, err := st.Deliveries(ctx, hookID, f)
+		if err != nil {
+			return hooks.Attempt{}, false, storeErr(err)
+		}
+		for _, a := range page.Attempts {
+			if a.MessageID == messageID {
+				return a, true, nil
+			}
+		}
+		if len(page.Attempts) < f.Attempts || len(page.Positions) == 0 {
+			return hooks.Attempt{}, false, nil
+		}
+		f.AttemptsBefore = page.Positions[len(page.Positions)-1]
+	}
 }
 
 // HookDeliveries is what Deliveries returns. NextCursor names the next

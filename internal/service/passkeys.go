@@ -12,6 +12,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/errs"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/store"
 )
 
@@ -158,9 +159,24 @@ type PasskeyView struct {
 
 // RegisterFinish stores the credential the browser made for challenge.
 func (s *Passkeys) RegisterFinish(ctx context.Context, challenge string, response json.RawMessage) (PasskeyView, error) {
+	return s.RegisterFinishResuming(ctx, challenge, response, time.Time{})
+}
+
+// RegisterFinishResuming is RegisterFinish for a keyed call whose earlier
+// run (cut by a crash) claimed its key at resumeSince (the zero time:
+// none): if that run stored the credential, the call reports it
+// (resumedPasskey) instead of refusing the spent challenge; otherwise it
+// runs, and a challenge the cut run spent is refused as used — nothing
+// was registered, and the page begins again.
+func (s *Passkeys) RegisterFinishResuming(ctx context.Context, challenge string, response json.RawMessage, resumeSince time.Time) (PasskeyView, error) {
 	ps, rp, approver, err := s.passkeyParts(ctx)
 	if err != nil {
 		return PasskeyView{}, err
+	}
+	if !resumeSince.IsZero() {
+		if v, ok, err := resumedPasskey(ctx, ps, approver, response, resumeSince); err != nil || ok {
+			return v, err
+		}
 	}
 	c, err := s.takeCeremony(ctx, ps, challenge, CeremonyRegister, approver)
 	if err != nil {
@@ -175,6 +191,31 @@ func (s *Passkeys) RegisterFinish(ctx context.Context, challenge string, respons
 		return PasskeyView{}, storeErr(err)
 	}
 	return PasskeyView{ID: cred.ID, Approver: approver, CreatedAt: cred.CreatedAt}, nil
+}
+
+// resumedPasskey is the credential a cut run of a keyed register-finish
+// stored, ok false if it stored none: the calling approver's own passkey
+// whose id is the one response names, registered within the key's
+// lifetime (idempotency.Window before the retry's claim). Only the
+// caller's own passkeys are read, so a retry learns nothing of another
+// approver's, and it reports an id the caller itself sent.
+func resumedPasskey(ctx context.Context, ps store.PasskeyStore, approver string, response json.RawMessage, resumeSince time.Time) (PasskeyView, bool, error) {
+	var named struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(response, &named) != nil || named.ID == "" {
+		return PasskeyView{}, false, nil
+	}
+	creds, err := ps.Passkeys(ctx, approver)
+	if err != nil {
+		return PasskeyView{}, false, storeErr(err)
+	}
+	for _, c := range creds {
+		if c.ID == named.ID && c.Approver == approver && !c.CreatedAt.Before(resumeSince.Add(-idempotency.Window)) {
+			return PasskeyView{ID: c.ID, Approver: approver, CreatedAt: c.CreatedAt}, true, nil
+		}
+	}
+	return PasskeyView{}, false, nil
 }
 
 // ApproveBegin issues the challenge an approve of question id needs: a

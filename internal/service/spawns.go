@@ -31,6 +31,11 @@ type SpawnInput struct {
 	// Key is the call's keyed response, committed with the issue in
 	// harness mode (nil: none); a direct-mode spawn's is remembered after.
 	Key *idempotency.Pending
+	// ResumeSince, for a guess, is when an earlier run of this same keyed
+	// request (cut by a crash) claimed its key: if that run issued its
+	// spawn, the call resumes from it instead of issuing another
+	// (resumedGuess; docs/proof.md, "Idempotency across crashes").
+	ResumeSince time.Time
 }
 
 // ErrNoProvider is returned in direct mode when no provider is configured.
@@ -64,6 +69,15 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 			return res, nil, ErrNoProvider
 		}
 		in = directInput(in)
+	}
+	if in.Kind == spawn.Guess && !in.ResumeSince.IsZero() {
+		sp, ok, err := s.resumedGuess(ctx, in)
+		if err != nil {
+			return res, nil, err
+		}
+		if ok {
+			return s.resumeGuess(ctx, sp)
+		}
 	}
 	now := s.now()
 	step := spawn.Step{Kind: spawn.StepIssue, Actor: s.actorOf(ctx), Timeout: s.timeout(), Issue: spawn.Spawn{
@@ -117,6 +131,70 @@ func requestJSON(r spawn.Request) (json.RawMessage, error) {
 		return b, nil
 	}
 	return envelope.MarshalData(r)
+}
+
+// resumedGuess is the spawn a cut run of the keyed guess in issued, ok
+// false if it issued none: the newest guess spawn requested by the same
+// principal with the same question, n, temperature and mode, issued
+// within the key's lifetime (idempotency.Window before the retry's
+// claim; a takeover re-times the claim, so the cut run's time is not
+// known). A spawn names who requested it, so a retry never resumes
+// another caller's guess. The one imprecision: a cut run that died
+// before issuing, after an identical guess by the same caller under
+// another key, resumes that guess — its spawn answered once, never a
+// second provider answer applied (docs/proof.md).
+func (s *core) resumedGuess(ctx context.Context, in SpawnInput) (spawn.Spawn, bool, error) {
+	by := s.actor(ctx)
+	since := in.ResumeSince.Add(-idempotency.Window)
+	list, err := s.Store.ListSpawns(ctx, store.SpawnFilter{After: ids.New(ids.Spawn, since.Add(-time.Millisecond))})
+	if err != nil {
+		return spawn.Spawn{}, false, storeErr(err)
+	}
+	var found spawn.Spawn
+	ok := false
+	for _, sp := range list {
+		if sp.Kind != spawn.Guess || by == "" || sp.RequestedBy != by || sp.Question != in.Question || sp.N != in.N ||
+			sp.Mode != in.Mode || !sameTemperature(sp.Temperature, in.Temperature) || sp.IssuedAt.Before(since) {
+			continue
+		}
+		if !ok || sp.IssuedAt.After(found.IssuedAt) {
+			found, ok = sp, true
+		}
+	}
+	return found, ok, nil
+}
+
+func sameTemperature(a, b *float64) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+// resumeGuess answers a resumed guess from the spawn its cut run issued.
+// Harness mode: the same spawn request (its callback token made again).
+// Direct mode: a spawn still pending is answered now, through the
+// callback path, which resolves it once whatever the cut run's provider
+// call did; a resolved one reports its resolution (the concluded claim
+// is on the spawn's events), a failed one the failure.
+func (s *core) resumeGuess(ctx context.Context, sp spawn.Spawn) (Spawned, []envelope.Warning, error) {
+	req := spawn.NewRequest(sp, nil)
+	if sp.Mode != spawn.ModeDirect {
+		token, err := s.callbackToken(ctx, sp.ID)
+		if err != nil {
+			return Spawned{}, nil, err
+		}
+		payload, err := s.payload(req, token)
+		if err != nil {
+			return Spawned{}, nil, err
+		}
+		return Spawned{Request: payload, Spawn: sp}, nil, nil
+	}
+	if sp.State == spawn.Pending {
+		return s.direct(ctx, sp, req)
+	}
+	if sp.Outcome != spawn.CallbackApplied {
+		return Spawned{}, nil, directErr(errs.E(ProviderError, "this guess's first run closed its spawn "+sp.ID+" as "+string(sp.Outcome)+"; nothing was answered"), sp)
+	}
+	return Spawned{Spawn: sp, Provider: s.Provider.Name(), Answered: &Answered{RequestID: sp.ID,
+		Resolution: Resolution{RequestID: sp.ID, Outcome: sp.Outcome, Applied: true}}}, nil, nil
 }
 
 func checkSpawnInput(in *SpawnInput) error {
@@ -234,7 +312,7 @@ func (s *core) commit(ctx context.Context, tx store.Tx) error {
 // what the caller returns when the commit succeeds.
 func (s *core) commitAnswering(ctx context.Context, tx store.Tx, key *idempotency.Pending, result any, warns []envelope.Warning) error {
 	p := key
-	tx.Key = p.Prepare(result, warns)
+	tx.Key = p.PrepareUpTo(result, warns, idempotency.BodyLimit(s.Store))
 	err := s.commit(ctx, tx)
 	p.Committed(tx.Key, err)
 	return err

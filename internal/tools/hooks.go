@@ -45,8 +45,8 @@ func init() {
 	register("hooks.test", func() *Tool {
 		return &Tool{Name: "hooks.test", Summary: "Send a signed hook.test message to one hook now.", Roles: admin,
 			Params: []Param{{Name: "id", Type: String, Required: true, Positional: true, Description: "hook id (hook:…)"}},
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return data[service.HookTestResult](envelope.KindHookTest)(s.Hooks.Test(ctx, a.Str("id")))
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
+				return data[service.HookTestResult](envelope.KindHookTest)(s.Hooks.TestResuming(ctx, a.Str("id"), o.ResumeSince))
 			}}
 	})
 	register("hooks.deliveries", func() *Tool {

@@ -21,14 +21,20 @@ var idempotent = map[string]bool{
 // webhook-id); approvals.slack-link makes another one-time code for the
 // same approver token, and the lost one expires unused. They are not
 // Idempotent: a repeat does have an effect, so MCP clients are not told
-// otherwise.
-var rerunSafe = map[string]bool{"hooks.deliver": true, "approvals.slack-link": true}
+// otherwise. passkeys.register-begin and passkeys.approve-begin issue
+// another single-use challenge (for the same approver, and the same
+// question as shown), and the lost one expires unanswered.
+var rerunSafe = map[string]bool{"hooks.deliver": true, "approvals.slack-link": true,
+	"passkeys.register-begin": true, "passkeys.approve-begin": true}
 
 // resumesKey lists the tools that, under an Idempotency-Key whose earlier
 // run was cut by a crash, resume from what that run wrote instead of
 // refusing with idempotency-outcome-unknown (CallOptions.ResumeSince):
-// escalate re-attaches to the question it asked, or asks if it asked none.
-var resumesKey = map[string]bool{"escalate": true}
+// escalate re-attaches to the question it asked, or asks if it asked none;
+// hooks.test reports the test message it queued, or tests if it queued
+// none; passkeys.register-finish reports the passkey it stored; guess
+// answers from the spawn it issued, or issues one if it issued none.
+var resumesKey = map[string]bool{"escalate": true, "hooks.test": true, "passkeys.register-finish": true, "guess": true}
 
 // ResumesKey reports whether a keyed call of the tool cut by a crash is
 // resumed by its retry (resumesKey).

@@ -28,8 +28,8 @@ func init() {
 			Roles: approvers, Annotations: Annotations{Presence: true},
 			Params: []Param{{Name: "challenge", Type: String, Required: true, Description: "the challenge of passkeys.register-begin"},
 				{Name: "credential", Type: String, Required: true, Description: "the browser's new PublicKeyCredential, as JSON"}},
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
-				return data[service.PasskeyView](envelope.KindPasskey)(s.Passkeys.RegisterFinish(ctx, a.Str("challenge"), json.RawMessage(a.Str("credential"))))
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
+				return data[service.PasskeyView](envelope.KindPasskey)(s.Passkeys.RegisterFinishResuming(ctx, a.Str("challenge"), json.RawMessage(a.Str("credential")), o.ResumeSince))
 			}}
 	})
 	register("passkeys.approve-begin", func() *Tool {

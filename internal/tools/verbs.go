@@ -126,9 +126,9 @@ func init() {
 				modeParam,
 			},
 			sweep: always,
-			run: func(ctx context.Context, s *service.Service, a Args) (Output, error) {
+			runWith: func(ctx context.Context, s *service.Service, a Args, o CallOptions) (Output, error) {
 				return spawned(s.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Guess, Question: a.Str("question"),
-					N: a.Int("n"), Temperature: a.Float("temperature"), Mode: spawn.Mode(a.Str("mode"))}))
+					N: a.Int("n"), Temperature: a.Float("temperature"), Mode: spawn.Mode(a.Str("mode")), ResumeSince: o.ResumeSince}))
 			}}
 	})
 	register("answer", func() *Tool {

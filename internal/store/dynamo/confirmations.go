@@ -40,19 +40,7 @@ func decodeConfirmation(it map[string]types.AttributeValue) (confirm.Pending, er
 
 // PutConfirmation implements store.ConfirmationStore.
 func (s *Store) PutConfirmation(ctx context.Context, p confirm.Pending) error {
-	it, err := s.confirmationItem(p)
-	if err != nil {
-		return err
-	}
-	outbox, err := s.outbox(ctx, heldMessages(p))
-	if err != nil {
-		return err
-	}
-	err = s.transact(ctx, append([]types.TransactWriteItem{putNew(s.table, it)}, outbox...)...)
-	if isCancelled(err) {
-		return &store.ConditionFailed{ID: p.ID}
-	}
-	return s.announced(ctx, outbox, err)
+	return s.PutConfirmationKeyed(ctx, p, nil)
 }
 
 // GetConfirmation implements store.ConfirmationStore.

@@ -178,20 +178,7 @@ func (w *writeSet) addOutbox(items []types.TransactWriteItem) {
 // age after the write), so that every event committed after it returns,
 // on any instance, is heard (SetHookCache).
 func (s *Store) PutHook(ctx context.Context, h hooks.Hook) error {
-	it, err := s.hookItem(h)
-	if err != nil {
-		return err
-	}
-	err = s.transact(ctx, putNew(s.table, it))
-	if isCancelled(err) {
-		return &store.ConditionFailed{ID: h.ID}
-	}
-	if err != nil {
-		return err
-	}
-	// The hook is committed: a caller gone during the wait must not see an
-	// error (its retry would add a second hook), so the wait ignores it.
-	return s.hookCache.written(context.WithoutCancel(ctx))
+	return s.PutHookKeyed(ctx, h, nil)
 }
 
 // SetHookCache lets the commits of this store announce to a list of the

@@ -48,12 +48,11 @@ func (s *Store) transactKeyed(ctx context.Context, owner string, key *idempotenc
 	return err
 }
 
-// PutHookKeyed implements store.KeyedPuts; with a hook cache it returns
-// once every cache that could predate the hook has expired, as PutHook.
+// PutHookKeyed implements store.KeyedPuts: the hook and the key's
+// record (if key is not nil) in one transaction. With a hook cache it
+// returns once every cache that could predate the hook has expired
+// (SetHookCache).
 func (s *Store) PutHookKeyed(ctx context.Context, h hooks.Hook, key *idempotency.Put) error {
-	if key == nil {
-		return s.PutHook(ctx, h)
-	}
 	it, err := s.hookItem(h)
 	if err != nil {
 		return err
@@ -61,15 +60,16 @@ func (s *Store) PutHookKeyed(ctx context.Context, h hooks.Hook, key *idempotency
 	if err := s.transactKeyed(ctx, h.ID, key, putNew(s.table, it)); err != nil {
 		return err
 	}
+	// The hook is committed: a caller gone during the wait must not see an
+	// error (its retry would add a second hook), so the wait ignores it.
 	return s.hookCache.written(context.WithoutCancel(ctx))
 }
 
 // PutTokenKeyed implements store.KeyedPuts: the token's two items and
-// the key's record in one transaction.
+// the key's record (if key is not nil) in one transaction, whose one
+// ClientRequestToken makes a retry after a lost response succeed instead
+// of finding its own write.
 func (s *Store) PutTokenKeyed(ctx context.Context, t auth.Token, key *idempotency.Put) error {
-	if key == nil {
-		return s.PutToken(ctx, t)
-	}
 	global, listed, err := s.tokenItems(t)
 	if err != nil {
 		return err
@@ -78,11 +78,8 @@ func (s *Store) PutTokenKeyed(ctx context.Context, t auth.Token, key *idempotenc
 }
 
 // PutConfirmationKeyed implements store.KeyedPuts: the held call, its
-// outbox and the key's record in one transaction.
+// outbox and the key's record (if key is not nil) in one transaction.
 func (s *Store) PutConfirmationKeyed(ctx context.Context, p confirm.Pending, key *idempotency.Put) error {
-	if key == nil {
-		return s.PutConfirmation(ctx, p)
-	}
 	it, err := s.confirmationItem(p)
 	if err != nil {
 		return err

@@ -49,17 +49,7 @@ func decodeToken(it map[string]types.AttributeValue) (auth.Token, error) {
 // PutToken implements store.TokenStore. A token id that exists (in any
 // project) is a ConditionFailed.
 func (s *Store) PutToken(ctx context.Context, t auth.Token) error {
-	global, listed, err := s.tokenItems(t)
-	if err != nil {
-		return err
-	}
-	// One transaction with one ClientRequestToken: a retry after a lost
-	// response succeeds instead of finding its own write.
-	err = s.transact(ctx, putNew(s.table, global), putNew(s.table, listed))
-	if isCancelled(err) {
-		return &store.ConditionFailed{ID: t.ID}
-	}
-	return err
+	return s.PutTokenKeyed(ctx, t, nil)
 }
 
 // GetToken implements store.TokenStore: the global item, if it belongs

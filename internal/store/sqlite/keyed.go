@@ -30,3 +30,9 @@ func (s *Store) writeKeyed(ctx context.Context, key *idempotency.Put, write func
 }
 
 var _ store.KeyedPuts = (*Store)(nil)
+
+// KeepsAnyBodyWithItsCommit marks the store as writing a keyed response
+// of any size in its call's commit (idempotency.UnboundedBodies): a row
+// has no limit that matters here, so a response over idempotency.MaxBody
+// is not left to be remembered after the commit.
+func (*Store) KeepsAnyBodyWithItsCommit() {}
