@@ -22,7 +22,7 @@ import (
 )
 
 // The operation budget per backend: CI runs the default (go test without
-// -short); go test -short runs a tenth of it, at least shortBudget
+// -short); go test -short runs a twentieth of it, at least shortBudget
 // operations per backend, so every backend's histories are still checked;
 // a long run is
 //
@@ -38,12 +38,12 @@ func budget(def int) int {
 		return n
 	}
 	if testing.Short() {
-		return max(def/10, shortBudget)
+		return max(def/20, shortBudget)
 	}
 	return def
 }
 
-const shortBudget = 100
+const shortBudget = 50
 
 func wanted(name string) bool {
 	list := os.Getenv("DONT_LINEARIZE_BACKENDS")
