@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/approvals"
+	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/project"
@@ -17,6 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
+	_ "modernc.org/sqlite" // the driver of TestTheInProcessApprovalAuditIsTheCommands
 )
 
 // requireInvariants is every test's closing check (newProject): what
@@ -53,19 +57,7 @@ func (p *testProject) closingProblems() []string {
 	if err != nil || len(problems) > 0 {
 		return []string{fmt.Sprintf("%s is damaged: %v %v", proj.DBPath(), err, problems)}
 	}
-	// The sweep's clock and author are the ones doctor would have had in
-	// this project's environment (faulthooks.go's clock, app.author).
-	var clock func() time.Time
-	if offset, err := time.ParseDuration(p.envValue("DONT_FAULT_CLOCK_OFFSET")); err == nil && offset != 0 {
-		clock = func() time.Time { return time.Now().Add(offset) }
-	}
-	author := p.envValue("DONT_AUTHOR")
-	if author == "" {
-		author = cmp.Or(os.Getenv("USER"), "cli")
-	}
-	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Author: author, Clock: clock})
-	svc.Approvals = service.Approvals{Store: st}
-	rep, err := invariants.Verify(ctx, svc)
+	rep, err := invariants.Verify(ctx, p.inProcessService(st))
 	if err != nil {
 		t.Fatalf("closing check: sweep and read the store: %v", err)
 	}
@@ -80,6 +72,41 @@ func (p *testProject) closingProblems() []string {
 		out = append(out, fmt.Sprintf("%s has mode %04o, at most %04o", x.Path, x.Mode, x.Want))
 	}
 	return out
+}
+
+// inProcessService is the service a dont command would build over st in
+// p's environment: the sweep's clock and author are the ones doctor would
+// have had there (faulthooks.go's clock, app.author).
+func (p *testProject) inProcessService(st *sqlite.Store) *service.Service {
+	var clock func() time.Time
+	if offset, err := time.ParseDuration(p.envValue("DONT_FAULT_CLOCK_OFFSET")); err == nil && offset != 0 {
+		clock = func() time.Time { return time.Now().Add(offset) }
+	}
+	author := p.envValue("DONT_AUTHOR")
+	if author == "" {
+		author = cmp.Or(os.Getenv("USER"), "cli")
+	}
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Author: author, Clock: clock})
+	svc.Approvals = service.Approvals{Store: st}
+	return svc
+}
+
+// approvalAudit is `dont approvals audit` in this process: the same
+// service call (Escalations.Audit) over p's store, before the closing
+// check sweeps it. TestTheInProcessApprovalAuditIsTheCommands runs the
+// command beside it.
+func (p *testProject) approvalAudit() (approvals.AuditReport, error) {
+	p.t.Helper()
+	proj, err := project.Find(p.dir, p.envValue("DONT_PROJECT_DIR"))
+	if err != nil {
+		p.t.Fatalf("approvals audit: %v", err)
+	}
+	st, err := sqlite.Open(proj.DBPath())
+	if err != nil {
+		p.t.Fatalf("approvals audit: open %s: %v", proj.DBPath(), err)
+	}
+	defer st.Close()
+	return p.inProcessService(st).Escalations.Audit(context.Background())
 }
 
 // envValue is the last value p's own environment gives name ("" if none).
@@ -143,5 +170,41 @@ func TestTheInProcessClosingCheckRefusesWhatDoctorStrictRefuses(t *testing.T) {
 	}
 	if got := fresh.closingProblems(); len(got) == 0 || !strings.Contains(got[0], db) {
 		t.Fatalf("the closing check on a readable store: %v, want %s named", got, db)
+	}
+}
+
+// Approval tests audit their final state in this process (approvalAudit);
+// it must agree with `dont approvals audit` on a clean log and on a broken
+// one.
+func TestTheInProcessApprovalAuditIsTheCommands(t *testing.T) {
+	t.Parallel()
+	p := newApprovalProject(t)
+	ses := p.session("read-only")
+	p.frames("--session", ses)
+	p.ok("escalate", "--session", ses, "--call", "c1", "--to", "workspace-write", "--reason", "r", "--no-wait")
+	rep, err := p.approvalAudit()
+	if err != nil || rep.Requests != 1 || rep.Frames != 1 {
+		t.Fatalf("the in-process audit of one question: %v %+v, want 1 request and 1 frame", err, rep)
+	}
+	r := p.ok("approvals", "audit")
+	if got := r.data(); got["requests"] != float64(rep.Requests) || got["frames"] != float64(rep.Frames) || got["sessions"] != float64(rep.Sessions) {
+		t.Fatalf("dont approvals audit read %v, the in-process audit %+v", got, rep)
+	}
+
+	// A question whose frame is gone: both refuse.
+	p.corrupted = true
+	db, err := sql.Open("sqlite", filepath.Join(p.dir, ".dont", "dont.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DELETE FROM approval_frames"); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.run("approvals", "audit"); r.exit != 3 || r.str("code") != "frame-log-inconsistent" {
+		t.Fatalf("dont approvals audit of a lost frame: exit %d %s", r.exit, r.stdout)
+	}
+	if rep, err := p.approvalAudit(); !errs.Is(err, service.FrameLogInconsistent) || rep.OK() {
+		t.Fatalf("the in-process audit of a lost frame: %v %+v, want frame-log-inconsistent", err, rep)
 	}
 }
