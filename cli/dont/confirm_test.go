@@ -25,7 +25,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/cli/dont/confirmclient"
 	"github.com/dont-cli/dont/internal/auth"
+	"github.com/dont-cli/dont/internal/client"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/ledger"
@@ -151,10 +153,7 @@ func newGateEnv(t *testing.T, mode string, gateOn bool) *gateEnv {
 	if mode == "remote" {
 		g.server = newCountingServer(t, g.svc, st, gateOn)
 		g.env = []string{"DONT_ENDPOINT=" + g.server.srv.URL, "DONT_TOKEN=" + admin}
-		// Warm the schema cache, as any earlier command would have.
-		if r := g.run("", "tools"); r.exit != 0 {
-			t.Fatalf("dont tools: %d %s %s", r.exit, r.stdout, r.stderr)
-		}
+		g.warmSchemaCache()
 		g.server.reset()
 	} else {
 		// Embedded, the CLI runs as the agent that asked for the
@@ -162,6 +161,28 @@ func newGateEnv(t *testing.T, mode string, gateOn bool) *gateEnv {
 		g.env = []string{"DONT_AUTHOR=fixture"}
 	}
 	return g
+}
+
+// warmSchemaCache fills the schema cache as any earlier remote command
+// would have: what app.toolSchema does on a miss (fetch without a token,
+// cache under the project's XDG_CACHE_HOME), in this process, since as a
+// `dont tools` per row it was 76 dont processes of a -short run. The
+// binary's own fetch and cache are the subject of
+// TestSchemaCacheIsKeyedByCapabilitiesAndLivesADay (from a cold cache) and
+// the --refresh tests; a file named differently from the binary's would
+// make every row fetch again and fail its request counts.
+func (g *gateEnv) warmSchemaCache() {
+	g.t.Helper()
+	ep := g.server.srv.URL
+	s, err := confirmclient.Fetch(context.Background(), &client.Client{Endpoint: ep, Header: capsHeader()})
+	if err != nil || s.Source != "server" {
+		g.t.Fatalf("fetch the tool schema: %v %+v", err, s)
+	}
+	s.Endpoint = ep
+	file := filepath.Join(g.cache, "dont", filepath.Base(confirmclient.CacheFile(ep)))
+	if confirmclient.WriteCache(file, s) == "" {
+		g.t.Fatalf("write the schema cache %s", file)
+	}
 }
 
 func (g *gateEnv) token(role string) string {
@@ -685,6 +706,15 @@ func TestStaleSchemaCacheExitsOneAndNeverReplays(t *testing.T) {
 func TestSchemaCacheIsKeyedByCapabilitiesAndLivesADay(t *testing.T) {
 	t.Parallel()
 	g := newGateEnv(t, "remote", true)
+	// The binary fetches and caches the schema itself on a cold cache
+	// (newGateEnv warmed it in the test's process).
+	if err := os.RemoveAll(filepath.Join(g.cache, "dont")); err != nil {
+		t.Fatal(err)
+	}
+	g.server.reset()
+	if r := g.run("", "tools"); r.exit != 0 || r.str("source") != "server" || len(g.server.requests(http.MethodGet)) != 1 {
+		t.Fatalf("dont tools on a cold cache: %d %s %s", r.exit, r.stdout, r.stderr)
+	}
 	f := g.cacheFile()
 	if !strings.HasPrefix(filepath.Base(f), "tools.cli-confirm-v1+cli-yes-only-v1.") || filepath.Dir(filepath.Dir(f)) != g.cache {
 		t.Fatalf("cache file %s", f)
