@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,7 +84,7 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 	now := s.now()
 	step := spawn.Step{Kind: spawn.StepIssue, Actor: s.actorOf(ctx), Timeout: s.timeout(), Issue: spawn.Spawn{
 		ID: s.newID(ids.Spawn, now), Kind: in.Kind, EntityID: in.EntityID, Mode: in.Mode,
-		Question: in.Question, N: in.N, Temperature: in.Temperature, RequestedBy: s.actor(ctx)}}
+		Question: in.Question, N: in.N, Temperature: in.Temperature, RequestedBy: s.actor(ctx), KeyDigest: keyDigest(in)}}
 	if in.Mode == spawn.ModeDirect {
 		// Its response is the verdict, made by later commits: it is
 		// remembered after the call, and no keyed response is committed
@@ -106,10 +108,62 @@ func (s *Spawns) Request(ctx context.Context, in SpawnInput) (Spawned, []envelop
 		return res, nil, err
 	}
 	if _, err := s.runStep(ctx, step, in.Key, result); err != nil {
+		if again, ok := s.reissued(ctx, in, err); ok {
+			return again, nil, nil
+		}
 		return Spawned{}, nil, err
 	}
 	s.scheduleTimeout(ctx, res.Spawn)
 	return res, nil, nil
+}
+
+// keyDigest is what a keyed assume or overlook records on its spawn
+// (spawn.Spawn.KeyDigest): a digest of its key's record name, which
+// names the caller's token, the tool and the key; "" without a key.
+func keyDigest(in SpawnInput) string {
+	if in.Key == nil || in.Kind == spawn.Guess {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("dont-spawn-key\x00" + in.Key.Name))
+	return hex.EncodeToString(sum[:16])
+}
+
+// reissued answers the retry of a keyed assume or overlook whose first
+// run issued its spawn and lost its response to a crash (on DynamoDB the
+// response is remembered after the commit): the issue fails with
+// spawn-pending on that very spawn, which carries this call's key
+// (KeyDigest) and requester, so the retry gets the same spawn request
+// again, its callback token made again, instead of a refusal that would
+// leave the spawn without anyone able to answer it until it times out.
+// Any other pending spawn stays a refusal: only the same caller with the
+// same key is answered (docs/proof.md, "Idempotency across crashes").
+func (s *core) reissued(ctx context.Context, in SpawnInput, err error) (Spawned, bool) {
+	digest := keyDigest(in)
+	if digest == "" || !errs.Is(err, errs.SpawnPending) {
+		return Spawned{}, false
+	}
+	e, gerr := s.Store.GetEntity(ctx, in.EntityID)
+	if gerr != nil || e.PendingSpawn == "" {
+		return Spawned{}, false
+	}
+	sp, gerr := s.Store.GetSpawn(ctx, e.PendingSpawn)
+	if gerr != nil || sp.State != spawn.Pending || sp.KeyDigest != digest || sp.RequestedBy != s.actor(ctx) || sp.Kind != in.Kind ||
+		sp.EntityID != in.EntityID || len(sp.Request) == 0 {
+		return Spawned{}, false
+	}
+	var req spawn.Request
+	if json.Unmarshal(sp.Request, &req) != nil {
+		return Spawned{}, false
+	}
+	token, terr := s.callbackToken(ctx, sp.ID)
+	if terr != nil {
+		return Spawned{}, false
+	}
+	payload, perr := s.payload(req, token)
+	if perr != nil {
+		return Spawned{}, false
+	}
+	return Spawned{Request: payload, Spawn: sp}, true
 }
 
 // scheduleTimeout asks the Scheduler, if any, to sweep sp when it expires.

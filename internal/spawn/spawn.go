@@ -92,6 +92,12 @@ type Spawn struct {
 	// ID): only it, the spawn's own callback token or a person may cancel,
 	// heartbeat or resolve it. Records from before it was kept have none.
 	RequestedBy string `json:"requested_by,omitempty"`
+	// KeyDigest names the Idempotency-Key of the keyed call that issued
+	// the spawn (a digest of the key's record name, which is scoped to
+	// the caller's token and tool), so that a retry of that call after a
+	// crash that lost its response finds the spawn and answers it again
+	// where the store remembers a response after its commit (DynamoDB).
+	KeyDigest string `json:"key_digest,omitempty"`
 	// Request is the spawn_request payload, kept as bytes so every
 	// transport sends the same payload.
 	Request json.RawMessage `json:"-"`

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,35 +60,25 @@ func (a *api) callDying(token, tool string, args map[string]any, key string) {
 
 // On DynamoDB a key's response is remembered after the commit (its cost:
 // docs/aws-cost.md), so a function that dies between the two has
-// remembered nothing. The retry is then held by the service's own
-// conditions: the assume is not issued twice (the entity's pending spawn
-// is named, with how to read it), and the callback is not applied twice.
+// remembered nothing. The retry of the assume with its key finds the
+// spawn its first run issued, which carries that key, and answers the
+// same spawn request with a working callback token (before, 409
+// spawn-pending, and the lost token left the spawn unanswerable until it
+// timed out); the same assume without that key is still refused; and the
+// callback is not applied twice.
 func TestAKeyedCallWhoseFunctionDiesIsNotAppliedTwiceOverTheLambdaAPI(t *testing.T) {
 	a := newAPI(t)
 	p := "idem-dies-" + randomName()
 	h := a.token(p, auth.RoleHarness)
-	id := a.call(h, "conclude", map[string]any{"statement": "a callback whose function dies"}).str("id")
-	a.callDying(h, "assume", map[string]any{"id": id}, "a-dies")
+	id, rid := a.deadAssume(h, "a-dies")
 	retried := a.call(h, "assume", map[string]any{"id": id}, "Idempotency-Key", "a-dies")
-	if retried.status != http.StatusConflict || retried.str("code") != "spawn-pending" {
-		t.Fatalf("the retried assume: %d %v, want 409 spawn-pending", retried.status, retried.env.Data)
+	cb, _ := retried.env.Data["callback"].(map[string]any)
+	if retried.status != 200 || retried.str("request_id") != rid || cb["token"] == nil {
+		t.Fatalf("the retried assume: %d %v, want spawn %s again with its callback token", retried.status, retried.env.Data, rid)
 	}
-	pending := a.call(h, "spawns", map[string]any{"pending": true})
-	list, _ := pending.env.Data["spawns"].([]any)
-	if len(list) != 1 {
-		t.Fatalf("pending spawns after the retry: %v, want the one the dying assume issued", pending.env.Data)
-	}
-	rid, _ := list[0].(map[string]any)["request_id"].(string)
-	// Its callback token was shown once, in the answer that was lost; a
-	// re-read does not carry it. The test, which holds the table, makes the
-	// token that answer carried, for the subagent's retried callback.
-	issued := a.call(h, "show", map[string]any{"id": rid})
-	if cb, _ := issued.env.Data["callback"].(map[string]any); cb["token"] != nil {
-		t.Fatalf("a re-read carries the callback token: %v", cb)
-	}
-	token, err := a.backend.Project(p).Service.Credentials.CallbackTokenFor(ctx, rid)
-	if err != nil {
-		t.Fatal(err)
+	token, _ := cb["token"].(string)
+	if again := a.call(h, "assume", map[string]any{"id": id}, "Idempotency-Key", "a-dies"); again.str("request_id") != rid {
+		t.Fatalf("the second retry: %v", again.env.Data)
 	}
 	args := map[string]any{"id": id, "evidence": []string{"https://example.org/e"}, "request_id": rid}
 	a.callDying(token, "dismiss", args, "d-dies")
@@ -97,5 +89,41 @@ func TestAKeyedCallWhoseFunctionDiesIsNotAppliedTwiceOverTheLambdaAPI(t *testing
 	}
 	if s := a.call(h, "show", map[string]any{"id": id}); s.str("status") != "verified" {
 		t.Fatalf("the entity after one applied callback: %v", s.env.Data)
+	}
+}
+
+// deadAssume concludes a claim and assumes it under key through a
+// function that dies after the commit: the claim and the spawn it issued.
+func (a *api) deadAssume(token, key string) (id, rid string) {
+	a.t.Helper()
+	id = a.call(token, "conclude", map[string]any{"statement": "a callback whose function dies"}).str("id")
+	a.callDying(token, "assume", map[string]any{"id": id}, key)
+	pending := a.call(token, "spawns", map[string]any{"pending": true})
+	list, _ := pending.env.Data["spawns"].([]any)
+	if len(list) != 1 {
+		a.t.Fatalf("pending spawns after the dying assume: %v, want the one it issued", pending.env.Data)
+	}
+	rid, _ = list[0].(map[string]any)["request_id"].(string)
+	return id, rid
+}
+
+// The retry that answers a dead assume's spawn again hands out its
+// callback token, so only that call's own retry gets it: another agent of
+// the project sending the same Idempotency-Key (its own key's record, of
+// its own token), or the same agent under another key, is refused
+// spawn-pending and learns no token.
+func TestAnotherCallerRetryingADeadAssumesKeyGetsNoCallbackToken(t *testing.T) {
+	a := newAPI(t)
+	p := "idem-steal-" + randomName()
+	h := a.token(p, auth.RoleHarness)
+	other := a.token(p, auth.RoleHarness)
+	id, _ := a.deadAssume(h, "a-dies")
+	for _, refused := range []struct {
+		name, token, key string
+	}{{"another caller with the same key", other, "a-dies"}, {"the same caller under another key", h, "a-other"}} {
+		r := a.call(refused.token, "assume", map[string]any{"id": id}, "Idempotency-Key", refused.key)
+		if r.status != http.StatusConflict || r.str("code") != "spawn-pending" || strings.Contains(fmt.Sprint(r.env), "dontcb_") {
+			t.Fatalf("%s: %d %v, want 409 spawn-pending without a callback token", refused.name, r.status, r.env)
+		}
 	}
 }
