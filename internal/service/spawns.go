@@ -151,19 +151,30 @@ func (s *core) reissued(ctx context.Context, in SpawnInput, err error) (Spawned,
 		sp.EntityID != in.EntityID || len(sp.Request) == 0 {
 		return Spawned{}, false
 	}
+	again, aerr := s.answerAgain(ctx, sp)
+	return again, aerr == nil
+}
+
+// answerAgain is a harness-mode spawn's spawn_request payload as the call
+// that issued it answered: its stored request (for a guess stored without
+// one, the request made from the spawn), with its callback token made
+// again — a resumed guess's, a reissued assume's.
+func (s *core) answerAgain(ctx context.Context, sp spawn.Spawn) (Spawned, error) {
 	var req spawn.Request
-	if json.Unmarshal(sp.Request, &req) != nil {
-		return Spawned{}, false
+	if len(sp.Request) == 0 {
+		req = spawn.NewRequest(sp, nil) // a guess: its request names no entity
+	} else if err := json.Unmarshal(sp.Request, &req); err != nil {
+		return Spawned{}, errs.E(errs.Internal, "decode the stored request of "+sp.ID).Wrap(err)
 	}
-	token, terr := s.callbackToken(ctx, sp.ID)
-	if terr != nil {
-		return Spawned{}, false
+	token, err := s.callbackToken(ctx, sp.ID)
+	if err != nil {
+		return Spawned{}, err
 	}
-	payload, perr := s.payload(req, token)
-	if perr != nil {
-		return Spawned{}, false
+	payload, err := s.payload(req, token)
+	if err != nil {
+		return Spawned{}, err
 	}
-	return Spawned{Request: payload, Spawn: sp}, true
+	return Spawned{Request: payload, Spawn: sp}, nil
 }
 
 // scheduleTimeout asks the Scheduler, if any, to sweep sp when it expires.
@@ -229,20 +240,12 @@ func sameTemperature(a, b *float64) bool {
 // call did; a resolved one reports its resolution (the concluded claim
 // is on the spawn's events), a failed one the failure.
 func (s *core) resumeGuess(ctx context.Context, sp spawn.Spawn) (Spawned, []envelope.Warning, error) {
-	req := spawn.NewRequest(sp, nil)
 	if sp.Mode != spawn.ModeDirect {
-		token, err := s.callbackToken(ctx, sp.ID)
-		if err != nil {
-			return Spawned{}, nil, err
-		}
-		payload, err := s.payload(req, token)
-		if err != nil {
-			return Spawned{}, nil, err
-		}
-		return Spawned{Request: payload, Spawn: sp}, nil, nil
+		again, err := s.answerAgain(ctx, sp)
+		return again, nil, err
 	}
 	if sp.State == spawn.Pending {
-		return s.direct(ctx, sp, req)
+		return s.direct(ctx, sp, spawn.NewRequest(sp, nil))
 	}
 	if sp.Outcome != spawn.CallbackApplied {
 		return Spawned{}, nil, directErr(errs.E(ProviderError, "this guess's first run closed its spawn "+sp.ID+" as "+string(sp.Outcome)+"; nothing was answered"), sp)

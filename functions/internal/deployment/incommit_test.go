@@ -77,6 +77,10 @@ func TestAKeyedCallWhoseFunctionDiesIsNotAppliedTwiceOverTheLambdaAPI(t *testing
 		t.Fatalf("the retried assume: %d %v, want spawn %s again with its callback token", retried.status, retried.env.Data, rid)
 	}
 	token, _ := cb["token"].(string)
+	prompt := func(d map[string]any) any { c, _ := d["context"].(map[string]any); return c["prompt"] }
+	if shown := a.call(h, "show", map[string]any{"id": rid}); prompt(retried.env.Data) == nil || prompt(retried.env.Data) != prompt(shown.env.Data) {
+		t.Fatalf("the retried assume's prompt is not the spawn's: %v, stored %v", prompt(retried.env.Data), prompt(shown.env.Data))
+	}
 	if again := a.call(h, "assume", map[string]any{"id": id}, "Idempotency-Key", "a-dies"); again.str("request_id") != rid {
 		t.Fatalf("the second retry: %v", again.env.Data)
 	}
