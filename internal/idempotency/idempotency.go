@@ -336,14 +336,9 @@ type Pending struct {
 
 // Prepare is the Put of result's response, made before the commit, or
 // nil when there is none (no Pending, a response already committed, a
-// result Respond does not answer, or a body over MaxBody).
-func (p *Pending) Prepare(result any, warns []envelope.Warning) *Put {
-	return p.PrepareUpTo(result, warns, MaxBody)
-}
-
-// PrepareUpTo is Prepare for a store that writes a response of up to
-// limit bytes with a commit (BodyLimit; limit <= 0: any size).
-func (p *Pending) PrepareUpTo(result any, warns []envelope.Warning, limit int) *Put {
+// result Respond does not answer, or a body over limit: the size the
+// store writes with a commit, BodyLimit; limit <= 0: any size).
+func (p *Pending) Prepare(result any, warns []envelope.Warning, limit int) *Put {
 	if p == nil || p.sent || p.Respond == nil {
 		return nil
 	}

@@ -17,7 +17,7 @@ func TestAResponseOver350KiBIsWrittenWithItsCommit(t *testing.T) {
 	body = append(body, `"}`...)
 	p := &idempotency.Pending{Name: "k", Fingerprint: "fp",
 		Respond: func(any, []envelope.Warning) (int, []byte, bool) { return 201, body, true }}
-	put := p.Prepare(struct{}{}, nil)
+	put := p.Prepare(struct{}{}, nil, idempotency.MaxBody)
 	if put == nil || !bytes.Equal(put.Body, body) {
 		t.Fatal("a 1 MiB response is not written with its commit")
 	}

@@ -57,7 +57,7 @@ func (s *Escalations) OpenSession(ctx context.Context, in OpenSessionInput) (Ses
 	if k := keyedPuts(st); k != nil {
 		keyed = func(put *idempotency.Put) error { return k.CreateSessionKeyed(ctx, ses, put) }
 	}
-	if err := putKeyed(in.Key, view, func() error { return st.CreateSession(ctx, ses) }, keyed); err != nil {
+	if err := s.putKeyed(in.Key, view, func() error { return st.CreateSession(ctx, ses) }, keyed); err != nil {
 		return res, storeErr(err)
 	}
 	return view, nil

@@ -52,7 +52,7 @@ func (s *Held) HoldKeyed(ctx context.Context, tool string, args map[string]any, 
 	if k := keyedPuts(cs); k != nil {
 		keyed = func(put *idempotency.Put) error { return k.PutConfirmationKeyed(ctx, p, put) }
 	}
-	if err := putKeyed(key, view, func() error { return cs.PutConfirmation(ctx, p) }, keyed); err != nil {
+	if err := s.putKeyed(key, view, func() error { return cs.PutConfirmation(ctx, p) }, keyed); err != nil {
 		return HeldView{}, storeErr(err)
 	}
 	return view, nil

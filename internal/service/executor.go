@@ -73,7 +73,7 @@ func (s *core) runStep(ctx context.Context, step spawn.Step, key *idempotency.Pe
 			if err != nil {
 				return tr, err
 			}
-			tx.Key = key.PrepareUpTo(result, warns, idempotency.BodyLimit(s.Store))
+			tx.Key = s.prepareKey(key, result, warns)
 		}
 		err = s.commit(ctx, tx)
 		key.Committed(tx.Key, err)

@@ -113,7 +113,7 @@ func (s *Hooks) Add(ctx context.Context, in HookAddInput) (HookView, error) {
 	if k := keyedPuts(st); k != nil {
 		keyed = func(put *idempotency.Put) error { return k.PutHookKeyed(ctx, h, put) }
 	}
-	if err := putKeyed(in.Key, view, func() error { return st.PutHook(ctx, h) }, keyed); err != nil {
+	if err := s.putKeyed(in.Key, view, func() error { return st.PutHook(ctx, h) }, keyed); err != nil {
 		return HookView{}, storeErr(err)
 	}
 	return view, nil

@@ -368,10 +368,9 @@ func (s *core) commit(ctx context.Context, tx store.Tx) error {
 // can apply a call whose retry would not replay it. result is exactly
 // what the caller returns when the commit succeeds.
 func (s *core) commitAnswering(ctx context.Context, tx store.Tx, key *idempotency.Pending, result any, warns []envelope.Warning) error {
-	p := key
-	tx.Key = p.PrepareUpTo(result, warns, idempotency.BodyLimit(s.Store))
+	tx.Key = s.prepareKey(key, result, warns)
 	err := s.commit(ctx, tx)
-	p.Committed(tx.Key, err)
+	key.Committed(tx.Key, err)
 	return err
 }
 

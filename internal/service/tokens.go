@@ -61,7 +61,7 @@ func (s *Credentials) CreateKeyed(ctx context.Context, role, name string, key *i
 	if k := keyedPuts(ts); k != nil {
 		keyed = func(put *idempotency.Put) error { return k.PutTokenKeyed(ctx, t, put) }
 	}
-	if err := putKeyed(key, view, func() error { return ts.PutToken(ctx, t) }, keyed); err != nil {
+	if err := s.putKeyed(key, view, func() error { return ts.PutToken(ctx, t) }, keyed); err != nil {
 		return TokenView{}, storeErr(err)
 	}
 	return view, nil
