@@ -21,6 +21,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
+	"github.com/dont-cli/dont/internal/standin"
 	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
@@ -271,8 +272,8 @@ var serveBinary = sync.OnceValues(func() (string, error) {
 	}
 	serveBinaryDir.Store(dir)
 	bin := filepath.Join(dir, "dont")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/dont-cli/dont/cli/dont").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build: %v\n%s", err, out)
+	if err := standin.Build("", "github.com/dont-cli/dont/cli/dont", bin); err != nil {
+		return "", err
 	}
 	return bin, nil
 })

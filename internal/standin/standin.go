@@ -54,11 +54,9 @@ func start(what, command string, envs ...string) (endpoint string, stop func(), 
 		return "", nil, err
 	}
 	bin := filepath.Join(dir, command)
-	build := exec.Command("go", "build", "-o", bin, "./localstack/"+command)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
+	if err := Build(root, "./localstack/"+command, bin); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("build %s: %v\n%s", what, err, out)
+		return "", nil, fmt.Errorf("build %s: %v", what, err)
 	}
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
@@ -97,6 +95,22 @@ func start(what, command string, envs ...string) (endpoint string, stop func(), 
 		stop()
 		return "", nil, fmt.Errorf("%s did not print its address within 30s", what)
 	}
+}
+
+// Build builds the command pkg (a path relative to dir, or an import path)
+// into the executable out. It goes through go run's executable cache
+// rather than go build -o, which links afresh every time: the test
+// binaries of one go test ./... share one link of each stand-in (and of
+// dont), and a later run reuses it while no input changed. go run hands
+// the executable it built (or found in the cache) to cp, which copies it
+// to out; the go command decides staleness exactly as go build would.
+func Build(dir, pkg, out string) error {
+	build := exec.Command("go", "run", "-exec", "cp", pkg, out)
+	build.Dir = dir
+	if msg, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go run -exec cp %s: %v\n%s", pkg, err, msg)
+	}
+	return nil
 }
 
 // KMSClient is a KMS client for endpoint, with test credentials.
