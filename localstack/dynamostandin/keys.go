@@ -103,11 +103,21 @@ func keyedItems(op string, body []byte) []keyedItem {
 	return out
 }
 
+// keyedItems is keyedItems(op, body), decoded once per request: body is
+// the request's own slice, so one request's callers share the items, which
+// none of them changes.
+func (s *Standin) keyedItems(op string, body []byte) []keyedItem {
+	if op != s.keyedOp || len(body) == 0 || len(body) != len(s.keyedBody) || &body[0] != &s.keyedBody[0] {
+		s.keyedOp, s.keyedBody, s.keyed = op, body, keyedItems(op, body)
+	}
+	return s.keyed
+}
+
 // checkKeys refuses a request that names an item by a key DynamoDB would
 // refuse; nil if there is none. Tables it does not know are left to minidyn.
 func (s *Standin) checkKeys(op string, body []byte) *response {
 	schemas := map[string][2]string{}
-	for _, k := range keyedItems(op, body) {
+	for _, k := range s.keyedItems(op, body) {
 		names, ok := schemas[k.table]
 		if !ok {
 			if hash, rng, ok := s.keySchema(k.table); ok {

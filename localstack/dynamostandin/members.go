@@ -149,7 +149,7 @@ func (s *Standin) refreshMembers(op string, body []byte) {
 	if len(s.members) == 0 {
 		return
 	}
-	for _, k := range keyedItems(op, body) {
+	for _, k := range s.keyedItems(op, body) {
 		tm := s.members[k.table]
 		if tm == nil || len(tm.indexes) == 0 {
 			continue

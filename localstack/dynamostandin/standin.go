@@ -54,6 +54,13 @@ type Standin struct {
 
 	// keySchemas are the tables' key attribute names (keySchema).
 	keySchemas map[string][2]string
+
+	// keyed are the items the request being served names (keyedItems),
+	// decoded once for the checks, the injections, the images before a
+	// write and the index members' refresh; keyedBody is that request's.
+	keyedOp   string
+	keyedBody []byte
+	keyed     []keyedItem
 }
 
 // tableMeta is what the stand-in remembers about a table that minidyn
@@ -165,6 +172,7 @@ func (s *Standin) serve(r *http.Request) *response {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() { s.keyedBody, s.keyed = nil, nil }() // last: the deferred refreshMembers reads them
 
 	if target == ConfigureTarget {
 		return s.configure(body)

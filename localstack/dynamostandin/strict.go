@@ -91,7 +91,7 @@ var dataPlane = map[string]bool{
 var writes = map[string]bool{"PutItem": true, "UpdateItem": true, "DeleteItem": true, "BatchWriteItem": true, "TransactWriteItems": true}
 
 // requestTables are the tables op's request names.
-func requestTables(op string, body []byte) []string {
+func (s *Standin) requestTables(op string, body []byte) []string {
 	switch op {
 	case "Query", "Scan":
 		var in struct{ TableName string }
@@ -100,7 +100,7 @@ func requestTables(op string, body []byte) []string {
 	}
 	var out []string
 	seen := map[string]bool{}
-	for _, k := range keyedItems(op, body) {
+	for _, k := range s.keyedItems(op, body) {
 		if !seen[k.table] {
 			seen[k.table] = true
 			out = append(out, k.table)
@@ -121,7 +121,7 @@ func (s *Standin) inject(op string, body []byte) *response {
 		return nil
 	}
 	var o Options
-	for _, t := range requestTables(op, body) {
+	for _, t := range s.requestTables(op, body) {
 		to := s.optionsFor(t)
 		o.ConflictRate = max(o.ConflictRate, to.ConflictRate)
 		o.ThrottleRate = max(o.ThrottleRate, to.ThrottleRate)
@@ -151,7 +151,7 @@ func (s *Standin) inject(op string, body []byte) *response {
 		return cancelled(reasons)
 	}
 	s.injected.throttles++
-	return s.throttled(op, requestTables(op, body))
+	return s.throttled(op, s.requestTables(op, body))
 }
 
 // throttled is a throttling error as DynamoDB sends it: for an on-demand
@@ -189,7 +189,7 @@ type image struct {
 // for an update (its size, its old values), an ALL_OLD answer, a
 // transaction with an update (to undo it), or a table whose index lags.
 func (s *Standin) needBefores(op string, body []byte) bool {
-	for _, t := range requestTables(op, body) {
+	for _, t := range s.requestTables(op, body) {
 		if s.optionsFor(t).lags() {
 			return true
 		}
@@ -217,7 +217,7 @@ func (s *Standin) needBefores(op string, body []byte) bool {
 
 // befores reads the items a write names, as they are before it runs.
 func (s *Standin) befores(op string, body []byte) []image {
-	keyed := keyedItems(op, body)
+	keyed := s.keyedItems(op, body)
 	whole := make([]bool, len(keyed)) // a put's item, not a key
 	switch op {
 	case "PutItem", "BatchWriteItem": // keyOf of a key is the key
