@@ -210,6 +210,18 @@ type compiledFilter struct {
 	cond   *language.ConditionalExpression
 	names  map[string]string
 	values map[string]*types.Item
+	// text and aliased say which attributes the filter can read: the
+	// names its placeholders stand for, and any its text contains.
+	text    string
+	aliased map[string]bool
+}
+
+// reads is false for an attribute the filter cannot read: neither named
+// by a placeholder nor written in the filter, which names every other
+// attribute it reads by its literal name. match decodes only the others,
+// the stand-in's largest cost in a query or scan with a filter.
+func (f *compiledFilter) reads(name string) bool {
+	return f.aliased[name] || strings.Contains(f.text, name)
 }
 
 // compileFilter parses filter, naming its placeholders from in and
@@ -245,13 +257,20 @@ func compileFilter(in queryInput, filter string, extraNames map[string]string) (
 	if err := interpreter.ValidateExpressionAttributeNamesDeclared("FilterExpression", filter, names); err != nil {
 		return nil, errorResponse(validation("%v", err))
 	}
-	return &compiledFilter{cond: conditional, names: names, values: values}, nil
+	aliased := map[string]bool{}
+	for _, v := range names {
+		aliased[v] = true
+	}
+	return &compiledFilter{cond: conditional, names: names, values: values, text: filter, aliased: aliased}, nil
 }
 
 // match evaluates the filter on it.
 func (f *compiledFilter) match(it item) (bool, *response) {
 	attrs := map[string]*types.Item{}
 	for name, raw := range it {
+		if !f.reads(name) {
+			continue
+		}
 		var v types.Item
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return false, errorResponse(&apiError{status: http.StatusInternalServerError, code: "InternalServerError", msg: "decode stored attribute " + name + ": " + err.Error()})

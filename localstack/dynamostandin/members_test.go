@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -57,5 +58,34 @@ func TestAnIndexQueryReadsTheIndexNotTheTableAndSeesEveryWrite(t *testing.T) {
 	}
 	if n := evaluated.Load() - before; n > 3 {
 		t.Errorf("one index query of 3 members in a table of %d items evaluated %d items", 404, n)
+	}
+}
+
+// A filter sees every attribute it names, whether by a placeholder or by
+// its literal name, at the top level or as the root of a path, and the
+// attributes it names nowhere never change its answer.
+func TestAFilterReadsTheAttributesItNamesHoweverItNamesThem(t *testing.T) {
+	it := item{
+		"pk": []byte(`{"S":"spawn:a"}`), "phase": []byte(`{"S":"pending"}`), "n": []byte(`{"N":"7"}`),
+		"doc": []byte(`{"M":{"tier":{"S":"read-only"}}}`), "tags": []byte(`{"L":[{"S":"x"},{"S":"y"}]}`),
+		"unread": []byte(`{"S":"never named"}`),
+	}
+	in := queryInput{
+		ExpressionAttributeNames: map[string]string{"#s": "phase", "#d": "doc", "#u": "nowhere"},
+		ExpressionAttributeValues: map[string]json.RawMessage{":p": []byte(`{"S":"pending"}`), ":n": []byte(`{"N":"5"}`),
+			":t": []byte(`{"S":"read-only"}`), ":two": []byte(`{"N":"2"}`)},
+	}
+	for filter, want := range map[string]bool{
+		"#s = :p": true, "phase = :p": true, "n > :n": true, "n < :n": false, "#d.tier = :t": true, "doc.tier = :t": true,
+		"size(tags) = :two": true, "tags[1] = :p": false, "attribute_exists(unread)": true, "attribute_exists(#u)": false,
+		"attribute_not_exists(nowhere)": true, "#s = :p AND attribute_exists(pk) AND NOT contains(#s, :t)": true,
+	} {
+		f, r := compileFilter(in, filter, nil)
+		if r != nil {
+			t.Fatalf("%s: %s", filter, r.body)
+		}
+		if got, r := f.match(it); r != nil || got != want {
+			t.Errorf("%s: %v (%v), want %v", filter, got, r, want)
+		}
 	}
 }
