@@ -324,6 +324,14 @@ func primaryKey(it item, hash, rng string) string {
 }
 
 func scalar(raw json.RawMessage) (typ, val string) {
+	if t, body, ok := plainScalar(raw); ok && (t == "S" || t == "N" || t == "B") {
+		return t, string(body)
+	}
+	return decodedScalar(raw)
+}
+
+// decodedScalar is scalar for any value, decoding it.
+func decodedScalar(raw json.RawMessage) (typ, val string) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
 		return "", ""

@@ -5,10 +5,11 @@ import (
 	"testing"
 )
 
-// The sizes behind the 400 KB, 4 MB and 1 MB limits do not depend on
-// whether valueSize took its shortcut: every value, plain or not, is
-// sized as decoding it sizes it.
-func TestAValuesSizeIsTheSameWithOrWithoutDecodingIt(t *testing.T) {
+// The sizes behind the 400 KB, 4 MB and 1 MB limits, and the key values
+// queries sort and compare, do not depend on whether valueSize and scalar
+// took their shortcut: every value, plain or not, is read as decoding it
+// reads it.
+func TestAValueReadsTheSameWithOrWithoutDecodingIt(t *testing.T) {
 	values := []string{
 		`{"S":"water boils"}`, `{"S":""}`, `{"S":"h\u00e9"}`, `{"S":"hé"}`, `{"S":"a\"b"}`, `{"S":"a\\b"}`,
 		`{"S":"a` + "\x01" + `b"}`, `{"S":"` + "\xff" + `"}`, `{"S":"a","N":"1"}`, `{"S":"a":"b"}`, `{ "S":"a"}`,
@@ -20,6 +21,10 @@ func TestAValuesSizeIsTheSameWithOrWithoutDecodingIt(t *testing.T) {
 	for _, v := range values {
 		if got, want := valueSize(json.RawMessage(v)), decodedValueSize(json.RawMessage(v)); got != want {
 			t.Errorf("%s: valueSize %d, decoded %d", v, got, want)
+		}
+		typ, val := scalar(json.RawMessage(v))
+		if wantTyp, wantVal := decodedScalar(json.RawMessage(v)); typ != wantTyp || val != wantVal {
+			t.Errorf("%s: scalar %s %q, decoded %s %q", v, typ, val, wantTyp, wantVal)
 		}
 	}
 }
