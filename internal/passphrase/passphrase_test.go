@@ -6,6 +6,9 @@ import (
 	"testing"
 )
 
+// Under Default and under Least: Verify reads the record's own
+// parameters, so the near misses run at the least cost too (each guess
+// at Default costs a third of a CPU second).
 func TestOnlyTheRightPassphraseVerifies(t *testing.T) {
 	r, err := New("Ada Lovelace", []byte("correct horse battery"))
 	if err != nil {
@@ -14,8 +17,18 @@ func TestOnlyTheRightPassphraseVerifies(t *testing.T) {
 	if !r.Verify([]byte("correct horse battery")) {
 		t.Fatal("the passphrase set does not verify")
 	}
+	if r.Verify([]byte("Correct horse battery")) {
+		t.Fatal("a near miss verifies")
+	}
+	cheap, err := NewWith("Ada Lovelace", []byte("correct horse battery"), Least)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cheap.Verify([]byte("correct horse battery")) {
+		t.Fatal("the passphrase set at the least cost does not verify")
+	}
 	for _, wrong := range []string{"", "y", "correct horse batter", "correct horse battery\n", "Correct horse battery"} {
-		if r.Verify([]byte(wrong)) {
+		if cheap.Verify([]byte(wrong)) {
 			t.Fatalf("%q verifies", wrong)
 		}
 	}
