@@ -43,6 +43,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dont-cli/dont/internal/approvals"
@@ -92,19 +93,40 @@ func New(version string, open Opener) *Server {
 		UnsubscribeHandler: s.unsubscribe,
 	})
 	s.addResources()
+	schemas := toolSchemas()
 	for _, t := range Tools() {
 		s.srv.AddTool(&sdk.Tool{
-			Name:        ToolName(t.Name),
-			Title:       t.Title,
-			Description: t.Summary,
-			// The new-contract view: no skip parameters to teach a model.
-			InputSchema:  t.ArgsSchema(false, false),
-			OutputSchema: t.OutputSchema(),
+			Name:         ToolName(t.Name),
+			Title:        t.Title,
+			Description:  t.Summary,
+			InputSchema:  schemas[t.Name].input,
+			OutputSchema: schemas[t.Name].output,
 			Annotations:  Annotations(t),
 		}, s.handler(t))
 	}
 	return s
 }
+
+// toolSchemas are every tool's input and output schemas as JSON, built
+// once per process: a server is made per connection (per test, per
+// `dont mcp`), and building and encoding the schemas was most of the
+// cost of making one. The SDK reads and sends them as they are.
+var toolSchemas = sync.OnceValue(func() map[string]struct{ input, output json.RawMessage } {
+	out := map[string]struct{ input, output json.RawMessage }{}
+	for _, t := range Tools() {
+		// The new-contract view: no skip parameters to teach a model.
+		in, err := json.Marshal(t.ArgsSchema(false, false))
+		if err != nil {
+			panic(err) // maps of JSON values: cannot fail
+		}
+		o, err := json.Marshal(t.OutputSchema())
+		if err != nil {
+			panic(err)
+		}
+		out[t.Name] = struct{ input, output json.RawMessage }{in, o}
+	}
+	return out
+})
 
 // Principal is who every MCP call runs as.
 func Principal(author string) auth.Principal { return auth.Harness("mcp:" + author) }
