@@ -196,7 +196,19 @@ func Create(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	if _, err := s.db.ExecContext(ctx, schema+approvalSchema+idempotencySchema+confirmationsSchema+hooksSchema+slackSchema+fmt.Sprintf("PRAGMA user_version=%d;", curieVersion)); err != nil {
+	// One transaction: one commit (and one sync of the WAL) for the whole
+	// schema rather than one per statement, and no half-made schema.
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, schema+approvalSchema+idempotencySchema+confirmationsSchema+hooksSchema+slackSchema+fmt.Sprintf("PRAGMA user_version=%d;", curieVersion)); err != nil {
+		tx.Rollback()
+		s.Close()
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
 		s.Close()
 		return nil, err
 	}
