@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -36,10 +37,7 @@ type api struct {
 func newAPI(t *testing.T, opts ...func(*httpapi.Options)) *api {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dont.db")
-	st, err := sqlite.Create(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := freshStore(t, path)
 	t.Cleanup(func() { st.Close() })
 	a := &api{t: t, store: st, path: path, tokens: map[string]string{}}
 	a.now.Store(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixNano())
@@ -433,3 +431,42 @@ func TestGetToolsAndHealthNeedNoToken(t *testing.T) {
 		t.Fatalf("tools: %d %s", r.status, r.raw)
 	}
 }
+
+// freshStore opens a new store at path: a copy of the empty one
+// sqlite.Create made once for the test binary. Running Create's schema
+// script for every test was much of this package's CPU; Create itself is
+// tested in internal/store/sqlite.
+func freshStore(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
+	image, err := emptyStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, image, sqlite.FileMode); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// emptyStore is the file of a store just made by sqlite.Create and closed
+// (the close checkpoints the WAL into it).
+var emptyStore = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "dont-httpapi-test-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "dont.db")
+	st, err := sqlite.Create(context.Background(), path)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Close(); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+})

@@ -24,11 +24,7 @@ import (
 // server over one SQLite store.
 func client(t *testing.T, opts *sdk.ClientOptions, session *sdk.ClientSessionOptions) (*sdk.ClientSession, *sqlite.Store) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Create(ctx, filepath.Join(t.TempDir(), "dont.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := freshStore(t, filepath.Join(t.TempDir(), "dont.db"))
 	t.Cleanup(func() { st.Close() })
 	srv := mcp.New("test", func(context.Context, *tools.Tool) (*service.Service, func(), error) {
 		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Author: "mcp-test"}), func() {}, nil
@@ -187,10 +183,7 @@ type wire struct {
 
 func dial(t *testing.T, version string, capabilities string) *wire {
 	t.Helper()
-	st, err := sqlite.Create(context.Background(), filepath.Join(t.TempDir(), "dont.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := freshStore(t, filepath.Join(t.TempDir(), "dont.db"))
 	t.Cleanup(func() { st.Close() })
 	srv := mcp.New("test", func(context.Context, *tools.Tool) (*service.Service, func(), error) {
 		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Author: "wire"}), func() {}, nil
