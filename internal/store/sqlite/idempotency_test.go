@@ -17,7 +17,7 @@ func TestIdempotencyRecordsExpireAfter24Hours(t *testing.T) {
 
 	t.Run("expired records are deleted by later writes, a bounded batch each", func(t *testing.T) {
 		ctx := context.Background()
-		s := newStore(t)
+		s := createdStore(t)
 		// A database made before the expiry index gets it on its first write.
 		if _, err := s.DB().Exec("DROP INDEX IF EXISTS idempotency_created"); err != nil {
 			t.Fatal(err)
