@@ -1,6 +1,6 @@
 // Package standin gives tests a DynamoDB-compatible endpoint: the one named
 // by DONT_DYNAMO_ENDPOINT (or AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL),
-// else the CI stand-in localstack/dynamostandin, built and started on a
+// else the CI stand-in localstack/dynamostandin, built (internal/gobuild) and started on a
 // free loopback port; and a KMS-compatible one the same way
 // (localstack/kmsstandin).
 package standin
@@ -22,6 +22,8 @@ import (
 	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/dont-cli/dont/internal/gobuild"
 )
 
 // Dynamo returns an endpoint and a stop function (a no-op for an endpoint
@@ -49,16 +51,9 @@ func start(what, command string, envs ...string) (endpoint string, stop func(), 
 	}
 	_, here, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(here), "..", "..")
-	dir, err := os.MkdirTemp("", "dont-standin")
+	bin, err := gobuild.Executable(root, nil, "./localstack/"+command)
 	if err != nil {
-		return "", nil, err
-	}
-	bin := filepath.Join(dir, command)
-	build := exec.Command("go", "build", "-o", bin, "./localstack/"+command)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("build %s: %v\n%s", what, err, out)
+		return "", nil, fmt.Errorf("build %s: %v", what, err)
 	}
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
@@ -66,7 +61,6 @@ func start(what, command string, envs ...string) (endpoint string, stop func(), 
 		return "", nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
 		return "", nil, err
 	}
 	stop = func() {
@@ -79,7 +73,6 @@ func start(what, command string, envs ...string) (endpoint string, stop func(), 
 			cmd.Process.Kill()
 			<-done
 		}
-		os.RemoveAll(dir)
 	}
 	line := make(chan string, 1)
 	go func() {
