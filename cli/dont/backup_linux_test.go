@@ -36,13 +36,11 @@ func TestDoctorFindsADamagedStoreAndABackupBringsItBack(t *testing.T) {
 	p := newProject(t)
 	p.setPassphrase()
 	long := strings.Repeat("a long statement to fill the pages of the store ", 120)
-	var first string
+	var statements []string
 	for i := range 60 {
-		id := p.ok("conclude", long+string(rune('a'+i%26))).str("id")
-		if i == 0 {
-			first = id
-		}
+		statements = append(statements, long+string(rune('a'+i%26)))
 	}
+	first := p.seedClaims(statements...)[0]
 	if r := p.ok("doctor", "--full"); r.exit != 0 {
 		t.Fatalf("doctor on a sound store: %s", r.stdout)
 	}

@@ -17,24 +17,22 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dont-cli/dont/internal/gobuild"
 )
 
 // binary is the dont the tests drive, built as README.md installs it.
 var binary string
 
-// buildBinary builds dont into dir, without cgo as README.md builds it,
-// with the extra tags.
-func buildBinary(dir string, tags ...string) error {
-	args := []string{"build", "-o", filepath.Join(dir, "dont")}
+// builtBinary is dont built without cgo as README.md builds it, with the
+// extra tags; Go keeps it in its build cache (internal/gobuild), so a run
+// of the tests links it only when its sources changed.
+func builtBinary(tags ...string) (string, error) {
+	args := []string{"."}
 	if len(tags) > 0 {
-		args = append(args, "-tags", strings.Join(tags, ","))
+		args = []string{"-tags", strings.Join(tags, ","), "."}
 	}
-	build := exec.Command("go", append(args, ".")...)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go %s: %v\n%s", strings.Join(build.Args[1:], " "), err, out)
-	}
-	return nil
+	return gobuild.Executable(".", []string{"CGO_ENABLED=0"}, args...)
 }
 
 func TestMain(m *testing.M) {
@@ -42,10 +40,9 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "dont")
 	// A test build: DONT_FAULT_COMMIT_DELAY holds write transactions open
 	// (faulthooks.go, and the package comment).
-	if err := buildBinary(dir, "faulthooks"); err != nil {
+	if binary, err = builtBinary("faulthooks"); err != nil {
 		panic(err.Error())
 	}
 	if err := initFreshProject(filepath.Join(dir, "fresh")); err != nil {

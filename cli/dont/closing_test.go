@@ -78,6 +78,14 @@ func (p *testProject) closingProblems() []string {
 // p's environment: the sweep's clock and author are the ones doctor would
 // have had there (faulthooks.go's clock, app.author).
 func (p *testProject) inProcessService(st *sqlite.Store) *service.Service {
+	svc := service.New(p.inProcessDeps(st))
+	svc.Approvals = service.Approvals{Store: st}
+	return svc
+}
+
+// inProcessDeps are the service's dependencies a doctor in p's
+// environment would have over st.
+func (p *testProject) inProcessDeps(st *sqlite.Store) service.Deps {
 	var clock func() time.Time
 	if offset, err := time.ParseDuration(p.envValue("DONT_FAULT_CLOCK_OFFSET")); err == nil && offset != 0 {
 		clock = func() time.Time { return time.Now().Add(offset) }
@@ -86,9 +94,7 @@ func (p *testProject) inProcessService(st *sqlite.Store) *service.Service {
 	if author == "" {
 		author = cmp.Or(os.Getenv("USER"), "cli")
 	}
-	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Author: author, Clock: clock})
-	svc.Approvals = service.Approvals{Store: st}
-	return svc
+	return service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Author: author, Clock: clock}
 }
 
 // approvalAudit is `dont approvals audit` in this process: the same

@@ -100,7 +100,7 @@ func TestAnAgentCannotMintATokenAtTheEmbeddedCLIWithoutThePassphrase(t *testing.
 	if r := p.run("tokens", "manage", "--op", "list"); r.exit != 0 {
 		t.Fatalf("tokens manage --op list: exit %d %s", r.exit, r.stdout)
 	}
-	p.mintToken("harness", "agent")
+	p.mintTokenAtTerminal("harness", "agent")
 	if n := count(); n != 1 {
 		t.Fatalf("%v tokens after the person minted one", n)
 	}

@@ -198,9 +198,9 @@ func passphraseRecordOnce(t *testing.T) []byte {
 	return raw
 }
 
-// mintToken mints a token as the person does at the embedded CLI: the
-// approver passphrase typed at the terminal after --yes.
-func (p *testProject) mintToken(role, name string) string {
+// mintTokenAtTerminal mints a token as the person does at the embedded
+// CLI: the approver passphrase typed at the terminal after --yes.
+func (p *testProject) mintTokenAtTerminal(role, name string) string {
 	p.t.Helper()
 	p.setPassphrase()
 	r := p.typed(testPassphrase+"\n", nil, "tokens", "create", "--role", role, "--name", name, "--yes")

@@ -19,9 +19,9 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/confirm"
 	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/gobuild"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/service"
-	"github.com/dont-cli/dont/internal/standin"
 	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/tools"
@@ -263,30 +263,12 @@ func NewHTTP(dir string, timeout time.Duration) (Backend, error) {
 		clock: clock, timeout: timeout, svc: svc, closers: []func(){srv.Close, func() { st.Close() }}}, nil
 }
 
-// serveBinary builds the dont binary once per process: a proof run opens
-// a fresh `dont serve` per batch of histories.
+// serveBinary is the dont binary, built once (internal/gobuild keeps it
+// in Go's build cache): a proof run opens a fresh `dont serve` per batch
+// of histories.
 var serveBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "dont-linearize-bin-*")
-	if err != nil {
-		return "", err
-	}
-	serveBinaryDir.Store(dir)
-	bin := filepath.Join(dir, "dont")
-	if err := standin.Build("", "github.com/dont-cli/dont/cli/dont", bin); err != nil {
-		return "", err
-	}
-	return bin, nil
+	return gobuild.Executable(".", nil, "github.com/dont-cli/dont/cli/dont")
 })
-
-// RemoveServeBinary removes the binary serveBinary built, if it did: a
-// test binary or the proof command calls it before it exits.
-func RemoveServeBinary() {
-	if dir, ok := serveBinaryDir.Load().(string); ok {
-		os.RemoveAll(dir)
-	}
-}
-
-var serveBinaryDir atomic.Value
 
 // NewServe builds the dont binary, starts `dont serve` on a fresh project
 // in dir and drives it over loopback HTTP on the wall clock.

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dont-cli/dont/internal/linearize"
 	"github.com/dont-cli/dont/internal/standin"
 	"go.uber.org/goleak"
 )
@@ -38,7 +37,6 @@ func dynamoEndpoint(t *testing.T) string {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	standinStop()
-	linearize.RemoveServeBinary()
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -1,6 +1,6 @@
 // Package standin gives tests a DynamoDB-compatible endpoint: the one named
 // by DONT_DYNAMO_ENDPOINT (or AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL),
-// else the CI stand-in localstack/dynamostandin, built and started on a
+// else the CI stand-in localstack/dynamostandin, built (internal/gobuild) and started on a
 // free loopback port; and a KMS-compatible one the same way
 // (localstack/kmsstandin).
 package standin
@@ -22,6 +22,8 @@ import (
 	awskms "github.com/aws/aws-sdk-go-v2/service/kms"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/dont-cli/dont/internal/gobuild"
 )
 
 // Dynamo returns an endpoint and a stop function (a no-op for an endpoint
@@ -49,13 +51,8 @@ func start(what, command string, envs ...string) (endpoint string, stop func(), 
 	}
 	_, here, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(here), "..", "..")
-	dir, err := os.MkdirTemp("", "dont-standin")
+	bin, err := gobuild.Executable(root, nil, "./localstack/"+command)
 	if err != nil {
-		return "", nil, err
-	}
-	bin := filepath.Join(dir, command)
-	if err := Build(root, "./localstack/"+command, bin); err != nil {
-		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("build %s: %v", what, err)
 	}
 	cmd := exec.Command(bin, "-addr", "127.0.0.1:0")
@@ -64,7 +61,6 @@ func start(what, command string, envs ...string) (endpoint string, stop func(), 
 		return "", nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
 		return "", nil, err
 	}
 	stop = func() {
@@ -77,7 +73,6 @@ func start(what, command string, envs ...string) (endpoint string, stop func(), 
 			cmd.Process.Kill()
 			<-done
 		}
-		os.RemoveAll(dir)
 	}
 	line := make(chan string, 1)
 	go func() {
@@ -95,22 +90,6 @@ func start(what, command string, envs ...string) (endpoint string, stop func(), 
 		stop()
 		return "", nil, fmt.Errorf("%s did not print its address within 30s", what)
 	}
-}
-
-// Build builds the command pkg (a path relative to dir, or an import path)
-// into the executable out. It goes through go run's executable cache
-// rather than go build -o, which links afresh every time: the test
-// binaries of one go test ./... share one link of each stand-in (and of
-// dont), and a later run reuses it while no input changed. go run hands
-// the executable it built (or found in the cache) to cp, which copies it
-// to out; the go command decides staleness exactly as go build would.
-func Build(dir, pkg, out string) error {
-	build := exec.Command("go", "run", "-exec", "cp", pkg, out)
-	build.Dir = dir
-	if msg, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go run -exec cp %s: %v\n%s", pkg, err, msg)
-	}
-	return nil
 }
 
 // KMSClient is a KMS client for endpoint, with test credentials.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/dont-cli/dont/internal/gobuild"
 )
 
 // gateway is API Gateway's HTTP API in front of one function under the
@@ -58,15 +59,11 @@ func dontBinary(t *testing.T) string {
 	if builtDont != "" {
 		return builtDont
 	}
-	dir, err := os.MkdirTemp("", "dont-it-cli")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "dont")
 	// A test build: it reads the person's folders from DONT_TEST_PERSON_HOME
 	// (runnerDir), never the real home.
-	if out, err := exec.Command("go", "build", "-tags", "faulthooks", "-o", bin, "../../cli/dont").CombinedOutput(); err != nil {
-		t.Fatalf("build the CLI: %v\n%s", err, out)
+	bin, err := gobuild.Executable(".", nil, "-tags", "faulthooks", "../../cli/dont")
+	if err != nil {
+		t.Fatalf("build the CLI: %v", err)
 	}
 	builtDont = bin
 	return bin

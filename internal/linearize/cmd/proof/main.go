@@ -38,7 +38,6 @@ func main() {
 }
 
 func run(ops, workers, batch int, seed uint64, list string, replay uint64) int {
-	defer linearize.RemoveServeBinary()
 	endpoint := ""
 	if strings.Contains(list, "dynamo") {
 		ep, stop, err := standin.Dynamo()
