@@ -8,7 +8,7 @@ import (
 
 // Under Default and under Least: Verify reads the record's own
 // parameters, so the near misses run at the least cost too (each guess
-// at Default costs a third of a CPU second).
+// at Default costs 64 MiB and a quarter of a CPU second).
 func TestOnlyTheRightPassphraseVerifies(t *testing.T) {
 	r, err := New("Ada Lovelace", []byte("correct horse battery"))
 	if err != nil {

@@ -26,7 +26,7 @@ var ctx = context.Background()
 
 // newStore opens a new store: a copy of the empty one sqlite.Create made
 // once for the test binary (emptyStore). Running Create's schema script
-// for every test was a fifth of this package's CPU; the tests that call
+// for every test was a quarter of this package's CPU; the tests that call
 // Create themselves test it.
 func newStore(t testing.TB) *sqlite.Store {
 	t.Helper()
