@@ -44,14 +44,7 @@ func (p *testProject) closingProblems() []string {
 	t.Helper()
 	ctx := context.Background()
 	var out []string
-	proj, err := project.Find(p.dir, p.envValue("DONT_PROJECT_DIR"))
-	if err != nil {
-		t.Fatalf("closing check: %v", err)
-	}
-	st, err := sqlite.Open(proj.DBPath())
-	if err != nil {
-		t.Fatalf("closing check: open %s: %v", proj.DBPath(), err)
-	}
+	proj, st := p.openStore("closing check")
 	defer st.Close()
 	problems, err := st.Check(ctx, false)
 	if err != nil || len(problems) > 0 {
@@ -103,16 +96,24 @@ func (p *testProject) inProcessDeps(st *sqlite.Store) service.Deps {
 // command beside it.
 func (p *testProject) approvalAudit() (approvals.AuditReport, error) {
 	p.t.Helper()
+	_, st := p.openStore("approvals audit")
+	defer st.Close()
+	return p.inProcessService(st).Escalations.Audit(context.Background())
+}
+
+// openStore opens p's project store in this process, as a dont command
+// in p's environment finds it; step names the step in a failure.
+func (p *testProject) openStore(step string) (project.Project, *sqlite.Store) {
+	p.t.Helper()
 	proj, err := project.Find(p.dir, p.envValue("DONT_PROJECT_DIR"))
 	if err != nil {
-		p.t.Fatalf("approvals audit: %v", err)
+		p.t.Fatalf("%s: %v", step, err)
 	}
 	st, err := sqlite.Open(proj.DBPath())
 	if err != nil {
-		p.t.Fatalf("approvals audit: open %s: %v", proj.DBPath(), err)
+		p.t.Fatalf("%s: open %s: %v", step, proj.DBPath(), err)
 	}
-	defer st.Close()
-	return p.inProcessService(st).Escalations.Audit(context.Background())
+	return proj, st
 }
 
 // envValue is the last value p's own environment gives name ("" if none).

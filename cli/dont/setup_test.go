@@ -9,9 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dont-cli/dont/internal/project"
 	"github.com/dont-cli/dont/internal/service"
-	"github.com/dont-cli/dont/internal/store/sqlite"
 )
 
 // Set-up in this process. A test's set-up (the claims it needs, the tokens
@@ -27,14 +25,7 @@ import (
 // p's store, in this process.
 func (p *testProject) withService(use func(svc *service.Service) error) {
 	p.t.Helper()
-	proj, err := project.Find(p.dir, p.envValue("DONT_PROJECT_DIR"))
-	if err != nil {
-		p.t.Fatalf("set-up: %v", err)
-	}
-	st, err := sqlite.Open(proj.DBPath())
-	if err != nil {
-		p.t.Fatalf("set-up: open %s: %v", proj.DBPath(), err)
-	}
+	_, st := p.openStore("set-up")
 	defer st.Close()
 	// What the embedded CLI's service has (app.embedded): doctor's, with
 	// the tokens and the hooks a write notifies.
