@@ -263,11 +263,12 @@ func NewHTTP(dir string, timeout time.Duration) (Backend, error) {
 		clock: clock, timeout: timeout, svc: svc, closers: []func(){srv.Close, func() { st.Close() }}}, nil
 }
 
-// serveBinary is the dont binary, built once (internal/gobuild keeps it
-// in Go's build cache): a proof run opens a fresh `dont serve` per batch
-// of histories.
+// serveBinary is the dont binary, built as README.md builds it, once
+// (internal/gobuild keeps it in Go's build cache, where cli/dont's test of
+// the shipped binary finds the same build): a proof run opens a fresh
+// `dont serve` per batch of histories.
 var serveBinary = sync.OnceValues(func() (string, error) {
-	return gobuild.Executable(".", nil, "github.com/dont-cli/dont/cli/dont")
+	return gobuild.Executable(".", []string{"CGO_ENABLED=0"}, "github.com/dont-cli/dont/cli/dont")
 })
 
 // NewServe builds the dont binary, starts `dont serve` on a fresh project
