@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/dont-cli/dont/internal/tools"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,11 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/tools"
+
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/store/sqlite/sqlitetest"
 )
 
 type api struct {
@@ -37,7 +38,7 @@ type api struct {
 func newAPI(t *testing.T, opts ...func(*httpapi.Options)) *api {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dont.db")
-	st := freshStore(t, path)
+	st := sqlitetest.Fresh(t, path)
 	t.Cleanup(func() { st.Close() })
 	a := &api{t: t, store: st, path: path, tokens: map[string]string{}}
 	a.now.Store(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC).UnixNano())
@@ -431,42 +432,3 @@ func TestGetToolsAndHealthNeedNoToken(t *testing.T) {
 		t.Fatalf("tools: %d %s", r.status, r.raw)
 	}
 }
-
-// freshStore opens a new store at path: a copy of the empty one
-// sqlite.Create made once for the test binary. Running Create's schema
-// script for every test was much of this package's CPU; Create itself is
-// tested in internal/store/sqlite.
-func freshStore(t *testing.T, path string) *sqlite.Store {
-	t.Helper()
-	image, err := emptyStore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, image, sqlite.FileMode); err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-// emptyStore is the file of a store just made by sqlite.Create and closed
-// (the close checkpoints the WAL into it).
-var emptyStore = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "dont-httpapi-test-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "dont.db")
-	st, err := sqlite.Create(context.Background(), path)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Close(); err != nil {
-		return nil, err
-	}
-	return os.ReadFile(path)
-})

@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/dont-cli/dont/internal/mcp"
 	"github.com/dont-cli/dont/internal/service"
-	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/store/sqlite/sqlitetest"
 	"github.com/dont-cli/dont/internal/tools"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,7 +19,7 @@ import (
 // against one SQLite store. calls counts the opener's uses.
 func serve(t *testing.T) (*sdk.ClientSession, *int) {
 	t.Helper()
-	st := freshStore(t, filepath.Join(t.TempDir(), "dont.db"))
+	st := sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "dont.db"))
 	t.Cleanup(func() { st.Close() })
 	var mu sync.Mutex
 	calls := 0
@@ -94,42 +93,3 @@ func TestToolNamesReplaceDots(t *testing.T) {
 		t.Fatal(got)
 	}
 }
-
-// freshStore opens a new store at path: a copy of the empty one
-// sqlite.Create made once for the test binary. Running Create's schema
-// script for every test was much of this package's CPU; Create itself is
-// tested in internal/store/sqlite.
-func freshStore(t *testing.T, path string) *sqlite.Store {
-	t.Helper()
-	image, err := emptyStore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, image, sqlite.FileMode); err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-// emptyStore is the file of a store just made by sqlite.Create and closed
-// (the close checkpoints the WAL into it).
-var emptyStore = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "dont-mcp-test-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "dont.db")
-	st, err := sqlite.Create(context.Background(), path)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Close(); err != nil {
-		return nil, err
-	}
-	return os.ReadFile(path)
-})

@@ -15,6 +15,7 @@ import (
 	"github.com/dont-cli/dont/internal/mcp"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/store/sqlite/sqlitetest"
 	"github.com/dont-cli/dont/internal/tools"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -24,7 +25,7 @@ import (
 // server over one SQLite store.
 func client(t *testing.T, opts *sdk.ClientOptions, session *sdk.ClientSessionOptions) (*sdk.ClientSession, *sqlite.Store) {
 	t.Helper()
-	st := freshStore(t, filepath.Join(t.TempDir(), "dont.db"))
+	st := sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "dont.db"))
 	t.Cleanup(func() { st.Close() })
 	srv := mcp.New("test", func(context.Context, *tools.Tool) (*service.Service, func(), error) {
 		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Author: "mcp-test"}), func() {}, nil
@@ -183,7 +184,7 @@ type wire struct {
 
 func dial(t *testing.T, version string, capabilities string) *wire {
 	t.Helper()
-	st := freshStore(t, filepath.Join(t.TempDir(), "dont.db"))
+	st := sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "dont.db"))
 	t.Cleanup(func() { st.Close() })
 	srv := mcp.New("test", func(context.Context, *tools.Tool) (*service.Service, func(), error) {
 		return service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, Author: "wire"}), func() {}, nil

@@ -5,7 +5,6 @@ package service_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/store/sqlite/sqlitetest"
 	"github.com/dont-cli/dont/internal/tools"
 )
 
@@ -50,52 +50,13 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dont.db")
-	st := freshStore(t, path)
+	st := sqlitetest.Fresh(t, path)
 	t.Cleanup(func() { st.Close() })
 	c := newClock()
 	e := &env{t: t, path: path, store: st, clock: c, svc: c.service(st)}
 	t.Cleanup(func() { invariants.Require(t, e.svc) }) // every scenario ends with the invariant checker
 	return e
 }
-
-// freshStore opens a new store at path: a copy of the empty one
-// sqlite.Create made once for the test binary. Running Create's schema
-// script for every test was half of this package's CPU; Create itself is
-// tested in internal/store/sqlite.
-func freshStore(t *testing.T, path string) *sqlite.Store {
-	t.Helper()
-	image, err := emptyStore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, image, sqlite.FileMode); err != nil {
-		t.Fatal(err)
-	}
-	st, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-// emptyStore is the file of a store just made by sqlite.Create and closed
-// (the close checkpoints the WAL into it).
-var emptyStore = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "dont-service-test-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "dont.db")
-	st, err := sqlite.Create(context.Background(), path)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Close(); err != nil {
-		return nil, err
-	}
-	return os.ReadFile(path)
-})
 
 // another opens a second, independent connection to the same file, as a
 // second process would.

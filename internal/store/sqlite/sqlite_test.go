@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dont-cli/dont/internal/tools"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,35 +12,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dont-cli/dont/internal/tools"
+
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/sqlite"
+	"github.com/dont-cli/dont/internal/store/sqlite/sqlitetest"
 	"github.com/dont-cli/dont/internal/storetest"
 )
 
 var ctx = context.Background()
 
-// newStore opens a new store: a copy of the empty one sqlite.Create made
-// once for the test binary (emptyStore). Running Create's schema script
-// for every test was a quarter of this package's CPU; the tests that call
-// Create themselves test it.
+// newStore opens a new store: a copy of an empty one (sqlitetest.Fresh);
+// the tests that call Create themselves test it.
 func newStore(t testing.TB) *sqlite.Store {
 	t.Helper()
-	image, err := emptyStore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "dont.db")
-	if err := os.WriteFile(path, image, sqlite.FileMode); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := sqlitetest.Fresh(t, filepath.Join(t.TempDir(), "dont.db"))
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -58,25 +47,6 @@ func createdStore(t testing.TB) *sqlite.Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
-
-// emptyStore is the file of a store just made by sqlite.Create and closed
-// (the close checkpoints the WAL into it).
-var emptyStore = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "dont-sqlite-test-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "dont.db")
-	s, err := sqlite.Create(context.Background(), path)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Close(); err != nil {
-		return nil, err
-	}
-	return os.ReadFile(path)
-})
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t) })
