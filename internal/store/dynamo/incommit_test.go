@@ -51,13 +51,15 @@ func TestTheTransactionCarryingAKeyedConcludeCarriesItsIdempotencyItem(t *testin
 	f.mu.Lock()
 	f.dropOnSuccess = 1
 	f.mu.Unlock()
-	before := f.count()
+	before := f.appliedCount()
 	if err := s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}},
 		Events: []ledger.Event{{ID: ids.New(ids.Event, now), Kind: ledger.EvConcluded, EntityID: e.ID, To: ledger.Unverified, At: now}}, Key: key}); err != nil {
 		t.Fatalf("the retry of a committed keyed transaction must succeed, got %v", err)
 	}
-	if n := f.count() - before; n != 2 {
-		t.Fatalf("%d TransactWriteItems attempts, want 2 (the lost one and its retry)", n)
+	// Counted as the server's successes: a strict stand-in (.ci/run) may
+	// also refuse an attempt with an injected conflict, which is retried.
+	if n := f.appliedCount() - before; n != 2 {
+		t.Fatalf("%d TransactWriteItems answered 200, want 2 (the lost one and its retry)", n)
 	}
 	f.mu.Lock()
 	body := f.bodies[len(f.bodies)-1]

@@ -37,7 +37,10 @@ type faults struct {
 	queue         []fault
 	dropOnSuccess int
 	attempts      int
-	bodies        [][]byte
+	// applied counts the attempts the server answered 200 (dropped or
+	// not); a strict stand-in's injected conflicts and throttles are not.
+	applied int
+	bodies  [][]byte
 }
 
 // fault is a canned reply: HTTP status and DynamoDB error body.
@@ -91,6 +94,7 @@ func (f *faults) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := f.next.RoundTrip(r)
 	if err == nil && resp.StatusCode == http.StatusOK {
 		f.mu.Lock()
+		f.applied++
 		drop := f.dropOnSuccess > 0
 		if drop {
 			f.dropOnSuccess--
@@ -109,6 +113,12 @@ func (f *faults) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.attempts
+}
+
+func (f *faults) appliedCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied
 }
 
 // faultyStore is a fresh project whose TransactWriteItems go through f.
