@@ -15,14 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dont-cli/dont/internal/tools"
-
 	"github.com/dont-cli/dont/internal/auth"
 	"github.com/dont-cli/dont/internal/httpapi"
 	"github.com/dont-cli/dont/internal/invariants"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/store/sqlite/sqlitetest"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 type api struct {
