@@ -72,12 +72,12 @@ func (p *testProject) mintToken(role, name string) string {
 	return secret
 }
 
-// The in-process set-up writes what the commands write: a claim seeded
-// here reads back as one `dont conclude` made (but for its id and times),
-// and a token minted here is listed as one minted at the terminal is.
 // varying are an event's id and time, which differ between any two writes.
 var varying = regexp.MustCompile(`"(at|id)":"[^"]*"`)
 
+// The in-process set-up writes what the commands write: a claim seeded
+// here reads back as one `dont conclude` made (but for its id and times),
+// and a token minted here is listed as one minted at the terminal is.
 func TestInProcessSetUpIsWhatTheCommandsWrite(t *testing.T) {
 	t.Parallel()
 	p := newProject(t)

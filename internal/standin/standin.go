@@ -1,8 +1,8 @@
 // Package standin gives tests a DynamoDB-compatible endpoint: the one named
 // by DONT_DYNAMO_ENDPOINT (or AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL),
-// else the CI stand-in localstack/dynamostandin, built (internal/gobuild) and started on a
-// free loopback port; and a KMS-compatible one the same way
-// (localstack/kmsstandin).
+// else the CI stand-in localstack/dynamostandin, built (internal/gobuild)
+// and started on a free loopback port; and a KMS-compatible one the same
+// way (localstack/kmsstandin).
 package standin
 
 import (

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dont-cli/dont/internal/tools"
-
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/ledger"
@@ -22,6 +20,7 @@ import (
 	"github.com/dont-cli/dont/internal/store/sqlite"
 	"github.com/dont-cli/dont/internal/store/sqlite/sqlitetest"
 	"github.com/dont-cli/dont/internal/storetest"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 var ctx = context.Background()
