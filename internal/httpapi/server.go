@@ -266,7 +266,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	replay := idempotentCall{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: principal.TokenID + principal.RequestID + "/" + name,
+	replay := idempotentCall{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: idempotency.Scope(principal.TokenID, principal.RequestID, name),
 		readOnly: t.Annotations.ReadOnly, repeatable: t.RerunSafe(), resumable: t.ResumesKey()}
 	// A callback token's calls resolve (or read) its one spawn.
 	replay.mayDefer = t.Exclusive || principal.Role == auth.RoleCallback

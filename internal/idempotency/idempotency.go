@@ -75,6 +75,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/envelope"
+	"github.com/dont-cli/dont/internal/ids"
 	"github.com/dont-cli/dont/internal/spawn"
 )
 
@@ -100,6 +101,24 @@ type Store interface {
 	// younger than Window is stored already: the first to finish is
 	// remembered.
 	Remember(ctx context.Context, key, fingerprint string, status int, body []byte, now time.Time) error
+}
+
+// Scope is what a key's stored name begins with: the principal that
+// sent it (a bearer token's id, or the spawn id a callback token is for)
+// and the tool, so that one key means one call of one caller.
+func Scope(tokenID, spawnID, tool string) string { return tokenID + spawnID + "/" + tool }
+
+// SpawnOf is the spawn whose callback token a key stored as name came
+// with (Scope), if it came with one. A callback token answers one spawn,
+// which is resolved once, so a store may keep the record of the call
+// that resolved it on that resolution rather than as an item of its own
+// (DynamoDB: docs/aws-cost.md), and find it there by this id.
+func SpawnOf(name string) (string, bool) {
+	id, _, ok := strings.Cut(name, "/")
+	if !ok || ids.Kind(id) != ids.Spawn {
+		return "", false
+	}
+	return id, true
 }
 
 // Record is a remembered request.

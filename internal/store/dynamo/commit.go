@@ -33,7 +33,9 @@ func (s *Store) Commit(ctx context.Context, tx store.Tx) error {
 	if err != nil {
 		return err
 	}
-	keyInCommit := deferKey(tx.Key)
+	// A callback's record rides on its resolution's put (ridingKey):
+	// written with it, neither deferred nor an item of its own.
+	keyInCommit := !p.keyRides && deferKey(tx.Key)
 	for _, sp := range p.spawnItems {
 		if err := s.putSpawnItem(ctx, sp); err != nil {
 			return err
@@ -122,6 +124,9 @@ type commitPlan struct {
 	// flush is the history item of the tail the inline put replaces,
 	// written first (flushTail).
 	flush map[string]types.AttributeValue
+	// keyRides: the commit's key (store.Tx.Key) is kept on the inline
+	// resolution it commits (ridingKey).
+	keyRides bool
 	// items is the transaction otherwise; owners names the id each item's
 	// condition answers for.
 	items  []types.TransactWriteItem
@@ -250,7 +255,7 @@ func (s *Store) planInline(ctx context.Context, tx store.Tx, onEntity map[string
 		}
 		if len(st.tail) > 0 {
 			// The tail this put replaces goes into its history item first.
-			if p.flush, err = eventsItem(s.historyPK(put.Entity.ID), st.tailKey(put.PrevVersion), st.tail, st.tailSpawn); err != nil {
+			if p.flush, err = eventsItem(s.historyPK(put.Entity.ID), st.tailKey(put.PrevVersion), st.tail, st.tailSpawn, st.tailRecord); err != nil {
 				return false, err
 			}
 		}
@@ -270,7 +275,9 @@ func (s *Store) planInline(ctx context.Context, tx store.Tx, onEntity map[string
 		if st.tailSpawn != nil {
 			return false, nil // a tail holds one resolution (none while a spawn is pending)
 		}
-		next = entityState{tail: append(append([]ledger.Event(nil), st.tail...), tx.Events...), listed: st.listed, tailSpawn: &c.Spawn}
+		next = entityState{tail: append(append([]ledger.Event(nil), st.tail...), tx.Events...), listed: st.listed, tailSpawn: &c.Spawn,
+			tailRecord: ridingRecord(tx.Key, c.Spawn.ID)}
+		p.keyRides = next.tailRecord != nil
 		if len(st.tail) > 0 {
 			next.tailVersion = put.PrevVersion
 			if st.tailVersion != 0 {
@@ -387,7 +394,7 @@ func (s *Store) planTransaction(ctx context.Context, tx store.Tx, written map[st
 		if subject == "" {
 			subject = ev.ID
 		}
-		it, err := eventsItem(s.historyPK(subject), "X#"+ev.ID, []ledger.Event{ev}, nil)
+		it, err := eventsItem(s.historyPK(subject), "X#"+ev.ID, []ledger.Event{ev}, nil, nil)
 		if err != nil {
 			return err
 		}
@@ -446,15 +453,15 @@ func (s *Store) planEntity(ctx context.Context, put store.EntityPut, o *entitySp
 		}
 		if stored.tailSpawn != nil && o.resolved() != nil {
 			var err error
-			if tailItem, err = eventsItem(s.historyPK(e.ID), versionKey(first), stored.tail, stored.tailSpawn); err != nil {
+			if tailItem, err = eventsItem(s.historyPK(e.ID), versionKey(first), stored.tail, stored.tailSpawn, stored.tailRecord); err != nil {
 				return err
 			}
 			history, first = evs, e.Version
 		}
 	}
-	resolved := o.resolved()
+	resolved, record := o.resolved(), (*ridingKey)(nil)
 	if resolved == nil && tailItem == nil {
-		resolved = stored.tailSpawn
+		resolved, record = stored.tailSpawn, stored.tailRecord
 	}
 	cond := &types.Put{TableName: aws.String(s.table)}
 	if put.PrevVersion == 0 {
@@ -520,7 +527,7 @@ func (s *Store) planEntity(ctx context.Context, put store.EntityPut, o *entitySp
 		add(e.ID, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: tailItem}})
 	}
 	if len(history) > 0 || resolved != nil {
-		h, err := eventsItem(s.historyPK(e.ID), versionKey(first), history, resolved)
+		h, err := eventsItem(s.historyPK(e.ID), versionKey(first), history, resolved, record)
 		if err != nil {
 			return err
 		}

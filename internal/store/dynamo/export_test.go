@@ -45,7 +45,7 @@ func WriteTailsHistoryItem(ctx context.Context, s *Store, entity string) error {
 	if err != nil || len(st.tail) == 0 {
 		return fmt.Errorf("entity %s has no tail (%v)", entity, err)
 	}
-	h, err := eventsItem(s.historyPK(entity), st.tailKey(e.Version), st.tail, st.tailSpawn)
+	h, err := eventsItem(s.historyPK(entity), st.tailKey(e.Version), st.tail, st.tailSpawn, st.tailRecord)
 	if err != nil {
 		return err
 	}

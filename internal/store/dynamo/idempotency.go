@@ -152,16 +152,88 @@ func ignoreCondition(err error) error {
 // Lookup implements idempotency.Store with an eventually
 // consistent read (half a read unit): a retry comes after the client's
 // backoff; one that still misses the record runs again, and the call's
-// own conditions refuse it as a duplicate.
+// own conditions refuse it as a duplicate. A callback token's key whose
+// call resolved its spawn inline is on that resolution (ridingKey): on
+// the entity's tail, read as the call itself reads it (once a request,
+// readOnce), or in the history item the tail moved into.
 func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempotency.Record, error) {
-	it, err := s.readItem(ctx, s.idempotencyKey(key), false)
-	if err != nil || it == nil || attrString(it, "c") < timeText(now.Add(-IdempotencyWindow)) {
+	rec, err := s.lookup(ctx, key)
+	if err != nil || rec == nil || rec.At.Before(now.Add(-IdempotencyWindow)) {
 		return nil, err
+	}
+	return rec, nil
+}
+
+func (s *Store) lookup(ctx context.Context, name string) (*idempotency.Record, error) {
+	spawnID, scoped := idempotency.SpawnOf(name)
+	var resolvedOn string // the entity whose history may hold the spawn's resolution
+	if scoped {
+		rec, entity, err := s.ridingRecordOf(ctx, spawnID, name)
+		if err != nil || rec != nil {
+			return rec, err
+		}
+		resolvedOn = entity
+	}
+	it, err := s.readItem(ctx, s.idempotencyKey(name), false)
+	if err != nil {
+		return nil, err
+	}
+	if it == nil {
+		if resolvedOn == "" {
+			return nil, nil
+		}
+		return s.historyRecordOf(ctx, resolvedOn, spawnID, name)
 	}
 	if it, err = s.withParts(ctx, it); err != nil {
 		return nil, err
 	}
 	return storedRecord(it)
+}
+
+// ridingRecordOf is the record of name kept on the inline resolution of
+// spawnID still on its entity's tail, or nil; entity is that spawn's
+// entity when the spawn is resolved and its resolution is no longer on
+// the tail (its history item may keep the record).
+func (s *Store) ridingRecordOf(ctx context.Context, spawnID, name string) (rec *idempotency.Record, entity string, err error) {
+	it, err := s.readOnce(ctx, key(s.spawnPK(), spawnID))
+	if err != nil || it == nil {
+		return nil, "", err
+	}
+	sp, err := decodeSpawn(it)
+	if err != nil || sp.EntityID == "" {
+		return nil, "", err
+	}
+	eit, err := s.readOnce(ctx, key(s.entityPK(), sp.EntityID))
+	if err != nil || eit == nil {
+		return nil, "", err
+	}
+	_, st, err := s.readEntityState(eit)
+	switch {
+	case err != nil || st.pending == spawnID:
+		return nil, "", err
+	case st.tailSpawn != nil && st.tailSpawn.ID == spawnID:
+		if st.tailRecord != nil && st.tailRecord.Name == name {
+			return st.tailRecord.record(), "", nil
+		}
+		return nil, "", nil
+	}
+	return nil, sp.EntityID, nil
+}
+
+// historyRecordOf is the record of name kept with spawnID's resolution in
+// entity's history, or nil.
+func (s *Store) historyRecordOf(ctx context.Context, entity, spawnID, name string) (*idempotency.Record, error) {
+	q := s.partitionQuery(s.historyPK(entity))
+	whereEqual(q, "sid", spawnID)
+	var rec *idempotency.Record
+	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
+		h, err := decodeHistoryContent(it)
+		if err == nil && h.Key != nil && h.Key.Name == name {
+			rec = h.Key.record()
+		}
+		return err
+	})
+	return rec, err
 }
 
 // Remember implements idempotency.Store with one conditional put:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/dont-cli/dont/internal/idempotency"
 	"github.com/dont-cli/dont/internal/ledger"
 	"github.com/dont-cli/dont/internal/spawn"
 )
@@ -28,6 +29,8 @@ import (
 //	req   a spawn's request payload, or reqz: the same, gzip-compressed
 //	h     a history item: {"evs": one commit's events about one entity,
 //	      "sp": the spawn it resolved}, or hz: the same, gzip-compressed
+//	      (and "key": the record of the callback token's call that
+//	      resolved it, ridingKey)
 //	sid   the id of the spawn a history item's commit resolved
 //	es    the status the entity_status index lists an entity under (its
 //	      sort key): st, but while a spawn is pending on an unverified
@@ -84,6 +87,9 @@ type entityState struct {
 	tail        []ledger.Event
 	tailVersion int64
 	tailSpawn   *spawn.Spawn
+	// tailRecord is the Idempotency-Key record of the callback token's
+	// call that resolved tailSpawn, kept with its resolution (ridingKey).
+	tailRecord *ridingKey
 	// timedOut (to) is the entity's latest spawn when that spawn timed
 	// out and no other spawn was issued on the entity since; toHistory
 	// (toh) the sort key of the history item that recorded the timeout.
@@ -127,7 +133,7 @@ func (s *Store) entityItem(e ledger.Entity, st entityState) (map[string]types.At
 		var tail []byte
 		var err error
 		if st.tailSpawn != nil {
-			tail, err = historyDoc(st.tail, st.tailSpawn)
+			tail, err = historyDoc(st.tail, st.tailSpawn, st.tailRecord)
 		} else {
 			tail, err = json.Marshal(st.tail)
 		}
@@ -187,7 +193,9 @@ func decodeEntity(it map[string]types.AttributeValue) (ledger.Entity, entityStat
 	tail, err := unpackText(it, "tail")
 	if err == nil && len(tail) > 0 {
 		if tail[0] == '{' {
-			st.tail, st.tailSpawn, err = parseHistoryDoc(tail)
+			var h historyContent
+			h, err = parseHistoryDoc(tail)
+			st.tail, st.tailSpawn, st.tailRecord = h.Events, h.Spawn, h.Key
 		} else {
 			err = json.Unmarshal(tail, &st.tail)
 		}
@@ -285,12 +293,13 @@ func gunzip(z []byte) ([]byte, error) {
 }
 
 // eventsItem is one history item: the events of one commit (and of the
-// inline commit before it), and the spawn that commit resolved, if any.
-// A resolution's item holds three events and a spawn, about 1.3 KB of
-// JSON: it is stored compressed when that is smaller, so that it stays
-// within one write unit (two in its transaction).
-func eventsItem(pk, sk string, evs []ledger.Event, resolved *spawn.Spawn) (map[string]types.AttributeValue, error) {
-	b, err := historyDoc(evs, resolved)
+// inline commit before it), the spawn that commit resolved, if any, and
+// the record of the callback token's call that resolved it, if it rides
+// there (ridingKey). A resolution's item holds three events and a spawn,
+// about 1.3 KB of JSON: it is stored compressed when that is smaller, so
+// that it stays within one write unit (two in its transaction).
+func eventsItem(pk, sk string, evs []ledger.Event, resolved *spawn.Spawn, record *ridingKey) (map[string]types.AttributeValue, error) {
+	b, err := historyDoc(evs, resolved, record)
 	if err != nil {
 		return nil, err
 	}
@@ -302,37 +311,102 @@ func eventsItem(pk, sk string, evs []ledger.Event, resolved *spawn.Spawn) (map[s
 	return it, nil
 }
 
-// historyDoc is a history item's JSON: one commit's events (with the
-// inline ones before it), and the spawn it resolved.
-func historyDoc(evs []ledger.Event, resolved *spawn.Spawn) ([]byte, error) {
-	var doc struct {
-		Events []ledger.Event `json:"evs"`
-		Spawn  *spawn.Spawn   `json:"sp,omitempty"`
-	}
-	doc.Events, doc.Spawn = evs, resolved
-	return json.Marshal(doc)
+// historyContent is a history item's JSON (and a tail's that resolved a
+// spawn): one commit's events (with the inline ones before it), the spawn
+// it resolved, and the record of the call that resolved it, when kept
+// there.
+type historyContent struct {
+	Events []ledger.Event `json:"evs"`
+	Spawn  *spawn.Spawn   `json:"sp,omitempty"`
+	Key    *ridingKey     `json:"key,omitempty"`
 }
 
-func parseHistoryDoc(b []byte) ([]ledger.Event, *spawn.Spawn, error) {
-	var doc struct {
-		Events []ledger.Event `json:"evs"`
-		Spawn  *spawn.Spawn   `json:"sp,omitempty"`
+// ridingKey is the Idempotency-Key record of a callback token's call,
+// kept on the resolution that call committed (the tail, then its history
+// item) rather than as an item of its own: a callback token answers one
+// spawn, resolved once, so the record is found through that spawn
+// (idempotency.SpawnOf, Lookup). One write unit less a lifecycle, and the
+// record commits with the resolution (docs/aws-cost.md).
+type ridingKey struct {
+	Name        string    `json:"n"`
+	Fingerprint string    `json:"fp"`
+	At          time.Time `json:"at"`
+	Status      int       `json:"s"`
+	// Body is the response as JSON in the document (so that it compresses
+	// with the rest), without the line end it was sent with (NL).
+	Body json.RawMessage `json:"b"`
+	NL   bool            `json:"nl,omitempty"`
+}
+
+// maxRidingBody bounds a response kept on a resolution: a callback's is
+// a few hundred bytes; a larger one is remembered as an item of its own.
+const maxRidingBody = 4 << 10
+
+// ridingRecord is put's record to keep on the resolution of spawnID, or
+// nil when it is to be remembered as an item of its own: a key that is
+// not the callback token's of that spawn, or a body that is not a small
+// JSON document.
+func ridingRecord(put *idempotency.Put, spawnID string) *ridingKey {
+	if put == nil || !put.MayDefer || len(put.Body) > maxRidingBody {
+		return nil
 	}
+	if id, ok := idempotency.SpawnOf(put.Name); !ok || id != spawnID {
+		return nil
+	}
+	// Replayed byte for byte: only a compact document (as envelope.Marshal
+	// writes one) survives being embedded unchanged.
+	body, nl := bytes.CutSuffix(put.Body, []byte("\n"))
+	var compact bytes.Buffer
+	if json.Compact(&compact, body) != nil || !bytes.Equal(compact.Bytes(), body) {
+		return nil
+	}
+	return &ridingKey{Name: put.Name, Fingerprint: put.Fingerprint, At: put.At, Status: put.Status, Body: body, NL: nl}
+}
+
+// record is r as the transport reads a key's record.
+func (r *ridingKey) record() *idempotency.Record {
+	body := append([]byte(nil), r.Body...)
+	if r.NL {
+		body = append(body, '\n')
+	}
+	return &idempotency.Record{Fingerprint: r.Fingerprint, Done: true, Status: r.Status, Body: body, At: r.At}
+}
+
+// historyDoc is a history item's JSON (historyContent), without HTML
+// escapes, so that a kept response reads back as it was sent.
+func historyDoc(evs []ledger.Event, resolved *spawn.Spawn, record *ridingKey) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(historyContent{Events: evs, Spawn: resolved, Key: record}); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+func parseHistoryDoc(b []byte) (historyContent, error) {
+	var doc historyContent
 	err := json.Unmarshal(b, &doc)
-	return doc.Events, doc.Spawn, err
+	return doc, err
 }
 
 // decodeHistory reads a history item's events and resolved spawn.
 func decodeHistory(it map[string]types.AttributeValue) ([]ledger.Event, *spawn.Spawn, error) {
+	h, err := decodeHistoryContent(it)
+	return h.Events, h.Spawn, err
+}
+
+// decodeHistoryContent reads a history item whole.
+func decodeHistoryContent(it map[string]types.AttributeValue) (historyContent, error) {
 	b, err := unpackText(it, "h")
 	if err != nil {
-		return nil, nil, fmt.Errorf("dynamo: decode history %s: %w", attrString(it, SortKey), err)
+		return historyContent{}, fmt.Errorf("dynamo: decode history %s: %w", attrString(it, SortKey), err)
 	}
-	evs, sp, err := parseHistoryDoc(b)
+	h, err := parseHistoryDoc(b)
 	if err != nil {
-		return nil, nil, fmt.Errorf("dynamo: decode history %s: %w", attrString(it, SortKey), err)
+		return historyContent{}, fmt.Errorf("dynamo: decode history %s: %w", attrString(it, SortKey), err)
 	}
-	return evs, sp, nil
+	return h, nil
 }
 
 // epoch is a TTL value: seconds since the Unix epoch.
