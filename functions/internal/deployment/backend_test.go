@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/dont-cli/dont/internal/tools"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,6 +21,7 @@ import (
 	"github.com/dont-cli/dont/internal/store"
 	"github.com/dont-cli/dont/internal/store/dynamo"
 	"github.com/dont-cli/dont/internal/store/dynamo/capacity"
+	"github.com/dont-cli/dont/internal/tools"
 )
 
 // api is the HTTP API over one table shared by several projects.
@@ -65,7 +66,10 @@ func (a *api) token(project, role string) string {
 
 type reply struct {
 	status int
-	env    struct {
+	// replayed: the answer is a remembered one (Idempotent-Replayed).
+	replayed bool
+	raw      []byte
+	env      struct {
 		OK   bool           `json:"ok"`
 		Data map[string]any `json:"data"`
 	}
@@ -90,9 +94,11 @@ func (a *api) call(token, tool string, args map[string]any, header ...string) re
 		a.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var r reply
-	r.status = resp.StatusCode
-	if err := json.NewDecoder(resp.Body).Decode(&r.env); err != nil {
+	r := reply{status: resp.StatusCode, replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
+	if r.raw, err = io.ReadAll(resp.Body); err != nil {
+		a.t.Fatal(err)
+	}
+	if err := json.Unmarshal(r.raw, &r.env); err != nil {
 		a.t.Fatal(err)
 	}
 	return r

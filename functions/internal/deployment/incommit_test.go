@@ -58,14 +58,15 @@ func (a *api) callDying(token, tool string, args map[string]any, key string) {
 	}()
 }
 
-// On DynamoDB a key's response is remembered after the commit (its cost:
-// docs/aws-cost.md), so a function that dies between the two has
+// On DynamoDB an assume's response is remembered after the commit (its
+// cost: docs/aws-cost.md), so a function that dies between the two has
 // remembered nothing. The retry of the assume with its key finds the
 // spawn its first run issued, which carries that key, and answers the
 // same spawn request with a working callback token (before, 409
 // spawn-pending, and the lost token left the spawn unanswerable until it
-// timed out); the same assume without that key is still refused; and the
-// callback is not applied twice.
+// timed out); the same assume without that key is still refused. The
+// callback's response is kept on the resolution it commits, so its retry
+// is the applied callback replayed, not applied twice.
 func TestAKeyedCallWhoseFunctionDiesIsNotAppliedTwiceOverTheLambdaAPI(t *testing.T) {
 	a := newAPI(t)
 	p := "idem-dies-" + randomName()
@@ -88,8 +89,8 @@ func TestAKeyedCallWhoseFunctionDiesIsNotAppliedTwiceOverTheLambdaAPI(t *testing
 	a.callDying(token, "dismiss", args, "d-dies")
 	again := a.call(token, "dismiss", args, "Idempotency-Key", "d-dies")
 	res, _ := again.env.Data["resolution"].(map[string]any)
-	if again.status != 200 || res["applied"] != false {
-		t.Fatalf("the retried callback was applied again: %d %v", again.status, again.env.Data)
+	if again.status != 200 || !again.replayed || res["applied"] != true {
+		t.Fatalf("the retried callback is not the applied one replayed: %d %v %v", again.status, again.replayed, again.env.Data)
 	}
 	if s := a.call(h, "show", map[string]any{"id": id}); s.str("status") != "verified" {
 		t.Fatalf("the entity after one applied callback: %v", s.env.Data)
@@ -129,5 +130,42 @@ func TestAnotherCallerRetryingADeadAssumesKeyGetsNoCallbackToken(t *testing.T) {
 		if r.status != http.StatusConflict || r.str("code") != "spawn-pending" || strings.Contains(fmt.Sprint(r.env), "dontcb_") {
 			t.Fatalf("%s: %d %v, want 409 spawn-pending without a callback token", refused.name, r.status, r.env)
 		}
+	}
+}
+
+// A callback token's keyed call keeps its response on the resolution it
+// commits (no record item of its own, docs/aws-cost.md): its retry is
+// replayed byte for byte while the resolution is on the entity's item,
+// and still once the entity's next spawn moved it into history; the same
+// key with another body is refused as a reuse, and nothing is applied
+// twice.
+func TestACallbacksKeyedRetryIsReplayedFromItsResolutionAfterTheNextSpawn(t *testing.T) {
+	a := newAPI(t)
+	h := a.token("ride-"+randomName(), auth.RoleHarness)
+	id, rid, token := a.claimUnderReview(h, "boiling <point> & pressure at sea level")
+	args := map[string]any{"id": id, "evidence": []string{"https://example.org/e?a=1&b=<2>"}, "request_id": rid}
+	first := a.call(token, "dismiss", args, "Idempotency-Key", "ride-1")
+	if first.status != 200 || first.replayed {
+		t.Fatalf("the callback: %d %s", first.status, first.raw)
+	}
+	again := a.call(token, "dismiss", args, "Idempotency-Key", "ride-1")
+	if !again.replayed || !bytes.Equal(again.raw, first.raw) {
+		t.Fatalf("the retry is not the first answer replayed:\n%s\n%s", first.raw, again.raw)
+	}
+	// The entity's next spawn moves the first one's resolution into history.
+	if next := a.call(h, "assume", map[string]any{"id": id}); next.status != 200 || next.str("request_id") == rid {
+		t.Fatalf("the next assume: %d %s", next.status, next.raw)
+	}
+	later := a.call(token, "dismiss", args, "Idempotency-Key", "ride-1")
+	if !later.replayed || !bytes.Equal(later.raw, first.raw) {
+		t.Fatalf("the retry after the next spawn is not the first answer replayed:\n%s\n%s", first.raw, later.raw)
+	}
+	other := map[string]any{"id": id, "evidence": []string{"https://example.org/other"}, "request_id": rid}
+	if reused := a.call(token, "dismiss", other, "Idempotency-Key", "ride-1"); reused.status != 422 || reused.str("code") != "idempotency-key-reused" {
+		t.Fatalf("the key with another body: %d %s", reused.status, reused.raw)
+	}
+	hist := a.call(h, "show", map[string]any{"id": id, "history": true})
+	if n := strings.Count(string(hist.raw), `"spawn_resolved"`); n != 1 {
+		t.Fatalf("%d spawn_resolved events in the history, want 1: %s", n, hist.raw)
 	}
 }

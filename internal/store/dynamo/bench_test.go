@@ -81,7 +81,7 @@ func BenchmarkSpawnLifecycle(b *testing.B) {
 	}
 }
 
-func requestOf(b *testing.B, r service.Spawned) spawn.Request {
+func requestOf(b testing.TB, r service.Spawned) spawn.Request {
 	var req spawn.Request
 	if err := json.Unmarshal(r.Request, &req); err != nil {
 		b.Fatal(err)
