@@ -109,16 +109,18 @@ type Store interface {
 func Scope(tokenID, spawnID, tool string) string { return tokenID + spawnID + "/" + tool }
 
 // SpawnOf is the spawn whose callback token a key stored as name came
-// with (Scope), if it came with one. A callback token answers one spawn,
-// which is resolved once, so a store may keep the record of the call
-// that resolved it on that resolution rather than as an item of its own
-// (DynamoDB: docs/aws-cost.md), and find it there by this id.
-func SpawnOf(name string) (string, bool) {
-	id, _, ok := strings.Cut(name, "/")
-	if !ok || ids.Kind(id) != ids.Spawn {
-		return "", false
+// with (Scope), and the tool it called, if it came with one. A callback
+// token answers one spawn, which is resolved once, so a store may keep
+// the record of the call that resolved it on that resolution rather than
+// as an item of its own (DynamoDB: docs/aws-cost.md), and find it there
+// by this id.
+func SpawnOf(name string) (spawnID, tool string, ok bool) {
+	spawnID, rest, ok := strings.Cut(name, "/")
+	if !ok || ids.Kind(spawnID) != ids.Spawn {
+		return "", "", false
 	}
-	return id, true
+	tool, _, ok = strings.Cut(rest, "/")
+	return spawnID, tool, ok
 }
 
 // Record is a remembered request.

@@ -93,3 +93,25 @@ func TestTheStoredFormReadsTheEnvelopesOwnKind(t *testing.T) {
 		t.Fatalf("an entity envelope was changed:\n%s\n%s", body, got)
 	}
 }
+
+// Only a key a callback token sent names a spawn: a bearer token's key,
+// whatever the key says, names none, so no store looks for its record
+// on a spawn's resolution.
+func TestOnlyACallbackTokensKeyNamesItsSpawn(t *testing.T) {
+	const sp = "spawn:01M8K8GPM0ZBRVPVNC2ZZT2BWQ"
+	for _, c := range []struct {
+		name, spawnID, tool string
+	}{
+		{idempotency.Scope("", sp, "dismiss") + "/k", sp, "dismiss"},
+		{idempotency.Scope("", sp, "spawns.heartbeat") + "/" + sp + "/x", sp, "spawns.heartbeat"},
+		{idempotency.Scope("tok:01M8K8GPM0ZBRVPVNC2ZZT2BWQ", "", "dismiss") + "/" + sp, "", ""},
+		{idempotency.Scope("tok:01M8K8GPM0ZBRVPVNC2ZZT2BWQ", "", "dismiss") + "/k", "", ""},
+		{"spawn:not-an-id/dismiss/k", "", ""},
+		{sp, "", ""},
+	} {
+		id, tool, ok := idempotency.SpawnOf(c.name)
+		if id != c.spawnID || tool != c.tool || ok != (c.spawnID != "") {
+			t.Errorf("SpawnOf(%q) = %q, %q, %v; want %q, %q", c.name, id, tool, ok, c.spawnID, c.tool)
+		}
+	}
+}

@@ -138,11 +138,19 @@ func TestAnotherCallerRetryingADeadAssumesKeyGetsNoCallbackToken(t *testing.T) {
 // replayed byte for byte while the resolution is on the entity's item,
 // and still once the entity's next spawn moved it into history; the same
 // key with another body is refused as a reuse, and nothing is applied
-// twice.
+// twice. A keyed heartbeat, which resolves nothing, is remembered as
+// before while its spawn is pending.
 func TestACallbacksKeyedRetryIsReplayedFromItsResolutionAfterTheNextSpawn(t *testing.T) {
 	a := newAPI(t)
 	h := a.token("ride-"+randomName(), auth.RoleHarness)
 	id, rid, token := a.claimUnderReview(h, "boiling <point> & pressure at sea level")
+	beat := a.call(token, "spawns.heartbeat", map[string]any{"request_id": rid}, "Idempotency-Key", "beat-1")
+	if beat.status != 200 || beat.replayed {
+		t.Fatalf("the heartbeat: %d %s", beat.status, beat.raw)
+	}
+	if again := a.call(token, "spawns.heartbeat", map[string]any{"request_id": rid}, "Idempotency-Key", "beat-1"); !again.replayed || !bytes.Equal(again.raw, beat.raw) {
+		t.Fatalf("the heartbeat's retry is not its first answer replayed:\n%s\n%s", beat.raw, again.raw)
+	}
 	args := map[string]any{"id": id, "evidence": []string{"https://example.org/e?a=1&b=<2>"}, "request_id": rid}
 	first := a.call(token, "dismiss", args, "Idempotency-Key", "ride-1")
 	if first.status != 200 || first.replayed {

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dont-cli/dont/internal/idempotency"
+	"github.com/dont-cli/dont/internal/spawn"
 )
 
 // Idempotency-Key records live under P#<p>#I#<key> and carry ttl, so
@@ -155,7 +157,8 @@ func ignoreCondition(err error) error {
 // own conditions refuse it as a duplicate. A callback token's key whose
 // call resolved its spawn inline is on that resolution (ridingKey): on
 // the entity's tail, read as the call itself reads it (once a request,
-// readOnce), or in the history item the tail moved into.
+// readOnce), or in the history item the tail moved into; and a call that
+// would resolve a spawn still pending has none (no key item read).
 func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempotency.Record, error) {
 	rec, err := s.lookup(ctx, key)
 	if err != nil || rec == nil || rec.At.Before(now.Add(-IdempotencyWindow)) {
@@ -165,11 +168,11 @@ func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempot
 }
 
 func (s *Store) lookup(ctx context.Context, name string) (*idempotency.Record, error) {
-	spawnID, scoped := idempotency.SpawnOf(name)
+	spawnID, tool, scoped := idempotency.SpawnOf(name)
 	var resolvedOn string // the entity whose history may hold the spawn's resolution
 	if scoped {
-		rec, entity, err := s.ridingRecordOf(ctx, spawnID, name)
-		if err != nil || rec != nil {
+		rec, entity, known, err := s.ridingRecordOf(ctx, spawnID, tool, name)
+		if err != nil || known {
 			return rec, err
 		}
 		resolvedOn = entity
@@ -190,34 +193,41 @@ func (s *Store) lookup(ctx context.Context, name string) (*idempotency.Record, e
 	return storedRecord(it)
 }
 
-// ridingRecordOf is the record of name kept on the inline resolution of
-// spawnID still on its entity's tail, or nil; entity is that spawn's
-// entity when the spawn is resolved and its resolution is no longer on
-// the tail (its history item may keep the record).
-func (s *Store) ridingRecordOf(ctx context.Context, spawnID, name string) (rec *idempotency.Record, entity string, err error) {
+// ridingRecordOf is what the entity of spawnID says of the record of
+// name, a callback token's call of tool: known, the record (or nil) kept
+// on the spawn's inline resolution still on the entity's tail, or none
+// for a call that would have resolved the spawn still pending there;
+// otherwise entity is the spawn's entity when the spawn is resolved and
+// its resolution is no longer on the tail (its history item may keep the
+// record). Its reads are the ones the call itself makes (readOnce).
+func (s *Store) ridingRecordOf(ctx context.Context, spawnID, tool, name string) (rec *idempotency.Record, entity string, known bool, err error) {
 	it, err := s.readOnce(ctx, key(s.spawnPK(), spawnID))
 	if err != nil || it == nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	sp, err := decodeSpawn(it)
 	if err != nil || sp.EntityID == "" {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	eit, err := s.readOnce(ctx, key(s.entityPK(), sp.EntityID))
 	if err != nil || eit == nil {
-		return nil, "", err
+		return nil, "", false, err
 	}
 	_, st, err := s.readEntityState(eit)
 	switch {
-	case err != nil || st.pending == spawnID:
-		return nil, "", err
+	case err != nil:
+		return nil, "", false, err
+	case st.pending == spawnID:
+		// A terminal action that committed would have resolved it; any
+		// other call (a heartbeat) keeps its record as an item.
+		return nil, "", slices.Contains(spawn.CallbackActions(sp.Kind), tool), nil
 	case st.tailSpawn != nil && st.tailSpawn.ID == spawnID:
 		if st.tailRecord != nil && st.tailRecord.Name == name {
-			return st.tailRecord.record(), "", nil
+			return st.tailRecord.record(), "", true, nil
 		}
-		return nil, "", nil
+		return nil, "", false, nil
 	}
-	return nil, sp.EntityID, nil
+	return nil, sp.EntityID, false, nil
 }
 
 // historyRecordOf is the record of name kept with spawnID's resolution in

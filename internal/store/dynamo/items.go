@@ -350,7 +350,7 @@ func ridingRecord(put *idempotency.Put, spawnID string) *ridingKey {
 	if put == nil || !put.MayDefer || len(put.Body) > maxRidingBody {
 		return nil
 	}
-	if id, ok := idempotency.SpawnOf(put.Name); !ok || id != spawnID {
+	if id, _, ok := idempotency.SpawnOf(put.Name); !ok || id != spawnID {
 		return nil
 	}
 	// Replayed byte for byte: only a compact document (as envelope.Marshal
