@@ -30,7 +30,9 @@
 //	scheduled horizon         P#<p>#M                    horizon (scheduled_until; horizon.go)
 //	webhook                   P#<p>#M                    hook#<hook id> (hooks.go; read with the settings)
 //	pending confirmation      P#<p>#C                    <confirmation id>
-//	Idempotency-Key record    P#<p>#I#<key>              I
+//	Idempotency-Key record    P#<p>#I#<key>              I (a callback's terminal
+//	                                                     action's rides on its
+//	                                                     resolution: ridingKey)
 //	token (global)            T#<token id>               T
 //	session + frame counter   P#<p>#SES                  <session id>
 //	approval                  P#<p>#APR                  <approval id>

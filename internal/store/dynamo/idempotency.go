@@ -272,7 +272,8 @@ func (s *Store) Remember(ctx context.Context, key, fingerprint string, status in
 
 // deferKey marks a call's response (store.Tx.Key) Deferred when the
 // service's own conditions apply the call once (Put.MayDefer: assume,
-// overlook, a callback token's call): then it is not an item of the
+// overlook, a callback token's call) and it does not ride on the
+// resolution the commit makes (ridingKey): then it is not an item of the
 // call's commit. As one it would cost 2 write units and turn an assume's
 // single conditional put into a transaction: 13 write units a keyed
 // lifecycle instead of 10, over the cost goal (docs/aws-cost.md). The

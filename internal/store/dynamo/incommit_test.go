@@ -14,10 +14,12 @@ import (
 )
 
 // On DynamoDB the response of a call the service's own conditions apply
-// once (Put.MayDefer: assume, overlook, a callback token's call) does not
-// ride its commit (the cost: docs/aws-cost.md): the commit applies the
-// call alone and marks the key Deferred, so the transport remembers the
-// response after it.
+// once (Put.MayDefer: assume, overlook, a callback token's heartbeat) is
+// not an item of its commit (the cost: docs/aws-cost.md): the commit
+// applies the call alone and marks the key Deferred, so the transport
+// remembers the response after it. (A callback's terminal action keeps
+// its response on its resolution instead:
+// TestACallbacksKeyRidesOnTheResolutionItCommits.)
 func TestAGuardedCallsResponseIsDeferredPastItsCommitOnDynamoDB(t *testing.T) {
 	s := newStore(t)
 	now := time.Now()
