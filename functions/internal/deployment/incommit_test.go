@@ -177,3 +177,43 @@ func TestACallbacksKeyedRetryIsReplayedFromItsResolutionAfterTheNextSpawn(t *tes
 		t.Fatalf("%d spawn_resolved events in the history, want 1: %s", n, hist.raw)
 	}
 }
+
+// Over the Lambda API, where a callback's record rides on the resolution
+// it commits: an agent holding the harness token that resolves the spawn
+// first under its subagent's key plants nothing the subagent's call is
+// answered with, and cannot read the subagent's answer with that key,
+// whether the subagent or the harness answered first.
+func TestAHarnessCannotReadOrPlantItsSubagentsCallbackAnswerOverTheLambdaAPI(t *testing.T) {
+	a := newAPI(t)
+	h := a.token("plant-"+randomName(), auth.RoleHarness)
+	id, rid, token := a.claimUnderReview(h, "a subagent's key over the Lambda API")
+	args := map[string]any{"id": id, "evidence": []string{"https://example.org/e"}, "request_id": rid}
+	planted := a.call(h, "dismiss", args, "Idempotency-Key", "cb-shared")
+	if planted.status != 200 || planted.replayed {
+		t.Fatalf("the harness's callback: %d %s", planted.status, planted.raw)
+	}
+	first := a.call(token, "dismiss", args, "Idempotency-Key", "cb-shared")
+	if first.replayed || bytes.Equal(first.raw, planted.raw) {
+		t.Fatalf("the subagent was answered the harness's response: %s", first.raw)
+	}
+	again := a.call(token, "dismiss", args, "Idempotency-Key", "cb-shared")
+	if !again.replayed || !bytes.Equal(again.raw, first.raw) {
+		t.Fatalf("the subagent's retry is not its own first answer:\n%s\n%s", first.raw, again.raw)
+	}
+	read := a.call(h, "dismiss", args, "Idempotency-Key", "cb-shared")
+	if !read.replayed || !bytes.Equal(read.raw, planted.raw) {
+		t.Fatalf("the harness's retry is not its own first answer:\n%s\n%s", planted.raw, read.raw)
+	}
+
+	// The subagent first: its answer rides on the resolution, and the
+	// harness's call under the same key is a duplicate of its own.
+	id, rid, token = a.claimUnderReview(h, "a subagent's key, answered first")
+	args = map[string]any{"id": id, "evidence": []string{"https://example.org/e"}, "request_id": rid}
+	sub := a.call(token, "dismiss", args, "Idempotency-Key", "cb-first")
+	if sub.status != 200 || sub.replayed {
+		t.Fatalf("the subagent's callback: %d %s", sub.status, sub.raw)
+	}
+	if read := a.call(h, "dismiss", args, "Idempotency-Key", "cb-first"); read.replayed || bytes.Equal(read.raw, sub.raw) {
+		t.Fatalf("the harness read the subagent's answer: %s", read.raw)
+	}
+}
