@@ -233,15 +233,11 @@ func (s *Store) ridingRecordOf(ctx context.Context, spawnID, tool, name string) 
 // historyRecordOf is the record of name kept with spawnID's resolution in
 // entity's history, or nil.
 func (s *Store) historyRecordOf(ctx context.Context, entity, spawnID, name string) (*idempotency.Record, error) {
-	q := s.partitionQuery(s.historyPK(entity))
-	whereEqual(q, "sid", spawnID)
 	var rec *idempotency.Record
-	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
-		h, err := decodeHistoryContent(it)
-		if err == nil && h.Key != nil && h.Key.Name == name {
+	err := s.eachResolution(ctx, entity, spawnID, func(h historyContent) {
+		if h.Key != nil && h.Key.Name == name {
 			rec = h.Key.record()
 		}
-		return err
 	})
 	return rec, err
 }

@@ -83,6 +83,18 @@ func asPending(sp spawn.Spawn) spawn.Spawn {
 // resolutions reads the spawns that commits on entity resolved, from its
 // history items, by id; only, if given, the one with id only.
 func (s *Store) resolutions(ctx context.Context, entity, only string) (map[string]spawn.Spawn, error) {
+	out := map[string]spawn.Spawn{}
+	err := s.eachResolution(ctx, entity, only, func(h historyContent) {
+		if h.Spawn != nil {
+			out[h.Spawn.ID] = *h.Spawn
+		}
+	})
+	return out, err
+}
+
+// eachResolution hands fn each history item of entity that records a
+// resolved spawn; only, if given, the one that resolved spawn only.
+func (s *Store) eachResolution(ctx context.Context, entity, only string, fn func(historyContent)) error {
 	q := s.partitionQuery(s.historyPK(entity))
 	if only != "" {
 		whereEqual(q, "sid", only)
@@ -90,15 +102,13 @@ func (s *Store) resolutions(ctx context.Context, entity, only string) (map[strin
 		q.FilterExpression = aws.String("attribute_exists(#sid)")
 		q.ExpressionAttributeNames["#sid"] = "sid"
 	}
-	out := map[string]spawn.Spawn{}
-	err := s.query(ctx, q, func(it map[string]types.AttributeValue) error {
-		_, sp, err := decodeHistory(it)
-		if err == nil && sp != nil {
-			out[sp.ID] = *sp
+	return s.query(ctx, q, func(it map[string]types.AttributeValue) error {
+		h, err := decodeHistoryContent(it)
+		if err == nil {
+			fn(h)
 		}
 		return err
 	})
-	return out, err
 }
 
 // ListSpawns implements store.Store: one Query over the project's spawn
