@@ -207,12 +207,14 @@ func lambdaCPUSection(r run, ops []cpuOp) string {
 }
 
 // capacitySection is docs/aws.md's capacity table: each limit at the
-// memory size the functions run with (memMB), with the load where it breaks.
-func capacitySection(r run, ops []cpuOp, memMB float64) string {
+// memory size the stack gives its function (deployed: fn -> MB), with
+// the load where it breaks.
+func capacitySection(r run, ops []cpuOp, deployed map[string]float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured by `go run ./bench/report -only lambdacpu` (%s; bench/results/report.md, \"Lambda CPU per operation\"): CPU time per operation under the emulator, DynamoDB requests counted, each request's wait modelled at %.0f ms. \"Breaks at\" is the load where the limit is reached at the functions' %.0f MB (%.2f vCPU), and at the memory size the cost per operation chooses (the largest within 5%% of the cheapest).\n\n",
-		stamp(r), *dynamoMS, memMB, share(memMB, false))
-	b.WriteString("| limit | default | per operation (measured) | breaks at, " + strconv.Itoa(int(memMB)) + " MB | at the size chosen by cost | change |\n| --- | --- | --- | ---: | ---: | --- |\n")
+	api, sweeper := deployed["api"], deployed["sweeper"]
+	fmt.Fprintf(&b, "Measured by `go run ./bench/report -only lambdacpu` (%s; bench/results/report.md, \"Lambda CPU per operation\"): CPU time per operation under the emulator, DynamoDB requests counted, each request's wait modelled at %.0f ms. \"Breaks at\" is the load where the limit is reached at the size the stack gives the function (the api %.0f MB, %.2f vCPU; the sweeper %.0f MB, %.2f vCPU), and at the memory size the cost per operation chooses (the largest within 5%% of the cheapest).\n\n",
+		stamp(r), *dynamoMS, api, share(api, false), sweeper, share(sweeper, false))
+	b.WriteString("| limit | default | per operation (measured) | breaks at, as deployed | at the size chosen by cost | change |\n| --- | --- | --- | ---: | ---: | --- |\n")
 	fmt.Fprintf(&b, "| HTTP API stage throttle | 1,000 requests/s, burst 2,000 | 2 requests a lifecycle | %s lifecycles/s | the same | `dont:throttleRate`, `dont:throttleBurst` |\n", grouped(stageRequests/2))
 	if o, ok := findOp(ops, "api", "lifecycle"); ok {
 		at := func(mb float64) string {
@@ -220,21 +222,21 @@ func capacitySection(r run, ops []cpuOp, memMB float64) string {
 			return fmt.Sprintf("%.1f lifecycles/s per instance (%.0f ms): %s/s at 100 instances", per, o.duration(mb), grouped(100*per))
 		}
 		c := chooseFor(ops, o.Fn)
-		fmt.Fprintf(&b, "| api instance | one request at a time | %.2f ms CPU, %.1f DynamoDB requests a lifecycle | %s | %.0f MB: %s | account concurrency |\n",
-			o.CPU, o.Requests, at(memMB), c, at(c))
+		fmt.Fprintf(&b, "| api instance | one request at a time | %.2f ms CPU, %.1f DynamoDB requests a lifecycle | %.0f MB: %s | %.0f MB: %s | account concurrency, `dont:apiMemory` |\n",
+			o.CPU, o.Requests, api, at(api), c, at(c))
 	}
 	if o, ok := findOp(ops, "sweeper", "timeout"); ok {
 		at := func(mb float64) string { return grouped(sweeperQueueBatches*1000/o.duration(mb)) + " timeouts/s" }
 		c := chooseFor(ops, o.Fn)
 		fmt.Fprintf(&b, "| timeouts through the timeout queue | %d batches of 10 at once | %.2f ms CPU, %.1f requests a timeout | %s | %.0f MB: %s | `SweeperQueueConcurrency` |\n",
-			sweeperQueueBatches, o.CPU, o.Requests, at(memMB), c, at(c))
+			sweeperQueueBatches, o.CPU, o.Requests, at(sweeper), c, at(c))
 	}
 	for _, p := range []string{"project sweep (first", "project sweep (kept"} {
 		if o, ok := findOp(ops, "sweeper", p); ok {
 			at := func(mb float64) string { return grouped(sweepQueueBatches*60000/o.duration(mb)) + " projects/minute" }
 			c := chooseFor(ops, o.Fn)
 			fmt.Fprintf(&b, "| projects per scheduled-sweep minute (%s | %d batches of 10 projects at once | %.2f ms CPU, %.1f requests a project | %s | %.0f MB: %s | `SweepQueueConcurrency` |\n",
-				strings.TrimPrefix(o.Op, "project sweep ("), sweepQueueBatches, o.CPU, o.Requests, at(memMB), c, at(c))
+				strings.TrimPrefix(o.Op, "project sweep ("), sweepQueueBatches, o.CPU, o.Requests, at(sweeper), c, at(c))
 		}
 	}
 	b.WriteString("| the scheduled run's fan-out | 8 `SendMessageBatch` in flight | — | 100,000 projects in ≈ 2 s | the same | — |\n")
@@ -243,9 +245,10 @@ func capacitySection(r run, ops []cpuOp, memMB float64) string {
 	return b.String()
 }
 
-// functionMemoryMB is the memory size the stack gives the api and sweeper
-// functions (infra/stack): the capacity table is computed at it.
-const functionMemoryMB = 256
+// deployedMemoryMB is the memory size infra/stack gives each function
+// (DefaultAPIMemoryMB, FunctionMemoryMB; TestFunctions there holds them):
+// the capacity table is computed at it.
+var deployedMemoryMB = map[string]float64{"api": 128, "sweeper": 256}
 
 // grouped is v rounded, with thousands separated by commas.
 func grouped(v float64) string {

@@ -136,7 +136,7 @@ func main() {
 			r.CPU = lambdaCPURun(*quick)
 			check(os.WriteFile(filepath.Join(*outDir, lambdaCPURows), []byte(formatLambdaCPU(r.CPU)), 0o644))
 		}
-		check(writeReport("docs/aws.md", []section{{"aws-capacity", capacitySection(r, r.CPU, functionMemoryMB)}}))
+		check(writeReport("docs/aws.md", []section{{"aws-capacity", capacitySection(r, r.CPU, deployedMemoryMB)}}))
 	}
 
 	// 6. The soak, when bench/soak left its samples.

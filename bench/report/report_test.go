@@ -287,8 +287,8 @@ func TestTheCapacityTableIsComputedFromTheMeasuredCPU(t *testing.T) {
 	if d := sweeper.duration(fullVCPU / 4); d != 12 {
 		t.Errorf("a sweeper record at a quarter vCPU: %.2f ms, want 4 × 3", d)
 	}
-	sec := capacitySection(run{}, ops, fullVCPU/4)
-	for _, want := range []string{"| 500 lifecycles/s", "| 20.0 lifecycles/s per instance (50 ms): 2,000/s at 100 instances |", "| 833 timeouts/s |", "| 37,500 projects/minute |", "(first by this instance) |"} {
+	sec := capacitySection(run{}, ops, map[string]float64{"api": fullVCPU / 4, "sweeper": fullVCPU / 4})
+	for _, want := range []string{"| 500 lifecycles/s", "| 442 MB: 20.0 lifecycles/s per instance (50 ms): 2,000/s at 100 instances |", "| 833 timeouts/s |", "| 37,500 projects/minute |", "(first by this instance) |"} {
 		if !strings.Contains(sec, want) {
 			t.Errorf("capacity section lacks %q:\n%s", want, sec)
 		}

@@ -117,6 +117,13 @@ const (
 	// burst takes; with one, the api cannot take the sweeper's either.
 	ContextAPIConcurrency     = "dont:apiConcurrency"
 	ContextSweeperConcurrency = "dont:sweeperConcurrency"
+	// ContextAPIMemory is the api function's memory size in MB (128 to
+	// 10,240; default DefaultAPIMemoryMB). An api call is mostly waiting
+	// for DynamoDB, billed by the millisecond at this size, so the
+	// smallest is the cheapest per call; more memory buys CPU (one vCPU at
+	// 1,769 MB), so less latency and more calls per instance (docs/aws.md,
+	// "The memory size, by cost per operation").
+	ContextAPIMemory = "dont:apiMemory"
 	// ContextWarmWrites is the table's warm write throughput, in write
 	// units a second (0: DynamoDB's default for a new on-demand table,
 	// 4,000, which throttles at ≈ 330 lifecycles/s; docs/aws.md "The
@@ -167,7 +174,12 @@ const (
 	// SweepQueueConcurrency batches of sweep messages (ten projects each)
 	// at once, together below a sweeper reservation so the schedule always
 	// finds a slot.
-	DefaultAPIConcurrency     = 0
+	DefaultAPIConcurrency = 0
+	// DefaultAPIMemoryMB is the api's size by cost per operation
+	// (ContextAPIMemory); FunctionMemoryMB the sweeper's and the
+	// operator's.
+	DefaultAPIMemoryMB        = 128
+	FunctionMemoryMB          = 256
 	DefaultSweeperConcurrency = 0
 	// DefaultWarmWrites covers the stage's default burst (2,000 requests a
 	// second, 1,000 lifecycles of 12 write units, docs/aws-cost.md) so
@@ -377,6 +389,7 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	}
 	slackApp(s.Stack, apiEnv, sweeperEnv)
 	opts := functionOptions{
+		memoryMB: FunctionMemoryMB,
 		arch:     arch,
 		tracing:  choice(s.Stack, ContextTracing, "off", "off", "active"),
 		logLevel: choice(s.Stack, ContextLogLevel, "INFO", "DEBUG", "INFO", "WARN", "ERROR"),
@@ -390,6 +403,9 @@ func New(scope constructs.Construct, id string, props *Props) *Stack {
 	}
 	apiOpts := opts
 	apiOpts.env = apiEnv
+	if apiOpts.memoryMB = number(s.Stack, ContextAPIMemory, DefaultAPIMemoryMB); apiOpts.memoryMB < 128 || apiOpts.memoryMB > 10240 {
+		panic(fmt.Sprintf("%s must be from 128 to 10240 (MB), not %d", ContextAPIMemory, apiOpts.memoryMB))
+	}
 	s.API = function(s.Stack, "Api", apiDir, 29, apiConcurrency, false, apiOpts)
 	sweeperOpts := opts
 	sweeperOpts.env = sweeperEnv
@@ -655,6 +671,7 @@ const AccessLogFormat = `{"id":"$context.requestId","ip":"$context.identity.sour
 
 // functionOptions are the settings every function shares.
 type functionOptions struct {
+	memoryMB int
 	arch     awslambda.Architecture
 	tracing  string
 	logLevel string
@@ -689,7 +706,7 @@ func function(stack awscdk.Stack, id, dir string, timeoutSeconds float64, reserv
 		Architecture:          o.arch,
 		Handler:               jsii.String("bootstrap"),
 		Code:                  awslambda.Code_FromAsset(jsii.String(dir), nil),
-		MemorySize:            jsii.Number(256),
+		MemorySize:            jsii.Number(float64(o.memoryMB)),
 		Timeout:               awscdk.Duration_Seconds(jsii.Number(timeoutSeconds)),
 		Environment:           o.env,
 		LoggingFormat:         awslambda.LoggingFormat_JSON,

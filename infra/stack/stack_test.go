@@ -319,8 +319,27 @@ func TestFunctions(t *testing.T) {
 			if lc, _ := found["LoggingConfig"].(map[string]any); lc["LogFormat"] != "JSON" {
 				t.Errorf("LoggingConfig = %v, want LogFormat JSON", found["LoggingConfig"])
 			}
+			// The api at its size by cost per operation (docs/aws.md).
+			want := float64(stack.FunctionMemoryMB)
+			if name == "Api" {
+				want = stack.DefaultAPIMemoryMB
+			}
+			if found["MemorySize"] != want {
+				t.Errorf("MemorySize = %v, want %v", found["MemorySize"], want)
+			}
 		})
 	}
+	t.Run("the api's memory is a context option", func(t *testing.T) {
+		_, raw, err := synth(t, map[string]any{stack.ContextAPIMemory: "256"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, fn := range resources(raw, "AWS::Lambda::Function") {
+			if got := props(fn)["MemorySize"]; got != 256.0 {
+				t.Errorf("%s: MemorySize = %v with %s=256", id, got, stack.ContextAPIMemory)
+			}
+		}
+	})
 	t.Run("code comes from assets", func(t *testing.T) {
 		check(t, "asset code", func() {
 			tpl.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), obj(map[string]any{
@@ -748,6 +767,7 @@ func TestRejectsUnknownSettings(t *testing.T) {
 		stack.ContextLambdaArch: "mips", stack.ContextAPIFront: "alb", stack.ContextTracing: "on",
 		stack.ContextLogLevel: "loud", stack.ContextAPIConcurrency: "-1", stack.ContextSweeperConcurrency: "5",
 		stack.ContextThrottleRate: "fast", stack.ContextWarmWrites: "4000", stack.ContextMaxWrites: "lots",
+		stack.ContextAPIMemory: "64",
 	} {
 		if _, _, err := synth(t, map[string]any{key: value}); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s=%s: err = %v, want a refusal naming the key", key, value, err)

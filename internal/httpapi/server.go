@@ -266,7 +266,7 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	replay := idempotentCall{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: idempotency.Scope(principal.TokenID, principal.RequestID, name),
+	replay := idempotentCall{store: project.Idempotency, key: r.Header.Get("Idempotency-Key"), scope: idempotency.Scope(principal.TokenID, principal.RequestID, named(req.Args), name),
 		readOnly: t.Annotations.ReadOnly, repeatable: t.RerunSafe(), resumable: t.ResumesKey()}
 	// A callback token's calls resolve (or read) its one spawn.
 	replay.mayDefer = t.Exclusive || principal.Role == auth.RoleCallback
@@ -308,6 +308,12 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.respond(w, r, replay, okStatus(res), env, start)
+}
+
+// named is the entity id a call's arguments name ("" if none).
+func named(args map[string]any) string {
+	id, _ := args["id"].(string)
+	return id
 }
 
 // throttled answers 429 with Retry-After in whole seconds (at least 1).

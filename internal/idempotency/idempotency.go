@@ -105,22 +105,35 @@ type Store interface {
 
 // Scope is what a key's stored name begins with: the principal that
 // sent it (a bearer token's id, or the spawn id a callback token is for)
-// and the tool, so that one key means one call of one caller.
-func Scope(tokenID, spawnID, tool string) string { return tokenID + spawnID + "/" + tool }
+// and the tool, so that one key means one call of one caller. A callback
+// token's call names its spawn's entity too (entityID, the call's own
+// argument, so unverified: a store trusts it only where the entity's
+// record names the spawn), where a store that keeps the call's record
+// with the entity looks first (SpawnOf).
+func Scope(tokenID, spawnID, entityID, tool string) string {
+	if spawnID != "" && ids.Kind(entityID) != "" {
+		return tokenID + spawnID + "@" + entityID + "/" + tool
+	}
+	return tokenID + spawnID + "/" + tool
+}
 
 // SpawnOf is the spawn whose callback token a key stored as name came
-// with (Scope), and the tool it called, if it came with one. A callback
-// token answers one spawn, which is resolved once, so a store may keep
-// the record of the call that resolved it on that resolution rather than
-// as an item of its own (DynamoDB: docs/aws-cost.md), and find it there
-// by this id.
-func SpawnOf(name string) (spawnID, tool string, ok bool) {
-	spawnID, rest, ok := strings.Cut(name, "/")
-	if !ok || ids.Kind(spawnID) != ids.Spawn {
-		return "", "", false
+// with (Scope), the entity the call named (unverified; "" if none) and
+// the tool it called, if it came with one. A callback token answers one
+// spawn, which is resolved once, so a store may keep the record of the
+// call that resolved it on that resolution rather than as an item of its
+// own (DynamoDB: docs/aws-cost.md), and find it there by these ids.
+func SpawnOf(name string) (spawnID, entityID, tool string, ok bool) {
+	head, rest, ok := strings.Cut(name, "/")
+	if !ok {
+		return "", "", "", false
+	}
+	spawnID, entityID, _ = strings.Cut(head, "@")
+	if ids.Kind(spawnID) != ids.Spawn {
+		return "", "", "", false
 	}
 	tool, _, ok = strings.Cut(rest, "/")
-	return spawnID, tool, ok
+	return spawnID, entityID, tool, ok
 }
 
 // Record is a remembered request.

@@ -96,22 +96,25 @@ func TestTheStoredFormReadsTheEnvelopesOwnKind(t *testing.T) {
 
 // Only a key a callback token sent names a spawn: a bearer token's key,
 // whatever the key says, names none, so no store looks for its record
-// on a spawn's resolution.
+// on a spawn's resolution. The entity a callback names goes with it
+// when it is an id, and nothing an agent writes in its key is read as
+// either.
 func TestOnlyACallbackTokensKeyNamesItsSpawn(t *testing.T) {
-	const sp = "spawn:01M8K8GPM0ZBRVPVNC2ZZT2BWQ"
+	const sp, claim, tok = "spawn:01M8K8GPM0ZBRVPVNC2ZZT2BWQ", "claim:01M8K8GPM0ZBRVPVNC2ZZT2BWR", "tok:01M8K8GPM0ZBRVPVNC2ZZT2BWQ"
 	for _, c := range []struct {
-		name, spawnID, tool string
+		name, spawnID, entityID, tool string
 	}{
-		{idempotency.Scope("", sp, "dismiss") + "/k", sp, "dismiss"},
-		{idempotency.Scope("", sp, "spawns.heartbeat") + "/" + sp + "/x", sp, "spawns.heartbeat"},
-		{idempotency.Scope("tok:01M8K8GPM0ZBRVPVNC2ZZT2BWQ", "", "dismiss") + "/" + sp, "", ""},
-		{idempotency.Scope("tok:01M8K8GPM0ZBRVPVNC2ZZT2BWQ", "", "dismiss") + "/k", "", ""},
-		{"spawn:not-an-id/dismiss/k", "", ""},
-		{sp, "", ""},
+		{idempotency.Scope("", sp, claim, "dismiss") + "/k", sp, claim, "dismiss"},
+		{idempotency.Scope("", sp, "", "spawns.heartbeat") + "/" + sp + "@" + claim + "/x", sp, "", "spawns.heartbeat"},
+		{idempotency.Scope("", sp, "claim:../x/y", "dismiss") + "/k", sp, "", "dismiss"},
+		{idempotency.Scope(tok, "", claim, "dismiss") + "/" + sp, "", "", ""},
+		{idempotency.Scope(tok, "", "", "dismiss") + "/" + sp + "@" + claim + "/dismiss/k", "", "", ""},
+		{"spawn:not-an-id/dismiss/k", "", "", ""},
+		{sp, "", "", ""},
 	} {
-		id, tool, ok := idempotency.SpawnOf(c.name)
-		if id != c.spawnID || tool != c.tool || ok != (c.spawnID != "") {
-			t.Errorf("SpawnOf(%q) = %q, %q, %v; want %q, %q", c.name, id, tool, ok, c.spawnID, c.tool)
+		id, entity, tool, ok := idempotency.SpawnOf(c.name)
+		if id != c.spawnID || entity != c.entityID || tool != c.tool || ok != (c.spawnID != "") {
+			t.Errorf("SpawnOf(%q) = %q, %q, %q, %v; want %q, %q, %q", c.name, id, entity, tool, ok, c.spawnID, c.entityID, c.tool)
 		}
 	}
 }

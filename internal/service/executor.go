@@ -113,7 +113,15 @@ func (s *core) snapshot(ctx context.Context, step spawn.Step, fresh bool) (spawn
 		}
 		return st, nil
 	}
-	sp, err := s.spawnRecord(ctx, step.RequestID)
+	var sp spawn.Spawn
+	var err error
+	if step.Kind == spawn.StepCallback {
+		// A callback names its entity: the spawn pending there is read
+		// with it, without its request, which a callback never rewrites.
+		sp, err = s.callbackSpawn(ctx, step.RequestID, step.EntityID)
+	} else {
+		sp, err = s.spawnRecord(ctx, step.RequestID)
+	}
 	if err == nil && fresh {
 		// Not from the request's memo (readmemo), which answers a
 		// repeated read with the first.

@@ -347,6 +347,38 @@ func (s *core) spawnRecord(ctx context.Context, id string) (spawn.Spawn, error) 
 	return sp, nil
 }
 
+// callbackSpawn is spawnRecord for a call that names the spawn's entity
+// too (a callback's action, its check of the token's powers): a store
+// that keeps a pending spawn with its entity (store.PendingSpawnStore)
+// answers from the entity's record, which the call reads anyway, without
+// the spawn's request — so callers decide with it and never show or
+// rewrite the request (a heartbeat does: it reads spawnRecord). A spawn
+// not pending on that entity is read as spawnRecord reads it.
+func (s *core) callbackSpawn(ctx context.Context, id, entity string) (spawn.Spawn, error) {
+	memo := readmemo.From(ctx)
+	if v, ok := memo.Get(memoSpawn + id); ok {
+		return v.(spawn.Spawn), nil
+	}
+	on, ok := s.Store.(store.PendingSpawnStore)
+	if !ok || ids.Kind(id) != ids.Spawn || ids.Kind(entity) == "" {
+		return s.spawnRecord(ctx, id)
+	}
+	pendingKey := memoPendingSpawn + id + "\x00" + entity
+	if v, ok := memo.Get(pendingKey); ok {
+		return v.(spawn.Spawn), nil
+	}
+	sp, found, err := on.PendingSpawn(ctx, entity, id)
+	if err != nil || !found {
+		return s.spawnRecord(ctx, id)
+	}
+	memo.Put(pendingKey, sp)
+	return sp, nil
+}
+
+// memoPendingSpawn prefixes a spawn read with its entity (callbackSpawn)
+// in the read memo: kept apart from memoSpawn's, which hold requests.
+const memoPendingSpawn = "service.pendingspawn\x00"
+
 // memoSpawn prefixes a spawn's key in a request's read memo
 // (internal/readmemo): checking a callback token's powers and applying
 // the callback read the same spawn, and the second read is answered from

@@ -173,7 +173,13 @@ const HeartbeatTool = "spawns.heartbeat"
 // refused. A heartbeat (HeartbeatTool) of its own spawn is allowed too,
 // pending or not (a late one warns and changes nothing).
 func (s *Credentials) CheckCallback(ctx context.Context, p auth.Principal, tool string, args map[string]any) error {
-	sp, err := s.spawnRecord(ctx, p.RequestID)
+	// A heartbeat rewrites the spawn's request: it reads the whole spawn.
+	// Any other call names the entity, and its own (callbackSpawn).
+	named, _ := args["id"].(string)
+	if tool == HeartbeatTool {
+		named = ""
+	}
+	sp, err := s.callbackSpawn(ctx, p.RequestID, named)
 	if err != nil {
 		return errs.E(Forbidden, "the callback token's spawn is unknown")
 	}

@@ -57,6 +57,19 @@ type DocStore interface {
 	EntityDoc(ctx context.Context, id string) (json.RawMessage, error)
 }
 
+// PendingSpawnStore is a Store that keeps the spawn pending on an entity
+// with the entity (DynamoDB): a caller that knows both ids — a callback
+// names its spawn and its entity — reads the spawn with the entity's one
+// read instead of two. PendingSpawn is spawnID as entityID's record has it
+// while the spawn is pending there, without its request (Request nil: use
+// it for what the spawn's state decides, never to show or rewrite the
+// request); found is false when that record does not say (the spawn is
+// not pending on that entity, or its record keeps no copy), and GetSpawn
+// answers.
+type PendingSpawnStore interface {
+	PendingSpawn(ctx context.Context, entityID, spawnID string) (sp spawn.Spawn, found bool, err error)
+}
+
 // EntityFilter narrows ListEntities; zero values match everything.
 type EntityFilter struct {
 	Status ledger.Status

@@ -42,6 +42,12 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"a keyed spawn commits with its idempotency record or not at all", keyedSpawnCommitsWithItsRecord},
 	}
 	tests = append(tests, pageTests...)
+	if _, ok := newStore(t).(store.PendingSpawnStore); ok {
+		tests = append(tests, struct {
+			name string
+			fn   func(t *testing.T, s store.Store)
+		}{"a spawn read with its entity is the pending spawn, heartbeated, until resolved", pendingSpawnOnItsEntity})
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore(t)) })
 	}
@@ -628,6 +634,61 @@ func spawnIDs(sps []spawn.Spawn) []string {
 // pending, after a heartbeat rewrote it and after it resolved, on an
 // entity and on none: the service lets only it (or its callback token, or
 // a person) cancel, heartbeat or resolve the spawn.
+// pendingSpawnOnItsEntity: a store that keeps the spawn pending on an
+// entity with it (store.PendingSpawnStore) answers it as GetSpawn does but
+// for the request, with the expiry a heartbeat moved it to, and only for
+// that entity and while the spawn is pending there.
+func pendingSpawnOnItsEntity(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	on := s.(store.PendingSpawnStore)
+	e, other := claim(ledger.Unverified), claim(ledger.Unverified)
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e}, {Entity: other}}}))
+	sp := newSpawn(e.ID, base, base.Add(time.Hour))
+	sp.RequestedBy, sp.KeyDigest, sp.EntityVersion = "tok:01HX05A9K8VP0000000000000A", "306a4606092fbce9af38ab122d994e5d", 2
+	issued := e
+	issued.Version, issued.PendingSpawn, issued.LastSpawn = 2, sp.ID, sp.ID
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: issued, PrevVersion: 1}},
+		Spawns: []store.SpawnPut{{Spawn: sp, Create: true, Step: spawn.StepIssue}}, Events: []ledger.Event{ev(ledger.EvSpawnRequested, e.ID)}}))
+	want := func(when string, want spawn.Spawn) {
+		t.Helper()
+		got, found, err := on.PendingSpawn(ctx, e.ID, sp.ID)
+		must(t, err)
+		full, err := s.GetSpawn(ctx, sp.ID)
+		must(t, err)
+		full.Request = nil
+		g, w, f := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want), fmt.Sprintf("%+v", full)
+		if !found || got.Request != nil || !got.ExpiresAt.Equal(want.ExpiresAt) || g != w || f != w {
+			t.Fatalf("%s: PendingSpawn = %s (found %v, request %q)\nwant %s\nGetSpawn %s", when, g, found, got.Request, w, f)
+		}
+	}
+	bare := func(sp spawn.Spawn) spawn.Spawn {
+		sp.Request = nil
+		return sp
+	}
+	want("issued", bare(sp))
+	for _, c := range []struct{ entity, id string }{{other.ID, sp.ID}, {e.ID, ids.New(ids.Spawn, base)}} {
+		if got, found, err := on.PendingSpawn(ctx, c.entity, c.id); err != nil || found {
+			t.Fatalf("PendingSpawn(%s, %s) = %+v, %v, %v: that spawn is not pending on that entity", c.entity, c.id, got, found, err)
+		}
+	}
+	moved := sp
+	moved.ExpiresAt, moved.Request, moved.EntityVersion = base.Add(3*time.Hour), []byte(`{"request_id":"x","moved":true}`), 3
+	e3 := issued
+	e3.Version = 3
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e3, PrevVersion: 2}},
+		Spawns: []store.SpawnPut{{Spawn: moved, PrevExpiresAt: sp.ExpiresAt, Step: spawn.StepHeartbeat}}, Events: []ledger.Event{ev(ledger.EvSpawnHeartbeat, e.ID)}}))
+	want("heartbeated", bare(moved))
+	done := moved
+	done.State, done.Outcome = spawn.Resolved, spawn.CallbackApplied
+	e4 := e3
+	e4.Version, e4.PendingSpawn = 4, ""
+	must(t, s.Commit(ctx, store.Tx{Entities: []store.EntityPut{{Entity: e4, PrevVersion: 3}},
+		Spawns: []store.SpawnPut{{Spawn: done, Step: spawn.StepCallback}}, Events: []ledger.Event{ev(ledger.EvSpawnResolved, e.ID)}}))
+	if got, found, err := on.PendingSpawn(ctx, e.ID, sp.ID); err != nil || found {
+		t.Fatalf("PendingSpawn after the resolution = %+v, %v, %v", got, found, err)
+	}
+}
+
 func spawnKeepsItsRequester(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	e := claim(ledger.Unverified)

@@ -280,7 +280,7 @@ const (
 	priceLambdaGBs = 0.0000133334 // arm64
 	priceLogsPerGB = 0.50
 	logEventBytes  = 26    // CloudWatch Logs bills each event's bytes plus 26
-	lambdaMemoryMB = 256.0 // infra/stack's api function
+	lambdaMemoryMB = 128.0 // infra/stack's api function (DefaultAPIMemoryMB; its TestFunctions)
 	lambdaMemoryGB = lambdaMemoryMB / 1024
 	// Lambda gives CPU in proportion to memory, one vCPU at 1,769 MB; an
 	// api call waits for its DynamoDB requests in sequence, each modelled
@@ -341,7 +341,7 @@ func TestAQuietProjectsLifecycleCostsWhatDocsAwsCostMdSays(t *testing.T) {
 		{"CloudWatch Logs", per(logBytes), 0},
 	}
 	// Lambda's duration: the api's CPU per lifecycle as measured
-	// (docs/aws.md), stretched by 256 MB's share of a vCPU, plus the
+	// (docs/aws.md), stretched by 128 MB's share of a vCPU, plus the
 	// DynamoDB requests counted here in sequence.
 	cpuMS := apiCPUPerLifecycle(t)
 	lambdaSecs := (cpuMS/lambdaVCPUShare + per(float64(use.Requests))*dynamoRequestMS) / 1000

@@ -263,7 +263,7 @@ func (s *Store) planInline(ctx context.Context, tx store.Tx, onEntity map[string
 		if listed == "" {
 			listed = string(o.opens.PreStatus)
 		}
-		next = entityState{pending: o.opens.ID, expires: timeText(o.opens.ExpiresAt), tail: tx.Events, listed: listed}
+		next = entityState{pending: o.opens.ID, pendingSpawn: o.opens, expires: timeText(o.opens.ExpiresAt), tail: tx.Events, listed: listed}
 		issued := *o.opens
 		p.inlineOwner = put.Entity.ID
 		p.inlineLanded = func(ctx context.Context) (bool, error) { return s.issued(ctx, issued) }
@@ -438,8 +438,8 @@ func (s *Store) planEntity(ctx context.Context, put store.EntityPut, o *entitySp
 			return err
 		}
 	}
-	next := entityState{pending: stored.pending, expires: stored.expires, timedOut: stored.timedOut, toHistory: stored.toHistory,
-		listed: stored.listed}
+	next := entityState{pending: stored.pending, pendingSpawn: stored.pendingSpawn, expires: stored.expires, timedOut: stored.timedOut,
+		toHistory: stored.toHistory, listed: stored.listed}
 	// The stored tail goes into history with this commit's events, under
 	// the tail's version; or, when the tail and this commit each resolved
 	// a spawn, into an item of its own (a history item records one).
@@ -487,7 +487,7 @@ func (s *Store) planEntity(ctx context.Context, put store.EntityPut, o *entitySp
 		if err := pendingHere(*o.closes); err != nil {
 			return err
 		}
-		next.pending, next.expires, next.timedOut, next.toHistory = "", "", "", ""
+		next.pending, next.pendingSpawn, next.expires, next.timedOut, next.toHistory = "", nil, "", "", ""
 		if o.closes.Spawn.Outcome == spawn.TimeoutRestored {
 			// The entity's latest spawn timed out: it stays in the index,
 			// under P#<p>#TO, until another spawn is issued on it.
@@ -501,13 +501,13 @@ func (s *Store) planEntity(ctx context.Context, put store.EntityPut, o *entitySp
 		if err := pendingHere(*o.moves); err != nil {
 			return err
 		}
-		next.expires = timeText(o.moves.Spawn.ExpiresAt)
+		next.pendingSpawn, next.expires = &o.moves.Spawn, timeText(o.moves.Spawn.ExpiresAt)
 	}
 	if o.opens != nil {
 		if next.pending != "" {
 			return &store.ConditionFailed{ID: o.opens.ID} // one pending spawn per entity
 		}
-		next.pending, next.expires = o.opens.ID, timeText(o.opens.ExpiresAt)
+		next.pending, next.pendingSpawn, next.expires = o.opens.ID, o.opens, timeText(o.opens.ExpiresAt)
 		next.timedOut, next.toHistory = "", ""
 	}
 	if o.ended != nil && o.opens == nil && o.closes == nil {

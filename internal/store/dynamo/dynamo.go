@@ -75,7 +75,9 @@
 // A verification spawn (assume, overlook) is pending on exactly one
 // entity, and an entity has at most one pending (docs/design.md §5.3), so the
 // spawn's state lives on the entity's item while it is pending: ps (its
-// id) and the index keys gsi1pk (P#<p>#S[#<n>]) and expires_at. ExpiringSpawns
+// id), psd (a copy of the spawn without its request, so that a callback,
+// which names its entity, reads that item alone: PendingSpawn) and the
+// index keys gsi1pk (P#<p>#S[#<n>]) and expires_at. ExpiringSpawns
 // reads a range of that index (for a sweep, the spawns whose expiry has
 // passed): its cost follows what it returns, not what is stored. The spawn's own item under P#<p>#S
 // holds it as issued, with its payload (the prompt), written once before

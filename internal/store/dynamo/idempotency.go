@@ -168,10 +168,10 @@ func (s *Store) Lookup(ctx context.Context, key string, now time.Time) (*idempot
 }
 
 func (s *Store) lookup(ctx context.Context, name string) (*idempotency.Record, error) {
-	spawnID, tool, scoped := idempotency.SpawnOf(name)
+	spawnID, named, tool, scoped := idempotency.SpawnOf(name)
 	var resolvedOn string // the entity whose history may hold the spawn's resolution
 	if scoped {
-		rec, entity, known, err := s.ridingRecordOf(ctx, spawnID, tool, name)
+		rec, entity, known, err := s.ridingRecordOf(ctx, spawnID, named, tool, name)
 		if err != nil || known {
 			return rec, err
 		}
@@ -199,35 +199,56 @@ func (s *Store) lookup(ctx context.Context, name string) (*idempotency.Record, e
 // for a call that would have resolved the spawn still pending there;
 // otherwise entity is the spawn's entity when the spawn is resolved and
 // its resolution is no longer on the tail (its history item may keep the
-// record). Its reads are the ones the call itself makes (readOnce).
-func (s *Store) ridingRecordOf(ctx context.Context, spawnID, tool, name string) (rec *idempotency.Record, entity string, known bool, err error) {
-	it, err := s.readOnce(ctx, key(s.spawnPK(), spawnID))
-	if err != nil || it == nil {
-		return nil, "", false, err
-	}
-	sp, err := decodeSpawn(it)
-	if err != nil || sp.EntityID == "" {
-		return nil, "", false, err
-	}
-	eit, err := s.readOnce(ctx, key(s.entityPK(), sp.EntityID))
-	if err != nil || eit == nil {
-		return nil, "", false, err
-	}
-	_, st, err := s.readEntityState(eit)
-	switch {
-	case err != nil:
-		return nil, "", false, err
-	case st.pending == spawnID:
-		// A terminal action that committed would have resolved it; any
-		// other call (a heartbeat) keeps its record as an item.
-		return nil, "", slices.Contains(spawn.CallbackActions(sp.Kind), tool), nil
-	case st.tailSpawn != nil && st.tailSpawn.ID == spawnID:
-		if st.tailRecord != nil && st.tailRecord.Name == name {
-			return st.tailRecord.record(), "", true, nil
+// record). named is the entity the call named: its item is read first,
+// and believed only where it names spawnID (pending there, with the copy
+// of the spawn that gives its kind, or resolved on its tail); otherwise
+// the spawn's item says which entity is its own. Its reads are the ones
+// the call itself makes (readOnce): for a callback on its own pending
+// spawn's entity, that entity's item alone.
+func (s *Store) ridingRecordOf(ctx context.Context, spawnID, named, tool, name string) (rec *idempotency.Record, entity string, known bool, err error) {
+	entity, kind := named, spawn.Kind("")
+	for {
+		if entity != "" {
+			eit, err := s.readOnce(ctx, key(s.entityPK(), entity))
+			if err != nil {
+				return nil, "", false, err
+			}
+			if eit != nil {
+				_, st, err := s.readEntityState(eit)
+				if err != nil {
+					return nil, "", false, err
+				}
+				if st.pending == spawnID && kind == "" && st.pendingSpawn != nil {
+					kind = st.pendingSpawn.Kind
+				}
+				switch {
+				case st.pending == spawnID && kind != "":
+					// A terminal action that committed would have resolved
+					// it; any other call (a heartbeat) keeps its record as
+					// an item.
+					return nil, "", slices.Contains(spawn.CallbackActions(kind), tool), nil
+				case st.tailSpawn != nil && st.tailSpawn.ID == spawnID:
+					if st.tailRecord != nil && st.tailRecord.Name == name {
+						return st.tailRecord.record(), "", true, nil
+					}
+					return nil, "", false, nil
+				}
+			}
 		}
-		return nil, "", false, nil
+		if kind != "" {
+			// The spawn's own entity: resolved, and no longer on its tail.
+			return nil, entity, false, nil
+		}
+		it, err := s.readOnce(ctx, key(s.spawnPK(), spawnID))
+		if err != nil || it == nil {
+			return nil, "", false, err
+		}
+		sp, err := decodeSpawn(it)
+		if err != nil || sp.EntityID == "" {
+			return nil, "", false, err
+		}
+		entity, kind = sp.EntityID, sp.Kind
 	}
-	return nil, sp.EntityID, false, nil
 }
 
 // historyRecordOf is the record of name kept with spawnID's resolution in

@@ -23,6 +23,9 @@ import (
 //	st    entity status or spawn state
 //	kind  entity kind
 //	ps    the id of the spawn pending on an entity
+//	psd   that spawn's document as issued, without what the entity item
+//	      says already (its id, entity, state and expiry) or its request;
+//	      psd1: the same, compressed (dict.go; pendingSpawnDoc)
 //	tail  an entity's events of an inline commit (JSON array), or tailz
 //	ent   a spawn's entity id, or the term that holds a CURIE item's CURIE
 //	project  the project of a global token
@@ -74,6 +77,11 @@ func attrInt(it map[string]types.AttributeValue, name string) (int64, bool) {
 type entityState struct {
 	version int64
 	pending string // ps: the id of the spawn pending on the entity
+	// pendingSpawn is that spawn as issued (psd), without its request: a
+	// callback names its entity, so the entity's item alone answers it
+	// (Store.PendingSpawn). Nil on items written before it was kept, or
+	// by code that did not keep it: then the spawn's item answers.
+	pendingSpawn *spawn.Spawn
 	// expires is expires_at (the index sort key): while a spawn is
 	// pending its expiry, while the entity's latest spawn is one that
 	// timed out (timedOut) that spawn's.
@@ -125,6 +133,11 @@ func (s *Store) entityItem(e ledger.Entity, st entityState) (map[string]types.At
 	switch {
 	case st.pending != "":
 		it["ps"], it[PendingKey], it[ExpiresAtKey] = str(st.pending), str(s.pendingPK(st.pending)), str(st.expires)
+		if st.pendingSpawn != nil && st.pendingSpawn.ID == st.pending {
+			if err := pendingSpawnDoc(it, *st.pendingSpawn); err != nil {
+				return nil, err
+			}
+		}
 	case st.timedOut != "":
 		it["to"], it["toh"], it[PendingKey], it[ExpiresAtKey] = str(st.timedOut), str(st.toHistory), str(s.timedOutPK()), str(st.expires)
 	}
@@ -190,6 +203,11 @@ func decodeEntity(it map[string]types.AttributeValue) (ledger.Entity, entityStat
 	}
 	st.version = e.Version
 	st.tailVersion, _ = attrInt(it, "tv")
+	if st.pending != "" {
+		if st.pendingSpawn, err = decodePendingSpawn(it, e.ID, st); err != nil {
+			return e, st, err
+		}
+	}
 	tail, err := unpackText(it, "tail")
 	if err == nil && len(tail) > 0 {
 		if tail[0] == '{' {
@@ -204,6 +222,39 @@ func decodeEntity(it map[string]types.AttributeValue) (ledger.Entity, entityStat
 		return e, st, fmt.Errorf("dynamo: decode entity %s tail: %w", e.ID, err)
 	}
 	return e, st, nil
+}
+
+// pendingSpawnDoc stores sp, the spawn pending on the entity of item it,
+// under psd: its document without its id, entity, state and expiry, which
+// the item's ps and expires_at hold (a heartbeat moves the expiry), and
+// without its request, which only its own item keeps. About 150 bytes
+// compressed, so that a short claim's issue still writes one unit.
+func pendingSpawnDoc(it map[string]types.AttributeValue, sp spawn.Spawn) error {
+	sp.ID, sp.EntityID, sp.State, sp.ExpiresAt, sp.Request = "", "", "", time.Time{}, nil
+	doc, err := json.Marshal(sp)
+	if err != nil {
+		return err
+	}
+	packText(it, "psd", doc)
+	return nil
+}
+
+// decodePendingSpawn is the spawn pending on entity as its item stores it
+// (pendingSpawnDoc), or nil where the item does not.
+func decodePendingSpawn(it map[string]types.AttributeValue, entity string, st entityState) (*spawn.Spawn, error) {
+	doc, err := unpackText(it, "psd")
+	if err != nil || len(doc) == 0 {
+		return nil, err
+	}
+	var sp spawn.Spawn
+	if err := json.Unmarshal(doc, &sp); err != nil {
+		return nil, fmt.Errorf("dynamo: decode entity %s pending spawn: %w", entity, err)
+	}
+	if sp.ExpiresAt, err = time.Parse(timeKey, st.expires); err != nil {
+		return nil, fmt.Errorf("dynamo: decode entity %s pending expiry: %w", entity, err)
+	}
+	sp.ID, sp.EntityID, sp.State = st.pending, entity, spawn.Pending
+	return &sp, nil
 }
 
 // spawnItem is a spawn's item under P#<p>#S: its document and payload.
@@ -350,7 +401,7 @@ func ridingRecord(put *idempotency.Put, spawnID string) *ridingKey {
 	if put == nil || !put.MayDefer || len(put.Body) > maxRidingBody {
 		return nil
 	}
-	if id, _, ok := idempotency.SpawnOf(put.Name); !ok || id != spawnID {
+	if id, _, _, ok := idempotency.SpawnOf(put.Name); !ok || id != spawnID {
 		return nil
 	}
 	// Replayed byte for byte: only a compact document (as envelope.Marshal

@@ -44,7 +44,7 @@ func TestACallbacksKeyRidesOnTheResolutionItCommits(t *testing.T) {
 				t.Fatal(err)
 			}
 			rid := requestOf(t, r).RequestID
-			name := idempotency.Scope("", rid, "dismiss") + "/k1"
+			name := idempotency.Scope("", rid, res.ID, "dismiss") + "/k1"
 			key := &idempotency.Pending{Name: name, Fingerprint: "fp1", MayDefer: true, Clock: func() time.Time { return now },
 				Respond: func(any, []envelope.Warning) (int, []byte, bool) { return 200, []byte(c.body), true }}
 			counter.Reset()

@@ -64,6 +64,22 @@ func (s *Store) GetSpawn(ctx context.Context, id string) (spawn.Spawn, error) {
 	return done, nil
 }
 
+// PendingSpawn implements store.PendingSpawnStore: the entity's item
+// keeps a copy of the spawn pending on it (psd, pendingSpawnDoc), so a
+// callback, which names both, reads one item where GetSpawn reads two.
+// The read is the one the call makes of the entity anyway (readOnce).
+func (s *Store) PendingSpawn(ctx context.Context, entity, id string) (spawn.Spawn, bool, error) {
+	it, err := s.readOnce(ctx, key(s.entityPK(), entity))
+	if err != nil || it == nil {
+		return spawn.Spawn{}, false, err
+	}
+	_, st, err := s.readEntityState(it)
+	if err != nil || st.pending != id || st.pendingSpawn == nil {
+		return spawn.Spawn{}, false, err
+	}
+	return *st.pendingSpawn, true, nil
+}
+
 // readEntityState decodes an entity item, remembering the state beside
 // it (as readEntity), and returns that state too.
 func (s *Store) readEntityState(it map[string]types.AttributeValue) (ledger.Entity, entityState, error) {
