@@ -244,10 +244,10 @@ func (s *Store) ridingRecordOf(ctx context.Context, spawnID, named, tool, name s
 			return nil, "", false, err
 		}
 		sp, err := decodeSpawn(it)
-		if err != nil || sp.EntityID == "" {
+		if err != nil || sp.EntityID == "" || sp.Kind == "" {
 			return nil, "", false, err
 		}
-		entity, kind = sp.EntityID, sp.Kind
+		entity, kind = sp.EntityID, sp.Kind // the loop ends on its next pass
 	}
 }
 
