@@ -9,6 +9,9 @@
 #      spawn_timeout, over DONT_IT_BENCH_SPAWNS spawns (default 200) per
 #      case: real delayed SQS messages, the sweeper function driven by a
 #      Lambda-like poller loop, DynamoDB stand-in. Goal: p99 < 2 s.
+#   4. The api bootstrap's peak resident memory over the lifecycles of
+#      TestBenchLambdaCPU, which fails above half of the 128 MB the stack
+#      gives the api.
 #
 #   bash bench/aws.sh
 set -euo pipefail
@@ -42,3 +45,7 @@ echo
 echo "## Timeout lag: expires_at -> committed spawn_timeout (SQS stand-in fauxqs, DynamoDB stand-in)"
 echo
 sed -n 's/^BENCH //p' "$tmp/run.log" | awk 'NR > 4'
+echo
+echo "## Peak resident memory of the api bootstrap (TestBenchLambdaCPU; it fails above half the deployed size)"
+echo
+sed -n 's/^MEM | //p' "$tmp/run.log"

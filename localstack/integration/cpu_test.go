@@ -45,6 +45,26 @@ func (l *launched) bootstrapPID(t *testing.T) int {
 	return 0
 }
 
+// peakRSSMB is process pid's peak resident memory (VmHWM), in MB.
+func peakRSSMB(t *testing.T, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			if err != nil {
+				t.Fatalf("VmHWM %q: %v", v, err)
+			}
+			return float64(kb) / 1024
+		}
+	}
+	t.Fatalf("no VmHWM in /proc/%d/status", pid)
+	return 0
+}
+
 // cpuTime is the CPU time process pid has used, all its threads together,
 // from the scheduler's per-thread nanosecond counters.
 func cpuTime(t *testing.T, pid int) time.Duration {
@@ -153,6 +173,15 @@ func TestBenchLambdaCPU(t *testing.T) {
 		})
 	}
 	apiMeter.row("api", "lifecycle (assume + callback, 2 requests)")
+	// The stack gives the api 128 MB (infra/stack DefaultAPIMemoryMB, the
+	// size by cost per operation): its bootstrap's peak resident memory
+	// over these lifecycles must leave half of that free.
+	const apiMemoryMB = 128
+	if peak := peakRSSMB(t, apiMeter.pid); peak > apiMemoryMB/2 {
+		t.Errorf("the api bootstrap's peak RSS is %.1f MB: more than half of its %d MB", peak, apiMemoryMB)
+	} else {
+		fmt.Printf("MEM | api | peak RSS %.1f MB after %d lifecycles | deployed at %d MB |\n", peak, n, apiMemoryMB)
+	}
 
 	// Sweeper: n spawns over the same projects, their timeout messages
 	// received once due and handed over ten to a batch.
