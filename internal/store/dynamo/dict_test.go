@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,43 @@ func TestAnAssumesSpawnItemStaysUnderOneKilobyte(t *testing.T) {
 	back, err := decodeSpawn(it)
 	if err != nil || !bytes.Equal(back.Request, sp.Request) || back.ID != sp.ID || back.RequestedBy != sp.RequestedBy {
 		t.Fatalf("read back %+v, %v", back, err)
+	}
+}
+
+// An issue's put of a 300-character claim's entity item — its document,
+// the spawn_requested event on its tail, the copy of its pending spawn —
+// stays under 1 KB: one write unit, as without the copy.
+func TestAnIssuedEntityItemWithItsPendingSpawnStaysUnderOneKilobyte(t *testing.T) {
+	s := New(nil, "t", "a-project-name")
+	at := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	e := ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Status: ledger.Unverified, Version: 2, CreatedAt: at, UpdatedAt: at,
+		Statement: "The 2019 revision of the SI fixed the Boltzmann constant at exactly 1.380649e-23 J/K, so the kelvin no longer " +
+			"depends on the triple point of water; water at standard sea-level pressure (101.325 kPa) still boils at about " +
+			"99.97 degrees Celsius on ITS-90, not exactly 100, according to the CRC Handbook (97th edition), table 6-10."}
+	sp := spawn.Spawn{ID: ids.New(ids.Spawn, at), Kind: spawn.Assume, EntityID: e.ID, State: spawn.Pending, Mode: spawn.ModeHarness,
+		PreStatus: ledger.Verified, IssuedAt: at, ExpiresAt: at.Add(24 * time.Hour), EntityVersion: 2, RequestedBy: ids.New(ids.Token, at),
+		KeyDigest: "306a4606092fbce9af38ab122d994e5d", Request: []byte(`{"request_id":"x"}`)}
+	e.PendingSpawn, e.LastSpawn = sp.ID, sp.ID
+	ev := ledger.Event{ID: ids.New(ids.Event, at), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: sp.ID, Author: "api", At: at,
+		From: ledger.Verified, To: ledger.Unverified,
+		Detail: map[string]any{"request_kind": "assume", "expires_at": sp.ExpiresAt.Format(spawn.TimeFormat), "mode": "harness"}}
+	it, err := s.entityItem(e, entityState{pending: sp.ID, pendingSpawn: &sp, expires: timeText(sp.ExpiresAt), tail: []ledger.Event{ev}, listed: "verified"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := itemBytes(it)
+	t.Logf("issued entity item: %d bytes, of which the pending spawn's copy %d", n, itemBytes(map[string]types.AttributeValue{"psd1": it["psd1"]}))
+	if n >= 1024 {
+		t.Fatalf("an issued entity item of %d bytes for a %d-character claim: two write units", n, len(e.Statement))
+	}
+	_, st, err := decodeEntity(it)
+	if err != nil || st.pendingSpawn == nil {
+		t.Fatalf("read back %+v, %v", st, err)
+	}
+	back := *st.pendingSpawn
+	sp.Request = nil
+	if fmt.Sprintf("%+v", back) != fmt.Sprintf("%+v", sp) {
+		t.Fatalf("the pending spawn read back\n%+v\nwant\n%+v", back, sp)
 	}
 }
 

@@ -227,8 +227,9 @@ func decodeEntity(it map[string]types.AttributeValue) (ledger.Entity, entityStat
 // pendingSpawnDoc stores sp, the spawn pending on the entity of item it,
 // under psd: its document without its id, entity, state and expiry, which
 // the item's ps and expires_at hold (a heartbeat moves the expiry), and
-// without its request, which only its own item keeps. About 150 bytes
-// compressed, so that a short claim's issue still writes one unit.
+// without its request, which only its own item keeps. About 120 bytes
+// compressed, so that an issue still writes one unit
+// (TestAnIssuedEntityItemWithItsPendingSpawnStaysUnderOneKilobyte).
 func pendingSpawnDoc(it map[string]types.AttributeValue, sp spawn.Spawn) error {
 	sp.ID, sp.EntityID, sp.State, sp.ExpiresAt, sp.Request = "", "", "", time.Time{}, nil
 	doc, err := json.Marshal(sp)
