@@ -59,14 +59,7 @@ func TestItemsWrittenBeforeTheDictionaryStillRead(t *testing.T) {
 // one write unit (under 1 KB): its request, prompt included, compresses
 // against the dictionary (docs/aws-cost.md).
 func TestAnAssumesSpawnItemStaysUnderOneKilobyte(t *testing.T) {
-	s := New(nil, "t", "a-project-name")
-	at := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
-	e := ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Status: ledger.Unverified, Version: 1, CreatedAt: at, UpdatedAt: at,
-		Statement: "The 2019 revision of the SI fixed the Boltzmann constant at exactly 1.380649e-23 J/K, so the kelvin no longer " +
-			"depends on the triple point of water; water at standard sea-level pressure (101.325 kPa) still boils at about " +
-			"99.97 degrees Celsius on ITS-90, not exactly 100, according to the CRC Handbook (97th edition), table 6-10."}
-	sp := spawn.Spawn{ID: ids.New(ids.Spawn, at), Kind: spawn.Assume, EntityID: e.ID, State: spawn.Pending, Mode: spawn.ModeHarness,
-		PreStatus: e.Status, IssuedAt: at, ExpiresAt: at.Add(24 * time.Hour), EntityVersion: 2, RequestedBy: ids.New(ids.Token, at)}
+	s, e, sp := longClaimUnderReview()
 	req := spawn.NewRequest(sp, &e)
 	req.Context.ForbiddenTools = nil // derived, not stored
 	var b bytes.Buffer
@@ -95,16 +88,10 @@ func TestAnAssumesSpawnItemStaysUnderOneKilobyte(t *testing.T) {
 // the spawn_requested event on its tail, the copy of its pending spawn —
 // stays under 1 KB: one write unit, as without the copy.
 func TestAnIssuedEntityItemWithItsPendingSpawnStaysUnderOneKilobyte(t *testing.T) {
-	s := New(nil, "t", "a-project-name")
-	at := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
-	e := ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Status: ledger.Unverified, Version: 2, CreatedAt: at, UpdatedAt: at,
-		Statement: "The 2019 revision of the SI fixed the Boltzmann constant at exactly 1.380649e-23 J/K, so the kelvin no longer " +
-			"depends on the triple point of water; water at standard sea-level pressure (101.325 kPa) still boils at about " +
-			"99.97 degrees Celsius on ITS-90, not exactly 100, according to the CRC Handbook (97th edition), table 6-10."}
-	sp := spawn.Spawn{ID: ids.New(ids.Spawn, at), Kind: spawn.Assume, EntityID: e.ID, State: spawn.Pending, Mode: spawn.ModeHarness,
-		PreStatus: ledger.Verified, IssuedAt: at, ExpiresAt: at.Add(24 * time.Hour), EntityVersion: 2, RequestedBy: ids.New(ids.Token, at),
-		KeyDigest: "306a4606092fbce9af38ab122d994e5d", Request: []byte(`{"request_id":"x"}`)}
-	e.PendingSpawn, e.LastSpawn = sp.ID, sp.ID
+	s, e, sp := longClaimUnderReview()
+	at := sp.IssuedAt
+	sp.KeyDigest, sp.Request = "306a4606092fbce9af38ab122d994e5d", []byte(`{"request_id":"x"}`)
+	e.Version, e.PendingSpawn, e.LastSpawn = 2, sp.ID, sp.ID
 	ev := ledger.Event{ID: ids.New(ids.Event, at), Kind: ledger.EvSpawnRequested, EntityID: e.ID, RequestID: sp.ID, Author: "api", At: at,
 		From: ledger.Verified, To: ledger.Unverified,
 		Detail: map[string]any{"request_kind": "assume", "expires_at": sp.ExpiresAt.Format(spawn.TimeFormat), "mode": "harness"}}
@@ -126,6 +113,19 @@ func TestAnIssuedEntityItemWithItsPendingSpawnStaysUnderOneKilobyte(t *testing.T
 	if fmt.Sprintf("%+v", back) != fmt.Sprintf("%+v", sp) {
 		t.Fatalf("the pending spawn read back\n%+v\nwant\n%+v", back, sp)
 	}
+}
+
+// longClaimUnderReview is a store, a claim of 300 characters and an
+// assume spawn issued on it: the sizes the tests above hold under 1 KB.
+func longClaimUnderReview() (*Store, ledger.Entity, spawn.Spawn) {
+	at := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	e := ledger.Entity{ID: ids.New(ids.Claim, at), Kind: ledger.KindClaim, Status: ledger.Unverified, Version: 1, CreatedAt: at, UpdatedAt: at,
+		Statement: "The 2019 revision of the SI fixed the Boltzmann constant at exactly 1.380649e-23 J/K, so the kelvin no longer " +
+			"depends on the triple point of water; water at standard sea-level pressure (101.325 kPa) still boils at about " +
+			"99.97 degrees Celsius on ITS-90, not exactly 100, according to the CRC Handbook (97th edition), table 6-10."}
+	sp := spawn.Spawn{ID: ids.New(ids.Spawn, at), Kind: spawn.Assume, EntityID: e.ID, State: spawn.Pending, Mode: spawn.ModeHarness,
+		PreStatus: e.Status, IssuedAt: at, ExpiresAt: at.Add(24 * time.Hour), EntityVersion: 2, RequestedBy: ids.New(ids.Token, at)}
+	return New(nil, "t", "a-project-name"), e, sp
 }
 
 // itemBytes is an item's size as DynamoDB bills it: names and values.
