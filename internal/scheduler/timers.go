@@ -44,10 +44,9 @@ type Timers struct {
 	// Log receives retries and drops (default: discard).
 	Log *slog.Logger
 
-	mu    sync.Mutex
-	h     timerHeap
-	index map[string]bool
-	wake  chan struct{}
+	mu   sync.Mutex
+	h    timerHeap
+	wake chan struct{}
 }
 
 // ScheduleTimeout implements service.TimeoutScheduler. A spawn already
@@ -58,26 +57,45 @@ func (t *Timers) ScheduleTimeout(_ context.Context, requestID string, expiresAt 
 	return nil
 }
 
+// CancelTimeout implements service.TimeoutCanceller: the service calls it
+// once the spawn is resolved, and its timer goes. Without it every
+// resolved spawn's timer stayed until its expiry, then read the store to
+// find the spawn resolved: under load the heap held every spawn of the
+// last timeout's length, and once it reached Capacity new spawns got no
+// timer at all (TestTimersForgetAResolvedSpawn).
+func (t *Timers) CancelTimeout(requestID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i, held := t.h.at[requestID]; held {
+		heap.Remove(&t.h, i)
+	}
+}
+
+// ready makes the heap's index and the wake channel on first use.
+// t.mu is held.
+func (t *Timers) ready() {
+	if t.h.at == nil {
+		t.h.at = map[string]int{}
+		t.wake = make(chan struct{}, 1)
+	}
+}
+
 func (t *Timers) push(tm timer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.index == nil {
-		t.index = map[string]bool{}
-		t.wake = make(chan struct{}, 1)
-	}
-	if t.index[tm.requestID] {
+	t.ready()
+	if _, held := t.h.at[tm.requestID]; held {
 		return
 	}
 	capacity := t.Capacity
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
-	if len(t.h) >= capacity {
+	if t.h.Len() >= capacity {
 		t.log().Warn("timeout timers full; the sweep will expire this spawn", "request_id", tm.requestID, "capacity", capacity)
 		return
 	}
 	heap.Push(&t.h, tm)
-	t.index[tm.requestID] = true
 	select {
 	case t.wake <- struct{}{}:
 	default:
@@ -88,7 +106,7 @@ func (t *Timers) push(tm timer) {
 func (t *Timers) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.h)
+	return t.h.Len()
 }
 
 // Run expires spawns as they come due until ctx is done. It calls exp
@@ -97,10 +115,7 @@ func (t *Timers) Len() int {
 // remainder; a failed call is retried a few times, then left to the sweep.
 func (t *Timers) Run(ctx context.Context, exp Expirer) {
 	t.mu.Lock()
-	if t.index == nil {
-		t.index = map[string]bool{}
-		t.wake = make(chan struct{}, 1)
-	}
+	t.ready()
 	wake := t.wake
 	t.mu.Unlock()
 	wait := time.NewTimer(time.Hour)
@@ -158,13 +173,11 @@ func (t *Timers) popDue() (due []timer, next time.Time, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
-	for len(t.h) > 0 && !t.h[0].due.After(now) {
-		tm := heap.Pop(&t.h).(timer)
-		delete(t.index, tm.requestID)
-		due = append(due, tm)
+	for t.h.Len() > 0 && !t.h.items[0].due.After(now) {
+		due = append(due, heap.Pop(&t.h).(timer))
 	}
-	if len(t.h) > 0 {
-		return due, t.h[0].due, true
+	if t.h.Len() > 0 {
+		return due, t.h.items[0].due, true
 	}
 	return due, time.Time{}, false
 }
@@ -189,16 +202,30 @@ type timer struct {
 	attempts  int
 }
 
-type timerHeap []timer
+// timerHeap is a min-heap of timers by due time that knows where each
+// spawn's timer is, so that CancelTimeout can take it out.
+type timerHeap struct {
+	items []timer
+	at    map[string]int // request id -> index in items
+}
 
-func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
-func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timer)) }
+func (h *timerHeap) Len() int           { return len(h.items) }
+func (h *timerHeap) Less(i, j int) bool { return h.items[i].due.Before(h.items[j].due) }
+func (h *timerHeap) Swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.at[h.items[i].requestID] = i
+	h.at[h.items[j].requestID] = j
+}
+func (h *timerHeap) Push(x any) {
+	tm := x.(timer)
+	h.at[tm.requestID] = len(h.items)
+	h.items = append(h.items, tm)
+}
 func (h *timerHeap) Pop() any {
-	old := *h
-	n := len(old)
-	x := old[n-1]
-	*h = old[:n-1]
-	return x
+	n := len(h.items)
+	tm := h.items[n-1]
+	h.items[n-1] = timer{}
+	h.items = h.items[:n-1]
+	delete(h.at, tm.requestID)
+	return tm
 }

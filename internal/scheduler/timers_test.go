@@ -14,6 +14,7 @@ import (
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
 	"github.com/dont-cli/dont/internal/store/sqlite"
+	"pgregory.net/rapid"
 )
 
 // fakeExpirer records calls; due says when each request is really due,
@@ -144,6 +145,118 @@ func TestTimersHoldOneTimerPerSpawnAndAreBounded(t *testing.T) {
 	}
 	if tm.Len() != 2 {
 		t.Fatalf("Len = %d, want 2", tm.Len())
+	}
+}
+
+// A resolved spawn's timer goes at once: it is not expired when its time
+// comes, the spawns around it are, in order, and forgetting a spawn the
+// timers never held does nothing.
+func TestTimersForgetAResolvedSpawn(t *testing.T) {
+	f := newFake()
+	tm := &scheduler.Timers{}
+	run(t, tm, f)
+	start := time.Now()
+	for id, in := range map[string]time.Duration{"spawn:a": 50 * time.Millisecond, "spawn:b": 100 * time.Millisecond, "spawn:c": 150 * time.Millisecond} {
+		f.due[id] = start.Add(in)
+		tm.ScheduleTimeout(context.Background(), id, start.Add(in))
+	}
+	tm.CancelTimeout("spawn:b")
+	tm.CancelTimeout("spawn:never-held")
+	if tm.Len() != 2 {
+		t.Fatalf("Len = %d after forgetting one of three, want 2", tm.Len())
+	}
+	got := waitDone(t, f, "spawn:a", "spawn:c")
+	if !got["spawn:a"].Before(got["spawn:c"]) {
+		t.Fatalf("expired out of order: %v", got)
+	}
+	// spawn:b was due before spawn:c: had its timer stayed, it would have
+	// been expired first.
+	if n := f.callCount("spawn:b"); n != 0 {
+		t.Fatalf("the forgotten spawn:b was expired %d times", n)
+	}
+}
+
+// Any mix of schedules and cancels leaves the heap expiring exactly the
+// spawns still held, each once, in expiry order.
+func TestTimersExpireWhatIsLeftInOrderAfterAnyCancels(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		base := time.Unix(1_700_000_000, 0)
+		tm := &scheduler.Timers{Now: func() time.Time { return base.Add(time.Hour) }}
+		held := map[string]time.Time{}
+		ids := rapid.SampledFrom([]string{"spawn:1", "spawn:2", "spawn:3", "spawn:4", "spawn:5", "spawn:6", "spawn:7", "spawn:8"})
+		for range rapid.IntRange(0, 40).Draw(rt, "ops") {
+			id := ids.Draw(rt, "id")
+			if rapid.Bool().Draw(rt, "cancel") {
+				tm.CancelTimeout(id)
+				delete(held, id)
+				continue
+			}
+			due := base.Add(time.Duration(rapid.IntRange(0, 30).Draw(rt, "due")) * time.Minute)
+			tm.ScheduleTimeout(context.Background(), id, due)
+			if _, ok := held[id]; !ok {
+				held[id] = due // a spawn already held keeps its timer
+			}
+		}
+		if tm.Len() != len(held) {
+			rt.Fatalf("Len = %d, want %d", tm.Len(), len(held))
+		}
+		f := newFake()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		stopped := make(chan struct{})
+		go func() { tm.Run(ctx, f); close(stopped) }()
+		var order []string
+		for range held {
+			select {
+			case id := <-f.done:
+				order = append(order, id)
+			case <-time.After(5 * time.Second):
+				rt.Fatalf("expired %v of %v", order, held)
+			}
+		}
+		cancel()
+		<-stopped
+		for i, id := range order {
+			if _, ok := held[id]; !ok || f.callCount(id) != 1 {
+				rt.Fatalf("expired %s (%d calls), held %v", id, f.callCount(id), held)
+			}
+			if i > 0 && held[id].Before(held[order[i-1]]) {
+				rt.Fatalf("expired out of order: %v, due %v", order, held)
+			}
+		}
+	})
+}
+
+// With the real service over SQLite: a spawn's callback takes its timer
+// away in the same call, so a resolved spawn never waits in the heap.
+func TestTimersForgetASpawnOnceItsCallbackResolvesIt(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Create(ctx, filepath.Join(t.TempDir(), "dont.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tm := &scheduler.Timers{}
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, SpawnTimeout: time.Hour, Author: "test", Scheduler: tm})
+	run(t, tm, svc)
+	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spawned, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: res.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tm.Len() != 1 {
+		t.Fatalf("the spawn did not reach the scheduler (Len = %d)", tm.Len())
+	}
+	_, _, err = svc.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: res.ID, RequestID: spawned.Spawn.ID,
+		Evidence: []string{"https://example.org/source"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tm.Len() != 0 {
+		t.Fatalf("%d timers left after the callback resolved the spawn", tm.Len())
 	}
 }
 

@@ -83,6 +83,9 @@ func (s *core) runStep(ctx context.Context, step spawn.Step, key *idempotency.Pe
 		if err != nil {
 			return tr, storeErr(err)
 		}
+		if tr.Spawn.State == spawn.Resolved {
+			s.cancelTimeout(tr.Spawn.ID)
+		}
 		if tr.Effect == spawn.TimeoutFirst && attempt < maxAttempts {
 			first := tr
 			timedOut = &first

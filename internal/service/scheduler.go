@@ -12,6 +12,15 @@ type TimeoutScheduler interface {
 	ScheduleTimeout(ctx context.Context, requestID string, expiresAt time.Time) error
 }
 
+// TimeoutCanceller is the optional extension of TimeoutScheduler that
+// forgets a spawn's timer once the spawn is resolved, so that the timer
+// neither holds memory until the expiry nor reads the store then (dont
+// serve's timers). A delayed SQS message cannot be taken back: the
+// sweeper that receives it finds the spawn resolved and does nothing.
+type TimeoutCanceller interface {
+	CancelTimeout(requestID string)
+}
+
 // ApprovalTimeoutScheduler is the optional extension of TimeoutScheduler
 // that drives question deadlines from outside (a delayed queue message
 // calling ExpireApproval). Embedded mode needs none: every invocation

@@ -435,3 +435,11 @@ func isCondition(err error) bool {
 	var c *store.ConditionFailed
 	return errors.As(err, &c)
 }
+
+// cancelTimeout tells the Scheduler, if it can forget a timer, that the
+// spawn requestID names is resolved.
+func (s *core) cancelTimeout(requestID string) {
+	if c, ok := s.Scheduler.(TimeoutCanceller); ok {
+		c.CancelTimeout(requestID)
+	}
+}
