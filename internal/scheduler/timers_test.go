@@ -231,26 +231,12 @@ func TestTimersExpireWhatIsLeftInOrderAfterAnyCancels(t *testing.T) {
 // away in the same call, so a resolved spawn never waits in the heap.
 func TestTimersForgetASpawnOnceItsCallbackResolvesIt(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Create(ctx, filepath.Join(t.TempDir(), "dont.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	tm := &scheduler.Timers{}
-	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, SpawnTimeout: time.Hour, Author: "test", Scheduler: tm})
-	run(t, tm, svc)
-	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spawned, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: res.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tm, svc := timedService(t, time.Hour)
+	res, spawned := assumed(t, svc)
 	if tm.Len() != 1 {
 		t.Fatalf("the spawn did not reach the scheduler (Len = %d)", tm.Len())
 	}
-	_, _, err = svc.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: res.ID, RequestID: spawned.Spawn.ID,
+	_, _, err := svc.Spawns.Resolve(ctx, service.TransitionInput{Action: ledger.Verify, EntityID: res.ID, RequestID: spawned.Spawn.ID,
 		Evidence: []string{"https://example.org/source"}})
 	if err != nil {
 		t.Fatal(err)
@@ -260,18 +246,41 @@ func TestTimersForgetASpawnOnceItsCallbackResolvesIt(t *testing.T) {
 	}
 }
 
+// timedService is the real service over a new SQLite store, with the
+// timers it schedules on running.
+func timedService(t *testing.T, timeout time.Duration) (*sqlite.Store, *scheduler.Timers, *service.Service) {
+	t.Helper()
+	st, err := sqlite.Create(context.Background(), filepath.Join(t.TempDir(), "dont.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tm := &scheduler.Timers{}
+	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, SpawnTimeout: timeout, Author: "test", Scheduler: tm})
+	run(t, tm, svc)
+	return st, tm, svc
+}
+
+// assumed is a new claim and the pending assume spawn on it.
+func assumed(t *testing.T, svc *service.Service) (service.EntityView, service.Spawned) {
+	t.Helper()
+	ctx := context.Background()
+	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spawned, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: res.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, spawned
+}
+
 // With the real service over SQLite: the timer alone, no sweep, commits
 // the spawn_timeout and restores the pre-spawn status (verified).
 func TestTimersTimeOutARealSpawnWithoutASweep(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Create(ctx, filepath.Join(t.TempDir(), "dont.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	tm := &scheduler.Timers{}
-	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, SpawnTimeout: 200 * time.Millisecond, Author: "test", Scheduler: tm})
-	run(t, tm, svc)
+	st, tm, svc := timedService(t, 200*time.Millisecond)
 
 	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
 	if err != nil {
@@ -317,22 +326,8 @@ func TestTimersTimeOutARealSpawnWithoutASweep(t *testing.T) {
 // timeout is committed no earlier than the moved expiry.
 func TestTimersFollowAHeartbeatThatMovedTheExpiry(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlite.Create(ctx, filepath.Join(t.TempDir(), "dont.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	tm := &scheduler.Timers{}
-	svc := service.New(service.Deps{ToolNames: tools.Names(), Store: st, Confirmations: st, SpawnTimeout: 200 * time.Millisecond, Author: "test", Scheduler: tm})
-	run(t, tm, svc)
-	res, err := svc.Ledger.Conclude(ctx, service.ConcludeInput{Statement: "water boils at 100 C at sea level"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spawned, _, err := svc.Spawns.Request(ctx, service.SpawnInput{Kind: spawn.Assume, EntityID: res.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _, svc := timedService(t, 200*time.Millisecond)
+	_, spawned := assumed(t, svc)
 	hb, _, err := svc.Spawns.Heartbeat(ctx, spawned.Spawn.ID, 700*time.Millisecond, nil)
 	if err != nil || !hb.Moved {
 		t.Fatalf("heartbeat %+v %v", hb, err)
