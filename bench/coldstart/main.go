@@ -8,7 +8,11 @@
 // of wall time, of CPU time (user + system, which a loaded machine
 // disturbs less), of max RSS and of minor page faults (rusage: the pages
 // of the binary a run touches are most of its RSS), and the headline is
-// the ratio of dont show's wall time to the floor's. -also NAME=BINARY
+// the ratio of dont show's wall time to the floor's. Both programs are
+// also built with -tags startuponly, which exits once every package they
+// link is initialised: dont's start-up plus what the floor does after its
+// own is the start-up bound, the least any `dont show` linking what dont
+// links can take. -also NAME=BINARY
 // (repeatable) times `BINARY show <id> --json` in the same rounds — main's
 // dont, or a variant build — so a before and after come from one run.
 // Every row runs from a copy of its binary made just
@@ -83,6 +87,12 @@ func main() {
 	buildWith(plain, "./cli/dont")
 	floor := filepath.Join(dir, "sqlitefloor")
 	build(floor, "./bench/coldstart/sqlitefloor")
+	// The same two programs built to exit once every package they link is
+	// initialised (their startuponly.go): their start-up alone.
+	dontStartup := filepath.Join(dir, "dont-startup")
+	build(dontStartup, "./cli/dont", "-tags", "startuponly")
+	floorStartup := filepath.Join(dir, "sqlitefloor-startup")
+	build(floorStartup, "./bench/coldstart/sqlitefloor", "-tags", "startuponly")
 
 	proj := filepath.Join(dir, "proj")
 	check(os.Mkdir(proj, 0o755))
@@ -93,7 +103,8 @@ func main() {
 	check(json.Unmarshal(run(proj, dont, "conclude", "water boils at 100 C at sea level").out, &env))
 
 	db := filepath.Join(proj, ".dont", "dont.db")
-	// One row per binary; the floor is rows[1] and dont show rows[3].
+	// One row per binary; the floor is rows[1], dont show rows[3] and the
+	// start-ups rows[5] and rows[6].
 	type row struct {
 		name string
 		bin  string
@@ -107,6 +118,8 @@ func main() {
 		{name: "dont --help (no store)", bin: dont, args: []string{"--help"}},
 		{name: "dont show <id> --json", bin: dont, args: showArgs},
 		{name: "dont show <id> --json (go build, not stripped)", bin: plain, args: showArgs},
+		{name: "sqlite floor, start-up only (-tags startuponly)", bin: floorStartup, args: []string{db, env.Data.ID}},
+		{name: "dont, start-up only (-tags startuponly)", bin: dontStartup, args: showArgs},
 	}
 	for _, v := range also {
 		rows = append(rows, row{name: "dont show <id> --json (" + v.name + ")", bin: v.bin, args: showArgs})
@@ -116,6 +129,12 @@ func main() {
 	// cache histories differ), so all start from the same kind of file.
 	// The kernel copies (copy_file_range): a buffer here would raise this
 	// process's max RSS, which Linux counts into every child's.
+	for _, k := range []int{5, 6} {
+		// A start-up build that prints has run past its start-up.
+		if out := run(proj, rows[k].bin, rows[k].args...).out; len(out) > 0 {
+			check(fmt.Errorf("%s printed %q: it ran past its start-up", rows[k].name, out))
+		}
+	}
 	for k := range rows {
 		rows[k].bin = copyBinary(rows[k].bin, filepath.Join(dir, fmt.Sprintf("run%d-%s", k, filepath.Base(rows[k].bin))))
 	}
@@ -140,6 +159,12 @@ func main() {
 	}
 	show := rows[3]
 	ratio := float64(median(walls(show.s))) / float64(floorT)
+	// What no change after start-up can beat: dont's start-up plus the
+	// floor's own work (the floor less its start-up), were everything
+	// dont does after its start-up as cheap as the floor's statements.
+	bound := median(walls(rows[6].s)) + floorT - median(walls(rows[5].s))
+	fmt.Printf("\nstart-up bound: dont's start-up %s + the floor's work after its own start-up %s = %s, %.2fx the floor: the least a `dont show` linking what dont links can take\n",
+		ms(median(walls(rows[6].s))), ms(floorT-median(walls(rows[5].s))), ms(bound), float64(bound)/float64(floorT))
 	rss := medianRSS(show.s)
 	// A child's rusage max RSS starts from its parent's high-water mark at
 	// the fork (Linux carries it across exec), so a value at or below this

@@ -36,7 +36,20 @@ type coldRow struct {
 type coldStart struct {
 	Rows        []coldRow
 	Floor, Show *coldRow // the SQLite floor and `dont show <id> --json`
-	Raw         string   // the command's output, as printed
+	// FloorStartup and ShowStartup are the two built with -tags
+	// startuponly: their start-up alone (nil in an older output).
+	FloorStartup, ShowStartup *coldRow
+	Raw                       string // the command's output, as printed
+}
+
+// startupBound is dont's start-up plus the floor's work after its own
+// start-up, in ms: the least a `dont show` linking what dont links can
+// take (bench/coldstart); -1 when the run has no start-up rows.
+func (c coldStart) startupBound() float64 {
+	if c.Floor == nil || c.FloorStartup == nil || c.ShowStartup == nil || c.FloorStartup.WallMs < 0 || c.ShowStartup.WallMs < 0 {
+		return -1
+	}
+	return c.ShowStartup.WallMs + c.Floor.WallMs - c.FloorStartup.WallMs
 }
 
 // lifeRow is one benchmark of bench/lifecycles (medians of its rounds).
@@ -212,6 +225,12 @@ func parseColdStart(out string) coldStart {
 	for i := range c.Rows {
 		n := c.Rows[i].Name
 		switch {
+		case strings.Contains(n, "start-up only"):
+			if strings.Contains(n, "floor") {
+				c.FloorStartup = &c.Rows[i]
+			} else {
+				c.ShowStartup = &c.Rows[i]
+			}
 		case c.Floor == nil && strings.Contains(n, "floor"):
 			c.Floor = &c.Rows[i]
 		case c.Show == nil && strings.HasPrefix(n, "dont show") && !strings.Contains(n, "("):

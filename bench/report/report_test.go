@@ -17,6 +17,8 @@ const (
 		"| dont --help (no store) | 20 | 6.60 ms | 10.69 ms | 1.25 | 5.69 ms | 1.31 | 11.5 MB | 649 |\n" +
 		"| dont show <id> --json | 20 | 8.00 ms | 16.84 ms | 1.60 | 6.00 ms | 1.50 | 15.4 MB | 771 |\n" +
 		"| dont show <id> --json (go build, not stripped) | 20 | 10.00 ms | 20.78 ms | 1.90 | 8.59 ms | 1.98 | 15.5 MB | 772 |\n" +
+		"| sqlite floor, start-up only (-tags startuponly) | 20 | 3.00 ms | 4.00 ms | 0.60 | 2.50 ms | 0.62 | 6.1 MB | 320 |\n" +
+		"| dont, start-up only (-tags startuponly) | 20 | 6.50 ms | 7.00 ms | 1.30 | 5.00 ms | 1.25 | 13.6 MB | 600 |\n" +
 		"\ncold start: dont show / sqlite floor = 1.60x (goal <= 1.6x), max RSS 15.4 MB (goal <= 20 MB; floor 7.6 MB)\n"
 	fakeServe = "16 workers sharing one harness token, 10s per run, 3 round(s) each running every mode (floor, then dont), `dont serve` with its default flags; medians of the rounds, and dont / floor the median of the rounds' ratios\n\n" +
 		"| server | Idempotency-Key | synchronous | lifecycles/s | dont / floor | assume p50 | assume p99 | callback p50 | callback p99 | 429s | CPU per lifecycle | client CPU per lifecycle | max RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" +
@@ -175,6 +177,7 @@ func TestTheTopTableShowsTheSameNumbersAsTheSectionsBelowIt(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| cold `dont show` ≤ 1.6× the SQLite floor (median wall time) | 5.00 ms | 8.00 ms | 1.60× | yes |",
+		"| cold `dont show` start-up bound: dont's start-up + the floor's work after its own (`-tags startuponly`) | 5.00 ms | 8.50 ms | 1.70× | no goal (over the goal: no change to what dont does after start-up can meet it on this machine) |",
 		"| cold `dont show` max RSS ≤ 20 MB | 7.6 MB | 15.4 MB | — | yes |",
 		"| in-process lifecycles ≥ 0.8× the floor (`SpawnLifecycle`, one caller) | 2,600/s | 2,513/s | 0.93× | yes |",
 		"| in-process lifecycles ≥ 0.8× the floor (`SpawnLifecycleParallel`, 2 callers) | 2,878/s | 2,017/s | 0.71× | **no** |",
@@ -312,5 +315,33 @@ func TestATailOverTheGoalOnTheFloorTooIsReportedAsNotJudgeable(t *testing.T) {
 	want := "| `dont serve` callback p99 ≤ 20 ms (without Idempotency-Keys) | 120.68 ms | 170.05 ms | 1.41× | **no** (cannot be judged: the floor's own p99 is over the goal on this machine's load) |"
 	if !strings.Contains(goals, want) {
 		t.Errorf("the goals table lacks\n%s\nin\n%s", want, goals)
+	}
+}
+
+// The start-up bound says whether the goal is still within reach of what
+// dont does after start-up; an older output without the start-up rows
+// gets no such row.
+func TestTheStartupBoundSaysWhetherTheGoalIsWithinReach(t *testing.T) {
+	goalsOf := func(cold string) string {
+		c := parseColdStart(cold)
+		for _, s := range sections(run{Cold: &c}) {
+			if s.Name == "goals" {
+				return s.Body
+			}
+		}
+		return ""
+	}
+	under := strings.Replace(fakeCold, "| dont, start-up only (-tags startuponly) | 20 | 6.50 ms |", "| dont, start-up only (-tags startuponly) | 20 | 5.50 ms |", 1)
+	if want := "| 5.00 ms | 7.50 ms | 1.50× | no goal (under the goal: the rest is dont's work after start-up) |"; !strings.Contains(goalsOf(under), want) {
+		t.Errorf("a bound under the goal: want %q in\n%s", want, goalsOf(under))
+	}
+	var older []string
+	for _, line := range strings.Split(fakeCold, "\n") {
+		if !strings.Contains(line, "start-up only") {
+			older = append(older, line)
+		}
+	}
+	if g := goalsOf(strings.Join(older, "\n")); strings.Contains(g, "start-up bound") || !strings.Contains(g, "| cold `dont show` ≤ 1.6×") {
+		t.Errorf("an output without start-up rows: want the goal row and no bound row in\n%s", g)
 	}
 }
