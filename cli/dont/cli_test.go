@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/dont-cli/dont/internal/gobuild"
+	"github.com/dont-cli/dont/internal/oneproc"
 )
 
 // binary is the dont the tests drive, built as README.md installs it.
@@ -48,6 +49,9 @@ func TestMain(m *testing.M) {
 	if err := initFreshProject(filepath.Join(dir, "fresh")); err != nil {
 		panic(err.Error())
 	}
+	// This test binary is package main, so internal/oneproc put it on one
+	// P; it runs tests in parallel, so it takes every CPU back.
+	oneproc.Restore()
 	// The parallel tests mostly wait (on the binaries they run, on
 	// deadlines and terminals), so they run four per CPU.
 	// The flag's default is GOMAXPROCS; a -parallel given on the command

@@ -8,13 +8,19 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/dont-cli/dont/cli/dont/cmdline"
 	"github.com/dont-cli/dont/internal/tools"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The WAL is persistent (internal/store/sqlite, open.go): a CLI run neither
@@ -156,6 +162,43 @@ var requestIDs = regexp.MustCompile(`"(request_id|duration_ms)":("[^"]*"|\d+)`)
 
 func withoutRequestIDs(s string) string { return requestIDs.ReplaceAllString(s, "") }
 
+// The main goroutine's stack is grown once, before the other packages
+// initialise (internal/mainstack): its package must be initialised
+// before the first one whose initialisation calls deep (the SQLite
+// driver's C runtime, the JSON Schema library, the MCP SDK's gob) and
+// before main's.
+func TestTheMainStackIsGrownBeforeThePackagesThatCallDeepInitialise(t *testing.T) {
+	for _, c := range []struct {
+		bin  string
+		deep []string
+	}{
+		{binary, []string{"modernc.org/libc", "github.com/google/jsonschema-go/jsonschema", "encoding/gob", "main"}},
+	} {
+		cmd := exec.Command(c.bin, "--help")
+		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+		var trace bytes.Buffer
+		cmd.Stderr = &trace
+		if err := cmd.Run(); err != nil {
+			t.Fatal(err)
+		}
+		order := map[string]int{}
+		for i, line := range strings.Split(trace.String(), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
+				order[f[1]] = i
+			}
+		}
+		first, ok := order["github.com/dont-cli/dont/internal/mainstack"]
+		if !ok {
+			t.Fatalf("%s: internal/mainstack is not initialised:\n%s", c.bin, trace.String())
+		}
+		for _, later := range c.deep {
+			if at, ok := order[later]; !ok || at < first {
+				t.Errorf("%s: %s initialised before internal/mainstack (lines %d, %d; not at all: %v)", c.bin, later, at, first, !ok)
+			}
+		}
+	}
+}
+
 // A statement given on the command line that is not valid UTF-8 is kept as
 // a JSON transport keeps it (each bad byte U+FFFD), so `show` and `show
 // --history` read it back as the same bytes.
@@ -180,5 +223,67 @@ func TestArgvThatIsNotUTF8IsKeptAsAJSONTransportKeepsIt(t *testing.T) {
 	}
 	if strings.Contains(shown.stdout, `\ufffd`) {
 		t.Errorf("show escaped the replacement character, as encoding/json does for a byte that is not UTF-8: %s", stmt(shown.stdout))
+	}
+}
+
+// A one-shot command runs on one P (internal/oneproc: fewer threads and
+// page faults at start), and the commands that serve many callers at once
+// — serve, mcp, spawns run — on the runtime's default, every CPU. The
+// test build says how many Ps a process runs on when it opens the store.
+func TestAOneShotCommandRunsOnOnePAndTheServingCommandsOnEveryCPU(t *testing.T) {
+	p := newProject(t)
+	report := "DONT_FAULT_REPORT_GOMAXPROCS=1"
+	said := regexp.MustCompile(`fault-injection: GOMAXPROCS=\d+`)
+	procs := func(stderr string) []string { return said.FindAllString(stderr, -1) }
+	one := []string{"fault-injection: GOMAXPROCS=1"}
+	every := "fault-injection: GOMAXPROCS=" + strconv.Itoa(runtime.GOMAXPROCS(0)) // TestMain restored this binary's
+	if r := p.runEnv([]string{report}, "list"); !slices.Equal(procs(r.stderr), one) {
+		t.Errorf("dont list: %q, want %q", procs(r.stderr), one)
+	}
+	if r := p.runEnv([]string{report, "GOMAXPROCS=3"}, "list"); !slices.Equal(procs(r.stderr), []string{"fault-injection: GOMAXPROCS=3"}) {
+		t.Errorf("dont list with GOMAXPROCS=3: %q, want the user's 3", procs(r.stderr))
+	}
+
+	// serve opens the store before it says where it listens.
+	c := p.cmd("serve", "--addr", "127.0.0.1:0")
+	c.Env = append(c.Env, report)
+	var serveErr bytes.Buffer
+	c.Stderr = &serveErr
+	out, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("serve printed no address: %v", err)
+	}
+	c.Process.Signal(syscall.SIGTERM)
+	c.Wait()
+	if got := procs(serveErr.String()); len(got) == 0 || got[0] != every {
+		t.Errorf("dont serve: %q, want %q", got, every)
+	}
+
+	// mcp opens the store for each tool call.
+	var mcpErr bytes.Buffer
+	mc := p.cmd("mcp")
+	mc.Env = append(mc.Env, report)
+	mc.Stderr = &mcpErr
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "dont-test", Version: "v0"}, nil).Connect(context.Background(), &sdk.CommandTransport{Command: mc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "list", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	cs.Close()
+	if got := procs(mcpErr.String()); len(got) == 0 || got[0] != every {
+		t.Errorf("dont mcp: %q, want %q", got, every)
+	}
+
+	// spawns run opens the store for its loopback server, then runs the agent.
+	rp, b := runnerBackends(t, "1h")["embedded"](t)
+	_, _, req := rp.assumeJSON(t, b)
+	env := []string{report, "DONT_BIN=" + binary, "AGENT_MODE=ok", "AGENT_LOG=" + filepath.Join(t.TempDir(), "agent.log")}
+	if r := rp.runIn(t, env, bytes.NewReader(req), "spawns", "run", "--agent", "script"); r.exit != 0 || len(procs(r.stderr)) == 0 || procs(r.stderr)[0] != every {
+		t.Errorf("dont spawns run: exit %d, %q, want %q\n%s", r.exit, procs(r.stderr), every, r.stderr)
 	}
 }

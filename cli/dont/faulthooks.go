@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -20,9 +21,14 @@ import (
 // package comment): with DONT_FAULT_COMMIT_DELAY set to a Go duration,
 // every commit holds its write transaction open that long, after a line
 // on stderr saying so; a signal ends the wait and the transaction rolls
-// back. With DONT_FAULT_FREE_BYTES set, the store's disk reports that many bytes
+// back. With DONT_FAULT_REPORT_GOMAXPROCS set, it first says on stderr
+// how many Ps the process runs on (internal/oneproc). With
+// DONT_FAULT_FREE_BYTES set, the store's disk reports that many bytes
 // free (a nearly full disk: internal/store/sqlite/space.go).
 func (a *app) storeHooks() sqlite.Hooks {
+	if a.getenv("DONT_FAULT_REPORT_GOMAXPROCS") != "" {
+		fmt.Fprintf(a.stderr, "fault-injection: GOMAXPROCS=%d\n", runtime.GOMAXPROCS(0))
+	}
 	var h sqlite.Hooks
 	if free, err := strconv.ParseUint(a.getenv("DONT_FAULT_FREE_BYTES"), 10, 64); err == nil {
 		// The store's disk reports this much free space (a nearly full disk).

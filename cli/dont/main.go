@@ -20,6 +20,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	_ "github.com/dont-cli/dont/internal/mainstack" // first: see its comment
+	_ "github.com/dont-cli/dont/internal/oneproc"   // one P until a command serves
 )
 
 func main() {

@@ -7,6 +7,7 @@ import (
 	"github.com/dont-cli/dont/internal/envelope"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/mcp"
+	"github.com/dont-cli/dont/internal/oneproc"
 	"github.com/dont-cli/dont/internal/present"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/spawn"
@@ -17,6 +18,8 @@ import (
 
 // serveMCP is the run of `dont mcp`.
 func (a *app) serveMCP(c *cobra.Command) error {
+	// A harness's calls come concurrently: every CPU.
+	oneproc.Restore()
 	a.mode = spawn.ModeHarness // never direct: no provider is built
 	a.mcpServing = true
 	srv := mcp.New(envelope.CLIVersion, func(_ context.Context, t *tools.Tool) (*service.Service, func(), error) {

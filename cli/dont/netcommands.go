@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/dont-cli/dont/internal/oneproc"
 	"github.com/spf13/cobra"
 )
 
@@ -92,6 +93,7 @@ their spawns cancelled). The envelope (spawn_run) lists every run.
 See docs/harnesses.md.`,
 		Args: a.argCount(0),
 		RunE: func(c *cobra.Command, _ []string) error {
+			oneproc.Restore() // several subagents at once: every CPU
 			return a.spawnsRun(c.Context(), f)
 		},
 	}

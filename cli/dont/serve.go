@@ -16,6 +16,7 @@ import (
 	"github.com/dont-cli/dont/internal/approvals"
 	"github.com/dont-cli/dont/internal/errs"
 	"github.com/dont-cli/dont/internal/httpapi"
+	"github.com/dont-cli/dont/internal/oneproc"
 	"github.com/dont-cli/dont/internal/scheduler"
 	"github.com/dont-cli/dont/internal/service"
 	"github.com/dont-cli/dont/internal/settings"
@@ -36,6 +37,7 @@ func (a *app) serveFlags(c *cobra.Command) {
 	var tlsCert, tlsKey string
 	var sessionCeiling string
 	c.RunE = func(c *cobra.Command, _ []string) error {
+		oneproc.Restore() // many callers at once: every CPU
 		return a.serve(c.Context(), serveOptions{addr: addr, sweepEvery: sweepEvery, rate: rate, burst: burst, totalRate: totalRate, projectRate: projectRate, interactiveConfirm: interactiveConfirm, tlsCert: tlsCert, tlsKey: tlsKey,
 			sessionCeiling: sessionCeiling})
 	}
