@@ -124,17 +124,17 @@ func main() {
 	for _, v := range also {
 		rows = append(rows, row{name: "dont show <id> --json (" + v.name + ")", bin: v.bin, args: showArgs})
 	}
-	// Every binary runs from a fresh copy: the linker's
-	// output and a copy of the same bytes ran 10–20% apart (their page
-	// cache histories differ), so all start from the same kind of file.
-	// The kernel copies (copy_file_range): a buffer here would raise this
-	// process's max RSS, which Linux counts into every child's.
 	for _, k := range []int{5, 6} {
 		// A start-up build that prints has run past its start-up.
 		if out := run(proj, rows[k].bin, rows[k].args...).out; len(out) > 0 {
 			check(fmt.Errorf("%s printed %q: it ran past its start-up", rows[k].name, out))
 		}
 	}
+	// Every binary runs from a fresh copy: the linker's
+	// output and a copy of the same bytes ran 10–20% apart (their page
+	// cache histories differ), so all start from the same kind of file.
+	// The kernel copies (copy_file_range): a buffer here would raise this
+	// process's max RSS, which Linux counts into every child's.
 	for k := range rows {
 		rows[k].bin = copyBinary(rows[k].bin, filepath.Join(dir, fmt.Sprintf("run%d-%s", k, filepath.Base(rows[k].bin))))
 	}
