@@ -27,12 +27,15 @@ func axeCheck(t *testing.T, b *browser, when string) {
 		t.Fatalf("axe-core is not installed (npm ci --prefix cli/dont/%s): %v", axeDir, err)
 	}
 	tags, _ := json.Marshal(axeTags)
-	eval[bool](t, b, string(src)+`;
+	// Not eval's 10 s: Chromium compiles axe's half a megabyte of script
+	// first, and with every browser test running at once on two cores that
+	// has taken longer (the run itself is waited for below).
+	evalWithin[bool](t, b, string(src)+`;
 		window.__axe = null;
 		axe.run(document, { runOnly: { type: "tag", values: `+string(tags)+` }, resultTypes: ["violations"] })
 			.then((r) => { window.__axe = JSON.stringify(r.violations.map((v) => ({ id: v.id, help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")) }))); },
 			      (e) => { window.__axe = JSON.stringify([{ id: "axe-error", help: String(e), nodes: [] }]); });
-		true`)
+		true`, time.Minute)
 	deadline := time.Now().Add(30 * time.Second)
 	var out string
 	for out == "" {

@@ -143,7 +143,13 @@ func (b *browser) signIn(t *testing.T, url, token string) {
 // eval runs js in the page and returns its value.
 func eval[T any](t *testing.T, b *browser, js string) T {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	return evalWithin[T](t, b, js, 10*time.Second)
+}
+
+// evalWithin is eval with a time limit of its own.
+func evalWithin[T any](t *testing.T, b *browser, js string, limit time.Duration) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, limit)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
 	if err != nil {
