@@ -311,7 +311,7 @@ func TestWebPageDismissesTheQuestionAtTheDeadlineOnItsOwnClock(t *testing.T) {
 	t.Parallel() // a browser test mostly waits: run them side by side
 	p := newApprovalProject(t)
 	approver, harness := p.token("approver"), p.token("harness")
-	srv := p.serve(t, "DONT_APPROVAL_TIMEOUT=4s")
+	srv := p.serve(t, "DONT_APPROVAL_TIMEOUT=8s") // room for the clicks before it, on a loaded machine
 	ses := p.session("workspace-write")
 	a := openPage(t, srv.endpoint, approver)
 	apr := p.runEnv([]string{"DONT_ENDPOINT=" + srv.endpoint, "DONT_TOKEN=" + harness}, "escalate", "--session", ses, "--call", "c9",
