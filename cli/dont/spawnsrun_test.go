@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dont-cli/dont/internal/personal"
 )
 
 // runnerBackend is where `dont spawns run` reaches dont: the embedded
@@ -353,6 +355,14 @@ func TestAnAgentThatExitsWithoutResolvingHasItsSpawnCancelledAndExitsOne(t *test
 func TestSpawnsRunRefusesBadInputWithRemediation(t *testing.T) {
 	p := newProject(t)
 	p.configureAgent(t)
+	// A profile using what agent profiles do not evaluate (a variable).
+	cfg := personal.Dirs{Home: p.personHomeDir(t)}.ConfigPath()
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, "[agents.vars]\ncommand = [\"agent\", \"{{$id := .RequestID}}{{$id}}\"]\nprompt = \"stdin\"")
+	f.Close()
 	for name, c := range map[string]struct {
 		stdin string
 		args  []string
@@ -364,6 +374,7 @@ func TestSpawnsRunRefusesBadInputWithRemediation(t *testing.T) {
 		"unknown agent":       {"", []string{"--agent", "nope", "--watch"}, 2},
 		"watch and ids":       {"", []string{"--agent", "script", "--watch", "--request-id", "spawn:x"}, 2},
 		"generic, no command": {"", []string{"--agent", "generic", "--watch"}, 3},
+		"a template variable": {"", []string{"--agent", "vars", "--watch"}, 3},
 		"negative deadline":   {"", []string{"--agent", "script", "--watch", "--deadline", "-1s"}, 2},
 		"workdir the project": {"", []string{"--agent", "script", "--watch", "--workdir", "."}, 2},
 		"workdir in it":       {"", []string{"--agent", "script", "--watch", "--workdir", ".dont"}, 2},
@@ -373,6 +384,9 @@ func TestSpawnsRunRefusesBadInputWithRemediation(t *testing.T) {
 		rem, _ := r.data()["remediation"].([]any)
 		if r.exit != c.exit || r.env["ok"] != false || len(rem) == 0 {
 			t.Errorf("%s: exit %d (want %d), %s", name, r.exit, c.exit, r.stdout)
+		}
+		if name == "a template variable" && (r.str("code") != "config-invalid" || !strings.Contains(r.str("message"), "variables are not supported")) {
+			t.Errorf("%s: %s", name, r.stdout)
 		}
 	}
 }

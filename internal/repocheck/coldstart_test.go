@@ -88,3 +88,30 @@ func TestEveryBuildOfTheCLIIsWithoutCgo(t *testing.T) {
 		}
 	}
 }
+
+// Nothing the CLI links may look methods up by name at run time
+// (reflect's MethodByName and Method, as text/template's evaluator
+// does): one such call makes the linker keep every exported method of
+// every type, which made dont 24.4 MB instead of 20.5 MB and each command
+// about 1 ms slower to start (docs/design.md#decisions, "Agent profiles
+// without text/template's evaluator"). The linker's own dependency dump
+// marks such a function <ReflectMethod>.
+func TestNothingTheCLILinksLooksUpMethodsByName(t *testing.T) {
+	root, _ := tracked(t)
+	cmd := exec.Command("go", "build", "-ldflags=-dumpdep", "-o", os.DevNull, "./cli/dont")
+	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build -ldflags=-dumpdep: %v\n%.2000s", err, out)
+	}
+	if n := strings.Count(string(out), "\n"); n < 10000 {
+		t.Fatalf("the linker's dependency dump has %d lines: the check proves nothing", n)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if from, _, ok := strings.Cut(line, " <ReflectMethod>"); ok && !seen[from] {
+			seen[from] = true
+			t.Errorf("cli/dont links %s, which looks methods up by name: the linker then keeps every exported method", from)
+		}
+	}
+}

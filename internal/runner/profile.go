@@ -1,11 +1,8 @@
 package runner
 
 import (
-	"bytes"
 	"fmt"
 	"sort"
-	"strings"
-	"text/template"
 	"time"
 
 	"github.com/dont-cli/dont/internal/spawn"
@@ -14,7 +11,8 @@ import (
 // Profile says how to start one kind of agent for a spawn request: its
 // command line, how it receives the prompt and the allowed tools, and
 // which of the caller's environment variables it may see. Every string
-// but Env is a text/template over Data (Command's elements one by one).
+// but Env is a template over Data in Go's template syntax (Command's
+// elements one by one; template.go says what a profile may use).
 type Profile struct {
 	Name string
 	// Command is the agent's argv. An element that is exactly ToolsArg is
@@ -143,8 +141,6 @@ type Rendered struct {
 	Prompt string
 }
 
-var funcs = template.FuncMap{"join": strings.Join}
-
 // Check reports a profile that cannot render: no command, an unknown
 // prompt mode, a template that does not parse.
 func (p Profile) Check() error {
@@ -158,7 +154,7 @@ func (p Profile) Check() error {
 		if s == ToolsArg {
 			continue
 		}
-		if _, err := template.New("").Funcs(funcs).Option("missingkey=error").Parse(s); err != nil {
+		if _, err := parseTemplate(s); err != nil {
 			return fmt.Errorf("agent profile %q: %w", p.Name, err)
 		}
 	}
@@ -217,13 +213,9 @@ func (p Profile) RenderIn(req spawn.Request, endpoint, projectDir string) (Rende
 }
 
 func execute(text string, data any) (string, error) {
-	t, err := template.New("").Funcs(funcs).Option("missingkey=error").Parse(text)
+	t, err := parseTemplate(text)
 	if err != nil {
 		return "", err
 	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, data); err != nil {
-		return "", err
-	}
-	return b.String(), nil
+	return t.execute(data)
 }
