@@ -32,6 +32,7 @@ var oneBinarySteps = []costStep{
 	{"5 documents by encoding/json", "031f58a", "", "the SQLite store's hand-written document encoders (docjson.go)"},
 	{"6 less at init", "5819d77", "", "(added) the profile-name regexp and the approvals page built on first use, not at every start"},
 	{"7 start-up packages back", "d184565", "", "(added back) `internal/mainstack`, `internal/oneproc`: step 2 cost over 0.5 ms where page faults are dear"},
+	{"8 no text/template evaluator", "4bfcd64", "", "(changed) agent profiles evaluated by internal/runner, not text/template: the linker drops unused methods again"},
 }
 
 // buildSteps builds each step's commit into dir, as bench/coldstart builds
