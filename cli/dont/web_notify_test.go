@@ -150,8 +150,6 @@ func TestAQuestionIsNotifiedWhenThePageIsInTheBackground(t *testing.T) {
 	b.waitTrue(t, `document.getElementById("set-notify").getAttribute("aria-pressed") === "true"`, "notifications on")
 	seen := ip.ask(ip.frontend, "in-view", "the page is in view", "make", "one")
 	b.waitCount(t, cardOf(seen), 1)
-	axeCheck(t, b, "the settings open, notifications on")
-	b.screenshot(t, "approvals-settings.png")
 	if n := eval[int](t, b, "window.__seen.notes.length"); n != 0 {
 		t.Fatalf("a question shown on a page in view was notified too (%d)", n)
 	}
@@ -165,6 +163,10 @@ func TestAQuestionIsNotifiedWhenThePageIsInTheBackground(t *testing.T) {
 	if title != "dont: a new question" || body != `call c1\x1b[8m of backend asks for workspace-write: needs the build cache\n  $ make test` {
 		t.Fatalf("the notification reads %q / %q", title, body)
 	}
+	// Last: on a loaded machine axe can hold the page longer than the
+	// subscriber lease, and a question asked after it found nobody.
+	axeCheck(t, b, "the settings open, notifications on")
+	b.screenshot(t, "approvals-settings.png")
 }
 
 // A screen reader hears a new question and an ending through the live
