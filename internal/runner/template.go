@@ -34,10 +34,7 @@ func parseTemplate(text string) (profileTemplate, error) {
 	if len(trees) > 1 {
 		return profileTemplate{}, fmt.Errorf("profile: define and block are not supported in agent profiles")
 	}
-	t := profileTemplate{tree: trees["profile"]}
-	if t.tree == nil || t.tree.Root == nil {
-		return profileTemplate{tree: &parse.Tree{Root: &parse.ListNode{}}}, nil
-	}
+	t := profileTemplate{tree: trees["profile"]} // there even when text is empty
 	return t, t.check(t.tree.Root)
 }
 
@@ -142,23 +139,9 @@ func (t profileTemplate) walk(b *strings.Builder, dot any, n parse.Node) error {
 		}
 		fmt.Fprint(b, v)
 	case *parse.IfNode:
-		v, err := t.pipe(dot, n.Pipe)
-		if err != nil {
-			return err
-		}
-		if truth(v) {
-			return t.walk(b, dot, n.List)
-		}
-		return t.walk(b, dot, n.ElseList)
+		return t.branch(b, dot, &n.BranchNode, false)
 	case *parse.WithNode:
-		v, err := t.pipe(dot, n.Pipe)
-		if err != nil {
-			return err
-		}
-		if truth(v) {
-			return t.walk(b, v, n.List)
-		}
-		return t.walk(b, dot, n.ElseList)
+		return t.branch(b, dot, &n.BranchNode, true)
 	case *parse.RangeNode:
 		v, err := t.pipe(dot, n.Pipe)
 		if err != nil {
@@ -178,6 +161,23 @@ func (t profileTemplate) walk(b *strings.Builder, dot any, n parse.Node) error {
 		}
 	}
 	return nil
+}
+
+// branch runs an if, or with valueIsDot a with: its list when the
+// pipeline's value is true (there . is that value in a with), its else
+// list otherwise.
+func (t profileTemplate) branch(b *strings.Builder, dot any, n *parse.BranchNode, valueIsDot bool) error {
+	v, err := t.pipe(dot, n.Pipe)
+	if err != nil {
+		return err
+	}
+	if !truth(v) {
+		return t.walk(b, dot, n.ElseList)
+	}
+	if valueIsDot {
+		dot = v
+	}
+	return t.walk(b, dot, n.List)
 }
 
 // pipe runs a pipeline: each command's result is the last argument of

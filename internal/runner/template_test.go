@@ -25,6 +25,7 @@ func TestAProfileTemplateRendersAsTextTemplateDoes(t *testing.T) {
 		Prompt: req.Context.Prompt, AllowedTools: req.Context.AllowedTools, Tools: req.Context.AllowedTools,
 		Endpoint: "http://127.0.0.1:8787", ExpiresAt: req.ExpiresAt, MaxToolCalls: req.Context.MaxToolCalls, ProjectDir: "/src/project"}
 	for _, tmpl := range []string{
+		" ", "  {{/* only a comment */}} ", // an empty one means the default prompt
 		"plain text, no action",
 		"{{.RequestID}} {{.RequestKind}} {{.EntityID}} {{.Endpoint}} {{.MaxToolCalls}} {{.ProjectDir}}",
 		"{{.Prompt}}\nRun only: {{join .Tools \", \"}}.",
